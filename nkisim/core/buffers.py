@@ -1,0 +1,63 @@
+"""Memory spaces (HBM, SBUF, PSUM) and the hardware limits tied to them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+HBM_SPACES = ("hbm", "private_hbm", "shared_hbm")
+PMAX = 128
+PSUM_FMAX = 512
+PSUM_BANK_BYTES = 2048
+PSUM_BANKS = 8
+SBUF_PARTITION_BYTES = {"trn1": 180224, "trn2": 212984}
+
+
+class Buffer:
+    """A memory space (``nl.sbuf``, ``nl.psum``, ``nl.hbm``…), optionally with a direct allocation."""
+
+    def __init__(self, space: str, alloc: Any = None) -> None:
+        self.space = space
+        self.alloc = alloc
+
+    @property
+    def family(self) -> str:
+        """'hbm', 'sbuf' or 'psum'."""
+        return "hbm" if self.space in HBM_SPACES else self.space
+
+    def __repr__(self) -> str:
+        return f"nl.{self.space}" if self.alloc is None else f"{self.space}.mod_alloc({self.alloc})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Buffer) and (self.space, self.alloc) == (other.space, other.alloc)
+
+    def __hash__(self) -> int:
+        return hash(self.space)
+
+
+sbuf = Buffer("sbuf")
+psum = Buffer("psum")
+hbm = Buffer("hbm")
+private_hbm = Buffer("private_hbm")
+shared_hbm = Buffer("shared_hbm")
+
+
+class ModAlloc:
+    """Direct allocation request from ``ncc.sbuf.mod_alloc`` / ``ncc.psum.mod_alloc``."""
+
+    def __init__(self, space: str, base_addr: int = 0, base_partition: int = 0,
+                 num_par_tiles: tuple = (), num_free_tiles: tuple = (), base_bank: int | None = None) -> None:
+        self.space = space
+        self.base_addr = base_addr
+        self.base_partition = base_partition
+        self.num_par_tiles = tuple(num_par_tiles)
+        self.num_free_tiles = tuple(num_free_tiles)
+        self.base_bank = base_bank
+
+    def __repr__(self) -> str:
+        return f"base_addr={self.base_addr}, num_free_tiles={self.num_free_tiles}"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ModAlloc) and vars(self) == vars(other)
+
+    def __hash__(self) -> int:
+        return hash((self.space, self.base_addr))

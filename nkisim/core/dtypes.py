@@ -1,0 +1,137 @@
+"""NKI data types and the documented type-promotion table.
+
+NKI dtypes are NumPy dtypes (bf16 and fp8 come from ``ml_dtypes``).  Vector and Scalar engines
+compute in fp32 and round once when writing the result, so numerics here do the same: widen to
+``compute_dtype`` and cast with ``ml_dtypes`` round-to-nearest-even on write.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+float32 = np.dtype(np.float32)
+float16 = np.dtype(np.float16)
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+float8_e4m3 = np.dtype(getattr(ml_dtypes, "float8_e4m3", ml_dtypes.float8_e4m3fn))
+float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
+#: tf32 is a storage tag in NKI ('|V4'); numerically it behaves like fp32 with a 10-bit mantissa.
+tfloat32 = np.dtype("V4")
+int8, int16, int32 = np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32)
+uint8, uint16, uint32 = np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.uint32)
+bool_ = np.dtype(np.bool_)
+
+FLOATS = (float8_e4m3, float8_e5m2, float16, bfloat16, tfloat32, float32)
+INTS = (int8, int16, int32, uint8, uint16, uint32)
+SUPPORTED = FLOATS + INTS + (bool_,)
+_FP8 = (float8_e4m3, float8_e5m2)
+
+
+def normalize(dtype: Any) -> np.dtype:
+    """Turn nl.float32 / np.float32 / 'bfloat16' / torch-like names into a NumPy dtype."""
+    if isinstance(dtype, np.dtype):
+        return dtype
+    if isinstance(dtype, str):
+        aliases = {"bfloat16": bfloat16, "float8_e4m3": float8_e4m3, "float8_e5m2": float8_e5m2,
+                   "tfloat32": tfloat32, "bool": bool_}
+        if dtype in aliases:
+            return aliases[dtype]
+    return np.dtype(dtype)
+
+
+def is_float(dt: np.dtype) -> bool:
+    return dt in FLOATS
+
+
+def is_int(dt: np.dtype) -> bool:
+    return dt in INTS or dt == bool_
+
+
+def storage_dtype(dt: np.dtype) -> np.dtype:
+    """NumPy dtype used to hold values of ``dt`` (tf32 is held as fp32)."""
+    return float32 if dt == tfloat32 else dt
+
+
+def _float_rank(dt: np.dtype) -> int:
+    return {float8_e4m3: 1, float8_e5m2: 1, float16: 2, bfloat16: 2, tfloat32: 3, float32: 4}[dt]
+
+
+def promote(a: np.dtype, b: np.dtype) -> np.dtype:
+    """NKI's promotion of two operand dtypes (nki.api.shared 'NKI Type Promotion')."""
+    if a == b:
+        return a
+    if a == bool_:
+        return b
+    if b == bool_:
+        return a
+    fa, fb = is_float(a), is_float(b)
+    if fa and not fb:
+        return a
+    if fb and not fa:
+        return b
+    if fa and fb:
+        pair = {a, b}
+        if pair == {float16, bfloat16}:
+            return float32
+        if pair == {float8_e4m3, float8_e5m2}:
+            return bfloat16
+        if a in _FP8 and b in _FP8:
+            return a
+        return a if _float_rank(a) >= _float_rank(b) else b
+    # both integers
+    sa, sb = a.kind == "i", b.kind == "i"
+    if sa == sb:
+        return a if a.itemsize >= b.itemsize else b
+    signed, unsigned = (a, b) if sa else (b, a)
+    if signed.itemsize > unsigned.itemsize:
+        return signed
+    if unsigned.itemsize == 4:
+        return float32
+    return np.dtype(f"int{unsigned.itemsize * 16}")
+
+
+def scalar_dtype(value: Any) -> np.dtype:
+    """Python scalars are weakly typed: bool -> uint8, int -> int32, float -> float32."""
+    if isinstance(value, (bool, np.bool_)):
+        return uint8
+    if isinstance(value, (int, np.integer)):
+        return int32
+    return float32
+
+
+def compute_dtype(*dts: np.dtype) -> np.dtype:
+    """The dtype arithmetic runs in: fp32 when any operand is a float, otherwise int64."""
+    return float32 if any(is_float(d) for d in dts) else np.dtype(np.int64)
+
+
+def cast(values: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """Round/convert computed values to ``dt`` once, as an engine does on write."""
+    target = storage_dtype(dt)
+    if values.dtype == target:
+        return values
+    if dt == tfloat32:
+        bits = np.asarray(values, dtype=np.float32).view(np.uint32)
+        rounded = (bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)
+        return rounded.view(np.float32)
+    if target.kind in "iu" and values.dtype.kind == "f":
+        info = np.iinfo(target)
+        with np.errstate(invalid="ignore"):
+            values = np.nan_to_num(np.rint(values), nan=0.0, posinf=info.max, neginf=info.min)
+            return np.clip(values, info.min, info.max).astype(target)
+    if target == bool_:
+        return values != 0
+    return values.astype(target)
+
+
+def name(dt: np.dtype) -> str:
+    """Short dtype name as the compiler prints it."""
+    if dt == tfloat32:
+        return "tfloat32"
+    return str(dt)
+
+
+def fill_value(dt: np.dtype) -> Any:
+    """Value of uninitialised memory: NaN for floats (so bad reads show), 4 for integers."""
+    return np.nan if is_float(dt) else 4

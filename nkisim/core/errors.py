@@ -1,0 +1,134 @@
+"""The compiler's error catalogue, re-created so students see the messages they would see on Trainium.
+
+Each error carries the compiler's error id (``err_*``), an exception class that matches the real
+front end (ValueError, TypeError, IndexError, RuntimeError or NKISyntaxError), the key phrase of the
+compiler's message, and the documentation link built the way neuronx-cc builds it.  The simulator
+never raises a bare exception for a kernel-programming mistake: it raises one of these.
+"""
+
+from __future__ import annotations
+
+DOCS_URL = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/nki/api/nki.errors.html"
+
+
+class NKIError(Exception):
+    """Mixin for every error the simulator raises on behalf of the compiler."""
+
+    error_id: str = ""
+    #: (filename, lineno) of the student's line that caused the error, filled in when raised.
+    nki_location: tuple[str, int] | None = None
+
+
+class NKIValueError(NKIError, ValueError):
+    pass
+
+
+class NKITypeError(NKIError, TypeError):
+    pass
+
+
+class NKIIndexError(NKIError, IndexError):
+    pass
+
+
+class NKIRuntimeError(NKIError, RuntimeError):
+    pass
+
+
+class NKISyntaxError(NKIError, SyntaxError):
+    """The compiler's module-local syntax error class (most front-end rule violations)."""
+
+    def __str__(self) -> str:  # SyntaxError.__str__ would append "(file, line N)" twice
+        return self.msg or ""
+
+
+# error id -> exception class.  Ids follow nki.errors.html; the class follows the real front end.
+CATALOGUE: dict[str, type[NKIError]] = {
+    "err_num_partition_exceed_arch_limit": NKIValueError,
+    "err_num_partition_mismatch": NKIValueError,
+    "err_size_of_dimension_exceed_arch_limit": NKIValueError,
+    "err_exceed_max_supported_dimension": NKIValueError,
+    "err_param_shape_incompatible_with_numpy": NKIValueError,
+    "err_param_shape_mismatch": NKIValueError,
+    "err_param_shape_incompatible_with_matmul": NKIValueError,
+    "err_store_dst_shape_smaller_than_other_shape": NKIValueError,
+    "err_tensor_access_out_of_bound": NKIIndexError,
+    "err_unsupported_memory": NKITypeError,
+    "err_1d_arange_not_supported": NKISyntaxError,
+    "err_unsupported_mixing_basic_advanced_tensor_indexing": NKISyntaxError,
+    "err_failed_to_infer_tile_from_local_tensor": NKITypeError,
+    "err_leading_dimension_of_tensor_must_be_partition": NKISyntaxError,
+    "err_local_variable_used_out_of_scope": NKISyntaxError,
+    "err_unexpected_output_dependencies": NKISyntaxError,
+    "err_tensor_output_not_written_to": NKIValueError,
+    "err_cannot_update_immutable_parameter": NKITypeError,
+    "err_mutable_parameter_not_returned": NKISyntaxError,
+    "err_hbm_tensor_with_init_value_not_supported": NKISyntaxError,
+    "err_shared_hbm_must_in_kernel_level": NKIRuntimeError,
+    "err_dynamic_control_flow_not_supported": NKISyntaxError,
+    "err_control_flow_condition_depending_on_arange": NKISyntaxError,
+    "err_ambiguous_tensor_truth_value": NKIValueError,
+    "err_unsupported_expression_in_mask": NKIValueError,
+    "err_while_loop_requires_unconditional_entry": NKIValueError,
+    "err_nki_api_outside_of_nki_kernel": NKIRuntimeError,
+    "err_nested_kernel_with_spmd_grid": NKISyntaxError,
+    "err_program_id_axis_out_of_bounds": NKIIndexError,
+    "err_cannot_assign_to_index": NKITypeError,
+    "err_annotation_shape_mismatch": NKITypeError,
+    "err_indirect_indices_free_dim": NKISyntaxError,
+    "err_indirect_indices_sbuf": NKISyntaxError,
+    "err_indirect_indices_are_not_supported_with_nki_api": NKISyntaxError,
+    "err_copy_dynamic_indirect_indices_not_natively_supported": NKISyntaxError,
+    "err_activation_bias_invalid_type": NKITypeError,
+    "err_activation_scale_invalid_type": NKITypeError,
+    "err_activation_scale_scalar_or_vector": NKISyntaxError,
+    "err_instruction_unsupported_op": NKISyntaxError,
+    "err_reduce_unsupported_negate": NKISyntaxError,
+    "err_supported_operand_dtype": NKITypeError,
+    "err_unsupported_dtype_value": NKIValueError,
+    "err_operand_cannot_be_none": NKIValueError,
+    "err_stack_overflow_sbuf": NKIRuntimeError,
+    "err_stack_overflow_psum": NKIRuntimeError,
+    "err_mask_not_equal_not_supported": NKISyntaxError,
+    "err_logic_or_not_supported": NKIValueError,
+    "err_min_arch_support_for_inst": NKISyntaxError,
+    "err_transpose_on_tensor_engine_not_allowed_in_allocated_kernel": NKISyntaxError,
+    # Not in nki.errors.html but enforced by the compiler (front-end asserts or back end).
+    "err_sbuf_free_dim_exceed_partition_size": NKIValueError,
+    "err_psum_tile_exceed_bank_size": NKIValueError,
+    "err_psum_dtype": NKITypeError,
+    "err_spmd_multi_core_not_supported": NKIValueError,
+    "err_unsupported_kernel_argument": NKITypeError,
+    "err_insufficient_rank": NKIValueError,
+    "err_reduce_partition_axis": NKIValueError,
+}
+
+#: Ids that have an anchor on the public error page (the others get no link).
+UNDOCUMENTED = {
+    "err_sbuf_free_dim_exceed_partition_size",
+    "err_psum_tile_exceed_bank_size",
+    "err_psum_dtype",
+    "err_spmd_multi_core_not_supported",
+    "err_unsupported_kernel_argument",
+    "err_insufficient_rank",
+    "err_reduce_partition_axis",
+}
+
+
+def docs_link(error_id: str) -> str:
+    """The compiler's 'Info on how to fix' URL for an error id."""
+    return f"{DOCS_URL}#{error_id.replace('_', '-')}"
+
+
+def make_error(error_id: str, message: str) -> NKIError:
+    """Build (not raise) the catalogued exception with the compiler's message format."""
+    cls = CATALOGUE[error_id]
+    text = message if error_id in UNDOCUMENTED else f"{message} Info on how to fix: {docs_link(error_id)}"
+    err = cls(text)
+    err.error_id = error_id
+    return err
+
+
+def nki_error(error_id: str, message: str) -> NKIError:
+    """Shorthand used as ``raise nki_error(...)`` so the raise statement stays at the call site."""
+    return make_error(error_id, message)

@@ -1,0 +1,358 @@
+"""Index expressions: loop variables, ``nl.arange``/``nl.mgrid`` grids, affine forms and masks.
+
+The compiler analyses an index like ``i * 128 + nl.arange(128)[:, None]`` over the *whole* loop
+range, so its out-of-bound messages quote the full range ("index range [0, 4095]").  The simulator
+executes eagerly but keeps every index in a dual form: the concrete value for this iteration and an
+affine form ``const + sum(coef * loop) + grid`` that can be bounded over all iterations.  Masks are
+comparisons of such forms; anything non-affine is remembered so a mask built from it is rejected
+with the compiler's error.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+from nkisim.core.errors import nki_error
+
+_loop_ids = itertools.count()
+
+
+class Loop:
+    """One active loop (affine/sequential/static range) and its current iteration value."""
+
+    __slots__ = ("kind", "start", "stop", "step", "current", "uid", "trip")
+
+    def __init__(self, kind: str, start: int, stop: int, step: int) -> None:
+        self.kind, self.start, self.stop, self.step = kind, start, stop, step
+        self.current = start
+        self.uid = next(_loop_ids)
+        self.trip = len(range(start, stop, step))
+
+    def bounds(self) -> tuple[int, int]:
+        r = range(self.start, self.stop, self.step)
+        if not r:
+            return (self.start, self.start)
+        return (min(r[0], r[-1]), max(r[0], r[-1]))
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+class Affine:
+    """An integer index expression: ``const + sum(coef * loop) + grid`` (grid from arange/mgrid).
+
+    ``affine`` turns False after a non-affine operation (``%``, ``//``, products of two indices);
+    the concrete value is then frozen into ``const``/``grid`` and only ``loops`` remembers which
+    loop variables it depended on.
+    """
+
+    __slots__ = ("const", "terms", "grid", "affine", "loops")
+    __array_priority__ = 1000  # numpy scalars defer to our operators
+
+    def __init__(self, const: int = 0, terms: dict | None = None, grid: np.ndarray | None = None,
+                 affine: bool = True, loops: frozenset = frozenset()) -> None:
+        self.const = int(const)
+        self.terms: dict[Loop, int] = terms or {}
+        self.grid = grid
+        self.affine = affine
+        self.loops = loops if loops else frozenset(self.terms)
+
+    # --- values -------------------------------------------------------------------------------
+    def value(self) -> Any:
+        """Concrete value at the current iteration (int, or int64 array if there is a grid)."""
+        v = self.const
+        for loop, coef in self.terms.items():
+            v += coef * loop.current
+        return v if self.grid is None else self.grid + v
+
+    def scalar_bounds(self) -> tuple[int, int]:
+        """Min and max over every iteration of the loops involved (grid included)."""
+        if not self.affine:
+            v = self.value()
+            return (int(np.min(v)), int(np.max(v)))
+        lo = hi = self.const
+        for loop, coef in self.terms.items():
+            a, b = loop.bounds()
+            lo += min(coef * a, coef * b)
+            hi += max(coef * a, coef * b)
+        if self.grid is not None and self.grid.size:
+            lo += int(self.grid.min())
+            hi += int(self.grid.max())
+        return lo, hi
+
+    @property
+    def has_grid(self) -> bool:
+        return self.grid is not None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return () if self.grid is None else self.grid.shape
+
+    # --- arithmetic ---------------------------------------------------------------------------
+    @staticmethod
+    def lift(x: Any) -> Affine | None:
+        if isinstance(x, Affine):
+            return x
+        if _is_int(x):
+            return Affine(int(x))
+        return None
+
+    def _combine(self, other: Affine, sign: int) -> Affine:
+        terms = dict(self.terms)
+        for loop, coef in other.terms.items():
+            terms[loop] = terms.get(loop, 0) + sign * coef
+        terms = {k: v for k, v in terms.items() if v}
+        if self.grid is None:
+            grid = None if other.grid is None else sign * other.grid
+        else:
+            grid = self.grid if other.grid is None else self.grid + sign * other.grid
+        return Affine(self.const + sign * other.const, terms, grid, self.affine and other.affine,
+                      self.loops | other.loops)
+
+    def _frozen(self, value: Any, other: Affine | None = None) -> Affine:
+        loops = self.loops | (other.loops if other is not None else frozenset())
+        if isinstance(value, np.ndarray):
+            return Affine(0, None, value.astype(np.int64), False, loops)
+        return Affine(int(value), None, None, False, loops)
+
+    def __add__(self, other: Any) -> Affine:
+        o = Affine.lift(other)
+        return NotImplemented if o is None else self._combine(o, 1)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> Affine:
+        o = Affine.lift(other)
+        return NotImplemented if o is None else self._combine(o, -1)
+
+    def __rsub__(self, other: Any) -> Affine:
+        o = Affine.lift(other)
+        return NotImplemented if o is None else o._combine(self, -1)
+
+    def __neg__(self) -> Affine:
+        return self * -1
+
+    def __mul__(self, other: Any) -> Affine:
+        if _is_int(other):
+            k = int(other)
+            return Affine(self.const * k, {lp: c * k for lp, c in self.terms.items() if c * k},
+                          None if self.grid is None else self.grid * k, self.affine, self.loops)
+        o = Affine.lift(other)
+        if o is None:
+            return NotImplemented
+        if not o.terms and o.grid is None:
+            return self * o.const
+        if not self.terms and self.grid is None:
+            return o * self.const
+        return self._frozen(self.value() * o.value(), o)
+
+    __rmul__ = __mul__
+
+    def _nonaffine(self, other: Any, fn: Any, reverse: bool = False) -> Affine:
+        o = Affine.lift(other)
+        if o is None:
+            return NotImplemented
+        a, b = (o.value(), self.value()) if reverse else (self.value(), o.value())
+        return self._frozen(fn(a, b), o)
+
+    def __floordiv__(self, other: Any) -> Affine:
+        return self._nonaffine(other, lambda a, b: a // b)
+
+    def __rfloordiv__(self, other: Any) -> Affine:
+        return self._nonaffine(other, lambda a, b: a // b, True)
+
+    def __mod__(self, other: Any) -> Affine:
+        return self._nonaffine(other, lambda a, b: a % b)
+
+    def __rmod__(self, other: Any) -> Affine:
+        return self._nonaffine(other, lambda a, b: a % b, True)
+
+    def __index__(self) -> int:
+        if self.grid is not None:
+            raise TypeError("an nl.arange/nl.mgrid index cannot be used as a Python integer")
+        return int(self.value())
+
+    __int__ = __index__
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    # --- comparisons build masks --------------------------------------------------------------
+    def _cmp(self, other: Any, op: str) -> MaskExpr | bool:
+        o = Affine.lift(other)
+        if o is None:
+            if hasattr(other, "__nki_tile__"):
+                return MaskExpr(np.True_, ok=False, reason="runtime")
+            return NotImplemented
+        a, b = self.value(), o.value()
+        res = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
+               "==": np.equal, "!=": np.not_equal}[op](a, b)
+        m = MaskExpr(res, ok=self.affine and o.affine, reason=None if self.affine and o.affine else "nonaffine",
+                     has_grid=self.grid is not None or o.grid is not None)
+        if op == "!=":
+            m.reason = "ne"
+        return m
+
+    def __lt__(self, o: Any) -> Any:
+        return self._cmp(o, "<")
+
+    def __le__(self, o: Any) -> Any:
+        return self._cmp(o, "<=")
+
+    def __gt__(self, o: Any) -> Any:
+        return self._cmp(o, ">")
+
+    def __ge__(self, o: Any) -> Any:
+        return self._cmp(o, ">=")
+
+    def __eq__(self, o: Any) -> Any:  # type: ignore[override]
+        return self._cmp(o, "==")
+
+    def __ne__(self, o: Any) -> Any:  # type: ignore[override]
+        return self._cmp(o, "!=")
+
+    def __bool__(self) -> bool:
+        if self.grid is not None:
+            raise nki_error("err_control_flow_condition_depending_on_arange",
+                            "Control-flow depending on `nl.arange` or `nl.mgrid` is not supported.")
+        return bool(self.value())
+
+    # --- reshaping of grids: nl.arange(128)[:, None] ------------------------------------------
+    def __getitem__(self, key: Any) -> Affine:
+        if self.grid is None:
+            raise TypeError("only nl.arange/nl.mgrid index expressions can be reshaped")
+        return Affine(self.const, dict(self.terms), self.grid[key], self.affine, self.loops)
+
+    def __repr__(self) -> str:
+        if self.grid is None and not self.terms:
+            return f"Affine({self.const})"
+        return f"<index expr {self.value()!r}>"
+
+
+class MaskExpr:
+    """A predicate over index expressions, usable as ``mask=`` (boolean value + validity flags)."""
+
+    __slots__ = ("value", "ok", "reason", "has_grid")
+
+    def __init__(self, value: Any, ok: bool = True, reason: str | None = None, has_grid: bool = False):
+        self.value, self.ok, self.reason, self.has_grid = value, ok, reason, has_grid
+
+    def __and__(self, other: Any) -> MaskExpr:
+        if isinstance(other, (bool, np.bool_)):
+            other = MaskExpr(np.bool_(other))
+        if not isinstance(other, MaskExpr):
+            return NotImplemented
+        reason = self.reason or other.reason
+        return MaskExpr(np.logical_and(self.value, other.value), self.ok and other.ok, reason,
+                        self.has_grid or other.has_grid)
+
+    __rand__ = __and__
+
+    def __or__(self, other: Any) -> MaskExpr:
+        if not isinstance(other, MaskExpr):
+            return NotImplemented
+        return MaskExpr(np.logical_or(self.value, other.value), False, "or", True)
+
+    __ror__ = __or__
+
+    def __invert__(self) -> MaskExpr:
+        return MaskExpr(np.logical_not(self.value), self.ok, self.reason, self.has_grid)
+
+    def __bool__(self) -> bool:
+        if self.has_grid:
+            raise nki_error("err_control_flow_condition_depending_on_arange",
+                            "Control-flow depending on `nl.arange` or `nl.mgrid` is not supported.")
+        return bool(np.all(self.value))
+
+    def validated(self, api: str = "") -> np.ndarray:
+        """The boolean value, after the compiler's rules for mask expressions."""
+        if self.reason == "ne":
+            raise nki_error("err_mask_not_equal_not_supported", "'not equal' mask is not supported")
+        if self.reason == "or":
+            raise nki_error("err_logic_or_not_supported", f"'logical or' is not supported for the `{api or 'mask'}`")
+        if not self.ok:
+            raise nki_error("err_unsupported_expression_in_mask",
+                            "NKI mask expressions must be affine expressions of static loop indices. Dynamic "
+                            "values, tensor elements, or non-affine operations are not supported in mask predicates.")
+        return np.asarray(self.value, dtype=bool)
+
+
+def check_mask(mask: Any, api: str = "") -> np.ndarray | None:
+    """Validate a ``mask=`` argument and return its boolean array (None for no mask)."""
+    if mask is None:
+        return None
+    if isinstance(mask, MaskExpr):
+        return mask.validated(api)
+    if isinstance(mask, (bool, np.bool_)):
+        return np.asarray(mask)
+    raise nki_error("err_unsupported_expression_in_mask",
+                    "NKI mask expressions must be affine expressions of static loop indices. Dynamic values, "
+                    "tensor elements, or non-affine operations are not supported in mask predicates.")
+
+
+def arange(start: int, stop: int | None = None) -> Affine:
+    """``nl.arange``: a 1-D index grid; reshape with ``[:, None]`` / ``[None, :]`` before use."""
+    if stop is None:
+        start, stop = 0, start
+    return Affine(0, None, np.arange(int(start), int(stop), dtype=np.int64))
+
+
+class Grid(tuple):
+    """Result of ``nl.mgrid[...]``: unpacks to index expressions, also reachable as .p/.x/.y/.z."""
+
+    @property
+    def p(self) -> Affine:
+        return self[0]
+
+    @property
+    def x(self) -> Affine:
+        return self[1]
+
+    @property
+    def y(self) -> Affine:
+        return self[2]
+
+    @property
+    def z(self) -> Affine:
+        return self[3]
+
+
+class _MGrid:
+    """``nl.mgrid[0:128, 0:512]``: open (broadcastable) index grids, like numpy's ogrid."""
+
+    def __getitem__(self, key: Any) -> Grid | Affine:
+        single = not isinstance(key, tuple)
+        keys = (key,) if single else key
+        n = len(keys)
+        out = []
+        for axis, k in enumerate(keys):
+            if not isinstance(k, slice) or isinstance(k.step, complex):
+                raise TypeError("nl.mgrid takes integer slices such as nl.mgrid[0:128, 0:512]")
+            vals = np.arange(k.start or 0, k.stop, k.step or 1, dtype=np.int64)
+            shape = [1] * n
+            shape[axis] = vals.size
+            out.append(Affine(0, None, vals.reshape(shape)))
+        return out[0] if single else Grid(out)
+
+
+mgrid = _MGrid()
+
+
+class DynSlice:
+    """``nl.ds(start, size)``: the slice ``start:start+size`` (start may be a loop expression)."""
+
+    __slots__ = ("start", "size")
+
+    def __init__(self, start: Any, size: int) -> None:
+        self.start, self.size = start, int(size)
+
+    def __repr__(self) -> str:
+        return f"ds({self.start!r}, {self.size})"
+
+
+def ds(start: Any, size: int) -> DynSlice:
+    return DynSlice(start, size)

@@ -1,0 +1,78 @@
+"""Finding the student's line: every error and every traced instruction points at user code.
+
+The simulator's own frames are recognised by file path (anything under the ``nkisim`` package), the
+same rule numba's CUDA simulator and triton-viz use.  Errors are re-raised with those frames cut out
+of the traceback so the last frame a student sees is their own line.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+from typing import Any
+
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_internal_cache: dict[str, bool] = {}
+
+
+def is_internal(filename: str) -> bool:
+    """True for files that belong to the simulator itself."""
+    hit = _internal_cache.get(filename)
+    if hit is None:
+        hit = os.path.abspath(filename).startswith(_PKG_DIR)
+        _internal_cache[filename] = hit
+    return hit
+
+
+def user_frame(depth: int = 1) -> types.FrameType | None:
+    """The innermost frame outside the simulator (the student's call site)."""
+    f = sys._getframe(depth)
+    while f is not None and is_internal(f.f_code.co_filename):
+        f = f.f_back
+    return f
+
+
+def user_location() -> tuple[str, int]:
+    """(filename, lineno) of the student's call site, ("<unknown>", 0) if none."""
+    f = user_frame(2)
+    if f is None:
+        return ("<unknown>", 0)
+    return (f.f_code.co_filename, f.f_lineno)
+
+
+def trim_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
+    """Drop the simulator's frames from a traceback, keeping the user's frames in order."""
+    kept: list[types.TracebackType] = []
+    while tb is not None:
+        if not is_internal(tb.tb_frame.f_code.co_filename):
+            kept.append(tb)
+        tb = tb.tb_next
+    new: types.TracebackType | None = None
+    for entry in reversed(kept):
+        new = types.TracebackType(new, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return new
+
+
+def last_user_entry(tb: types.TracebackType | None) -> tuple[str, int] | None:
+    """(filename, lineno) of the innermost user frame in a traceback."""
+    loc = None
+    while tb is not None:
+        if not is_internal(tb.tb_frame.f_code.co_filename):
+            loc = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+        tb = tb.tb_next
+    return loc
+
+
+def attach_location(err: BaseException) -> Any:
+    """Record the student's line on an NKI error and return the trimmed traceback."""
+    loc = last_user_entry(err.__traceback__)
+    if loc is not None and getattr(err, "nki_location", None) is None:
+        err.nki_location = loc  # type: ignore[attr-defined]
+        if isinstance(err, SyntaxError):
+            import linecache
+
+            err.filename, err.lineno = loc
+            err.text = linecache.getline(loc[0], loc[1]) or None
+            err.offset = None
+    return trim_traceback(err.__traceback__)

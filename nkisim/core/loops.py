@@ -1,0 +1,70 @@
+"""Loop iterators: ``nl.affine_range``, ``nl.sequential_range``, ``nl.static_range``.
+
+All three run sequentially on the CPU.  ``affine_range`` and ``sequential_range`` yield symbolic
+loop variables (``Affine``) so indices stay analysable and writes can be checked against the
+affine_range rule; ``static_range`` is unrolled at trace time and yields plain ints.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from nkisim.core.context import current
+from nkisim.core.indexing import Affine, Loop
+
+
+def _args(args: tuple) -> tuple[int, int, int]:
+    ints = [int(a) for a in args]
+    if len(ints) == 1:
+        return 0, ints[0], 1
+    if len(ints) == 2:
+        return ints[0], ints[1], 1
+    if len(ints) == 3:
+        if ints[2] == 0:
+            raise ValueError("loop step cannot be zero")
+        return ints[0], ints[1], ints[2]
+    raise TypeError(f"expected 1 to 3 integer arguments like range(), got {len(args)}")
+
+
+class LoopRange:
+    """An NKI loop; iterating it pushes a loop frame on the kernel context."""
+
+    def __init__(self, kind: str, *args: Any, **_: Any) -> None:
+        self.kind = kind
+        self.start, self.stop, self.step = _args(args)
+
+    def __len__(self) -> int:
+        return len(range(self.start, self.stop, self.step))
+
+    def __iter__(self) -> Iterator[Any]:
+        if self.kind == "static":
+            yield from range(self.start, self.stop, self.step)
+            return
+        ctx = current()
+        loop = Loop(self.kind, self.start, self.stop, self.step)
+        var = Affine(0, {loop: 1})
+        ctx.loops.append(loop)
+        try:
+            for v in range(self.start, self.stop, self.step):
+                loop.current = v
+                yield var
+        finally:
+            for i in range(len(ctx.loops) - 1, -1, -1):
+                if ctx.loops[i] is loop:
+                    del ctx.loops[i]
+                    break
+
+
+def affine_range(*args: Any, **kwargs: Any) -> LoopRange:
+    """Parallel loop: iterations must not write the same location (except += accumulation)."""
+    return LoopRange("affine", *args, **kwargs)
+
+
+def sequential_range(*args: Any, **kwargs: Any) -> LoopRange:
+    """Sequential loop: loop-carried dependencies allowed."""
+    return LoopRange("sequential", *args, **kwargs)
+
+
+def static_range(*args: Any, **kwargs: Any) -> LoopRange:
+    """Fully unrolled loop: plain Python ints."""
+    return LoopRange("static", *args, **kwargs)

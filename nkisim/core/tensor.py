@@ -1,0 +1,614 @@
+"""Tensors and accesses: the simulator's model of HBM tensors and SBUF/PSUM tiles.
+
+``Tensor`` owns storage (a NumPy array in the tensor's dtype) plus the facts the compiler checks:
+memory space, partition axis (``nl.par_dim``), allocation loop nesting and whether it is an immutable
+kernel parameter.  ``tensor[idx]`` returns an ``Access``: the index is normalised once (ints, slices,
+``nl.ds``, arange/mgrid expressions, loop variables, indirect index tiles) and resolved lazily into a
+NumPy view (basic indexing) or gather/scatter arrays (advanced indexing).  Bounds, mixing rules and
+the affine_range output-dependency rule are all checked here, so every API gets them the same way.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+from nkisim.core import dtypes as dt
+from nkisim.core.buffers import Buffer
+from nkisim.core.context import active
+from nkisim.core.errors import nki_error
+from nkisim.core.indexing import Affine, DynSlice, Loop
+
+_ids = itertools.count(1)
+
+
+def shape_str(name: str, shape: tuple[int, ...]) -> str:
+    return f"{name}[{', '.join(str(s) for s in shape)}]"
+
+
+class Tensor:
+    """An HBM tensor or an on-chip (SBUF/PSUM) tile."""
+
+    __nki_tile__ = True
+    __array_priority__ = 1000
+
+    def __init__(self, shape: tuple[int, ...], dtype: np.dtype, buffer: Buffer, data: np.ndarray | None,
+                 name: str = "", par_axis: int = 0, loops: tuple[Loop, ...] = (), base: Tensor | None = None,
+                 site: tuple[str, int] | None = None) -> None:
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = dtype
+        self.buffer = buffer
+        self.data = data
+        self.uid = next(_ids)
+        self.name = name or f"t{self.uid}"
+        self.par_axis = par_axis
+        self.loops = loops
+        self.base = base
+        self.site = site
+        self.param = False  # immutable kernel parameter
+        self.valid: np.ndarray | None = None  # elements an op actually produced (masked ops)
+        self.written = False
+        self.producer: Any = None  # trace record of the instruction that produced this tile
+
+    # --- properties of the NKI tensor API -----------------------------------------------------
+    @property
+    def space(self) -> str:
+        return self.buffer.family
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def itemsize(self) -> int:
+        return dt.storage_dtype(self.dtype).itemsize
+
+    @property
+    def root(self) -> Tensor:
+        t = self
+        while t.base is not None:
+            t = t.base
+        return t
+
+    def __repr__(self) -> str:
+        return f"<{self.buffer.space} tensor {shape_str(self.name, self.shape)} {dt.name(self.dtype)}>"
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __bool__(self) -> bool:
+        raise nki_error("err_dynamic_control_flow_not_supported",
+                        "dynamic control-flow depending on tensor value is not supported.")
+
+    def __iter__(self):
+        raise TypeError("NKI tensors cannot be iterated; index them with loops over nl.affine_range")
+
+    def full(self) -> Access:
+        return Access(self, ())
+
+    def __getitem__(self, key: Any) -> Access:
+        return Access(self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if isinstance(value, Access) and value.done:
+            return
+        from nkisim.ops import memory
+
+        memory.assign(Access(self, key), value)
+
+    # --- views --------------------------------------------------------------------------------
+    def reshape(self, *shape: Any) -> Tensor:
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        shape = tuple(int(s) for s in shape)
+        if int(np.prod(shape)) != int(np.prod(self.shape)):
+            raise nki_error("err_param_shape_mismatch",
+                            f"Parameter shapes ({shape_str(self.name, self.shape)}) cannot be reshaped to "
+                            f"{list(shape)}: element counts differ (has mismatched shapes)")
+        data = None if self.data is None else self.data.reshape(shape)
+        view = Tensor(shape, self.dtype, self.buffer, data, self.name, 0, self.loops, base=self, site=self.site)
+        view.param = self.param
+        return view
+
+    def view(self, dtype: Any) -> Tensor:
+        d = dt.normalize(dtype)
+        data = None if self.data is None else self.data.view(dt.storage_dtype(d))
+        shape = self.shape[:-1] + (self.shape[-1] * self.itemsize // dt.storage_dtype(d).itemsize,)
+        v = Tensor(shape, d, self.buffer, data, self.name, self.par_axis, self.loops, base=self, site=self.site)
+        v.param = self.param
+        return v
+
+    def astype(self, dtype: Any) -> Tensor:
+        from nkisim.ops import memory
+
+        return memory.copy(self, dtype=dtype)
+
+    def broadcast_to(self, shape: Any) -> Tensor:
+        from nkisim.ops import memory
+
+        return memory.broadcast_to(self, shape=shape)
+
+    def expand_dims(self, axis: int) -> Tensor:
+        from nkisim.ops import memory
+
+        return memory.expand_dims(self, axis)
+
+    def assert_shape(self, shape: Any) -> Tensor:
+        if tuple(shape) != self.shape:
+            raise nki_error("err_annotation_shape_mismatch",
+                            f"shape of `{shape_str(self.name, self.shape)}` does not match the expected shape "
+                            f"of {list(shape)}")
+        return self
+
+    @property
+    def T(self) -> Tensor:
+        from nkisim.ops import matmul
+
+        return matmul.transpose(self)
+
+    # --- operators: the same ops as nl.add & co, but no partition broadcast -------------------
+    def _binop(self, other: Any, op: str, reverse: bool = False) -> Any:
+        from nkisim.ops import elementwise
+
+        return elementwise.operator(self, other, op, reverse)
+
+    def __add__(self, o: Any) -> Any:
+        return self._binop(o, "add")
+
+    def __radd__(self, o: Any) -> Any:
+        return self._binop(o, "add", True)
+
+    def __sub__(self, o: Any) -> Any:
+        return self._binop(o, "subtract")
+
+    def __rsub__(self, o: Any) -> Any:
+        return self._binop(o, "subtract", True)
+
+    def __mul__(self, o: Any) -> Any:
+        return self._binop(o, "multiply")
+
+    def __rmul__(self, o: Any) -> Any:
+        return self._binop(o, "multiply", True)
+
+    def __truediv__(self, o: Any) -> Any:
+        return self._binop(o, "divide")
+
+    def __rtruediv__(self, o: Any) -> Any:
+        return self._binop(o, "divide", True)
+
+    def __pow__(self, o: Any) -> Any:
+        return self._binop(o, "power")
+
+    def __rpow__(self, o: Any) -> Any:
+        return self._binop(o, "power", True)
+
+    def __mod__(self, o: Any) -> Any:
+        return self._binop(o, "mod")
+
+    def __and__(self, o: Any) -> Any:
+        return self._binop(o, "bitwise_and")
+
+    def __or__(self, o: Any) -> Any:
+        return self._binop(o, "bitwise_or")
+
+    def __xor__(self, o: Any) -> Any:
+        return self._binop(o, "bitwise_xor")
+
+    def __lshift__(self, o: Any) -> Any:
+        return self._binop(o, "left_shift")
+
+    def __rshift__(self, o: Any) -> Any:
+        return self._binop(o, "right_shift")
+
+    def __lt__(self, o: Any) -> Any:
+        return self._binop(o, "less")
+
+    def __le__(self, o: Any) -> Any:
+        return self._binop(o, "less_equal")
+
+    def __gt__(self, o: Any) -> Any:
+        return self._binop(o, "greater")
+
+    def __ge__(self, o: Any) -> Any:
+        return self._binop(o, "greater_equal")
+
+    def __eq__(self, o: Any) -> Any:  # type: ignore[override]
+        return self._binop(o, "equal")
+
+    def __ne__(self, o: Any) -> Any:  # type: ignore[override]
+        return self._binop(o, "not_equal")
+
+    __hash__ = object.__hash__
+
+    def __neg__(self) -> Any:
+        from nkisim.ops import elementwise
+
+        return elementwise.unary_op("negative", self)
+
+    def __abs__(self) -> Any:
+        from nkisim.ops import elementwise
+
+        return elementwise.unary_op("abs", self)
+
+    def __invert__(self) -> Any:
+        from nkisim.ops import elementwise
+
+        return elementwise.unary_op("invert", self)
+
+    def _inplace(self, other: Any, op: str) -> Tensor:
+        from nkisim.ops import memory
+
+        memory.accumulate(self.full(), other, op)
+        return self
+
+    def __iadd__(self, o: Any) -> Tensor:
+        return self._inplace(o, "add")
+
+    def __isub__(self, o: Any) -> Tensor:
+        return self._inplace(o, "subtract")
+
+    def __imul__(self, o: Any) -> Tensor:
+        return self._inplace(o, "multiply")
+
+    def __itruediv__(self, o: Any) -> Tensor:
+        return self._inplace(o, "divide")
+
+
+# ----------------------------------------------------------------------------------------------
+# Access: a normalised index into a tensor
+# ----------------------------------------------------------------------------------------------
+_BASIC, _ADV = 0, 1
+
+
+class Access:
+    """``tensor[index]``: where an API reads or writes, resolved against the tensor's shape.
+
+    ``comps`` holds one entry per tensor dimension:
+      ('int', Affine)                 a single position, dimension dropped
+      ('slice', start, stop, step)    Affine/int bounds, dimension kept
+      ('adv', Affine)                 arange/mgrid expression (advanced indexing)
+      ('ind', Access)                 indirect index read from an SBUF tile at run time
+    """
+
+    __slots__ = ("tensor", "comps", "shape", "advanced", "loops", "done", "par_axis", "_np")
+    __nki_tile__ = True
+    __array_priority__ = 1000
+
+    def __init__(self, tensor: Tensor, key: Any) -> None:
+        self.tensor = tensor
+        self.done = False
+        self._np: tuple | None = None
+        if not isinstance(key, tuple):
+            key = (key,)
+        # expand Ellipsis
+        if any(k is Ellipsis for k in key):
+            i = next(j for j, k in enumerate(key) if k is Ellipsis)
+            fill = tensor.ndim - (len(key) - 1)
+            key = key[:i] + (slice(None),) * fill + key[i + 1:]
+        if len(key) > tensor.ndim:
+            raise nki_error("err_tensor_access_out_of_bound",
+                            f"Out-of-bound access for tensor `{tensor.name}`: {len(key)} indices given for a "
+                            f"tensor with {tensor.ndim} dimensions")
+        comps: list[tuple] = []
+        loops: set = set()
+        has_slice = has_adv = False
+        for axis, k in enumerate(key):
+            size = tensor.shape[axis]
+            if k is None:
+                raise TypeError("NKI does not support adding axes with None inside a tensor index")
+            if isinstance(k, slice):
+                has_slice = True
+                comps.append(_norm_slice(k, size, loops))
+            elif isinstance(k, DynSlice):
+                has_slice = True
+                start = Affine.lift(k.start)
+                if start is None:
+                    raise TypeError(f"nl.ds start must be an integer or loop index, got {type(k.start).__name__}")
+                loops |= start.loops
+                comps.append(("slice", start, start + k.size, 1))
+            elif isinstance(k, Affine):
+                loops |= k.loops
+                if k.grid is None:
+                    comps.append(("int", k))
+                else:
+                    if k.grid.ndim == 1 and k.grid.size > 1:
+                        raise nki_error("err_1d_arange_not_supported",
+                                        f"indexing tensor `{tensor.name}` with 1d arange is not supported,"
+                                        " use nl.arange(n)[:, None] or nl.arange(n)[None, :]")
+                    has_adv = True
+                    comps.append(("adv", k))
+            elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
+                v = int(k)
+                comps.append(("int", Affine(v + size if v < 0 else v)))
+            elif isinstance(k, (Access, Tensor)):
+                idx = k if isinstance(k, Access) else k.full()
+                if idx.tensor.space != "sbuf":
+                    raise nki_error("err_indirect_indices_sbuf", "Indirect indices tile must be on SBUF.")
+                if axis != 0 and axis != tensor.par_axis:
+                    raise nki_error("err_indirect_indices_free_dim",
+                                    "Indirect indexing on free dimension not supported, must be partition "
+                                    "dimension or block dimension.")
+                has_adv = True
+                comps.append(("ind", idx))
+            else:
+                raise TypeError(f"unsupported index {k!r} of type {type(k).__name__} for tensor `{tensor.name}`")
+        if has_slice and has_adv:
+            raise nki_error("err_unsupported_mixing_basic_advanced_tensor_indexing",
+                            "Mixing basic tensor indexing and advanced tensor indexing is not supported.")
+        for axis in range(len(key), tensor.ndim):
+            comps.append(("slice", Affine(0), Affine(tensor.shape[axis]), 1))
+        self.comps = comps
+        self.loops = frozenset(loops)
+        self.advanced = has_adv
+        if has_adv:
+            shapes = []
+            for c in comps:
+                if c[0] == "adv":
+                    shapes.append(c[1].grid.shape)
+                elif c[0] == "ind":
+                    shapes.append(c[1].shape)
+            try:
+                self.shape = tuple(np.broadcast_shapes(*shapes))
+            except ValueError:
+                raise nki_error("err_param_shape_incompatible_with_numpy",
+                                f"Parameter shapes ({', '.join(str(list(s)) for s in shapes)}) of index "
+                                f"expressions could not be broadcast together") from None
+            self.par_axis = 0
+        else:
+            shape = []
+            par = None
+            for axis, c in enumerate(comps):
+                if c[0] == "slice":
+                    if axis == tensor.par_axis:
+                        par = len(shape)
+                    shape.append(len(range(c[1].value(), c[2].value(), c[3])))
+            self.shape = tuple(shape)
+            self.par_axis = 0 if par is None else par
+
+    # --- description ---------------------------------------------------------------------------
+    @property
+    def dtype(self) -> np.dtype:
+        return self.tensor.dtype
+
+    @property
+    def space(self) -> str:
+        return self.tensor.space
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def name(self) -> str:
+        return self.tensor.name
+
+    def __repr__(self) -> str:
+        return f"<access {shape_str(self.tensor.name, self.shape)} of {self.tensor!r}>"
+
+    def __bool__(self) -> bool:
+        raise nki_error("err_dynamic_control_flow_not_supported",
+                        "dynamic control-flow depending on tensor value is not supported.")
+
+    # --- numpy resolution --------------------------------------------------------------------
+    def np_index(self) -> tuple:
+        """Index usable on the tensor's storage (basic slices, or broadcastable int arrays)."""
+        if self._np is not None:
+            return self._np
+        if not self.advanced:
+            idx = tuple(int(c[1].value()) if c[0] == "int" else slice(int(c[1].value()), int(c[2].value()), c[3])
+                        for c in self.comps)
+        else:
+            idx = tuple(self._comp_array(c) for c in self.comps)
+        self._np = idx
+        return idx
+
+    def _comp_array(self, c: tuple) -> Any:
+        if c[0] == "int":
+            return int(c[1].value())
+        if c[0] == "adv":
+            return c[1].value()
+        if c[0] == "ind":
+            vals = c[1].read()
+            if vals is None:
+                return np.zeros(c[1].shape, dtype=np.int64)
+            return vals.astype(np.int64)
+        raise AssertionError(c)
+
+    def grid_arrays(self) -> list[Any]:
+        """Per-dimension index arrays broadcastable to ``self.shape`` (used with masks)."""
+        if self.advanced:
+            return [np.asarray(a) for a in self.np_index()]
+        out = []
+        axis = 0
+        nd = len(self.shape)
+        for c in self.comps:
+            if c[0] == "int":
+                out.append(np.asarray(int(c[1].value())))
+            else:
+                vals = np.arange(int(c[1].value()), int(c[2].value()), c[3], dtype=np.int64)
+                shp = [1] * nd
+                shp[axis] = vals.size
+                out.append(vals.reshape(shp))
+                axis += 1
+        return out
+
+    # --- checks ------------------------------------------------------------------------------
+    def check_bounds(self, valid: np.ndarray | None = None) -> None:
+        """The compiler's static out-of-bound check (whole loop range unless a mask applies)."""
+        t = self.tensor
+        for dim, c in enumerate(self.comps):
+            size = t.shape[dim]
+            if c[0] == "ind":
+                continue  # checked at run time by the gather (IndexError like the compiler's simulator)
+            if valid is None:
+                if c[0] == "slice":
+                    lo, _ = c[1].scalar_bounds()
+                    _, hi = c[2].scalar_bounds()
+                    hi -= 1
+                else:
+                    lo, hi = c[1].scalar_bounds()
+                if lo < 0 or hi >= size:
+                    raise nki_error("err_tensor_access_out_of_bound",
+                                    f"Out-of-bound access for tensor `{t.name}` on dimension {dim}: index range "
+                                    f"[{lo}, {hi}] exceed dimension size of {size}")
+        if valid is not None:
+            arrays = self.grid_arrays()
+            vm = np.broadcast_to(valid, self.shape) if valid.ndim else valid
+            for dim, (c, a) in enumerate(zip(self.comps, arrays)):
+                if c[0] == "ind":
+                    continue
+                a = np.broadcast_to(a, self.shape)
+                sel = a[vm] if vm.ndim else (a if bool(vm) else a[:0])
+                if sel.size and (sel.min() < 0 or sel.max() >= t.shape[dim]):
+                    raise nki_error("err_tensor_access_out_of_bound",
+                                    f"Out-of-bound access for tensor `{t.name}` on dimension {dim}: index range "
+                                    f"[{int(sel.min())}, {int(sel.max())}] exceed dimension size of "
+                                    f"{t.shape[dim]}")
+
+    def check_write(self, accumulate: bool = False) -> None:
+        """Immutable parameters and the affine_range 'unexpected output dependencies' rule."""
+        t = self.tensor.root
+        if t.param:
+            raise nki_error("err_cannot_update_immutable_parameter",
+                            f"Cannot update immutable parameter `{t.name}`: kernel inputs are read-only; "
+                            f"create an output with nl.ndarray(..., buffer=nl.shared_hbm) and return it")
+        ctx = active()
+        if ctx is None or accumulate:
+            return
+        for loop in ctx.loops:
+            if loop.kind == "affine" and loop.trip > 1 and loop not in t.loops and loop not in self.loops:
+                raise nki_error("err_unexpected_output_dependencies",
+                                f"Unexpected output dependencies: every iteration of an nl.affine_range loop "
+                                f"writes the same elements of `{t.name}` (missing indices on the loop "
+                                f"variable); use nl.sequential_range for a loop-carried dependency")
+
+    # --- data movement ---------------------------------------------------------------------
+    def read(self) -> np.ndarray | None:
+        """Values at this access, in storage dtype (a view for basic indexing)."""
+        data = self.tensor.data
+        if data is None:
+            return None
+        idx = self.np_index()
+        try:
+            return data[idx]
+        except IndexError as e:  # indirect index out of range: same wording as NumPy / the simulator
+            raise IndexError(str(e)) from None
+
+    def read_masked(self, valid: np.ndarray) -> np.ndarray | None:
+        """Gather with masked-off positions clamped (they may lie out of bounds), shape ``self.shape``."""
+        data = self.tensor.data
+        if data is None:
+            return None
+        arrays = self.grid_arrays()
+        vm = np.broadcast_to(valid, self.shape)
+        idx = tuple(np.where(vm, a, 0) if np.ndim(a) else a for a in arrays)
+        return data[idx]
+
+    def write(self, values: np.ndarray | None, valid: np.ndarray | None = None) -> None:
+        """Store ``values`` (already ``self.shape``, any dtype) into the tensor, cast once."""
+        t = self.tensor
+        t.root.written = True
+        if t.data is None or values is None:
+            return
+        values = dt.cast(np.asarray(values), t.dtype)
+        if valid is None or (valid.ndim == 0 and bool(valid)) or bool(np.all(valid)):
+            t.data[self.np_index()] = np.broadcast_to(values, self.shape) if values.shape != self.shape else values
+            return
+        if valid.ndim == 0:
+            return
+        vm = np.broadcast_to(valid, self.shape)
+        arrays = [np.broadcast_to(a, self.shape) for a in self.grid_arrays()]
+        t.data[tuple(a[vm] for a in arrays)] = np.broadcast_to(values, self.shape)[vm]
+
+    # --- in-place operators: t[idx] += x ----------------------------------------------------
+    def _inplace(self, other: Any, op: str) -> Access:
+        from nkisim.ops import memory
+
+        memory.accumulate(self, other, op)
+        self.done = True
+        return self
+
+    def __iadd__(self, o: Any) -> Access:
+        return self._inplace(o, "add")
+
+    def __isub__(self, o: Any) -> Access:
+        return self._inplace(o, "subtract")
+
+    def __imul__(self, o: Any) -> Access:
+        return self._inplace(o, "multiply")
+
+    def __itruediv__(self, o: Any) -> Access:
+        return self._inplace(o, "divide")
+
+    def __getitem__(self, key: Any) -> Access:
+        """Index an access again (e.g. a block of a block tensor, then a slice of it)."""
+        from nkisim.ops import memory
+
+        return memory.subaccess(self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if isinstance(value, Access) and value.done:
+            return
+        from nkisim.ops import memory
+
+        memory.assign(memory.subaccess(self, key), value)
+
+    # tile conveniences shared with Tensor
+    _binop = Tensor._binop
+    __add__, __radd__, __sub__, __rsub__ = Tensor.__add__, Tensor.__radd__, Tensor.__sub__, Tensor.__rsub__
+    __mul__, __rmul__, __truediv__, __rtruediv__ = Tensor.__mul__, Tensor.__rmul__, Tensor.__truediv__, \
+        Tensor.__rtruediv__
+    __pow__, __rpow__, __mod__ = Tensor.__pow__, Tensor.__rpow__, Tensor.__mod__
+    __and__, __or__, __xor__ = Tensor.__and__, Tensor.__or__, Tensor.__xor__
+    __lshift__, __rshift__ = Tensor.__lshift__, Tensor.__rshift__
+    __lt__, __le__, __gt__, __ge__ = Tensor.__lt__, Tensor.__le__, Tensor.__gt__, Tensor.__ge__
+    __eq__, __ne__ = Tensor.__eq__, Tensor.__ne__  # type: ignore[assignment]
+    __hash__ = object.__hash__
+    __neg__, __abs__, __invert__ = Tensor.__neg__, Tensor.__abs__, Tensor.__invert__
+    astype, broadcast_to, expand_dims = Tensor.astype, Tensor.broadcast_to, Tensor.expand_dims
+    T = Tensor.T
+
+    @property
+    def itemsize(self) -> int:
+        return self.tensor.itemsize
+
+    def reshape(self, *shape: Any) -> Tensor:
+        from nkisim.ops import memory
+
+        return memory.reshape_access(self, shape)
+
+
+def _norm_slice(k: slice, size: int, loops: set) -> tuple:
+    step = 1 if k.step is None else int(k.step)
+    if step <= 0:
+        raise TypeError("NKI slices must have a positive step")
+
+    def bound(v: Any, default: int) -> Affine:
+        if v is None:
+            return Affine(default)
+        a = Affine.lift(v)
+        if a is None:
+            raise TypeError(f"slice bounds must be integers or loop indices, got {type(v).__name__}")
+        if a.grid is not None:
+            raise TypeError("slice bounds cannot be nl.arange expressions")
+        if not a.terms and a.affine and a.const < 0:
+            a = Affine(a.const + size)
+        loops.update(a.loops)
+        return a
+
+    return ("slice", bound(k.start, 0), bound(k.stop, size), step)
+
+
+def as_access(x: Any) -> Access:
+    """Tensor or Access -> Access (full index for a tensor)."""
+    if isinstance(x, Access):
+        return x
+    if isinstance(x, Tensor):
+        return x.full()
+    raise TypeError(f"expected an NKI tensor or tile, got {type(x).__name__}")
+
+
+def is_tile(x: Any) -> bool:
+    return isinstance(x, (Tensor, Access))

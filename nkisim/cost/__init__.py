@@ -1,0 +1,1 @@
+"""Cost side of the simulator: the instruction trace, latency model and scheduler."""

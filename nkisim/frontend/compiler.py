@@ -1,0 +1,62 @@
+"""``neuronxcc.nki.compiler`` (``ncc``): allocation control and compiler directives.
+
+Directives that only steer the real compiler's passes are accepted and have no effect on results;
+``mod_alloc`` records the direct allocation so the cost model can rotate physical buffers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable
+
+from nkisim.core.buffers import Buffer, ModAlloc, psum as _psum, sbuf as _sbuf
+
+
+def skip_middle_end_transformations(func: Callable) -> Callable:
+    return func
+
+
+def enable_stack_allocator(func: Callable | None = None, **_: Any) -> Any:
+    return func if func is not None else (lambda f: f)
+
+
+def force_auto_alloc(func: Callable | None = None, **_: Any) -> Any:
+    return func if func is not None else (lambda f: f)
+
+
+def multi_buffer(factor: int = 2) -> contextlib.AbstractContextManager:
+    return contextlib.nullcontext()
+
+
+def no_reorder() -> contextlib.AbstractContextManager:
+    return contextlib.nullcontext()
+
+
+def allocation_scope() -> contextlib.AbstractContextManager:
+    return contextlib.nullcontext()
+
+
+class _SbufAlloc:
+    @staticmethod
+    def auto_alloc() -> Buffer:
+        return _sbuf
+
+    @staticmethod
+    def mod_alloc(base_addr: int = 0, *, base_partition: int = 0, num_par_tiles: tuple = (),
+                  num_free_tiles: tuple = ()) -> Buffer:
+        return Buffer("sbuf", ModAlloc("sbuf", base_addr, base_partition, num_par_tiles, num_free_tiles))
+
+
+class _PsumAlloc:
+    @staticmethod
+    def auto_alloc() -> Buffer:
+        return _psum
+
+    @staticmethod
+    def mod_alloc(base_bank: int = 0, *, base_addr: int = 0, base_partition: int = 0, num_bank_tiles: tuple = (),
+                  **_: Any) -> Buffer:
+        return Buffer("psum", ModAlloc("psum", base_addr, base_partition, (), num_bank_tiles, base_bank))
+
+
+sbuf = _SbufAlloc()
+psum = _PsumAlloc()

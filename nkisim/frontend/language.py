@@ -1,0 +1,227 @@
+"""``neuronxcc.nki.language`` (``nl``) on the simulator."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Any
+
+import numpy as np
+
+from nkisim.core import dtypes as _dt
+from nkisim.core.buffers import hbm, private_hbm, psum, sbuf, shared_hbm  # noqa: F401
+from nkisim.core.context import current as _current
+from nkisim.core.errors import nki_error as _nki_error
+from nkisim.core.indexing import arange, ds, mgrid  # noqa: F401
+from nkisim.core.loops import affine_range, sequential_range, static_range  # noqa: F401
+from nkisim.core.tensor import Tensor as tensor  # noqa: F401
+from nkisim.ops import elementwise as _ew, isa as _isa, matmul as _mm, memory as _mem, reduce as _red
+from nkisim.ops.creation import (empty_like, full, full_like, ndarray, ones, ones_like, par_dim,  # noqa: F401
+                                 rand, random_seed, shared_constant, shared_identity_matrix, zeros, zeros_like)
+from nkisim.ops.optable import ACTIVATIONS as _ACT, ALU as _ALU, FUNCTION_NAMES as _NAMES
+from nkisim.runtime.grid import NC as _NC, SpmdDim as _SpmdDim
+
+# --- dtypes ---------------------------------------------------------------------------------
+float32, float16, bfloat16, tfloat32 = _dt.float32, _dt.float16, _dt.bfloat16, _dt.tfloat32
+float8_e4m3, float8_e5m2 = _dt.float8_e4m3, _dt.float8_e5m2
+int8, int16, int32, uint8, uint16, uint32 = _dt.int8, _dt.int16, _dt.int32, _dt.uint8, _dt.uint16, _dt.uint32
+bool_ = _dt.bool_
+float32r = _dt.float32  # fp32 "round" perf-mode tag; numerically fp32
+
+
+class tile_size:  # noqa: N801 - NKI's name
+    """Hardware tile limits (``nl.tile_size.pmax`` …)."""
+
+    pmax = 128
+    psum_fmax = 512
+    gemm_stationary_fmax = 128
+    gemm_moving_fmax = 512
+    bn_stats_fmax = 512
+    psum_min_align = 4
+    sbuf_min_align = 1
+    total_available_sbuf_size = 212984  # trn2 per partition; trn1 has 180224
+
+
+class _FInfo:
+    def __init__(self, d: Any) -> None:
+        info = np.finfo(np.dtype(d))
+        self.min, self.max, self.eps, self.dtype = info.min, info.max, info.eps, np.dtype(d)
+
+
+def finfo(d: Any) -> _FInfo:
+    return _FInfo(d)
+
+
+fp32 = finfo(np.float32)
+
+
+# --- memory -------------------------------------------------------------------------------
+load = _mem.load
+store = _mem.store
+load_transpose2d = _mem.load_transpose2d
+copy = _mem.copy
+broadcast_to = _mem.broadcast_to
+matmul = _mm.matmul
+transpose = _mm.transpose
+where = _ew.where
+
+
+def expand_dims(data: Any, axis: int) -> tensor:
+    return _mem.expand_dims(data, axis)
+
+
+def static_cast(input_data: Any, dtype: Any) -> tensor:
+    return _mem.copy(input_data, dtype=dtype)
+
+
+def device_print(prefix: str, x: Any, *, mask: Any = None, **_: Any) -> None:
+    """Print a tile's values from inside the kernel (simulation only), to stdout."""
+    ctx = _current()
+    if not ctx.numerics:
+        return
+    from nkisim.core.tensor import as_access
+
+    vals = as_access(x).read() if hasattr(x, "__nki_tile__") else np.asarray(x)
+    where_ = f" [instance {list(ctx.program)}]" if ctx.grid else ""
+    print(f"{prefix}{where_} {np.asarray(vals, dtype=np.float32) if vals is not None else vals}", file=sys.stdout)
+
+
+# --- elementwise ops are generated from the op table -------------------------------------------
+def _make_unary(name: str) -> Any:
+    def fn(x: Any, *, dtype: Any = None, mask: Any = None, **kw: Any) -> tensor:
+        return _ew.unary_op(name, x, dtype=dtype, mask=mask)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``nl.{name}``: elementwise {name} of a tile (computed in fp32)."
+    return fn
+
+
+def _make_binary(name: str) -> Any:
+    def fn(x: Any, y: Any, *, dtype: Any = None, mask: Any = None, **kw: Any) -> tensor:
+        return _ew.binary_op(name, x, y, dtype=dtype, mask=mask)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``nl.{name}``: elementwise {name} of two tiles or a tile and a scalar (NumPy broadcasting)."
+    return fn
+
+
+_UNARY = [n for n in _ACT if n not in ("copy", "identity")] + ["invert", "logical_not"]
+_BINARY = ["add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "bitwise_and", "bitwise_or",
+           "bitwise_xor", "left_shift", "right_shift", "equal", "not_equal", "greater", "greater_equal", "less",
+           "less_equal", "logical_and", "logical_or", "logical_xor"]
+for _n in _UNARY:
+    globals()[_n] = _make_unary(_n)
+    _NAMES[globals()[_n]] = _n
+for _n in _BINARY:
+    globals()[_n] = _make_binary(_n)
+    _NAMES[globals()[_n]] = _n
+_NAMES[copy] = "copy"
+
+
+def mod(x: Any, y: Any, dtype: Any = None, mask: Any = None) -> tensor:
+    """``nl.mod``: remainder with the sign of the divisor (Python %)."""
+    return _ew.binary_op("mod", x, y, dtype=dtype, mask=mask)
+
+
+def fmod(x: Any, y: Any, dtype: Any = None, mask: Any = None) -> tensor:
+    """``nl.fmod``: remainder with the sign of the dividend (C fmod)."""
+    return _ew.binary_op("fmod", x, y, dtype=dtype, mask=mask)
+
+
+_NAMES[mod] = "mod"
+_NAMES[fmod] = "fmod"
+
+
+# --- reductions -----------------------------------------------------------------------------
+def _make_reduce(api: str, op: str, kind: str = "plain") -> Any:
+    def fn(x: Any, axis: Any, *, dtype: Any = None, mask: Any = None, keepdims: bool = False, **kw: Any) -> tensor:
+        return _red.reduce(op, x, axis, dtype=dtype, mask=mask, keepdims=keepdims, api=api, kind=kind)
+
+    fn.__name__ = fn.__qualname__ = api
+    fn.__doc__ = f"``nl.{api}``: reduce free axes of a tile with {op}."
+    return fn
+
+
+sum = _make_reduce("sum", "add")  # noqa: A001
+prod = _make_reduce("prod", "multiply")
+max = _make_reduce("max", "max")  # noqa: A001
+min = _make_reduce("min", "min")  # noqa: A001
+mean = _make_reduce("mean", "add", "mean")
+_NAMES.update({sum: "add", prod: "multiply", max: "max", min: "min"})
+
+
+def all(x: Any, axis: Any, *, dtype: Any = _dt.bool_, mask: Any = None, **_: Any) -> tensor:  # noqa: A001
+    """``nl.all``: logical AND over free axes."""
+    return _red.reduce("logical_and", x, axis, dtype=dtype, mask=mask, api="all")
+
+
+def var(x: Any, axis: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> tensor:
+    """``nl.var``: population variance over free axes."""
+    return _red.reduce("add", x, axis, dtype=dtype, mask=mask, api="var", kind="var")
+
+
+# --- SPMD -----------------------------------------------------------------------------------
+def program_id(axis: int) -> int:
+    """Index of this SPMD instance along ``axis``."""
+    ctx = _current()
+    if not 0 <= int(axis) < len(ctx.grid):
+        raise _nki_error("err_program_id_axis_out_of_bounds",
+                         f"axis in `program_id` is out-of-bound(s) of the spmd launch grid (axis={axis}, "
+                         f"launch grid rank {len(ctx.grid)})")
+    return ctx.program[int(axis)]
+
+
+def num_programs(axes: Any = None) -> int:
+    """Number of SPMD instances (along ``axes`` if given)."""
+    ctx = _current()
+    if axes is None:
+        return int(np.prod(ctx.grid)) if ctx.grid else 1
+    if isinstance(axes, (int, np.integer)):
+        axes = (int(axes),)
+    for a in axes:
+        if not 0 <= int(a) < len(ctx.grid):
+            raise _nki_error("err_program_id_axis_out_of_bounds",
+                             f"axis in `num_programs` is out-of-bound(s) of the spmd launch grid (axis={a}, "
+                             f"launch grid rank {len(ctx.grid)})")
+    return int(np.prod([ctx.grid[int(a)] for a in axes]))
+
+
+def program_ndim() -> int:
+    return len(_current().grid)
+
+
+def nc(k: int) -> _NC:
+    """Spread a grid dimension over ``k`` NeuronCores (trn2)."""
+    return _NC(k)
+
+
+def spmd_dim(*dims: Any) -> _SpmdDim:
+    return _SpmdDim(*dims)
+
+
+# --- higher-level helpers of nl built from the ops above --------------------------------------
+def softmax(x: Any, axis: Any, *, dtype: Any = None, compute_dtype: Any = None, mask: Any = None, **_: Any) -> tensor:
+    """``nl.softmax`` along free axes (max-subtracted for stability)."""
+    m = max(x, axis=axis, keepdims=True, mask=mask)
+    e = exp(subtract(x, m, mask=mask), mask=mask)  # noqa: F821 - generated above
+    return divide(e, sum(e, axis=axis, keepdims=True, mask=mask), dtype=dtype, mask=mask)  # noqa: F821
+
+
+def rms_norm(x: Any, w: Any, axis: Any, n: int, epsilon: float = 1e-6, *, dtype: Any = None,
+             compute_dtype: Any = None, mask: Any = None, **_: Any) -> tensor:
+    """``nl.rms_norm``: x / sqrt(mean(x^2) + eps) * w over ``axis`` (``n`` elements)."""
+    sq = square(x, mask=mask)  # noqa: F821
+    ms = sum(sq, axis=axis, keepdims=True, mask=mask)
+    inv = rsqrt(add(multiply(ms, 1.0 / n, mask=mask), epsilon, mask=mask), mask=mask)  # noqa: F821
+    return multiply(multiply(x, inv, mask=mask), w, dtype=dtype, mask=mask)  # noqa: F821
+
+
+def dropout(x: Any, rate: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> tensor:
+    """``nl.dropout``: zero elements with probability ``rate`` (deterministic generator)."""
+    r = rand(x.shape, dtype=_dt.float32)
+    keep = greater_equal(r, float(rate) if not hasattr(rate, "__nki_tile__") else rate)  # noqa: F821
+    return where(keep, x, 0.0, dtype=dtype, mask=mask)
+
+
+__all__ = [n for n in list(globals()) if not n.startswith("_")]
+_ = functools  # keep import for introspection helpers

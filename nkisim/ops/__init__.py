@@ -1,0 +1,1 @@
+"""Operations: the op table (single source of truth) and the numerics of each op family."""

@@ -1,0 +1,176 @@
+"""Helpers every op uses: operand checks from the op table, result tiles, and trace emission."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from nkisim.core import dtypes as dt
+from nkisim.core.buffers import PMAX, Buffer, psum, sbuf
+from nkisim.core.context import KernelContext
+from nkisim.core.errors import nki_error
+from nkisim.core.indexing import check_mask
+from nkisim.core.location import user_location
+from nkisim.core.tensor import Access, Tensor, as_access, is_tile, shape_str
+from nkisim.cost.trace import Instr
+from nkisim.ops.optable import api
+
+
+def operands(name: str, spaces: str | None = None, **named: Any) -> dict[str, Access]:
+    """Resolve tile operands of API ``name`` and check address spaces and partition limits.
+
+    ``named`` maps parameter names to values; None values are skipped.  Returns Accesses.
+    """
+    spec = api(name)
+    allowed = (spaces or spec.spaces).split("|")
+    out: dict[str, Access] = {}
+    for pname, value in named.items():
+        if value is None:
+            continue
+        if not is_tile(value):
+            raise TypeError(f"'{pname}' of '{name}' must be an NKI tile, got {type(value).__name__}")
+        acc = as_access(value)
+        if acc.space not in allowed:
+            raise nki_error("err_unsupported_memory",
+                            f"Expected operand '{pname}' of '{name}' to be in address space "
+                            f"'{'|'.join(allowed)}', but got a tile in '{acc.space}' instead.")
+        if acc.space != "hbm" and acc.par_axis != 0:
+            raise nki_error("err_failed_to_infer_tile_from_local_tensor",
+                            f"Failed to infer tile from tensor '{acc.name}', : the first dimension of the tile "
+                            f"is not the partition dimension of the tensor.")
+        out[pname] = acc
+    check_partitions(name, out)
+    return out
+
+
+def partitions(acc: Access | Tensor) -> int:
+    shape = acc.shape
+    return shape[0] if shape else 1
+
+
+def check_partitions(name: str, accs: dict[str, Any], shapes: dict[str, tuple] | None = None) -> None:
+    """err_num_partition_exceed_arch_limit naming every operand, as the compiler does."""
+    shapes = shapes or {k: tile_shape(v) for k, v in accs.items()}
+    if any(s and s[0] > PMAX for s in shapes.values()):
+        listed = ", ".join(shape_str(k, s) for k, s in shapes.items())
+        raise nki_error("err_num_partition_exceed_arch_limit",
+                        f"number of partitions in {listed} of '{name}' exceed architecture limitation of {PMAX}.")
+
+
+def tile_shape(acc: Access | Tensor) -> tuple[int, ...]:
+    """On-chip shape of an operand; a 1-D HBM access is seen as (N, 1) like the compiler does."""
+    s = acc.shape
+    return (s[0], 1) if len(s) == 1 else s
+
+
+def mask_array(mask: Any, shape: tuple[int, ...], name: str) -> np.ndarray | None:
+    """Validate ``mask=`` and broadcast it to the instruction's shape (None = everything)."""
+    m = check_mask(mask, name)
+    if m is None:
+        return None
+    if m.ndim == 0:
+        return m
+    try:
+        return np.broadcast_to(m, shape) if m.shape != shape else m
+    except ValueError:
+        if len(shape) < m.ndim:  # e.g. mask over (P, 1) grid applied to a (P,) reduction result
+            squeezed = m.reshape(m.shape[: len(shape)]) if all(d == 1 for d in m.shape[len(shape):]) else None
+            if squeezed is not None:
+                return np.broadcast_to(squeezed, shape)
+        raise nki_error("err_param_shape_incompatible_with_numpy",
+                        f"Parameter shapes (mask{list(m.shape)}, {name}{list(shape)}) could not be broadcast "
+                        f"together with shapes {list(m.shape)} and {list(shape)}") from None
+
+
+def new_tile(ctx: KernelContext, shape: tuple[int, ...], dtype: np.dtype, values: np.ndarray | None,
+             valid: np.ndarray | None = None, buffer: Buffer = sbuf, name: str = "", fresh: bool = True) -> Tensor:
+    """The tile an op returns; masked-off elements hold the uninitialised pattern.
+
+    ``fresh`` says ``values`` is a new array the tile may own; otherwise it may be a view of another
+    tensor's storage and is copied.
+    """
+    data = None
+    if ctx.numerics and values is not None:
+        values = np.asarray(values)
+        data = dt.cast(values, dtype)
+        if data.shape != shape:
+            data = np.broadcast_to(data, shape).copy()
+        elif data is values and (not fresh or not data.flags.writeable):
+            data = data.copy()
+        if valid is not None and valid.ndim and not valid.all():
+            data = np.where(valid, data, np.asarray(dt.fill_value(dtype)).astype(data.dtype))
+        elif valid is not None and valid.ndim == 0 and not bool(valid):
+            data = np.full(shape, dt.fill_value(dtype), dtype=dt.storage_dtype(dtype))
+    t = Tensor(shape, dtype, buffer, data, name, 0, tuple(ctx.loops))
+    t.valid = valid if (valid is not None and (valid.ndim == 0 or not valid.all())) else None
+    t.written = True
+    return t
+
+
+def f32(acc: Access | Tensor | None, ctx: KernelContext) -> np.ndarray | None:
+    """Operand values widened for computation (fp32 for floats, int64 for integers)."""
+    if acc is None or not ctx.numerics:
+        return None
+    a = acc.read() if isinstance(acc, Access) else acc.full().read()
+    if a is None:
+        return None
+    if a.dtype == np.float32:
+        return a
+    if dt.is_float(acc.dtype):
+        return a.astype(np.float32)
+    return a.astype(np.int64)
+
+
+def region(acc: Access) -> tuple:
+    """(root id, tensor id, box) of an access, for the scheduler's dependency tracking."""
+    t = acc.tensor
+    box = []
+    if not acc.advanced:
+        for c in acc.comps:
+            if c[0] == "int":
+                v = int(c[1].value())
+                box.append((v, v + 1))
+            else:
+                box.append((int(c[1].value()), int(c[2].value())))
+    else:
+        for c, dim in zip(acc.comps, t.shape):
+            if c[0] == "adv":
+                v = c[1].value()
+                box.append((int(np.min(v)), int(np.max(v)) + 1))
+            elif c[0] == "int":
+                v = int(c[1].value())
+                box.append((v, v + 1))
+            else:
+                box.append((0, dim))
+    return (t.root.uid, t.uid, tuple(box))
+
+
+def emit(ctx: KernelContext, name: str, engine: str | None = None, reads: Sequence[Access] = (),
+         writes: Sequence[Access] = (), p: int | None = None, n: int | None = None, nbytes: int = 0,
+         dtypes: tuple = (), acc: bool = False, extra: dict | None = None) -> Instr:
+    """Append one instruction to the trace (the cost model's only input)."""
+    spec = api(name)
+    shapes = [w.shape for w in writes] + [r.shape for r in reads]
+    if p is None:
+        p = max((s[0] if s else 1) for s in shapes) if shapes else 1
+    if n is None:
+        n = max((int(np.prod(s[1:])) if len(s) > 1 else 1) for s in shapes) if shapes else 1
+    instr = Instr(name, engine or spec.engine, p, n,
+                  dtypes or tuple(dt.name(a.dtype) for a in list(reads) + list(writes)), nbytes,
+                  tuple(region(r) for r in reads), tuple(region(w) for w in writes), user_location(), acc,
+                  extra, ctx.instance, tuple((lp.uid, lp.kind, lp.current) for lp in ctx.loops))
+    ctx.trace.append(instr)
+    return instr
+
+
+def out_dtype(dtype: Any, default: np.dtype) -> np.dtype:
+    return default if dtype is None else dt.normalize(dtype)
+
+
+def psum_buffer() -> Buffer:
+    return psum
+
+
+def as_result_access(t: Tensor) -> Access:
+    return t.full()

@@ -1,0 +1,205 @@
+"""Tensor creation: nl.ndarray/zeros/ones/full/*_like/rand and their allocation rules.
+
+Rules checked at creation, as the compiler does: partition dim <= 128, on-chip tiles of rank >= 2,
+per-partition SBUF budget, PSUM tiles within a 2 KiB bank per partition, no init value for HBM,
+``shared_hbm`` only at the kernel's top level.  Fresh tiles are filled with NaN (floats) so reads
+of memory nobody wrote show up in results.  ``shared_hbm`` tensors are created once per allocation
+site for the whole SPMD grid.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from nkisim.core import dtypes as dt
+from nkisim.core.buffers import PMAX, PSUM_BANK_BYTES, SBUF_PARTITION_BYTES, Buffer, ModAlloc, sbuf
+from nkisim.core.context import current
+from nkisim.core.errors import nki_error
+from nkisim.core.location import user_location
+from nkisim.core.tensor import Access, Tensor, as_access, is_tile, shape_str
+from nkisim.ops.base import emit
+
+
+class par_dim(int):
+    """Marks the partition dimension in a shape: ``(4, nl.par_dim(128), 512)``."""
+
+    def __repr__(self) -> str:
+        return f"par_dim({int(self)})"
+
+
+def plain_shape(shape: Any) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    return tuple(int(s) for s in shape)
+
+
+def _partition_axis(shape: Any) -> int:
+    if isinstance(shape, (int, np.integer)):
+        return 0
+    for i, s in enumerate(shape):
+        if isinstance(s, par_dim):
+            return i
+    return 0
+
+
+def _as_buffer(buffer: Any) -> Buffer:
+    if buffer is None:
+        return sbuf
+    if isinstance(buffer, Buffer):
+        return buffer
+    if isinstance(buffer, ModAlloc):
+        return Buffer(buffer.space, buffer)
+    raise TypeError(f"buffer must be nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm or a mod_alloc, got {buffer!r}")
+
+
+def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: Any = None,
+             init_value: bool = False) -> Tensor:
+    """Create a tensor after the compiler's allocation checks (``fill`` None = uninitialised)."""
+    ctx = current()
+    buf = _as_buffer(buffer)
+    par = _partition_axis(shape)
+    shp = plain_shape(shape)
+    d = dt.normalize(dtype)
+    if d not in dt.SUPPORTED:
+        raise nki_error("err_unsupported_dtype_value",
+                        f"Unsupported dtype '{d}' for tensor '{name or 'tensor'}', expected one of the following "
+                        f"dtypes: {', '.join(dt.name(x) for x in dt.SUPPORTED)}")
+    if buf.family == "hbm":
+        if init_value:
+            raise nki_error("err_hbm_tensor_with_init_value_not_supported",
+                            "Creating HBM tensor with init value is not supported.")
+        if buf.space == "shared_hbm":
+            if ctx.loops or ctx.depth > 0:
+                raise nki_error("err_shared_hbm_must_in_kernel_level",
+                                "shared_hbm buffer can only be created top level kernel scope; create kernel outputs "
+                                "before any loop and outside helper functions")
+            key = (user_location(), name)
+            hit = ctx.shared.get(key)
+            if hit is not None:
+                return hit
+    else:
+        if len(shp) < 2:
+            raise nki_error("err_insufficient_rank",
+                            f"Insufficient rank: on-chip tensor {shape_str(name or 'tensor', shp)} needs at least 2 "
+                            f"dimensions (partition and free), e.g. ({shp[0] if shp else 1}, 1)")
+        if shp[par] > PMAX:
+            raise nki_error("err_num_partition_exceed_arch_limit",
+                            f"number of partitions {shp[par]} exceed architecture limitation of {PMAX}.")
+        if par > 0:
+            warnings.warn("Block dimension is deprecated: dimensions before nl.par_dim will become an error; "
+                          "allocate one tile per block instead", DeprecationWarning, stacklevel=3)
+        free_elems = int(np.prod(shp)) // shp[par]
+        per_partition = free_elems * dt.storage_dtype(d).itemsize
+        if buf.family == "sbuf":
+            limit = SBUF_PARTITION_BYTES[ctx.target]
+            if per_partition > limit:
+                raise nki_error("err_sbuf_free_dim_exceed_partition_size",
+                                f"Size of free dimensions {per_partition / 1024:g} KB per partition on SBUF buffer "
+                                f"exceeds the {limit} bytes available per partition on {ctx.target} (tensor "
+                                f"{shape_str(name or 'tensor', shp)})")
+        else:
+            if d not in (dt.float32, dt.int32, dt.bfloat16, dt.float16, dt.uint32):
+                raise nki_error("err_psum_dtype",
+                                f"PSUM tensor for writes must be either 4-byte (FP32/int32) or BF16, got "
+                                f"{dt.name(d)}")
+            per_block = int(np.prod(shp[par + 1:])) * dt.storage_dtype(d).itemsize
+            if per_block > PSUM_BANK_BYTES:
+                raise nki_error("err_psum_tile_exceed_bank_size",
+                                f"PSUM tile {shape_str(name or 'tensor', shp)} needs {per_block} bytes per partition, "
+                                f"more than one 2 KiB PSUM bank (at most 512 fp32 elements in the free dimension)")
+    data = None
+    if ctx.numerics:
+        value = dt.fill_value(d) if fill is None else fill
+        data = np.full(shp, value, dtype=dt.storage_dtype(d))
+    t = Tensor(shp, d, buf, data, name, par, tuple(ctx.loops), site=user_location())
+    if fill is not None:
+        t.written = True
+        if buf.family != "hbm":
+            t.producer = emit(ctx, "memset", writes=[t.full()], extra={"zero": fill == 0})
+    if buf.space == "shared_hbm":
+        ctx.shared[(t.site, name)] = t
+    return t
+
+
+def ndarray(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
+    return allocate(shape, dtype, buffer, name)
+
+
+def zeros(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
+    return allocate(shape, dtype, buffer, name, fill=0, init_value=True)
+
+
+def ones(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
+    return allocate(shape, dtype, buffer, name, fill=1, init_value=True)
+
+
+def full(shape: Any, fill_value: Any, dtype: Any, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
+    return allocate(shape, dtype, buffer, name, fill=fill_value, init_value=True)
+
+
+def _like(a: Any, dtype: Any) -> tuple[tuple[int, ...], Any, Buffer]:
+    acc = as_access(a)
+    return acc.shape, acc.dtype if dtype is None else dtype, acc.tensor.buffer
+
+
+def empty_like(a: Any, dtype: Any = None, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
+    shape, d, buf = _like(a, dtype)
+    return allocate(shape, d, buffer or buf, name)
+
+
+def zeros_like(a: Any, dtype: Any = None, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
+    shape, d, buf = _like(a, dtype)
+    return allocate(shape, d, buffer or buf, name, fill=0, init_value=True)
+
+
+def ones_like(a: Any, dtype: Any = None, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
+    shape, d, buf = _like(a, dtype)
+    return allocate(shape, d, buffer or buf, name, fill=1, init_value=True)
+
+
+def full_like(a: Any, fill_value: Any, dtype: Any = None, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
+    shape, d, buf = _like(a, dtype)
+    return allocate(shape, d, buffer or buf, name, fill=fill_value, init_value=True)
+
+
+def rand(shape: Any, dtype: Any = np.float32, **_: Any) -> Tensor:
+    """``nl.rand``: uniform [0, 1) values from the kernel's deterministic generator."""
+    ctx = current()
+    rng = getattr(ctx, "rng", None)
+    if rng is None:
+        rng = ctx.rng = np.random.default_rng(0)
+    t = allocate(shape, dtype, sbuf, "", fill=0)
+    if t.data is not None:
+        t.data[...] = dt.cast(rng.random(t.shape, dtype=np.float32), t.dtype)
+    return t
+
+
+def random_seed(seed: Any, *, mask: Any = None, **_: Any) -> None:
+    ctx = current()
+    value = seed
+    if is_tile(seed):
+        vals = as_access(seed).read()
+        value = 0 if vals is None else int(np.asarray(vals).ravel()[0])
+    ctx.rng = np.random.default_rng(int(value))
+
+
+def shared_constant(constant: Any, dtype: Any = None, **_: Any) -> Tensor:
+    """``nl.shared_constant``: a constant HBM tensor built from a NumPy array."""
+    ctx = current()
+    arr = np.asarray(constant)
+    d = dt.normalize(dtype) if dtype is not None else dt.normalize(arr.dtype)
+    t = Tensor(arr.shape, d, Buffer("shared_hbm"), dt.cast(arr, d).copy() if ctx.numerics else None, "constant",
+               site=user_location())
+    t.written = True
+    return t
+
+
+def shared_identity_matrix(n: int, dtype: Any = np.uint8, **_: Any) -> Tensor:
+    return shared_constant(np.eye(int(n)), dtype)
+
+
+def is_access(x: Any) -> bool:
+    return isinstance(x, Access)

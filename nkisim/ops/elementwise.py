@@ -1,0 +1,161 @@
+"""Elementwise numerics: unary activations, binary ALU ops (nl.add & co, Python operators), where.
+
+Vector and Scalar engines widen every input to fp32, compute, and round once to the output dtype;
+integer-only arithmetic is done exactly (int64) and wrapped on write.  Output dtypes follow the
+promotion table unless ``dtype=`` is given; comparisons default to bool.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nkisim.core import dtypes as dt
+from nkisim.core.context import KernelContext, current
+from nkisim.core.errors import nki_error
+from nkisim.core.tensor import Access, Tensor, as_access, is_tile, shape_str
+from nkisim.ops.base import emit, mask_array, new_tile, operands
+from nkisim.ops.optable import ACTIVATIONS, ALU
+
+
+def values(acc: Access | None, ctx: KernelContext, compute: np.dtype, shape: tuple[int, ...] | None = None) -> Any:
+    """Operand values in the compute dtype, reshaped so a (P,) tile broadcasts as (P, 1, ...)."""
+    if acc is None or not ctx.numerics:
+        return None
+    a = acc.read()
+    if a is None:
+        return None
+    a = a.astype(compute) if a.dtype != compute else a
+    if shape is not None and a.ndim == 1 and len(shape) > 1:
+        a = a.reshape(a.shape + (1,) * (len(shape) - 1))
+    return a
+
+
+def scalar_value(x: Any, compute: np.dtype) -> Any:
+    return np.asarray(x, dtype=compute)
+
+
+def _col_shape(shape: tuple[int, ...], ndim: int) -> tuple[int, ...]:
+    return shape + (1,) * (ndim - len(shape)) if len(shape) == 1 and ndim > 1 else shape
+
+
+def broadcast_shape(name: str, shapes: dict[str, tuple[int, ...]], partition_broadcast: bool = True) -> tuple:
+    """Output shape of an elementwise op; a (P,) reduction result broadcasts as (P, 1, ...)."""
+    nd = max(len(s) for s in shapes.values())
+    fixed = {k: _col_shape(s, nd) for k, s in shapes.items()}
+    try:
+        out = tuple(np.broadcast_shapes(*fixed.values()))
+    except ValueError:
+        listed = ", ".join(shape_str(k, s) for k, s in shapes.items())
+        dims = " and ".join(str(list(s)) for s in shapes.values())
+        raise nki_error("err_param_shape_incompatible_with_numpy",
+                        f"Parameter shapes ({listed}) of '{name}' could not be broadcast together with shapes "
+                        f"{dims}") from None
+    if not partition_broadcast:
+        parts = {s[0] for s in fixed.values() if len(s) >= 1}
+        if len(parts) > 1:
+            listed = ", ".join(shape_str(k, s) for k, s in shapes.items())
+            raise nki_error("err_param_shape_incompatible_with_numpy",
+                            f"Parameter shapes ({listed}) of '{name}' could not be broadcast together: the Python "
+                            f"operators do not broadcast along the partition dimension; use nl.{name}(...) or "
+                            f"nl.broadcast_to")
+    return out
+
+
+def unary_op(name: str, x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+    """An elementwise function of one tile (Scalar engine for activations)."""
+    ctx = current()
+    a = operands(name, x=x)["x"]
+    out_dt = a.dtype if dtype is None else dt.normalize(dtype)
+    valid = mask_array(mask, a.shape, name)
+    vals = None
+    if ctx.numerics:
+        if name in ("invert", "logical_not", "bitwise_not"):
+            raw = a.read()
+            vals = np.logical_not(raw) if name == "logical_not" or raw.dtype == np.bool_ else np.invert(raw)
+        else:
+            with np.errstate(all="ignore"):
+                vals = ACTIVATIONS[name].fn(values(a, ctx, np.dtype(np.float32)))
+    tile = new_tile(ctx, a.shape, out_dt, vals, valid)
+    engine = "act" if name in ACTIVATIONS else "dve"
+    tile.producer = emit(ctx, "activation" if engine == "act" else "tensor_scalar", engine, reads=[a],
+                         writes=[tile.full()], extra={"func": name})
+    return tile
+
+
+def _is_vector(shape: tuple[int, ...], out: tuple[int, ...]) -> bool:
+    """A (P, 1)/(P,) operand: a per-partition scalar, served by tensor_scalar."""
+    return len(shape) >= 1 and shape[0] == out[0] and int(np.prod(shape[1:] or (1,))) == 1
+
+
+def binary_op(name: str, x: Any, y: Any, *, dtype: Any = None, mask: Any = None,
+              partition_broadcast: bool = True, **_: Any) -> Tensor:
+    """An elementwise ALU op of two operands (tiles or scalars), NumPy broadcasting."""
+    ctx = current()
+    spec = ALU[name]
+    tiles = {k: v for k, v in (("x", x), ("y", y)) if is_tile(v)}
+    if not tiles:
+        raise TypeError(f"nl.{name} needs at least one tile operand")
+    accs = operands(name, **tiles)
+    shapes = {k: a.shape for k, a in accs.items()}
+    out_shape = broadcast_shape(name, shapes, partition_broadcast)
+    dts = [accs[k].dtype if k in accs else dt.scalar_dtype(v) for k, v in (("x", x), ("y", y))]
+    if dtype is not None:
+        out_dt = dt.normalize(dtype)
+    elif spec.compare:
+        out_dt = dt.bool_
+    else:
+        out_dt = dt.promote(dts[0], dts[1])
+    if spec.bitvec:
+        compute = np.dtype(np.int64)
+    elif name == "divide" or dt.is_float(out_dt):
+        compute = np.dtype(np.float32)
+    else:
+        compute = dt.compute_dtype(*dts)
+    valid = mask_array(mask, out_shape, name)
+    vals = None
+    if ctx.numerics:
+        ops = [values(accs[k], ctx, compute, out_shape) if k in accs else scalar_value(v, compute)
+               for k, v in (("x", x), ("y", y))]
+        with np.errstate(all="ignore"):
+            vals = spec.fn(ops[0], ops[1])
+    tile = new_tile(ctx, out_shape, out_dt, vals, valid)
+    scalarish = len(accs) == 1 or any(_is_vector(s, out_shape) for s in shapes.values())
+    tile.producer = emit(ctx, "tensor_scalar" if scalarish else "tensor_tensor", "dve", reads=list(accs.values()),
+                         writes=[tile.full()], extra={"alu": name})
+    return tile
+
+
+def operator(tile: Any, other: Any, op: str, reverse: bool) -> Any:
+    """Python operators on tiles: the nl op without partition broadcasting."""
+    if not (is_tile(other) or isinstance(other, (int, float, bool, np.number))):
+        return NotImplemented
+    x, y = (other, tile) if reverse else (tile, other)
+    return binary_op(op, x, y, partition_broadcast=False)
+
+
+def where(condition: Any, x: Any, y: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+    """``nl.where``: select x where condition else y (y may be a scalar)."""
+    ctx = current()
+    named = {k: v for k, v in (("condition", condition), ("x", x), ("y", y)) if is_tile(v)}
+    accs = operands("where", **named)
+    out_shape = broadcast_shape("where", {k: a.shape for k, a in accs.items()})
+    dts = [accs[k].dtype if k in accs else dt.scalar_dtype(v) for k, v in (("x", x), ("y", y))]
+    out_dt = dt.normalize(dtype) if dtype is not None else dt.promote(dts[0], dts[1])
+    valid = mask_array(mask, out_shape, "where")
+    vals = None
+    if ctx.numerics:
+        compute = dt.compute_dtype(*dts)
+        c = values(accs["condition"], ctx, np.dtype(np.float32), out_shape) if "condition" in accs \
+            else np.asarray(condition)
+        xs = values(accs["x"], ctx, compute, out_shape) if "x" in accs else scalar_value(x, compute)
+        ys = values(accs["y"], ctx, compute, out_shape) if "y" in accs else scalar_value(y, compute)
+        vals = np.where(c != 0, xs, ys)
+    tile = new_tile(ctx, out_shape, out_dt, vals, valid)
+    tile.producer = emit(ctx, "where", "dve", reads=list(accs.values()), writes=[tile.full()])
+    return tile
+
+
+def as_tile_access(x: Any) -> Access:
+    return as_access(x)

@@ -1,0 +1,373 @@
+"""``nki.isa`` instructions that are not plain nl.* ops: activation, tensor_tensor/scalar, reduce,
+copy, iota, memset, dma_copy, bn_stats/bn_aggr, reciprocal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nkisim.core import dtypes as dt
+from nkisim.core.context import current
+from nkisim.core.errors import nki_error
+from nkisim.core.indexing import Affine
+from nkisim.core.tensor import Access, Tensor, as_access, is_tile, shape_str
+from nkisim.ops import memory, reduce as red
+from nkisim.ops.base import check_partitions, emit, f32, mask_array, new_tile, operands
+from nkisim.ops.elementwise import values
+from nkisim.ops.optable import ACTIVATIONS, ALU, op_name
+
+F32 = np.dtype(np.float32)
+
+
+def _alu(op: Any, inst: str) -> str:
+    name = op_name(op)
+    if name not in ALU:
+        raise nki_error("err_instruction_unsupported_op", f"{name} is not supported in '{inst}'")
+    return name
+
+
+def _vector_operand(inst: str, pname: str, v: Any, data: Access, ctx: Any) -> Any:
+    """A per-partition scalar operand: Python number or a (P, 1)/(P,) tile -> broadcastable values."""
+    if not is_tile(v):
+        return None if not ctx.numerics else np.asarray(v, dtype=F32)
+    acc = operands(inst, **{pname: v})[pname]
+    if acc.shape[0] != data.shape[0] or int(np.prod(acc.shape[1:] or (1,))) != 1:
+        raise nki_error("err_num_partition_mismatch",
+                        f"number of partitions (dimension 0 size of a tile) mismatch in parameters "
+                        f"({shape_str('data', data.shape)}, {shape_str(pname, acc.shape)}) of '{inst}'; "
+                        f"'{pname}' must be a scalar or a [{data.shape[0]}, 1] vector")
+    if not ctx.numerics:
+        return None
+    vals = values(acc, ctx, F32)
+    return vals.reshape((vals.shape[0],) + (1,) * (len(data.shape) - 1))
+
+
+def activation(op: Any, data: Any, *, bias: Any = None, scale: Any = 1.0, reduce_op: Any = None,
+               reduce_res: Any = None, reduce_cmd: int = 0, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
+    """``nisa.activation``: op(data * scale + bias) on the Scalar Engine, optional free-axis reduce."""
+    ctx = current()
+    name = op_name(op)
+    if name not in ACTIVATIONS:
+        raise nki_error("err_instruction_unsupported_op", f"{name} is not supported in 'activation'")
+    a = operands("activation", data=data)["data"]
+    if bias is not None:
+        b = operands("activation", bias=bias)["bias"]
+        if b.dtype not in (dt.float32, dt.float16, dt.bfloat16):
+            raise nki_error("err_activation_bias_invalid_type",
+                            f"'bias' param of 'activation' must be a vector of type float32, float16, or bfloat16, "
+                            f"got '{dt.name(b.dtype)}'")
+    if is_tile(scale):
+        s = operands("activation", scale=scale)["scale"]
+        if s.dtype != dt.float32:
+            raise nki_error("err_activation_scale_invalid_type",
+                            f"'scale' param of 'activation' must be a scalar or vector of type float32, got "
+                            f"'{dt.name(s.dtype)}'")
+        if s.shape[0] != a.shape[0] or int(np.prod(s.shape[1:] or (1,))) != 1:
+            raise nki_error("err_activation_scale_scalar_or_vector",
+                            f"'scale' param of 'activation' can only be a scalar or a vector in partition "
+                            f"dimension, scale.shape={list(s.shape)}")
+    bias_v = _vector_operand("activation", "bias", bias, a, ctx) if bias is not None else None
+    scale_v = _vector_operand("activation", "scale", scale, a, ctx)
+    valid = mask_array(mask, a.shape, "activation")
+    out_dt = a.dtype if dtype is None else dt.normalize(dtype)
+    vals = None
+    if ctx.numerics:
+        x = values(a, ctx, F32)
+        if not (np.ndim(scale_v) == 0 and float(scale_v) == 1.0):
+            x = x * scale_v
+        if bias_v is not None:
+            x = x + bias_v
+        with np.errstate(all="ignore"):
+            vals = ACTIVATIONS[name].fn(x)
+    tile = new_tile(ctx, a.shape, out_dt, vals, valid)
+    reads = [a] + [as_access(v) for v in (bias, scale) if is_tile(v)]
+    tile.producer = emit(ctx, "activation", "act", reads=reads, writes=[tile.full()], extra={"func": name})
+    if reduce_res is not None and (reduce_op is not None or int(reduce_cmd) in (2, 3)):
+        r = operands("activation", reduce_res=reduce_res)["reduce_res"]
+        rop = "add" if reduce_op is None else _alu(reduce_op, "activation")
+        res = None
+        if ctx.numerics:
+            out = values(tile.full(), ctx, F32)
+            axes = tuple(range(1, out.ndim))
+            res = red.reduce_values(rop, out, axes, False)
+            if int(reduce_cmd) == 2 and getattr(ctx, "act_accum", None) is not None:
+                res = ALU[rop].fn(ctx.act_accum, res)
+            ctx.act_accum = res
+            res = res.reshape(r.shape)
+        r.check_write()
+        r.write(res)
+        tile.producer.extra["reduce"] = rop
+        tile.producer.writes = tile.producer.writes + (emit_region(r),)
+    return tile
+
+
+def emit_region(acc: Access) -> tuple:
+    from nkisim.ops.base import region
+
+    return region(acc)
+
+
+def activation_reduce(op: Any, data: Any, *, reduce_op: Any, reduce_res: Any, bias: Any = None, scale: Any = 1.0,
+                      mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
+    """``nisa.activation_reduce``: activation plus a reduction of all free axes into reduce_res."""
+    return activation(op, data, bias=bias, scale=scale, reduce_op=reduce_op, reduce_res=reduce_res, reduce_cmd=3,
+                      mask=mask, dtype=dtype)
+
+
+def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: Any = None, engine: Any = 0,
+                  **_: Any) -> Tensor:
+    """``nisa.tensor_tensor``: elementwise op of two tiles with identical partitions and sizes."""
+    ctx = current()
+    name = _alu(op, "tensor_tensor")
+    accs = operands("tensor_tensor", data1=data1, data2=data2)
+    a, b = accs["data1"], accs["data2"]
+    if a.shape[0] != b.shape[0]:
+        raise nki_error("err_num_partition_mismatch",
+                        f"number of partitions (dimension 0 size of a tile) mismatch in parameters "
+                        f"({shape_str('data1', a.shape)}, {shape_str('data2', b.shape)}) of 'tensor_tensor'")
+    if int(np.prod(a.shape)) != int(np.prod(b.shape)):
+        raise nki_error("err_param_shape_mismatch",
+                        f"Parameter shapes ({shape_str('data1', a.shape)}, {shape_str('data2', b.shape)}) of "
+                        f"'tensor_tensor' has mismatched shapes")
+    if a.space == "psum" and b.space == "psum":
+        raise nki_error("err_unsupported_memory",
+                        "Expected operand 'data2' of 'tensor_tensor' to be in address space 'sbuf', but got a tile "
+                        "in 'psum' instead. (at most one tensor_tensor input may be in PSUM)")
+    spec = ALU[name]
+    out_dt = dt.normalize(dtype) if dtype is not None else dt.promote(a.dtype, b.dtype)
+    valid = mask_array(mask, a.shape, "tensor_tensor")
+    vals = None
+    if ctx.numerics:
+        compute = np.dtype(np.int64) if spec.bitvec else dt.compute_dtype(a.dtype, b.dtype, out_dt)
+        with np.errstate(all="ignore"):
+            vals = spec.fn(values(a, ctx, compute), values(b, ctx, compute).reshape(a.shape))
+    tile = new_tile(ctx, a.shape, out_dt, vals, valid)
+    both_int = not dt.is_float(a.dtype) and not dt.is_float(b.dtype)
+    engine_name = "pool" if int(engine or 0) == 3 or name == "power" or (both_int and name in
+                                                                          ("add", "multiply", "subtract")) else "dve"
+    tile.producer = emit(ctx, "tensor_tensor", engine_name, reads=[a, b], writes=[tile.full()], extra={"alu": name})
+    return tile
+
+
+def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False, op1: Any = None, operand1: Any = None,
+                  reverse1: bool = False, *, dtype: Any = None, mask: Any = None, engine: Any = 0, **_: Any) -> Tensor:
+    """``nisa.tensor_scalar``: (data op0 operand0) op1 operand1, operands scalars or [P, 1] vectors."""
+    ctx = current()
+    n0 = _alu(op0, "tensor_scalar")
+    n1 = None if op1 is None else _alu(op1, "tensor_scalar")
+    if n1 is not None and ALU[n0].bitvec != ALU[n1].bitvec:
+        raise nki_error("err_instruction_unsupported_op",
+                        f"{n1} is not supported in 'tensor_scalar' together with {n0}: op0 and op1 must both be "
+                        f"bitvec or both arithmetic")
+    a = operands("tensor_scalar", data=data)["data"]
+    v0 = _vector_operand("tensor_scalar", "operand0", operand0, a, ctx)
+    v1 = None if n1 is None else _vector_operand("tensor_scalar", "operand1", operand1, a, ctx)
+    out_dt = a.dtype if dtype is None else dt.normalize(dtype)
+    valid = mask_array(mask, a.shape, "tensor_scalar")
+    vals = None
+    if ctx.numerics:
+        bit = ALU[n0].bitvec
+        compute = np.dtype(np.int64) if bit else F32
+        x = values(a, ctx, compute)
+        with np.errstate(all="ignore"):
+            v0c = v0.astype(compute) if bit else v0
+            x = ALU[n0].fn(v0c, x) if reverse0 else ALU[n0].fn(x, v0c)
+            if n1 is not None:
+                v1c = v1.astype(compute) if bit else v1
+                x = ALU[n1].fn(v1c, x) if reverse1 else ALU[n1].fn(x, v1c)
+        vals = x
+    tile = new_tile(ctx, a.shape, out_dt, vals, valid)
+    reads = [a] + [as_access(v) for v in (operand0, operand1) if is_tile(v)]
+    eng = {2: "act", 3: "pool", 5: "dve"}.get(int(engine or 0), "dve")
+    tile.producer = emit(ctx, "tensor_scalar", eng, reads=reads, writes=[tile.full()], extra={"alu": (n0, n1)})
+    return tile
+
+
+def scalar_tensor_tensor(*, data: Any, op0: Any, operand0: Any, op1: Any, operand1: Any, reverse0: bool = False,
+                         reverse1: bool = False, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+    """``nisa.scalar_tensor_tensor``: (data op0 operand0) op1 operand1, operand1 a full tile."""
+    ctx = current()
+    n0, n1 = _alu(op0, "scalar_tensor_tensor"), _alu(op1, "scalar_tensor_tensor")
+    accs = operands("scalar_tensor_tensor", data=data, operand1=operand1)
+    a, b = accs["data"], accs["operand1"]
+    v0 = _vector_operand("scalar_tensor_tensor", "operand0", operand0, a, ctx)
+    out_dt = dt.normalize(dtype) if dtype is not None else dt.promote(a.dtype, b.dtype)
+    valid = mask_array(mask, a.shape, "scalar_tensor_tensor")
+    vals = None
+    if ctx.numerics:
+        with np.errstate(all="ignore"):
+            x = values(a, ctx, F32)
+            x = ALU[n0].fn(v0, x) if reverse0 else ALU[n0].fn(x, v0)
+            y = values(b, ctx, F32).reshape(a.shape)
+            vals = ALU[n1].fn(y, x) if reverse1 else ALU[n1].fn(x, y)
+    tile = new_tile(ctx, a.shape, out_dt, vals, valid)
+    tile.producer = emit(ctx, "scalar_tensor_tensor", "dve", reads=[a, b], writes=[tile.full()])
+    return tile
+
+
+def tensor_reduce(op: Any, data: Any, axis: Any, *, mask: Any = None, dtype: Any = None, negate: bool = False,
+                  keepdims: bool = False, **_: Any) -> Tensor:
+    """``nisa.tensor_reduce`` on the Vector Engine (free axes only)."""
+    name = _alu(op, "tensor_reduce")
+    if not ALU[name].reducible or name == "subtract":
+        raise nki_error("err_instruction_unsupported_op", f"{name} is not supported in 'tensor_reduce'")
+    if negate and ALU[name].bitvec:
+        raise nki_error("err_reduce_unsupported_negate",
+                        f"negate option can only be used with arithmetic ops, unsupported op={name}")
+    return red.reduce(name, data, axis, dtype=dtype, mask=mask, keepdims=keepdims, api="tensor_reduce",
+                      negate=negate)
+
+
+def tensor_partition_reduce(op: Any, data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
+    return red.partition_reduce(op_name(op), data, mask=mask, dtype=dtype)
+
+
+def tensor_copy(src: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 0, **_: Any) -> Tensor:
+    """``nisa.tensor_copy``: copy (and cast) a tile on Vector, Scalar or GpSimd."""
+    ctx = current()
+    a = operands("tensor_copy", src=src)["src"]
+    eng = {2: "act", 3: "pool", 5: "dve"}.get(int(engine or 0), "dve")
+    if eng == "pool" and a.space == "psum":
+        raise nki_error("err_unsupported_memory",
+                        "Expected operand 'src' of 'tensor_copy' to be in address space 'sbuf', but got a tile in "
+                        "'psum' instead. (GpSimd cannot access PSUM)")
+    valid = mask_array(mask, a.shape, "tensor_copy")
+    tile = new_tile(ctx, a.shape, a.dtype if dtype is None else dt.normalize(dtype),
+                    a.read() if ctx.numerics else None, valid, fresh=False)
+    tile.producer = emit(ctx, "tensor_copy", eng, reads=[a], writes=[tile.full()])
+    return tile
+
+
+def iota(expr: Any, dtype: Any, *, mask: Any = None, **_: Any) -> Tensor:
+    """``nisa.iota``: materialise an index expression (computed in int32) as an SBUF tile."""
+    ctx = current()
+    if isinstance(expr, (int, np.integer)):
+        expr = Affine(int(expr))
+    if not isinstance(expr, Affine):
+        raise TypeError("nisa.iota expects an index expression built from nl.arange / nl.mgrid")
+    v = np.asarray(expr.value(), dtype=np.int64)
+    if v.ndim < 2:
+        v = v.reshape((1,) * (2 - v.ndim) + v.shape)
+    check_partitions("iota", {"expr": v.shape}, {"expr": v.shape})
+    valid = mask_array(mask, v.shape, "iota")
+    tile = new_tile(ctx, v.shape, dt.normalize(dtype), v.astype(np.int32).astype(np.int64), valid)
+    tile.producer = emit(ctx, "iota", "pool", writes=[tile.full()])
+    return tile
+
+
+def memset(shape: Any, value: Any, dtype: Any, *, mask: Any = None, engine: Any = 0, **_: Any) -> Tensor:
+    """``nisa.memset``: a new tile filled with a constant (first dim is the partition dim)."""
+    from nkisim.ops import creation
+
+    shape = creation.plain_shape(shape)
+    ctx = current()
+    check_partitions("memset", {"shape": shape}, {"shape": shape})
+    valid = mask_array(mask, shape, "memset")
+    tile = new_tile(ctx, shape, dt.normalize(dtype), np.full(shape, value, dtype=np.float64)
+                    if ctx.numerics else None, valid)
+    tile.producer = emit(ctx, "memset", {3: "pool"}.get(int(engine or 0), "dve"), writes=[tile.full()],
+                         extra={"zero": value == 0})
+    return tile
+
+
+def dma_copy(*args: Any, dst: Any = None, src: Any = None, mask: Any = None, dst_rmw_op: Any = None,
+             oob_mode: Any = None, dge_mode: Any = None, **_: Any) -> None:
+    """``nisa.dma_copy``: DMA between any memories, with a cast and optional read-modify-write.
+
+    Accepts the keyword form of SDK 2.22+ and the positional ``dma_copy(src, dst)`` of SDK 2.21.
+    """
+    ctx = current()
+    if args:
+        src, dst = (args + (dst,))[:2] if len(args) == 1 else args[:2]
+    for pname, v in (("dst", dst), ("src", src)):
+        if v is None:
+            raise nki_error("err_operand_cannot_be_none", f"'{pname}' cannot be None.")
+    accs = operands("dma_copy", dst=dst, src=src)
+    d, s = accs["dst"], accs["src"]
+    valid = mask_array(mask, d.shape, "dma_copy")
+    d.check_bounds(valid)
+    s.check_bounds(None if valid is None or s.shape != d.shape else valid)
+    d.check_write(accumulate=dst_rmw_op is not None)
+    vals = None
+    if ctx.numerics:
+        vals = memory._values_for(d.shape, s.shape, s.read(), dst_name="dst", src_name="src", expr="dma_copy")
+        if dst_rmw_op is not None:
+            vals = ALU[_alu(dst_rmw_op, "dma_copy")].fn(f32(d, ctx), vals.astype(np.float32))
+    else:
+        memory.fit_shape(s.shape, d.shape, "dst", "src", "dma_copy")
+    d.write(vals, valid)
+    emit(ctx, "dma_copy", "dma", reads=[s], writes=[d], nbytes=int(np.prod(d.shape)) * s.itemsize)
+
+
+def bn_stats(data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
+    """``nisa.bn_stats``: per partition (count, mean, var*count) of even and odd free elements."""
+    ctx = current()
+    a = operands("bn_stats", data=data)["data"]
+    n = int(np.prod(a.shape[1:])) if len(a.shape) > 1 else 1
+    if n > 512:
+        raise nki_error("err_size_of_dimension_exceed_arch_limit",
+                        f"size of dimension 1 in '{shape_str('data', a.shape)}' of 'bn_stats' exceed architecture "
+                        f"limitation of 512.")
+    valid = mask_array(mask, a.shape, "bn_stats")
+    out_shape = (a.shape[0], 6)
+    vals = None
+    if ctx.numerics:
+        x = values(a, ctx, F32).reshape(a.shape[0], n).astype(np.float64)
+        w = np.ones_like(x) if valid is None or valid.ndim == 0 else \
+            np.broadcast_to(valid, a.shape).reshape(a.shape[0], n).astype(np.float64)
+        cols = []
+        for part in (slice(0, None, 2), slice(1, None, 2)):
+            xs, ws = x[:, part], w[:, part]
+            cnt = ws.sum(axis=1)
+            with np.errstate(all="ignore"):
+                mean = np.where(cnt > 0, (xs * ws).sum(axis=1) / np.maximum(cnt, 1), 0.0)
+                m2 = ((xs - mean[:, None]) ** 2 * ws).sum(axis=1)
+            cols += [cnt, mean, m2]
+        vals = np.stack(cols, axis=1).astype(np.float32)
+    out_dt = dt.float32 if dtype is None else dt.normalize(dtype)
+    tile = new_tile(ctx, out_shape, out_dt, vals)
+    tile.producer = emit(ctx, "bn_stats", "dve", reads=[a], writes=[tile.full()], n=n)
+    return tile
+
+
+def bn_aggr(data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
+    """``nisa.bn_aggr``: combine bn_stats tuples into (mean, variance) per partition."""
+    ctx = current()
+    a = operands("bn_aggr", data=data)["data"]
+    n = int(np.prod(a.shape[1:])) if len(a.shape) > 1 else 1
+    if n % 3:
+        raise nki_error("err_param_shape_mismatch",
+                        f"Parameter shapes ({shape_str('data', a.shape)}) of 'bn_aggr' has mismatched shapes: the "
+                        f"elements per partition must be a multiple of 3 (count, mean, var*count)")
+    vals = None
+    if ctx.numerics:
+        x = values(a, ctx, F32).reshape(a.shape[0], n // 3, 3).astype(np.float64)
+        cnt, mean, m2 = x[..., 0], x[..., 1], x[..., 2]
+        total = cnt.sum(axis=1)
+        with np.errstate(all="ignore"):
+            mu = (cnt * mean).sum(axis=1) / total
+            var = (m2 + cnt * (mean - mu[:, None]) ** 2).sum(axis=1) / total
+        vals = np.stack([mu, var], axis=1).astype(np.float32)
+    out_dt = a.dtype if dtype is None else dt.normalize(dtype)
+    tile = new_tile(ctx, (a.shape[0], 2), out_dt, vals)
+    tile.producer = emit(ctx, "bn_aggr", "dve", reads=[a], writes=[tile.full()], n=n)
+    return tile
+
+
+def reciprocal(data: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+    """``nisa.reciprocal``: 1/x on the Vector Engine."""
+    ctx = current()
+    a = operands("reciprocal", data=data)["data"]
+    valid = mask_array(mask, a.shape, "reciprocal")
+    vals = None
+    if ctx.numerics:
+        with np.errstate(all="ignore"):
+            vals = 1.0 / values(a, ctx, F32)
+    tile = new_tile(ctx, a.shape, a.dtype if dtype is None else dt.normalize(dtype), vals, valid)
+    tile.producer = emit(ctx, "reciprocal", "dve", reads=[a], writes=[tile.full()])
+    return tile
+
+
+def is_tile_like(x: Any) -> bool:
+    return isinstance(x, (Tensor, Access))

@@ -1,0 +1,132 @@
+"""Tensor Engine operations: matmul (PSUM fp32 accumulation) and transposes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nkisim.core import dtypes as dt
+from nkisim.core.buffers import PMAX, PSUM_FMAX, psum, sbuf
+from nkisim.core.context import current
+from nkisim.core.errors import nki_error
+from nkisim.core.tensor import Access, Tensor, shape_str
+from nkisim.ops.base import emit, mask_array, new_tile, operands
+from nkisim.ops.elementwise import values
+
+GEMM_STATIONARY_FMAX = 128
+GEMM_MOVING_FMAX = 512
+_MATMUL_DTYPES = (dt.float8_e4m3, dt.float8_e5m2, dt.bfloat16, dt.float16, dt.tfloat32, dt.float32)
+
+
+def _check_dtype(api: str, name: str, acc: Access) -> None:
+    if acc.dtype not in _MATMUL_DTYPES:
+        raise nki_error("err_supported_operand_dtype",
+                        f"'{name}' of '{api}' has dtype {dt.name(acc.dtype)}, expected one of the following dtypes: "
+                        f"float8_e4m3, float8_e5m2, bfloat16, float16, tfloat32, float32")
+
+
+def _limit(api: str, pname: str, shape: tuple[int, ...], dim: int, limit: int) -> None:
+    if shape[dim] > limit:
+        raise nki_error("err_size_of_dimension_exceed_arch_limit",
+                        f"size of dimension {dim} in '{shape_str(pname, shape)}' of '{api}' exceed architecture "
+                        f"limitation of {limit}.")
+
+
+def _rank2(api: str, pname: str, shape: tuple[int, ...]) -> None:
+    if len(shape) != 2:
+        raise nki_error("err_exceed_max_supported_dimension",
+                        f"parameter '{shape_str(pname, shape)}' of '{api}' exceed max supported number of "
+                        f"dimensions of 2.")
+
+
+def _pe_matmul(api: str, stat: Access, mov: Access, sname: str, mname: str, mask: Any) -> Tensor:
+    """stationary[K, M].T @ moving[K, N] -> PSUM fp32 [M, N] (the TensorE contract)."""
+    ctx = current()
+    for pname, acc in ((sname, stat), (mname, mov)):
+        _rank2(api, pname, acc.shape)
+        _check_dtype(api, pname, acc)
+    if stat.shape[0] != mov.shape[0]:
+        raise nki_error("err_param_shape_incompatible_with_matmul",
+                        f"Number of partitions mismatch in '{api}': contraction dimension of "
+                        f"{shape_str(sname, stat.shape)} and {shape_str(mname, mov.shape)} must match "
+                        f"(the contraction dimension is the partition dimension)")
+    _limit(api, sname, stat.shape, 1, GEMM_STATIONARY_FMAX)
+    _limit(api, mname, mov.shape, 1, GEMM_MOVING_FMAX)
+    out_shape = (stat.shape[1], mov.shape[1])
+    valid = mask_array(mask, out_shape, api)
+    vals = None
+    if ctx.numerics:
+        f = np.dtype(np.float32)
+        vals = np.matmul(values(stat, ctx, f).T, values(mov, ctx, f))
+    tile = new_tile(ctx, out_shape, dt.float32, vals, valid, buffer=psum)
+    tile.producer = emit(ctx, "nc_matmul", "pe", reads=[stat, mov], writes=[tile.full()],
+                         extra={"k": stat.shape[0], "m": stat.shape[1], "n": mov.shape[1],
+                                "in_dtype": dt.name(mov.dtype)})
+    return tile
+
+
+def matmul(x: Any, y: Any, *, transpose_x: bool = False, mask: Any = None, **_: Any) -> Tensor:
+    """``nl.matmul``: x @ y (or x.T @ y with transpose_x=True), result in PSUM as fp32."""
+    ctx = current()
+    accs = operands("matmul", x=x, y=y)
+    xa, ya = accs["x"], accs["y"]
+    if not transpose_x:
+        _rank2("matmul", "x", xa.shape)
+        _limit("matmul", "x", xa.shape, 1, PMAX)
+        emit(ctx, "nc_transpose", "pe", reads=[xa], extra={"implicit": True}, p=xa.shape[1], n=xa.shape[0])
+        xt = _transposed_view(ctx, xa)
+        return _pe_matmul("matmul", xt.full(), ya, "x", "y", mask)
+    return _pe_matmul("matmul", xa, ya, "x", "y", mask)
+
+
+def _transposed_view(ctx: Any, a: Access) -> Tensor:
+    vals = None if not ctx.numerics else a.read().T
+    t = new_tile(ctx, (a.shape[1], a.shape[0]), a.dtype, vals, fresh=False)
+    return t
+
+
+def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = False, is_moving_onezero: bool = False,
+              is_transpose: bool = False, tile_position: Any = (), tile_size: Any = (), mask: Any = None,
+              **_: Any) -> Tensor:
+    """``nisa.nc_matmul``: stationary.T @ moving on the PE array (PSUM fp32 output)."""
+    accs = operands("nc_matmul", stationary=stationary, moving=moving)
+    if bool(tile_position) != bool(tile_size):
+        raise ValueError("nc_matmul: tile_position and tile_size must be given together")
+    return _pe_matmul("nc_matmul", accs["stationary"], accs["moving"], "stationary", "moving", mask)
+
+
+def transpose(x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+    """``nl.transpose``: 2-D partition/free transpose on the Tensor Engine (each dim <= 128)."""
+    return _transpose("transpose", "x", x, dtype, mask, "pe")
+
+
+def nc_transpose(data: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 0, **_: Any) -> Tensor:
+    """``nisa.nc_transpose``: TensorE (<=128x128, to PSUM) or VectorE (<=32x32, to SBUF)."""
+    acc = operands("nc_transpose", data=data)["data"]
+    shape = acc.shape
+    eng = int(engine or 0)
+    if eng == 0:
+        eng = 5 if len(shape) >= 2 and shape[0] <= 32 and int(np.prod(shape[1:])) <= 32 else 1
+    return _transpose("nc_transpose", "data", data, dtype, mask, "dve" if eng == 5 else "pe")
+
+
+def _transpose(api: str, pname: str, x: Any, dtype: Any, mask: Any, engine: str) -> Tensor:
+    ctx = current()
+    a = operands(api, **{pname: x})[pname]
+    shape = a.shape
+    if len(shape) > 2:
+        if api == "nc_transpose":  # extra free axes are collapsed first
+            shape = (shape[0], int(np.prod(shape[1:])))
+        else:
+            _rank2(api, pname, shape)
+    limit = 32 if engine == "dve" else PMAX
+    for d in range(2):
+        _limit(api, pname, shape, d, limit)
+    out_shape = (shape[1], shape[0])
+    valid = mask_array(mask, out_shape, api)
+    vals = None if not ctx.numerics else a.read().reshape(shape).T
+    out_dt = a.dtype if dtype is None else dt.normalize(dtype)
+    tile = new_tile(ctx, out_shape, out_dt, vals, valid, buffer=psum if engine == "pe" else sbuf, fresh=False)
+    tile.producer = emit(ctx, "nc_transpose", engine, reads=[a], writes=[tile.full()])
+    return tile

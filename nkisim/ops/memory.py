@@ -1,0 +1,300 @@
+"""Memory operations: load/store (DMA), tile assignment and copies, in-place accumulation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nkisim.core import dtypes as dt
+from nkisim.core.context import current
+from nkisim.core.errors import nki_error
+from nkisim.core.indexing import Affine
+from nkisim.core.tensor import Access, Tensor, as_access, is_tile, shape_str
+from nkisim.ops.base import check_partitions, emit, f32, mask_array, new_tile, operands, out_dtype, tile_shape
+from nkisim.ops.optable import ALU
+
+
+def fit_shape(src: tuple[int, ...], dst: tuple[int, ...], dst_name: str = "a", src_name: str = "b",
+              expr: str = "a = b") -> tuple[int, ...] | None:
+    """How ``src``-shaped values land in a ``dst``-shaped place: None if equal, else the shape to
+    reshape to before broadcasting.  Raises the compiler's shape errors otherwise."""
+    if src == dst:
+        return None
+    if [s for s in src if s != 1] == [d for d in dst if d != 1] and int(np.prod(src)) == int(np.prod(dst)):
+        return dst  # (N, 1) tile <-> (N,) HBM vector, (P,) reduction <-> (P, 1)
+    if len(src) == 1 and len(dst) >= 2 and src[0] == dst[0]:
+        return (src[0],) + (1,) * (len(dst) - 1)  # (P,) reduction result broadcast along free dims
+    try:
+        if np.broadcast_shapes(src, dst) == tuple(dst):
+            return src
+    except ValueError:
+        pass
+    if int(np.prod(dst)) < int(np.prod(src)) or len(dst) < len(src):
+        raise nki_error("err_store_dst_shape_smaller_than_other_shape",
+                        f"Illegal assignment destination shape in '{expr}': shape {list(dst)} of parameter "
+                        f"'{dst_name}' is smaller than other parameter shapes {shape_str(src_name, src)}.")
+    raise nki_error("err_param_shape_incompatible_with_numpy",
+                    f"Parameter shapes ({shape_str(dst_name, dst)}, {shape_str(src_name, src)}) could not be "
+                    f"broadcast together with shapes {list(dst)} and {list(src)}")
+
+
+def _values_for(dst_shape: tuple[int, ...], src_shape: tuple[int, ...], values: np.ndarray | None,
+                **names: str) -> np.ndarray | None:
+    shape = fit_shape(src_shape, dst_shape, **names)
+    if values is None or shape is None:
+        return values
+    return np.broadcast_to(values.reshape(shape), dst_shape)
+
+
+def _valid_for(dst_shape: tuple[int, ...], src_shape: tuple[int, ...], valid: np.ndarray | None) -> Any:
+    if valid is None or valid.ndim == 0:
+        return valid
+    shape = fit_shape(src_shape, dst_shape)
+    if shape is None:
+        return valid
+    return np.broadcast_to(valid.reshape(shape), dst_shape)
+
+
+def _combine(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return np.logical_and(a, b)
+
+
+def _nbytes(acc: Access, valid: np.ndarray | None) -> int:
+    count = int(np.prod(acc.shape)) if valid is None else int(np.count_nonzero(np.broadcast_to(valid, acc.shape)))
+    return count * acc.itemsize
+
+
+def load(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
+    """``nl.load``: HBM -> new SBUF tile (a 1-D HBM slice arrives as an (N, 1) tile)."""
+    ctx = current()
+    acc = operands("load", src=src)["src"]
+    valid = mask_array(mask, acc.shape, "load")
+    acc.check_bounds(valid)
+    values = None
+    if ctx.numerics:
+        values = acc.read() if valid is None else acc.read_masked(valid)
+    shape = tile_shape(acc)
+    if shape != acc.shape:
+        values = None if values is None else values.reshape(shape)
+        valid = None if valid is None or valid.ndim == 0 else valid.reshape(shape)
+    tile = new_tile(ctx, shape, out_dtype(dtype, acc.dtype), values, valid, fresh=acc.advanced)
+    tile.producer = emit(ctx, "load", reads=[acc], writes=[tile.full()], nbytes=_nbytes(acc, valid))
+    return tile
+
+
+def load_transpose2d(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
+    """``nl.load_transpose2d``: HBM [F, P] -> SBUF [P, F] through the DMA engines."""
+    ctx = current()
+    acc = operands("load_transpose2d", src=src)["src"]
+    if acc.advanced and any(c[0] == "ind" for c in acc.comps):
+        raise nki_error("err_indirect_indices_are_not_supported_with_nki_api",
+                        f"cannot use indirect indexing access with the current NKI API for src {acc.shape}")
+    if len(acc.shape) != 2:
+        raise nki_error("err_exceed_max_supported_dimension",
+                        f"parameter '{shape_str('src', acc.shape)}' of 'load_transpose2d' exceed max supported "
+                        f"number of dimensions of 2.")
+    shape = (acc.shape[1], acc.shape[0])
+    check_partitions("load_transpose2d", {"src": shape}, {"src": shape})
+    valid = mask_array(mask, acc.shape, "load_transpose2d")
+    acc.check_bounds(valid)
+    values = None
+    if ctx.numerics:
+        values = (acc.read() if valid is None else acc.read_masked(valid)).T
+    tile = new_tile(ctx, shape, out_dtype(dtype, acc.dtype), values, None if valid is None or valid.ndim == 0
+                    else valid.T, fresh=False)
+    tile.producer = emit(ctx, "load_transpose2d", reads=[acc], writes=[tile.full()], nbytes=_nbytes(acc, valid))
+    return tile
+
+
+def store(dst: Any, value: Any, *, mask: Any = None, **_: Any) -> None:
+    """``nl.store``: SBUF/PSUM tile (or scalar) -> HBM, cast to the destination dtype."""
+    ctx = current()
+    d = operands("store", spaces="hbm", dst=dst)["dst"]
+    if is_tile(value):
+        v = operands("store", spaces="sbuf|psum", value=value)["value"]
+        check_partitions("store", {"dst": d, "value": v}, {"dst": tile_shape(d), "value": tile_shape(v)})
+        src_shape, values = v.shape, f32(v, ctx)
+        v_valid = v.tensor.valid if isinstance(value, Tensor) else None
+    else:
+        v, src_shape = None, ()
+        values = None if not ctx.numerics else np.asarray(value, dtype=np.float32)
+        v_valid = None
+    valid = mask_array(mask, d.shape, "store")
+    d.check_bounds(valid)
+    d.check_write()
+    values = _values_for(d.shape, src_shape, values, dst_name="dst", src_name="value", expr="store")
+    valid = _combine(valid, _valid_for(d.shape, src_shape, v_valid))
+    d.write(values, valid)
+    emit(ctx, "store", reads=[v] if v is not None else [], writes=[d], nbytes=_nbytes(d, valid))
+
+
+def assign(dst: Access, value: Any) -> None:
+    """``tile[idx] = value``: an op result lands in place; a tile or scalar becomes a copy/memset."""
+    ctx = current()
+    if dst.space == "hbm":
+        raise nki_error("err_unsupported_memory",
+                        f"Expected operand 'dst' of 'assign' to be in address space 'psum|sbuf', but got a tile "
+                        f"in 'hbm' instead. Use nl.store to write to HBM.")
+    if dst.par_axis != 0:
+        raise nki_error("err_failed_to_infer_tile_from_local_tensor",
+                        f"Failed to infer tile from tensor '{dst.name}', : the first dimension of the tile is "
+                        f"not the partition dimension of the tensor.")
+    if isinstance(value, Affine):
+        raise nki_error("err_cannot_assign_to_index", "'index' tensor does not support item assignment; "
+                        "materialise index values with nisa.iota")
+    dst.check_bounds()
+    dst.check_write()
+    if is_tile(value):
+        src = as_access(value)
+        if src.space == "hbm":
+            raise nki_error("err_unsupported_memory",
+                            f"Expected operand 'value' of 'assign' to be in address space 'psum|sbuf', but got a "
+                            f"tile in 'hbm' instead. Use nl.load to read from HBM.")
+        check_partitions("assign", {"dst": dst, "value": src})
+        values = _values_for(dst.shape, src.shape, src.read() if ctx.numerics else None,
+                             dst_name=dst.name, src_name="value", expr=f"{dst.name}[...] = value")
+        valid = _valid_for(dst.shape, src.shape, src.tensor.valid if isinstance(value, Tensor) else None)
+        dst.write(values, valid)
+        producer = value.producer if isinstance(value, Tensor) else None
+        if producer is not None and ctx.trace and ctx.trace[-1] is producer:
+            # the producing instruction writes straight into the destination
+            from nkisim.ops.base import region
+
+            producer.writes = (region(dst),)
+        else:
+            emit(ctx, "tensor_copy", reads=[src], writes=[dst])
+    else:
+        values = None if not ctx.numerics else np.asarray(value, dtype=np.float32)
+        dst.write(values)
+        emit(ctx, "memset", writes=[dst])
+
+
+def accumulate(dst: Access, value: Any, op: str) -> None:
+    """``dst += value`` (and -=, *=, /=): PSUM accumulation of matmul results, or an ALU update."""
+    ctx = current()
+    if dst.space == "hbm":
+        raise nki_error("err_unsupported_memory",
+                        f"Expected operand 'dst' of '{op}' to be in address space 'psum|sbuf', but got a tile in "
+                        f"'hbm' instead.")
+    dst.check_bounds()
+    dst.check_write(accumulate=True)
+    if is_tile(value):
+        src = as_access(value)
+        check_partitions(op, {"dst": dst, "value": src})
+        src_vals = f32(src, ctx)
+        src_shape = src.shape
+    else:
+        src, src_shape = None, ()
+        src_vals = None if not ctx.numerics else np.float32(value)
+    if ctx.numerics:
+        cur = f32(dst, ctx)
+        rhs = _values_for(dst.shape, src_shape, None if src_vals is None else np.asarray(src_vals),
+                          dst_name=dst.name, src_name="value", expr=f"{dst.name} {op}= value")
+        dst.write(ALU[op].fn(cur, rhs))
+    else:
+        fit_shape(src_shape, dst.shape, dst.name, "value")
+    producer = value.producer if isinstance(value, Tensor) else None
+    if producer is not None and producer.engine == "pe" and ctx.trace and ctx.trace[-1] is producer and op == "add":
+        from nkisim.ops.base import region
+
+        producer.writes = (region(dst),)
+        producer.acc = True
+    else:
+        emit(ctx, "tensor_tensor", reads=[dst] + ([src] if src is not None else []), writes=[dst])
+
+
+def copy(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
+    """``nl.copy``: a new SBUF tile (PSUM eviction with a cast is the common use)."""
+    ctx = current()
+    a = operands("copy", src=src)["src"]
+    valid = mask_array(mask, a.shape, "copy")
+    tile = new_tile(ctx, a.shape, out_dtype(dtype, a.dtype), a.read() if ctx.numerics else None, valid, fresh=False)
+    tile.producer = emit(ctx, "copy", reads=[a], writes=[tile.full()])
+    return tile
+
+
+def broadcast_to(src: Any, *, shape: Any) -> Tensor:
+    """``nl.broadcast_to``: broadcast (mostly along partitions: [1, F] -> [P, F]) into a new tile."""
+    ctx = current()
+    a = operands("broadcast_to", src=src)["src"]
+    shape = tuple(int(s) for s in shape)
+    check_partitions("broadcast_to", {"src": a, "shape": shape}, {"src": a.shape, "shape": shape})
+    try:
+        np.broadcast_shapes(a.shape, shape)
+    except ValueError:
+        raise nki_error("err_param_shape_incompatible_with_numpy",
+                        f"Parameter shapes ({shape_str('src', a.shape)}) could not be broadcast together with "
+                        f"shapes {list(a.shape)} and {list(shape)}") from None
+    values = None if not ctx.numerics else np.broadcast_to(a.read(), shape)
+    tile = new_tile(ctx, shape, a.dtype, values, fresh=False)
+    tile.producer = emit(ctx, "broadcast_to", reads=[a], writes=[tile.full()])
+    return tile
+
+
+def expand_dims(data: Any, axis: int) -> Tensor:
+    """``nl.expand_dims``: add a size-1 axis after the last one (a view, no instruction)."""
+    a = as_access(data)
+    nd = len(a.shape)
+    if axis < 0:
+        axis += nd + 1
+    if axis != nd:
+        raise ValueError(f"nl.expand_dims only supports adding an axis after the last one (axis={nd})")
+    if isinstance(data, Tensor) and data.data is not None:
+        t = data.reshape(data.shape + (1,))
+        t.valid = None if data.valid is None or data.valid.ndim == 0 else data.valid.reshape(t.shape)
+        t.producer = data.producer
+        return t
+    ctx = current()
+    return new_tile(ctx, a.shape + (1,), a.dtype, None if not ctx.numerics else a.read()[..., None], fresh=False)
+
+
+def subaccess(acc: Access, key: Any) -> Access:
+    """Index an access again, e.g. ``block_tile[k][i_p, i_f]``, by composing onto the tensor."""
+    if acc.advanced:
+        raise TypeError("an advanced-indexed access cannot be indexed again; index the tensor directly")
+    if not isinstance(key, tuple):
+        key = (key,)
+    kept = [i for i, c in enumerate(acc.comps) if c[0] == "slice"]
+    if any(k is Ellipsis for k in key):
+        i = next(j for j, k in enumerate(key) if k is Ellipsis)
+        key = key[:i] + (slice(None),) * (len(kept) - len(key) + 1) + key[i + 1:]
+    if len(key) > len(kept):
+        raise nki_error("err_tensor_access_out_of_bound",
+                        f"Out-of-bound access for tensor `{acc.name}`: {len(key)} indices for a tile of rank "
+                        f"{len(kept)}")
+    full: list[Any] = []
+    pos = 0
+    for c in acc.comps:
+        if c[0] == "int":
+            full.append(c[1])
+            continue
+        start, stop = c[1], c[2]
+        k = key[pos] if pos < len(key) else slice(None)
+        pos += 1
+        if isinstance(k, slice):
+            a = start + (0 if k.start is None else k.start)
+            b = stop if k.stop is None else start + k.stop
+            full.append(slice(a, b, k.step))
+        elif isinstance(k, Access | Tensor):
+            full.append(k)
+        else:
+            full.append(start + k)
+    return Access(acc.tensor, tuple(full))
+
+
+def reshape_access(acc: Access, shape: tuple) -> Tensor:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    if not acc.advanced and all(c[0] == "slice" and c[1].value() == 0 and c[2].value() == d
+                                for c, d in zip(acc.comps, acc.tensor.shape)):
+        return acc.tensor.reshape(shape)
+    raise TypeError("only whole tensors can be reshaped; reshape the HBM tensor before indexing it")
+
+
+def dtype_of(x: Any) -> np.dtype:
+    return x.dtype if is_tile(x) else dt.scalar_dtype(x)

@@ -1,0 +1,277 @@
+"""The op table: one declarative description per operation, shared by checks, numerics and cost.
+
+Like Triton's interpreter (which reuses the compiler's semantic layer), every API here reads the
+same entries: the ALU operators usable by Vector/Scalar/GpSimd instructions, the activation
+functions of the Scalar engine with their numerics, and per-API facts (parameter names used in
+error messages, allowed memory spaces, engine and cost formula key).  Adding an operation means
+adding a row, not a code path.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+# ----------------------------------------------------------------------------------------------
+# numerics helpers (fp32 in, fp32 out)
+# ----------------------------------------------------------------------------------------------
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    """erf to ~1e-7 absolute (Abramowitz & Stegun 7.1.26 refined with one Newton step)."""
+    x = np.asarray(x, dtype=np.float64)
+    s = np.sign(x)
+    a = np.abs(x)
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) \
+        * t * np.exp(-a * a)
+    return (s * y).astype(np.float32)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return (1.0 / (1.0 + np.exp(-x))).astype(np.float32)
+
+
+def _softplus(x: np.ndarray) -> np.ndarray:
+    return np.logaddexp(np.float32(0), x)
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
+
+
+def _gelu_dx(x: np.ndarray) -> np.ndarray:
+    cdf = 0.5 * (1.0 + _erf(x / math.sqrt(2.0)))
+    pdf = np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+    return cdf + x * pdf
+
+
+def _gelu_tanh(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def _silu_dx(x: np.ndarray) -> np.ndarray:
+    s = _sigmoid(x)
+    return s * (1 + x * (1 - s))
+
+
+def _rsqrt(x: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return 1.0 / np.sqrt(x)
+
+
+def _recip(x: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        return 1.0 / x
+
+
+@dataclass(frozen=True)
+class Activation:
+    """A Scalar-engine function: numerics and the input range the hardware approximation covers."""
+
+    name: str
+    fn: Callable[[np.ndarray], np.ndarray]
+    valid_range: tuple[float, float] | None = None
+
+
+_ACT_LIST = [
+    Activation("copy", lambda x: x),
+    Activation("identity", lambda x: x),
+    Activation("abs", np.abs),
+    Activation("negative", np.negative),
+    Activation("sign", np.sign),
+    Activation("trunc", np.trunc),
+    Activation("floor", np.floor),
+    Activation("ceil", np.ceil),
+    Activation("exp", np.exp),
+    Activation("log", np.log, (2.0 ** -64, 2.0 ** 64)),
+    Activation("cos", np.cos),
+    Activation("sin", np.sin, (-math.pi, math.pi)),
+    Activation("tan", np.tan),
+    Activation("tanh", np.tanh),
+    Activation("arctan", np.arctan, (-math.pi / 2, math.pi / 2)),
+    Activation("sqrt", np.sqrt, (2.0 ** -116, 2.0 ** 118)),
+    Activation("rsqrt", _rsqrt, (2.0 ** -87, 2.0 ** 97)),
+    Activation("reciprocal", _recip),
+    Activation("sigmoid", _sigmoid),
+    Activation("relu", lambda x: np.maximum(x, np.float32(0))),
+    Activation("gelu", _gelu),
+    Activation("gelu_dx", _gelu_dx),
+    Activation("gelu_apprx_tanh", _gelu_tanh),
+    Activation("gelu_apprx_sigmoid", lambda x: x * _sigmoid(1.702 * x)),
+    Activation("silu", lambda x: x * _sigmoid(x)),
+    Activation("silu_dx", _silu_dx),
+    Activation("erf", _erf),
+    Activation("erf_dx", lambda x: (2 / math.sqrt(math.pi)) * np.exp(-x * x)),
+    Activation("softplus", _softplus),
+    Activation("mish", lambda x: x * np.tanh(_softplus(x))),
+    Activation("square", np.square),
+]
+ACTIVATIONS: dict[str, Activation] = {a.name: a for a in _ACT_LIST}
+
+
+@dataclass(frozen=True)
+class AluOp:
+    """A binary ALU operator of the Vector/GpSimd/Scalar engines."""
+
+    name: str
+    fn: Callable[[Any, Any], Any]
+    reducible: bool = False
+    bitvec: bool = False
+    compare: bool = False  # result defaults to bool
+    reduce_fn: Callable[..., Any] | None = None
+
+
+def _div(a: Any, b: Any) -> Any:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if np.asarray(a).dtype.kind in "iu" and np.asarray(b).dtype.kind in "iu":
+            return np.true_divide(a, b).astype(np.float32)
+        return np.true_divide(a, b)
+
+
+def _power(a: Any, b: Any) -> Any:
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        return np.power(a, b)
+
+
+def _int_only(fn: Callable) -> Callable:
+    def wrapped(a: Any, b: Any) -> Any:
+        return fn(np.asarray(a).astype(np.int64), np.asarray(b).astype(np.int64))
+
+    return wrapped
+
+
+def _lshift(a: Any, b: Any) -> Any:
+    return np.left_shift(np.asarray(a).astype(np.int64), np.asarray(b).astype(np.int64)) & 0xFFFFFFFF
+
+
+def _rshift(a: Any, b: Any) -> Any:  # logical shift on the 32-bit pattern
+    return np.right_shift(np.asarray(a).astype(np.int64) & 0xFFFFFFFF, np.asarray(b).astype(np.int64))
+
+
+_ALU_LIST = [
+    AluOp("add", np.add, True, reduce_fn=np.sum),
+    AluOp("subtract", np.subtract, True),
+    AluOp("multiply", np.multiply, True, reduce_fn=np.prod),
+    AluOp("divide", _div),
+    AluOp("power", _power),
+    AluOp("maximum", np.maximum, True, reduce_fn=np.max),
+    AluOp("minimum", np.minimum, True, reduce_fn=np.min),
+    AluOp("max", np.maximum, True, reduce_fn=np.max),
+    AluOp("min", np.minimum, True, reduce_fn=np.min),
+    AluOp("bitwise_and", _int_only(np.bitwise_and), True, True, reduce_fn=np.bitwise_and.reduce),
+    AluOp("bitwise_or", _int_only(np.bitwise_or), True, True, reduce_fn=np.bitwise_or.reduce),
+    AluOp("bitwise_xor", _int_only(np.bitwise_xor), True, True, reduce_fn=np.bitwise_xor.reduce),
+    AluOp("left_shift", _lshift, bitvec=True),
+    AluOp("right_shift", _rshift, bitvec=True),
+    AluOp("equal", np.equal, compare=True),
+    AluOp("not_equal", np.not_equal, compare=True),
+    AluOp("greater", np.greater, compare=True),
+    AluOp("greater_equal", np.greater_equal, compare=True),
+    AluOp("less", np.less, compare=True),
+    AluOp("less_equal", np.less_equal, compare=True),
+    AluOp("logical_and", np.logical_and, True, compare=True, reduce_fn=np.all),
+    AluOp("logical_or", np.logical_or, True, compare=True, reduce_fn=np.any),
+    AluOp("logical_xor", np.logical_xor, compare=True),
+    AluOp("mod", lambda a, b: np.mod(a, b)),
+    AluOp("fmod", lambda a, b: np.fmod(a, b)),
+    AluOp("arctan2", np.arctan2),
+]
+ALU: dict[str, AluOp] = {a.name: a for a in _ALU_LIST}
+
+#: NumPy callables accepted wherever an NKI op is expected (``op0=np.add``, ``op=np.exp``).
+_NUMPY_NAMES: dict[Any, str] = {
+    np.add: "add", np.subtract: "subtract", np.multiply: "multiply", np.divide: "divide",
+    np.true_divide: "divide", np.power: "power", np.maximum: "maximum", np.minimum: "minimum",
+    np.max: "max", np.min: "min", np.bitwise_and: "bitwise_and", np.bitwise_or: "bitwise_or",
+    np.bitwise_xor: "bitwise_xor", np.left_shift: "left_shift", np.right_shift: "right_shift",
+    np.equal: "equal", np.not_equal: "not_equal", np.greater: "greater", np.greater_equal: "greater_equal",
+    np.less: "less", np.less_equal: "less_equal", np.logical_and: "logical_and", np.logical_or: "logical_or",
+    np.logical_xor: "logical_xor", np.mod: "mod", np.fmod: "fmod", np.exp: "exp", np.log: "log",
+    np.cos: "cos", np.sin: "sin", np.tan: "tan", np.tanh: "tanh", np.arctan: "arctan", np.sqrt: "sqrt",
+    np.square: "square", np.abs: "abs", np.absolute: "abs", np.negative: "negative", np.sign: "sign",
+    np.floor: "floor", np.ceil: "ceil", np.trunc: "trunc", np.reciprocal: "reciprocal",
+    np.invert: "invert", np.logical_not: "logical_not", np.sum: "add", np.prod: "multiply",
+    np.amax: "max", np.amin: "min",
+}
+#: Our own nl.* functions register here when nki.language is built.
+FUNCTION_NAMES: dict[Any, str] = {}
+
+
+def op_name(op: Any) -> str:
+    """Canonical op name for an ``op=`` argument (nl function, NumPy ufunc or string)."""
+    if isinstance(op, str):
+        return op
+    for table in (FUNCTION_NAMES, _NUMPY_NAMES):
+        try:
+            if op in table:
+                return table[op]
+        except TypeError:
+            pass
+    return getattr(op, "__name__", repr(op))
+
+
+# ----------------------------------------------------------------------------------------------
+# per-API facts
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Api:
+    """What the checks and the trace need to know about one API."""
+
+    name: str
+    params: tuple[str, ...]
+    engine: str  # 'pe', 'dve', 'act', 'pool', 'dma'
+    cost: str  # key of the latency formula in the cost model
+    spaces: str = "psum|sbuf"  # address spaces allowed for tile operands
+
+
+def _apis() -> dict[str, Api]:
+    table = [
+        Api("load", ("src",), "dma", "dma", "hbm"),
+        Api("store", ("dst", "value"), "dma", "dma", "hbm"),
+        Api("load_transpose2d", ("src",), "dma", "dma_transpose", "hbm"),
+        Api("dma_copy", ("dst", "src"), "dma", "dma", "hbm|psum|sbuf"),
+        Api("copy", ("src",), "act", "copy"),
+        Api("tensor_copy", ("src",), "dve", "copy"),
+        Api("assign", ("dst", "value"), "dve", "copy"),
+        Api("matmul", ("x", "y"), "pe", "matmul", "sbuf"),
+        Api("nc_matmul", ("stationary", "moving"), "pe", "matmul", "sbuf"),
+        Api("transpose", ("x",), "pe", "transpose"),
+        Api("nc_transpose", ("data",), "pe", "transpose"),
+        Api("activation", ("data",), "act", "activation"),
+        Api("activation_reduce", ("data",), "act", "activation_reduce"),
+        Api("tensor_tensor", ("data1", "data2"), "dve", "tensor_tensor"),
+        Api("tensor_scalar", ("data",), "dve", "tensor_scalar"),
+        Api("tensor_reduce", ("data",), "dve", "tensor_reduce"),
+        Api("tensor_partition_reduce", ("data",), "pool", "partition_reduce", "sbuf"),
+        Api("iota", (), "pool", "iota"),
+        Api("memset", (), "dve", "memset"),
+        Api("bn_stats", ("data",), "dve", "bn_stats"),
+        Api("bn_aggr", ("data",), "dve", "bn_aggr"),
+        Api("reciprocal", ("data",), "dve", "reciprocal"),
+        Api("where", ("condition", "x", "y"), "dve", "tensor_tensor"),
+        Api("broadcast_to", ("src",), "pe", "broadcast"),
+        Api("select", ("pred", "on_true", "on_false"), "dve", "tensor_tensor"),
+    ]
+    return {a.name: a for a in table}
+
+
+APIS = _apis()
+
+
+def api(name: str) -> Api:
+    """Facts for an API; elementwise/reduction APIs get generic entries."""
+    hit = APIS.get(name)
+    if hit is not None:
+        return hit
+    if name in ACTIVATIONS:
+        return Api(name, ("x",), "act", "activation")
+    if name in ALU:
+        return Api(name, ("x", "y"), "dve", "tensor_tensor")
+    return Api(name, ("x",), "dve", "tensor_reduce")

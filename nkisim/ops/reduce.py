@@ -1,0 +1,114 @@
+"""Free-axis reductions (nl.sum/mean/max/min/prod/all/var, nisa.tensor_reduce) and partition reduce."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nkisim.core import dtypes as dt
+from nkisim.core.context import current
+from nkisim.core.errors import nki_error
+from nkisim.core.tensor import Tensor
+from nkisim.ops.base import emit, mask_array, new_tile, operands
+from nkisim.ops.elementwise import values
+from nkisim.ops.optable import ALU
+
+_IDENTITY = {"add": 0.0, "multiply": 1.0, "max": -np.inf, "maximum": -np.inf, "min": np.inf, "minimum": np.inf,
+             "logical_and": 1, "logical_or": 0, "bitwise_and": -1, "bitwise_or": 0, "bitwise_xor": 0}
+
+
+def normalize_axis(axis: Any, ndim: int, api: str) -> tuple[int, ...]:
+    """Reduction axes: free axes only (the partition axis 0 cannot be reduced by Vector/Scalar)."""
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for a in axes:
+        a = int(a)
+        if a < 0:
+            a += ndim
+        if a == 0:
+            raise nki_error("err_reduce_partition_axis",
+                            f"'{api}' cannot reduce along the partition axis (axis 0): reductions run on free axes "
+                            f"only; use nisa.tensor_partition_reduce, a transpose, or a matmul with a ones vector")
+        if not 0 < a < ndim:
+            raise ValueError(f"axis {a} is out of range for a tile of rank {ndim} in '{api}'")
+        out.append(a)
+    return tuple(sorted(set(out)))
+
+
+def reduce_values(op: str, vals: np.ndarray, axes: tuple[int, ...], keepdims: bool) -> np.ndarray:
+    spec = ALU[op]
+    if op in ("logical_and", "logical_or"):
+        return spec.reduce_fn(vals != 0, axis=axes, keepdims=keepdims)
+    if spec.bitvec:
+        out = vals
+        for a in sorted(axes, reverse=True):
+            out = spec.reduce_fn(out, axis=a, keepdims=keepdims)
+        return out
+    return spec.reduce_fn(vals, axis=axes, keepdims=keepdims)
+
+
+def reduce(op: str, x: Any, axis: Any, *, dtype: Any = None, mask: Any = None, keepdims: bool = False,
+           api: str | None = None, negate: bool = False, kind: str = "plain") -> Tensor:
+    """Shared implementation of every free-axis reduction (kind: plain, mean, var)."""
+    ctx = current()
+    name = api or op
+    a = operands(name, x=x)["x"]
+    axes = normalize_axis(axis, len(a.shape), name)
+    out_shape = tuple(1 if i in axes else s for i, s in enumerate(a.shape)) if keepdims else \
+        tuple(s for i, s in enumerate(a.shape) if i not in axes)
+    if dtype is not None:
+        out_dt = dt.normalize(dtype)
+    elif op in ("logical_and", "logical_or"):
+        out_dt = dt.bool_
+    elif kind in ("mean", "var") and not dt.is_float(a.dtype):
+        out_dt = dt.float32
+    else:
+        out_dt = a.dtype
+    in_valid = mask_array(mask, a.shape, name)
+    valid = None
+    vals = None
+    if in_valid is not None and in_valid.ndim:
+        valid = np.any(in_valid, axis=axes, keepdims=keepdims)
+    elif in_valid is not None:
+        valid = in_valid
+    if ctx.numerics:
+        compute = np.dtype(np.int64) if ALU[op].bitvec else np.dtype(np.float32)
+        v = values(a, ctx, compute)
+        if in_valid is not None and in_valid.ndim:
+            v = np.where(in_valid, v, np.asarray(_IDENTITY.get(op, 0), dtype=compute))
+        with np.errstate(all="ignore"):
+            if kind == "mean":
+                vals = np.mean(v, axis=axes, keepdims=keepdims)
+            elif kind == "var":
+                vals = np.var(v, axis=axes, keepdims=keepdims)
+            else:
+                vals = reduce_values(op, v, axes, keepdims)
+            if negate:
+                vals = -vals
+    tile = new_tile(ctx, out_shape, out_dt, vals, valid)
+    n_in = int(np.prod(a.shape[1:])) if len(a.shape) > 1 else 1
+    tile.producer = emit(ctx, "tensor_reduce", "dve", reads=[a], writes=[tile.full()], n=n_in,
+                         extra={"alu": op, "kind": kind})
+    return tile
+
+
+def partition_reduce(op: str, data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
+    """``nisa.tensor_partition_reduce``: reduce across partitions on GpSimd -> a [1, F] tile."""
+    ctx = current()
+    if op not in ("add", "max", "maximum", "bitwise_or", "bitwise_and"):
+        raise nki_error("err_instruction_unsupported_op", f"{op} is not supported in 'tensor_partition_reduce'")
+    a = operands("tensor_partition_reduce", data=data)["data"]
+    out_shape = (1,) + tuple(a.shape[1:])
+    valid = mask_array(mask, a.shape, "tensor_partition_reduce")
+    vals = None
+    if ctx.numerics:
+        compute = np.dtype(np.int64) if ALU[op].bitvec else np.dtype(np.float32)
+        v = values(a, ctx, compute)
+        if valid is not None and valid.ndim:
+            v = np.where(valid, v, np.asarray(_IDENTITY.get(op, 0), dtype=compute))
+        vals = reduce_values(op, v, (0,), True)
+    tile = new_tile(ctx, out_shape, a.dtype if dtype is None else dt.normalize(dtype), vals)
+    tile.producer = emit(ctx, "tensor_partition_reduce", "pool", reads=[a], writes=[tile.full()],
+                         extra={"alu": op})
+    return tile

@@ -1,0 +1,1 @@
+"""Kernel launching: nki.jit, SPMD grids, argument conversion and the entry points."""

@@ -1,0 +1,97 @@
+"""SPMD launch grids: ``kernel[4, 2]``, ``nl.nc(2)``, ``nl.spmd_dim(nl.nc(2), 2)``.
+
+Instances run one after another on the CPU (the legacy compiler also runs them serially on one
+NeuronCore).  Each instance records which physical core it would run on, so the cost model can
+spread ``nl.nc(k)`` grids over cores on trn2.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nkisim.core.errors import nki_error
+
+
+class NC:
+    """``nl.nc(k)``: a grid dimension spread over k NeuronCores (trn2 logical cores)."""
+
+    def __init__(self, k: int) -> None:
+        self.k = int(k)
+
+    def __mul__(self, other: Any) -> SpmdDim:
+        return SpmdDim(self, other)
+
+    def __rmul__(self, other: Any) -> SpmdDim:
+        return SpmdDim(other, self)
+
+    def __repr__(self) -> str:
+        return f"nc({self.k})"
+
+
+class SpmdDim:
+    """``nl.spmd_dim(a, b)``: one grid dimension of size a*b, with a core split given by the order."""
+
+    def __init__(self, *dims: Any) -> None:
+        self.dims = dims
+
+    @property
+    def size(self) -> int:
+        return int(np.prod([d.k if isinstance(d, NC) else int(d) for d in self.dims]))
+
+    def core_of(self, i: int) -> int:
+        # mixed-radix decomposition, the first dim outermost; the NC dim's digit is the core
+        digits = []
+        sizes = [d.k if isinstance(d, NC) else int(d) for d in self.dims]
+        for s in reversed(sizes):
+            digits.append(i % s)
+            i //= s
+        digits.reverse()
+        for d, digit in zip(self.dims, digits):
+            if isinstance(d, NC):
+                return digit
+        return 0
+
+    def __repr__(self) -> str:
+        return f"spmd_dim{self.dims!r}"
+
+
+def parse_grid(grid: Any, target: str) -> tuple[tuple[int, ...], list[Any]]:
+    """Grid spec -> (sizes, per-dimension spec objects).  Multi-core dims need trn2."""
+    if not isinstance(grid, tuple):
+        grid = (grid,)
+    sizes, specs = [], []
+    for g in grid:
+        if isinstance(g, NC):
+            sizes.append(g.k)
+        elif isinstance(g, SpmdDim):
+            sizes.append(g.size)
+        else:
+            sizes.append(int(g))
+        specs.append(g)
+        if isinstance(g, (NC, SpmdDim)) and target == "trn1":
+            raise nki_error("err_spmd_multi_core_not_supported",
+                            "SPMD grid with multi neuron cores is not supported on trn1 (each trn1 NeuronCore runs "
+                            "its own kernel); use an integer grid, or target trn2")
+    return tuple(sizes), specs
+
+
+def core_of(index: tuple[int, ...], specs: list[Any]) -> int:
+    """Physical core of an instance (0 unless a dimension is spread with nl.nc)."""
+    for i, g in zip(index, specs):
+        if isinstance(g, NC):
+            return i
+        if isinstance(g, SpmdDim):
+            return g.core_of(i)
+    return 0
+
+
+def cores(specs: list[Any]) -> int:
+    n = 1
+    for g in specs:
+        if isinstance(g, NC):
+            n = max(n, g.k)
+        elif isinstance(g, SpmdDim):
+            n = max(n, max((d.k for d in g.dims if isinstance(d, NC)), default=1))
+    return n

@@ -1,0 +1,207 @@
+"""``nki.jit`` and friends: turn a Python function into a kernel that runs on the simulator.
+
+A launch binds the arguments, wraps arrays as immutable HBM tensors, runs every SPMD instance in a
+fresh kernel context, checks the outputs were written, and converts the results back to NumPy (or
+torch when torch tensors came in).  Errors raised for a kernel-programming mistake are re-raised
+with the simulator's frames removed, so the traceback ends on the student's line.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any, Callable
+
+import numpy as np
+
+from nkisim.core import context
+from nkisim.core.context import KernelContext
+from nkisim.core.errors import NKIError, nki_error
+from nkisim.core.location import attach_location
+from nkisim.core.tensor import Tensor
+from nkisim.runtime import arguments, grid as gridmod
+
+MODES = ("auto", "simulation", "baremetal", "benchmark", "profile", "jax", "torchxla")
+
+
+def default_target(explicit: str | None = None) -> str:
+    """trn2 unless ``platform_target=`` or NEURON_PLATFORM_TARGET_OVERRIDE says otherwise."""
+    target = explicit or os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE") or "trn2"
+    target = target.lower()
+    if target not in context.TARGETS:
+        raise ValueError(f"unknown platform target {target!r}: the simulator models {', '.join(context.TARGETS)}")
+    return target
+
+
+class LaunchResult:
+    """What one launch produced: the outputs and the trace (for the cost model)."""
+
+    def __init__(self, outputs: Any, ctx: KernelContext) -> None:
+        self.outputs = outputs
+        self.ctx = ctx
+
+
+class Kernel:
+    """A jitted NKI kernel: call it directly, index it with a grid, or hand it to nki.benchmark."""
+
+    def __init__(self, func: Callable, mode: str = "auto", **options: Any) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown nki.jit mode {mode!r}; expected one of {', '.join(MODES)}")
+        self.func = func
+        self.mode = mode
+        self.options = options
+        self.last_launch: LaunchResult | None = None
+        functools.update_wrapper(self, func)
+
+    def __repr__(self) -> str:
+        return f"<nki kernel {self.func.__name__} (simulated)>"
+
+    def __getitem__(self, grid: Any) -> GridLaunch:
+        return GridLaunch(self, grid)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        ctx = context.active()
+        if ctx is not None:  # a jitted helper called from inside a kernel is inlined
+            ctx.depth += 1
+            try:
+                return self.func(*args, **kwargs)
+            finally:
+                ctx.depth -= 1
+        return launch(self, None, args, kwargs)
+
+
+class GridLaunch:
+    """``kernel[grid]`` waiting for its arguments."""
+
+    def __init__(self, kernel: Kernel, grid: Any) -> None:
+        self.kernel = kernel
+        self.grid = grid
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if context.active() is not None:
+            raise nki_error("err_nested_kernel_with_spmd_grid",
+                            f"{self.kernel.func.__name__}[{self.grid}]) inside another kernel is not supported.")
+        return launch(self.kernel, self.grid, args, kwargs)
+
+
+def launch(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool | None = None,
+           target: str | None = None) -> Any:
+    """Run all SPMD instances of ``kernel`` and return converted outputs (see LaunchResult)."""
+    try:
+        result = run(kernel, grid, args, kwargs, numerics=numerics, target=target)
+    except NKIError as err:
+        tb = attach_location(err)
+        raise err.with_traceback(tb) from None
+    return result.outputs
+
+
+def run(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool | None = None,
+        target: str | None = None) -> LaunchResult:
+    """The launch itself (errors not yet trimmed)."""
+    tgt = default_target(target or kernel.options.get("platform_target"))
+    sizes, specs = gridmod.parse_grid(grid, tgt) if grid is not None else ((), [])
+    bound = arguments.bind(kernel.func, args, kwargs)
+    annotations = getattr(kernel.func, "__annotations__", {})
+    converted: dict[str, Any] = {}
+    to_torch = False
+    any_placeholder = False
+    for name, value in bound.arguments.items():
+        if isinstance(value, arguments.Placeholder):
+            any_placeholder = True
+        conv, from_torch = arguments.to_tensor(name, value, annotations.get(name))
+        to_torch |= from_torch
+        _check_annotation(name, conv, annotations.get(name))
+        converted[name] = conv
+        bound.arguments[name] = conv
+    if numerics is None:
+        numerics = not any_placeholder and kernel.mode != "benchmark"
+    if any_placeholder and numerics:
+        raise TypeError("nki.typing placeholders carry no values: use nki.benchmark / nki.profile (cost only), or "
+                        "pass NumPy arrays to run the kernel")
+    ctx = KernelContext(tgt, sizes, numerics, gridmod.cores(specs))
+    for t in converted.values():
+        if isinstance(t, Tensor):
+            ctx.params.add(t.uid)
+    context.push(ctx)
+    out: Any = None
+    try:
+        instances = list(np.ndindex(*sizes)) if sizes else [()]
+        for i, idx in enumerate(instances):
+            ctx.program = tuple(int(v) for v in idx)
+            ctx.instance = i
+            ctx.core = gridmod.core_of(ctx.program, specs)
+            try:
+                out = kernel.func(*bound.args, **bound.kwargs)
+            except NKIError as err:
+                if len(instances) > 1:
+                    err.add_note(f"(raised in SPMD instance {list(ctx.program)} of grid {list(sizes)})")
+                raise
+        _check_outputs(out, converted)
+    finally:
+        context.pop()
+    result = LaunchResult(arguments.from_tensor(out, to_torch), ctx)
+    kernel.last_launch = result
+    return result
+
+
+def _check_annotation(name: str, value: Any, ann: Any) -> None:
+    shape = getattr(ann, "shape", None)
+    if shape is None or not isinstance(value, Tensor):
+        return
+    if tuple(shape) != value.shape:
+        raise nki_error("err_annotation_shape_mismatch",
+                        f"shape of `{name}{list(value.shape)}` does not match the expected shape of {list(shape)}")
+
+
+def _flatten(out: Any) -> list[Tensor]:
+    if isinstance(out, Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in _flatten(o)]
+    return []
+
+
+def _check_outputs(out: Any, params: dict[str, Any]) -> None:
+    returned = _flatten(out)
+    for t in returned:
+        if t.space != "hbm":
+            raise nki_error("err_unsupported_memory",
+                            f"Expected kernel output `{t.name}` to be in address space 'hbm', but got a tile in "
+                            f"'{t.buffer.space}' instead. Store results into an nl.shared_hbm tensor and return it.")
+        if not t.root.written:
+            raise nki_error("err_tensor_output_not_written_to",
+                            f"Output tensor `{t.name}` is never written to: store results into it with nl.store "
+                            f"before returning it")
+    roots = {t.root.uid for t in returned}
+    for name, p in params.items():
+        if isinstance(p, Tensor) and not p.param and p.root.uid not in roots:
+            raise nki_error("err_mutable_parameter_not_returned",
+                            f"Mutable kernel parameter `{name}` not returned by `return` statement")
+
+
+def jit(func: Callable | None = None, mode: str = "auto", **options: Any) -> Any:
+    """``@nki.jit`` / ``nki.jit(f, mode=...)``: compile (here: simulate) a kernel."""
+    if func is None:
+        return lambda f: Kernel(_unwrap(f), mode, **options)
+    return Kernel(_unwrap(func), mode, **options)
+
+
+def _unwrap(f: Any) -> Callable:
+    return f.func if isinstance(f, Kernel) else f
+
+
+def simulate_kernel(kernel: Any, *args: Any, **kwargs: Any) -> Any:
+    """``nki.simulate_kernel``: run a kernel (or kernel[grid]) on the CPU with NumPy arrays."""
+    if isinstance(kernel, GridLaunch):
+        return kernel(*args, **kwargs)
+    k = kernel if isinstance(kernel, Kernel) else Kernel(kernel, "simulation")
+    return k(*args, **kwargs)
+
+
+def baremetal(kernel: Any = None, **options: Any) -> Any:
+    """``nki.baremetal``: on the simulator this runs the kernel with NumPy inputs and outputs."""
+    if kernel is None:
+        return lambda k: baremetal(k, **options)
+    if isinstance(kernel, (Kernel, GridLaunch)):
+        return kernel
+    return Kernel(kernel, "baremetal", **options)
