@@ -42,6 +42,14 @@ class NKISyntaxError(NKIError, SyntaxError):
         return self.msg or ""
 
 
+# Tracebacks show the builtin names ("ValueError: number of partitions ...") exactly as neuronx-cc
+# prints them; ``isinstance(err, NKIError)`` and ``err.error_id`` still identify our errors.
+for _cls, _shown in ((NKIValueError, "ValueError"), (NKITypeError, "TypeError"), (NKIIndexError, "IndexError"),
+                     (NKIRuntimeError, "RuntimeError"), (NKISyntaxError, "NKISyntaxError")):
+    _cls.__module__ = "builtins"
+    _cls.__qualname__ = _shown
+
+
 # error id -> exception class.  Ids follow nki.errors.html; the class follows the real front end.
 CATALOGUE: dict[str, type[NKIError]] = {
     "err_num_partition_exceed_arch_limit": NKIValueError,

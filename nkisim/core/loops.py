@@ -7,7 +7,8 @@ affine_range rule; ``static_range`` is unrolled at trace time and yields plain i
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from nkisim.core.context import current
 from nkisim.core.indexing import Affine, Loop

@@ -7,9 +7,12 @@ Directives that only steer the real compiler's passes are accepted and have no e
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from nkisim.core.buffers import Buffer, ModAlloc, psum as _psum, sbuf as _sbuf
+from nkisim.core.buffers import Buffer, ModAlloc
+from nkisim.core.buffers import psum as _psum
+from nkisim.core.buffers import sbuf as _sbuf
 
 
 def skip_middle_end_transformations(func: Callable) -> Callable:

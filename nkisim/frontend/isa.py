@@ -5,9 +5,22 @@ from __future__ import annotations
 import enum
 
 from nkisim.core.context import active as _active
-from nkisim.ops.isa import (activation, activation_reduce, bn_aggr, bn_stats, dma_copy, iota,  # noqa: F401
-                            memset, reciprocal, scalar_tensor_tensor, tensor_copy, tensor_partition_reduce,
-                            tensor_reduce, tensor_scalar, tensor_tensor)
+from nkisim.ops.isa import (  # noqa: F401
+    activation,
+    activation_reduce,
+    bn_aggr,
+    bn_stats,
+    dma_copy,
+    iota,
+    memset,
+    reciprocal,
+    scalar_tensor_tensor,
+    tensor_copy,
+    tensor_partition_reduce,
+    tensor_reduce,
+    tensor_scalar,
+    tensor_tensor,
+)
 from nkisim.ops.matmul import nc_matmul, nc_transpose  # noqa: F401
 
 

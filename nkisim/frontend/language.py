@@ -15,11 +15,29 @@ from nkisim.core.errors import nki_error as _nki_error
 from nkisim.core.indexing import arange, ds, mgrid  # noqa: F401
 from nkisim.core.loops import affine_range, sequential_range, static_range  # noqa: F401
 from nkisim.core.tensor import Tensor as tensor  # noqa: F401
-from nkisim.ops import elementwise as _ew, isa as _isa, matmul as _mm, memory as _mem, reduce as _red
-from nkisim.ops.creation import (empty_like, full, full_like, ndarray, ones, ones_like, par_dim,  # noqa: F401
-                                 rand, random_seed, shared_constant, shared_identity_matrix, zeros, zeros_like)
-from nkisim.ops.optable import ACTIVATIONS as _ACT, ALU as _ALU, FUNCTION_NAMES as _NAMES
-from nkisim.runtime.grid import NC as _NC, SpmdDim as _SpmdDim
+from nkisim.ops import elementwise as _ew
+from nkisim.ops import matmul as _mm
+from nkisim.ops import memory as _mem
+from nkisim.ops import reduce as _red
+from nkisim.ops.creation import (  # noqa: F401
+    empty_like,
+    full,
+    full_like,
+    ndarray,
+    ones,
+    ones_like,
+    par_dim,
+    rand,
+    random_seed,
+    shared_constant,
+    shared_identity_matrix,
+    zeros,
+    zeros_like,
+)
+from nkisim.ops.optable import ACTIVATIONS as _ACT
+from nkisim.ops.optable import FUNCTION_NAMES as _NAMES
+from nkisim.runtime.grid import NC as _NC
+from nkisim.runtime.grid import SpmdDim as _SpmdDim
 
 # --- dtypes ---------------------------------------------------------------------------------
 float32, float16, bfloat16, tfloat32 = _dt.float32, _dt.float16, _dt.bfloat16, _dt.tfloat32

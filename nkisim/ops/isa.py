@@ -12,7 +12,8 @@ from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.indexing import Affine
 from nkisim.core.tensor import Access, Tensor, as_access, is_tile, shape_str
-from nkisim.ops import memory, reduce as red
+from nkisim.ops import memory
+from nkisim.ops import reduce as red
 from nkisim.ops.base import check_partitions, emit, f32, mask_array, new_tile, operands
 from nkisim.ops.elementwise import values
 from nkisim.ops.optable import ACTIVATIONS, ALU, op_name

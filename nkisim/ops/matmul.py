@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from nkisim.core import dtypes as dt
-from nkisim.core.buffers import PMAX, PSUM_FMAX, psum, sbuf
+from nkisim.core.buffers import PMAX, psum, sbuf
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.tensor import Access, Tensor, shape_str

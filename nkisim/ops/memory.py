@@ -138,8 +138,8 @@ def assign(dst: Access, value: Any) -> None:
     ctx = current()
     if dst.space == "hbm":
         raise nki_error("err_unsupported_memory",
-                        f"Expected operand 'dst' of 'assign' to be in address space 'psum|sbuf', but got a tile "
-                        f"in 'hbm' instead. Use nl.store to write to HBM.")
+                        "Expected operand 'dst' of 'assign' to be in address space 'psum|sbuf', but got a tile "
+                        "in 'hbm' instead. Use nl.store to write to HBM.")
     if dst.par_axis != 0:
         raise nki_error("err_failed_to_infer_tile_from_local_tensor",
                         f"Failed to infer tile from tensor '{dst.name}', : the first dimension of the tile is "
@@ -153,8 +153,8 @@ def assign(dst: Access, value: Any) -> None:
         src = as_access(value)
         if src.space == "hbm":
             raise nki_error("err_unsupported_memory",
-                            f"Expected operand 'value' of 'assign' to be in address space 'psum|sbuf', but got a "
-                            f"tile in 'hbm' instead. Use nl.load to read from HBM.")
+                            "Expected operand 'value' of 'assign' to be in address space 'psum|sbuf', but got a "
+                            "tile in 'hbm' instead. Use nl.load to read from HBM.")
         check_partitions("assign", {"dst": dst, "value": src})
         values = _values_for(dst.shape, src.shape, src.read() if ctx.numerics else None,
                              dst_name=dst.name, src_name="value", expr=f"{dst.name}[...] = value")

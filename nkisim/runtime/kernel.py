@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -19,7 +20,8 @@ from nkisim.core.context import KernelContext
 from nkisim.core.errors import NKIError, nki_error
 from nkisim.core.location import attach_location
 from nkisim.core.tensor import Tensor
-from nkisim.runtime import arguments, grid as gridmod
+from nkisim.runtime import arguments
+from nkisim.runtime import grid as gridmod
 
 MODES = ("auto", "simulation", "baremetal", "benchmark", "profile", "jax", "torchxla")
 

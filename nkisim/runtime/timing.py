@@ -7,7 +7,8 @@ number is an *estimate* of NeuronCore latency for the named target, and is label
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from nkisim.core.errors import NKIError
 from nkisim.core.location import attach_location
