@@ -10,18 +10,54 @@ the affine_range output-dependency rule are all checked here, so every API gets 
 
 from __future__ import annotations
 
+import dis
+import functools
 import itertools
+import types
 from typing import Any
 
 import numpy as np
 
 from nkisim.core import dtypes as dt
+from nkisim.core import physical
 from nkisim.core.buffers import Buffer
 from nkisim.core.context import active
 from nkisim.core.errors import nki_error
 from nkisim.core.indexing import Affine, DynSlice, Loop
 
 _ids = itertools.count(1)
+
+
+_VALUE_TRUTH_OPS = frozenset({"UNARY_NOT", "JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP"})
+
+
+@functools.lru_cache(maxsize=256)
+def _next_ops(code: types.CodeType) -> dict[int, tuple[str, str]]:
+    """offset -> (opname, next opname) for the bytecode of a kernel function."""
+    ins = list(dis.get_instructions(code))
+    return {a.offset: (a.opname, b.opname) for a, b in zip(ins, ins[1:] + ins[-1:])}
+
+
+def _truth_value_error(t: Tensor) -> Exception:
+    """The compiler's error for Python truth-testing a tensor.
+
+    ``not t``, ``t and x``, ``t or x`` and truth-testing a kernel parameter are
+    err_ambiguous_tensor_truth_value; branching on a computed tile (``if t:``, ``while t:``) is
+    err_dynamic_control_flow_not_supported.  Which one applies is read from the student's bytecode.
+    """
+    from nkisim.core.location import user_frame
+
+    f = user_frame()
+    op = None
+    if f is not None:
+        op, nxt = _next_ops(f.f_code).get(f.f_lasti, (None, None))
+        op = nxt if op == "TO_BOOL" else op  # Python 3.13 splits the truth test from its use
+    if op in _VALUE_TRUTH_OPS or t.root.param:
+        return nki_error("err_ambiguous_tensor_truth_value",
+                         "Cannot evaluate truth value of a multi-element tensor/array. Use the elementwise "
+                         "operators ~, &, | on tiles, and `x is None` to test an optional argument.")
+    return nki_error("err_dynamic_control_flow_not_supported",
+                     "dynamic control-flow depending on tensor value is not supported.")
 
 
 def shape_str(name: str, shape: tuple[int, ...]) -> str:
@@ -79,14 +115,13 @@ class Tensor:
         return self.shape[0]
 
     def __bool__(self) -> bool:
-        raise nki_error("err_dynamic_control_flow_not_supported",
-                        "dynamic control-flow depending on tensor value is not supported.")
+        raise _truth_value_error(self)
 
     def __iter__(self):
         raise TypeError("NKI tensors cannot be iterated; index them with loops over nl.affine_range")
 
     def full(self) -> Access:
-        return Access(self, ())
+        return Access.whole(self)
 
     def __getitem__(self, key: Any) -> Access:
         return Access(self, key)
@@ -260,6 +295,8 @@ class Tensor:
 # Access: a normalised index into a tensor
 # ----------------------------------------------------------------------------------------------
 _BASIC, _ADV = 0, 1
+#: (shape, par_axis) -> normalised whole-tensor access parts, see Access.whole.
+_WHOLE: dict[tuple, tuple] = {}
 
 
 class Access:
@@ -367,6 +404,30 @@ class Access:
             self.shape = tuple(shape)
             self.par_axis = 0 if par is None else par
 
+    @classmethod
+    def whole(cls, tensor: Tensor) -> Access:
+        """``Access(tensor, ())`` without re-normalising: every op result is accessed whole, so the
+        (immutable) components, shape and NumPy index depend only on shape and partition axis and
+        are built once per such pair and shared."""
+        key = (tensor.shape, tensor.par_axis)
+        cached = _WHOLE.get(key)
+        if cached is None:
+            proto = cls(tensor, ())
+            cached = (tuple(proto.comps), proto.shape, proto.par_axis, proto.np_index())
+            if len(_WHOLE) > 4096:  # bound the memo for programs with unusually many shapes
+                _WHOLE.clear()
+            _WHOLE[key] = cached
+        acc = cls.__new__(cls)
+        acc.tensor = tensor
+        acc.done = False
+        acc.comps = list(cached[0])
+        acc.loops = frozenset()
+        acc.advanced = False
+        acc.shape = cached[1]
+        acc.par_axis = cached[2]
+        acc._np = cached[3]
+        return acc
+
     # --- description ---------------------------------------------------------------------------
     @property
     def dtype(self) -> np.dtype:
@@ -388,8 +449,7 @@ class Access:
         return f"<access {shape_str(self.tensor.name, self.shape)} of {self.tensor!r}>"
 
     def __bool__(self) -> bool:
-        raise nki_error("err_dynamic_control_flow_not_supported",
-                        "dynamic control-flow depending on tensor value is not supported.")
+        raise _truth_value_error(self.tensor)
 
     # --- numpy resolution --------------------------------------------------------------------
     def np_index(self) -> tuple:
@@ -401,6 +461,9 @@ class Access:
                         for c in self.comps)
         else:
             idx = tuple(self._comp_array(c) for c in self.comps)
+        rot = physical.rotation(self.tensor)
+        if rot is not None:
+            idx = tuple(_rotate(v, rot[i]) if i < len(rot) else v for i, v in enumerate(idx))
         self._np = idx
         return idx
 
@@ -432,6 +495,9 @@ class Access:
                 shp[axis] = vals.size
                 out.append(vals.reshape(shp))
                 axis += 1
+        rot = physical.rotation(self.tensor)
+        if rot is not None:
+            out = [a % rot[i] if i < len(rot) else a for i, a in enumerate(out)]
         return out
 
     # --- checks ------------------------------------------------------------------------------
@@ -578,6 +644,15 @@ class Access:
         from nkisim.ops import memory
 
         return memory.reshape_access(self, shape)
+
+
+def _rotate(v: Any, k: int) -> Any:
+    """Logical block index -> physical block of a rotating direct allocation."""
+    if isinstance(v, slice):
+        if v.stop - v.start <= 0 or v.start // k == (v.stop - 1) // k:
+            return slice(v.start % k, (v.start % k) + (v.stop - v.start), v.step)
+        return np.arange(v.start, v.stop, v.step or 1) % k
+    return v % k
 
 
 def _norm_slice(k: slice, size: int, loops: set) -> tuple:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from nkisim.core import dtypes as dt
+from nkisim.core import physical
 from nkisim.core.buffers import PMAX, PSUM_BANK_BYTES, SBUF_PARTITION_BYTES, Buffer, ModAlloc, sbuf
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
@@ -60,6 +61,8 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
     """Create a tensor after the compiler's allocation checks (``fill`` None = uninitialised)."""
     ctx = current()
     buf = _as_buffer(buffer)
+    if buf.alloc is not None:  # a direct-allocation kernel (restricts PE transposes, see ops.matmul)
+        ctx.direct_allocation = True
     par = _partition_axis(shape)
     shp = plain_shape(shape)
     d = dt.normalize(dtype)
@@ -76,7 +79,12 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
                 raise nki_error("err_shared_hbm_must_in_kernel_level",
                                 "shared_hbm buffer can only be created top level kernel scope; create kernel outputs "
                                 "before any loop and outside helper functions")
-            key = (user_location(), name)
+            # one tensor per allocation site *and* occurrence within an instance: instance k's n-th
+            # allocation at a site is instance 0's n-th one (a Python loop may allocate several)
+            counts = ctx.__dict__.setdefault("shared_counts", {})
+            ckey = (ctx.instance, user_location(), name)
+            counts[ckey] = occurrence = counts.get(ckey, 0) + 1
+            key = (user_location(), name, occurrence)
             hit = ctx.shared.get(key)
             if hit is not None:
                 return hit
@@ -111,7 +119,11 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
                                 f"PSUM tile {shape_str(name or 'tensor', shp)} needs {per_block} bytes per partition, "
                                 f"more than one 2 KiB PSUM bank (at most 512 fp32 elements in the free dimension)")
     data = None
-    if ctx.numerics:
+    if ctx.numerics and buf.alloc is not None and buf.family != "hbm":
+        data = physical.view(ctx, shp, par, d, buf.alloc)  # aliases whatever else lives there
+        if fill is not None:
+            data[...] = dt.cast(np.asarray(fill, dtype=np.float32), d)
+    elif ctx.numerics:
         value = dt.fill_value(d) if fill is None else fill
         data = np.full(shp, value, dtype=dt.storage_dtype(d))
     t = Tensor(shp, d, buf, data, name, par, tuple(ctx.loops), site=user_location())
@@ -120,7 +132,7 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
         if buf.family != "hbm":
             t.producer = emit(ctx, "memset", writes=[t.full()], extra={"zero": fill == 0})
     if buf.space == "shared_hbm":
-        ctx.shared[(t.site, name)] = t
+        ctx.shared[key] = t
     return t
 
 
