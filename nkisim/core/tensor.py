@@ -560,6 +560,19 @@ class Access:
         try:
             return data[idx]
         except IndexError as e:  # indirect index out of range: same wording as NumPy / the simulator
+            if not any(c[0] == "ind" for c in self.comps):
+                # a static index past the tile is legal where the op's mask cuts it off (ragged tiles)
+                ctx = active()
+                valid = getattr(ctx, "op_mask", None)
+                if valid is not None and valid.ndim:
+                    try:
+                        vm = np.broadcast_to(valid, self.shape)
+                    except ValueError:
+                        vm = None
+                    if vm is not None:
+                        self.check_bounds(vm)
+                        return self.read_masked(vm)
+                self.check_bounds()
             raise IndexError(str(e)) from None
 
     def read_masked(self, valid: np.ndarray) -> np.ndarray | None:

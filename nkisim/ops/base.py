@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -9,13 +10,16 @@ import numpy as np
 
 from nkisim.core import dtypes as dt
 from nkisim.core.buffers import PMAX, Buffer, psum, sbuf
-from nkisim.core.context import KernelContext
+from nkisim.core.context import KernelContext, active
 from nkisim.core.errors import nki_error
 from nkisim.core.indexing import check_mask
 from nkisim.core.location import user_location
-from nkisim.core.tensor import Access, Tensor, as_access, is_tile, shape_str
-from nkisim.cost.trace import Instr
+from nkisim.core.tensor import Access, Tensor, shape_str
+from nkisim.cost.trace import Instr, buffer_info, dma_run
 from nkisim.ops.optable import api
+
+#: "psum|sbuf" -> ["psum", "sbuf"], split once per spelling.
+_ALLOWED: dict[str, list[str]] = {}
 
 
 def operands(name: str, spaces: str | None = None, **named: Any) -> dict[str, Access]:
@@ -23,26 +27,50 @@ def operands(name: str, spaces: str | None = None, **named: Any) -> dict[str, Ac
 
     ``named`` maps parameter names to values; None values are skipped.  Returns Accesses.
     """
-    spec = api(name)
-    allowed = (spaces or spec.spaces).split("|")
+    spaces = spaces or api(name).spaces
+    allowed = _ALLOWED.get(spaces)
+    if allowed is None:
+        allowed = _ALLOWED[spaces] = spaces.split("|")
     out: dict[str, Access] = {}
     for pname, value in named.items():
         if value is None:
             continue
-        if not is_tile(value):
+        if isinstance(value, Access):
+            acc = value
+        elif isinstance(value, Tensor):
+            acc = Access.whole(value)
+        else:
             raise TypeError(f"'{pname}' of '{name}' must be an NKI tile, got {type(value).__name__}")
-        acc = as_access(value)
-        if acc.space not in allowed:
+        space = acc.tensor.buffer.family
+        if space not in allowed:
             raise nki_error("err_unsupported_memory",
                             f"Expected operand '{pname}' of '{name}' to be in address space "
                             f"'{'|'.join(allowed)}', but got a tile in '{acc.space}' instead.")
-        if acc.space != "hbm" and acc.par_axis != 0:
+        if space != "hbm" and acc.par_axis != 0:
             raise nki_error("err_failed_to_infer_tile_from_local_tensor",
                             f"Failed to infer tile from tensor '{acc.name}', : the first dimension of the tile "
                             f"is not the partition dimension of the tensor.")
+        check_scope(acc)
         out[pname] = acc
     check_partitions(name, out)
     return out
+
+
+def check_scope(acc: Access) -> None:
+    """err_local_variable_used_out_of_scope: a tensor created inside a loop body that has ended.
+
+    Loops nest like a stack, so the tensor is in scope exactly when the innermost loop it was
+    created in is still running.
+    """
+    loops = acc.tensor.loops
+    if loops:
+        ctx = active()
+        if ctx is not None and loops[-1] not in ctx.loops:
+            t = acc.tensor
+            raise nki_error("err_local_variable_used_out_of_scope",
+                            f"Local variable '{t.name}' ({shape_str(dt.name(t.dtype), t.shape)}) is referenced "
+                            f"outside of its parent scope: it was created inside a loop that has ended. Allocate "
+                            f"it before the loop and update it in place with '{t.name}[...] = ...'")
 
 
 def partitions(acc: Access | Tensor) -> int:
@@ -52,6 +80,13 @@ def partitions(acc: Access | Tensor) -> int:
 
 def check_partitions(name: str, accs: dict[str, Any], shapes: dict[str, tuple] | None = None) -> None:
     """err_num_partition_exceed_arch_limit naming every operand, as the compiler does."""
+    if not shapes:
+        for v in accs.values():  # fast pass: tile_shape keeps the first dimension, so test it directly
+            s = v.shape
+            if s and s[0] > PMAX:
+                break
+        else:
+            return
     shapes = shapes or {k: tile_shape(v) for k, v in accs.items()}
     if any(s and s[0] > PMAX for s in shapes.values()):
         listed = ", ".join(shape_str(k, s) for k, s in shapes.items())
@@ -68,6 +103,9 @@ def tile_shape(acc: Access | Tensor) -> tuple[int, ...]:
 def mask_array(mask: Any, shape: tuple[int, ...], name: str) -> np.ndarray | None:
     """Validate ``mask=`` and broadcast it to the instruction's shape (None = everything)."""
     m = check_mask(mask, name)
+    ctx = active()
+    if ctx is not None:
+        ctx.op_mask = m  # lets operand reads gather past a tile's end where masked off (cleared by emit)
     if m is None:
         return None
     if m.ndim == 0:
@@ -128,12 +166,12 @@ def region(acc: Access) -> tuple:
     t = acc.tensor
     box = []
     if not acc.advanced:
-        for c in acc.comps:
-            if c[0] == "int":
-                v = int(c[1].value())
-                box.append((v, v + 1))
+        # the basic index holds exactly these bounds (ints and slice start/stop), computed once per access
+        for c in acc.np_index():
+            if c.__class__ is slice:
+                box.append((c.start, c.stop))
             else:
-                box.append((int(c[1].value()), int(c[2].value())))
+                box.append((c, c + 1))
     else:
         for c, dim in zip(acc.comps, t.shape):
             if c[0] == "adv":
@@ -151,16 +189,35 @@ def emit(ctx: KernelContext, name: str, engine: str | None = None, reads: Sequen
          writes: Sequence[Access] = (), p: int | None = None, n: int | None = None, nbytes: int = 0,
          dtypes: tuple = (), acc: bool = False, extra: dict | None = None) -> Instr:
     """Append one instruction to the trace (the cost model's only input)."""
-    spec = api(name)
-    shapes = [w.shape for w in writes] + [r.shape for r in reads]
+    ctx.op_mask = None
+    # one plain loop instead of several generator passes: emit runs once per simulated instruction
+    p_max = n_max = -1  # shapes are never negative, so -1 means "no operands"
+    names = []
+    rregs = []
+    wregs = []
+    for group, regs in ((reads, rregs), (writes, wregs)):
+        for a in group:
+            s = a.shape
+            v = s[0] if s else 1
+            if v > p_max:
+                p_max = v
+            v = s[1] if len(s) == 2 else math.prod(s[1:])
+            if v > n_max:
+                n_max = v
+            names.append(dt.name(a.dtype))
+            regs.append(region(a))
     if p is None:
-        p = max((s[0] if s else 1) for s in shapes) if shapes else 1
+        p = p_max if p_max >= 0 else 1
     if n is None:
-        n = max((int(np.prod(s[1:])) if len(s) > 1 else 1) for s in shapes) if shapes else 1
-    instr = Instr(name, engine or spec.engine, p, n,
-                  dtypes or tuple(dt.name(a.dtype) for a in list(reads) + list(writes)), nbytes,
-                  tuple(region(r) for r in reads), tuple(region(w) for w in writes), user_location(), acc,
-                  extra, ctx.instance, tuple((lp.uid, lp.kind, lp.current) for lp in ctx.loops))
+        n = n_max if n_max >= 0 else 1
+    loops = ctx.loops
+    instr = Instr(name, engine or api(name).engine, p, n, dtypes or tuple(names), nbytes,
+                  tuple(rregs), tuple(wregs), user_location(), acc,
+                  extra, ctx.instance, tuple([(lp.uid, lp.kind, lp.current) for lp in loops]) if loops else ())
+    instr.core = ctx.core
+    instr.bufs = tuple([buffer_info(a) for a in (*reads, *writes) if a.space != "hbm"])
+    if instr.engine == "dma":
+        instr.run = dma_run(reads, rregs, writes, wregs)
     ctx.trace.append(instr)
     return instr
 

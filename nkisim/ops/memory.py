@@ -11,7 +11,17 @@ from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.indexing import Affine
 from nkisim.core.tensor import Access, Tensor, as_access, is_tile, shape_str
-from nkisim.ops.base import check_partitions, emit, f32, mask_array, new_tile, operands, out_dtype, tile_shape
+from nkisim.ops.base import (
+    check_partitions,
+    check_scope,
+    emit,
+    f32,
+    mask_array,
+    new_tile,
+    operands,
+    out_dtype,
+    tile_shape,
+)
 from nkisim.ops.optable import ALU
 
 
@@ -115,6 +125,7 @@ def store(dst: Any, value: Any, *, mask: Any = None, **_: Any) -> None:
     """``nl.store``: SBUF/PSUM tile (or scalar) -> HBM, cast to the destination dtype."""
     ctx = current()
     d = operands("store", spaces="hbm", dst=dst)["dst"]
+    valid = mask_array(mask, d.shape, "store")  # before reading value: the mask may cut off its ragged end
     if is_tile(value):
         v = operands("store", spaces="sbuf|psum", value=value)["value"]
         check_partitions("store", {"dst": d, "value": v}, {"dst": tile_shape(d), "value": tile_shape(v)})
@@ -124,7 +135,6 @@ def store(dst: Any, value: Any, *, mask: Any = None, **_: Any) -> None:
         v, src_shape = None, ()
         values = None if not ctx.numerics else np.asarray(value, dtype=np.float32)
         v_valid = None
-    valid = mask_array(mask, d.shape, "store")
     d.check_bounds(valid)
     d.check_write()
     values = _values_for(d.shape, src_shape, values, dst_name="dst", src_name="value", expr="store")
@@ -148,6 +158,7 @@ def assign(dst: Access, value: Any) -> None:
         raise nki_error("err_cannot_assign_to_index", "'index' tensor does not support item assignment; "
                         "materialise index values with nisa.iota")
     dst.check_bounds()
+    check_scope(dst)
     dst.check_write()
     if is_tile(value):
         src = as_access(value)
@@ -155,6 +166,11 @@ def assign(dst: Access, value: Any) -> None:
             raise nki_error("err_unsupported_memory",
                             "Expected operand 'value' of 'assign' to be in address space 'psum|sbuf', but got a "
                             "tile in 'hbm' instead. Use nl.load to read from HBM.")
+        if src.advanced and any(c[0] == "ind" for c in src.comps):
+            raise nki_error("err_copy_dynamic_indirect_indices_not_natively_supported",
+                            f"cannot copy a tensor with indirect memory reference access to `{dst.name}`; gather "
+                            f"with nl.load / nisa.dma_copy from HBM instead")
+        check_scope(src)
         check_partitions("assign", {"dst": dst, "value": src})
         values = _values_for(dst.shape, src.shape, src.read() if ctx.numerics else None,
                              dst_name=dst.name, src_name="value", expr=f"{dst.name}[...] = value")
@@ -163,9 +179,11 @@ def assign(dst: Access, value: Any) -> None:
         producer = value.producer if isinstance(value, Tensor) else None
         if producer is not None and ctx.trace and ctx.trace[-1] is producer:
             # the producing instruction writes straight into the destination
+            from nkisim.cost.trace import buffer_info
             from nkisim.ops.base import region
 
             producer.writes = (region(dst),)
+            producer.bufs = producer.bufs + (buffer_info(dst),)
         else:
             emit(ctx, "tensor_copy", reads=[src], writes=[dst])
     else:
@@ -200,9 +218,11 @@ def accumulate(dst: Access, value: Any, op: str) -> None:
         fit_shape(src_shape, dst.shape, dst.name, "value")
     producer = value.producer if isinstance(value, Tensor) else None
     if producer is not None and producer.engine == "pe" and ctx.trace and ctx.trace[-1] is producer and op == "add":
+        from nkisim.cost.trace import buffer_info
         from nkisim.ops.base import region
 
         producer.writes = (region(dst),)
+        producer.bufs = producer.bufs + (buffer_info(dst),)
         producer.acc = True
     else:
         emit(ctx, "tensor_tensor", reads=[dst] + ([src] if src is not None else []), writes=[dst])
