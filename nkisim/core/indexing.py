@@ -227,6 +227,11 @@ class Affine:
             raise TypeError("only nl.arange/nl.mgrid index expressions can be reshaped")
         return Affine(self.const, dict(self.terms), self.grid[key], self.affine, self.loops)
 
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """Index expressions are symbolic and read-only, as in the compiler."""
+        raise nki_error("err_cannot_assign_to_index", "'index' tensor does not support item assignment; "
+                        "materialise index values with nisa.iota first")
+
     def __repr__(self) -> str:
         if self.grid is None and not self.terms:
             return f"Affine({self.const})"

@@ -20,7 +20,16 @@ def skip_middle_end_transformations(func: Callable) -> Callable:
 
 
 def enable_stack_allocator(func: Callable | None = None, **_: Any) -> Any:
-    return func if func is not None else (lambda f: f)
+    """Mark a kernel (above or below ``@nki.jit``) for the stack allocator: the simulator then raises
+    the compiler's stack overflow errors when the tensors live in a scope exceed SBUF or PSUM."""
+
+    def mark(f: Any) -> Any:
+        for obj in (f, getattr(f, "func", None)):
+            if obj is not None:
+                obj.__nki_stack_allocator__ = True
+        return f
+
+    return mark(func) if func is not None else mark
 
 
 def force_auto_alloc(func: Callable | None = None, **_: Any) -> Any:

@@ -16,7 +16,7 @@ import numpy as np
 
 from nkisim.core import dtypes as dt
 from nkisim.core import physical
-from nkisim.core.buffers import PMAX, PSUM_BANK_BYTES, SBUF_PARTITION_BYTES, Buffer, ModAlloc, sbuf
+from nkisim.core.buffers import PMAX, PSUM_BANK_BYTES, PSUM_BANKS, SBUF_PARTITION_BYTES, Buffer, ModAlloc, sbuf
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.location import user_location
@@ -54,6 +54,26 @@ def _as_buffer(buffer: Any) -> Buffer:
     if isinstance(buffer, ModAlloc):
         return Buffer(buffer.space, buffer)
     raise TypeError(f"buffer must be nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm or a mod_alloc, got {buffer!r}")
+
+
+def _stack_push(ctx: Any, family: str, nbytes: int) -> None:
+    """``ncc.enable_stack_allocator``: a tensor lives until the loop iteration (scope) that created it
+    ends, so the live tensors must fit SBUF (bytes per partition) and PSUM (8 banks) together."""
+    frame = tuple((lp, lp.current) for lp in ctx.loops)
+    live = [e for e in ctx.__dict__.get("stack", ()) if e[0] == ctx.instance
+            and all(lp in ctx.loops and lp.current == cur for lp, cur in e[1])]
+    live.append((ctx.instance, frame, family, nbytes))
+    ctx.stack = live
+    if family == "sbuf":
+        need, avail = sum(e[3] for e in live if e[2] == "sbuf"), SBUF_PARTITION_BYTES[ctx.target]
+        if need > avail:
+            raise nki_error("err_stack_overflow_sbuf",
+                            f"stack overflow: required sbuf size {need} exceeds available sbuf size {avail}")
+    else:
+        need = sum(-(-e[3] // PSUM_BANK_BYTES) for e in live if e[2] == "psum")
+        if need > PSUM_BANKS:
+            raise nki_error("err_stack_overflow_psum",
+                            f"stack overflow: required psum banks {need} exceeds available psum banks {PSUM_BANKS}")
 
 
 def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: Any = None,
@@ -118,6 +138,8 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
                 raise nki_error("err_psum_tile_exceed_bank_size",
                                 f"PSUM tile {shape_str(name or 'tensor', shp)} needs {per_block} bytes per partition, "
                                 f"more than one 2 KiB PSUM bank (at most 512 fp32 elements in the free dimension)")
+        if getattr(ctx, "stack_allocator", False):
+            _stack_push(ctx, buf.family, per_partition)
     data = None
     if ctx.numerics and buf.alloc is not None and buf.family != "hbm":
         data = physical.view(ctx, shp, par, d, buf.alloc)  # aliases whatever else lives there

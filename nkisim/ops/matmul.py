@@ -72,12 +72,22 @@ def matmul(x: Any, y: Any, *, transpose_x: bool = False, mask: Any = None, **_: 
     accs = operands("matmul", x=x, y=y)
     xa, ya = accs["x"], accs["y"]
     if not transpose_x:
+        _no_pe_transpose_if_allocated(ctx, "matmul", "x")
         _rank2("matmul", "x", xa.shape)
         _limit("matmul", "x", xa.shape, 1, PMAX)
         emit(ctx, "nc_transpose", "pe", reads=[xa], extra={"implicit": True}, p=xa.shape[1], n=xa.shape[0])
         xt = _transposed_view(ctx, xa)
         return _pe_matmul("matmul", xt.full(), ya, "x", "y", mask)
     return _pe_matmul("matmul", xa, ya, "x", "y", mask)
+
+
+def _no_pe_transpose_if_allocated(ctx: Any, api: str, pname: str) -> None:
+    """Direct-allocation kernels own every PSUM byte, so the compiler cannot place a PE transpose."""
+    if getattr(ctx, "direct_allocation", False):
+        raise nki_error("err_transpose_on_tensor_engine_not_allowed_in_allocated_kernel",
+                        f"Transpose on the Tensor Engine is not allowed in a kernel with direct allocation: "
+                        f"'{api}' would transpose '{pname}' on the PE array. Pass the operand already transposed "
+                        f"(transpose_x=True) or use nisa.nc_transpose(..., engine=nisa.vector_engine)")
 
 
 def _transposed_view(ctx: Any, a: Access) -> Tensor:
@@ -114,6 +124,8 @@ def nc_transpose(data: Any, *, mask: Any = None, dtype: Any = None, engine: Any 
 def _transpose(api: str, pname: str, x: Any, dtype: Any, mask: Any, engine: str) -> Tensor:
     ctx = current()
     a = operands(api, **{pname: x})[pname]
+    if engine == "pe":
+        _no_pe_transpose_if_allocated(ctx, api, pname)
     shape = a.shape
     if len(shape) > 2:
         if api == "nc_transpose":  # extra free axes are collapsed first

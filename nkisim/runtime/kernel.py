@@ -8,8 +8,11 @@ with the simulator's frames removed, so the traceback ends on the student's line
 
 from __future__ import annotations
 
+import ast
 import functools
+import inspect
 import os
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +21,7 @@ import numpy as np
 from nkisim.core import context
 from nkisim.core.context import KernelContext
 from nkisim.core.errors import NKIError, nki_error
-from nkisim.core.location import attach_location
+from nkisim.core.location import attach_location, user_frame
 from nkisim.core.tensor import Tensor
 from nkisim.runtime import arguments
 from nkisim.runtime import grid as gridmod
@@ -93,6 +96,12 @@ def launch(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bo
         result = run(kernel, grid, args, kwargs, numerics=numerics, target=target)
     except NKIError as err:
         tb = attach_location(err)
+        if err.nki_location is None:  # raised by the launch itself (arguments, outputs): the student's call
+            f = user_frame()
+            if f is not None:
+                err.nki_location = (f.f_code.co_filename, f.f_lineno)
+                if isinstance(err, SyntaxError):
+                    err.filename, err.lineno = err.nki_location
         raise err.with_traceback(tb) from None
     return result.outputs
 
@@ -102,6 +111,7 @@ def run(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool 
     """The launch itself (errors not yet trimmed)."""
     tgt = default_target(target or kernel.options.get("platform_target"))
     sizes, specs = gridmod.parse_grid(grid, tgt) if grid is not None else ((), [])
+    _check_while_loops(kernel.func)
     bound = arguments.bind(kernel.func, args, kwargs)
     annotations = getattr(kernel.func, "__annotations__", {})
     converted: dict[str, Any] = {}
@@ -121,6 +131,7 @@ def run(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool 
         raise TypeError("nki.typing placeholders carry no values: use nki.benchmark / nki.profile (cost only), or "
                         "pass NumPy arrays to run the kernel")
     ctx = KernelContext(tgt, sizes, numerics, gridmod.cores(specs))
+    ctx.stack_allocator = getattr(kernel.func, "__nki_stack_allocator__", False)
     for t in converted.values():
         if isinstance(t, Tensor):
             ctx.params.add(t.uid)
@@ -144,6 +155,48 @@ def run(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool 
     result = LaunchResult(arguments.from_tensor(out, to_torch), ctx)
     kernel.last_launch = result
     return result
+
+
+def _unconditional_entry(prev: ast.stmt | None, test: ast.expr) -> bool:
+    """``while True:`` or the do-while pattern ``cond = True`` / ``cond = scalar(True)`` right before."""
+    if isinstance(test, ast.Constant) and test.value is True:
+        return True
+    if not (isinstance(test, ast.Name) and isinstance(prev, ast.Assign) and len(prev.targets) == 1):
+        return False
+    target, value = prev.targets[0], prev.value
+    if isinstance(value, ast.Call) and len(value.args) == 1:
+        value = value.args[0]
+    return isinstance(target, ast.Name) and target.id == test.id and isinstance(value, ast.Constant) \
+        and value.value is True
+
+
+@functools.lru_cache(maxsize=512)
+def _while_loop_lines(func: Callable) -> tuple[int, ...]:
+    """Lines of the kernel's traditional while loops (the compiler rejects them by parsing the source)."""
+    try:
+        lines, start = inspect.getsourcelines(func)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):
+        return ()
+    bad = []
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list):
+                bad += [start + stmt.lineno - 1 for i, stmt in enumerate(block) if isinstance(stmt, ast.While)
+                        and not _unconditional_entry(block[i - 1] if i else None, stmt.test)]
+    return tuple(sorted(bad))
+
+
+def _check_while_loops(func: Callable) -> None:
+    lines = _while_loop_lines(func)
+    if lines:
+        err = nki_error("err_while_loop_requires_unconditional_entry",
+                        "Traditional while loops are not supported in NKI. Use the do-while pattern instead: start "
+                        "with 'cond = scalar(True)' right before 'while cond:' and update cond at the end of the "
+                        "body, or loop with nl.sequential_range.")
+        err.nki_location = (func.__code__.co_filename, lines[0])
+        raise err
 
 
 def _check_annotation(name: str, value: Any, ann: Any) -> None:
