@@ -9,6 +9,7 @@ site for the whole SPMD grid.
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -152,7 +153,8 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
     if fill is not None:
         t.written = True
         if buf.family != "hbm":
-            t.producer = emit(ctx, "memset", writes=[t.full()], extra={"zero": fill == 0})
+            t.producer = emit(ctx, "memset", writes=[t.full()], extra={"zero": fill == 0}, p=shp[par] if shp else 1,
+                              n=max(1, math.prod(shp) // max(1, shp[par])) if shp else 1)  # N excludes the par dim
     if buf.space == "shared_hbm":
         ctx.shared[key] = t
     return t

@@ -1,0 +1,82 @@
+"""Per-instruction engine occupancy (ns) from the ISA cost formulas (spec §2.9, §4.2, §4.3).
+
+Engines are busy for ``max(MIN_II, formula) + static overhead`` cycles at their own clock. Lanes
+are free: 128 partitions cost the same as one, so only N (elements per partition) matters.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from nkisim.cost.trace import Instr
+
+_HALF = ("bfloat16", "float16")
+
+
+def _cycles(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    """Engine cycles of one compute instruction (before MIN_II and overhead)."""
+    op, n = ins.op, max(ins.n, 1)
+    eng = prm["engine"]
+    if op == "nc_matmul":
+        pe = prm["pe"]
+        stat, mov = ins.extra.get("m", 128), ins.extra.get("n", n)
+        c = max(min(pe["moving_floor_cycles"], stat), mov)
+        if ins.extra.get("in_dtype") == "float32":
+            c *= pe["fp32_factor"]
+        return c + pe["matmul_overhead_cycles"]
+    if op == "nc_transpose" and ins.engine == "pe":
+        return max(ins.p, min(64, n)) + prm["pe"]["matmul_overhead_cycles"]
+    half = bool(ins.dtypes) and all(d in _HALF for d in ins.dtypes)
+    if op == "activation":
+        return n + (eng["min_ii_cycles"] if ins.extra.get("reduce") else 0)
+    if op == "tensor_tensor":
+        one_pass = (spaces.count("psum") == 1) or (half and str(ins.extra.get("alu")) in ("add", "subtract",
+                                                                                         "multiply"))
+        c = n if one_pass else 2 * n
+        if prm["engine"]["dve_perf_mode"] and half:
+            c /= 2
+        return c
+    if op in ("tensor_scalar", "tensor_copy", "copy"):
+        if prm["engine"]["dve_perf_mode"] and half and ins.engine == "dve":
+            return n / (4 if "psum" not in spaces else 2)
+        return n
+    if op == "memset":
+        return n / 2 if (half and ins.extra.get("zero")) else n
+    if op == "tensor_reduce":
+        return n / 2 if half and str(ins.extra.get("alu", "")) in ("add", "max") else n
+    if op in ("scalar_tensor_tensor", "where", "tensor_tensor_scan"):
+        return 2 * n
+    if op == "reciprocal":
+        return 8 * n
+    if op == "bn_aggr":
+        return 13 * n / 3
+    if op in ("iota", "affine_select", "tensor_partition_reduce"):
+        return 150 + n
+    return n  # bn_stats, broadcast_to, nc_transpose on DVE, anything new: the one-input rule
+
+
+def compute_ns(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    """Occupancy of a compute engine (pe/act/dve/pool) in ns."""
+    eng = prm["engine"]
+    c = _cycles(ins, spaces, prm)
+    if ins.engine != "pe":
+        c = max(eng["min_ii_cycles"], c) + eng["instr_overhead_cycles"]
+    return c / prm["clock_ghz"][ins.engine]
+
+
+def dma_queues(ins: Instr, prm: dict[str, Any]) -> int:
+    """DMA engines a transfer is spread over: one per 8 partitions, at most 16 (spec §4.4)."""
+    d = prm["dma"]
+    return max(1, min(d["queues"], math.ceil(max(ins.p, 1) / d["partitions_per_queue"])))
+
+
+def dma_queue_ns(ins: Instr, nq: int, prm: dict[str, Any]) -> float:
+    """Time one of the ``nq`` DMA queues is busy with its share of the transfer."""
+    d = prm["dma"]
+    eff = 1.0
+    if ins.run:
+        eff = min(1.0, max(d["strided_efficiency"], ins.run / d["full_rate_run_bytes"]))
+    if ins.op == "load_transpose2d":
+        eff *= d["transpose_efficiency"]
+    return d["issue_ns"] + (ins.nbytes / nq) / (d["bytes_per_ns"] * eff)

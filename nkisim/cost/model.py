@@ -1,0 +1,52 @@
+"""Deterministic NeuronCore latency estimate of an instruction trace (what ``nki.benchmark`` reports).
+
+``estimate`` schedules the trace (scheduler.py) with the target's versioned parameters
+(params/<target>.toml) and adds the fixed per-launch cost.  It is a model calibrated against
+published trn1 measurements (bench/calibrate.py), not a hardware measurement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from nkisim.cost import params as params_mod
+from nkisim.cost.scheduler import schedule
+from nkisim.cost.trace import Instr
+
+
+@dataclass
+class Estimate:
+    """Modelled latency of one launch and where the time went."""
+
+    target: str
+    version: str
+    total_us: float
+    engine_busy_us: dict[str, float] = field(default_factory=dict)
+    dma_count: int = 0
+    dma_bytes: int = 0
+    line_us: dict[tuple[str, int], float] = field(default_factory=dict)
+    core_us: dict[int, float] = field(default_factory=dict)
+    instructions: int = 0
+
+    def top_lines(self, k: int = 5) -> list[tuple[tuple[str, int], float]]:
+        """The ``k`` source lines with the most engine time (ties broken by location)."""
+        return sorted(self.line_us.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+
+
+def estimate(trace: list[Instr], target: str = "trn2", cores: int = 1) -> Estimate:
+    """Latency estimate (µs) of ``trace`` on ``target``; ``cores`` is the NeuronCores the launch spans."""
+    prm = params_mod.load(target)
+    sched = schedule(trace, prm)
+    fixed = float(prm["kernel"]["fixed_us"])
+    core_us = {c: t / 1000.0 + fixed for c, t in sorted(sched.core_end.items())}
+    total = max(core_us.values(), default=fixed)
+    line_us: dict[tuple[str, int], float] = {}
+    dma_count = dma_bytes = 0
+    for i, ins in enumerate(trace):
+        line_us[ins.loc] = line_us.get(ins.loc, 0.0) + (sched.end[i] - sched.start[i]) / 1000.0
+        if ins.engine == "dma":
+            dma_count += 1
+            dma_bytes += ins.nbytes
+    return Estimate(target=target, version=str(prm.get("version", "")), total_us=total,
+                    engine_busy_us={e: v / 1000.0 for e, v in sched.busy.items()}, dma_count=dma_count,
+                    dma_bytes=dma_bytes, line_us=line_us, core_us=core_us, instructions=len(trace))

@@ -1,0 +1,218 @@
+"""List scheduler over a NeuronCore's engines: the hardware is in-order queues plus semaphores.
+
+* Compute engines (pe, act, dve, pool) run their instructions in trace order, one at a time.
+* A DMA is spread over up to 16 DMA queues (8 partitions each; its rate scales with the queues used)
+  but every transfer writes a semaphore on all 16, so the queues share one reservation table.  It
+  keeps a few idle gaps so a transfer whose inputs are ready early can run before a store that is
+  still waiting: this stands in for the compiler hoisting independent loads (software pipelining).
+* Dependencies are RAW/WAR/WAW on overlapping regions (deps.Scoreboard), plus a semaphore cost when
+  producer and consumer run on different engines.  DMA completion adds the fixed DMA latency.
+* Tiles allocated inside loops map onto K rotating physical buffers (K from ``mod_alloc``'s
+  num_free_tiles, else the target's rotation count capped by SBUF capacity), so a tile's
+  (i+K)-th allocation waits for the readers of its i-th one: double buffering matters.
+* SPMD instances on the same core are serialised; instances on other cores (``nl.nc``) get their
+  own engines, and the launch ends when the slowest core does.
+
+Every step is O(1) amortised per instruction and uses no hashing of objects or wall-clock time, so
+the same trace always gives the same schedule.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nkisim.cost import costs
+from nkisim.cost.deps import Scoreboard
+from nkisim.cost.trace import Instr
+
+COMPUTE = ("pe", "act", "dve", "pool")
+_GAPS = 16  # idle gaps remembered by the DMA reservation table
+
+
+class Queue:
+    """The DMA queues' reservation table: end of the last reservation plus a few earlier idle gaps."""
+
+    __slots__ = ("free", "gaps")
+
+    def __init__(self) -> None:
+        self.free = 0.0
+        self.gaps: list[list[float]] = []
+
+    def place(self, ready: float, dur: float) -> tuple[float, float]:
+        """Reserve ``dur`` ns of queue time from ``ready`` on; returns (start, finish).
+
+        A transfer is many independent descriptors, so it may fill earlier idle gaps piecewise and
+        finish at the tail; this never ends later than appending it whole.
+        """
+        left, start, fin = dur, None, ready
+        kept: list[list[float]] = []
+        for g in self.gaps:
+            s0 = max(g[0], ready)
+            if left > 0 and s0 < g[1]:
+                take = min(left, g[1] - s0)
+                start = s0 if start is None else start
+                fin = s0 + take
+                left -= take
+                if s0 > g[0]:
+                    kept.append([g[0], s0])
+                if s0 + take < g[1]:
+                    kept.append([s0 + take, g[1]])
+            else:
+                kept.append(g)
+        self.gaps = kept
+        if left > 0:
+            s0 = max(self.free, ready)
+            if s0 > self.free:
+                self.gaps.append([self.free, s0])
+            start = s0 if start is None else start
+            fin = s0 + left
+            self.free = fin
+        while len(self.gaps) > _GAPS:  # forget the shortest gap (the oldest among equals)
+            self.gaps.pop(min(range(len(self.gaps)), key=lambda k: (self.gaps[k][1] - self.gaps[k][0], k)))
+        return (ready if start is None else start), fin
+
+
+class Core:
+    """Engine timelines of one NeuronCore."""
+
+    def __init__(self, prm: dict[str, Any]) -> None:
+        self.free = {e: 0.0 for e in COMPUTE}
+        self.dma = Queue()
+        self.port = 0.0  # shared VectorE/GpSimdE SBUF port on NC-v2
+
+
+class Buffers:
+    """Maps on-chip root tensors to physical buffer keys (rotation of in-loop allocations)."""
+
+    def __init__(self, trace: list[Instr], prm: dict[str, Any]) -> None:
+        self.prm = prm
+        self.info: dict[int, tuple] = {}
+        self.phys: dict[int, Any] = {}
+        self.count: dict[Any, int] = {}
+        sites: dict[Any, int] = {}
+        fixed = 0
+        # an op's result tile that was assigned into another tile (tile[...] = nl.load(...)) never
+        # exists on chip: only roots that appear in some region occupy SBUF
+        used = {r[0] for ins in trace for r in (*ins.reads, *ins.writes)}
+        for ins in trace:
+            for b in ins.bufs:
+                if b[0] not in self.info and b[0] in used:
+                    self.info[b[0]] = b
+                    if b[1] == "sbuf" and not b[3]:
+                        if b[4]:
+                            key = b[2] or ins.loc
+                            sites[key] = max(sites.get(key, 0), b[6])
+                        else:
+                            fixed += b[6]
+        self.k = self._rotations(sites, prm["buffers"]["sbuf_partition_bytes"] - fixed,
+                                 prm["buffers"]["sbuf_rotation"])
+        self.psum_k = prm["buffers"]["psum_rotation"]
+
+    @staticmethod
+    def _rotations(sites: dict[Any, int], room: int, rot: int) -> dict[Any, int]:
+        """K per in-loop SBUF allocation site: ``rot`` each, then shrink the biggest until they fit."""
+        k = {s: rot for s in sites}
+        while sum(sites[s] * k[s] for s in k) > room:
+            grow = [s for s in k if k[s] > 1]
+            if not grow:
+                break
+            big = max(grow, key=lambda s: (sites[s] * k[s], str(s)))
+            k[big] -= 1
+        return k
+
+    def key(self, root: int, tid: int, box: tuple, loc: tuple) -> tuple[Any, tuple]:
+        """(physical key, box) for a region; HBM tensors and unknown roots keep their own ids."""
+        b = self.info.get(root)
+        if b is None:
+            return (root, tid), box
+        _, space, site, k, in_loop, par, _ = b
+        if k:  # direct allocation: block index i lives in physical tile i % k
+            nb = min(par, len(box))
+            if tid == root and nb:
+                blocks = tuple((lo % k, lo % k + 1) if hi - lo == 1 else (0, k) for lo, hi in box[:nb])
+                return ("mod", root), blocks + box[nb:]
+            return (root, tid), box
+        if not in_loop:
+            return (root, tid), box
+        phys = self.phys.get(root)
+        if phys is None:
+            site_key = (space, site or loc)
+            n = self.count.get(site_key, 0)
+            self.count[site_key] = n + 1
+            kk = self.psum_k if space == "psum" else self.k.get(site or loc, 1)
+            phys = self.phys[root] = ("rot", site_key, n % kk)
+        return (phys, tid if tid != root else 0), box
+
+
+class Schedule:
+    """Result of scheduling: per-instruction (start, end) and per-core finish times."""
+
+    def __init__(self, n: int) -> None:
+        self.start = [0.0] * n
+        self.end = [0.0] * n
+        self.busy: dict[str, float] = {e: 0.0 for e in (*COMPUTE, "dma")}
+        self.core_end: dict[int, float] = {}
+
+
+def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
+    """Schedule ``trace`` on the target described by ``prm``; times are ns from kernel start."""
+    eng_p = prm["engine"]
+    sem = float(eng_p["sem_ns"])
+    dma_lat = float(prm["dma"]["fixed_latency_ns"])
+    dep = {e: eng_p["dep_latency_cycles"] / prm["clock_ghz"][e] for e in COMPUTE}
+
+    def sync(src: str, dst: str, war: bool = False) -> float:
+        if src == dst:
+            return 0.0 if (war or src == "dma" or src == "pe") else dep[src]
+        if src == "dma" or dst == "dma":
+            return 0.0  # the DMA's fixed latency already includes its semaphore (spec §4.4)
+        return sem
+
+    board = Scoreboard(sync)
+    bufs = Buffers(trace, prm)
+    cores: dict[int, Core] = {}
+    written = {w[0] for ins in trace for w in ins.writes}
+    space_of = {root: b[1] for root, b in bufs.info.items()}
+    shared_port = bool(eng_p["dve_pool_shared_port"])
+    out = Schedule(len(trace))
+    for i, ins in enumerate(trace):
+        core = cores.get(ins.core)
+        if core is None:
+            core = cores[ins.core] = Core(prm)
+        e = ins.engine if ins.engine in COMPUTE or ins.engine == "dma" else "dve"
+        reads = [(bufs.key(r[0], r[1], r[2], ins.loc), False) for r in ins.reads if r[0] in written]
+        writes = [(bufs.key(w[0], w[1], w[2], ins.loc), True) for w in ins.writes]
+        ready = 0.0
+        for (key, box), is_w in (*reads, *writes):
+            ready = max(ready, board.ready(key, box, e, is_w))
+        if ins.op == "memset" and ins.extra.get("zero") and ins.writes and \
+                space_of.get(ins.writes[0][0]) == "psum":
+            # nl.zeros on PSUM before `+= matmul`: the compiler folds it into the first matmul of the
+            # accumulation group (overwrite instead of accumulate), so no engine runs it
+            start = end = ready
+            e = "pe"
+        elif e == "dma":
+            nq = costs.dma_queues(ins, prm)
+            dur = costs.dma_queue_ns(ins, nq, prm)
+            # every transfer writes a completion semaphore on all 16 queues (spec §4.4), so the queues
+            # are modelled as one reservation table; the data rate still scales with the queues used
+            start, fin = core.dma.place(ready, dur)
+            end = fin + dma_lat
+            out.busy["dma"] += dur * nq
+        else:
+            spaces = tuple(space_of.get(r[0], "hbm") for r in (*ins.reads, *ins.writes))
+            dur = costs.compute_ns(ins, spaces, prm)
+            start = max(ready, core.free[e])
+            if shared_port and e in ("dve", "pool"):
+                start = max(start, core.port)
+            end = start + dur
+            core.free[e] = end
+            if shared_port and e in ("dve", "pool"):
+                core.port = end
+            out.busy[e] += dur
+        out.start[i], out.end[i] = start, end
+        for (key, box), is_w in (*reads, *writes):
+            board.record(key, box, e, end, is_w)
+        if end > out.core_end.get(ins.core, 0.0):
+            out.core_end[ins.core] = end
+    return out

@@ -1,0 +1,39 @@
+"""Cost model vs the NKI matmul tutorial on trn1 ([4096,8192]@[8192,8192] bf16, nki.benchmark p99).
+
+Published: 51.80 / 42.96 / 22.07 / 6.97 ms.  Runs in cost-only mode with nt.tensor placeholders
+(about a minute in total); asserts the model numbers, never wall-clock time.
+"""
+
+import contextlib
+import io
+
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+import neuronxcc.nki.typing as nt
+import pytest
+
+from tests.cost_kernels import matmul
+
+PUBLISHED_US = {"tiled": 51800, "hoist_load": 42960, "block_free_dimension": 22070, "fully_optimized": 6970}
+
+
+@pytest.fixture(scope="module")
+def ladder():
+    a, b = nt.tensor[[8192, 4096], nl.bfloat16], nt.tensor[[8192, 8192], nl.bfloat16]
+    out = {}
+    for name in PUBLISHED_US:
+        bench = nki.benchmark(warmup=1, iters=1, platform_target="trn1")(getattr(matmul, name)())
+        with contextlib.redirect_stdout(io.StringIO()):
+            bench(a, b)
+        out[name] = bench.benchmark_result.nc_latency.get_latency_percentile(99)
+    return out
+
+
+def test_matmul_ladder_order(ladder):
+    assert ladder["tiled"] > ladder["hoist_load"] > ladder["block_free_dimension"] > ladder["fully_optimized"]
+
+
+@pytest.mark.parametrize("name", list(PUBLISHED_US))
+def test_matmul_within_1_2x(ladder, name):
+    ratio = ladder[name] / PUBLISHED_US[name]
+    assert 1 / 1.2 <= ratio <= 1.2, (name, ladder[name])
