@@ -41,8 +41,18 @@ def normalize(dtype: Any) -> np.dtype:
     return np.dtype(dtype)
 
 
+#: Memo of is_float: tuple membership compares dtypes one by one, and every op asks several times.
+_IS_FLOAT: dict[Any, bool] = {}
+
+
 def is_float(dt: np.dtype) -> bool:
-    return dt in FLOATS
+    try:
+        hit = _IS_FLOAT.get(dt)
+    except TypeError:  # unhashable: no memo
+        return dt in FLOATS
+    if hit is None:
+        hit = _IS_FLOAT[dt] = dt in FLOATS
+    return hit
 
 
 def is_int(dt: np.dtype) -> bool:
@@ -125,11 +135,18 @@ def cast(values: np.ndarray, dt: np.dtype) -> np.ndarray:
     return values.astype(target)
 
 
+_NAMES: dict[Any, str] = {}
+
+
 def name(dt: np.dtype) -> str:
-    """Short dtype name as the compiler prints it."""
-    if dt == tfloat32:
-        return "tfloat32"
-    return str(dt)
+    """Short dtype name as the compiler prints it (memoised: str(dtype) is slow and traced per op)."""
+    try:
+        hit = _NAMES.get(dt)
+    except TypeError:  # unhashable: no memo
+        return "tfloat32" if dt == tfloat32 else str(dt)
+    if hit is None:
+        hit = _NAMES[dt] = "tfloat32" if dt == tfloat32 else str(dt)
+    return hit
 
 
 def fill_value(dt: np.dtype) -> Any:

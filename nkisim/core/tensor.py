@@ -60,6 +60,53 @@ def _truth_value_error(t: Tensor) -> Exception:
                      "dynamic control-flow depending on tensor value is not supported.")
 
 
+def compact(a: np.ndarray) -> np.ndarray:
+    """A broadcast view without its repeated (zero-stride) axes: same all/any answers, far fewer elements.
+
+    Masks like ``i * 128 + ix < n`` are (P, 1) broadcast to (P, F); testing them element by element
+    would cost a pass over P * F booleans per instruction.
+    """
+    if a.ndim and 0 in a.strides:
+        return a[tuple(slice(0, 1) if st == 0 else slice(None) for st in a.strides)]
+    return a
+
+
+def all_true(a: np.ndarray) -> bool:
+    """``bool(np.all(a))`` computed on the compact form of a broadcast mask."""
+    return bool(np.all(compact(a))) if isinstance(a, np.ndarray) else bool(np.all(a))
+
+
+def arange_slices(idx: tuple, data_shape: tuple[int, ...]) -> tuple | None:
+    """The basic slices equivalent to an advanced index made of per-axis aranges, else None.
+
+    Tutorial code indexes with ``i * 128 + nl.arange(128)[:, None]`` and ``nl.arange(F)[None, :]``:
+    NumPy then gathers element by element, while the same elements as slices are one strided copy.
+    Only exact equivalents qualify: one integer array per data axis, varying along its own axis only,
+    an increasing arithmetic progression, inside the axis (negative or out-of-range values keep
+    NumPy's gather and its errors).
+    """
+    nd = len(data_shape)
+    if len(idx) != nd:
+        return None
+    out = []
+    for axis, a in enumerate(idx):
+        if not isinstance(a, np.ndarray) or a.ndim != nd or a.dtype.kind not in "iu":
+            return None
+        n = a.shape[axis]
+        if n == 0 or a.size != n:
+            return None
+        flat = a.reshape(n)
+        start = int(flat[0])
+        step = int(flat[1]) - start if n > 1 else 1
+        last = start + step * (n - 1)
+        if step < 1 or start < 0 or last >= data_shape[axis]:
+            return None
+        if n > 2 and not np.array_equal(flat, np.arange(start, last + 1, step)):
+            return None
+        out.append(slice(start, last + 1, step))
+    return tuple(out)
+
+
 def shape_str(name: str, shape: tuple[int, ...]) -> str:
     return f"{name}[{', '.join(str(s) for s in shape)}]"
 
@@ -314,6 +361,9 @@ class Access:
     __array_priority__ = 1000
 
     def __init__(self, tensor: Tensor, key: Any) -> None:
+        if key is Ellipsis:  # ``tile[...]`` is the whole tensor: reuse the shared normalisation
+            self._fill_whole(tensor)
+            return
         self.tensor = tensor
         self.done = False
         self._np: tuple | None = None
@@ -409,24 +459,27 @@ class Access:
         """``Access(tensor, ())`` without re-normalising: every op result is accessed whole, so the
         (immutable) components, shape and NumPy index depend only on shape and partition axis and
         are built once per such pair and shared."""
+        acc = cls.__new__(cls)
+        acc._fill_whole(tensor)
+        return acc
+
+    def _fill_whole(self, tensor: Tensor) -> None:
         key = (tensor.shape, tensor.par_axis)
         cached = _WHOLE.get(key)
         if cached is None:
-            proto = cls(tensor, ())
+            proto = Access(tensor, ())
             cached = (tuple(proto.comps), proto.shape, proto.par_axis, proto.np_index())
             if len(_WHOLE) > 4096:  # bound the memo for programs with unusually many shapes
                 _WHOLE.clear()
             _WHOLE[key] = cached
-        acc = cls.__new__(cls)
-        acc.tensor = tensor
-        acc.done = False
-        acc.comps = list(cached[0])
-        acc.loops = frozenset()
-        acc.advanced = False
-        acc.shape = cached[1]
-        acc.par_axis = cached[2]
-        acc._np = cached[3]
-        return acc
+        self.tensor = tensor
+        self.done = False
+        self.comps = list(cached[0])
+        self.loops = frozenset()
+        self.advanced = False
+        self.shape = cached[1]
+        self.par_axis = cached[2]
+        self._np = cached[3]
 
     # --- description ---------------------------------------------------------------------------
     @property
@@ -522,8 +575,18 @@ class Access:
         if valid is not None:
             arrays = self.grid_arrays()
             vm = np.broadcast_to(valid, self.shape) if valid.ndim else valid
+            # nothing masked off: every index counts, and broadcasting does not change min/max
+            everything = all(self.shape) and all_true(vm)
             for dim, (c, a) in enumerate(zip(self.comps, arrays)):
                 if c[0] == "ind":
+                    continue
+                if everything:
+                    a = np.asarray(a)
+                    lo, hi = int(a.min()), int(a.max())
+                    if lo < 0 or hi >= t.shape[dim]:
+                        raise nki_error("err_tensor_access_out_of_bound",
+                                        f"Out-of-bound access for tensor `{t.name}` on dimension {dim}: index "
+                                        f"range [{lo}, {hi}] exceed dimension size of {t.shape[dim]}")
                     continue
                 a = np.broadcast_to(a, self.shape)
                 sel = a[vm] if vm.ndim else (a if bool(vm) else a[:0])
@@ -557,6 +620,10 @@ class Access:
         if data is None:
             return None
         idx = self.np_index()
+        if self.advanced:
+            sl = arange_slices(idx, data.shape)
+            if sl is not None:  # same elements as the gather, as a strided copy (a fresh array, like a gather)
+                return data[sl].copy()
         try:
             return data[idx]
         except IndexError as e:  # indirect index out of range: same wording as NumPy / the simulator
@@ -582,6 +649,10 @@ class Access:
             return None
         arrays = self.grid_arrays()
         vm = np.broadcast_to(valid, self.shape)
+        if all_true(vm):  # nothing masked off: no clamping needed, and aranges can be sliced
+            full = tuple(arrays)
+            sl = arange_slices(full, data.shape)
+            return data[sl].copy() if sl is not None else data[full]
         idx = tuple(np.where(vm, a, 0) if np.ndim(a) else a for a in arrays)
         return data[idx]
 
@@ -592,8 +663,11 @@ class Access:
         if t.data is None or values is None:
             return
         values = dt.cast(np.asarray(values), t.dtype)
-        if valid is None or (valid.ndim == 0 and bool(valid)) or bool(np.all(valid)):
-            t.data[self.np_index()] = np.broadcast_to(values, self.shape) if values.shape != self.shape else values
+        if valid is None or (valid.ndim == 0 and bool(valid)) or all_true(valid):
+            idx = self.np_index()
+            if self.advanced:  # a scatter through per-axis aranges is a strided assignment
+                idx = arange_slices(idx, t.data.shape) or idx
+            t.data[idx] = np.broadcast_to(values, self.shape) if values.shape != self.shape else values
             return
         if valid.ndim == 0:
             return

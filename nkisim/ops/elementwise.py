@@ -7,6 +7,7 @@ promotion table unless ``dtype=`` is given; comparisons default to bool.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,9 @@ def _col_shape(shape: tuple[int, ...], ndim: int) -> tuple[int, ...]:
 
 def broadcast_shape(name: str, shapes: dict[str, tuple[int, ...]], partition_broadcast: bool = True) -> tuple:
     """Output shape of an elementwise op; a (P,) reduction result broadcasts as (P, 1, ...)."""
+    listed_shapes = list(shapes.values())
+    if listed_shapes and listed_shapes.count(listed_shapes[0]) == len(listed_shapes):
+        return tuple(listed_shapes[0])  # identical shapes (the common case) broadcast to themselves
     nd = max(len(s) for s in shapes.values())
     fixed = {k: _col_shape(s, nd) for k, s in shapes.items()}
     try:
@@ -86,7 +90,7 @@ def unary_op(name: str, x: Any, *, dtype: Any = None, mask: Any = None, **_: Any
 
 def _is_vector(shape: tuple[int, ...], out: tuple[int, ...]) -> bool:
     """A (P, 1)/(P,) operand: a per-partition scalar, served by tensor_scalar."""
-    return len(shape) >= 1 and shape[0] == out[0] and int(np.prod(shape[1:] or (1,))) == 1
+    return len(shape) >= 1 and shape[0] == out[0] and math.prod(shape[1:]) == 1
 
 
 def binary_op(name: str, x: Any, y: Any, *, dtype: Any = None, mask: Any = None,

@@ -266,13 +266,20 @@ def _apis() -> dict[str, Api]:
 APIS = _apis()
 
 
+#: Generic entries built on first use (every op call looks its entry up, so build each once).
+_GENERIC: dict[str, Api] = {}
+
+
 def api(name: str) -> Api:
     """Facts for an API; elementwise/reduction APIs get generic entries."""
-    hit = APIS.get(name)
+    hit = APIS.get(name) or _GENERIC.get(name)
     if hit is not None:
         return hit
     if name in ACTIVATIONS:
-        return Api(name, ("x",), "act", "activation")
-    if name in ALU:
-        return Api(name, ("x", "y"), "dve", "tensor_tensor")
-    return Api(name, ("x",), "dve", "tensor_reduce")
+        hit = Api(name, ("x",), "act", "activation")
+    elif name in ALU:
+        hit = Api(name, ("x", "y"), "dve", "tensor_tensor")
+    else:
+        hit = Api(name, ("x",), "dve", "tensor_reduce")
+    _GENERIC[name] = hit
+    return hit

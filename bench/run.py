@@ -1,0 +1,99 @@
+"""``make bench``: simulator wall time vs whole-array NumPy on the same inputs, in one run.
+
+The question this answers is "how much does the simulator's bookkeeping cost on top of the NumPy
+work a kernel implies?".  Rows (a) and (b) compare a tutorial kernel with one whole-array NumPy
+computation of the same math; row (c) measures the fixed cost per traced instruction on tiles so
+small that NumPy work is negligible.  All numbers are wall-clock times of the *simulator* on this
+machine (not Trainium latencies), so a loaded machine inflates them: the load average is printed.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import kernels  # noqa: E402  (bench/kernels.py, importable once bench/ is on the path)
+
+REPEATS = int(os.environ.get("NKISIM_BENCH_REPEATS", "5"))
+RATIO_TARGET = 3.0  # simulator wall time <= 3x NumPy for (a) and (b)
+INSTR_TARGET_US = 15.0  # <= 15 us per traced instruction for (c)
+
+
+def median_time(fn: Callable[[], Any], repeats: int = REPEATS) -> tuple[float, Any]:
+    """Median wall time of ``fn()`` over ``repeats`` calls (after one warm-up call) and its last result."""
+    out = fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def verdict(value: float, target: float) -> str:
+    return "PASS" if value <= target else "MISS"
+
+
+def rmsnorm_case(rng: np.random.Generator) -> tuple[str, float, float, float]:
+    """(a) RMSNorm 4096x8192 fp32: (label, simulator s, numpy s, max abs error)."""
+    a = rng.standard_normal((4096, 8192), dtype=np.float32)
+    g = rng.standard_normal(8192, dtype=np.float32)
+    t_sim, out = median_time(lambda: kernels.rmsnorm_kernel(a, g))
+    t_np, ref = median_time(lambda: kernels.rmsnorm_numpy(a, g))
+    return "(a) RMSNorm 4096x8192 fp32", t_sim, t_np, float(np.max(np.abs(out - ref)))
+
+
+def matmul_case(rng: np.random.Generator) -> tuple[str, float, float, float]:
+    """(b) tiled matmul 2048x2048x2048 fp32: (label, simulator s, numpy s, max abs error)."""
+    lhs_t = rng.standard_normal((2048, 2048), dtype=np.float32)
+    rhs = rng.standard_normal((2048, 2048), dtype=np.float32)
+    t_sim, out = median_time(lambda: kernels.matmul_tiled_kernel(lhs_t, rhs))
+    t_np, ref = median_time(lambda: kernels.matmul_numpy(lhs_t, rhs))
+    return "(b) tiled matmul 2048x2048x2048 fp32", t_sim, t_np, float(np.max(np.abs(out - ref)))
+
+
+def main() -> int:
+    rng = np.random.default_rng(0)
+    load = os.getloadavg()
+    print("nkisim benchmark: simulator WALL-CLOCK times on this machine (not Trainium latencies)")
+    print(f"machine: {platform.machine()} {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+          f"NumPy {np.__version__}; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} "
+          f"(other processes inflate the numbers); median of {REPEATS} runs after a warm-up")
+    threads = {k: os.environ[k] for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+               if k in os.environ}
+    print(f"BLAS threads: {threads or 'library default'} (the simulator runs many 128x512 matmuls, which "
+          f"multi-threaded BLAS serves badly on a loaded machine; NumPy's one big matmul uses every core)")
+    print()
+    rows = [rmsnorm_case(rng), matmul_case(rng)]
+
+    print(f"{'case':40s} {'simulator':>11s} {'numpy':>10s} {'ratio':>7s} {'target':>7s} {'result':>6s} "
+          f"{'max abs err':>12s}")
+    for name, t_sim, t_np, err in rows:
+        ratio = t_sim / t_np
+        print(f"{name:40s} {t_sim * 1e3:9.1f}ms {t_np * 1e3:8.1f}ms {ratio:6.2f}x {RATIO_TARGET:6.1f}x "
+              f"{verdict(ratio, RATIO_TARGET):>6s} {err:12.3g}")
+
+    # (c) per-instruction overhead on (128, 4) tiles
+    x = rng.standard_normal((128, 4), dtype=np.float32)
+    y = rng.standard_normal((128, 4), dtype=np.float32)
+    t_sim, _ = median_time(lambda: kernels.tiny_ops_kernel(x, y), repeats=max(REPEATS, 7))
+    launch = kernels.tiny_ops_kernel.last_launch
+    n_instr = len(launch.ctx.trace) if launch is not None else 0
+    per_us = t_sim / max(n_instr, 1) * 1e6
+    print(f"{'(c) per-instruction cost, (128, 4) tiles':40s} {per_us:9.1f}us {'':>10s} {'':>7s} "
+          f"{INSTR_TARGET_US:5.0f}us {verdict(per_us, INSTR_TARGET_US):>6s}   "
+          f"({n_instr} instructions in {t_sim * 1e3:.1f} ms)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
