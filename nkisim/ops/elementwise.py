@@ -79,8 +79,7 @@ def unary_op(name: str, x: Any, *, dtype: Any = None, mask: Any = None, **_: Any
             raw = a.read()
             vals = np.logical_not(raw) if name == "logical_not" or raw.dtype == np.bool_ else np.invert(raw)
         else:
-            with np.errstate(all="ignore"):
-                vals = ACTIVATIONS[name].fn(values(a, ctx, np.dtype(np.float32)))
+            vals = ACTIVATIONS[name].fn(values(a, ctx, np.dtype(np.float32)))
     tile = new_tile(ctx, a.shape, out_dt, vals, valid)
     engine = "act" if name in ACTIVATIONS else "dve"
     tile.producer = emit(ctx, "activation" if engine == "act" else "tensor_scalar", engine, reads=[a],
@@ -122,8 +121,7 @@ def binary_op(name: str, x: Any, y: Any, *, dtype: Any = None, mask: Any = None,
     if ctx.numerics:
         ops = [values(accs[k], ctx, compute, out_shape) if k in accs else scalar_value(v, compute)
                for k, v in (("x", x), ("y", y))]
-        with np.errstate(all="ignore"):
-            vals = spec.fn(ops[0], ops[1])
+        vals = spec.fn(ops[0], ops[1])
     tile = new_tile(ctx, out_shape, out_dt, vals, valid)
     scalarish = len(accs) == 1 or any(_is_vector(s, out_shape) for s in shapes.values())
     tile.producer = emit(ctx, "tensor_scalar" if scalarish else "tensor_tensor", "dve", reads=list(accs.values()),

@@ -79,8 +79,7 @@ def activation(op: Any, data: Any, *, bias: Any = None, scale: Any = 1.0, reduce
             x = x * scale_v
         if bias_v is not None:
             x = x + bias_v
-        with np.errstate(all="ignore"):
-            vals = ACTIVATIONS[name].fn(x)
+        vals = ACTIVATIONS[name].fn(x)
     tile = new_tile(ctx, a.shape, out_dt, vals, valid)
     reads = [a] + [as_access(v) for v in (bias, scale) if is_tile(v)]
     tile.producer = emit(ctx, "activation", "act", reads=reads, writes=[tile.full()], extra={"func": name})
@@ -141,8 +140,7 @@ def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: A
     vals = None
     if ctx.numerics:
         compute = np.dtype(np.int64) if spec.bitvec else dt.compute_dtype(a.dtype, b.dtype, out_dt)
-        with np.errstate(all="ignore"):
-            vals = spec.fn(values(a, ctx, compute), values(b, ctx, compute).reshape(a.shape))
+        vals = spec.fn(values(a, ctx, compute), values(b, ctx, compute).reshape(a.shape))
     tile = new_tile(ctx, a.shape, out_dt, vals, valid)
     both_int = not dt.is_float(a.dtype) and not dt.is_float(b.dtype)
     engine_name = "pool" if int(engine or 0) == 3 or name == "power" or (both_int and name in
@@ -171,12 +169,11 @@ def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False, op
         bit = ALU[n0].bitvec
         compute = np.dtype(np.int64) if bit else F32
         x = values(a, ctx, compute)
-        with np.errstate(all="ignore"):
-            v0c = v0.astype(compute) if bit else v0
-            x = ALU[n0].fn(v0c, x) if reverse0 else ALU[n0].fn(x, v0c)
-            if n1 is not None:
-                v1c = v1.astype(compute) if bit else v1
-                x = ALU[n1].fn(v1c, x) if reverse1 else ALU[n1].fn(x, v1c)
+        v0c = v0.astype(compute) if bit else v0
+        x = ALU[n0].fn(v0c, x) if reverse0 else ALU[n0].fn(x, v0c)
+        if n1 is not None:
+            v1c = v1.astype(compute) if bit else v1
+            x = ALU[n1].fn(v1c, x) if reverse1 else ALU[n1].fn(x, v1c)
         vals = x
     tile = new_tile(ctx, a.shape, out_dt, vals, valid)
     reads = [a] + [as_access(v) for v in (operand0, operand1) if is_tile(v)]
@@ -197,11 +194,10 @@ def scalar_tensor_tensor(*, data: Any, op0: Any, operand0: Any, op1: Any, operan
     valid = mask_array(mask, a.shape, "scalar_tensor_tensor")
     vals = None
     if ctx.numerics:
-        with np.errstate(all="ignore"):
-            x = values(a, ctx, F32)
-            x = ALU[n0].fn(v0, x) if reverse0 else ALU[n0].fn(x, v0)
-            y = values(b, ctx, F32).reshape(a.shape)
-            vals = ALU[n1].fn(y, x) if reverse1 else ALU[n1].fn(x, y)
+        x = values(a, ctx, F32)
+        x = ALU[n0].fn(v0, x) if reverse0 else ALU[n0].fn(x, v0)
+        y = values(b, ctx, F32).reshape(a.shape)
+        vals = ALU[n1].fn(y, x) if reverse1 else ALU[n1].fn(x, y)
     tile = new_tile(ctx, a.shape, out_dt, vals, valid)
     tile.producer = emit(ctx, "scalar_tensor_tensor", "dve", reads=[a, b], writes=[tile.full()])
     return tile
@@ -326,9 +322,8 @@ def bn_stats(data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Ten
         for part in (slice(0, None, 2), slice(1, None, 2)):
             xs, ws = x[:, part], w[:, part]
             cnt = ws.sum(axis=1)
-            with np.errstate(all="ignore"):
-                mean = np.where(cnt > 0, (xs * ws).sum(axis=1) / np.maximum(cnt, 1), 0.0)
-                m2 = ((xs - mean[:, None]) ** 2 * ws).sum(axis=1)
+            mean = np.where(cnt > 0, (xs * ws).sum(axis=1) / np.maximum(cnt, 1), 0.0)
+            m2 = ((xs - mean[:, None]) ** 2 * ws).sum(axis=1)
             cols += [cnt, mean, m2]
         vals = np.stack(cols, axis=1).astype(np.float32)
     out_dt = dt.float32 if dtype is None else dt.normalize(dtype)
@@ -351,9 +346,8 @@ def bn_aggr(data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tens
         x = values(a, ctx, F32).reshape(a.shape[0], n // 3, 3).astype(np.float64)
         cnt, mean, m2 = x[..., 0], x[..., 1], x[..., 2]
         total = cnt.sum(axis=1)
-        with np.errstate(all="ignore"):
-            mu = (cnt * mean).sum(axis=1) / total
-            var = (m2 + cnt * (mean - mu[:, None]) ** 2).sum(axis=1) / total
+        mu = (cnt * mean).sum(axis=1) / total
+        var = (m2 + cnt * (mean - mu[:, None]) ** 2).sum(axis=1) / total
         vals = np.stack([mu, var], axis=1).astype(np.float32)
     out_dt = a.dtype if dtype is None else dt.normalize(dtype)
     tile = new_tile(ctx, (a.shape[0], 2), out_dt, vals)
@@ -368,8 +362,7 @@ def reciprocal(data: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> T
     valid = mask_array(mask, a.shape, "reciprocal")
     vals = None
     if ctx.numerics:
-        with np.errstate(all="ignore"):
-            vals = 1.0 / values(a, ctx, F32)
+        vals = 1.0 / values(a, ctx, F32)
     tile = new_tile(ctx, a.shape, a.dtype if dtype is None else dt.normalize(dtype), vals, valid)
     tile.producer = emit(ctx, "reciprocal", "dve", reads=[a], writes=[tile.full()])
     return tile

@@ -33,8 +33,7 @@ def _erf(x: np.ndarray) -> np.ndarray:
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        return (1.0 / (1.0 + np.exp(-x))).astype(np.float32)
+    return (1.0 / (1.0 + np.exp(-x))).astype(np.float32)
 
 
 def _softplus(x: np.ndarray) -> np.ndarray:
@@ -61,13 +60,11 @@ def _silu_dx(x: np.ndarray) -> np.ndarray:
 
 
 def _rsqrt(x: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return 1.0 / np.sqrt(x)
+    return 1.0 / np.sqrt(x)
 
 
 def _recip(x: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore"):
-        return 1.0 / x
+    return 1.0 / x
 
 
 @dataclass(frozen=True)
@@ -128,15 +125,13 @@ class AluOp:
 
 
 def _div(a: Any, b: Any) -> Any:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if np.asarray(a).dtype.kind in "iu" and np.asarray(b).dtype.kind in "iu":
-            return np.true_divide(a, b).astype(np.float32)
-        return np.true_divide(a, b)
+    if np.asarray(a).dtype.kind in "iu" and np.asarray(b).dtype.kind in "iu":
+        return np.true_divide(a, b).astype(np.float32)
+    return np.true_divide(a, b)
 
 
 def _power(a: Any, b: Any) -> Any:
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        return np.power(a, b)
+    return np.power(a, b)
 
 
 def _int_only(fn: Callable) -> Callable:

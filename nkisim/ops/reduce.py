@@ -77,15 +77,14 @@ def reduce(op: str, x: Any, axis: Any, *, dtype: Any = None, mask: Any = None, k
         v = values(a, ctx, compute)
         if in_valid is not None and in_valid.ndim:
             v = np.where(in_valid, v, np.asarray(_IDENTITY.get(op, 0), dtype=compute))
-        with np.errstate(all="ignore"):
-            if kind == "mean":
-                vals = np.mean(v, axis=axes, keepdims=keepdims)
-            elif kind == "var":
-                vals = np.var(v, axis=axes, keepdims=keepdims)
-            else:
-                vals = reduce_values(op, v, axes, keepdims)
-            if negate:
-                vals = -vals
+        if kind == "mean":
+            vals = np.mean(v, axis=axes, keepdims=keepdims)
+        elif kind == "var":
+            vals = np.var(v, axis=axes, keepdims=keepdims)
+        else:
+            vals = reduce_values(op, v, axes, keepdims)
+        if negate:
+            vals = -vals
     tile = new_tile(ctx, out_shape, out_dt, vals, valid)
     n_in = int(np.prod(a.shape[1:])) if len(a.shape) > 1 else 1
     tile.producer = emit(ctx, "tensor_reduce", "dve", reads=[a], writes=[tile.full()], n=n_in,

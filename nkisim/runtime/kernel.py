@@ -23,6 +23,7 @@ from nkisim.core.context import KernelContext
 from nkisim.core.errors import NKIError, nki_error
 from nkisim.core.location import attach_location, user_frame
 from nkisim.core.tensor import Tensor
+from nkisim.cost.trace import Trace
 from nkisim.runtime import arguments
 from nkisim.runtime import grid as gridmod
 
@@ -132,6 +133,8 @@ def run(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool 
                         "pass NumPy arrays to run the kernel")
     ctx = KernelContext(tgt, sizes, numerics, gridmod.cores(specs))
     ctx.stack_allocator = getattr(kernel.func, "__nki_stack_allocator__", False)
+    ctx.trace = Trace()
+    ctx.trace.skip_middle_end = bool(getattr(kernel.func, "__nki_skip_middle_end__", False))
     for t in converted.values():
         if isinstance(t, Tensor):
             ctx.params.add(t.uid)
@@ -139,16 +142,19 @@ def run(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool 
     out: Any = None
     try:
         instances = list(np.ndindex(*sizes)) if sizes else [()]
-        for i, idx in enumerate(instances):
-            ctx.program = tuple(int(v) for v in idx)
-            ctx.instance = i
-            ctx.core = gridmod.core_of(ctx.program, specs)
-            try:
-                out = kernel.func(*bound.args, **bound.kwargs)
-            except NKIError as err:
-                if len(instances) > 1:
-                    err.add_note(f"(raised in SPMD instance {list(ctx.program)} of grid {list(sizes)})")
-                raise
+        # engines raise no floating-point exceptions: inf/NaN propagate silently, so NumPy stays quiet
+        # (set once per launch here instead of around every op)
+        with np.errstate(all="ignore"):
+            for i, idx in enumerate(instances):
+                ctx.program = tuple(int(v) for v in idx)
+                ctx.instance = i
+                ctx.core = gridmod.core_of(ctx.program, specs)
+                try:
+                    out = kernel.func(*bound.args, **bound.kwargs)
+                except NKIError as err:
+                    if len(instances) > 1:
+                        err.add_note(f"(raised in SPMD instance {list(ctx.program)} of grid {list(sizes)})")
+                    raise
         _check_outputs(out, converted)
     finally:
         context.pop()
