@@ -19,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [_HERE, os.path.join(os.path.dirname(_HERE), "tests")]  # bench/ and the kernel zoo tests/kernels/
 
-import kernels  # noqa: E402  (bench/kernels.py, importable once bench/ is on the path)
+import workloads as kernels  # noqa: E402
 
 REPEATS = int(os.environ.get("NKISIM_BENCH_REPEATS", "5"))
 RATIO_TARGET = 3.0  # simulator wall time <= 3x NumPy for (a) and (b)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,7 @@ from nkisim.core import dtypes as dt
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.indexing import Affine
-from nkisim.core.tensor import Access, Tensor, as_access, is_tile, shape_str
+from nkisim.core.tensor import Access, Tensor, as_access, compact, is_tile, shape_str
 from nkisim.ops.base import (
     check_partitions,
     check_scope,
@@ -75,7 +76,12 @@ def _combine(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
 
 
 def _nbytes(acc: Access, valid: np.ndarray | None) -> int:
-    count = int(np.prod(acc.shape)) if valid is None else int(np.count_nonzero(np.broadcast_to(valid, acc.shape)))
+    if valid is None:
+        count = math.prod(acc.shape)
+    else:  # count on the compact mask and scale by how often it repeats (same number, no full pass)
+        vm = np.broadcast_to(valid, acc.shape)
+        small = compact(vm)
+        count = int(np.count_nonzero(small)) * (math.prod(acc.shape) // max(small.size, 1))
     return count * acc.itemsize
 
 
@@ -192,6 +198,9 @@ def assign(dst: Access, value: Any) -> None:
         emit(ctx, "memset", writes=[dst])
 
 
+_INPLACE = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply}
+
+
 def accumulate(dst: Access, value: Any, op: str) -> None:
     """``dst += value`` (and -=, *=, /=): PSUM accumulation of matmul results, or an ALU update."""
     ctx = current()
@@ -210,10 +219,14 @@ def accumulate(dst: Access, value: Any, op: str) -> None:
         src, src_shape = None, ()
         src_vals = None if not ctx.numerics else np.float32(value)
     if ctx.numerics:
-        cur = f32(dst, ctx)
         rhs = _values_for(dst.shape, src_shape, None if src_vals is None else np.asarray(src_vals),
                           dst_name=dst.name, src_name="value", expr=f"{dst.name} {op}= value")
-        dst.write(ALU[op].fn(cur, rhs))
+        dst.tensor.root.written = True
+        data = dst.tensor.data
+        if data is not None and data.dtype == np.float32 and not dst.advanced and op in _INPLACE:
+            _INPLACE[op](data[dst.np_index()], rhs, out=data[dst.np_index()])  # fp32 PSUM: accumulate in place
+        else:
+            dst.write(ALU[op].fn(f32(dst, ctx), rhs))
     else:
         fit_shape(src_shape, dst.shape, dst.name, "value")
     producer = value.producer if isinstance(value, Tensor) else None

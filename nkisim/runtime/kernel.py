@@ -9,11 +9,12 @@ with the simulator's frames removed, so the traceback ends on the student's line
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import inspect
 import os
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -142,9 +143,7 @@ def run(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool 
     out: Any = None
     try:
         instances = list(np.ndindex(*sizes)) if sizes else [()]
-        # engines raise no floating-point exceptions: inf/NaN propagate silently, so NumPy stays quiet
-        # (set once per launch here instead of around every op)
-        with np.errstate(all="ignore"):
+        with _engine_numerics(numerics):
             for i, idx in enumerate(instances):
                 ctx.program = tuple(int(v) for v in idx)
                 ctx.instance = i
@@ -161,6 +160,23 @@ def run(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool 
     result = LaunchResult(arguments.from_tensor(out, to_torch), ctx)
     kernel.last_launch = result
     return result
+
+
+@contextlib.contextmanager
+def _engine_numerics(numerics: bool) -> Iterator[None]:
+    """NumPy settings for one launch, set once instead of around every op.
+
+    Engines raise no floating-point exceptions (inf/NaN propagate silently), so NumPy stays quiet.
+    BLAS is pinned to one thread: a kernel issues many small (128x512) matmuls, which a multi-threaded
+    BLAS serves slowly (and erratically on a busy machine); results are also reproducible this way.
+    """
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(np.errstate(all="ignore"))
+        if numerics:
+            from threadpoolctl import threadpool_limits
+
+            stack.enter_context(threadpool_limits(1, user_api="blas"))
+        yield
 
 
 def _unconditional_entry(prev: ast.stmt | None, test: ast.expr) -> bool:

@@ -1,0 +1,51 @@
+"""Workloads timed by ``bench/run.py``: the tutorial kernels of ``tests/kernels/`` plus NumPy references.
+
+They are deliberately unoptimised tutorial code (arange/mask indexing for RMSNorm, one PSUM tile per
+output block for matmul) because that is what students run on the simulator; the benchmark measures
+how much simulator overhead such code pays on top of the NumPy work it implies.
+"""
+
+from __future__ import annotations
+
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+import numpy as np
+from kernels.matmul import nki_matmul_tiled_ as matmul_tiled_kernel  # noqa: F401  (tests/kernels/)
+from kernels.rmsnorm import nki_rmsnorm_kernel as rmsnorm_kernel  # noqa: F401
+
+
+def rmsnorm_numpy(a: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """The same math on whole arrays (fp32 throughout, like the engines)."""
+    mean = np.sum(np.square(a), axis=1, keepdims=True) / np.float32(a.shape[1])
+    return a * (np.float32(1.0) / np.sqrt(mean)) * g[None, :]
+
+
+def matmul_numpy(lhsT: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    return lhsT.T @ rhs
+
+
+#: Iterations of the tiny-tile loop; each issues ``TINY_OPS_PER_ITER`` traced instructions.
+TINY_ITERS = 200
+TINY_OPS_PER_ITER = 10
+
+
+@nki.jit
+def tiny_ops_kernel(a, b):
+    """Many instructions on (128, 4) tiles: the cost is pure per-instruction bookkeeping."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    y = nl.load(b)
+    acc = nl.zeros((128, 4), dtype=nl.float32, buffer=nl.sbuf)
+    for _ in nl.sequential_range(TINY_ITERS):
+        s = nl.add(x, y)
+        d = nl.subtract(s, y)
+        p = nl.multiply(d, 0.5)
+        e = nl.exp(p)
+        r = nl.maximum(e, x)
+        t = r * y
+        m = nl.max(t, axis=[1], keepdims=True)
+        q = nl.subtract(t, m)
+        c = nl.copy(q)
+        acc[...] = nl.add(acc, c)
+    nl.store(out, value=acc)
+    return out
