@@ -14,6 +14,8 @@ import pytest
 
 from tests.cost_kernels import matmul
 
+pytestmark = pytest.mark.slow
+
 PUBLISHED_US = {"tiled": 51800, "hoist_load": 42960, "block_free_dimension": 22070, "fully_optimized": 6970}
 
 

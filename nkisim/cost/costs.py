@@ -17,7 +17,6 @@ _HALF = ("bfloat16", "float16")
 def _cycles(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
     """Engine cycles of one compute instruction (before MIN_II and overhead)."""
     op, n = ins.op, max(ins.n, 1)
-    eng = prm["engine"]
     if op == "nc_matmul":
         pe = prm["pe"]
         stat, mov = ins.extra.get("m", 128), ins.extra.get("n", n)
@@ -29,7 +28,7 @@ def _cycles(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
         return max(ins.p, min(64, n)) + prm["pe"]["matmul_overhead_cycles"]
     half = bool(ins.dtypes) and all(d in _HALF for d in ins.dtypes)
     if op == "activation":
-        return n + (eng["min_ii_cycles"] if ins.extra.get("reduce") else 0)
+        return n
     if op == "tensor_tensor":
         one_pass = (spaces.count("psum") == 1) or (half and str(ins.extra.get("alu")) in ("add", "subtract",
                                                                                          "multiply"))
@@ -62,6 +61,8 @@ def compute_ns(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> floa
     c = _cycles(ins, spaces, prm)
     if ins.engine != "pe":
         c = max(eng["min_ii_cycles"], c) + eng["instr_overhead_cycles"]
+        if ins.extra.get("reduce") and ins.op in ("activation", "tensor_scalar"):
+            c += eng["min_ii_cycles"]  # spec §4.3: accumulator read-out, max(64, N) + 64
     return c / prm["clock_ghz"][ins.engine]
 
 
@@ -79,4 +80,18 @@ def dma_queue_ns(ins: Instr, nq: int, prm: dict[str, Any]) -> float:
         eff = min(1.0, max(d["strided_efficiency"], ins.run / d["full_rate_run_bytes"]))
     if ins.op == "load_transpose2d":
         eff *= d["transpose_efficiency"]
-    return d["issue_ns"] + (ins.nbytes / nq) / (d["bytes_per_ns"] * eff)
+    return d["issue_ns"] + d.get("descriptor_ns", 0.0) * descriptors(ins) / nq + \
+        (ins.nbytes / nq) / (d["bytes_per_ns"] * eff)
+
+
+def descriptors(ins: Instr) -> int:
+    """DMA descriptors of a transfer: one per contiguous piece, and a piece never spans partitions
+    (the on-chip side is partition-strided), so it is at most one partition's bytes (spec §4.4:
+    "128x512 fp32 is 16 transfers x 8 DMA buffers").  A 1-D HBM slice copied into an (R, 1) tile
+    is R descriptors of one element each."""
+    if ins.nbytes <= 0:
+        return 1
+    piece = ins.nbytes / max(ins.p, 1)
+    if ins.run:
+        piece = min(piece, ins.run)
+    return max(1, math.ceil(ins.nbytes / max(piece, 1)))

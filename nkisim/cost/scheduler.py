@@ -79,6 +79,7 @@ class Core:
         self.free = {e: 0.0 for e in COMPUTE}
         self.dma = Queue()
         self.port = 0.0  # shared VectorE/GpSimdE SBUF port on NC-v2
+        self.psum_port = 0.0  # shared VectorE/ScalarE PSUM access on NC-v2
 
 
 class Buffers:
@@ -174,6 +175,8 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
     written = {w[0] for ins in trace for w in ins.writes}
     space_of = {root: b[1] for root, b in bufs.info.items()}
     shared_port = bool(eng_p["dve_pool_shared_port"])
+    psum_port = bool(eng_p.get("dve_act_shared_psum", False))
+    dge_ns = float(prm["dma"].get("dge_ns", 0.0)) if getattr(trace, "skip_middle_end", False) else 0.0
     out = Schedule(len(trace))
     for i, ins in enumerate(trace):
         core = cores.get(ins.core)
@@ -194,6 +197,11 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
         elif e == "dma":
             nq = costs.dma_queues(ins, prm)
             dur = costs.dma_queue_ns(ins, nq, prm)
+            if dge_ns and ins.loops:
+                # a DMA in a rolled NKI loop has loop-dependent addresses, so its descriptors are made at
+                # run time by the hardware DGE (spec §4.4 ~600 ns per instruction; PerfSim adds the
+                # DGE overhead to the DMA instruction itself, §4.5)
+                dur += dge_ns
             # every transfer writes a completion semaphore on all 16 queues (spec §4.4), so the queues
             # are modelled as one reservation table; the data rate still scales with the queues used
             start, fin = core.dma.place(ready, dur)
@@ -205,10 +213,15 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
             start = max(ready, core.free[e])
             if shared_port and e in ("dve", "pool"):
                 start = max(start, core.port)
+            on_psum = psum_port and e in ("dve", "act") and "psum" in spaces
+            if on_psum:  # NC-v2: VectorE and ScalarE cannot access PSUM at the same time (spec §4.3)
+                start = max(start, core.psum_port)
             end = start + dur
             core.free[e] = end
             if shared_port and e in ("dve", "pool"):
                 core.port = end
+            if on_psum:
+                core.psum_port = end
             out.busy[e] += dur
         out.start[i], out.end[i] = start, end
         for (key, box), is_w in (*reads, *writes):

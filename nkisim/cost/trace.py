@@ -14,6 +14,16 @@ from typing import Any
 ENGINES = ("pe", "dve", "act", "pool", "dma")
 
 
+class Trace(list):
+    """The instruction list of one launch plus the kernel-level facts the cost model needs.
+
+    ``skip_middle_end``: the kernel is decorated with ``skip_middle_end_transformations``, so NKI
+    loops stay rolled and a DMA inside one has loop-dependent addresses (runtime descriptors).
+    """
+
+    skip_middle_end = False
+
+
 class Instr:
     """One instruction as issued to an engine."""
 

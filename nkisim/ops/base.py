@@ -14,7 +14,7 @@ from nkisim.core.context import KernelContext, active
 from nkisim.core.errors import nki_error
 from nkisim.core.indexing import check_mask
 from nkisim.core.location import user_location
-from nkisim.core.tensor import Access, Tensor, shape_str
+from nkisim.core.tensor import Access, Tensor, all_true, shape_str
 from nkisim.cost.trace import Instr, buffer_info, dma_run
 from nkisim.ops.optable import api
 
@@ -137,12 +137,12 @@ def new_tile(ctx: KernelContext, shape: tuple[int, ...], dtype: np.dtype, values
             data = np.broadcast_to(data, shape).copy()
         elif data is values and (not fresh or not data.flags.writeable):
             data = data.copy()
-        if valid is not None and valid.ndim and not valid.all():
+        if valid is not None and valid.ndim and not all_true(valid):
             data = np.where(valid, data, np.asarray(dt.fill_value(dtype)).astype(data.dtype))
         elif valid is not None and valid.ndim == 0 and not bool(valid):
             data = np.full(shape, dt.fill_value(dtype), dtype=dt.storage_dtype(dtype))
     t = Tensor(shape, dtype, buffer, data, name, 0, tuple(ctx.loops))
-    t.valid = valid if (valid is not None and (valid.ndim == 0 or not valid.all())) else None
+    t.valid = valid if (valid is not None and (valid.ndim == 0 or not all_true(valid))) else None
     t.written = True
     return t
 

@@ -120,7 +120,7 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
         if par > 0:
             warnings.warn("Block dimension is deprecated: dimensions before nl.par_dim will become an error; "
                           "allocate one tile per block instead", DeprecationWarning, stacklevel=3)
-        free_elems = int(np.prod(shp)) // shp[par]
+        free_elems = math.prod(shp) // shp[par]
         per_partition = free_elems * dt.storage_dtype(d).itemsize
         if buf.family == "sbuf":
             limit = SBUF_PARTITION_BYTES[ctx.target]
@@ -134,7 +134,7 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
                 raise nki_error("err_psum_dtype",
                                 f"PSUM tensor for writes must be either 4-byte (FP32/int32) or BF16, got "
                                 f"{dt.name(d)}")
-            per_block = int(np.prod(shp[par + 1:])) * dt.storage_dtype(d).itemsize
+            per_block = math.prod(shp[par + 1:]) * dt.storage_dtype(d).itemsize
             if per_block > PSUM_BANK_BYTES:
                 raise nki_error("err_psum_tile_exceed_bank_size",
                                 f"PSUM tile {shape_str(name or 'tensor', shp)} needs {per_block} bytes per partition, "
