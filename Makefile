@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test test-fast bench lint clean
+.PHONY: setup test test-fast bench lint clean release release-check lab
 
 setup: $(STAMP)
 
@@ -25,6 +25,21 @@ test-fast: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/run.py
+
+# Course: notebooks/NN_*.py (authored) -> assignments/NN_*.ipynb (student) + solutions/NN_*/ (reference).
+release: $(STAMP)
+	$(PY) -m nkilab.release
+
+release-check: $(STAMP)
+	$(PY) -m nkilab.release --check
+
+# Students work on copies in work/ (never overwritten, not tracked), so `git pull` and `make release`
+# never collide with their answers.
+LAB_DIR ?= work
+lab: $(STAMP)
+	mkdir -p $(LAB_DIR)
+	for nb in assignments/*.ipynb; do test -e $(LAB_DIR)/$$(basename $$nb) || cp $$nb $(LAB_DIR)/; done
+	$(VENV)/bin/jupyter lab --notebook-dir=$(LAB_DIR)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

@@ -1,0 +1,139 @@
+"""The grading child process: import the student's module, run its kernel on the given inputs.
+
+Run as ``python -m nkilab._child WORKDIR``.  It reads ``WORKDIR/job.json`` and writes one
+``case_<i>.json`` (+ raw output bytes) per case and ``bench.json``.  It never sees expected outputs:
+the parent compares.  Whatever the student's module does to NumPy or to this process stays here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+import traceback
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nkilab._io import load_array, read_json, save_array, write_json
+
+
+def on_simulator() -> bool:
+    try:
+        import nkisim
+    except ImportError:
+        return False
+    return bool(nkisim.using_simulator())
+
+
+def error_info(err: BaseException, module_path: str | None) -> dict:
+    """Plain facts about an exception: type, message, NKI error id, and the line in the student's file."""
+    info: dict[str, Any] = {"type": type(err).__name__, "message": str(err).strip()}
+    info["error_id"] = getattr(err, "error_id", None)
+    loc = getattr(err, "nki_location", None)
+    if loc:
+        info["file"], info["line"] = str(loc[0]), int(loc[1])
+    if module_path is not None:
+        target = str(Path(module_path).resolve())
+        for frame in reversed(traceback.extract_tb(err.__traceback__)):
+            if frame.filename and str(Path(frame.filename).resolve()) == target:
+                info.setdefault("file", frame.filename)
+                info.setdefault("line", frame.lineno)
+                info["code"] = (frame.line or "").strip()
+                break
+    return info
+
+
+def load_kernel(module_path: str, function: str) -> Any:
+    """Import the student's file by path and return the kernel, jitted if it was left undecorated."""
+    spec = importlib.util.spec_from_file_location("student_kernel_module", module_path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {module_path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    fn = getattr(module, function, None)
+    if fn is None:
+        raise AttributeError(f"{Path(module_path).name} defines no function named '{function}'")
+    if on_simulator():
+        import neuronxcc.nki as nki
+
+        from nkisim.runtime.kernel import Kernel
+
+        if not isinstance(fn, Kernel):  # a plain function still has to run as an NKI kernel
+            fn = nki.jit(fn)
+    return fn
+
+
+def run_case(fn: Any, args: list[np.ndarray], module_path: str | None) -> tuple[dict, np.ndarray | None]:
+    """Call the kernel once.  Returns (facts, output array or None)."""
+    start = time.perf_counter()
+    try:
+        out = fn(*args)
+    except Exception as err:  # the student's error, reported in words by the parent
+        return {"status": "error", "error": error_info(err, module_path),
+                "seconds": time.perf_counter() - start}, None
+    facts: dict[str, Any] = {"seconds": time.perf_counter() - start}
+    if isinstance(out, (tuple, list)) and len(out) == 1:
+        out = out[0]
+    if not isinstance(out, np.ndarray):
+        facts.update(status="bad_return", returned=type(out).__name__)
+        return facts, None
+    facts["status"] = "ok"
+    return facts, out
+
+
+def benchmark(fn: Any, shapes: list[list[int]], dtypes: list[str], target: str | None) -> dict:
+    """Latency in µs: the nkisim cost model on the simulator, nki.benchmark's p99 on a device."""
+    import neuronxcc.nki as nki
+
+    opts: dict[str, Any] = {"warmup": 2, "iters": 10}
+    if target:
+        opts["platform_target"] = target
+    sim = on_simulator()
+    if sim:
+        from neuronxcc.nki import typing as nt
+
+        args = [nt.tensor[list(s), np.dtype(d)] for s, d in zip(shapes, dtypes)]
+    else:
+        rng = np.random.default_rng(0)
+        args = [rng.standard_normal(s).astype(np.dtype(d)) for s, d in zip(shapes, dtypes)]
+    bench = nki.benchmark(fn, **opts)
+    bench(*args)
+    lat = float(bench.benchmark_result.nc_latency.get_latency_percentile(99))
+    where = getattr(bench.benchmark_result.nc_latency, "target", None) or target or "device"
+    return {"status": "ok", "latency_us": lat, "target": where, "simulator": sim}
+
+
+def main(workdir: str) -> int:
+    warnings.simplefilter("ignore")
+    folder = Path(workdir)
+    job = read_json(folder / "job.json")
+    assert job is not None, "job.json missing"
+    module_path = job["module"]
+    try:
+        fn = load_kernel(module_path, job["function"])
+    except Exception as err:
+        write_json(folder / "import.json", {"status": "error", "error": error_info(err, module_path)})
+        return 0
+    write_json(folder / "import.json", {"status": "ok"})
+    for i, case in enumerate(job["cases"]):
+        args = [load_array(folder, m) for m in case["args"]]
+        facts, out = run_case(fn, args, module_path)
+        if out is not None:
+            facts["output"] = save_array(folder / f"out_{i}.bin", out)
+        write_json(folder / f"case_{i}.json", facts)
+    if job.get("bench"):
+        b = job["bench"]
+        try:
+            facts = benchmark(fn, b["shapes"], b["dtypes"], job.get("target"))
+        except Exception as err:
+            facts = {"status": "error", "error": error_info(err, module_path)}
+        write_json(folder / "bench.json", facts)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,102 @@
+"""``check(question_id, kernel)``: the student's self-check on the public cases, in plain words.
+
+Prints only to stdout.  Order of findings: the run (errors, timeout), then per case shape/dtype and
+the first mismatching tile and index, then -- only if every public case is right -- the modelled
+latency against the speed tiers.  Hidden cases run at grading time, not here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import warnings
+from dataclasses import dataclass
+
+from nkilab.evaluate import Evaluation, evaluate
+from nkilab.questions import get
+
+PUBLIC_SEED = 0
+
+
+@dataclass
+class CheckResult:
+    """What ``check`` found.  ``passed`` means every public case matched."""
+
+    question: str
+    passed: bool
+    evaluation: Evaluation
+
+    @property
+    def latency_us(self) -> float | None:
+        return self.evaluation.latency_us
+
+    @property
+    def reference_us(self) -> float | None:
+        return self.evaluation.reference_us
+
+    @property
+    def tier(self) -> str | None:
+        return self.evaluation.tier
+
+    def __repr__(self) -> str:
+        state = "passed" if self.passed else "not passed yet"
+        return f"<check {self.question}: public checks {state}>"
+
+
+def case_lines(ev: Evaluation) -> list[str]:
+    """One line per case; when every case failed with the same message, one line for all of them."""
+    q, n = ev.question, len(ev.cases)
+    messages = {cr.verdict.message for cr in ev.cases}
+    if n > 1 and len(messages) == 1 and not ev.cases[0].verdict.ok:
+        return [f"  [FAIL] all {n} cases: {messages.pop()}"]
+    lines = []
+    for i, cr in enumerate(ev.cases, 1):
+        mark = "ok  " if cr.verdict.ok else "FAIL"
+        kind = "hidden" if cr.hidden else "public"
+        lines.append(f"  [{mark}] {kind} case {i}/{n}  {cr.case.describe(q.arg_names)}: {cr.verdict.message}")
+    return lines
+
+
+def speed_lines(ev: Evaluation) -> list[str]:
+    q = ev.question
+    c = q.speed_case
+    if ev.latency_us is None:
+        return [f"Speed: {ev.speed_note}"] if ev.speed_note else []
+    line = (f"Speed, {ev.latency_label()}, on {c.describe(q.arg_names)}: {ev.latency_us:.1f} us")
+    if ev.reference_us is None:
+        return [line + (f" ({ev.speed_note})" if ev.speed_note else "")]
+    verdict = {"full": "full speed points", "partial": "partial speed points (half)",
+               "none": "no speed points yet"}[ev.tier or "none"]
+    return [line + f"; reference solution {ev.reference_us:.1f} us -> {ev.ratio:.2f}x the reference.",
+            f"  Tiers: full points at <= {q.full_tier:g}x, half at <= {q.partial_tier:g}x. You would get: {verdict}."]
+
+
+def check(question_id: str, kernel: str | os.PathLike | object | None = None, *, timeout: float | None = None,
+          target: str | None = None) -> CheckResult:
+    """Run the public cases of ``question_id`` on ``kernel`` and print what is right or wrong.
+
+    ``kernel`` is the path of the file your ``%%writefile`` cell wrote (default: ``<function>.py``)
+    or a kernel object defined in the notebook.  A file runs in a separate process with a timeout.
+    """
+    q = get(question_id)
+    kernel = q.default_module if kernel is None else kernel
+    with warnings.catch_warnings(), contextlib.redirect_stderr(sys.stdout):
+        warnings.simplefilter("ignore")
+        ev = evaluate(q, kernel, hidden=False, seed=PUBLIC_SEED, target=target, timeout=timeout)
+    name = ev.module if not callable(kernel) else f"kernel {getattr(kernel, '__name__', '?')}"
+    print(f"check {q.qid} -- {q.title} ({name})")
+    if ev.problem:
+        print(f"  Problem: {ev.problem}")
+    for line in case_lines(ev):
+        print(line)
+    passed = ev.correct
+    if passed:
+        for line in speed_lines(ev):
+            print("  " + line)
+        print("Public checks passed; hidden tests run at grading.")
+    else:
+        if q.rules:
+            print(f"  Reminder: {q.rules}.")
+        print("Not passing yet: fix the first problem above and run the %%writefile cell and this check again.")
+    return CheckResult(q.qid, passed, ev)

@@ -1,0 +1,116 @@
+"""Say in plain words what is wrong with a kernel's output.
+
+Order: the run itself (error, timeout, nothing returned), then shape, then dtype, then NaN/Inf and
+all-zero flags, then the first mismatching element located by 128-row tile, partition and column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from nkilab.runner import CaseRun
+
+PMAX = 128
+
+
+@dataclass
+class Verdict:
+    ok: bool
+    message: str
+
+
+def describe_error(err: dict, module_name: str | None = None) -> str:
+    """'NKIValueError at vector_add.py line 12 (`x = nl.load(a)`): <message>'."""
+    where = ""
+    if err.get("line") is not None:
+        fname = Path(err.get("file") or module_name or "").name
+        where = f" at {fname} line {err['line']}"
+        if err.get("code"):
+            where += f" (`{err['code']}`)"
+    msg = err.get("message") or ""
+    if err.get("type") == "NotImplementedError" and not msg:
+        return "not written yet: the kernel still raises NotImplementedError (replace it with your code)"
+    head = msg.splitlines()[0] if msg else ""
+    return f"your kernel raised {err.get('type', 'an error')}{where}: {head}".rstrip(": ")
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.6g}"
+
+
+def diagnose(run: CaseRun, expected: np.ndarray, inputs: list[np.ndarray], rtol: float, atol: float,
+             module_name: str | None = None) -> Verdict:
+    if run.status == "not_run":
+        return Verdict(False, "did not run (the kernel timed out or crashed before reaching this case)")
+    if run.status == "error":
+        return Verdict(False, describe_error(run.error or {}, module_name))
+    if run.status == "bad_return" or run.output is None:
+        what = run.returned or "nothing"
+        hint = " -- did you forget `return out`?" if what == "NoneType" else ""
+        return Verdict(False, f"the kernel returned {what}, not an array{hint}")
+    got = run.output
+    if got.shape != expected.shape:
+        return Verdict(False, f"output shape {tuple(got.shape)} but expected {tuple(expected.shape)} "
+                              f"(the same shape as the inputs)")
+    if got.dtype != expected.dtype:
+        return Verdict(False, f"output dtype {got.dtype} but expected {expected.dtype} "
+                              f"(create the output with the input's dtype)")
+    g = got.astype(np.float64)
+    e = expected.astype(np.float64)
+    if got.size == 0:
+        return Verdict(True, "matches")
+    bad_nan = ~np.isfinite(g) & np.isfinite(e)
+    if bad_nan.any():
+        idx = _first(bad_nan)
+        span = _span(bad_nan)
+        return Verdict(False, f"output has {int(bad_nan.sum())} NaN/Inf values where the answer is finite; "
+                              f"first at {_where(idx)}" + (f"; {span}" if span else "") +
+                       " -- were those elements ever stored? (the simulator reads never-stored output as NaN)")
+    if not np.any(g) and np.any(e):
+        return Verdict(False, "output is all zeros -- was anything stored to it (nl.store)?")
+    close = np.isclose(g, e, rtol=rtol, atol=atol)
+    if close.all():
+        return Verdict(True, "matches")
+    wrong = ~close
+    idx = _first(wrong)
+    parts = [f"{int(wrong.sum())} of {wrong.size} elements wrong ({100.0 * wrong.mean():.1f}%)",
+             f"first at {_where(idx)}: expected {_fmt(e[idx])}, got {_fmt(g[idx])}"]
+    span = _span(wrong)
+    if span:
+        parts.append(span)
+    for k, x in enumerate(inputs):
+        if x.shape == got.shape and np.array_equal(x.astype(np.float64), g):
+            parts.append(f"the output equals input #{k + 1} -- did you return or store an input unchanged?")
+            break
+    zeros = wrong & (g == 0) & (e != 0)
+    if zeros.any() and zeros.sum() == wrong.sum():
+        parts.append("every wrong element is 0 -- part of the output was never stored")
+    return Verdict(False, "; ".join(parts) + f" (tolerance rtol={rtol:g}, atol={atol:g})")
+
+
+def _first(mask: np.ndarray) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.argwhere(mask)[0])
+
+
+def _where(idx: tuple[int, ...]) -> str:
+    if len(idx) == 0:
+        return "the only element"
+    row = idx[0]
+    tile, part = divmod(row, PMAX)
+    rest = ", ".join(str(i) for i in idx[1:])
+    loc = f"row {row} (row tile {tile}, partition {part})"
+    if rest:
+        loc += f", column {rest}"
+    return f"index [{', '.join(str(i) for i in idx)}] = {loc}"
+
+
+def _span(wrong: np.ndarray) -> str:
+    if wrong.ndim != 2:
+        return ""
+    rows = np.flatnonzero(wrong.any(axis=1))
+    cols = np.flatnonzero(wrong.any(axis=0))
+    return (f"wrong elements lie in rows {rows[0]}..{rows[-1]}, columns {cols[0]}..{cols[-1]}"
+            if rows.size and cols.size else "")

@@ -1,0 +1,135 @@
+"""One evaluation of a kernel module against a question: cases, verdicts, latency vs the reference."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nkilab.compare import Verdict, describe_error, diagnose
+from nkilab.questions import Case, Question
+from nkilab.runner import RunResult, run_inprocess, run_module
+
+_REFERENCE_CACHE: dict[tuple[str, str | None, float], dict] = {}
+
+
+@dataclass
+class CaseResult:
+    case: Case
+    hidden: bool
+    verdict: Verdict
+
+
+@dataclass
+class Evaluation:
+    question: Question
+    module: str
+    cases: list[CaseResult] = field(default_factory=list)
+    problem: str | None = None  # a whole-run problem: missing file, import error, timeout, crash
+    latency_us: float | None = None
+    reference_us: float | None = None
+    target: str | None = None
+    simulator: bool = True
+    speed_note: str | None = None
+    run: RunResult | None = None
+
+    @property
+    def passed(self) -> int:
+        return sum(c.verdict.ok for c in self.cases)
+
+    @property
+    def correct(self) -> bool:
+        return self.problem is None and bool(self.cases) and self.passed == len(self.cases)
+
+    @property
+    def ratio(self) -> float | None:
+        if self.latency_us is None or not self.reference_us:
+            return None
+        return self.latency_us / self.reference_us
+
+    @property
+    def tier(self) -> str | None:
+        """'full', 'partial' or 'none' once a ratio exists."""
+        r = self.ratio
+        if r is None:
+            return None
+        q = self.question
+        return "full" if r <= q.full_tier else "partial" if r <= q.partial_tier else "none"
+
+    def speed_fraction(self) -> float:
+        return {"full": 1.0, "partial": 0.5}.get(self.tier or "none", 0.0)
+
+    def latency_label(self) -> str:
+        if self.simulator:
+            return f"estimate (nkisim cost model, {self.target or 'trn2'})"
+        return f"measured (nki.benchmark p99, {self.target or 'device'})"
+
+
+def default_target() -> str | None:
+    return os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE") or None
+
+
+def reference_latency(q: Question, target: str | None, timeout: float) -> dict:
+    """Benchmark the reference solution kernel (in a child process, like the student's)."""
+    path = q.solution_path
+    key = (q.qid, target, path.stat().st_mtime if path.exists() else 0.0)
+    if key not in _REFERENCE_CACHE:
+        if not path.exists():
+            return {"status": "error", "error": {"type": "FileNotFoundError",
+                                                 "message": f"reference solution {path} is missing (run make release)"}}
+        res = run_module(path, q.function, [], bench=_bench_spec(q), target=target, timeout=timeout)
+        _REFERENCE_CACHE[key] = res.bench or {"status": "error", "error": {"type": "RuntimeError",
+                                                                           "message": "reference did not benchmark"}}
+    return _REFERENCE_CACHE[key]
+
+
+def _bench_spec(q: Question) -> tuple[list[tuple[int, ...]], list[str]]:
+    c = q.speed_case
+    return [c.shape] * len(q.arg_names), [c.dtype] * len(q.arg_names)
+
+
+def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int, speed: bool = True,
+             target: str | None = None, timeout: float | None = None) -> Evaluation:
+    target = target if target is not None else default_target()
+    timeout = timeout if timeout is not None else q.timeout_s
+    inproc = callable(module)
+    path = Path(getattr(module, "__name__", "kernel") if inproc else module)
+    ev = Evaluation(q, str(path))
+    if not inproc and not path.exists():
+        ev.problem = (f"no file {path} -- run the %%writefile cell that writes your kernel first")
+        return ev
+    cases = [(c, False) for c in q.public] + ([(c, True) for c in q.hidden] if hidden else [])
+    inputs = [q.inputs(c, seed, i) for i, (c, _) in enumerate(cases)]
+    bench = _bench_spec(q) if speed else None
+    if inproc:
+        with contextlib.redirect_stdout(io.StringIO()):  # nki.benchmark's own print line
+            run = run_inprocess(module, q.function, inputs, bench=bench, target=target)
+    else:
+        run = run_module(path, q.function, inputs, bench=bench, target=target, timeout=timeout)
+    ev.run = run
+    if run.import_error is not None:
+        ev.problem = "your file did not import: " + describe_error(run.import_error, path.name).replace(
+            "your kernel raised ", "")
+        return ev
+    if run.timed_out:
+        ev.problem = f"timed out after {timeout:g} s (an endless loop, or far too much work?)"
+    elif run.crashed:
+        ev.problem = f"the kernel process died (exit code {run.returncode}) before finishing"
+    for (case, is_hidden), args, crun in zip(cases, inputs, run.cases):
+        rtol, atol = q.tolerance(case.dtype)
+        verdict = diagnose(crun, q.expected(args, case), args, rtol, atol, path.name)
+        ev.cases.append(CaseResult(case, is_hidden, verdict))
+    if speed and ev.correct:
+        bench = run.bench or {}
+        if bench.get("status") != "ok":
+            ev.speed_note = "could not measure latency: " + describe_error(bench.get("error") or {}, path.name)
+            return ev
+        ev.latency_us, ev.target, ev.simulator = bench["latency_us"], bench.get("target"), bench.get("simulator", True)
+        ref = reference_latency(q, target, max(timeout, 60.0))
+        if ref.get("status") == "ok":
+            ev.reference_us = ref["latency_us"]
+        else:
+            ev.speed_note = "reference latency unavailable: " + (ref.get("error") or {}).get("message", "")
+    return ev

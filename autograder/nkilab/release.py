@@ -1,0 +1,217 @@
+"""``make release``: authored lessons (notebooks/NN_*.py) -> student notebooks and reference kernels.
+
+For each stage: jupytext turns ``notebooks/<stage>.py`` into ``source/<stage>/<stage>.ipynb`` inside a
+temporary nbgrader course directory; ``nbgrader generate_assignment --force`` builds the student
+version, which is normalised (deterministic cell ids, no volatile metadata) into
+``assignments/<stage>.ipynb``; the ``%%writefile`` solution cells become ``solutions/<stage>/<file>.py``.
+Then every file in assignments/ is scanned for solution markers and for fingerprints of the reference
+code.  ``--check`` regenerates into a temporary directory and fails if the committed files differ.
+
+    python -m nkilab.release            # write assignments/ and solutions/
+    python -m nkilab.release --check    # fail if they are stale or leak solutions
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import jupytext
+import nbformat
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIG = REPO / "autograder" / "nbgrader_config.py"
+MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "BEGIN MARK SCHEME")
+GENERATED_HEADER = "# Reference solution, generated from notebooks/{stage}.py by `make release`. Do not edit.\n"
+KEEP = {"README.md", ".gitignore"}
+WRITEFILE = re.compile(r"^%%writefile\s+(?:-a\s+)?(\S+)\s*$")
+
+
+class ReleaseError(RuntimeError):
+    pass
+
+
+def stages(notebooks: Path) -> list[Path]:
+    return sorted(p for p in notebooks.glob("[0-9][0-9]_*.py"))
+
+
+def load_source(path: Path) -> nbformat.NotebookNode:
+    """The authored lesson as a notebook with deterministic cell ids and no jupytext bookkeeping."""
+    nb = jupytext.read(path, fmt="py:percent")
+    nb.metadata.pop("jupytext", None)
+    seen: set[str] = set()
+    for i, cell in enumerate(nb.cells):
+        cell.metadata.pop("lines_to_next_cell", None)
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        cid = gid or f"cell-{i:03d}"
+        if cid in seen:
+            raise ReleaseError(f"{path.name}: duplicate cell id / grade_id {cid!r}")
+        seen.add(cid)
+        cell["id"] = cid
+    nbformat.validate(nb)
+    return nb
+
+
+def _is_solution(cell: nbformat.NotebookNode) -> bool:
+    return bool(cell.metadata.get("nbgrader", {}).get("solution"))
+
+
+def solution_files(nb: nbformat.NotebookNode) -> dict[str, str]:
+    """``%%writefile`` solution cells -> {file name: reference module text (markers removed)}."""
+    files: dict[str, str] = {}
+    for cell in nb.cells:
+        if cell.cell_type != "code" or not _is_solution(cell):
+            continue
+        first, _, body = cell.source.partition("\n")
+        m = WRITEFILE.match(first.strip())
+        if not m:
+            continue
+        lines = [ln for ln in body.splitlines() if ln.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION")]
+        files[m.group(1)] = "\n".join(lines).strip("\n") + "\n"
+    return files
+
+
+def fingerprints(nb: nbformat.NotebookNode) -> set[str]:
+    """Distinctive lines of the solution regions: long enough, and found nowhere else in the lesson."""
+    inside: set[str] = set()
+    outside: set[str] = set()
+    for cell in nb.cells:
+        region = False
+        for raw in cell.source.splitlines():
+            line = raw.strip().lstrip("#").strip() if cell.cell_type == "markdown" else raw.strip()
+            if "BEGIN SOLUTION" in line or "BEGIN MARK SCHEME" in line:
+                region = True
+                continue
+            if "END SOLUTION" in line or "END MARK SCHEME" in line:
+                region = False
+                continue
+            (inside if region else outside).add(line)
+    return {ln for ln in inside - outside if len(ln) >= 16 and not ln.startswith("#")}
+
+
+def _normalise(nb: nbformat.NotebookNode) -> str:
+    nb.metadata.pop("jupytext", None)
+    nb.metadata.pop("language_info", None)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+        cell.metadata.pop("lines_to_next_cell", None)
+        cell.metadata.pop("execution", None)
+    return nbformat.writes(nb, version=4) + "\n"
+
+
+def _nbgrader(course: Path, stage: str) -> None:
+    cmd = [sys.executable, "-m", "nbgrader", "generate_assignment", stage, "--force",
+           f"--CourseDirectory.root={course}", "--log-level=WARN"]
+    env = dict(os.environ)  # nbgrader runs the `alembic` script from PATH: put this venv's bin/ first
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    proc = subprocess.run(cmd, cwd=course, capture_output=True, text=True, timeout=300, env=env)
+    release = course / "release" / stage / f"{stage}.ipynb"
+    if proc.returncode != 0 or not release.exists():
+        raise ReleaseError(f"nbgrader generate_assignment {stage} failed:\n{proc.stdout}\n{proc.stderr}")
+
+
+def build(out: Path, notebooks: Path = REPO / "notebooks") -> list[Path]:
+    """Generate assignments/ and solutions/ under ``out``; returns the files written."""
+    written: list[Path] = []
+    prints: set[str] = set()
+    with tempfile.TemporaryDirectory(prefix="nkilab-release-") as tmp:
+        course = Path(tmp) / "course"
+        course.mkdir()
+        shutil.copy(CONFIG, course / "nbgrader_config.py")
+        for src in stages(notebooks):
+            stage = src.stem
+            nb = load_source(src)
+            folder = course / "source" / stage
+            folder.mkdir(parents=True)
+            nbformat.write(nb, folder / f"{stage}.ipynb")
+            _nbgrader(course, stage)
+            student = nbformat.read(course / "release" / stage / f"{stage}.ipynb", as_version=4)
+            target = out / "assignments" / f"{stage}.ipynb"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(_normalise(student))
+            written.append(target)
+            for name, text in solution_files(nb).items():
+                path = out / "solutions" / stage / name
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(GENERATED_HEADER.format(stage=stage) + text)
+                written.append(path)
+            prints |= fingerprints(nb)
+    leaks = scan_for_leaks(out / "assignments", prints)
+    if leaks:
+        raise ReleaseError("solution code in assignments/:\n" + "\n".join(leaks))
+    return written
+
+
+def scan_for_leaks(folder: Path, prints: set[str]) -> list[str]:
+    """Every file under ``folder`` (README/.gitignore aside): solution markers or reference-code lines."""
+    found: list[str] = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name not in KEEP):
+        text = path.read_text(errors="replace")
+        for marker in MARKERS:
+            if marker in text:
+                found.append(f"{path}: contains {marker!r}")
+        for fp in sorted(prints):
+            if fp in text:
+                found.append(f"{path}: contains reference code {fp!r}")
+    return found
+
+
+def reference_fingerprints(notebooks: Path = REPO / "notebooks") -> set[str]:
+    prints: set[str] = set()
+    for src in stages(notebooks):
+        prints |= fingerprints(load_source(src))
+    return prints
+
+
+def check(repo: Path = REPO) -> list[str]:
+    """Problems with the committed generated files: stale, missing, extra, or leaking solutions."""
+    problems = scan_for_leaks(repo / "assignments", reference_fingerprints(repo / "notebooks"))
+    with tempfile.TemporaryDirectory(prefix="nkilab-release-check-") as tmp:
+        fresh = Path(tmp)
+        build(fresh, repo / "notebooks")
+        for sub in ("assignments", "solutions"):
+            new = {p.relative_to(fresh / sub) for p in (fresh / sub).rglob("*") if p.is_file()}
+            old = {p.relative_to(repo / sub) for p in (repo / sub).rglob("*")
+                   if p.is_file() and p.name not in KEEP and "__pycache__" not in p.parts}
+            for rel in sorted(new - old):
+                problems.append(f"{sub}/{rel} is missing: run `make release`")
+            for rel in sorted(old - new):
+                if sub == "solutions" or rel.suffix == ".ipynb":
+                    problems.append(f"{sub}/{rel} is not generated by `make release` (stale or hand-made)")
+            for rel in sorted(new & old):
+                if not filecmp.cmp(fresh / sub / rel, repo / sub / rel, shallow=False):
+                    problems.append(f"{sub}/{rel} is stale: run `make release`")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="fail if assignments/ or solutions/ are stale or leak")
+    ap.add_argument("--out", type=Path, default=REPO, help="where assignments/ and solutions/ go")
+    args = ap.parse_args(argv)
+    try:
+        if args.check:
+            problems = check()
+            for p in problems:
+                print(p)
+            print("release check:", "FAILED" if problems else "up to date, no solution code in assignments/")
+            return 1 if problems else 0
+        for path in build(args.out):
+            print("wrote", path.relative_to(args.out) if path.is_relative_to(args.out) else path)
+        return 0
+    except ReleaseError as err:
+        print(f"release failed: {err}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

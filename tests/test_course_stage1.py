@@ -1,0 +1,358 @@
+"""Stage 1 (vector add) end to end: notebooks run under a real Jupyter kernel, the grader's verdicts on
+reference, stub, mutant and hostile submissions, and the release pipeline (fresh, reproducible, no leaks)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from nkilab import check, grade, grade_report
+from nkilab.questions import QUESTIONS
+from nkilab.release import build, load_source, reference_fingerprints, scan_for_leaks, solution_files
+
+REPO = Path(__file__).resolve().parents[1]
+STAGE = "01_vector_add"
+SOLUTIONS = REPO / "solutions" / STAGE
+NOTEBOOK_BUDGET_S = 120
+
+HEADER = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\nimport numpy as np\n\n\n"
+
+
+def write(tmp_path: Path, name: str, body: str) -> Path:
+    path = tmp_path / name
+    path.write_text(HEADER + textwrap.dedent(body))
+    return path
+
+
+# --------------------------------------------------------------------------- notebooks under Jupyter
+
+
+def execute(nb: nbformat.NotebookNode, cwd: Path) -> tuple[nbformat.NotebookNode, float]:
+    start = time.monotonic()
+    client = NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
+                            resources={"metadata": {"path": str(cwd)}})
+    client.execute()
+    return nb, time.monotonic() - start
+
+
+def grade_cells(nb: nbformat.NotebookNode) -> dict[str, tuple[float | None, float, list]]:
+    """grade_id -> (float result of the cell or None, points, outputs) for every autograded code cell."""
+    found = {}
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or not meta.get("grade"):
+            continue
+        value = None
+        for out in cell.outputs:
+            if out.output_type == "execute_result":
+                value = float(out.data["text/plain"])
+        found[meta["grade_id"]] = (value, float(meta["points"]), cell.outputs)
+    return found
+
+
+def errors_and_stderr(nb: nbformat.NotebookNode) -> list[str]:
+    bad = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.output_type == "error":
+                bad.append(f"{cell.get('id')}: {out.ename}: {out.evalue}")
+            if out.output_type == "stream" and out.name == "stderr":
+                bad.append(f"{cell.get('id')}: stderr: {out.text[:300]}")
+    return bad
+
+
+@pytest.mark.slow
+def test_reference_notebook_runs_and_earns_full_marks(tmp_path):
+    nb = load_source(REPO / "notebooks" / f"{STAGE}.py")
+    nb, seconds = execute(nb, tmp_path)
+    assert errors_and_stderr(nb) == []
+    cells = grade_cells(nb)
+    assert set(cells) == {"q1_grade", "q2_grade"}
+    for gid, (value, points, _) in cells.items():
+        assert value == points, f"{gid}: {value} of {points}"
+    # the 128-partition demo shows the compiler's message
+    demo = next(c for c in nb.cells if c.get("id") == "demo_limit")
+    assert "exceed architecture limitation of 128" in "".join(o.get("text", "") for o in demo.outputs)
+    # the check cells say the public checks passed and show the modelled latency against the tiers
+    for cid in ("q1_check", "q2_check"):
+        text = "".join(o.get("text", "") for o in next(c for c in nb.cells if c.get("id") == cid).outputs)
+        assert "Public checks passed; hidden tests run at grading." in text
+        assert "estimate (nkisim cost model, trn2)" in text and "1.00x the reference" in text
+    assert seconds < NOTEBOOK_BUDGET_S, f"reference notebook took {seconds:.0f} s"
+
+
+@pytest.mark.slow
+def test_student_notebook_runs_and_earns_zero(tmp_path):
+    shutil.copy(REPO / "assignments" / f"{STAGE}.ipynb", tmp_path / "nb.ipynb")
+    nb = nbformat.read(tmp_path / "nb.ipynb", as_version=4)
+    nb, seconds = execute(nb, tmp_path)
+    assert errors_and_stderr(nb) == []
+    cells = grade_cells(nb)
+    assert set(cells) == {"q1_grade", "q2_grade"}
+    for gid, (value, _points, outputs) in cells.items():
+        assert value == 0.0, gid
+        assert "not written yet" in "".join(o.get("text", "") for o in outputs)
+    assert seconds < NOTEBOOK_BUDGET_S
+
+
+# --------------------------------------------------------------------------- the grader's verdicts
+
+
+def test_reference_kernels_full_marks():
+    for qid in ("vector_add_naive", "vector_add_stream"):
+        q = QUESTIONS[qid]
+        r = grade_report(qid, q.solution_path, seed=123, verbose=False)
+        assert r.points == q.points, (qid, r)
+
+
+MUTANTS = {
+    # vector_add_naive
+    "returns_input": ("vector_add_naive", """
+        @nki.jit
+        def vector_add_naive(a, b):
+            return a
+        """),
+    "partition_256": ("vector_add_naive", """
+        @nki.jit
+        def vector_add_naive(a, b):
+            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            a_tile = nl.ndarray((256, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
+            a_tile[0:a.shape[0], :] = nl.load(a)
+            b_tile = nl.load(b)
+            nl.store(out, value=nl.add(a_tile[0:a.shape[0], :], b_tile))
+            return out
+        """),
+    "subtracts": ("vector_add_naive", """
+        @nki.jit
+        def vector_add_naive(a, b):
+            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            nl.store(out, value=nl.subtract(nl.load(a), nl.load(b)))
+            return out
+        """),
+    "float32_output": ("vector_add_naive", """
+        @nki.jit
+        def vector_add_naive(a, b):
+            out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+            nl.store(out, value=nl.add(nl.load(a), nl.load(b)))
+            return out
+        """),
+    # vector_add_stream
+    "second_half_not_stored": ("vector_add_stream", """
+        @nki.jit
+        def vector_add_stream(a, b):
+            chunk = 1024
+            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            half = a.shape[1] // 2
+            for j in nl.affine_range(half // chunk):
+                s = j * chunk
+                nl.store(out[:, s:s + chunk], value=nl.add(nl.load(a[:, s:s + chunk]), nl.load(b[:, s:s + chunk])))
+            nl.store(out[:, half:a.shape[1]], value=0.0)
+            return out
+        """),
+    "wrong_offset": ("vector_add_stream", """
+        @nki.jit
+        def vector_add_stream(a, b):
+            chunk = 2048
+            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            for j in nl.affine_range(a.shape[1] // chunk):
+                a_tile = nl.load(a[:, j * chunk:(j + 1) * chunk])
+                b_tile = nl.load(b[:, 0:chunk])
+                nl.store(out[:, j * chunk:(j + 1) * chunk], value=nl.add(a_tile, b_tile))
+            return out
+        """),
+    "first_chunk_only": ("vector_add_stream", """
+        @nki.jit
+        def vector_add_stream(a, b):
+            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            nl.store(out[:, 0:2048], value=nl.add(nl.load(a[:, 0:2048]), nl.load(b[:, 0:2048])))
+            return out
+        """),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_mutants_lose_correctness_points(tmp_path, name):
+    qid, body = MUTANTS[name]
+    path = write(tmp_path, f"{name}.py", body)
+    r = grade_report(qid, path, seed=7, verbose=False)
+    q = QUESTIONS[qid]
+    assert r.correctness < q.correctness_points, (name, r.correctness)
+    assert r.speed == 0.0  # correctness gates speed
+
+
+def test_check_diagnoses_in_plain_words(tmp_path, capsys):
+    path = write(tmp_path, "m.py", MUTANTS["wrong_offset"][1])
+    result = check("vector_add_stream", path)
+    text = capsys.readouterr().out
+    assert not result.passed
+    assert "public case 1/2" in text and "first at index [0, 2048] = row 0 (row tile 0, partition 0), column 2048" in text
+    assert "Public checks passed" not in text and "Speed" not in text
+
+    path = write(tmp_path, "m2.py", MUTANTS["float32_output"][1])
+    check("vector_add_naive", path)  # public cases are float32: passes them
+    assert "Public checks passed; hidden tests run at grading." in capsys.readouterr().out
+
+    path = write(tmp_path, "m3.py", MUTANTS["partition_256"][1])
+    check("vector_add_naive", path)
+    text = capsys.readouterr().out
+    assert "m3.py line" in text and "128" in text
+
+
+def test_check_accepts_a_kernel_object(capsys):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ref_naive", SOLUTIONS / "vector_add_naive.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert check("vector_add_naive", mod.vector_add_naive).passed
+    assert "full speed points" in capsys.readouterr().out
+
+
+def test_slow_kernel_gets_partial_or_no_speed_points(tmp_path):
+    one_tile = write(tmp_path, "one.py", """
+        @nki.jit
+        def vector_add_stream(a, b):
+            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            nl.store(out, value=nl.add(nl.load(a), nl.load(b)))
+            return out
+        """)
+    r = grade_report("vector_add_stream", one_tile, seed=3, verbose=False)
+    assert r.correctness == 2.0 and r.evaluation.ratio > 1.2 and r.speed < 2.0
+    tiny = write(tmp_path, "tiny.py", """
+        @nki.jit
+        def vector_add_stream(a, b):
+            chunk = 128
+            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            for j in nl.affine_range(a.shape[1] // chunk):
+                s = j * chunk
+                nl.store(out[:, s:s + chunk], value=nl.add(nl.load(a[:, s:s + chunk]), nl.load(b[:, s:s + chunk])))
+            return out
+        """)
+    r = grade_report("vector_add_stream", tiny, seed=3, verbose=False)
+    assert r.correctness == 2.0 and r.evaluation.ratio > 2.0 and r.speed == 0.0
+
+
+def test_infinite_loop_times_out_with_zero(tmp_path):
+    path = write(tmp_path, "loop.py", """
+        @nki.jit
+        def vector_add_naive(a, b):
+            while True:
+                pass
+        """)
+    start = time.monotonic()
+    r = grade_report("vector_add_naive", path, seed=1, timeout=5, verbose=False)
+    assert time.monotonic() - start < 30
+    assert r.points == 0.0 and "timed out" in r.evaluation.problem
+
+
+def test_crash_and_import_error_score_zero(tmp_path, capsys):
+    crash = write(tmp_path, "crash.py", """
+        import os
+
+        @nki.jit
+        def vector_add_naive(a, b):
+            os._exit(3)
+        """)
+    assert grade("vector_add_naive", crash, seed=1) == 0.0
+    broken = tmp_path / "broken.py"
+    broken.write_text("def vector_add_naive(a, b)\n    return a\n")
+    assert grade("vector_add_naive", broken, seed=1) == 0.0
+    out = capsys.readouterr()
+    assert "did not import" in out.out and "SyntaxError" in out.out and out.err == ""
+
+
+def test_monkeypatching_numpy_cannot_change_the_grade(tmp_path):
+    path = write(tmp_path, "cheat.py", """
+        import builtins
+        import sys
+
+        np.allclose = lambda *a, **k: True
+        np.isclose = lambda a, b, **k: np.ones(np.shape(a), bool)
+        np.array_equal = lambda *a, **k: True
+        np.testing.assert_allclose = lambda *a, **k: None
+        builtins.float = lambda *a: 3.0
+        for m in list(sys.modules):
+            if m.startswith("nkilab"):
+                sys.modules[m].__dict__.update(grade=lambda *a, **k: 3.0)
+
+        @nki.jit
+        def vector_add_naive(a, b):
+            return a
+        """)
+    r = grade_report("vector_add_naive", path, seed=5, verbose=False)
+    assert r.points == 0.0 and r.correctness == 0.0
+
+
+def test_stderr_noise_in_a_correct_kernel_does_not_cost_points(tmp_path, capsys):
+    path = write(tmp_path, "noisy.py", """
+        import sys
+        import warnings
+
+        print("debug output", file=sys.stderr)
+        warnings.warn("a compiler-style warning")
+
+        @nki.jit
+        def vector_add_naive(a, b):
+            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            nl.store(out, value=nl.add(nl.load(a), nl.load(b)))
+            return out
+        """)
+    assert grade("vector_add_naive", path, seed=2) == 3.0
+    assert capsys.readouterr().err == ""
+
+
+# --------------------------------------------------------------------------- release pipeline
+
+
+@pytest.mark.slow
+def test_release_is_fresh_reproducible_and_leak_free(tmp_path):
+    built = build(tmp_path)
+    assert tmp_path / "assignments" / f"{STAGE}.ipynb" in built
+    for sub in ("assignments", "solutions"):
+        fresh = sorted(p.relative_to(tmp_path / sub) for p in (tmp_path / sub).rglob("*") if p.is_file())
+        assert fresh, sub
+        for rel in fresh:
+            committed = REPO / sub / rel
+            assert committed.exists(), f"{sub}/{rel} missing: run make release"
+            assert committed.read_bytes() == (tmp_path / sub / rel).read_bytes(), f"{sub}/{rel} stale: make release"
+    again = tmp_path / "again"
+    build(again)
+    for p in (tmp_path / "assignments").rglob("*.ipynb"):
+        assert p.read_bytes() == (again / "assignments" / p.name).read_bytes(), "release is not reproducible"
+    assert scan_for_leaks(REPO / "assignments", reference_fingerprints()) == []
+
+
+def test_leak_scan_catches_solution_code(tmp_path):
+    prints = reference_fingerprints()
+    assert prints, "no fingerprints extracted from the reference solutions"
+    leaky = tmp_path / "assignments"
+    leaky.mkdir()
+    shutil.copy(REPO / "assignments" / f"{STAGE}.ipynb", leaky / "ok.ipynb")
+    assert scan_for_leaks(leaky, prints) == []
+    (leaky / "vector_add_stream.py").write_text((SOLUTIONS / "vector_add_stream.py").read_text())
+    assert scan_for_leaks(leaky, prints)
+
+
+def test_solutions_are_the_notebook_solution_cells():
+    files = solution_files(load_source(REPO / "notebooks" / f"{STAGE}.py"))
+    assert set(files) == {"vector_add_naive.py", "vector_add_stream.py"}
+    for name, text in files.items():
+        assert (SOLUTIONS / name).read_text().endswith(text)
+    for q in QUESTIONS.values():
+        assert q.solution_path.exists(), q.solution_path
+
+
+def test_nkilab_imports_from_anywhere(tmp_path):
+    proc = subprocess.run([sys.executable, "-c", "import nkilab; print(nkilab.grade.__name__)"], cwd=tmp_path,
+                          capture_output=True, text=True, env={k: v for k, v in os.environ.items()
+                                                              if k != "PYTHONPATH"})
+    assert proc.returncode == 0 and proc.stdout.strip() == "grade", proc.stderr
