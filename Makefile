@@ -23,8 +23,10 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow" -x
 
+# Simulator wall time vs NumPy, then cost-model estimates vs published hardware latencies.
 bench: $(STAMP)
 	$(PY) bench/run.py
+	$(PY) bench/calibrate.py
 
 # Course: notebooks/NN_*.py (authored) -> assignments/NN_*.ipynb (student) + solutions/NN_*/ (reference).
 release: $(STAMP)
