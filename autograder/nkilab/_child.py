@@ -67,6 +67,25 @@ def load_kernel(module_path: str, function: str) -> Any:
     return fn
 
 
+def make_grid(spec: Any) -> tuple | None:
+    """JSON grid spec -> launch grid: ints stay, {"nc": k} becomes nl.nc(k)."""
+    if spec is None:
+        return None
+    import neuronxcc.nki.language as nl
+
+    return tuple(nl.nc(int(x["nc"])) if isinstance(x, dict) else int(x) for x in spec)
+
+
+def launcher(fn: Any, grid_spec: Any, target: str | None) -> Any:
+    """The call a question makes: ``kernel(*args)`` or ``kernel[grid](*args)``, on the question's target."""
+    grid = make_grid(grid_spec)
+    if on_simulator():
+        from nkisim.runtime.kernel import launch
+
+        return lambda *args: launch(fn, grid, args, {}, target=target)
+    return fn[grid] if grid is not None else fn
+
+
 def run_case(fn: Any, args: list[np.ndarray], module_path: str | None) -> tuple[dict, np.ndarray | None]:
     """Call the kernel once.  Returns (facts, output array or None)."""
     start = time.perf_counter()
@@ -85,7 +104,8 @@ def run_case(fn: Any, args: list[np.ndarray], module_path: str | None) -> tuple[
     return facts, out
 
 
-def benchmark(fn: Any, shapes: list[list[int]], dtypes: list[str], target: str | None) -> dict:
+def benchmark(fn: Any, shapes: list[list[int]], dtypes: list[str], target: str | None,
+              grid_spec: Any = None) -> dict:
     """Latency in µs: the nkisim cost model on the simulator, nki.benchmark's p99 on a device."""
     import neuronxcc.nki as nki
 
@@ -101,6 +121,9 @@ def benchmark(fn: Any, shapes: list[list[int]], dtypes: list[str], target: str |
         rng = np.random.default_rng(0)
         args = [rng.standard_normal(s).astype(np.dtype(d)) for s, d in zip(shapes, dtypes)]
     bench = nki.benchmark(fn, **opts)
+    grid = make_grid(grid_spec)
+    if grid is not None:
+        bench = bench[grid]
     bench(*args)
     lat = float(bench.benchmark_result.nc_latency.get_latency_percentile(99))
     where = getattr(bench.benchmark_result.nc_latency, "target", None) or target or "device"
@@ -119,16 +142,17 @@ def main(workdir: str) -> int:
         write_json(folder / "import.json", {"status": "error", "error": error_info(err, module_path)})
         return 0
     write_json(folder / "import.json", {"status": "ok"})
+    call = launcher(fn, job.get("grid"), job.get("target"))
     for i, case in enumerate(job["cases"]):
         args = [load_array(folder, m) for m in case["args"]]
-        facts, out = run_case(fn, args, module_path)
+        facts, out = run_case(call, args, module_path)
         if out is not None:
             facts["output"] = save_array(folder / f"out_{i}.bin", out)
         write_json(folder / f"case_{i}.json", facts)
     if job.get("bench"):
         b = job["bench"]
         try:
-            facts = benchmark(fn, b["shapes"], b["dtypes"], job.get("target"))
+            facts = benchmark(fn, b["shapes"], b["dtypes"], job.get("target"), job.get("grid"))
         except Exception as err:
             facts = {"status": "error", "error": error_info(err, module_path)}
         write_json(folder / "bench.json", facts)

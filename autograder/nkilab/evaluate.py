@@ -79,7 +79,7 @@ def reference_latency(q: Question, target: str | None, timeout: float) -> dict:
         if not path.exists():
             return {"status": "error", "error": {"type": "FileNotFoundError",
                                                  "message": f"reference solution {path} is missing (run make release)"}}
-        res = run_module(path, q.function, [], bench=_bench_spec(q), target=target, timeout=timeout)
+        res = run_module(path, q.function, [], bench=_bench_spec(q), target=target, timeout=timeout, grid=q.grid)
         _REFERENCE_CACHE[key] = res.bench or {"status": "error", "error": {"type": "RuntimeError",
                                                                            "message": "reference did not benchmark"}}
     return _REFERENCE_CACHE[key]
@@ -87,12 +87,12 @@ def reference_latency(q: Question, target: str | None, timeout: float) -> dict:
 
 def _bench_spec(q: Question) -> tuple[list[tuple[int, ...]], list[str]]:
     c = q.speed_case
-    return [c.shape] * len(q.arg_names), [c.dtype] * len(q.arg_names)
+    return c.shapes(len(q.arg_names)), [c.dtype] * len(q.arg_names)
 
 
 def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int, speed: bool = True,
              target: str | None = None, timeout: float | None = None) -> Evaluation:
-    target = target if target is not None else default_target()
+    target = q.target or (target if target is not None else default_target())
     timeout = timeout if timeout is not None else q.timeout_s
     inproc = callable(module)
     path = Path(getattr(module, "__name__", "kernel") if inproc else module)
@@ -105,9 +105,9 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
     bench = _bench_spec(q) if speed else None
     if inproc:
         with contextlib.redirect_stdout(io.StringIO()):  # nki.benchmark's own print line
-            run = run_inprocess(module, q.function, inputs, bench=bench, target=target)
+            run = run_inprocess(module, q.function, inputs, bench=bench, target=target, grid=q.grid)
     else:
-        run = run_module(path, q.function, inputs, bench=bench, target=target, timeout=timeout)
+        run = run_module(path, q.function, inputs, bench=bench, target=target, timeout=timeout, grid=q.grid)
     ev.run = run
     if run.import_error is not None:
         ev.problem = "your file did not import: " + describe_error(run.import_error, path.name).replace(

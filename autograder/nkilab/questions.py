@@ -32,14 +32,21 @@ PARTIAL_TIER = 2.0  # half the speed points at <= 2x
 
 @dataclass(frozen=True)
 class Case:
-    """One test input: every argument has this shape and dtype."""
+    """One test input: every argument has ``shape`` (or its own entry of ``arg_shapes``) and ``dtype``."""
 
     shape: tuple[int, ...]
     dtype: str = "float32"
+    arg_shapes: tuple[tuple[int, ...], ...] | None = None
+
+    def shapes(self, n_args: int) -> list[tuple[int, ...]]:
+        """The shape of each of the ``n_args`` kernel arguments."""
+        return list(self.arg_shapes) if self.arg_shapes is not None else [self.shape] * n_args
 
     def describe(self, names: tuple[str, ...]) -> str:
-        dims = ", ".join(str(d) for d in self.shape)
-        return f"{', '.join(names)}: {self.dtype} [{dims}]"
+        shapes = self.shapes(len(names))
+        if len(set(shapes)) == 1:
+            return f"{', '.join(names)}: {self.dtype} [{', '.join(str(d) for d in shapes[0])}]"
+        return ", ".join(f"{n}: {self.dtype} [{', '.join(str(d) for d in s)}]" for n, s in zip(names, shapes))
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,10 @@ class Question:
     partial_tier: float = PARTIAL_TIER
     timeout_s: float = 60.0
     tags: tuple[str, ...] = field(default_factory=tuple)
+    #: SPMD launch grid, e.g. (4,) or ({"nc": 2}, 2) for ``kernel[nl.nc(2), 2]``; None = a plain call
+    grid: tuple | None = None
+    #: target the question is graded on (e.g. "trn2" for multi-core); None = the course default
+    target: str | None = None
 
     @property
     def default_module(self) -> str:
@@ -77,7 +88,8 @@ class Question:
         """Deterministic inputs for (seed, case index): independent, non-symmetric normal draws."""
         salt = zlib.crc32(f"{self.qid}:{index}:{case.shape}:{case.dtype}".encode())
         rng = np.random.default_rng([seed & 0xFFFFFFFF, salt])
-        return [rng.standard_normal(case.shape).astype(np.dtype(case.dtype)) for _ in self.arg_names]
+        return [rng.standard_normal(shape).astype(np.dtype(case.dtype))
+                for shape in case.shapes(len(self.arg_names))]
 
     def expected(self, args: list[np.ndarray], case: Case) -> np.ndarray:
         wide = [a.astype(np.float64) for a in args]
@@ -87,44 +99,20 @@ class Question:
         return TOLERANCES.get(dtype, (1e-5, 1e-5))
 
 
-def _add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return a + b
+def _collect() -> list[Question]:
+    """Questions of every stage module in ``nkilab.stages`` (each defines ``QUESTIONS``), in stage order."""
+    import importlib
+    import pkgutil
+
+    from nkilab import stages
+
+    out: list[Question] = []
+    for info in sorted(pkgutil.iter_modules(stages.__path__), key=lambda m: m.name):
+        out.extend(importlib.import_module(f"nkilab.stages.{info.name}").QUESTIONS)
+    return out
 
 
-_QUESTIONS = [
-    # Stage 1: vector add.
-    Question(
-        qid="vector_add_naive",
-        title="Stage 1, Q1: one-tile vector add",
-        function="vector_add_naive",
-        arg_names=("a", "b"),
-        reference=_add,
-        rules="a and b are [P, F] with 1 <= P <= 128 and 1 <= F <= 4096; return a + b with a's dtype",
-        public=(Case((128, 512)), Case((7, 33))),
-        hidden=(Case((1, 1)), Case((127, 512)), Case((128, 4096)), Case((64, 100), "float16"),
-                Case((128, 512), "bfloat16"), Case((1, 4096))),
-        speed_case=Case((128, 512)),
-        solution="01_vector_add/vector_add_naive.py",
-        correctness_points=2.0,
-        speed_points=1.0,
-    ),
-    Question(
-        qid="vector_add_stream",
-        title="Stage 1, Q2: 128 rows by a long free dimension",
-        function="vector_add_stream",
-        arg_names=("a", "b"),
-        reference=_add,
-        rules="a and b are [P, F] with 1 <= P <= 128 and F a multiple of 2048; return a + b with a's dtype",
-        public=(Case((128, 8192)), Case((32, 2048))),
-        hidden=(Case((128, 2048)), Case((1, 4096)), Case((127, 6144)), Case((128, 65536)),
-                Case((128, 8192), "bfloat16"), Case((64, 4096), "float16")),
-        speed_case=Case((128, 65536)),
-        solution="01_vector_add/vector_add_stream.py",
-        correctness_points=2.0,
-        speed_points=2.0,
-    ),
-]
-
+_QUESTIONS = _collect()
 QUESTIONS: dict[str, Question] = {q.qid: q for q in _QUESTIONS}
 
 

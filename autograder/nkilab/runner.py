@@ -60,7 +60,7 @@ def _child_env(target: str | None) -> dict[str, str]:
 
 def run_module(module_path: str | os.PathLike, function: str, cases: list[list[np.ndarray]], *,
                bench: tuple[list[tuple[int, ...]], list[str]] | None = None, target: str | None = None,
-               timeout: float = 60.0, python: str | None = None) -> RunResult:
+               timeout: float = 60.0, python: str | None = None, grid: tuple | None = None) -> RunResult:
     """Run ``function`` from the file ``module_path`` on each input list; optionally benchmark it."""
     module_path = Path(module_path).resolve()
     result = RunResult()
@@ -69,7 +69,8 @@ def run_module(module_path: str | os.PathLike, function: str, cases: list[list[n
         job_cases = []
         for i, args in enumerate(cases):
             job_cases.append({"args": [save_array(folder / f"in_{i}_{j}.bin", a) for j, a in enumerate(args)]})
-        job = {"module": str(module_path), "function": function, "cases": job_cases, "target": target}
+        job = {"module": str(module_path), "function": function, "cases": job_cases, "target": target,
+               "grid": list(grid) if grid is not None else None}
         if bench is not None:
             job["bench"] = {"shapes": [list(s) for s in bench[0]], "dtypes": list(bench[1])}
         write_json(folder / "job.json", job)
@@ -128,7 +129,7 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 def run_inprocess(fn: object, function: str, cases: list[list[np.ndarray]], *,
                   bench: tuple[list[tuple[int, ...]], list[str]] | None = None,
-                  target: str | None = None) -> RunResult:
+                  target: str | None = None, grid: tuple | None = None) -> RunResult:
     """For ``check(qid, kernel_object)`` in a student's own notebook: no isolation, no timeout."""
     from nkilab import _child
 
@@ -141,13 +142,15 @@ def run_inprocess(fn: object, function: str, cases: list[list[np.ndarray]], *,
         if not isinstance(fn, Kernel):
             fn = nki.jit(fn)
     start = time.monotonic()
+    call = _child.launcher(fn, list(grid) if grid is not None else None, target)
     for args in cases:
-        facts, out = _child.run_case(fn, args, None)
+        facts, out = _child.run_case(call, args, None)
         result.cases.append(CaseRun(facts["status"], output=out, error=facts.get("error"),
                                     returned=facts.get("returned"), seconds=facts.get("seconds", 0.0)))
     if bench is not None:
         try:
-            result.bench = _child.benchmark(fn, [list(s) for s in bench[0]], list(bench[1]), target)
+            result.bench = _child.benchmark(fn, [list(s) for s in bench[0]], list(bench[1]), target,
+                                            list(grid) if grid is not None else None)
         except Exception as err:
             result.bench = {"status": "error", "error": _child.error_info(err, None)}
     result.seconds = time.monotonic() - start

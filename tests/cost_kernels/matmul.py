@@ -6,6 +6,8 @@ Shapes as in the tutorial: lhsT [K, M], rhs [K, N], result [M, N], bf16.
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 
+from tests.kernels.matmul import nki_matmul_tiled_ as _tiled_tutorial
+
 TILE_M, TILE_K, TILE_N = 128, 128, 512
 
 
@@ -14,24 +16,8 @@ def _out(lhsT, rhs):
 
 
 def tiled(**jit):
-    @nki.jit(**jit)
-    def nki_matmul_tiled_(lhsT, rhs):
-        result = _out(lhsT, rhs)
-        K, M = lhsT.shape
-        _, N = rhs.shape
-        for m in nl.affine_range(M // TILE_M):
-            for n in nl.affine_range(N // TILE_N):
-                res_psum = nl.zeros((TILE_M, TILE_N), nl.float32, buffer=nl.psum)
-                for k in nl.affine_range(K // TILE_K):
-                    lhsT_tile = nl.ndarray((TILE_K, TILE_M), dtype=lhsT.dtype, buffer=nl.sbuf)
-                    rhs_tile = nl.ndarray((TILE_K, TILE_N), dtype=rhs.dtype, buffer=nl.sbuf)
-                    lhsT_tile[...] = nl.load(lhsT[k * TILE_K:(k + 1) * TILE_K, m * TILE_M:(m + 1) * TILE_M])
-                    rhs_tile[...] = nl.load(rhs[k * TILE_K:(k + 1) * TILE_K, n * TILE_N:(n + 1) * TILE_N])
-                    res_psum += nl.matmul(lhsT_tile[...], rhs_tile[...], transpose_x=True)
-                res_sb = nl.copy(res_psum, dtype=result.dtype)
-                nl.store(result[m * TILE_M:(m + 1) * TILE_M, n * TILE_N:(n + 1) * TILE_N], value=res_sb)
-        return result
-    return nki_matmul_tiled_
+    """The tutorial's basic tiled kernel (the one in tests/kernels/matmul.py), jitted with ``jit`` options."""
+    return nki.jit(_tiled_tutorial.func, **jit)
 
 
 def hoist_load(**jit):
