@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 HBM_SPACES = ("hbm", "private_hbm", "shared_hbm")
@@ -19,9 +20,9 @@ class Buffer:
         self.space = space
         self.alloc = alloc
 
-    @property
+    @functools.cached_property
     def family(self) -> str:
-        """'hbm', 'sbuf' or 'psum'."""
+        """'hbm', 'sbuf' or 'psum' (cached: read for every operand of every op; ``space`` never changes)."""
         return "hbm" if self.space in HBM_SPACES else self.space
 
     def __repr__(self) -> str:

@@ -23,19 +23,21 @@ _loop_ids = itertools.count()
 class Loop:
     """One active loop (affine/sequential/static range) and its current iteration value."""
 
-    __slots__ = ("kind", "start", "stop", "step", "current", "uid", "trip")
+    __slots__ = ("kind", "start", "stop", "step", "current", "uid", "trip", "_bounds")
 
     def __init__(self, kind: str, start: int, stop: int, step: int) -> None:
         self.kind, self.start, self.stop, self.step = kind, start, stop, step
         self.current = start
         self.uid = next(_loop_ids)
         self.trip = len(range(start, stop, step))
+        self._bounds: tuple[int, int] | None = None
 
     def bounds(self) -> tuple[int, int]:
-        r = range(self.start, self.stop, self.step)
-        if not r:
-            return (self.start, self.start)
-        return (min(r[0], r[-1]), max(r[0], r[-1]))
+        b = self._bounds  # the range never changes, and every bound check asks for it
+        if b is None:
+            r = range(self.start, self.stop, self.step)
+            b = self._bounds = (self.start, self.start) if not r else (min(r[0], r[-1]), max(r[0], r[-1]))
+        return b
 
 
 def _is_int(x: Any) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dis
 import functools
+import importlib
 import itertools
 import types
 from typing import Any
@@ -107,6 +108,18 @@ def arange_slices(idx: tuple, data_shape: tuple[int, ...]) -> tuple | None:
     return tuple(out)
 
 
+#: nkisim.ops modules by name, imported on first use (they import this module); a dict lookup is
+#: much cheaper than a function-level ``from nkisim.ops import ...`` on every operator call.
+_OPS: dict[str, types.ModuleType] = {}
+
+
+def _ops(name: str) -> types.ModuleType:
+    mod = _OPS.get(name)
+    if mod is None:
+        mod = _OPS[name] = importlib.import_module(f"nkisim.ops.{name}")
+    return mod
+
+
 def shape_str(name: str, shape: tuple[int, ...]) -> str:
     return f"{name}[{', '.join(str(s) for s in shape)}]"
 
@@ -116,11 +129,15 @@ class Tensor:
 
     __nki_tile__ = True
     __array_priority__ = 1000
+    #: (dtype name, root tensor uid, buffer_info of the root or None in HBM): static facts the trace
+    #: records for every access, computed on first use by ops.base.emit (class default: not yet).
+    #: Plain values only: a reference back to a tensor would make a cycle that keeps its data alive.
+    _trace_facts: tuple | None = None
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, buffer: Buffer, data: np.ndarray | None,
                  name: str = "", par_axis: int = 0, loops: tuple[Loop, ...] = (), base: Tensor | None = None,
                  site: tuple[str, int] | None = None) -> None:
-        self.shape = tuple(int(s) for s in shape)
+        self.shape = tuple(map(int, shape))
         self.dtype = dtype
         self.buffer = buffer
         self.data = data
@@ -168,7 +185,9 @@ class Tensor:
         raise TypeError("NKI tensors cannot be iterated; index them with loops over nl.affine_range")
 
     def full(self) -> Access:
-        return Access.whole(self)
+        acc = Access.__new__(Access)  # Access.whole(self), one call less: every op result is accessed whole
+        acc._fill_whole(self)
+        return acc
 
     def __getitem__(self, key: Any) -> Access:
         return Access(self, key)
@@ -176,9 +195,7 @@ class Tensor:
     def __setitem__(self, key: Any, value: Any) -> None:
         if isinstance(value, Access) and value.done:
             return
-        from nkisim.ops import memory
-
-        memory.assign(Access(self, key), value)
+        _ops("memory").assign(Access(self, key), value)
 
     # --- views --------------------------------------------------------------------------------
     def reshape(self, *shape: Any) -> Tensor:
@@ -232,9 +249,7 @@ class Tensor:
 
     # --- operators: the same ops as nl.add & co, but no partition broadcast -------------------
     def _binop(self, other: Any, op: str, reverse: bool = False) -> Any:
-        from nkisim.ops import elementwise
-
-        return elementwise.operator(self, other, op, reverse)
+        return _ops("elementwise").operator(self, other, op, reverse)
 
     def __add__(self, o: Any) -> Any:
         return self._binop(o, "add")
@@ -320,9 +335,7 @@ class Tensor:
         return elementwise.unary_op("invert", self)
 
     def _inplace(self, other: Any, op: str) -> Tensor:
-        from nkisim.ops import memory
-
-        memory.accumulate(self.full(), other, op)
+        _ops("memory").accumulate(self.full(), other, op)
         return self
 
     def __iadd__(self, o: Any) -> Tensor:
@@ -356,7 +369,7 @@ class Access:
       ('ind', Access)                 indirect index read from an SBUF tile at run time
     """
 
-    __slots__ = ("tensor", "comps", "shape", "advanced", "loops", "done", "par_axis", "_np")
+    __slots__ = ("tensor", "comps", "shape", "advanced", "loops", "done", "par_axis", "_np", "_box", "_whole")
     __nki_tile__ = True
     __array_priority__ = 1000
 
@@ -367,6 +380,8 @@ class Access:
         self.tensor = tensor
         self.done = False
         self._np: tuple | None = None
+        self._box: tuple | None = None  # region box for the trace, see ops.base.region
+        self._whole = False  # built by _fill_whole: every dimension is a full slice
         if not isinstance(key, tuple):
             key = (key,)
         # expand Ellipsis
@@ -468,18 +483,22 @@ class Access:
         cached = _WHOLE.get(key)
         if cached is None:
             proto = Access(tensor, ())
-            cached = (tuple(proto.comps), proto.shape, proto.par_axis, proto.np_index())
+            np_idx = proto.np_index()
+            box = tuple((c, c + 1) if c.__class__ is not slice else (c.start, c.stop) for c in np_idx)
+            cached = (tuple(proto.comps), proto.shape, proto.par_axis, np_idx, box)
             if len(_WHOLE) > 4096:  # bound the memo for programs with unusually many shapes
                 _WHOLE.clear()
             _WHOLE[key] = cached
         self.tensor = tensor
         self.done = False
-        self.comps = list(cached[0])
+        self.comps = cached[0]  # shared: components are only ever read
         self.loops = frozenset()
         self.advanced = False
         self.shape = cached[1]
         self.par_axis = cached[2]
         self._np = cached[3]
+        self._box = cached[4]
+        self._whole = True
 
     # --- description ---------------------------------------------------------------------------
     @property
@@ -556,6 +575,8 @@ class Access:
     # --- checks ------------------------------------------------------------------------------
     def check_bounds(self, valid: np.ndarray | None = None) -> None:
         """The compiler's static out-of-bound check (whole loop range unless a mask applies)."""
+        if valid is None and self._whole:
+            return  # full slices [0, size) of every dimension are always in bounds
         t = self.tensor
         for dim, c in enumerate(self.comps):
             size = t.shape[dim]
@@ -677,9 +698,7 @@ class Access:
 
     # --- in-place operators: t[idx] += x ----------------------------------------------------
     def _inplace(self, other: Any, op: str) -> Access:
-        from nkisim.ops import memory
-
-        memory.accumulate(self, other, op)
+        _ops("memory").accumulate(self, other, op)
         self.done = True
         return self
 

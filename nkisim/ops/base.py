@@ -20,6 +20,15 @@ from nkisim.ops.optable import api
 
 #: "psum|sbuf" -> ["psum", "sbuf"], split once per spelling.
 _ALLOWED: dict[str, list[str]] = {}
+#: API name -> the split spaces of its op-table entry (the table never changes).
+_SPACES_OF: dict[str, list[str]] = {}
+
+
+def _split_spaces(spaces: str) -> list[str]:
+    allowed = _ALLOWED.get(spaces)
+    if allowed is None:
+        allowed = _ALLOWED[spaces] = spaces.split("|")
+    return allowed
 
 
 def operands(name: str, spaces: str | None = None, **named: Any) -> dict[str, Access]:
@@ -27,10 +36,12 @@ def operands(name: str, spaces: str | None = None, **named: Any) -> dict[str, Ac
 
     ``named`` maps parameter names to values; None values are skipped.  Returns Accesses.
     """
-    spaces = spaces or api(name).spaces
-    allowed = _ALLOWED.get(spaces)
-    if allowed is None:
-        allowed = _ALLOWED[spaces] = spaces.split("|")
+    if not spaces:  # the op table's spaces for this API, split once per API name
+        allowed = _SPACES_OF.get(name)
+        if allowed is None:
+            allowed = _SPACES_OF[name] = _split_spaces(api(name).spaces)
+    else:
+        allowed = _split_spaces(spaces)
     out: dict[str, Access] = {}
     for pname, value in named.items():
         if value is None:
@@ -41,7 +52,8 @@ def operands(name: str, spaces: str | None = None, **named: Any) -> dict[str, Ac
             acc = Access.whole(value)
         else:
             raise TypeError(f"'{pname}' of '{name}' must be an NKI tile, got {type(value).__name__}")
-        space = acc.tensor.buffer.family
+        t = acc.tensor
+        space = t.buffer.family
         if space not in allowed:
             raise nki_error("err_unsupported_memory",
                             f"Expected operand '{pname}' of '{name}' to be in address space "
@@ -50,7 +62,8 @@ def operands(name: str, spaces: str | None = None, **named: Any) -> dict[str, Ac
             raise nki_error("err_failed_to_infer_tile_from_local_tensor",
                             f"Failed to infer tile from tensor '{acc.name}', : the first dimension of the tile "
                             f"is not the partition dimension of the tensor.")
-        check_scope(acc)
+        if t.loops:  # check_scope has nothing to check for a tensor allocated outside every loop
+            check_scope(acc)
         out[pname] = acc
     check_partitions(name, out)
     return out
@@ -102,7 +115,7 @@ def tile_shape(acc: Access | Tensor) -> tuple[int, ...]:
 
 def mask_array(mask: Any, shape: tuple[int, ...], name: str) -> np.ndarray | None:
     """Validate ``mask=`` and broadcast it to the instruction's shape (None = everything)."""
-    m = check_mask(mask, name)
+    m = None if mask is None else check_mask(mask, name)
     ctx = active()
     if ctx is not None:
         ctx.op_mask = m  # lets operand reads gather past a tile's end where masked off (cleared by emit)
@@ -164,6 +177,9 @@ def f32(acc: Access | Tensor | None, ctx: KernelContext) -> np.ndarray | None:
 def region(acc: Access) -> tuple:
     """(root id, tensor id, box) of an access, for the scheduler's dependency tracking."""
     t = acc.tensor
+    box = acc._box
+    if box is not None:  # basic accesses: fixed once np_index() is (whole-tile boxes are shared per shape)
+        return (t.root.uid, t.uid, box)
     box = []
     if not acc.advanced:
         # the basic index holds exactly these bounds (ints and slice start/stop), computed once per access
@@ -172,6 +188,8 @@ def region(acc: Access) -> tuple:
                 box.append((c.start, c.stop))
             else:
                 box.append((c, c + 1))
+        box = acc._box = tuple(box)
+        return (t.root.uid, t.uid, box)
     else:
         for c, dim in zip(acc.comps, t.shape):
             if c[0] == "adv":
@@ -195,6 +213,7 @@ def emit(ctx: KernelContext, name: str, engine: str | None = None, reads: Sequen
     names = []
     rregs = []
     wregs = []
+    bufs = []
     for group, regs in ((reads, rregs), (writes, wregs)):
         for a in group:
             s = a.shape
@@ -204,8 +223,15 @@ def emit(ctx: KernelContext, name: str, engine: str | None = None, reads: Sequen
             v = s[1] if len(s) == 2 else math.prod(s[1:])
             if v > n_max:
                 n_max = v
-            names.append(dt.name(a.dtype))
-            regs.append(region(a))
+            t = a.tensor
+            facts = t._trace_facts
+            if facts is None:
+                facts = t._trace_facts = (dt.name(t.dtype), t.root.uid, buffer_info(a) if t.space != "hbm" else None)
+            names.append(facts[0])
+            box = a._box  # region() inlined when the box is already known
+            regs.append(region(a) if box is None else (facts[1], t.uid, box))
+            if facts[2] is not None:
+                bufs.append(facts[2])
     if p is None:
         p = p_max if p_max >= 0 else 1
     if n is None:
@@ -215,7 +241,7 @@ def emit(ctx: KernelContext, name: str, engine: str | None = None, reads: Sequen
                   tuple(rregs), tuple(wregs), user_location(), acc,
                   extra, ctx.instance, tuple([(lp.uid, lp.kind, lp.current) for lp in loops]) if loops else ())
     instr.core = ctx.core
-    instr.bufs = tuple([buffer_info(a) for a in (*reads, *writes) if a.space != "hbm"])
+    instr.bufs = tuple(bufs)
     if instr.engine == "dma":
         instr.run = dma_run(reads, rregs, writes, wregs)
     ctx.trace.append(instr)

@@ -19,6 +19,9 @@ from nkisim.core.tensor import Access, Tensor, as_access, is_tile, shape_str
 from nkisim.ops.base import emit, mask_array, new_tile, operands
 from nkisim.ops.optable import ACTIVATIONS, ALU
 
+_FLOAT32 = np.dtype(np.float32)
+_INT64 = np.dtype(np.int64)
+
 
 def values(acc: Access | None, ctx: KernelContext, compute: np.dtype, shape: tuple[int, ...] | None = None) -> Any:
     """Operand values in the compute dtype, reshaped so a (P,) tile broadcasts as (P, 1, ...)."""
@@ -97,35 +100,46 @@ def binary_op(name: str, x: Any, y: Any, *, dtype: Any = None, mask: Any = None,
     """An elementwise ALU op of two operands (tiles or scalars), NumPy broadcasting."""
     ctx = current()
     spec = ALU[name]
-    tiles = {k: v for k, v in (("x", x), ("y", y)) if is_tile(v)}
-    if not tiles:
+    # straight-line code instead of per-operand dicts: this runs once per simulated instruction
+    xt, yt = is_tile(x), is_tile(y)
+    if xt and yt:
+        accs = operands(name, x=x, y=y)
+        xa, ya = accs["x"], accs["y"]
+        xs, ys = xa.shape, ya.shape
+        out_shape = xs if xs == ys else broadcast_shape(name, {"x": xs, "y": ys}, partition_broadcast)
+        xd, yd = xa.dtype, ya.dtype
+    elif xt:
+        xa, ya = operands(name, x=x)["x"], None
+        out_shape = xs = xa.shape
+        xd, yd = xa.dtype, dt.scalar_dtype(y)
+    elif yt:
+        xa, ya = None, operands(name, y=y)["y"]
+        out_shape = ys = ya.shape
+        xd, yd = dt.scalar_dtype(x), ya.dtype
+    else:
         raise TypeError(f"nl.{name} needs at least one tile operand")
-    accs = operands(name, **tiles)
-    shapes = {k: a.shape for k, a in accs.items()}
-    out_shape = broadcast_shape(name, shapes, partition_broadcast)
-    dts = [accs[k].dtype if k in accs else dt.scalar_dtype(v) for k, v in (("x", x), ("y", y))]
     if dtype is not None:
         out_dt = dt.normalize(dtype)
     elif spec.compare:
         out_dt = dt.bool_
     else:
-        out_dt = dt.promote(dts[0], dts[1])
+        out_dt = dt.promote(xd, yd)
     if spec.bitvec:
-        compute = np.dtype(np.int64)
+        compute = _INT64
     elif name == "divide" or dt.is_float(out_dt):
-        compute = np.dtype(np.float32)
+        compute = _FLOAT32
     else:
-        compute = dt.compute_dtype(*dts)
+        compute = dt.compute_dtype(xd, yd)
     valid = mask_array(mask, out_shape, name)
     vals = None
     if ctx.numerics:
-        ops = [values(accs[k], ctx, compute, out_shape) if k in accs else scalar_value(v, compute)
-               for k, v in (("x", x), ("y", y))]
-        vals = spec.fn(ops[0], ops[1])
+        vals = spec.fn(values(xa, ctx, compute, out_shape) if xt else scalar_value(x, compute),
+                       values(ya, ctx, compute, out_shape) if yt else scalar_value(y, compute))
     tile = new_tile(ctx, out_shape, out_dt, vals, valid)
-    scalarish = len(accs) == 1 or any(_is_vector(s, out_shape) for s in shapes.values())
-    tile.producer = emit(ctx, "tensor_scalar" if scalarish else "tensor_tensor", "dve", reads=list(accs.values()),
-                         writes=[tile.full()], extra={"alu": name})
+    scalarish = not (xt and yt) or _is_vector(xs, out_shape) or _is_vector(ys, out_shape)
+    tile.producer = emit(ctx, "tensor_scalar" if scalarish else "tensor_tensor", "dve",
+                         reads=[xa, ya] if xt and yt else [xa if xt else ya], writes=[tile.full()],
+                         extra={"alu": name})
     return tile
 
 

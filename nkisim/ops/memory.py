@@ -12,6 +12,7 @@ from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.indexing import Affine
 from nkisim.core.tensor import Access, Tensor, as_access, compact, is_tile, shape_str
+from nkisim.cost.trace import buffer_info
 from nkisim.ops.base import (
     check_partitions,
     check_scope,
@@ -21,6 +22,7 @@ from nkisim.ops.base import (
     new_tile,
     operands,
     out_dtype,
+    region,
     tile_shape,
 )
 from nkisim.ops.optable import ALU
@@ -185,9 +187,6 @@ def assign(dst: Access, value: Any) -> None:
         producer = value.producer if isinstance(value, Tensor) else None
         if producer is not None and ctx.trace and ctx.trace[-1] is producer:
             # the producing instruction writes straight into the destination
-            from nkisim.cost.trace import buffer_info
-            from nkisim.ops.base import region
-
             producer.writes = (region(dst),)
             producer.bufs = producer.bufs + (buffer_info(dst),)
         else:
@@ -231,9 +230,6 @@ def accumulate(dst: Access, value: Any, op: str) -> None:
         fit_shape(src_shape, dst.shape, dst.name, "value")
     producer = value.producer if isinstance(value, Tensor) else None
     if producer is not None and producer.engine == "pe" and ctx.trace and ctx.trace[-1] is producer and op == "add":
-        from nkisim.cost.trace import buffer_info
-        from nkisim.ops.base import region
-
         producer.writes = (region(dst),)
         producer.bufs = producer.bufs + (buffer_info(dst),)
         producer.acc = True

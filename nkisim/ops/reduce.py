@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -86,7 +87,7 @@ def reduce(op: str, x: Any, axis: Any, *, dtype: Any = None, mask: Any = None, k
         if negate:
             vals = -vals
     tile = new_tile(ctx, out_shape, out_dt, vals, valid)
-    n_in = int(np.prod(a.shape[1:])) if len(a.shape) > 1 else 1
+    n_in = math.prod(a.shape[1:]) if len(a.shape) > 1 else 1
     tile.producer = emit(ctx, "tensor_reduce", "dve", reads=[a], writes=[tile.full()], n=n_in,
                          extra={"alu": op, "kind": kind})
     return tile
