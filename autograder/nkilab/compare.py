@@ -98,6 +98,8 @@ def _first(mask: np.ndarray) -> tuple[int, ...]:
 def _where(idx: tuple[int, ...]) -> str:
     if len(idx) == 0:
         return "the only element"
+    if len(idx) == 1:  # a 1-D vector: its tiles depend on how the kernel reshapes it, so name the element only
+        return f"index [{idx[0]}] (element {idx[0]} of the vector)"
     row = idx[0]
     tile, part = divmod(row, PMAX)
     rest = ", ".join(str(i) for i in idx[1:])
