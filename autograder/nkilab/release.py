@@ -78,11 +78,14 @@ def solution_files(nb: nbformat.NotebookNode) -> dict[str, str]:
     return files
 
 
-def fingerprints(nb: nbformat.NotebookNode) -> set[str]:
-    """Distinctive lines of the solution regions: long enough, and found nowhere else in the lesson."""
+def fingerprints(*nbs: nbformat.NotebookNode) -> set[str]:
+    """Distinctive lines of the solution regions: long enough, and found nowhere else in the lessons given.
+
+    Pass every lesson at once: a line one lesson shows students outside its solutions (boilerplate such as
+    ``i_p = nl.arange(128)[:, None]``) is public, so it cannot be another lesson's fingerprint."""
     inside: set[str] = set()
     outside: set[str] = set()
-    for cell in nb.cells:
+    for cell in (c for nb in nbs for c in nb.cells):
         region = False
         for raw in cell.source.splitlines():
             line = raw.strip().lstrip("#").strip() if cell.cell_type == "markdown" else raw.strip()
@@ -122,7 +125,7 @@ def _nbgrader(course: Path, stage: str) -> None:
 def build(out: Path, notebooks: Path = REPO / "notebooks") -> list[Path]:
     """Generate assignments/ and solutions/ under ``out``; returns the files written."""
     written: list[Path] = []
-    prints: set[str] = set()
+    lessons: list[nbformat.NotebookNode] = []
     with tempfile.TemporaryDirectory(prefix="nkilab-release-") as tmp:
         course = Path(tmp) / "course"
         course.mkdir()
@@ -144,8 +147,8 @@ def build(out: Path, notebooks: Path = REPO / "notebooks") -> list[Path]:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(GENERATED_HEADER.format(stage=stage) + text)
                 written.append(path)
-            prints |= fingerprints(nb)
-    leaks = scan_for_leaks(out / "assignments", prints)
+            lessons.append(nb)
+    leaks = scan_for_leaks(out / "assignments", fingerprints(*lessons))
     if leaks:
         raise ReleaseError("solution code in assignments/:\n" + "\n".join(leaks))
     return written
@@ -166,10 +169,7 @@ def scan_for_leaks(folder: Path, prints: set[str]) -> list[str]:
 
 
 def reference_fingerprints(notebooks: Path = REPO / "notebooks") -> set[str]:
-    prints: set[str] = set()
-    for src in stages(notebooks):
-        prints |= fingerprints(load_source(src))
-    return prints
+    return fingerprints(*(load_source(src) for src in stages(notebooks)))
 
 
 def check(repo: Path = REPO) -> list[str]:

@@ -90,6 +90,8 @@ class Buffers:
         self.info: dict[int, tuple] = {}
         self.phys: dict[int, Any] = {}
         self.count: dict[Any, int] = {}
+        self.site_of: dict[int, Any] = {}  # allocation site of in-loop op results (no nl.ndarray site)
+        per_line: dict[tuple, int] = {}
         sites: dict[Any, int] = {}
         fixed = 0
         # an op's result tile that was assigned into another tile (tile[...] = nl.load(...)) never
@@ -101,13 +103,24 @@ class Buffers:
                     self.info[b[0]] = b
                     if b[1] == "sbuf" and not b[3]:
                         if b[4]:
-                            key = b[2] or ins.loc
+                            key = b[2] or self._result_site(b[0], ins, per_line)
                             sites[key] = max(sites.get(key, 0), b[6])
                         else:
                             fixed += b[6]
         self.k = self._rotations(sites, prm["buffers"]["sbuf_partition_bytes"] - fixed,
                                  prm["buffers"]["sbuf_rotation"])
         self.psum_k = prm["buffers"]["psum_rotation"]
+
+    def _result_site(self, root: int, ins: Instr, per_line: dict[tuple, int]) -> tuple:
+        """An op's result tile has no nl.ndarray site: the n-th new one on a source line in one loop
+        iteration gets site (line, n), so ``nl.add(nl.load(x), nl.load(y))`` written on one line has
+        three allocation sites, as it would written as three statements (the compiler allocates each
+        tile on its own; the line it is written on does not matter)."""
+        it = (ins.loc, ins.loops)
+        n = per_line.get(it, 0)
+        per_line[it] = n + 1
+        site = self.site_of[root] = (ins.loc, n) if n else ins.loc
+        return site
 
     @staticmethod
     def _rotations(sites: dict[Any, int], room: int, rot: int) -> dict[Any, int]:
@@ -137,7 +150,8 @@ class Buffers:
             return (root, tid), box
         phys = self.phys.get(root)
         if phys is None:
-            site_key = (space, site or loc)
+            site = site or self.site_of.get(root, loc)
+            site_key = (space, site)
             n = self.count.get(site_key, 0)
             self.count[site_key] = n + 1
             kk = self.psum_k if space == "psum" else self.k.get(site or loc, 1)
@@ -153,6 +167,15 @@ class Schedule:
         self.end = [0.0] * n
         self.busy: dict[str, float] = {e: 0.0 for e in (*COMPUTE, "dma")}
         self.core_end: dict[int, float] = {}
+
+
+def _on_core(region: tuple[Any, tuple], root: int, core: int, space_of: dict[int, str]) -> tuple[Any, tuple]:
+    """SBUF and PSUM are per NeuronCore: rotating (or mod-allocated) physical tiles of different cores
+    never alias, so their keys carry the core (core 0 keeps its plain key; HBM is shared by all)."""
+    key, box = region
+    if core and space_of.get(root) in ("sbuf", "psum"):
+        return ("core", core, key), box
+    return key, box
 
 
 def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
@@ -183,8 +206,10 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
         if core is None:
             core = cores[ins.core] = Core(prm)
         e = ins.engine if ins.engine in COMPUTE or ins.engine == "dma" else "dve"
-        reads = [(bufs.key(r[0], r[1], r[2], ins.loc), False) for r in ins.reads if r[0] in written]
-        writes = [(bufs.key(w[0], w[1], w[2], ins.loc), True) for w in ins.writes]
+        reads = [(_on_core(bufs.key(r[0], r[1], r[2], ins.loc), r[0], ins.core, space_of), False)
+                 for r in ins.reads if r[0] in written]
+        writes = [(_on_core(bufs.key(w[0], w[1], w[2], ins.loc), w[0], ins.core, space_of), True)
+                  for w in ins.writes]
         ready = 0.0
         for (key, box), is_w in (*reads, *writes):
             ready = max(ready, board.ready(key, box, e, is_w))

@@ -1,0 +1,304 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# # Stage 5 — SPMD launch grids and two NeuronCores
+#
+# **Goals.** By the end of this notebook you can
+#
+# 1. launch one kernel as many **SPMD instances** with `kernel[grid](...)` and give each instance its share of
+#    the work with `nl.program_id` and `nl.num_programs`;
+# 2. have all instances write disjoint parts of one `nl.shared_hbm` output;
+# 3. spread instances over the **two physical NeuronCores** of a trn2 logical core with `nl.nc(2)`, and know
+#    why the same grid fails on trn1;
+# 4. read the estimated speedup of two cores over one, and say where it falls short of 2×.
+#
+# The kernel questions here are graded on **trn2**, launched with the grid given in each question.
+
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+import contextlib
+import importlib.util
+import io
+
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+import numpy as np
+
+try:
+    import nkisim
+
+    ON_SIMULATOR = nkisim.using_simulator()
+except ImportError:  # a Neuron machine without the course simulator installed
+    ON_SIMULATOR = False
+
+from nkilab import check
+
+print("neuronxcc.nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR else "the Neuron compiler")
+
+
+def load_kernel(path, name):
+    """Import the kernel ``name`` from the file a %%writefile cell wrote."""
+    spec = importlib.util.spec_from_file_location(name + "_module", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name)
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "grids", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## 1. One kernel, many instances
+#
+# `kernel[4](x)` runs the kernel body **four times**, as instances 0..3 of a one-dimensional launch grid. Every
+# instance sees the same arguments; inside, `nl.program_id(0)` says which instance this is and
+# `nl.num_programs(0)` how many there are along axis 0 (grids can have more axes: `kernel[2, 3]`).
+#
+# The output is created once for the whole grid: an `nl.ndarray(..., buffer=nl.shared_hbm)` is **shared** by all
+# instances (SBUF tiles and `nl.hbm`/`private_hbm` tensors are private to each instance). So each instance must
+# write its own, disjoint part of it. The usual split is one contiguous block of rows per instance:
+
+# %% nbgrader={"grade": false, "grade_id": "demo_grid", "locked": true, "schema_version": 3, "solution": false, "task": false}
+def _double_blocks(x):
+    """2 * x; instance i handles rows [i*B, (i+1)*B) with B = rows / instances (B <= 128 here)."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)  # one output, shared by all instances
+    block = x.shape[0] // nl.num_programs(0)
+    start = nl.program_id(0) * block
+    tile = nl.load(x[start:start + block, :])
+    nl.store(out[start:start + block, :], value=nl.multiply(tile, 2.0))
+    return out
+
+
+double_blocks = nki.jit(_double_blocks)
+x = np.arange(8 * 3, dtype=np.float32).reshape(8, 3)
+print(double_blocks[4](x))  # 4 instances of 2 rows each
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "grid_bug", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# Use `nl.num_programs` rather than a hard-coded count. Below, a kernel that *assumes* 4 instances is launched
+# with 3: nobody writes the last block. The simulator shows never-written output as NaN; on hardware it would
+# be whatever the memory held before — a silent bug.
+
+# %% nbgrader={"grade": false, "grade_id": "demo_grid_bug", "locked": true, "schema_version": 3, "solution": false, "task": false}
+@nki.jit
+def double_assumes_four(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    block = x.shape[0] // 4  # wrong: assumes the grid has 4 instances
+    start = nl.program_id(0) * block
+    nl.store(out[start:start + block, :], value=nl.multiply(nl.load(x[start:start + block, :]), 2.0))
+    return out
+
+
+print(double_assumes_four[3](x))
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "q1_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## 2. Your kernel: `vector_add_spmd` (3 points)
+#
+# Write `vector_add_spmd(a, b)`, returning `a + b`. The grader launches it as **`vector_add_spmd[4](a, b)`** on trn2.
+#
+# * `a`, `b` are `[R, F]` with R a multiple of 512 (so each of the 4 instances gets a whole number of 128-row
+#   tiles) and 1 ≤ F ≤ 2048; float32, float16 or bfloat16.
+# * Instance `i` computes rows `[i * R / n, (i + 1) * R / n)` where `n = nl.num_programs(0)`, in 128-row tiles
+#   (`nl.affine_range` over its tiles), into the one shared output.
+#
+# Correctness 2 points, speed 1 (4096 × 1024 float32).
+
+# %% nbgrader={"grade": false, "grade_id": "q1_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %%writefile vector_add_spmd.py
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def vector_add_spmd(a, b):
+    """a + b; launched as vector_add_spmd[n](a, b), each instance adds one block of R / n rows."""
+    ### BEGIN SOLUTION
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    rows_per_instance = a.shape[0] // nl.num_programs(0)
+    first_row = nl.program_id(0) * rows_per_instance
+    for t in nl.affine_range(rows_per_instance // 128):
+        r0 = first_row + t * 128
+        a_tile = nl.load(a[r0:r0 + 128, :])
+        b_tile = nl.load(b[r0:r0 + 128, :])
+        nl.store(out[r0:r0 + 128, :], value=nl.add(a_tile, b_tile))
+    return out
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": false, "grade_id": "q1_check", "locked": true, "schema_version": 3, "solution": false, "task": false}
+check("vector_add_spmd", "vector_add_spmd.py");
+
+# %% nbgrader={"grade": true, "grade_id": "q1_grade", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+# Grading: correctness on public + hidden cases (2 points), then speed vs the reference (1 point).
+from nkilab import grade
+
+grade("vector_add_spmd", "vector_add_spmd.py")
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "cores", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## 3. Two NeuronCores: `nl.nc(2)`
+#
+# On a single NeuronCore the instances of a grid run **one after another**, so `kernel[4]` is no faster than one
+# instance doing all the work (its point is to write the work split once). A **trn2** chip groups two physical
+# NeuronCores into one logical core, and a grid dimension written `nl.nc(2)` spreads its instances over both:
+#
+# | launch | instances | where they run |
+# |---|---|---|
+# | `kernel[nl.nc(2)](...)` | 2 | instance 0 on core 0, instance 1 on core 1, **at the same time** |
+# | `kernel[nl.nc(2), 2](...)` | 2 × 2 | `program_id(0)` picks the core; the 2 along axis 1 run in turn on it |
+# | `kernel[nl.spmd_dim(nl.nc(2), 2)](...)` | 4 along one axis | core 0 gets instances 0, 1; core 1 gets 2, 3 |
+#
+# Each physical core has its own engines, SBUF and 16 DMA queues, so a memory-bound kernel can move twice the bytes
+# per microsecond. `nl.program_id` and `nl.num_programs` work as before: the kernel body does not change.
+#
+# A trn1 NeuronCore has no partner core; the compiler refuses a multi-core grid there. Run it:
+
+# %% nbgrader={"grade": false, "grade_id": "demo_trn1", "locked": true, "schema_version": 3, "solution": false, "task": false}
+on_trn2 = nki.jit(_double_blocks, platform_target="trn2")
+print("trn2, nl.nc(2):\n", on_trn2[nl.nc(2)](x))
+four = on_trn2[nl.spmd_dim(nl.nc(2), 2)](x)  # 4 instances of 2 rows, two per core
+print("trn2, nl.spmd_dim(nl.nc(2), 2) gives the same result:", np.array_equal(four, 2 * x))
+try:
+    nki.jit(_double_blocks, platform_target="trn1")[nl.nc(2)](x)
+except Exception as err:  # the compiler's error, shown instead of stopping the notebook
+    print(f"trn1, nl.nc(2): {type(err).__name__}: {err}")
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "q2_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## 4. Your kernel: `rmsnorm_2core` (4 points)
+#
+# Write `rmsnorm_2core(a, g)`: the RMSNorm of stage 4 (ε = 1e-6, any R ≥ 1, 1 ≤ C ≤ 4096, float32 or bfloat16),
+# launched by the grader as **`rmsnorm_2core[nl.nc(2)](a, g)`** on trn2.
+#
+# * Split the `ceil(R / 128)` row tiles between the `nl.num_programs(0)` instances: instance `p` takes tiles
+#   `p * T, ..., p * T + T - 1` with `T = ceil(tiles / instances)`.
+# * Some of those tiles may be partial or lie entirely past the last row (e.g. R = 1: instance 1 has nothing to do);
+#   the mask `rows < R` handles both — a fully masked instruction does nothing.
+# * Start from your `rmsnorm_fast`; each instance loads and broadcasts `g` for itself (SBUF is per core).
+#
+# Correctness 2 points, speed 2 (8192 × 2048 float32, on two cores).
+
+# %% nbgrader={"grade": false, "grade_id": "q2_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %%writefile rmsnorm_2core.py
+import math
+
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+import numpy as np
+
+
+@nki.jit
+def rmsnorm_2core(a, g):
+    """RMSNorm(a) * g; launched as rmsnorm_2core[nl.nc(2)](a, g), each instance takes a block of row tiles."""
+    ### BEGIN SOLUTION
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    n_rows, n_cols = a.shape
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(n_cols)[None, :]
+    tiles_per_instance = math.ceil(math.ceil(n_rows / 128) / nl.num_programs(0))
+    first_tile = nl.program_id(0) * tiles_per_instance
+    g_bcast = nl.load(g.reshape((1, n_cols))[nl.arange(1)[:, None], i_f]).broadcast_to((128, n_cols))
+    for t in nl.affine_range(tiles_per_instance):
+        rows = (first_tile + t) * 128 + i_p
+        valid = rows < n_rows
+        a_tile = nl.load(a[rows, i_f], mask=valid)
+        sum_sq = nl.ndarray((128, 1), dtype=nl.float32)
+        nisa.activation_reduce(op=nl.square, data=a_tile, reduce_op=np.add, reduce_res=sum_sq[i_p, 0],
+                               dtype=nl.float32, mask=valid)
+        inv_rms = nl.rsqrt(nisa.tensor_scalar(sum_sq, np.multiply, 1.0 / n_cols, op1=np.add, operand1=1e-6,
+                                              mask=valid), mask=valid)
+        normed = nisa.activation(op=nl.copy, data=a_tile, scale=inv_rms, mask=valid)
+        nl.store(out[rows, i_f], value=nl.multiply(normed, g_bcast, dtype=a.dtype, mask=valid), mask=valid)
+    return out
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": false, "grade_id": "q2_check", "locked": true, "schema_version": 3, "solution": false, "task": false}
+check("rmsnorm_2core", "rmsnorm_2core.py");
+
+# %% nbgrader={"grade": true, "grade_id": "q2_grade", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+# Grading: correctness on public + hidden cases (2 points), then speed vs the reference (2 points).
+from nkilab import grade
+
+grade("rmsnorm_2core", "rmsnorm_2core.py")
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "speedup_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## 5. What does the second core buy?
+#
+# The same kernel, three launches: one instance doing everything (`[1]`), two instances on one core (`[2]`), and
+# two instances on two cores (`[nl.nc(2)]`). The cell estimates each on trn2 for growing R (C = 2048, float32)
+# and plots the speedup of `[nl.nc(2)]` over `[1]`. All latencies are **cost-model estimates for trn2**.
+
+# %% nbgrader={"grade": false, "grade_id": "speedup_demo", "locked": true, "schema_version": 3, "solution": false, "task": false}
+def estimate_us(kernel, grid, rows, cols=2048):
+    if ON_SIMULATOR:
+        from neuronxcc.nki import typing as nt
+
+        args = (nt.tensor[[rows, cols], nl.float32], nt.tensor[[cols], nl.float32])
+    else:  # on a device nki.benchmark needs real arrays (their values do not matter)
+        args = (np.ones((rows, cols), np.float32), np.ones(cols, np.float32))
+    bench = nki.benchmark(kernel, platform_target="trn2")[grid]
+    with contextlib.redirect_stdout(io.StringIO()):  # nki.benchmark's own report line
+        bench(*args)
+    return bench.benchmark_result.nc_latency.get_latency_percentile(99)
+
+
+row_counts = [256, 1024, 4096, 8192]
+speedups = []
+try:
+    kernel = load_kernel("rmsnorm_2core.py", "rmsnorm_2core")
+    print("estimated latency on trn2 (us):")
+    print(f"{'R':>6} {'[1]':>9} {'[2]':>9} {'[nc(2)]':>9} {'speedup':>8}")
+    for rows in row_counts:
+        one, two_serial, two_cores = (estimate_us(kernel, grid, rows) for grid in ((1,), (2,), (nl.nc(2),)))
+        speedups.append(one / two_cores)
+        print(f"{rows:6d} {one:9.1f} {two_serial:9.1f} {two_cores:9.1f} {one / two_cores:7.2f}x")
+except Exception as err:  # e.g. rmsnorm_2core is not written yet
+    print(f"write rmsnorm_2core first ({type(err).__name__}: {err})")
+
+if speedups:
+    try:
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(5, 3))
+        ax.plot(row_counts, speedups, "o-", label="nl.nc(2) vs one instance")
+        ax.axhline(2.0, ls="--", c="gray", label="ideal 2x")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("rows R (C = 2048, float32)")
+        ax.set_ylabel("estimated speedup (trn2)")
+        ax.legend()
+        plt.show()
+    except ImportError:
+        pass
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "w1_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ### Written question (1 point)
+#
+# In the table, why is `[2]` no faster than `[1]`, while `[nl.nc(2)]` is? And why is the two-core speedup well below
+# 2× for R = 256 but close to 2× for R = 8192? Two or three sentences.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "w1_answer", "locked": false, "points": 1, "schema_version": 3, "solution": true, "task": false}
+# ### BEGIN SOLUTION
+# Instances of a grid on one NeuronCore run one after another on the same engines and DMA queues, so splitting the
+# work into two instances there changes nothing; `nl.nc(2)` puts the two instances on two physical cores, each with
+# its own engines and DMA queues, so they move data at the same time. The speedup is below 2× because some costs are
+# not split: the fixed launch cost (about 11 µs in the cost model), each core's own load and broadcast of `g`, and the pipeline's start
+# and end; with few rows (R = 256, one tile per core) those dominate, with many rows the per-row work dominates and
+# the speedup approaches 2×.
+# ### END SOLUTION
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "hardware", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## On real hardware
+#
+# * On trn2, `nl.nc(2)` grids need the logical-core configuration with two physical cores per logical core (the
+#   default, LNC = 2); the speedup you measure with `nki.benchmark` is a **measurement**, the numbers above are
+#   cost-model **estimates**.
+# * On trn1 each NeuronCore runs its own kernel: use an integer grid there (or run one kernel per core from the
+#   framework), since a multi-core grid is a compile error, as shown above.
+# * Instances share the HBM output but nothing else: there is no synchronisation between them inside a kernel,
+#   which is why each must write a disjoint part of the output.
