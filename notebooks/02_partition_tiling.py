@@ -29,9 +29,6 @@
 # (trn2 unless stated), never a hardware measurement — unless you run the notebook on a Neuron device.
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
-import contextlib
-import io
-
 import matplotlib.pyplot as plt
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
@@ -44,27 +41,11 @@ try:
 except ImportError:  # a Neuron machine without the course simulator installed
     ON_SIMULATOR = False
 
-from nkilab import check
+from nkilab import check, latency_label, latency_us
 
 TARGET = "trn2"  # the target the cost model estimates for (and the course grades on)
 
-
-def latency_us(kernel, *arrays, target=TARGET):
-    """p99 latency of kernel(*arrays) in us: a cost-model estimate for `target` on the simulator (traced
-    without numerics, so big shapes are cheap), nki.benchmark's measurement on a Neuron device."""
-    if ON_SIMULATOR:
-        import neuronxcc.nki.typing as nt
-
-        args = [nt.tensor[list(x.shape), x.dtype] for x in arrays]  # shape/dtype placeholders
-        bench = nki.benchmark(kernel, platform_target=target)
-    else:
-        args, bench = arrays, nki.benchmark(kernel)
-    with contextlib.redirect_stdout(io.StringIO()):  # the benchmark's own banner
-        bench(*args)
-    return bench.benchmark_result.nc_latency.get_latency_percentile(99)
-
-
-LABEL = f"estimate: nkisim cost model, {TARGET}" if ON_SIMULATOR else "measured on this device"
+LABEL = latency_label(TARGET)  # "estimate: nkisim cost model, <target>" on the simulator
 print("neuronxcc.nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR else "the Neuron compiler")
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "limit", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -169,7 +150,7 @@ def add_tiles_of(h):
 
 a_big = np.zeros((2048, 512), dtype=np.float32)
 heights = [1, 2, 4, 8, 16, 32, 64, 128]
-lat = [latency_us(add_tiles_of(h), a_big, a_big) for h in heights]
+lat = [latency_us(add_tiles_of(h), a_big, a_big, target=TARGET) for h in heights]
 print(f"{'tile height':>11}  {'DMA transfers':>13}  {'latency (' + LABEL + ')':>44}")
 for h, us in zip(heights, lat):
     print(f"{h:>11}  {3 * 2048 // h:>13}  {us:>41.1f} us")

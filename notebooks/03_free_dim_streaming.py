@@ -30,9 +30,6 @@
 # CS149 numbers we compare with; `check` and grading use **trn2**, the course's target.
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
-import contextlib
-import io
-
 import matplotlib.pyplot as plt
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
@@ -45,27 +42,11 @@ try:
 except ImportError:  # a Neuron machine without the course simulator installed
     ON_SIMULATOR = False
 
-from nkilab import check
+from nkilab import check, latency_label, latency_us
 
 TARGET = "trn1"  # the demos' target: CS149 published its vector-add numbers on trn1
 
-
-def latency_us(kernel, *arrays, target=TARGET):
-    """p99 latency of kernel(*arrays) in us: a cost-model estimate for `target` on the simulator (traced
-    without numerics, so big shapes are cheap), nki.benchmark's measurement on a Neuron device."""
-    if ON_SIMULATOR:
-        import neuronxcc.nki.typing as nt
-
-        args = [nt.tensor[list(x.shape), x.dtype] for x in arrays]  # shape/dtype placeholders
-        bench = nki.benchmark(kernel, platform_target=target)
-    else:
-        args, bench = arrays, nki.benchmark(kernel)
-    with contextlib.redirect_stdout(io.StringIO()):  # the benchmark's own banner
-        bench(*args)
-    return bench.benchmark_result.nc_latency.get_latency_percentile(99)
-
-
-LABEL = f"estimate: nkisim cost model, {TARGET}" if ON_SIMULATOR else "measured on this device"
+LABEL = latency_label(TARGET)  # "estimate: nkisim cost model, <target>" on the simulator
 print("neuronxcc.nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR else "the Neuron compiler")
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "reshape_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -178,7 +159,7 @@ for f in free_dims:
         lat.append(summary["total_time_us"])
         transfers.append(summary["dma_transfer_count"])
     else:
-        lat.append(latency_us(stream_add_of(f), vec, vec))
+        lat.append(latency_us(stream_add_of(f), vec, vec, target=TARGET))
         transfers.append(3 * n // (128 * f))
 print(f"{'FREE_DIM':>8}  {'tiles':>5}  {'DMA transfers':>13}  latency ({LABEL})")
 for f, us, k in zip(free_dims, lat, transfers):
@@ -219,7 +200,7 @@ plt.show()
 # %% nbgrader={"grade": false, "grade_id": "demo_pipeline", "locked": true, "schema_version": 3, "solution": false, "task": false}
 published_trn1 = {2000: 34.0, 1000: 29.0}  # CS149 Fall 2024, trn1.2xlarge, vector_add_stream, n = 256000
 for f, pub in published_trn1.items():
-    print(f"FREE_DIM {f:>4}: {latency_us(stream_add_of(f), vec, vec):5.1f} us ({LABEL});"
+    print(f"FREE_DIM {f:>4}: {latency_us(stream_add_of(f), vec, vec, target=TARGET):5.1f} us ({LABEL});"
           f"  published trn1 measurement: {pub:.0f} us")
 
 if ON_SIMULATOR:

@@ -7,11 +7,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from test_course_stage1 import errors_and_stderr, execute, grade_cells
+from course_testing import NOTEBOOK_BUDGET_S, REPO, errors_and_stderr, execute, grade_cells
 
-REPO = Path(__file__).resolve().parents[1]
 STUDENT_NOTEBOOKS = sorted(p.stem for p in (REPO / "assignments").glob("[0-9][0-9]_*.ipynb"))
-NOTEBOOK_BUDGET_S = 120
 
 
 def test_every_lesson_has_a_student_notebook() -> None:

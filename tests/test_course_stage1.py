@@ -7,67 +7,29 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 import time
-from pathlib import Path
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
+from course_testing import (
+    NOTEBOOK_BUDGET_S,
+    REPO,
+    errors_and_stderr,
+    execute,
+    grade_cells,
+    mutant_grading_test,
+    outputs_text,
+    write,
+)
 
 from nkilab import check, grade, grade_report
 from nkilab.questions import QUESTIONS
 from nkilab.release import build, load_source, reference_fingerprints, scan_for_leaks, solution_files
 
-REPO = Path(__file__).resolve().parents[1]
 STAGE = "01_vector_add"
 SOLUTIONS = REPO / "solutions" / STAGE
-NOTEBOOK_BUDGET_S = 120
-
-HEADER = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\nimport numpy as np\n\n\n"
-
-
-def write(tmp_path: Path, name: str, body: str) -> Path:
-    path = tmp_path / name
-    path.write_text(HEADER + textwrap.dedent(body))
-    return path
 
 
 # --------------------------------------------------------------------------- notebooks under Jupyter
-
-
-def execute(nb: nbformat.NotebookNode, cwd: Path) -> tuple[nbformat.NotebookNode, float]:
-    start = time.monotonic()
-    client = NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
-                            resources={"metadata": {"path": str(cwd)}})
-    client.execute()
-    return nb, time.monotonic() - start
-
-
-def grade_cells(nb: nbformat.NotebookNode) -> dict[str, tuple[float | None, float, list]]:
-    """grade_id -> (float result of the cell or None, points, outputs) for every autograded code cell."""
-    found = {}
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type != "code" or not meta.get("grade"):
-            continue
-        value = None
-        for out in cell.outputs:
-            if out.output_type == "execute_result":
-                value = float(out.data["text/plain"])
-        found[meta["grade_id"]] = (value, float(meta["points"]), cell.outputs)
-    return found
-
-
-def errors_and_stderr(nb: nbformat.NotebookNode) -> list[str]:
-    bad = []
-    for cell in nb.cells:
-        for out in cell.get("outputs", []):
-            if out.output_type == "error":
-                bad.append(f"{cell.get('id')}: {out.ename}: {out.evalue}")
-            if out.output_type == "stream" and out.name == "stderr":
-                bad.append(f"{cell.get('id')}: stderr: {out.text[:300]}")
-    return bad
 
 
 @pytest.mark.slow
@@ -80,15 +42,13 @@ def test_reference_notebook_runs_and_earns_full_marks(tmp_path):
     for gid, (value, points, _) in cells.items():
         assert value == points, f"{gid}: {value} of {points}"
     # the 128-partition demo shows the compiler's message
-    demo = next(c for c in nb.cells if c.get("id") == "demo_limit")
-    assert "exceed architecture limitation of 128" in "".join(o.get("text", "") for o in demo.outputs)
+    assert "exceed architecture limitation of 128" in outputs_text(nb, "demo_limit")
     # the check cells say the public checks passed and show the modelled latency against the tiers
     for cid in ("q1_check", "q2_check"):
-        text = "".join(o.get("text", "") for o in next(c for c in nb.cells if c.get("id") == cid).outputs)
+        text = outputs_text(nb, cid)
         assert "Public checks passed; hidden tests run at grading." in text
         assert "estimate (nkisim cost model, trn2)" in text and "1.00x the reference" in text
     assert seconds < NOTEBOOK_BUDGET_S, f"reference notebook took {seconds:.0f} s"
-
 
 
 # --------------------------------------------------------------------------- the grader's verdicts
@@ -166,14 +126,7 @@ MUTANTS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(MUTANTS))
-def test_mutants_lose_correctness_points(tmp_path, name):
-    qid, body = MUTANTS[name]
-    path = write(tmp_path, f"{name}.py", body)
-    r = grade_report(qid, path, seed=7, verbose=False)
-    q = QUESTIONS[qid]
-    assert r.correctness < q.correctness_points, (name, r.correctness)
-    assert r.speed == 0.0  # correctness gates speed
+test_mutants_lose_correctness_points = mutant_grading_test(MUTANTS, seed=7)
 
 
 def test_check_diagnoses_in_plain_words(tmp_path, capsys):

@@ -5,27 +5,28 @@ earn full marks, mutant kernels lose correctness points, and speed tiers separat
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import nbformat
 import pytest
-from test_course_stage1 import errors_and_stderr, execute, grade_cells, write
+from course_testing import (
+    NOTEBOOK_BUDGET_S,
+    REPO,
+    errors_and_stderr,
+    execute,
+    grade_cells,
+    mutant_grading_test,
+    outputs_text,
+    write,
+)
 
 from nkilab import check, grade_report
 from nkilab.questions import QUESTIONS
 from nkilab.release import load_source, reference_fingerprints, scan_for_leaks, solution_files
 
-REPO = Path(__file__).resolve().parents[1]
 STAGES = {
     "02_partition_tiling": {"tiled_add": "q1_grade", "tiled_add_relu": "q2_grade"},
     "03_free_dim_streaming": {"stream_add_1d": "q1_grade"},
 }
-NOTEBOOK_BUDGET_S = 120
-
-
-def outputs_text(nb: nbformat.NotebookNode, cell_id: str) -> str:
-    cell = next(c for c in nb.cells if c.get("id") == cell_id)
-    return "".join(o.get("text", "") for o in cell.outputs)
 
 
 def images(nb: nbformat.NotebookNode, cell_id: str) -> int:
@@ -66,7 +67,6 @@ def test_reference_notebook_runs_and_earns_full_marks(tmp_path, stage):
         est = [float(line.split(":")[1].split("us")[0]) for line in pipe.splitlines() if line.startswith("FREE_DIM")]
         assert est[1] < est[0]  # FREE_DIM 1000 beats 2000 in the model too
     assert seconds < NOTEBOOK_BUDGET_S, f"reference notebook took {seconds:.0f} s"
-
 
 
 # --------------------------------------------------------------------------- the grader's verdicts
@@ -212,14 +212,7 @@ MUTANTS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(MUTANTS))
-def test_mutants_lose_correctness_points(tmp_path, name):
-    qid, body = MUTANTS[name]
-    path = write(tmp_path, f"{name}.py", body)
-    r = grade_report(qid, path, seed=11, verbose=False)
-    q = QUESTIONS[qid]
-    assert r.correctness < q.correctness_points, (name, r.correctness)
-    assert r.speed == 0.0  # correctness gates speed
+test_mutants_lose_correctness_points = mutant_grading_test(MUTANTS, seed=11)
 
 
 def test_check_explains_ragged_and_free_dim_mistakes(tmp_path, capsys):

@@ -3,10 +3,13 @@
 ``check(question_id, kernel)`` is the student's self-check (public cases, plain-word diagnosis,
 modelled latency vs the speed tiers).  ``grade(question_id, module_path)`` is what nbgrader grade
 cells call: it runs the student's module in a subprocess with a timeout and compares in this process.
+``latency_us(kernel, *arrays, target=...)`` is the lessons' latency helper for demos and sweeps (a cost-model
+estimate on the simulator, labelled by ``latency_label(target)``).
 """
 
 from nkilab.check import CheckResult, check
 from nkilab.grade import GradeReport, grade, grade_report
+from nkilab.latency import latency_label, latency_us
 from nkilab.questions import QUESTIONS
 
-__all__ = ["QUESTIONS", "CheckResult", "GradeReport", "check", "grade", "grade_report"]
+__all__ = ["QUESTIONS", "CheckResult", "GradeReport", "check", "grade", "grade_report", "latency_label", "latency_us"]

@@ -1,0 +1,96 @@
+"""Shared helpers of the course tests (tests/test_course_*.py): running lesson notebooks under a real Jupyter
+kernel and reading their grade cells, writing kernel modules, and the parametrized mutant-grading test."""
+
+from __future__ import annotations
+
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from nkilab import grade_report
+from nkilab.questions import QUESTIONS
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOK_BUDGET_S = 120  # wall-clock limit for running one lesson notebook top to bottom
+
+HEADER = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\nimport numpy as np\n\n\n"
+
+
+def write(tmp_path: Path, name: str, body: str, header: str = HEADER) -> Path:
+    """Save a kernel module: ``header`` (the imports) followed by the dedented ``body``."""
+    path = tmp_path / name
+    path.write_text(header + textwrap.dedent(body))
+    return path
+
+
+# --------------------------------------------------------------------------- notebooks under Jupyter
+
+
+def execute(nb: nbformat.NotebookNode, cwd: Path) -> tuple[nbformat.NotebookNode, float]:
+    """Run ``nb`` in a python3 Jupyter kernel in ``cwd`` (errors stay in the outputs); return it and the seconds taken."""
+    start = time.monotonic()
+    client = NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
+                            resources={"metadata": {"path": str(cwd)}})
+    client.execute()
+    return nb, time.monotonic() - start
+
+
+def grade_cells(nb: nbformat.NotebookNode) -> dict[str, tuple[float | None, float, list]]:
+    """grade_id -> (float result of the cell or None, points, outputs) for every autograded code cell."""
+    found = {}
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or not meta.get("grade"):
+            continue
+        value = None
+        for out in cell.outputs:
+            if out.output_type == "execute_result":
+                value = float(out.data["text/plain"])
+        found[meta["grade_id"]] = (value, float(meta["points"]), cell.outputs)
+    return found
+
+
+def errors_and_stderr(nb: nbformat.NotebookNode) -> list[str]:
+    """Every error output and every stderr stream of an executed notebook, one line each."""
+    bad = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.output_type == "error":
+                bad.append(f"{cell.get('id')}: {out.ename}: {out.evalue}")
+            if out.output_type == "stream" and out.name == "stderr":
+                bad.append(f"{cell.get('id')}: stderr: {out.text[:300]}")
+    return bad
+
+
+def outputs_text(nb: nbformat.NotebookNode, cell_id: str) -> str:
+    """The printed text of the cell with id ``cell_id``."""
+    cell = next(c for c in nb.cells if c.get("id") == cell_id)
+    return "".join(o.get("text", "") for o in cell.outputs)
+
+
+# --------------------------------------------------------------------------- the grader's verdicts
+
+
+def mutant_grading_test(mutants: dict[str, tuple[str, str]], *, seed: int,
+                        header: str = HEADER) -> Callable[[Path, str], None]:
+    """The test that every mutant (name -> (question id, kernel body)) loses correctness points, and so
+    earns no speed points, when graded with ``seed``. Assign it to a ``test_*`` name in a test module::
+
+        test_mutants_lose_correctness_points = mutant_grading_test(MUTANTS, seed=7)
+    """
+
+    @pytest.mark.parametrize("name", sorted(mutants))
+    def test_mutants_lose_correctness_points(tmp_path: Path, name: str) -> None:
+        qid, body = mutants[name]
+        path = write(tmp_path, f"{name}.py", body, header)
+        r = grade_report(qid, path, seed=seed, verbose=False)
+        q = QUESTIONS[qid]
+        assert r.correctness < q.correctness_points, (name, r.correctness)
+        assert r.speed == 0.0  # correctness gates speed
+
+    return test_mutants_lose_correctness_points
