@@ -29,11 +29,27 @@ class KernelContext:
         self.cores = cores
         self.numerics = numerics
         self.loops: list[Loop] = []
+        #: memo of tuple(loops) (tensors record where they were allocated) and of the loop state
+        #: ((uid, kind, iteration), ...) every trace record carries; reset by the loop iterator
+        self.loop_tuple: tuple[Loop, ...] = ()
+        self.loop_state: tuple | None = ()
         self.shared: dict[Any, Any] = {}
         self.trace: list[Any] = []
         self.depth = 0  # nesting of jit-decorated helpers called inside the kernel
         self.params: set[int] = set()  # ids of tensors passed in as immutable parameters
         self.instance = 0
+
+    def loops_changed(self) -> None:
+        """A loop was entered or left: drop the memos derived from the loop stack."""
+        self.loop_tuple = tuple(self.loops)
+        self.loop_state = None
+
+    def current_loop_state(self) -> tuple:
+        """((loop uid, kind, iteration), ...) of the enclosing loops, outermost first."""
+        state = self.loop_state
+        if state is None:
+            state = self.loop_state = tuple([(lp.uid, lp.kind, lp.current) for lp in self.loops])
+        return state
 
     @property
     def nc_version(self) -> int:

@@ -118,6 +118,8 @@ def compute_dtype(*dts: np.dtype) -> np.dtype:
 
 def cast(values: np.ndarray, dt: np.dtype) -> np.ndarray:
     """Round/convert computed values to ``dt`` once, as an engine does on write."""
+    if values.dtype is dt and dt is not tfloat32:  # already stored as it should be (the common case)
+        return values
     target = storage_dtype(dt)
     if values.dtype == target:
         return values

@@ -41,7 +41,16 @@ class Loop:
 
 
 def _is_int(x: Any) -> bool:
+    if x.__class__ is int:  # the common case, one test
+        return True
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+_NO_LOOPS: frozenset = frozenset()
+
+
+#: Affine.constant's memo of integer expressions.
+_CONSTANTS: dict[int, Affine] = {}
 
 
 class Affine:
@@ -57,18 +66,30 @@ class Affine:
 
     def __init__(self, const: int = 0, terms: dict | None = None, grid: np.ndarray | None = None,
                  affine: bool = True, loops: frozenset = frozenset()) -> None:
-        self.const = int(const)
+        self.const = const if const.__class__ is int else int(const)
         self.terms: dict[Loop, int] = terms or {}
         self.grid = grid
         self.affine = affine
-        self.loops = loops if loops else frozenset(self.terms)
+        self.loops = loops if loops else (frozenset(terms) if terms else _NO_LOOPS)
+
+    @staticmethod
+    def constant(v: int) -> Affine:
+        """The index expression of a plain integer, shared: expressions are never changed in place
+        and tile indices use the same few constants over and over."""
+        a = _CONSTANTS.get(v)
+        if a is None:
+            a = Affine(v)
+            if len(_CONSTANTS) < 65536:
+                _CONSTANTS[v] = a
+        return a
 
     # --- values -------------------------------------------------------------------------------
     def value(self) -> Any:
         """Concrete value at the current iteration (int, or int64 array if there is a grid)."""
         v = self.const
-        for loop, coef in self.terms.items():
-            v += coef * loop.current
+        if self.terms:
+            for loop, coef in self.terms.items():
+                v += coef * loop.current
         return v if self.grid is None else self.grid + v
 
     def scalar_bounds(self) -> tuple[int, int]:
@@ -77,6 +98,8 @@ class Affine:
             v = self.value()
             return (int(np.min(v)), int(np.max(v)))
         lo = hi = self.const
+        if not self.terms and self.grid is None:
+            return lo, hi
         for loop, coef in self.terms.items():
             a, b = loop.bounds()
             lo += min(coef * a, coef * b)
@@ -97,13 +120,16 @@ class Affine:
     # --- arithmetic ---------------------------------------------------------------------------
     @staticmethod
     def lift(x: Any) -> Affine | None:
-        if isinstance(x, Affine):
+        if x.__class__ is Affine:
             return x
         if _is_int(x):
-            return Affine(int(x))
-        return None
+            return Affine.constant(int(x))
+        return x if isinstance(x, Affine) else None
 
     def _combine(self, other: Affine, sign: int) -> Affine:
+        if not other.terms and other.grid is None:  # + an integer: only the constant moves
+            return Affine(self.const + sign * other.const, self.terms, self.grid, self.affine and other.affine,
+                          self.loops | other.loops if other.loops else self.loops)
         terms = dict(self.terms)
         for loop, coef in other.terms.items():
             terms[loop] = terms.get(loop, 0) + sign * coef
@@ -141,7 +167,7 @@ class Affine:
     def __mul__(self, other: Any) -> Affine:
         if _is_int(other):
             k = int(other)
-            return Affine(self.const * k, {lp: c * k for lp, c in self.terms.items() if c * k},
+            return Affine(self.const * k, {lp: c * k for lp, c in self.terms.items() if c * k} if k else None,
                           None if self.grid is None else self.grid * k, self.affine, self.loops)
         o = Affine.lift(other)
         if o is None:

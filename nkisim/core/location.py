@@ -33,17 +33,35 @@ def user_frame(depth: int = 1) -> types.FrameType | None:
     return f
 
 
+#: (id of a code object, bytecode offset) -> (that code object, (filename, lineno)).  Python finds a
+#: line number by scanning the function's line table, which costs more than the rest of an NKI call;
+#: call sites repeat, so each is resolved once.  The code object is kept so its id stays unique.
+_LINES: dict[tuple[int, int], tuple[Any, tuple[str, int]]] = {}
+
+
 def user_location() -> tuple[str, int]:
-    """(filename, lineno) of the student's call site, ("<unknown>", 0) if none."""
-    f = sys._getframe(1)  # user_frame(2) inlined: this runs once per traced instruction
+    """(filename, lineno) of the student's call site, ("<unknown>", 0) if none.
+
+    Only simulator functions call this, so the walk starts at their caller: every frame walked
+    costs a frame object on Python 3.11+, and this runs once per traced instruction."""
+    f = sys._getframe(2)
     cache = _internal_cache
     while f is not None:
-        filename = f.f_code.co_filename
+        code = f.f_code
+        filename = code.co_filename
         hit = cache.get(filename)
         if hit is None:
             hit = is_internal(filename)
         if not hit:
-            return (filename, f.f_lineno)
+            key = (id(code), f.f_lasti)
+            memo = _LINES.get(key)
+            if memo is not None and memo[0] is code:
+                return memo[1]
+            loc = (filename, f.f_lineno)
+            if len(_LINES) > 200_000:
+                _LINES.clear()
+            _LINES[key] = (code, loc)
+            return loc
         f = f.f_back
     return ("<unknown>", 0)
 

@@ -45,15 +45,18 @@ class LoopRange:
         loop = Loop(self.kind, self.start, self.stop, self.step)
         var = Affine(0, {loop: 1})
         ctx.loops.append(loop)
+        ctx.loops_changed()
         try:
             for v in range(self.start, self.stop, self.step):
                 loop.current = v
+                ctx.loop_state = None
                 yield var
         finally:
             for i in range(len(ctx.loops) - 1, -1, -1):
                 if ctx.loops[i] is loop:
                     del ctx.loops[i]
                     break
+            ctx.loops_changed()
 
 
 def affine_range(*args: Any, **kwargs: Any) -> LoopRange:

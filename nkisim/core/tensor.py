@@ -14,6 +14,7 @@ import dis
 import functools
 import importlib
 import itertools
+import sys
 import types
 from typing import Any
 
@@ -127,12 +128,14 @@ def shape_str(name: str, shape: tuple[int, ...]) -> str:
 class Tensor:
     """An HBM tensor or an on-chip (SBUF/PSUM) tile."""
 
+    # Slots: one tensor is created per simulated instruction, and slot attributes are set and read
+    # faster than instance-dict ones.  ``__dict__`` stays for the rare per-tensor memo (buffer_info).
+    __slots__ = ("shape", "dtype", "buffer", "data", "uid", "_name", "par_axis", "loops", "base", "site",
+                 "param", "valid", "written", "producer", "_trace_facts", "unfilled", "viewed", "_whole_parts",
+                 "__dict__",
+                 "__weakref__")
     __nki_tile__ = True
     __array_priority__ = 1000
-    #: (dtype name, root tensor uid, buffer_info of the root or None in HBM): static facts the trace
-    #: records for every access, computed on first use by ops.base.emit (class default: not yet).
-    #: Plain values only: a reference back to a tensor would make a cycle that keeps its data alive.
-    _trace_facts: tuple | None = None
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, buffer: Buffer, data: np.ndarray | None,
                  name: str = "", par_axis: int = 0, loops: tuple[Loop, ...] = (), base: Tensor | None = None,
@@ -142,7 +145,7 @@ class Tensor:
         self.buffer = buffer
         self.data = data
         self.uid = next(_ids)
-        self.name = name or f"t{self.uid}"
+        self._name = name
         self.par_axis = par_axis
         self.loops = loops
         self.base = base
@@ -151,6 +154,62 @@ class Tensor:
         self.valid: np.ndarray | None = None  # elements an op actually produced (masked ops)
         self.written = False
         self.producer: Any = None  # trace record of the instruction that produced this tile
+        #: (dtype name, root tensor uid, buffer_info of the root or None in HBM): static facts the trace
+        #: records for every access, computed on first use by ops.base.emit (None: not yet).  Plain
+        #: values only: a reference back to a tensor would make a cycle that keeps its data alive.
+        self._trace_facts: tuple | None = None
+        #: storage not yet filled with the uninitialised pattern (see ``fill_pending``)
+        self.unfilled = False
+        #: another Tensor shares this storage (reshape/view), so it can never be swapped out
+        self.viewed = False
+        self._whole_parts: tuple | None = None  # see whole_parts()
+
+    @classmethod
+    def result(cls, shape: tuple[int, ...], dtype: np.dtype, buffer: Buffer, data: np.ndarray | None,
+               loops: tuple[Loop, ...], facts: tuple) -> Tensor:
+        """A new op-result tile (what ``ops.base.new_tile`` makes once per instruction): the same
+        object as ``Tensor(shape, dtype, buffer, data, "", 0, loops)`` without re-normalising a shape
+        the op already computed.  ``facts`` = (dtype name, space, bytes per partition, shape, whole-access
+        parts), static per (shape, dtype, space) and memoised by the caller."""
+        t = cls.__new__(cls)
+        t.shape = shape
+        t.dtype = dtype
+        t.buffer = buffer
+        t.data = data
+        t.uid = uid = next(_ids)
+        t._name = ""
+        t.par_axis = 0
+        t.loops = loops
+        t.base = None
+        t.site = None
+        t.param = False
+        t.valid = None
+        t.written = True
+        t.producer = None
+        t._trace_facts = (facts[0], uid, (uid, facts[1], None, 0, bool(loops), 0, facts[2]))
+        t.unfilled = False
+        t.viewed = False
+        t._whole_parts = facts[4]
+        return t
+
+    @property
+    def name(self) -> str:
+        return self._name or f"t{self.uid}"
+
+    def own_storage(self) -> np.ndarray:
+        """The tensor's array, made private first if it is a read-only view of a kernel input (what
+        ``nl.load`` from an immutable parameter gives: no copy until the tile is written)."""
+        data = self.data
+        if not data.flags.writeable:
+            data = self.data = data.copy()
+        return data
+
+    def fill_pending(self) -> None:
+        """Write the uninitialised pattern (NaN / 4) now: the allocation deferred it in case the first
+        write covered the whole tensor, which then never needs it."""
+        if self.unfilled:
+            self.unfilled = False
+            self.data.fill(dt.fill_value(self.dtype))
 
     # --- properties of the NKI tensor API -----------------------------------------------------
     @property
@@ -195,7 +254,9 @@ class Tensor:
     def __setitem__(self, key: Any, value: Any) -> None:
         if isinstance(value, Access) and value.done:
             return
-        _ops("memory").assign(Access(self, key), value)
+        # ``t[...] = nl.load(...)``: a result nothing else refers to may hand over its storage
+        temporary = sys.getrefcount(value) <= _TEMPORARY_REFS  # (own statement: the probe measures this)
+        _ops("memory").assign(Access(self, key), value, temporary)
 
     # --- views --------------------------------------------------------------------------------
     def reshape(self, *shape: Any) -> Tensor:
@@ -206,14 +267,19 @@ class Tensor:
             raise nki_error("err_param_shape_mismatch",
                             f"Parameter shapes ({shape_str(self.name, self.shape)}) cannot be reshaped to "
                             f"{list(shape)}: element counts differ (has mismatched shapes)")
-        data = None if self.data is None else self.data.reshape(shape)
+        self.fill_pending()  # the view shares the storage: it must hold the pattern from now on
+        self.viewed = True
+        data = None if self.data is None else (self.own_storage() if not self.param else self.data).reshape(shape)
         view = Tensor(shape, self.dtype, self.buffer, data, self.name, 0, self.loops, base=self, site=self.site)
         view.param = self.param
         return view
 
     def view(self, dtype: Any) -> Tensor:
         d = dt.normalize(dtype)
-        data = None if self.data is None else self.data.view(dt.storage_dtype(d))
+        self.fill_pending()
+        self.viewed = True
+        data = None if self.data is None else \
+            (self.own_storage() if not self.param else self.data).view(dt.storage_dtype(d))
         shape = self.shape[:-1] + (self.shape[-1] * self.itemsize // dt.storage_dtype(d).itemsize,)
         v = Tensor(shape, d, self.buffer, data, self.name, self.par_axis, self.loops, base=self, site=self.site)
         v.param = self.param
@@ -351,6 +417,22 @@ class Tensor:
         return self._inplace(o, "divide")
 
 
+class _RefProbe:
+    """Measures, once, how many references a temporary has inside ``__setitem__`` on this Python."""
+
+    seen: list[int] = []
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        refs = sys.getrefcount(value)
+        self.seen.append(refs)
+
+
+_RefProbe()[...] = object()
+#: sys.getrefcount of a value inside Tensor.__setitem__ when the statement's right-hand side is a
+#: temporary (``t[...] = nl.load(x)``); a value also bound to a name has more.
+_TEMPORARY_REFS = _RefProbe.seen[0]
+
+
 # ----------------------------------------------------------------------------------------------
 # Access: a normalised index into a tensor
 # ----------------------------------------------------------------------------------------------
@@ -479,25 +561,18 @@ class Access:
         return acc
 
     def _fill_whole(self, tensor: Tensor) -> None:
-        key = (tensor.shape, tensor.par_axis)
-        cached = _WHOLE.get(key)
-        if cached is None:
-            proto = Access(tensor, ())
-            np_idx = proto.np_index()
-            box = tuple((c, c + 1) if c.__class__ is not slice else (c.start, c.stop) for c in np_idx)
-            cached = (tuple(proto.comps), proto.shape, proto.par_axis, np_idx, box)
-            if len(_WHOLE) > 4096:  # bound the memo for programs with unusually many shapes
-                _WHOLE.clear()
-            _WHOLE[key] = cached
+        parts = tensor._whole_parts
+        if parts is None:
+            parts = tensor._whole_parts = whole_parts(tensor)
         self.tensor = tensor
         self.done = False
-        self.comps = cached[0]  # shared: components are only ever read
-        self.loops = frozenset()
+        self.comps = parts[0]  # shared: components are only ever read
+        self.loops = _NO_LOOPS
         self.advanced = False
-        self.shape = cached[1]
-        self.par_axis = cached[2]
-        self._np = cached[3]
-        self._box = cached[4]
+        self.shape = parts[1]
+        self.par_axis = parts[2]
+        self._np = parts[3]
+        self._box = parts[4]
         self._whole = True
 
     # --- description ---------------------------------------------------------------------------
@@ -637,9 +712,12 @@ class Access:
     # --- data movement ---------------------------------------------------------------------
     def read(self) -> np.ndarray | None:
         """Values at this access, in storage dtype (a view for basic indexing)."""
-        data = self.tensor.data
+        t = self.tensor
+        data = t.data
         if data is None:
             return None
+        if t.unfilled:
+            t.fill_pending()
         idx = self.np_index()
         if self.advanced:
             sl = arange_slices(idx, data.shape)
@@ -668,6 +746,7 @@ class Access:
         data = self.tensor.data
         if data is None:
             return None
+        self.tensor.fill_pending()
         arrays = self.grid_arrays()
         vm = np.broadcast_to(valid, self.shape)
         if all_true(vm):  # nothing masked off: no clamping needed, and aranges can be sliced
@@ -685,16 +764,23 @@ class Access:
             return
         values = dt.cast(np.asarray(values), t.dtype)
         if valid is None or (valid.ndim == 0 and bool(valid)) or all_true(valid):
+            if t.unfilled:  # a first write of every element needs no uninitialised pattern underneath
+                if self._whole:
+                    t.unfilled = False
+                else:
+                    t.fill_pending()
             idx = self.np_index()
+            data = t.own_storage()
             if self.advanced:  # a scatter through per-axis aranges is a strided assignment
-                idx = arange_slices(idx, t.data.shape) or idx
-            t.data[idx] = np.broadcast_to(values, self.shape) if values.shape != self.shape else values
+                idx = arange_slices(idx, data.shape) or idx
+            data[idx] = np.broadcast_to(values, self.shape) if values.shape != self.shape else values
             return
         if valid.ndim == 0:
             return
+        t.fill_pending()
         vm = np.broadcast_to(valid, self.shape)
         arrays = [np.broadcast_to(a, self.shape) for a in self.grid_arrays()]
-        t.data[tuple(a[vm] for a in arrays)] = np.broadcast_to(values, self.shape)[vm]
+        t.own_storage()[tuple(a[vm] for a in arrays)] = np.broadcast_to(values, self.shape)[vm]
 
     # --- in-place operators: t[idx] += x ----------------------------------------------------
     def _inplace(self, other: Any, op: str) -> Access:
@@ -752,6 +838,38 @@ class Access:
         return memory.reshape_access(self, shape)
 
 
+_NO_LOOPS: frozenset = frozenset()
+
+
+def _whole_of_shape(shape: tuple[int, ...], par_axis: int) -> tuple:
+    """(comps, shape, par_axis, NumPy index, box) of ``tensor[...]`` for a plainly laid out tensor."""
+    comps = tuple(("slice", Affine(0), Affine(n), 1) for n in shape)
+    return (comps, shape, par_axis, tuple(slice(0, n, 1) for n in shape), tuple((0, n) for n in shape))
+
+
+def whole_parts_of_shape(shape: tuple[int, ...], par_axis: int) -> tuple:
+    """The shared parts of ``t[...]`` for any plainly laid out tensor of this shape (memoised)."""
+    key = (shape, par_axis)
+    parts = _WHOLE.get(key)
+    if parts is None:
+        if len(_WHOLE) > 4096:  # bound the memo for programs with unusually many shapes
+            _WHOLE.clear()
+        parts = _WHOLE[key] = _whole_of_shape(shape, par_axis)
+    return parts
+
+
+def whole_parts(tensor: Tensor) -> tuple:
+    """The normalised parts of ``tensor[...]``.  Every op result is accessed whole, so they are
+    built once per (shape, partition axis) and shared (they are only ever read); a rotating direct
+    allocation maps the same index to other physical blocks, so it gets its own."""
+    if getattr(tensor.buffer, "alloc", None) is not None and physical.rotation(tensor) is not None:
+        proto = Access(tensor, ())
+        np_idx = proto.np_index()
+        box = tuple((c, c + 1) if c.__class__ is not slice else (c.start, c.stop) for c in np_idx)
+        return (tuple(proto.comps), proto.shape, proto.par_axis, np_idx, box)
+    return whole_parts_of_shape(tensor.shape, tensor.par_axis)
+
+
 def _rotate(v: Any, k: int) -> Any:
     """Logical block index -> physical block of a rotating direct allocation."""
     if isinstance(v, slice):
@@ -761,25 +879,28 @@ def _rotate(v: Any, k: int) -> Any:
     return v % k
 
 
+def _slice_bound(v: Any, default: int, size: int, loops: set) -> Affine:
+    if v is None:
+        return Affine.constant(default)
+    if v.__class__ is int:  # plain integers: the common case needs no lifting
+        return Affine.constant(v + size if v < 0 else v)
+    a = Affine.lift(v)
+    if a is None:
+        raise TypeError(f"slice bounds must be integers or loop indices, got {type(v).__name__}")
+    if a.grid is not None:
+        raise TypeError("slice bounds cannot be nl.arange expressions")
+    if not a.terms and a.affine and a.const < 0:
+        a = Affine(a.const + size)
+    if a.loops:
+        loops.update(a.loops)
+    return a
+
+
 def _norm_slice(k: slice, size: int, loops: set) -> tuple:
     step = 1 if k.step is None else int(k.step)
     if step <= 0:
         raise TypeError("NKI slices must have a positive step")
-
-    def bound(v: Any, default: int) -> Affine:
-        if v is None:
-            return Affine(default)
-        a = Affine.lift(v)
-        if a is None:
-            raise TypeError(f"slice bounds must be integers or loop indices, got {type(v).__name__}")
-        if a.grid is not None:
-            raise TypeError("slice bounds cannot be nl.arange expressions")
-        if not a.terms and a.affine and a.const < 0:
-            a = Affine(a.const + size)
-        loops.update(a.loops)
-        return a
-
-    return ("slice", bound(k.start, 0), bound(k.stop, size), step)
+    return ("slice", _slice_bound(k.start, 0, size, loops), _slice_bound(k.stop, size, size, loops), step)
 
 
 def as_access(x: Any) -> Access:

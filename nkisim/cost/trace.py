@@ -8,6 +8,7 @@ Regions are ``(root tensor id, tensor id, box)`` with ``box`` a tuple of per-dim
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 #: Engines of a NeuronCore: Tensor (PE array), Vector, Scalar (activation), GpSimd, and the DMA queues.
@@ -25,38 +26,100 @@ class Trace(list):
 
 
 class Instr:
-    """One instruction as issued to an engine."""
+    """One instruction as issued to an engine.
 
-    __slots__ = ("op", "engine", "p", "n", "dtypes", "nbytes", "reads", "writes", "loc", "acc",
-                 "extra", "instance", "loops", "bufs", "core", "run")
+    The functional pass records each operand as a compact tuple ``(shape, facts, tensor uid, box)``
+    (``facts`` = dtype name, root uid, buffer_info or None); the shape-derived fields ``p``, ``n``,
+    ``dtypes``, ``reads``, ``writes`` and ``bufs`` are built from those on first use.  A kernel that
+    is only run for its values never pays for them; the cost model reads them once.
+    """
 
-    def __init__(self, op: str, engine: str, p: int, n: int, dtypes: tuple, nbytes: int,
+    __slots__ = ("op", "engine", "_p", "_n", "_dtypes", "nbytes", "_reads", "_writes", "loc", "acc",
+                 "extra", "instance", "loops", "_bufs", "core", "run", "_recs", "_nr")
+
+    def __init__(self, op: str, engine: str, p: int | None, n: int | None, dtypes: tuple, nbytes: int,
                  reads: tuple, writes: tuple, loc: tuple[str, int], acc: bool = False,
                  extra: dict | None = None, instance: int = 0, loops: tuple = (), bufs: tuple = (),
-                 core: int = 0, run: int = 0) -> None:
+                 core: int = 0, run: int = 0, recs: list | None = None, nr: int = 0) -> None:
         self.op = op
         self.engine = engine
-        self.p = p  # partitions touched
-        self.n = n  # elements per partition (NEP) of the largest access pattern
-        self.dtypes = dtypes  # (input dtype names..., output dtype name)
+        self._p = p  # partitions touched
+        self._n = n  # elements per partition (NEP) of the largest access pattern
+        self._dtypes = dtypes  # (input dtype names..., output dtype name)
         self.nbytes = nbytes  # bytes moved (DMA) or written
-        self.reads = reads
-        self.writes = writes
+        self._reads = reads
+        self._writes = writes
         self.loc = loc  # (filename, lineno) of the student's line
         self.acc = acc  # PSUM accumulation (+=)
         self.extra = extra or {}
         self.instance = instance  # SPMD instance number
         self.loops = loops  # ((loop uid, kind, iteration), ...) of enclosing loops
-        self.bufs = bufs  # buffer_info() of each on-chip root tensor touched (for buffer rotation)
+        self._bufs = bufs  # buffer_info() of each on-chip root tensor touched (for buffer rotation)
         self.core = core  # NeuronCore the SPMD instance runs on
         self.run = run  # DMA: contiguous HBM bytes per descriptor (0 = unknown)
+        self._recs = recs  # operand records not yet expanded (see the class docstring)
+        self._nr = nr  # how many of them are reads
+
+    def _expand(self) -> None:
+        recs, self._recs = self._recs, None
+        p_max = n_max = -1
+        names = []
+        regs = []
+        bufs = []
+        for shape, facts, uid, box in recs:
+            v = shape[0] if shape else 1
+            if v > p_max:
+                p_max = v
+            v = shape[1] if len(shape) == 2 else math.prod(shape[1:])
+            if v > n_max:
+                n_max = v
+            names.append(facts[0])
+            regs.append((facts[1], uid, box))
+            if facts[2] is not None:
+                bufs.append(facts[2])
+        if self._p is None:
+            self._p = p_max if p_max >= 0 else 1
+        if self._n is None:
+            self._n = n_max if n_max >= 0 else 1
+        if not self._dtypes:
+            self._dtypes = tuple(names)
+        nr = self._nr
+        self._reads = tuple(regs[:nr])
+        if self._writes is None:
+            self._writes = tuple(regs[nr:])
+        self._bufs = tuple(bufs) + self._bufs
+
+    def _field(name: str) -> property:  # noqa: N805  (a helper run while the class body executes)
+        slot = "_" + name
+
+        def get(self: Instr) -> Any:
+            if self._recs is not None:
+                self._expand()
+            return getattr(self, slot)
+
+        def put(self: Instr, value: Any) -> None:
+            if self._recs is not None:
+                self._expand()
+            setattr(self, slot, value)
+
+        return property(get, put, doc=f"``{name}`` of the instruction (expanded from the operand records)")
+
+    p = _field("p")
+    n = _field("n")
+    dtypes = _field("dtypes")
+    reads = _field("reads")
+    writes = _field("writes")
+    bufs = _field("bufs")
+    del _field
 
     def __repr__(self) -> str:
         return (f"Instr({self.op} on {self.engine}, p={self.p}, n={self.n}, bytes={self.nbytes}, "
                 f"line={self.loc[1]})")
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__slots__}
+        fields = ("op", "engine", "p", "n", "dtypes", "nbytes", "reads", "writes", "loc", "acc", "extra",
+                  "instance", "loops", "bufs", "core", "run")
+        return {k: getattr(self, k) for k in fields}
 
 
 def buffer_info(acc: Any) -> tuple:
@@ -96,7 +159,7 @@ def contiguous_bytes(acc: Any, box: tuple) -> int:
     return run
 
 
-def dma_run(reads: Any, rregs: Any, writes: Any, wregs: Any) -> int:
+def dma_run(accesses: Any, boxes: Any) -> int:
     """Contiguous HBM run of a DMA: the shorter of its HBM sides (0 when no side is in HBM)."""
-    runs = [contiguous_bytes(a, r[2]) for a, r in zip((*reads, *writes), (*rregs, *wregs)) if a.space == "hbm"]
+    runs = [contiguous_bytes(a, box) for a, box in zip(accesses, boxes) if a.tensor.buffer.family == "hbm"]
     return min(runs) if runs else 0

@@ -14,7 +14,7 @@ from nkisim.core.context import KernelContext, active
 from nkisim.core.errors import nki_error
 from nkisim.core.indexing import check_mask
 from nkisim.core.location import user_location
-from nkisim.core.tensor import Access, Tensor, all_true, shape_str
+from nkisim.core.tensor import Access, Tensor, all_true, shape_str, whole_parts_of_shape
 from nkisim.cost.trace import Instr, buffer_info, dma_run
 from nkisim.ops.optable import api
 
@@ -29,6 +29,53 @@ def _split_spaces(spaces: str) -> list[str]:
     if allowed is None:
         allowed = _ALLOWED[spaces] = spaces.split("|")
     return allowed
+
+
+def operand(name: str, pname: str, value: Any, allowed: list[str]) -> Access:
+    """One tile operand of API ``name``: an Access, checked for address space and partition axis."""
+    if value.__class__ is Access:
+        acc = value
+    elif value.__class__ is Tensor:
+        acc = Access.__new__(Access)
+        acc._fill_whole(value)
+    elif isinstance(value, Access):
+        acc = value
+    elif isinstance(value, Tensor):
+        acc = Access.whole(value)
+    else:
+        raise TypeError(f"'{pname}' of '{name}' must be an NKI tile, got {type(value).__name__}")
+    t = acc.tensor
+    space = t.buffer.family
+    if space not in allowed:
+        raise nki_error("err_unsupported_memory",
+                        f"Expected operand '{pname}' of '{name}' to be in address space "
+                        f"'{'|'.join(allowed)}', but got a tile in '{acc.space}' instead.")
+    if acc.par_axis != 0 and space != "hbm":
+        raise nki_error("err_failed_to_infer_tile_from_local_tensor",
+                        f"Failed to infer tile from tensor '{acc.name}', : the first dimension of the tile "
+                        f"is not the partition dimension of the tensor.")
+    if t.loops:  # check_scope has nothing to check for a tensor allocated outside every loop
+        check_scope(acc)
+    return acc
+
+
+def allowed_spaces(name: str) -> list[str]:
+    """The address spaces the op table allows for API ``name``'s operands (split once per API)."""
+    allowed = _SPACES_OF.get(name)
+    if allowed is None:
+        allowed = _SPACES_OF[name] = _split_spaces(api(name).spaces)
+    return allowed
+
+
+def two_operands(name: str, xname: str, x: Any, yname: str, y: Any) -> tuple[Access, Access]:
+    """``operands(name, xname=x, yname=y)`` for the common two-tile case, without the dicts."""
+    allowed = allowed_spaces(name)
+    xa = operand(name, xname, x, allowed)
+    ya = operand(name, yname, y, allowed)
+    xs, ys = xa.shape, ya.shape
+    if (xs and xs[0] > PMAX) or (ys and ys[0] > PMAX):
+        check_partitions(name, {xname: xa, yname: ya})
+    return xa, ya
 
 
 def operands(name: str, spaces: str | None = None, **named: Any) -> dict[str, Access]:
@@ -135,28 +182,55 @@ def mask_array(mask: Any, shape: tuple[int, ...], name: str) -> np.ndarray | Non
                         f"together with shapes {list(m.shape)} and {list(shape)}") from None
 
 
+#: (shape, dtype, space) -> (dtype name, space, bytes per partition, shape as ints, whole-access parts):
+#: the static facts of an op-result tile, the same for every instruction of that shape (Tensor.result).
+_RESULT_FACTS: dict[tuple, tuple] = {}
+
+
+def _result_facts(shape: tuple[int, ...], dtype: np.dtype, buffer: Buffer) -> tuple:
+    key = (shape, dtype, buffer.space)
+    facts = _RESULT_FACTS.get(key)
+    if facts is None:
+        shape = tuple(map(int, shape))
+        per_part = dt.storage_dtype(dtype).itemsize * math.prod(shape[1:])
+        facts = (dt.name(dtype), buffer.family, per_part, shape, whole_parts_of_shape(shape, 0))
+        if len(_RESULT_FACTS) > 4096:  # bound the memo for programs with unusually many shapes
+            _RESULT_FACTS.clear()
+        _RESULT_FACTS[key] = facts
+    return facts
+
+
 def new_tile(ctx: KernelContext, shape: tuple[int, ...], dtype: np.dtype, values: np.ndarray | None,
              valid: np.ndarray | None = None, buffer: Buffer = sbuf, name: str = "", fresh: bool = True) -> Tensor:
     """The tile an op returns; masked-off elements hold the uninitialised pattern.
 
     ``fresh`` says ``values`` is a new array the tile may own; otherwise it may be a view of another
-    tensor's storage and is copied.
+    tensor's storage and is copied (a view is recognised by its ``base`` either way).
     """
     data = None
-    if ctx.numerics and values is not None:
-        values = np.asarray(values)
+    if values is not None and ctx.numerics:
+        if values.__class__ is not np.ndarray:
+            values = np.asarray(values)
         data = dt.cast(values, dtype)
         if data.shape != shape:
             data = np.broadcast_to(data, shape).copy()
-        elif data is values and (not fresh or not data.flags.writeable):
+        elif data is values and (not fresh or data.base is not None):  # a view: never share storage
             data = data.copy()
-        if valid is not None and valid.ndim and not all_true(valid):
-            data = np.where(valid, data, np.asarray(dt.fill_value(dtype)).astype(data.dtype))
-        elif valid is not None and valid.ndim == 0 and not bool(valid):
-            data = np.full(shape, dt.fill_value(dtype), dtype=dt.storage_dtype(dtype))
-    t = Tensor(shape, dtype, buffer, data, name, 0, tuple(ctx.loops))
-    t.valid = valid if (valid is not None and (valid.ndim == 0 or not all_true(valid))) else None
-    t.written = True
+        if valid is not None:
+            if valid.ndim and not all_true(valid):
+                data = np.where(valid, data, np.asarray(dt.fill_value(dtype)).astype(data.dtype))
+            elif valid.ndim == 0 and not bool(valid):
+                data = np.full(shape, dt.fill_value(dtype), dtype=dt.storage_dtype(dtype))
+    if buffer.alloc is None:
+        facts = _result_facts(shape, dtype, buffer)
+        t = Tensor.result(facts[3], dtype, buffer, data, ctx.loop_tuple, facts)
+        if name:
+            t._name = name
+    else:
+        t = Tensor(shape, dtype, buffer, data, name, 0, ctx.loop_tuple)
+        t.written = True
+    if valid is not None and (valid.ndim == 0 or not all_true(valid)):
+        t.valid = valid
     return t
 
 
@@ -203,47 +277,35 @@ def region(acc: Access) -> tuple:
     return (t.root.uid, t.uid, tuple(box))
 
 
+def _access_facts(a: Access) -> tuple:
+    """(dtype name, root uid, buffer_info or None) of an access's tensor, memoised on the tensor."""
+    t = a.tensor
+    facts = t._trace_facts = (dt.name(t.dtype), t.root.uid, buffer_info(a) if t.space != "hbm" else None)
+    return facts
+
+
 def emit(ctx: KernelContext, name: str, engine: str | None = None, reads: Sequence[Access] = (),
          writes: Sequence[Access] = (), p: int | None = None, n: int | None = None, nbytes: int = 0,
          dtypes: tuple = (), acc: bool = False, extra: dict | None = None) -> Instr:
-    """Append one instruction to the trace (the cost model's only input)."""
+    """Append one instruction to the trace (the cost model's only input).
+
+    Only what changes from one instruction to the next is captured here, per operand its shape,
+    static facts, tensor id and box (the box of an indexed access depends on the loop iteration);
+    the Instr derives the rest when the cost model asks (see cost.trace.Instr).
+    """
     ctx.op_mask = None
-    # one plain loop instead of several generator passes: emit runs once per simulated instruction
-    p_max = n_max = -1  # shapes are never negative, so -1 means "no operands"
-    names = []
-    rregs = []
-    wregs = []
-    bufs = []
-    for group, regs in ((reads, rregs), (writes, wregs)):
-        for a in group:
-            s = a.shape
-            v = s[0] if s else 1
-            if v > p_max:
-                p_max = v
-            v = s[1] if len(s) == 2 else math.prod(s[1:])
-            if v > n_max:
-                n_max = v
-            t = a.tensor
-            facts = t._trace_facts
-            if facts is None:
-                facts = t._trace_facts = (dt.name(t.dtype), t.root.uid, buffer_info(a) if t.space != "hbm" else None)
-            names.append(facts[0])
-            box = a._box  # region() inlined when the box is already known
-            regs.append(region(a) if box is None else (facts[1], t.uid, box))
-            if facts[2] is not None:
-                bufs.append(facts[2])
-    if p is None:
-        p = p_max if p_max >= 0 else 1
-    if n is None:
-        n = n_max if n_max >= 0 else 1
-    loops = ctx.loops
-    instr = Instr(name, engine or api(name).engine, p, n, dtypes or tuple(names), nbytes,
-                  tuple(rregs), tuple(wregs), user_location(), acc,
-                  extra, ctx.instance, tuple([(lp.uid, lp.kind, lp.current) for lp in loops]) if loops else ())
-    instr.core = ctx.core
-    instr.bufs = tuple(bufs)
+    recs = []
+    for a in (*reads, *writes):
+        t = a.tensor
+        box = a._box
+        recs.append((a.shape, t._trace_facts or _access_facts(a), t.uid, box if box is not None else region(a)[2]))
+    state = ctx.loop_state
+    instr = Instr(name, engine or api(name).engine, p, n, dtypes, nbytes, None, None, user_location(), acc, extra,
+                  ctx.instance, state if state is not None else ctx.current_loop_state(), (), ctx.core, 0, recs,
+                  len(reads))
     if instr.engine == "dma":
-        instr.run = dma_run(reads, rregs, writes, wregs)
+        boxes = [r[3] for r in recs]
+        instr.run = dma_run((*reads, *writes), boxes)
     ctx.trace.append(instr)
     return instr
 

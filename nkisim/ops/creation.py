@@ -146,10 +146,12 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
         data = physical.view(ctx, shp, par, d, buf.alloc)  # aliases whatever else lives there
         if fill is not None:
             data[...] = dt.cast(np.asarray(fill, dtype=np.float32), d)
-    elif ctx.numerics:
-        value = dt.fill_value(d) if fill is None else fill
-        data = np.full(shp, value, dtype=dt.storage_dtype(d))
-    t = Tensor(shp, d, buf, data, name, par, tuple(ctx.loops), site=user_location())
+    elif ctx.numerics and fill is not None:
+        data = np.full(shp, fill, dtype=dt.storage_dtype(d))
+    elif ctx.numerics:  # uninitialised: the NaN/4 pattern is written on first read or partial write
+        data = np.empty(shp, dtype=dt.storage_dtype(d))
+    t = Tensor(shp, d, buf, data, name, par, ctx.loop_tuple, site=user_location())
+    t.unfilled = data is not None and fill is None and buf.alloc is None
     if fill is not None:
         t.written = True
         if buf.family != "hbm":

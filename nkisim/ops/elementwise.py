@@ -16,7 +16,7 @@ from nkisim.core import dtypes as dt
 from nkisim.core.context import KernelContext, current
 from nkisim.core.errors import nki_error
 from nkisim.core.tensor import Access, Tensor, as_access, is_tile, shape_str
-from nkisim.ops.base import emit, mask_array, new_tile, operands
+from nkisim.ops.base import emit, mask_array, new_tile, operands, two_operands
 from nkisim.ops.optable import ACTIVATIONS, ALU
 
 _FLOAT32 = np.dtype(np.float32)
@@ -103,8 +103,7 @@ def binary_op(name: str, x: Any, y: Any, *, dtype: Any = None, mask: Any = None,
     # straight-line code instead of per-operand dicts: this runs once per simulated instruction
     xt, yt = is_tile(x), is_tile(y)
     if xt and yt:
-        accs = operands(name, x=x, y=y)
-        xa, ya = accs["x"], accs["y"]
+        xa, ya = two_operands(name, "x", x, "y", y)
         xs, ys = xa.shape, ya.shape
         out_shape = xs if xs == ys else broadcast_shape(name, {"x": xs, "y": ys}, partition_broadcast)
         xd, yd = xa.dtype, ya.dtype
@@ -136,7 +135,12 @@ def binary_op(name: str, x: Any, y: Any, *, dtype: Any = None, mask: Any = None,
         vals = spec.fn(values(xa, ctx, compute, out_shape) if xt else scalar_value(x, compute),
                        values(ya, ctx, compute, out_shape) if yt else scalar_value(y, compute))
     tile = new_tile(ctx, out_shape, out_dt, vals, valid)
-    scalarish = not (xt and yt) or _is_vector(xs, out_shape) or _is_vector(ys, out_shape)
+    if not (xt and yt):
+        scalarish = True
+    elif xs == ys:  # same shapes: a per-partition scalar only when there is one element per partition
+        scalarish = math.prod(xs[1:]) == 1
+    else:
+        scalarish = _is_vector(xs, out_shape) or _is_vector(ys, out_shape)
     tile.producer = emit(ctx, "tensor_scalar" if scalarish else "tensor_tensor", "dve",
                          reads=[xa, ya] if xt and yt else [xa if xt else ya], writes=[tile.full()],
                          extra={"alu": name})

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from nkisim.core import dtypes as dt
+from nkisim.core.buffers import PMAX
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.indexing import Affine
@@ -100,7 +101,16 @@ def load(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     if shape != acc.shape:
         values = None if values is None else values.reshape(shape)
         valid = None if valid is None or valid.ndim == 0 else valid.reshape(shape)
-    tile = new_tile(ctx, shape, out_dtype(dtype, acc.dtype), values, valid, fresh=acc.advanced)
+    out_dt = out_dtype(dtype, acc.dtype)
+    if values is not None and valid is None and acc.tensor.root.param and out_dt == acc.dtype and not acc.advanced:
+        # kernel inputs never change during a launch: the tile may read them in place until it is
+        # written (Tensor.own_storage copies then), which saves a copy per load
+        values = values.view()
+        values.flags.writeable = False
+        tile = new_tile(ctx, shape, out_dt, None, None)
+        tile.data = values
+    else:
+        tile = new_tile(ctx, shape, out_dt, values, valid, fresh=acc.advanced)
     tile.producer = emit(ctx, "load", reads=[acc], writes=[tile.full()], nbytes=_nbytes(acc, valid))
     return tile
 
@@ -151,8 +161,29 @@ def store(dst: Any, value: Any, *, mask: Any = None, **_: Any) -> None:
     emit(ctx, "store", reads=[v] if v is not None else [], writes=[d], nbytes=_nbytes(d, valid))
 
 
-def assign(dst: Access, value: Any) -> None:
-    """``tile[idx] = value``: an op result lands in place; a tile or scalar becomes a copy/memset."""
+def _hand_over(dst: Access, value: Tensor) -> bool:
+    """Give ``value``'s storage to the tensor ``dst`` covers, instead of copying it, when that is
+    unobservable: ``value`` is a temporary op result that owns its array outright, every element of
+    ``dst`` is replaced with the same dtype, and no other tensor or physical buffer shares either
+    array.  ``t[...] = nl.load(...)`` then costs one copy of the tile instead of two."""
+    t = dst.tensor
+    data, new = t.data, value.data
+    if data is None or new is None or not dst._whole or t.base is not None or t.viewed or value.base is not None \
+            or value.viewed or value.valid is not None or t.buffer.alloc is not None \
+            or value.buffer.alloc is not None or value.param or new.dtype != data.dtype or value.dtype != t.dtype \
+            or new.shape != data.shape:
+        return False
+    t.data = new
+    t.unfilled = False
+    t.written = True
+    value.data = None  # the temporary is gone after this statement; make any late use obvious
+    return True
+
+
+def assign(dst: Access, value: Any, temporary: bool = False) -> None:
+    """``tile[idx] = value``: an op result lands in place; a tile or scalar becomes a copy/memset.
+
+    ``temporary``: nothing but this statement refers to ``value`` (see Tensor.__setitem__)."""
     ctx = current()
     if dst.space == "hbm":
         raise nki_error("err_unsupported_memory",
@@ -179,11 +210,14 @@ def assign(dst: Access, value: Any) -> None:
                             f"cannot copy a tensor with indirect memory reference access to `{dst.name}`; gather "
                             f"with nl.load / nisa.dma_copy from HBM instead")
         check_scope(src)
-        check_partitions("assign", {"dst": dst, "value": src})
-        values = _values_for(dst.shape, src.shape, src.read() if ctx.numerics else None,
-                             dst_name=dst.name, src_name="value", expr=f"{dst.name}[...] = value")
-        valid = _valid_for(dst.shape, src.shape, src.tensor.valid if isinstance(value, Tensor) else None)
-        dst.write(values, valid)
+        if dst.shape[:1] > (PMAX,) or src.shape[:1] > (PMAX,):
+            check_partitions("assign", {"dst": dst, "value": src})
+        if not (temporary and ctx.numerics and value.__class__ is Tensor and src.shape == dst.shape
+                and _hand_over(dst, value)):
+            values = _values_for(dst.shape, src.shape, src.read() if ctx.numerics else None,
+                                 dst_name=dst.name, src_name="value", expr=f"{dst.name}[...] = value")
+            valid = _valid_for(dst.shape, src.shape, src.tensor.valid if isinstance(value, Tensor) else None)
+            dst.write(values, valid)
         producer = value.producer if isinstance(value, Tensor) else None
         if producer is not None and ctx.trace and ctx.trace[-1] is producer:
             # the producing instruction writes straight into the destination
@@ -221,7 +255,10 @@ def accumulate(dst: Access, value: Any, op: str) -> None:
         rhs = _values_for(dst.shape, src_shape, None if src_vals is None else np.asarray(src_vals),
                           dst_name=dst.name, src_name="value", expr=f"{dst.name} {op}= value")
         dst.tensor.root.written = True
+        dst.tensor.fill_pending()
         data = dst.tensor.data
+        if data is not None:
+            data = dst.tensor.own_storage()
         if data is not None and data.dtype == np.float32 and not dst.advanced and op in _INPLACE:
             _INPLACE[op](data[dst.np_index()], rhs, out=data[dst.np_index()])  # fp32 PSUM: accumulate in place
         else:

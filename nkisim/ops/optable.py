@@ -149,16 +149,17 @@ def _rshift(a: Any, b: Any) -> Any:  # logical shift on the 32-bit pattern
     return np.right_shift(np.asarray(a).astype(np.int64) & 0xFFFFFFFF, np.asarray(b).astype(np.int64))
 
 
+# reductions call the ufunc's reduce directly: np.sum & co. are Python wrappers around the same call
 _ALU_LIST = [
-    AluOp("add", np.add, True, reduce_fn=np.sum),
+    AluOp("add", np.add, True, reduce_fn=np.add.reduce),
     AluOp("subtract", np.subtract, True),
-    AluOp("multiply", np.multiply, True, reduce_fn=np.prod),
+    AluOp("multiply", np.multiply, True, reduce_fn=np.multiply.reduce),
     AluOp("divide", _div),
     AluOp("power", _power),
-    AluOp("maximum", np.maximum, True, reduce_fn=np.max),
-    AluOp("minimum", np.minimum, True, reduce_fn=np.min),
-    AluOp("max", np.maximum, True, reduce_fn=np.max),
-    AluOp("min", np.minimum, True, reduce_fn=np.min),
+    AluOp("maximum", np.maximum, True, reduce_fn=np.maximum.reduce),
+    AluOp("minimum", np.minimum, True, reduce_fn=np.minimum.reduce),
+    AluOp("max", np.maximum, True, reduce_fn=np.maximum.reduce),
+    AluOp("min", np.minimum, True, reduce_fn=np.minimum.reduce),
     AluOp("bitwise_and", _int_only(np.bitwise_and), True, True, reduce_fn=np.bitwise_and.reduce),
     AluOp("bitwise_or", _int_only(np.bitwise_or), True, True, reduce_fn=np.bitwise_or.reduce),
     AluOp("bitwise_xor", _int_only(np.bitwise_xor), True, True, reduce_fn=np.bitwise_xor.reduce),
@@ -170,8 +171,8 @@ _ALU_LIST = [
     AluOp("greater_equal", np.greater_equal, compare=True),
     AluOp("less", np.less, compare=True),
     AluOp("less_equal", np.less_equal, compare=True),
-    AluOp("logical_and", np.logical_and, True, compare=True, reduce_fn=np.all),
-    AluOp("logical_or", np.logical_or, True, compare=True, reduce_fn=np.any),
+    AluOp("logical_and", np.logical_and, True, compare=True, reduce_fn=np.logical_and.reduce),
+    AluOp("logical_or", np.logical_or, True, compare=True, reduce_fn=np.logical_or.reduce),
     AluOp("logical_xor", np.logical_xor, compare=True),
     AluOp("mod", lambda a, b: np.mod(a, b)),
     AluOp("fmod", lambda a, b: np.fmod(a, b)),

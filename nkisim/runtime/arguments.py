@@ -102,6 +102,7 @@ def from_tensor(value: Any, to_torch: bool) -> Any:
     if isinstance(value, Tensor):
         if value.data is None:
             return None
+        value.root.fill_pending()
         arr = np.array(value.data, copy=True)
         return numpy_to_torch(arr) if to_torch else arr
     if isinstance(value, (tuple, list)):

@@ -1,0 +1,158 @@
+"""Storage shortcuts the simulator takes for speed must be unobservable from a kernel.
+
+Two are tested here against NumPy expectations:
+- uninitialised tiles are filled with the NaN pattern lazily (on the first read or partial write),
+  so a first whole write skips the fill;
+- ``t[...] = <temporary result>`` hands the temporary's array to ``t`` instead of copying it, which
+  must never let two live tiles share storage.
+"""
+
+from __future__ import annotations
+
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+import numpy as np
+
+RNG = np.random.default_rng(7)
+A = RNG.standard_normal((128, 8), dtype=np.float32)
+
+
+@nki.jit
+def named_value_then_update(a):
+    """``x`` is still bound to a name when assigned, so updating ``t`` must not change ``x``."""
+    out_x = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    out_t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    x = nl.load(a)
+    t[...] = x
+    t[...] = nl.add(t, 1.0)
+    nl.store(out_x, value=x)
+    nl.store(out_t, value=t)
+    return out_x, out_t
+
+
+def test_named_value_keeps_its_own_storage() -> None:
+    x, t = named_value_then_update(A)
+    np.testing.assert_array_equal(x, A)
+    np.testing.assert_array_equal(t, A + np.float32(1.0))
+
+
+@nki.jit
+def temporaries_into_one_tile(a):
+    """Two temporaries in turn: the second must replace the first, and later in-place updates of
+    ``t`` must not leak into the HBM input it was loaded from."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    t[...] = nl.load(a)
+    t[...] = nl.multiply(nl.load(a), 2.0)
+    t[...] += nl.load(a)
+    nl.store(out, value=t)
+    return out
+
+
+def test_temporary_results_land_in_place() -> None:
+    a = A.copy()
+    out = temporaries_into_one_tile(a)
+    np.testing.assert_allclose(out, 3 * A, rtol=1e-6)
+    np.testing.assert_array_equal(a, A)  # the input is untouched
+
+
+@nki.jit
+def temporary_into_loop_tiles(a):
+    """A tile allocated per iteration and filled from a temporary: every iteration sees its own data."""
+    out = nl.ndarray((4, 128, 8), dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in range(4):  # a Python loop: ``i`` is a plain int the multiply can take
+        t = nl.ndarray((128, 8), dtype=a.dtype, buffer=nl.sbuf)
+        t[...] = nl.multiply(nl.load(a), i + 1.0)
+        nl.store(out[i], value=t)
+    return out
+
+
+def test_loop_tiles_each_get_their_values() -> None:
+    out = temporary_into_loop_tiles(A)
+    for i in range(4):
+        np.testing.assert_allclose(out[i], A * (i + 1), rtol=1e-6)
+
+
+@nki.jit
+def partial_write_then_store(a):
+    """Only the first 64 partitions are written: the rest must show the uninitialised pattern."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    t[0:64, :] = nl.load(a[0:64, :])
+    nl.store(out, value=t)
+    return out
+
+
+def test_partial_write_leaves_nan_elsewhere() -> None:
+    out = partial_write_then_store(A)
+    np.testing.assert_array_equal(out[:64], A[:64])
+    assert np.isnan(out[64:]).all()
+
+
+@nki.jit
+def read_before_write(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nl.store(out, value=nl.add(t, 1.0))
+    return out
+
+
+def test_uninitialised_read_is_nan() -> None:
+    assert np.isnan(read_before_write(A)).all()
+
+
+@nki.jit
+def store_through_reshaped_view(a):
+    """An HBM output written only through a reshape view: the view shares the output's storage."""
+    out = nl.ndarray((128, 8), dtype=a.dtype, buffer=nl.shared_hbm)
+    flat = out.reshape((64, 16))
+    nl.store(flat[0:64, 0:8], value=nl.load(a.reshape((64, 16))[0:64, 0:8]))
+    return out
+
+
+def test_view_writes_reach_the_output() -> None:
+    out = store_through_reshaped_view(A)
+    got = out.reshape(64, 16)
+    np.testing.assert_array_equal(got[:, :8], A.reshape(64, 16)[:, :8])
+    assert np.isnan(got[:, 8:]).all()
+
+
+@nki.jit
+def int_tile_uninitialised(a):
+    out = nl.ndarray((128, 8), dtype=nl.int32, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 8), dtype=nl.int32, buffer=nl.sbuf)
+    t[:, 0:4] = nl.copy(nl.load(a)[:, 0:4], dtype=nl.int32)
+    nl.store(out, value=t)
+    return out
+
+
+def test_int_tiles_show_the_integer_pattern() -> None:
+    a = np.arange(128 * 8, dtype=np.int32).reshape(128, 8)
+    out = int_tile_uninitialised(a)
+    np.testing.assert_array_equal(out[:, :4], a[:, :4])
+    assert (out[:, 4:] == 4).all()  # integers hold 4 where nothing was written
+
+
+@nki.jit
+def write_into_loaded_tiles(a):
+    """Tiles loaded from an input and then written (in place, partially, via +=) never touch the input."""
+    out1 = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    out2 = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    x += 1.0
+    y = nl.load(a)
+    y[0:4, :] = 0.0
+    nl.store(out1, value=x)
+    nl.store(out2, value=y)
+    return out1, out2
+
+
+def test_loaded_tiles_are_private_once_written() -> None:
+    a = A.copy()
+    x, y = write_into_loaded_tiles(a)
+    np.testing.assert_array_equal(a, A)
+    np.testing.assert_allclose(x, A + np.float32(1.0), rtol=1e-6)
+    expected = A.copy()
+    expected[:4] = 0.0
+    np.testing.assert_array_equal(y, expected)
