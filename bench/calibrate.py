@@ -1,14 +1,21 @@
 """Cost model vs published latencies (published-latencies.csv): prints target, model, published, ratio.
 
-Run: ``.venv/bin/python bench/calibrate.py [--quick]`` (--quick skips the 8192-sized matmul ladder and
-the two 25600-iteration ROW_CHUNK=1 kernels).
+Run: ``.venv/bin/python bench/calibrate.py [--quick | --fit]`` (--quick skips the 8192-sized matmul ladder
+and the two 25600-iteration ROW_CHUNK=1 kernels).
 All kernels run in cost-only mode through nki.benchmark with nt.tensor placeholders.
+
+``--fit`` scans the free parameters in FIT one at a time (the others at their file values) over the
+published figures of their target, and prints each candidate's rms and worst model/published ratio and
+the values with the least rms (log-space least squares); the chosen values go into params/<target>.toml by hand (with a "fit" comment and a
+version bump).  It leaves out the matmul ladder, which none of them affects; rerun the full table after.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
+import math
 import sys
 import time
 from pathlib import Path
@@ -19,6 +26,7 @@ import neuronxcc.nki as nki  # noqa: E402
 import neuronxcc.nki.language as nl  # noqa: E402
 import neuronxcc.nki.typing as nt  # noqa: E402
 
+from nkisim.cost import model, params  # noqa: E402
 from tests.cost_kernels import layernorm, matmul, trn2_vector_add, vector_add  # noqa: E402
 
 
@@ -79,13 +87,67 @@ def mat(n: int):
 LN_ARGS = (nt.tensor[[4096, 8192], nl.float32], 1e-5, vec(8192), vec(8192))
 
 
+# free parameters and the candidate values --fit scans (section, key): candidates
+FIT: dict[str, dict[tuple[str, str], list[float]]] = {
+    "trn1": {("loops", "unroll_max_instructions"): [0, 256, 384, 400, 512, 640, 799, 800, 1024, 4096]},
+    "trn2": {("dma", "dge_ns"): [350, 400, 440, 460, 470, 480, 490, 500, 520, 560, 600],
+             ("dma", "dge_descriptor_ns"): [0.0, 0.5, 0.7, 0.8, 0.9, 1.0, 1.2, 1.5, 2.0],
+             ("dma", "descriptor_ns"): [0, 5, 10, 15, 20]},
+}
+
+
+def trace_of(kernel, *args, target: str = "trn1"):
+    """The instruction trace nki.benchmark schedules for ``kernel(*args)``."""
+    b = nki.benchmark(warmup=1, iters=1, platform_target=target)(kernel)
+    with contextlib.redirect_stdout(io.StringIO()):
+        b(*args)
+    return b.benchmark_result.launch.ctx.trace
+
+
+def worst_ratio(ratios: list[float]) -> float:
+    """The ratio furthest from 1 (either way), as a factor >= 1."""
+    return max(math.exp(abs(math.log(r))) for r in ratios)
+
+
+def rms_ratio(ratios: list[float]) -> float:
+    """Root-mean-square error in log space, as a factor >= 1 (the quantity --fit minimises)."""
+    return math.exp(math.sqrt(sum(math.log(r) ** 2 for r in ratios) / len(ratios)))
+
+
+def fit() -> None:
+    """Scan each FIT parameter over its candidates; print the worst ratio per candidate and the best ones."""
+    for target, free in FIT.items():
+        runs = [(name, trace_of(k, *a, target=target), pub) for t, name, k, a, pub in cases()
+                if t == target and "matmul" not in name]
+        base = params.load(target)
+        for (sec, key), values in free.items():
+            scores = []
+            for v in values:
+                prm = copy.deepcopy(base)
+                prm[sec][key] = v
+                ratios = [model.estimate(tr, target, prm=prm).total_us / pub for _, tr, pub in runs]
+                scores.append((rms_ratio(ratios), v, ratios))
+            best = min(sc[0] for sc in scores)
+            print(f"{target} {sec}.{key} (file: {base[sec][key]}) over {len(runs)} figures")
+            for w, v, ratios in scores:
+                mark = " <- best" if w <= best * 1.0005 else ""
+                print(f"  {v:>8}  rms {w:5.3f}  worst {worst_ratio(ratios):5.3f}  "
+                      f"[{' '.join(f'{r:.2f}' for r in ratios)}]{mark}")
+            good = [v for w, v, _ in scores if w <= best * 1.0005]
+            print(f"  best: {min(good)}..{max(good)}" if len(good) > 1 else f"  best: {good[0]}")
+
+
 def main() -> None:
+    if "--fit" in sys.argv:
+        fit()
+        return
     quick = "--quick" in sys.argv
     print(f"{'target':6s} {'kernel':42s} {'model us':>10s} {'published':>10s} {'ratio':>6s} {'wall s':>7s}")
     for target, name, kern, args, pub in cases(quick):
         t0 = time.perf_counter()
-        model = latency_us(kern, *args, target=target)
-        print(f"{target:6s} {name:42s} {model:10.1f} {pub:10.1f} {model / pub:6.2f} {time.perf_counter() - t0:7.1f}")
+        model_us = latency_us(kern, *args, target=target)
+        print(f"{target:6s} {name:42s} {model_us:10.1f} {pub:10.1f} {model_us / pub:6.2f} "
+              f"{time.perf_counter() - t0:7.1f}")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ published trn1 measurements (bench/calibrate.py), not a hardware measurement.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from nkisim.cost import params as params_mod
 from nkisim.cost.scheduler import schedule
@@ -33,12 +34,20 @@ class Estimate:
         return sorted(self.line_us.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
 
 
-def estimate(trace: list[Instr], target: str = "trn2", cores: int = 1) -> Estimate:
-    """Latency estimate (µs) of ``trace`` on ``target``; ``cores`` is the NeuronCores the launch spans."""
-    prm = params_mod.load(target)
+def estimate(trace: list[Instr], target: str = "trn2", cores: int = 1,
+             prm: dict[str, Any] | None = None) -> Estimate:
+    """Latency estimate (µs) of ``trace`` on ``target``; ``cores`` is the NeuronCores the launch spans
+    (each gets a ``core_us`` entry, idle ones only the fixed launch cost).
+
+    ``prm`` replaces the target's parameter file (bench/calibrate.py --fit scans candidate values)."""
+    prm = params_mod.load(target) if prm is None else prm
     sched = schedule(trace, prm)
     fixed = float(prm["kernel"]["fixed_us"])
-    core_us = {c: t / 1000.0 + fixed for c, t in sorted(sched.core_end.items())}
+    # every core of the launch pays the launch cost, also one that got no instance (e.g. nl.nc(2) over
+    # a grid of one); the launch ends when the slowest core does
+    ends = {c: 0.0 for c in range(max(1, cores))}
+    ends.update(sched.core_end)
+    core_us = {c: t / 1000.0 + fixed for c, t in sorted(ends.items())}
     total = max(core_us.values(), default=fixed)
     line_us: dict[tuple[str, int], float] = {}
     dma_count = dma_bytes = 0

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nkisim.cost import costs
+from nkisim.cost import costs, unroll
 from nkisim.cost.deps import Scoreboard
 from nkisim.cost.trace import Instr
 
@@ -72,12 +72,36 @@ class Queue:
         return (ready if start is None else start), fin
 
 
+class Dge:
+    """The hardware descriptor-generation engine (NC-v3) that makes runtime DMA descriptors.
+
+    A DMA whose addresses depend on a rolled loop's variable needs its descriptors made at run time
+    (spec §4.4: ~600 ns per DMA instruction).  The DGE is triggered from an engine sequencer as it
+    reaches the DMA in program order, without waiting for the DMA's data ("descriptor generation
+    overlaps with earlier compute instructions"), so it works through the DMAs one after another
+    and a transfer starts once both its descriptors and its data are ready.
+    """
+
+    __slots__ = ("free",)
+
+    def __init__(self, instances: int) -> None:
+        self.free = [0.0] * max(1, instances)
+
+    def generate(self, ns: float) -> tuple[float, float]:
+        """(start, end) of making one DMA's descriptors on the first free DGE instance."""
+        u = min(range(len(self.free)), key=lambda k: (self.free[k], k))
+        start = self.free[u]
+        self.free[u] = start + ns
+        return start, start + ns
+
+
 class Core:
     """Engine timelines of one NeuronCore."""
 
     def __init__(self, prm: dict[str, Any]) -> None:
         self.free = {e: 0.0 for e in COMPUTE}
         self.dma = Queue()
+        self.dge = Dge(int(prm["dma"].get("dge_instances", 1)))
         self.port = 0.0  # shared VectorE/GpSimdE SBUF port on NC-v2
         self.psum_port = 0.0  # shared VectorE/ScalarE PSUM access on NC-v2
 
@@ -93,7 +117,12 @@ class Buffers:
         self.site_of: dict[int, Any] = {}  # allocation site of in-loop op results (no nl.ndarray site)
         per_line: dict[tuple, int] = {}
         sites: dict[Any, int] = {}
+        site_roots: dict[Any, list[int]] = {}
         fixed = 0
+        bp = prm["buffers"]
+        bank_bytes = int(bp.get("psum_bank_bytes", 2048))
+        psum_sites: dict[Any, int] = {}
+        psum_fixed = 0
         # an op's result tile that was assigned into another tile (tile[...] = nl.load(...)) never
         # exists on chip: only roots that appear in some region occupy SBUF
         used = {r[0] for ins in trace for r in (*ins.reads, *ins.writes)}
@@ -105,11 +134,26 @@ class Buffers:
                         if b[4]:
                             key = b[2] or self._result_site(b[0], ins, per_line)
                             sites[key] = max(sites.get(key, 0), b[6])
+                            site_roots.setdefault(key, []).append(b[0])
                         else:
                             fixed += b[6]
+                    elif b[1] == "psum" and not b[3]:
+                        banks = -(-b[6] // bank_bytes)  # a PSUM tile occupies whole banks
+                        if b[4]:
+                            key = b[2] or self.site_of.setdefault(b[0], ins.loc)
+                            psum_sites[key] = max(psum_sites.get(key, 0), banks)
+                        else:
+                            psum_fixed += banks
+        # tiles of loops the compiler unrolls get a buffer per unrolled copy (unroll.py)
+        copies = unroll.tile_copies(trace, {r for rs in site_roots.values() for r in rs},
+                                    int(prm.get("loops", {}).get("unroll_max_instructions", 0)))
+        want = {s: max([copies.get(r, 1) for r in rs]) for s, rs in site_roots.items()}
         self.k = self._rotations(sites, prm["buffers"]["sbuf_partition_bytes"] - fixed,
-                                 prm["buffers"]["sbuf_rotation"])
-        self.psum_k = prm["buffers"]["psum_rotation"]
+                                 prm["buffers"]["sbuf_rotation"], want)
+        # PSUM has 8 banks per partition (spec §4.3): in-loop accumulators rotate over psum_rotation banks
+        # each unless together they would need more banks than are left
+        self.psum_k = self._rotations(psum_sites, int(bp.get("psum_banks", 8)) - psum_fixed,
+                                      bp["psum_rotation"], {})
 
     def _result_site(self, root: int, ins: Instr, per_line: dict[tuple, int]) -> tuple:
         """An op's result tile has no nl.ndarray site: the n-th new one on a source line in one loop
@@ -123,11 +167,14 @@ class Buffers:
         return site
 
     @staticmethod
-    def _rotations(sites: dict[Any, int], room: int, rot: int) -> dict[Any, int]:
-        """K per in-loop SBUF allocation site: ``rot`` each, then shrink the biggest until they fit."""
-        k = {s: rot for s in sites}
+    def _rotations(sites: dict[Any, int], room: int, rot: int, want: dict[Any, int]) -> dict[Any, int]:
+        """K per in-loop SBUF allocation site: ``rot`` each (or one per unrolled copy, ``want``, when
+        that is more), then shrink the biggest until they fit.  Copies beyond ``rot`` go first: an
+        unrolled loop's extra buffers only add overlap, and must not cost another tile its double
+        buffering."""
+        k = {s: max(rot, want.get(s, 1)) for s in sites}
         while sum(sites[s] * k[s] for s in k) > room:
-            grow = [s for s in k if k[s] > 1]
+            grow = [s for s in k if k[s] > rot] or [s for s in k if k[s] > 1]
             if not grow:
                 break
             big = max(grow, key=lambda s: (sites[s] * k[s], str(s)))
@@ -154,7 +201,7 @@ class Buffers:
             site_key = (space, site)
             n = self.count.get(site_key, 0)
             self.count[site_key] = n + 1
-            kk = self.psum_k if space == "psum" else self.k.get(site or loc, 1)
+            kk = self.psum_k.get(site, 1) if space == "psum" else self.k.get(site or loc, 1)
             phys = self.phys[root] = ("rot", site_key, n % kk)
         return (phys, tid if tid != root else 0), box
 
@@ -200,6 +247,7 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
     shared_port = bool(eng_p["dve_pool_shared_port"])
     psum_port = bool(eng_p.get("dve_act_shared_psum", False))
     dge_ns = float(prm["dma"].get("dge_ns", 0.0)) if getattr(trace, "skip_middle_end", False) else 0.0
+    dge_desc_ns = float(prm["dma"].get("dge_descriptor_ns", 0.0))
     out = Schedule(len(trace))
     for i, ins in enumerate(trace):
         core = cores.get(ins.core)
@@ -222,14 +270,18 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
         elif e == "dma":
             nq = costs.dma_queues(ins, prm)
             dur = costs.dma_queue_ns(ins, nq, prm)
+            dge_start = None
             if dge_ns and ins.loops:
                 # a DMA in a rolled NKI loop has loop-dependent addresses, so its descriptors are made at
-                # run time by the hardware DGE (spec §4.4 ~600 ns per instruction; PerfSim adds the
-                # DGE overhead to the DMA instruction itself, §4.5)
-                dur += dge_ns
+                # run time by the hardware DGE (spec §4.4 ~600 ns per instruction) before the transfer
+                # can start; the queues meanwhile keep moving earlier transfers' data
+                dge_start, dge_end = core.dge.generate(dge_ns + dge_desc_ns * costs.descriptors(ins))
+                ready = max(ready, dge_end)
             # every transfer writes a completion semaphore on all 16 queues (spec §4.4), so the queues
             # are modelled as one reservation table; the data rate still scales with the queues used
             start, fin = core.dma.place(ready, dur)
+            if dge_start is not None:
+                start = dge_start
             end = fin + dma_lat
             out.busy["dma"] += dur * nq
         else:
