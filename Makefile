@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test test-fast bench lint clean release release-check lab
+.PHONY: setup test test-fast bench lint clean release release-check lab grade
 
 setup: $(STAMP)
 
@@ -34,6 +34,12 @@ release: $(STAMP)
 
 release-check: $(STAMP)
 	$(PY) -m nkilab.release --check
+
+# Grade the bundled example class with nbgrader (course built fresh in build/example_class/; see
+# autograder/example_class/). For a real class: make grade COURSE=path/to/your/nbgrader/course
+COURSE ?=
+grade: $(STAMP)
+	$(PY) -m nkilab.classgrade $(if $(COURSE),--course $(COURSE))
 
 # Students work on copies in work/ (never overwritten, not tracked), so `git pull` and `make release`
 # never collide with their answers.

@@ -1,4 +1,9 @@
-"""nbgrader configuration for the NKI Kernel Lab (used by `make release`; `make grade` extends it later)."""
+"""nbgrader configuration for the NKI Kernel Lab (`make release`, and the course `make grade` builds).
+
+The grading settings (sanitizer, time limits, feedback without hidden cases) are passed on the
+command line by `python -m nkilab.classgrade` (see ``nkilab.nbgrader_plugins.grading_flags``), so they
+also apply to a course whose own nbgrader_config.py predates them.
+"""
 
 c = get_config()  # noqa: F821  (provided by nbgrader's config loader)
 

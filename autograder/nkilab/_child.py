@@ -7,6 +7,7 @@ the parent compares.  Whatever the student's module does to NumPy or to this pro
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import sys
 import time
@@ -76,12 +77,56 @@ def make_grid(spec: Any) -> tuple | None:
     return tuple(nl.nc(int(x["nc"])) if isinstance(x, dict) else int(x) for x in spec)
 
 
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, (tuple, list)):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
+
+
+class _TensorsOnly:
+    """The student's kernel function, failing if it returns anything but NKI tensors (see returns_tensors_only).
+
+    A callable object rather than a closure: the simulator reads ``func.__code__`` (the student's file, for
+    error locations) and follows ``__wrapped__`` for the source and the signature."""
+
+    def __init__(self, inner: Any) -> None:
+        functools.update_wrapper(self, inner)
+        self.__code__ = inner.__code__
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        out = self.__wrapped__(*args, **kwargs)
+        for leaf in _leaves(out):
+            if leaf is not None and not isinstance(leaf, _tensor_type()):
+                kind = f"{type(leaf).__module__}.{type(leaf).__name__}".replace("builtins.", "")
+                raise TypeError(f"the kernel returned a {kind}, not an NKI tensor: return the nl.shared_hbm tensor "
+                                "you stored the result into (values computed outside NKI do not count)")
+        return out
+
+
+def _tensor_type() -> type:
+    from nkisim.core.tensor import Tensor
+
+    return Tensor
+
+
+def returns_tensors_only(fn: Any) -> Any:
+    """On the simulator: make the kernel fail if it returns anything but NKI tensors.
+
+    A real NKI kernel can only return the HBM tensors it stored into.  The simulator hands kernels their
+    inputs as tensors backed by NumPy arrays, so a kernel could compute ``a + b`` in NumPy and return that
+    array; it would "pass" here and fail to compile on a device.  None is left to the usual bad-return check."""
+    if not isinstance(fn.func, _TensorsOnly):
+        fn.func = _TensorsOnly(fn.func)
+    return fn
+
+
 def launcher(fn: Any, grid_spec: Any, target: str | None) -> Any:
     """The call a question makes: ``kernel(*args)`` or ``kernel[grid](*args)``, on the question's target."""
     grid = make_grid(grid_spec)
     if on_simulator():
         from nkisim.runtime.kernel import launch
 
+        fn = returns_tensors_only(fn)
         return lambda *args: launch(fn, grid, args, {}, target=target)
     return fn[grid] if grid is not None else fn
 

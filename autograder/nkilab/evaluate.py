@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,8 +72,30 @@ def default_target() -> str | None:
     return os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE") or None
 
 
+PRESET_ENV = "NKILAB_REFERENCE_LATENCIES"
+
+
+def reference_key(q: Question, target: str | None) -> str:
+    return f"{q.qid}@{target or ''}"
+
+
+def _preset(q: Question, target: str | None) -> dict | None:
+    """A latency measured once for the whole class (``make grade`` sets it before any student code runs).
+
+    An environment variable rather than a file: a student's kernel process can write files, but it cannot
+    change the environment of the grading process that started it."""
+    try:
+        found = json.loads(os.environ.get(PRESET_ENV) or "{}").get(reference_key(q, target))
+    except (ValueError, AttributeError):
+        return None
+    return found if isinstance(found, dict) and found.get("status") == "ok" else None
+
+
 def reference_latency(q: Question, target: str | None, timeout: float) -> dict:
     """Benchmark the reference solution kernel (in a child process, like the student's)."""
+    preset = _preset(q, target)
+    if preset is not None:
+        return preset
     path = q.solution_path
     key = (q.qid, target, path.stat().st_mtime if path.exists() else 0.0)
     if key not in _REFERENCE_CACHE:

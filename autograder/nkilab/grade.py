@@ -26,6 +26,12 @@ def grading_seed() -> int:
     return int(env) if env else secrets.randbits(32)
 
 
+def grading_timeout() -> float | None:
+    """``NKILAB_TIMEOUT_S`` when set (a class-wide limit per kernel run), otherwise each question's own."""
+    env = os.environ.get("NKILAB_TIMEOUT_S")
+    return float(env) if env else None
+
+
 @dataclass
 class GradeReport:
     question: str
@@ -42,6 +48,7 @@ def grade_report(question_id: str, module_path: str | os.PathLike | None = None,
     q = get(question_id)
     module_path = q.default_module if module_path is None else module_path
     seed = grading_seed() if seed is None else seed
+    timeout = grading_timeout() if timeout is None else timeout
     out = sys.stdout if verbose else open(os.devnull, "w")  # noqa: SIM115
     try:
         with warnings.catch_warnings(), contextlib.redirect_stderr(out):

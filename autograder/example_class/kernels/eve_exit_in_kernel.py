@@ -1,0 +1,12 @@
+# eve, stage 1 Q2: the kernel process exits in the middle of the first case (a crash).
+import os
+
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def vector_add_stream(a, b):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    os._exit(3)
+    return out

@@ -1,0 +1,388 @@
+"""``make grade``: grade a class's NKI notebooks with real nbgrader, fairly, and never stop the batch.
+
+    python -m nkilab.classgrade                    # the bundled example class, graded in build/example_class/
+    python -m nkilab.classgrade --course DIR       # your nbgrader course: DIR/submitted/ -> DIR/gradebook.db
+
+Steps, per assignment: look at every hand-in first (``nkilab.intake``: unreadable, renamed or missing
+notebooks are reported, never fed to nbgrader); ``nbgrader autograde`` with our sanitize and execute steps
+(``nkilab.nbgrader_plugins``: submissions rebuilt on the release, only ``%%writefile`` and grade cells run,
+a time limit per cell and per notebook, stderr never zeroes a grade cell); then an audit: a student nbgrader
+did not reach (the batch stopped) is graded again alone, and a submission nbgrader discarded (its kernel
+died) is salvaged, its grade cells run one by one in throwaway processes (``nkilab.salvage``).  Then
+``generate_feedback`` with hidden cases stripped, ``nbgrader export`` (totals, ``grades.csv``) and our
+per-question ``grades_by_question.csv``, and the table on stdout.
+
+For the example class everything is built at run time in a fresh course directory: the sources from
+``notebooks/``, the release with ``nbgrader generate_assignment``, the roster from
+``autograder/example_class/roster.csv`` and the submissions from the current ``assignments/`` plus each
+student's recipe (``nkilab.example_class``).  With ``--course`` nothing outside nbgrader's own folders is
+written, and ``submitted/`` is only read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.plugins import CsvExportPlugin
+
+from nkilab import example_class, intake
+from nkilab.evaluate import PRESET_ENV, default_target, reference_key, reference_latency
+from nkilab.grade_table import Submission, collect, table, write_csv
+from nkilab.nbgrader_plugins import feedback_flags, grading_flags
+from nkilab.questions import QUESTIONS
+from nkilab.release import CONFIG, REPO, load_source
+from nkilab.salvage import answer_cells_unchanged, salvage, with_outcomes
+from nkilab.sanitize import grade_id, is_grade, restore
+
+EXAMPLE_DIR = REPO / "build" / "example_class"
+EXAMPLE_MARK = ".nkilab-example-class"  # only a directory carrying this file is ever wiped
+EXAMPLE_KERNEL_TIMEOUT = 20.0  # s per kernel run: the example kernels need ~1 s; keeps the endless loop short
+
+
+class ClassGradeError(RuntimeError):
+    """A problem with the course itself (not with a submission): grading cannot start."""
+
+
+@dataclass
+class Limits:
+    kernel: float | None  # per run of a student's kernel (None: each question's own, 60 s)
+    cell: int  # per notebook cell (nbgrader Execute.timeout)
+    notebook: int  # per notebook
+
+
+def _log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+class Nbgrader:
+    """Runs ``nbgrader`` commands in a course directory, each in its own process group with a time limit."""
+
+    def __init__(self, course: Path, env: dict[str, str], logs: Path) -> None:
+        self.course, self.env, self.logs = course, env, logs
+        logs.mkdir(parents=True, exist_ok=True)
+
+    def run(self, args: list[str], log_name: str, timeout: float) -> tuple[int, str]:
+        """(exit code, output); -9 when it had to be killed at ``timeout``."""
+        log_path = self.logs / f"{log_name}.log"
+        with open(log_path, "w") as fh:
+            proc = subprocess.Popen([sys.executable, "-m", "nbgrader", *args], cwd=self.course, env=self.env,
+                                    stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+            try:
+                code = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    proc.kill()
+                proc.wait()
+                code = -9
+        return code, log_path.read_text(errors="replace")
+
+
+def reference_presets() -> str:
+    """Every question's reference latency, measured once here before any student code runs (JSON for the env)."""
+    found = {}
+    for q in QUESTIONS.values():
+        target = q.target or default_target()
+        res = reference_latency(q, target, 120.0)
+        if res.get("status") == "ok":
+            found[reference_key(q, target)] = res
+    return json.dumps(found)
+
+
+def grading_env(limits: Limits, seed: int) -> dict[str, str]:
+    env = dict(os.environ)
+    env["NKILAB_SEED"] = str(seed)
+    if limits.kernel is not None:
+        env["NKILAB_TIMEOUT_S"] = f"{limits.kernel:g}"
+    env.setdefault("OMP_NUM_THREADS", "1")
+    env.setdefault("JUPYTER_PLATFORM_DIRS", "1")
+    return env
+
+
+# --------------------------------------------------------------------------- the example class
+
+
+def prepare_example(course: Path, nbg: Nbgrader) -> tuple[list[str], list[str], list[intake.Intake]]:
+    """A fresh nbgrader course for the bundled class: sources, roster, release, hand-ins taken in."""
+    stages = example_class.stages_used()
+    students = [s.id for s in example_class.roster()]
+    (course / "source").mkdir(parents=True)
+    shutil.copy(CONFIG, course / "nbgrader_config.py")
+    (course / EXAMPLE_MARK).write_text("Built by `python -m nkilab.classgrade`; deleted and rebuilt on every run.\n")
+    for stage in stages:
+        folder = course / "source" / stage
+        folder.mkdir()
+        nbformat.write(load_source(REPO / "notebooks" / f"{stage}.py"), folder / f"{stage}.ipynb")
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:  # as `nbgrader db student import roster.csv`
+        for s in example_class.roster():
+            gb.update_or_create_student(s.id, first_name=s.first_name, last_name=s.last_name, email=s.email)
+    code, out = nbg.run(["generate_assignment", "*", "--force", "--create"], "generate_assignment", 900)
+    for stage in stages:
+        if code != 0 or not (course / "release" / stage / f"{stage}.ipynb").exists():
+            raise ClassGradeError(f"nbgrader generate_assignment failed for {stage}:\n{out[-3000:]}")
+    example_class.build_submissions(course / "incoming")
+    records = intake.take_in(course / "incoming", course / "submitted", students, {s: [s] for s in stages})
+    return students, stages, records
+
+
+def fresh_example_dir(course: Path) -> None:
+    if course.exists() and any(course.iterdir()):
+        if not (course / EXAMPLE_MARK).exists():
+            raise ClassGradeError(f"{course} exists and was not made by this tool; not deleting it")
+        shutil.rmtree(course)
+    course.mkdir(parents=True, exist_ok=True)
+
+
+# --------------------------------------------------------------------------- a TA's own course
+
+
+def course_layout(course: Path, only: list[str] | None) -> tuple[list[str], list[str], dict[str, list[str]]]:
+    """(students, assignments, {assignment: notebook names}) of an existing nbgrader course."""
+    db = course / "gradebook.db"
+    if not db.exists():
+        raise ClassGradeError(f"{db} not found: is {course} an nbgrader course directory?")
+    with Gradebook(f"sqlite:///{db}") as gb:
+        names = sorted(a.name for a in gb.assignments)
+        students = {s.id for s in gb.students}
+    submitted = course / "submitted"
+    if submitted.is_dir():
+        students |= {p.name for p in submitted.iterdir() if p.is_dir()}
+    assignments = [a for a in names if only is None or a in only]
+    layout: dict[str, list[str]] = {}
+    for a in assignments:
+        release = course / "release" / a
+        nbs = sorted(p.stem for p in release.glob("*.ipynb"))
+        if not nbs:
+            raise ClassGradeError(f"{release} has no notebooks: run `nbgrader generate_assignment {a}` first")
+        layout[a] = nbs
+    return sorted(students), assignments, layout
+
+
+# --------------------------------------------------------------------------- grading
+
+
+def _autograded(course: Path, student: str, assignment: str, notebooks: list[str]) -> bool:
+    folder = course / "autograded" / student / assignment
+    return all((folder / f"{nb}.ipynb").exists() for nb in notebooks)
+
+
+def _attempted(log: str, student: str, assignment: str) -> bool:
+    return re.search(rf"Sanitizing \S*[/\\]{re.escape(student)}[/\\]{re.escape(assignment)}[/\\]", log) is not None
+
+
+def _failure_reason(log: str, student: str) -> str:
+    section = log.split(f"Creating/updating student with ID '{student}'")[-1]
+    section = section.split("Creating/updating student with ID")[0]
+    if "Kernel died" in section or "DeadKernelError" in section:
+        return "the notebook's kernel died"
+    if "UnresponsiveKernelError" in section or "became unresponsive" in section:
+        return "the notebook's kernel stopped responding"
+    if "CellTimeoutError" in section or "Timeout waiting" in section:
+        return "the notebook ran out of time"
+    return "nbgrader could not grade it"
+
+
+def _restored_from_gradebook(course: Path, db_url: str, student: str, assignment: str, notebook: str):
+    """The submission rebuilt exactly as RestoreSubmission + OverwriteCells would (grade cells from the DB)."""
+    submitted = nbformat.read(course / "submitted" / student / assignment / f"{notebook}.ipynb", as_version=4)
+    release = nbformat.read(course / "release" / assignment / f"{notebook}.ipynb", as_version=4)
+    restored = restore(submitted, release)
+    with Gradebook(db_url) as gb:
+        for cell in restored.notebook.cells:
+            if is_grade(cell) and cell.cell_type == "code":
+                try:
+                    cell.source = gb.find_source_cell(grade_id(cell), notebook, assignment).source
+                except MissingEntry:
+                    pass
+    return restored
+
+
+def salvage_submission(course: Path, db_url: str, student: str, assignment: str, notebooks: list[str],
+                       limits: Limits, env: dict[str, str], reason: str) -> list[str]:
+    """Grade a discarded submission outside Jupyter; scores go to the gradebook.  Returns notes."""
+    notes = [f"{reason}, so nbgrader discarded the submission: graded outside the notebook kernel instead"]
+    for notebook in notebooks:
+        restored = _restored_from_gradebook(course, db_url, student, assignment, notebook)
+        work = course / "salvage" / student / assignment
+        outcomes = salvage(restored.notebook, work, timeout=limits.notebook, env=env)
+        unchanged = answer_cells_unchanged(restored.notebook)
+        with Gradebook(db_url) as gb:
+            gb.update_or_create_submission(assignment, student)
+            for gid, outcome in outcomes.items():
+                g = gb.find_grade(gid, notebook, assignment, student)
+                g.auto_score, g.needs_manual_grade = outcome.points, False
+                if outcome.text.startswith("The grading process"):
+                    notes.append(f"{gid}: {outcome.text.strip()}")
+            for gid, untouched in unchanged.items():
+                g = gb.find_grade(gid, notebook, assignment, student)
+                g.auto_score = 0.0 if untouched else None
+                g.needs_manual_grade = not untouched
+            gb.db.commit()
+        out = course / "autograded" / student / assignment
+        out.mkdir(parents=True, exist_ok=True)
+        nbformat.write(with_outcomes(restored.notebook, outcomes, f"Its kernel could not finish: {reason}."),
+                       out / f"{notebook}.ipynb")
+    return notes
+
+
+def sanitize_notes(course: Path, student: str, assignment: str, notebooks: list[str]) -> list[str]:
+    """What RestoreSubmission changed (recomputed: it is a pure function of submission and release)."""
+    notes = []
+    for notebook in notebooks:
+        path = course / "submitted" / student / assignment / f"{notebook}.ipynb"
+        release = course / "release" / assignment / f"{notebook}.ipynb"
+        if path.exists() and release.exists():
+            restored = restore(nbformat.read(path, as_version=4), nbformat.read(release, as_version=4))
+            notes += restored.notes
+    return notes
+
+
+def grade_assignment(course: Path, nbg: Nbgrader, assignment: str, notebooks: list[str],
+                     records: list[intake.Intake], limits: Limits, env: dict[str, str]) -> dict[str, tuple[str, list[str]]]:
+    """Autograde one assignment for everyone; returns student -> (status, notes) for every intake record."""
+    db_url = f"sqlite:///{course / 'gradebook.db'}"
+    gradable = [r.student for r in records if r.gradable]
+    results: dict[str, tuple[str, list[str]]] = {
+        r.student: (r.status, [r.note] if r.note else []) for r in records if not r.gradable}
+    if not gradable:
+        return results
+    flags = grading_flags(cell_timeout=limits.cell, notebook_timeout=limits.notebook)
+    excluded = [r.student for r in records if not r.gradable]
+    exclude = [f"--CourseDirectory.student_id_exclude={','.join(excluded)}"] if excluded else []
+    start = time.monotonic()
+    budget = len(gradable) * limits.notebook + 300
+    code, log = nbg.run(["autograde", assignment, "--force", "--create", *flags, *exclude],
+                        f"autograde-{assignment}", budget)
+    for r in (r for r in records if r.gradable):
+        notes = ([r.note] if r.note else []) + sanitize_notes(course, r.student, assignment, notebooks)
+        status = "graded"
+        if not _autograded(course, r.student, assignment, notebooks) and not _attempted(log, r.student, assignment):
+            _, log1 = nbg.run(["autograde", assignment, "--student", r.student, "--force", "--create", *flags],
+                              f"autograde-{assignment}-{r.student}", limits.notebook + 300)
+            log += log1
+            notes.append("not reached by the class-wide run: graded on its own")
+        if not _autograded(course, r.student, assignment, notebooks):
+            reason = _failure_reason(log, r.student)
+            try:
+                notes += salvage_submission(course, db_url, r.student, assignment, notebooks, limits, env, reason)
+                status = "salvaged"
+            except Exception as err:  # the batch goes on; the TA sees why
+                notes.append(f"{reason}; salvaging failed too ({type(err).__name__}: {err})")
+                status = "failed"
+        results[r.student] = (status, notes)
+    ok = sum(s == "graded" for s, _ in results.values())
+    _log(f"  autograde {assignment}: {ok} graded, {sum(s == 'salvaged' for s, _ in results.values())} salvaged, "
+         f"{len(results) - ok} other, in {time.monotonic() - start:.0f} s (nbgrader exit code {code})")
+    return results
+
+
+def grade_class(course: Path, *, example: bool, only: list[str] | None = None, limits: Limits,
+                seed: int | None = None, csv_path: Path | None = None) -> tuple[list[Submission], str]:
+    """The whole pipeline; returns every (student, assignment) graded and the printed table."""
+    seed = int(os.environ.get("NKILAB_SEED") or secrets.randbits(32)) if seed is None else seed
+    bin_dir = str(Path(sys.executable).parent)  # nbgrader's Gradebook runs `alembic` from PATH, here too
+    if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
+    env = grading_env(limits, seed)
+    t0 = time.monotonic()
+    if example:
+        fresh_example_dir(course)
+    nbg = Nbgrader(course, env, course / "logs")
+    if example:
+        _log(f"Example class: building the course in {course} (nbgrader generate_assignment, roster, hand-ins)")
+        students, assignments, records = prepare_example(course, nbg)
+        layout = {a: [a] for a in assignments}
+        if only:
+            assignments = [a for a in assignments if a in only]
+    else:
+        students, assignments, layout = course_layout(course, only)
+        records = intake.inspect(course / "submitted", students, {a: layout[a] for a in assignments})
+    _log(f"Grading {len(students)} students x {len(assignments)} assignments (seed {seed}; "
+         f"kernel time limit {f'{limits.kernel:g} s' if limits.kernel else 'per question'}, "
+         f"{limits.cell} s per cell, {limits.notebook} s per notebook)")
+    subs: list[Submission] = []
+    db_url = f"sqlite:///{course / 'gradebook.db'}"
+    env[PRESET_ENV] = reference_presets()
+    results = {a: grade_assignment(course, nbg, a, layout[a], [r for r in records if r.assignment == a], limits, env)
+               for a in assignments}
+    for which in (["*"] if only is None else assignments):  # one nbgrader start-up for the whole class
+        name = "generate_feedback" + ("" if which == "*" else f"-{which}")
+        code, _ = nbg.run(["generate_feedback", which, "--force", *feedback_flags()], name,
+                          60 * len(students) * len(assignments) + 300)
+        if code != 0:
+            _log(f"  generate_feedback {which}: exit code {code} (see {course / 'logs' / f'{name}.log'})")
+    for a in assignments:
+        for st in students:
+            status, notes = results[a].get(st, ("missing", []))
+            subs.append(collect(course, db_url, st, a, status, notes))
+    with Gradebook(db_url) as gb:  # what `nbgrader export --to grades.csv` runs
+        CsvExportPlugin(to=str(course / "grades.csv")).export(gb)
+    csv_path = csv_path or course / "grades_by_question.csv"
+    write_csv(subs, csv_path)
+    text = table(subs, students, assignments)
+    footer = (f"\nFiles: {course / 'grades.csv'} (nbgrader export, totals), {csv_path} (per question), "
+              f"{course / 'feedback'}/<student>/<assignment>/ (feedback HTML, hidden cases stripped), "
+              f"{course / 'logs'}/.\nSpeed points compare the kernel's latency with the reference solution's on "
+              "the question's target (trn2 unless the question says otherwise); on the simulator both are nkisim "
+              "cost-model estimates, not measurements.  Reproduce with NKILAB_SEED="
+              f"{seed}.  Graded in {time.monotonic() - t0:.0f} s.")
+    return subs, text + "\n" + footer
+
+
+def _split(values: Iterable[str] | None) -> list[str] | None:
+    if not values:
+        return None
+    return [v for item in values for v in item.split(",") if v]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="\n".join(__doc__.splitlines()[1:4]))
+    ap.add_argument("--course", type=Path, help="an nbgrader course directory to grade (default: the example class)")
+    ap.add_argument("--workdir", type=Path, default=EXAMPLE_DIR,
+                    help=f"where the example class's course is built (default: {EXAMPLE_DIR.relative_to(REPO)})")
+    ap.add_argument("--assignment", action="append", help="only these assignments (repeat or comma-separate)")
+    ap.add_argument("--kernel-timeout", type=float, default=None,
+                    help="seconds per run of a student kernel (default: 20 for the example class, else each "
+                         "question's own, 60)")
+    ap.add_argument("--cell-timeout", type=int, default=None, help="seconds per notebook cell (default: derived)")
+    ap.add_argument("--notebook-timeout", type=int, default=None, help="seconds per notebook (default: derived)")
+    ap.add_argument("--seed", type=int, default=None, help="hidden-case data seed (default: NKILAB_SEED or random)")
+    ap.add_argument("--csv", type=Path, default=None, help="per-question CSV (default: COURSE/grades_by_question.csv)")
+    args = ap.parse_args(argv)
+    example = args.course is None
+    kernel = args.kernel_timeout if args.kernel_timeout is not None else (EXAMPLE_KERNEL_TIMEOUT if example else None)
+    per_kernel = kernel if kernel is not None else 60.0
+    cell = args.cell_timeout or int(3 * per_kernel + 120)
+    limits = Limits(kernel, cell, args.notebook_timeout or 4 * cell)
+    course = (args.workdir if example else args.course).resolve()
+    try:
+        _, text = grade_class(course, example=example, only=_split(args.assignment), limits=limits, seed=args.seed,
+                              csv_path=args.csv)
+    except (ClassGradeError, example_class.RecipeError) as err:
+        print(f"make grade: {err}", file=sys.stderr)
+        return 1
+    print()
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,203 @@
+"""The class's grades as a TA reads them: one row per student, one column per assignment, then the why.
+
+nbgrader's ``export`` has totals only, and it shows 0 both for "nothing handed in" and for "the grader
+failed", so the scores here come from the gradebook per grade cell, joined with what happened on the way:
+the intake status, the repairs the sanitizer made, a salvaged submission, and -- read from the grade cell's
+own report in the autograded notebook -- why a kernel question lost points (cases failed, the latency ratio
+that set the speed tier, a time-out or crash).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from nbgrader.api import Gradebook, MissingEntry
+
+from nkilab.sanitize import grade_id, is_grade
+
+QUESTION_CALL = re.compile(r"""\bgrade\(\s*["'](\w+)["']""")
+CSV_FIELDS = ["student", "assignment", "notebook", "grade_id", "question", "kind", "points", "max_points",
+              "status", "detail"]
+
+
+@dataclass
+class CellGrade:
+    """One grade cell of one student's notebook."""
+
+    notebook: str
+    grade_id: str
+    question: str
+    kind: str  # "kernel" (autograded code cell) or "written" (manually graded answer)
+    points: float | None  # None: waiting for a person
+    max_points: float
+    detail: str = ""
+
+
+@dataclass
+class Submission:
+    """One (student, assignment): how it was handed in and graded, and its grade cells."""
+
+    student: str
+    assignment: str
+    status: str  # graded | salvaged | unreadable | missing | failed
+    cells: list[CellGrade] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def auto(self) -> tuple[float, float]:
+        kernel = [c for c in self.cells if c.kind == "kernel"]
+        return sum(c.points or 0.0 for c in kernel), sum(c.max_points for c in kernel)
+
+    def pending(self) -> int:
+        return sum(c.points is None for c in self.cells)
+
+
+def question_of(source: str, fallback: str) -> str:
+    m = QUESTION_CALL.search(source)
+    return m.group(1) if m else fallback
+
+
+def why(text: str) -> str:
+    """A one-line reason from a grade cell's printed report (nkilab.grade's format)."""
+    parts = []
+    problem = re.search(r"Problem: (.+)", text)
+    if problem:
+        parts.append(problem.group(1).strip())
+    cases = re.search(r"Correctness: (\d+)/(\d+) cases", text)
+    if cases and not (problem and cases.group(1) == "0"):
+        parts.append(f"{cases.group(1)}/{cases.group(2)} cases right")
+    ratio = re.search(r"Speed, (estimate \([^)]*\)|measured \([^)]*\)).*?-> ([0-9.]+)x the reference", text)
+    if ratio:
+        tier = re.search(r"Speed: ([0-9.]+)/([0-9.]+) points", text)
+        got = f" -> {tier.group(1)}/{tier.group(2)} speed points" if tier else ""
+        parts.append(f"latency {ratio.group(2)}x the reference's, {ratio.group(1)}{got}")
+    elif "speed counts only when every case is correct" in text and not problem:
+        parts.append("no speed points until every case is right")
+    elif not parts and text.strip():
+        parts.append(text.strip().splitlines()[-1][:160])
+    return "; ".join(parts)
+
+
+def release_grade_cells(course: Path, assignment: str) -> dict[str, list[tuple[str, str, float, str]]]:
+    """notebook -> [(grade_id, kind, points, question)] in notebook order, from ``release/<assignment>``."""
+    found: dict[str, list[tuple[str, str, float, str]]] = {}
+    for path in sorted((course / "release" / assignment).glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        rows = []
+        for cell in nb.cells:
+            if is_grade(cell):
+                gid = grade_id(cell) or "?"
+                kind = "kernel" if cell.cell_type == "code" else "written"
+                points = float(cell.metadata["nbgrader"].get("points", 0))
+                rows.append((gid, kind, points, question_of(cell.source, gid) if kind == "kernel" else gid))
+        found[path.stem] = rows
+    return found
+
+
+def _outputs_text(course: Path, student: str, assignment: str, notebook: str) -> dict[str, str]:
+    path = course / "autograded" / student / assignment / f"{notebook}.ipynb"
+    if not path.exists():
+        return {}
+    nb = nbformat.read(path, as_version=4)
+    return {grade_id(c) or "": "".join(o.get("text", "") for o in c.get("outputs", []) if o.get("output_type") == "stream")
+            for c in nb.cells if c.cell_type == "code" and is_grade(c)}
+
+
+def collect(course: Path, db_url: str, student: str, assignment: str, status: str, notes: list[str]) -> Submission:
+    """Scores for one (student, assignment) from the gradebook (0 for each grade cell when not graded)."""
+    sub = Submission(student, assignment, status, notes=list(notes))
+    layout = release_grade_cells(course, assignment)
+    with Gradebook(db_url) as gb:
+        for notebook, rows in layout.items():
+            texts = _outputs_text(course, student, assignment, notebook) if status in ("graded", "salvaged") else {}
+            for gid, kind, points, question in rows:
+                score: float | None = 0.0
+                detail = ""
+                if status in ("graded", "salvaged"):
+                    try:
+                        g = gb.find_grade(gid, notebook, assignment, student)
+                        score = None if g.needs_manual_grade and g.manual_score is None else g.score
+                    except MissingEntry:
+                        score, detail = 0.0, "no grade recorded"
+                    if kind == "kernel":
+                        detail = detail or why(texts.get(gid, ""))
+                    elif score is None:
+                        detail = "answered: waiting for a TA"
+                    else:
+                        detail = "not answered" if score == 0 else "graded by a TA"
+                else:
+                    detail = status
+                sub.cells.append(CellGrade(notebook, gid, question, kind, score, points, detail))
+    return sub
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}"
+
+
+def cell_text(sub: Submission) -> str:
+    if sub.status in ("unreadable", "missing", "failed"):
+        return {"unreadable": "unreadable", "missing": "-", "failed": "FAILED"}[sub.status]
+    got, total = sub.auto()
+    mark = "*" if sub.status == "salvaged" else ""
+    return f"{_fmt(got)}/{_fmt(total)}{mark}"
+
+
+def table(subs: list[Submission], students: list[str], assignments: list[str]) -> str:
+    """The per-student, per-assignment table of autograded (kernel) points, then what lost points and why."""
+    by = {(s.student, s.assignment): s for s in subs}
+    heads = ["student"] + assignments + ["kernels", "written"]
+    rows = []
+    for st in students:
+        row = [st]
+        got = total = 0.0
+        pending = 0
+        for a in assignments:
+            s = by.get((st, a))
+            row.append(cell_text(s) if s else "-")
+            if s:
+                g, t = s.auto()
+                got, total, pending = got + g, total + t, pending + s.pending()
+        row += [f"{_fmt(got)}/{_fmt(total)}", f"{pending} to grade" if pending else ""]
+        rows.append(row)
+    widths = [max(len(r[i]) for r in rows + [heads]) for i in range(len(heads))]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(heads, widths)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines.append("")
+    lines.append("x/y: autograded kernel points; * graded outside the notebook kernel (it died); "
+                 "- nothing handed in; 'to grade': written answers waiting for a TA (nbgrader formgrader).")
+    lost = [(s, c) for s in subs for c in s.cells
+            if s.status in ("graded", "salvaged") and c.kind == "kernel" and (c.points or 0) < c.max_points]
+    if lost:
+        lines += ["", "Kernel points lost, and why:"]
+        for s, c in lost:
+            lines.append(f"  {s.student:<6} {s.assignment:<22} {c.question:<18} {_fmt(c.points or 0)}/{_fmt(c.max_points)}"
+                         f"  {c.detail}")
+    noted = [s for s in subs if s.notes or s.status in ("unreadable", "missing", "failed")]
+    if noted:
+        lines += ["", "Hand-ins repaired, salvaged or not graded:"]
+        for s in noted:
+            if s.status == "missing" and s.notes in ([], ["nothing handed in"]):
+                continue
+            for note in s.notes or [s.status]:
+                lines.append(f"  {s.student:<6} {s.assignment:<22} {note}")
+    return "\n".join(lines)
+
+
+def write_csv(subs: list[Submission], path: Path) -> None:
+    """One row per grade cell of every (student, assignment) in the class, ungraded ones included."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as fh:
+        out = csv.DictWriter(fh, fieldnames=CSV_FIELDS)
+        out.writeheader()
+        for s in subs:
+            for c in s.cells:
+                out.writerow({"student": s.student, "assignment": s.assignment, "notebook": c.notebook,
+                              "grade_id": c.grade_id, "question": c.question, "kind": c.kind,
+                              "points": "" if c.points is None else f"{c.points:g}", "max_points": f"{c.max_points:g}",
+                              "status": s.status if c.points is not None else "needs manual grade",
+                              "detail": c.detail})

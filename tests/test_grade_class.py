@@ -1,0 +1,341 @@
+"""`make grade` end to end: the bundled example class graded by real nbgrader, asserted against its gradebook.
+
+One run of ``python -m nkilab.classgrade`` (the command `make grade` runs) in a temporary directory, then per
+student the grade their hand-in deserves: honest work full marks, slow kernels lose speed points only, hidden
+edge cases cost correctness points, and no hostile notebook -- endless loop, crashes, a kernel that kills the
+grader, monkeypatching, NumPy outside NKI, duplicated / deleted / added cells, broken JSON -- earns points it
+did not deserve or stops the batch.  The fast tests at the end cover the pieces without nbgrader.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbgrader.api import Gradebook, MissingEntry
+
+from nkilab import example_class, grade_report
+from nkilab.intake import readable, take_in
+from nkilab.nbgrader_plugins import hide_hidden_cases
+from nkilab.questions import QUESTIONS
+from nkilab.sanitize import SKIP_TAG, grade_id, restore
+
+REPO = Path(__file__).resolve().parents[1]
+SEED = 424242
+STAGES = ["01_vector_add", "02_partition_tiling", "03_free_dim_streaming", "04_masked_rmsnorm", "05_multicore_spmd"]
+PIPELINE_BUDGET_S = 900
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory) -> dict:
+    course = tmp_path_factory.mktemp("make_grade") / "example_class"
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "nkilab.classgrade", "--workdir", str(course), "--seed", str(SEED)],
+                          capture_output=True, text=True, timeout=PIPELINE_BUDGET_S, cwd=REPO)
+    seconds = time.monotonic() - start
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    with open(course / "grades_by_question.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    return {"course": course, "out": proc.stdout, "seconds": seconds, "rows": rows,
+            "db": f"sqlite:///{course / 'gradebook.db'}"}
+
+
+def score(graded: dict, student: str, stage: str, gid: str) -> float | None:
+    with Gradebook(graded["db"]) as gb:
+        g = gb.find_grade(gid, stage, stage, student)
+        return None if g.needs_manual_grade and g.manual_score is None else g.score
+
+
+def report_text(graded: dict, student: str, stage: str, gid: str) -> str:
+    nb = nbformat.read(graded["course"] / "autograded" / student / stage / f"{stage}.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if grade_id(c) == gid)
+    return "".join(o.get("text", "") for o in cell.outputs)
+
+
+def kernel_cells(stage: str) -> dict[str, str]:
+    """grade_id -> question id of the stage's autograded cells (from the released notebook)."""
+    nb = nbformat.read(REPO / "assignments" / f"{stage}.ipynb", as_version=4)
+    found = {}
+    for cell in nb.cells:
+        m = re.search(r'grade\("(\w+)"', cell.source)
+        if cell.metadata.get("nbgrader", {}).get("grade") and cell.cell_type == "code" and m:
+            found[grade_id(cell)] = m.group(1)
+    return found
+
+
+def assert_full_marks(graded: dict, student: str, stage: str) -> None:
+    for gid, qid in kernel_cells(stage).items():
+        assert score(graded, student, stage, gid) == QUESTIONS[qid].points, (student, stage, gid)
+
+
+pytestmark = pytest.mark.timeout(PIPELINE_BUDGET_S + 300)
+
+
+# --------------------------------------------------------------------------- the whole class, graded
+
+
+@pytest.mark.slow
+def test_honest_work_gets_full_marks(graded):
+    for stage in STAGES:
+        assert_full_marks(graded, "ada", stage)
+    for student, stage in [("dev", "02_partition_tiling"), ("finn", "02_partition_tiling"),
+                           ("ivan", "02_partition_tiling")]:
+        assert_full_marks(graded, student, stage)
+    # a written answer waits for a TA; an untouched one scores 0 without one
+    assert score(graded, "ada", "01_vector_add", "w1_answer") is None
+    assert score(graded, "kai", "02_partition_tiling", "w1_answer") == 0.0
+
+
+@pytest.mark.slow
+def test_slow_but_correct_kernels_lose_speed_points_only(graded):
+    for stage, gid in [("01_vector_add", "q2_grade"), ("02_partition_tiling", "q1_grade"),
+                       ("03_free_dim_streaming", "q1_grade")]:
+        q = QUESTIONS[kernel_cells(stage)[gid]]
+        got = score(graded, "ben", stage, gid)
+        assert q.correctness_points <= got < q.points, (stage, got)  # all correctness points, not all speed points
+        text = report_text(graded, "ben", stage, gid)
+        assert f"Correctness: {len(q.public) + len(q.hidden)}/{len(q.public) + len(q.hidden)} cases" in text
+        assert "estimate (nkisim cost model, trn2)" in text
+    assert score(graded, "ben", "01_vector_add", "q1_grade") == 3.0
+    assert score(graded, "cleo", "04_masked_rmsnorm", "q2_grade") < 4.0
+    assert score(graded, "cleo", "05_multicore_spmd", "q2_grade") < 4.0
+
+
+@pytest.mark.slow
+def test_failing_hidden_edge_cases_costs_correctness_points(graded):
+    # float32 output: the 2 low-precision hidden cases of 8 fail -> 2 * 6/8, no speed points
+    assert score(graded, "cleo", "01_vector_add", "q1_grade") == 1.5
+    # fewer than 128 rows never stored: 3 hidden cases of 10 fail -> 2 * 7/10
+    assert score(graded, "cleo", "02_partition_tiling", "q2_grade") == pytest.approx(1.4)
+    assert "[FAIL] hidden case" in report_text(graded, "cleo", "02_partition_tiling", "q2_grade")
+
+
+@pytest.mark.slow
+def test_endless_loop_scores_zero_and_the_batch_goes_on(graded):
+    assert score(graded, "dev", "01_vector_add", "q1_grade") == 0.0
+    assert "timed out after 20 s" in report_text(graded, "dev", "01_vector_add", "q1_grade")
+    assert score(graded, "dev", "01_vector_add", "q2_grade") == 4.0
+    for later in ("eve", "finn", "gus", "hana", "ivan", "jade", "lena"):
+        assert (graded["course"] / "autograded" / later / "01_vector_add" / "01_vector_add.ipynb").exists(), later
+
+
+@pytest.mark.slow
+def test_crashes_still_get_a_grade(graded):
+    # os._exit inside the kernel: that question 0, the other graded as usual
+    assert score(graded, "eve", "01_vector_add", "q1_grade") == 3.0
+    assert score(graded, "eve", "01_vector_add", "q2_grade") == 0.0
+    assert "the kernel process died" in report_text(graded, "eve", "01_vector_add", "q2_grade")
+    # a kernel that kills the notebook's Jupyter kernel: nbgrader discards the submission, salvage grades it
+    assert score(graded, "eve", "02_partition_tiling", "q1_grade") == 0.0
+    assert score(graded, "eve", "02_partition_tiling", "q2_grade") == 4.0
+    row = next(r for r in graded["rows"] if (r["student"], r["assignment"], r["grade_id"]) ==
+               ("eve", "02_partition_tiling", "q2_grade"))
+    assert row["status"] == "salvaged"
+    assert (graded["course"] / "feedback" / "eve" / "02_partition_tiling" / "02_partition_tiling.html").exists()
+    # a file that exits on import (lesson 4's profile cell imports it in the kernel): still graded per question
+    assert score(graded, "eve", "04_masked_rmsnorm", "q1_grade") == 0.0
+    assert score(graded, "eve", "04_masked_rmsnorm", "q2_grade") == 4.0
+
+
+@pytest.mark.slow
+def test_stderr_and_warnings_do_not_cost_points(graded):
+    assert_full_marks(graded, "finn", "01_vector_add")
+    nb = nbformat.read(graded["course"] / "autograded" / "finn" / "01_vector_add" / "01_vector_add.ipynb", as_version=4)
+    assert "leftover experiment" not in json.dumps(nb)  # finn's added cell was dropped
+    for student_dir in (graded["course"] / "autograded").iterdir():
+        for path in student_dir.glob("*/*.ipynb"):
+            for cell in nbformat.read(path, as_version=4).cells:
+                if cell.metadata.get("nbgrader", {}).get("grade") and cell.cell_type == "code":
+                    assert not [o for o in cell.outputs if o.get("name") == "stderr"], path
+
+
+@pytest.mark.slow
+def test_monkeypatching_earns_nothing(graded):
+    for stage, gid in [("01_vector_add", "q1_grade"), ("01_vector_add", "q2_grade"), ("04_masked_rmsnorm", "q1_grade"),
+                       ("04_masked_rmsnorm", "q2_grade")]:
+        assert score(graded, "gus", stage, gid) == 0.0, (stage, gid)
+    assert score(graded, "gus", "02_partition_tiling", "q2_grade") < 1.0  # no ReLU: at most a lucky 1x1 case
+    # the grade cell he edited to print 100 (worth 100 points) is back to the real one, graded fairly
+    assert score(graded, "gus", "02_partition_tiling", "q1_grade") == 3.0
+    with Gradebook(graded["db"]) as gb:
+        assert gb.find_grade("q1_grade", "02_partition_tiling", "02_partition_tiling", "gus").max_score == 3.0
+    autograded = graded["course"] / "autograded" / "gus" / "01_vector_add"
+    assert not (autograded / "nkilab.py").exists()
+    nb = nbformat.read(autograded / "01_vector_add.ipynb", as_version=4)
+    assert "grader patched" not in json.dumps(nb)
+    q1 = next(c for c in nb.cells if grade_id(c) == "q1_kernel")
+    assert q1.source.startswith("%%writefile vector_add_naive.py\n")
+
+
+@pytest.mark.slow
+def test_numpy_outside_nki_earns_nothing(graded):
+    assert score(graded, "hana", "01_vector_add", "q1_grade") == 0.0
+    assert "not an NKI tensor" in report_text(graded, "hana", "01_vector_add", "q1_grade")
+    assert score(graded, "hana", "01_vector_add", "q2_grade") == 4.0
+    assert score(graded, "hana", "02_partition_tiling", "q2_grade") == 0.0
+
+
+@pytest.mark.slow
+def test_duplicated_deleted_and_added_cells(graded):
+    assert_full_marks(graded, "ivan", "01_vector_add")  # a duplicated grade_id, and nbgrader did not abort
+    assert_full_marks(graded, "jade", "01_vector_add")  # deleted grade cell restored, added cells dropped
+    nb = nbformat.read(graded["course"] / "autograded" / "jade" / "01_vector_add" / "01_vector_add.ipynb",
+                       as_version=4)
+    ids = [grade_id(c) for c in nb.cells]
+    assert "q1_grade" in ids and "setup" in ids and "scratch:" not in json.dumps(nb) and None not in ids
+    # deleting your own answer cell: the stub comes back, that question scores 0
+    assert score(graded, "jade", "02_partition_tiling", "q2_grade") == 0.0
+    assert score(graded, "jade", "02_partition_tiling", "q1_grade") == 3.0
+
+
+@pytest.mark.slow
+def test_unreadable_renamed_and_missing_notebooks_are_reported(graded):
+    out = graded["out"]
+    assert re.search(r"^kai\s+unreadable\s", out, re.M)
+    assert "01_vector_add.ipynb is not valid JSON" in out
+    kai = [r for r in graded["rows"] if r["student"] == "kai" and r["assignment"] == "01_vector_add"]
+    assert kai and all(r["status"] == "unreadable" and r["points"] == "0" for r in kai)
+    with Gradebook(graded["db"]) as gb, pytest.raises(MissingEntry):
+        gb.find_submission("01_vector_add", "kai")
+    assert score(graded, "kai", "02_partition_tiling", "q1_grade") == 0.0  # the untouched stub, graded
+    # pasted into a fresh notebook under another name: recognised and graded
+    assert_full_marks(graded, "lena", "01_vector_add")
+    assert "handed in as 01_vector_add-final.ipynb" in out
+    lena2 = [r for r in graded["rows"] if r["student"] == "lena" and r["assignment"] == "02_partition_tiling"]
+    assert lena2 and all(r["status"] == "missing" for r in lena2)
+
+
+@pytest.mark.slow
+def test_feedback_shows_no_hidden_case_details(graded):
+    feedback = sorted((graded["course"] / "feedback").glob("*/*/*.html"))
+    assert len(feedback) >= 25
+    hidden_only = {c.describe(q.arg_names) for q in QUESTIONS.values() for c in q.hidden} - \
+                  {c.describe(q.arg_names) for q in QUESTIONS.values() for c in q.public + (q.speed_case,)}
+    for path in feedback:
+        html = path.read_text()
+        assert not re.search(r"hidden case \d+/\d+", html), path
+        assert "BEGIN HIDDEN TESTS" not in html
+        leaked = [d for d in hidden_only if d in html]
+        assert not leaked, (path, leaked)
+    cleo = (graded["course"] / "feedback" / "cleo" / "01_vector_add" / "01_vector_add.html").read_text()
+    assert "hidden cases: 4 of 6 passed" in cleo
+    # the TA's autograded copy keeps the details
+    assert "[FAIL] hidden case 6/8  a, b: float16 [64, 100]" in report_text(graded, "cleo", "01_vector_add", "q1_grade")
+
+
+@pytest.mark.slow
+def test_table_csv_export_and_gradebook_agree(graded):
+    out = graded["out"]
+    assert re.search(r"^student\s+01_vector_add\s+02_partition_tiling", out, re.M)
+    assert re.search(r"^ada\s+7/7\s+7/7\s+4/4\s+8/8\s+7/7\s+33/33", out, re.M)
+    assert re.search(r"^eve\s+3/7\s+4/7\*", out, re.M)
+    assert "cost-model estimates" in out and "trn2" in out
+    students = [s.id for s in example_class.roster()]
+    assert {r["student"] for r in graded["rows"]} == set(students)
+    for r in graded["rows"]:
+        if r["status"] in ("graded", "salvaged") and r["kind"] == "kernel":
+            assert float(r["points"]) == score(graded, r["student"], r["assignment"], r["grade_id"]), r
+    with open(graded["course"] / "grades.csv", newline="") as fh:
+        export = list(csv.DictReader(fh))
+    assert len(export) == len(students) * len(STAGES)
+    ada = {r["assignment"]: float(r["raw_score"]) for r in export if r["student_id"] == "ada"}
+    assert ada == {"01_vector_add": 7.0, "02_partition_tiling": 7.0, "03_free_dim_streaming": 4.0,
+                   "04_masked_rmsnorm": 8.0, "05_multicore_spmd": 7.0}  # written answers not graded yet
+    assert graded["seconds"] < PIPELINE_BUDGET_S
+
+
+@pytest.mark.slow
+def test_course_mode_regrades_a_course_in_place(graded):
+    """What a TA runs on their own course: the example course, one assignment, graded again in place."""
+    course = graded["course"]
+    before = sorted(p.name for p in (course / "submitted").iterdir())
+    proc = subprocess.run([sys.executable, "-m", "nkilab.classgrade", "--course", str(course), "--assignment",
+                           "03_free_dim_streaming", "--kernel-timeout", "30", "--csv", str(course / "regrade.csv")],
+                          capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert re.search(r"^ada\s+4/4\s+4/4\s", proc.stdout, re.M)
+    assert re.search(r"^ben\s+2/4\s", proc.stdout, re.M)
+    assert sorted(p.name for p in (course / "submitted").iterdir()) == before  # submitted/ is only read
+    with open(course / "regrade.csv", newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["student"] == "ada"]
+    assert [r["points"] for r in rows] == ["4", ""]  # the kernel, and the written answer waiting for a TA
+
+
+# --------------------------------------------------------------------------- the pieces, without nbgrader
+
+
+def _released(stage: str = "01_vector_add") -> nbformat.NotebookNode:
+    return nbformat.read(REPO / "assignments" / f"{stage}.ipynb", as_version=4)
+
+
+def test_restore_rebuilds_a_hostile_notebook_on_the_release():
+    release = _released()
+    recipe = {"answers": {"q1_kernel": {"file": "kernels/gus_patch_the_grader.py", "writefile_line": False}},
+              "add": [{"after": "setup", "file": "cells/gus_patch_in_notebook.py"}],
+              "copy": [{"cell": "q1_grade", "after": "q2_grade", "source": "3.0"}],
+              "delete": ["q2_check", "setup"], "edit": {"q2_grade": {"source": "4.0", "points": 40}}}
+    nb = example_class.build_notebook(release, recipe, example_class.reference_answers("01_vector_add"))
+    restored = restore(nb, release)
+    assert [grade_id(c) for c in restored.notebook.cells] == [grade_id(c) for c in release.cells]
+    cells = {grade_id(c): c for c in restored.notebook.cells}
+    assert cells["q1_kernel"].source.startswith("%%writefile vector_add_naive.py\n# gus, stage 1 Q1")
+    assert cells["q2_grade"].source == next(c.source for c in release.cells if grade_id(c) == "q2_grade")
+    assert cells["q2_grade"].metadata["nbgrader"]["points"] == 4
+    assert "patched" not in json.dumps(restored.notebook)
+    assert SKIP_TAG in cells["q1_check"].metadata.get("tags", [])
+    assert SKIP_TAG not in cells["q1_grade"].metadata.get("tags", []) and "tags" not in cells["setup"].metadata
+    notes = " | ".join(restored.notes)
+    for words in ("dropped 1 cell(s) the student added", "2 cells share grade_id 'q1_grade'", "q2_check",
+                  "restored its first line", "edited read-only"):
+        assert words in notes, notes
+
+
+def test_restore_recognises_answers_pasted_without_metadata():
+    release = _released()
+    nb = example_class.build_notebook(release, {"strip_metadata": True},
+                                      example_class.reference_answers("01_vector_add"))
+    restored = restore(nb, release)
+    cells = {grade_id(c): c for c in restored.notebook.cells}
+    assert "nl.add(a_tile, b_tile)" in cells["q1_kernel"].source
+    assert restored.notes == ["no nbgrader metadata in the notebook (cells pasted into a new one?): rebuilt on the "
+                              "release; answers recognised by their %%writefile line: q1_kernel, q2_kernel"]
+
+
+def test_hidden_case_lines_become_one_summary():
+    text = ("vector_add_naive -- Stage 1\n  [ok  ] public case 1/3  a, b: float32 [128, 512]: matches\n"
+            "  [ok  ] hidden case 2/3  a, b: float32 [1, 1]: matches\n"
+            "  [FAIL] hidden case 3/3  a, b: float16 [64, 100]: output dtype float32 but expected float16\n"
+            "  Correctness: 2/3 cases -> 1.33/2 points\n")
+    out = hide_hidden_cases(text)
+    assert "[1, 1]" not in out and "float16" not in out and "public case 1/3" in out
+    assert "hidden cases: 1 of 2 passed" in out and out.index("hidden cases") < out.index("Correctness")
+
+
+def test_intake_reports_broken_renamed_and_extra_files(tmp_path):
+    incoming, submitted = tmp_path / "in", tmp_path / "sub"
+    (incoming / "a" / "lab").mkdir(parents=True)
+    (incoming / "a" / "lab" / "lab.ipynb").write_text('{"cells": [')
+    (incoming / "b" / "lab").mkdir(parents=True)
+    nbformat.write(nbformat.v4.new_notebook(), incoming / "b" / "lab" / "lab (1).ipynb")
+    (incoming / "b" / "lab" / "numpy.py").write_text("raise SystemExit")
+    records = {r.student: r for r in take_in(incoming, submitted, ["a", "b", "c"], {"lab": ["lab"]})}
+    assert records["a"].status == "unreadable" and "not valid JSON" in records["a"].note
+    assert records["b"].status == "renamed" and "numpy.py" in records["b"].note
+    assert records["c"].status == "missing"
+    assert sorted(p.name for p in (submitted / "b" / "lab").iterdir()) == ["lab.ipynb"]
+    assert not (submitted / "a").exists()
+    assert readable(submitted / "b" / "lab" / "lab.ipynb") is None
+
+
+def test_kernel_returning_a_numpy_array_gets_no_points():
+    r = grade_report("vector_add_naive", example_class.CLASS_DIR / "kernels" / "hana_numpy_add.py", seed=1,
+                     verbose=False)
+    assert r.points == 0.0
+    assert "not an NKI tensor" in r.evaluation.cases[0].verdict.message
