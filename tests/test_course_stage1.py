@@ -232,6 +232,22 @@ def test_monkeypatching_numpy_cannot_change_the_grade(tmp_path):
     assert r.points == 0.0 and r.correctness == 0.0
 
 
+def test_numpy_result_poked_into_the_output_scores_zero(tmp_path):
+    """A kernel that stores something legal, then overwrites its output's values from NumPy, must not pass:
+    NKI tensors expose no host-side values inside a kernel, on hardware or here."""
+    path = write(tmp_path, "poke.py", """
+        @nki.jit
+        def vector_add_naive(a, b):
+            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            nl.store(out, value=nl.load(a))
+            out.data[...] = np.asarray(a.data) + np.asarray(b.data)
+            return out
+        """)
+    r = grade_report("vector_add_naive", path, seed=2, verbose=False)
+    assert r.points == 0.0
+    assert all("has no attribute 'data'" in c.verdict.message for c in r.evaluation.cases)
+
+
 def test_stderr_noise_in_a_correct_kernel_does_not_cost_points(tmp_path, capsys):
     path = write(tmp_path, "noisy.py", """
         import sys

@@ -16,7 +16,7 @@ import importlib
 import itertools
 import sys
 import types
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -130,7 +130,7 @@ class Tensor:
 
     # Slots: one tensor is created per simulated instruction, and slot attributes are set and read
     # faster than instance-dict ones.  ``__dict__`` stays for the rare per-tensor memo (buffer_info).
-    __slots__ = ("shape", "dtype", "buffer", "data", "uid", "_name", "par_axis", "loops", "base", "site",
+    __slots__ = ("shape", "dtype", "buffer", "_data", "uid", "_name", "par_axis", "loops", "base", "site",
                  "param", "valid", "written", "producer", "_trace_facts", "unfilled", "viewed", "_whole_parts",
                  "__dict__",
                  "__weakref__")
@@ -143,7 +143,7 @@ class Tensor:
         self.shape = tuple(map(int, shape))
         self.dtype = dtype
         self.buffer = buffer
-        self.data = data
+        self._data = data
         self.uid = next(_ids)
         self._name = name
         self.par_axis = par_axis
@@ -175,7 +175,7 @@ class Tensor:
         t.shape = shape
         t.dtype = dtype
         t.buffer = buffer
-        t.data = data
+        t._data = data
         t.uid = uid = next(_ids)
         t._name = ""
         t.par_axis = 0
@@ -196,12 +196,19 @@ class Tensor:
     def name(self) -> str:
         return self._name or f"t{self.uid}"
 
+    @property
+    def data(self) -> NoReturn:
+        """Real NKI tensors have no host-side values inside a kernel, so neither do these: a kernel that
+        computed its result with NumPy and poked it into an output would pass on the simulator only."""
+        raise AttributeError(f"NKI tensor '{self.name}' has no attribute 'data': inside a kernel, values move "
+                             "only through NKI operations (nl.load from HBM into a tile, nl.store back)")
+
     def own_storage(self) -> np.ndarray:
         """The tensor's array, made private first if it is a read-only view of a kernel input (what
         ``nl.load`` from an immutable parameter gives: no copy until the tile is written)."""
-        data = self.data
+        data = self._data
         if not data.flags.writeable:
-            data = self.data = data.copy()
+            data = self._data = data.copy()
         return data
 
     def fill_pending(self) -> None:
@@ -209,7 +216,7 @@ class Tensor:
         write covered the whole tensor, which then never needs it."""
         if self.unfilled:
             self.unfilled = False
-            self.data.fill(dt.fill_value(self.dtype))
+            self._data.fill(dt.fill_value(self.dtype))
 
     # --- properties of the NKI tensor API -----------------------------------------------------
     @property
@@ -269,7 +276,7 @@ class Tensor:
                             f"{list(shape)}: element counts differ (has mismatched shapes)")
         self.fill_pending()  # the view shares the storage: it must hold the pattern from now on
         self.viewed = True
-        data = None if self.data is None else (self.own_storage() if not self.param else self.data).reshape(shape)
+        data = None if self._data is None else (self.own_storage() if not self.param else self._data).reshape(shape)
         view = Tensor(shape, self.dtype, self.buffer, data, self.name, 0, self.loops, base=self, site=self.site)
         view.param = self.param
         return view
@@ -278,8 +285,8 @@ class Tensor:
         d = dt.normalize(dtype)
         self.fill_pending()
         self.viewed = True
-        data = None if self.data is None else \
-            (self.own_storage() if not self.param else self.data).view(dt.storage_dtype(d))
+        data = None if self._data is None else \
+            (self.own_storage() if not self.param else self._data).view(dt.storage_dtype(d))
         shape = self.shape[:-1] + (self.shape[-1] * self.itemsize // dt.storage_dtype(d).itemsize,)
         v = Tensor(shape, d, self.buffer, data, self.name, self.par_axis, self.loops, base=self, site=self.site)
         v.param = self.param
@@ -713,7 +720,7 @@ class Access:
     def read(self) -> np.ndarray | None:
         """Values at this access, in storage dtype (a view for basic indexing)."""
         t = self.tensor
-        data = t.data
+        data = t._data
         if data is None:
             return None
         if t.unfilled:
@@ -743,7 +750,7 @@ class Access:
 
     def read_masked(self, valid: np.ndarray) -> np.ndarray | None:
         """Gather with masked-off positions clamped (they may lie out of bounds), shape ``self.shape``."""
-        data = self.tensor.data
+        data = self.tensor._data
         if data is None:
             return None
         self.tensor.fill_pending()
@@ -760,7 +767,7 @@ class Access:
         """Store ``values`` (already ``self.shape``, any dtype) into the tensor, cast once."""
         t = self.tensor
         t.root.written = True
-        if t.data is None or values is None:
+        if t._data is None or values is None:
             return
         values = dt.cast(np.asarray(values), t.dtype)
         if valid is None or (valid.ndim == 0 and bool(valid)) or all_true(valid):

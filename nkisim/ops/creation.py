@@ -210,8 +210,8 @@ def rand(shape: Any, dtype: Any = np.float32, **_: Any) -> Tensor:
     if rng is None:
         rng = ctx.rng = np.random.default_rng(0)
     t = allocate(shape, dtype, sbuf, "", fill=0)
-    if t.data is not None:
-        t.data[...] = dt.cast(rng.random(t.shape, dtype=np.float32), t.dtype)
+    if t._data is not None:
+        t._data[...] = dt.cast(rng.random(t.shape, dtype=np.float32), t.dtype)
     return t
 
 

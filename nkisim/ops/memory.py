@@ -108,7 +108,7 @@ def load(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
         values = values.view()
         values.flags.writeable = False
         tile = new_tile(ctx, shape, out_dt, None, None)
-        tile.data = values
+        tile._data = values
     else:
         tile = new_tile(ctx, shape, out_dt, values, valid, fresh=acc.advanced)
     tile.producer = emit(ctx, "load", reads=[acc], writes=[tile.full()], nbytes=_nbytes(acc, valid))
@@ -167,16 +167,16 @@ def _hand_over(dst: Access, value: Tensor) -> bool:
     ``dst`` is replaced with the same dtype, and no other tensor or physical buffer shares either
     array.  ``t[...] = nl.load(...)`` then costs one copy of the tile instead of two."""
     t = dst.tensor
-    data, new = t.data, value.data
+    data, new = t._data, value._data
     if data is None or new is None or not dst._whole or t.base is not None or t.viewed or value.base is not None \
             or value.viewed or value.valid is not None or t.buffer.alloc is not None \
             or value.buffer.alloc is not None or value.param or new.dtype != data.dtype or value.dtype != t.dtype \
             or new.shape != data.shape:
         return False
-    t.data = new
+    t._data = new
     t.unfilled = False
     t.written = True
-    value.data = None  # the temporary is gone after this statement; make any late use obvious
+    value._data = None  # the temporary is gone after this statement; make any late use obvious
     return True
 
 
@@ -256,7 +256,7 @@ def accumulate(dst: Access, value: Any, op: str) -> None:
                           dst_name=dst.name, src_name="value", expr=f"{dst.name} {op}= value")
         dst.tensor.root.written = True
         dst.tensor.fill_pending()
-        data = dst.tensor.data
+        data = dst.tensor._data
         if data is not None:
             data = dst.tensor.own_storage()
         if data is not None and data.dtype == np.float32 and not dst.advanced and op in _INPLACE:
@@ -310,7 +310,7 @@ def expand_dims(data: Any, axis: int) -> Tensor:
         axis += nd + 1
     if axis != nd:
         raise ValueError(f"nl.expand_dims only supports adding an axis after the last one (axis={nd})")
-    if isinstance(data, Tensor) and data.data is not None:
+    if isinstance(data, Tensor) and data._data is not None:
         t = data.reshape(data.shape + (1,))
         t.valid = None if data.valid is None or data.valid.ndim == 0 else data.valid.reshape(t.shape)
         t.producer = data.producer

@@ -100,10 +100,10 @@ def bind(func: Any, args: tuple, kwargs: dict) -> inspect.BoundArguments:
 def from_tensor(value: Any, to_torch: bool) -> Any:
     """Kernel result -> NumPy (or torch) arrays, preserving tuples/lists."""
     if isinstance(value, Tensor):
-        if value.data is None:
+        if value._data is None:
             return None
         value.root.fill_pending()
-        arr = np.array(value.data, copy=True)
+        arr = np.array(value._data, copy=True)
         return numpy_to_torch(arr) if to_torch else arr
     if isinstance(value, (tuple, list)):
         return type(value)(from_tensor(v, to_torch) for v in value)
