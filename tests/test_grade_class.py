@@ -334,8 +334,17 @@ def test_intake_reports_broken_renamed_and_extra_files(tmp_path):
     assert readable(submitted / "b" / "lab" / "lab.ipynb") is None
 
 
-def test_kernel_returning_a_numpy_array_gets_no_points():
+def test_kernel_reaching_for_backing_arrays_gets_no_points():
     r = grade_report("vector_add_naive", example_class.CLASS_DIR / "kernels" / "hana_numpy_add.py", seed=1,
                      verbose=False)
+    assert r.points == 0.0
+    assert "has no attribute 'data'" in r.evaluation.cases[0].verdict.message
+
+
+def test_kernel_returning_a_numpy_array_gets_no_points(tmp_path):
+    kernel = tmp_path / "host_add.py"
+    kernel.write_text("import neuronxcc.nki as nki\nimport numpy as np\n\n\n@nki.jit\n"
+                      "def vector_add_naive(a, b):\n    return np.zeros(a.shape, dtype=np.float32)\n")
+    r = grade_report("vector_add_naive", kernel, seed=1, verbose=False)
     assert r.points == 0.0
     assert "not an NKI tensor" in r.evaluation.cases[0].verdict.message

@@ -156,3 +156,24 @@ def test_loaded_tiles_are_private_once_written() -> None:
     expected = A.copy()
     expected[:4] = 0.0
     np.testing.assert_array_equal(y, expected)
+
+
+@nki.jit
+def host_value_probe(a):
+    """Records which host-side value accessors a kernel can reach on a tensor, a tile and a slice."""
+    tile = nl.load(a)
+    found = []
+    for name, obj in (("hbm", a), ("tile", tile), ("slice", tile[0:4, 0:2])):
+        found += [f"{name}.{attr}" for attr in ("data", "read", "write", "values", "numpy")
+                  if hasattr(obj, attr)]
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=tile)
+    return out, found
+
+
+def test_kernels_cannot_reach_host_values() -> None:
+    """Real NKI tensors have no host-side values inside a kernel, so a kernel that computed its result
+    in NumPy and poked it into its output would pass on the simulator only."""
+    out, found = host_value_probe(A)
+    np.testing.assert_array_equal(out, A)
+    assert found == []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 HBM_SPACES = ("hbm", "private_hbm", "shared_hbm")
@@ -19,11 +18,10 @@ class Buffer:
     def __init__(self, space: str, alloc: Any = None) -> None:
         self.space = space
         self.alloc = alloc
-
-    @functools.cached_property
-    def family(self) -> str:
-        """'hbm', 'sbuf' or 'psum' (cached: read for every operand of every op; ``space`` never changes)."""
-        return "hbm" if self.space in HBM_SPACES else self.space
+        #: 'hbm', 'sbuf' or 'psum': read for every operand of every op, and ``space`` never changes.
+        #: A plain attribute, not a cached_property: the interpreter cannot specialise reading an
+        #: instance value that shadows a class-level descriptor, so that costs a full lookup each time.
+        self.family = "hbm" if space in HBM_SPACES else space
 
     def __repr__(self) -> str:
         return f"nl.{self.space}" if self.alloc is None else f"{self.space}.mod_alloc({self.alloc})"

@@ -61,7 +61,7 @@ class Affine:
     loop variables it depended on.
     """
 
-    __slots__ = ("const", "terms", "grid", "affine", "loops")
+    __slots__ = ("const", "terms", "grid", "affine", "loops", "_memo", "_bounds")
     __array_priority__ = 1000  # numpy scalars defer to our operators
 
     def __init__(self, const: int = 0, terms: dict | None = None, grid: np.ndarray | None = None,
@@ -71,6 +71,9 @@ class Affine:
         self.grid = grid
         self.affine = affine
         self.loops = loops if loops else (frozenset(terms) if terms else _NO_LOOPS)
+        #: results of ``self * int`` and ``self +/- other`` (see ``_memoised``), None until the first
+        self._memo: dict | None = None
+        self._bounds: tuple[int, int] | None = None  # scalar_bounds of an affine expression
 
     @staticmethod
     def constant(v: int) -> Affine:
@@ -94,6 +97,9 @@ class Affine:
 
     def scalar_bounds(self) -> tuple[int, int]:
         """Min and max over every iteration of the loops involved (grid included)."""
+        b = self._bounds
+        if b is not None:  # an affine form's range is fixed once its loops exist
+            return b
         if not self.affine:
             v = self.value()
             return (int(np.min(v)), int(np.max(v)))
@@ -107,6 +113,7 @@ class Affine:
         if self.grid is not None and self.grid.size:
             lo += int(self.grid.min())
             hi += int(self.grid.max())
+        self._bounds = (lo, hi)
         return lo, hi
 
     @property
@@ -147,15 +154,43 @@ class Affine:
             return Affine(0, None, value.astype(np.int64), False, loops)
         return Affine(int(value), None, None, False, loops)
 
+    def _memoised(self, key: Any, other: Any, make: Any) -> Affine:
+        """``make()``, remembered on ``self`` under ``key``.
+
+        Expressions are immutable and a loop variable is one object for the whole loop, so the index
+        arithmetic of a loop body (``k * 128``, ``(k + 1) * 128``, ``i + nl.arange(128)[:, None]``) builds
+        the same forms every iteration; their values still follow the loop (``value()`` reads the
+        loop's current iteration).  An expression operand (``other``; None when ``key`` holds an integer) is
+        kept with the result, so an id in ``key`` is never mistaken for a later object's.
+        """
+        memo = self._memo
+        if memo is None:
+            memo = self._memo = {}
+        hit = memo.get(key)
+        if hit is not None and hit[0] is other:
+            return hit[1]
+        res = make()
+        if len(memo) < 256:
+            memo[key] = (other, res)
+        return res
+
     def __add__(self, other: Any) -> Affine:
+        if other.__class__ is int:
+            return self._memoised(("+", other), None, lambda: self._combine(Affine.constant(other), 1))
         o = Affine.lift(other)
-        return NotImplemented if o is None else self._combine(o, 1)
+        if o is None:
+            return NotImplemented
+        return self._memoised(("+", id(o)), o, lambda: self._combine(o, 1))
 
     __radd__ = __add__
 
     def __sub__(self, other: Any) -> Affine:
+        if other.__class__ is int:
+            return self._memoised(("-", other), None, lambda: self._combine(Affine.constant(other), -1))
         o = Affine.lift(other)
-        return NotImplemented if o is None else self._combine(o, -1)
+        if o is None:
+            return NotImplemented
+        return self._memoised(("-", id(o)), o, lambda: self._combine(o, -1))
 
     def __rsub__(self, other: Any) -> Affine:
         o = Affine.lift(other)
@@ -167,8 +202,7 @@ class Affine:
     def __mul__(self, other: Any) -> Affine:
         if _is_int(other):
             k = int(other)
-            return Affine(self.const * k, {lp: c * k for lp, c in self.terms.items() if c * k} if k else None,
-                          None if self.grid is None else self.grid * k, self.affine, self.loops)
+            return self._memoised(("*", k), None, lambda: self._scaled(k))
         o = Affine.lift(other)
         if o is None:
             return NotImplemented
@@ -179,6 +213,10 @@ class Affine:
         return self._frozen(self.value() * o.value(), o)
 
     __rmul__ = __mul__
+
+    def _scaled(self, k: int) -> Affine:
+        return Affine(self.const * k, {lp: c * k for lp, c in self.terms.items() if c * k} if k else None,
+                      None if self.grid is None else self.grid * k, self.affine, self.loops)
 
     def _nonaffine(self, other: Any, fn: Any, reverse: bool = False) -> Affine:
         o = Affine.lift(other)

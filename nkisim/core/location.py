@@ -39,12 +39,15 @@ def user_frame(depth: int = 1) -> types.FrameType | None:
 _LINES: dict[tuple[int, int], tuple[Any, tuple[str, int]]] = {}
 
 
-def user_location() -> tuple[str, int]:
+def user_location(skip: int = 2) -> tuple[str, int]:
     """(filename, lineno) of the student's call site, ("<unknown>", 0) if none.
 
     Only simulator functions call this, so the walk starts at their caller: every frame walked
-    costs a frame object on Python 3.11+, and this runs once per traced instruction."""
-    f = sys._getframe(2)
+    costs a frame object on Python 3.11+, and this runs once per traced instruction.  ``skip``:
+    frames known to be the simulator's, counting this function (2: this one and its caller; the
+    trace emitter, only ever called by ops, passes 3), which sys._getframe passes over without
+    making frame objects for them."""
+    f = sys._getframe(skip)
     cache = _internal_cache
     while f is not None:
         code = f.f_code

@@ -132,6 +132,7 @@ class Tensor:
     # faster than instance-dict ones.  ``__dict__`` stays for the rare per-tensor memo (buffer_info).
     __slots__ = ("shape", "dtype", "buffer", "_data", "uid", "_name", "par_axis", "loops", "base", "site",
                  "param", "valid", "written", "producer", "_trace_facts", "unfilled", "viewed", "_whole_parts",
+                 "_record",
                  "__dict__",
                  "__weakref__")
     __nki_tile__ = True
@@ -163,6 +164,9 @@ class Tensor:
         #: another Tensor shares this storage (reshape/view), so it can never be swapped out
         self.viewed = False
         self._whole_parts: tuple | None = None  # see whole_parts()
+        #: (shape, trace facts, uid, box): the trace record of the whole tensor as an operand, the
+        #: same for every instruction that reads or writes it whole (built by ops.base.emit)
+        self._record: tuple | None = None
 
     @classmethod
     def result(cls, shape: tuple[int, ...], dtype: np.dtype, buffer: Buffer, data: np.ndarray | None,
@@ -170,7 +174,8 @@ class Tensor:
         """A new op-result tile (what ``ops.base.new_tile`` makes once per instruction): the same
         object as ``Tensor(shape, dtype, buffer, data, "", 0, loops)`` without re-normalising a shape
         the op already computed.  ``facts`` = (dtype name, space, bytes per partition, shape, whole-access
-        parts), static per (shape, dtype, space) and memoised by the caller."""
+        parts), static per (shape, dtype, space) and memoised by the caller.  The trace record is
+        built here too: the op emits the tile as its output next."""
         t = cls.__new__(cls)
         t.shape = shape
         t.dtype = dtype
@@ -186,10 +191,11 @@ class Tensor:
         t.valid = None
         t.written = True
         t.producer = None
-        t._trace_facts = (facts[0], uid, (uid, facts[1], None, 0, bool(loops), 0, facts[2]))
+        t._trace_facts = trace_facts = (facts[0], uid, (uid, facts[1], None, 0, bool(loops), 0, facts[2]))
         t.unfilled = False
         t.viewed = False
-        t._whole_parts = facts[4]
+        t._whole_parts = parts = facts[4]
+        t._record = (parts[1], trace_facts, uid, parts[4])  # every result is written whole by its op
         return t
 
     @property
@@ -254,6 +260,24 @@ class Tensor:
         acc = Access.__new__(Access)  # Access.whole(self), one call less: every op result is accessed whole
         acc._fill_whole(self)
         return acc
+
+    def _read(self) -> np.ndarray | None:
+        """Values of the whole tensor, like ``self.full()._read()``.
+
+        Ops take whole tiles as operands far more often than indexed ones, so they pass the tensor
+        itself instead of building an Access; on small tiles, the NumPy view a whole-slice index makes
+        would cost more than the op's arithmetic, so the storage array is returned as it is (the
+        same elements, shape and writeability as that view).  A rotating direct allocation maps
+        the whole index to other physical blocks and reads through its Access.
+        """
+        data = self._data
+        if data is None:
+            return None
+        if self.buffer.alloc is not None or not self.shape:  # (shape, not data.ndim: a slot is cheaper)
+            return self.full()._read()
+        if self.unfilled:
+            self.fill_pending()
+        return data
 
     def __getitem__(self, key: Any) -> Access:
         return Access(self, key)
@@ -627,7 +651,7 @@ class Access:
         if c[0] == "adv":
             return c[1].value()
         if c[0] == "ind":
-            vals = c[1].read()
+            vals = c[1]._read()
             if vals is None:
                 return np.zeros(c[1].shape, dtype=np.int64)
             return vals.astype(np.int64)
@@ -717,7 +741,7 @@ class Access:
                                 f"variable); use nl.sequential_range for a loop-carried dependency")
 
     # --- data movement ---------------------------------------------------------------------
-    def read(self) -> np.ndarray | None:
+    def _read(self) -> np.ndarray | None:
         """Values at this access, in storage dtype (a view for basic indexing)."""
         t = self.tensor
         data = t._data
@@ -744,11 +768,11 @@ class Access:
                         vm = None
                     if vm is not None:
                         self.check_bounds(vm)
-                        return self.read_masked(vm)
+                        return self._read_masked(vm)
                 self.check_bounds()
             raise IndexError(str(e)) from None
 
-    def read_masked(self, valid: np.ndarray) -> np.ndarray | None:
+    def _read_masked(self, valid: np.ndarray) -> np.ndarray | None:
         """Gather with masked-off positions clamped (they may lie out of bounds), shape ``self.shape``."""
         data = self.tensor._data
         if data is None:
@@ -763,7 +787,7 @@ class Access:
         idx = tuple(np.where(vm, a, 0) if np.ndim(a) else a for a in arrays)
         return data[idx]
 
-    def write(self, values: np.ndarray | None, valid: np.ndarray | None = None) -> None:
+    def _write(self, values: np.ndarray | None, valid: np.ndarray | None = None) -> None:
         """Store ``values`` (already ``self.shape``, any dtype) into the tensor, cast once."""
         t = self.tensor
         t.root.written = True

@@ -28,10 +28,13 @@ class Trace(list):
 class Instr:
     """One instruction as issued to an engine.
 
-    The functional pass records each operand as a compact tuple ``(shape, facts, tensor uid, box)``
-    (``facts`` = dtype name, root uid, buffer_info or None); the shape-derived fields ``p``, ``n``,
-    ``dtypes``, ``reads``, ``writes`` and ``bufs`` are built from those on first use.  A kernel that
-    is only run for its values never pays for them; the cost model reads them once.
+    The functional pass records each operand as four entries ``shape, facts, tensor uid, box``
+    (``facts`` = dtype name, root uid, buffer_info or None) of one flat tuple; the shape-derived
+    fields ``p``, ``n``, ``dtypes``, ``reads``, ``writes`` and ``bufs`` are built from those on first
+    use.  A kernel that is only run for its values never pays for them; the cost model reads them
+    once.  The records are one flat tuple of shared, immutable parts rather than a list of tuples:
+    a trace stays alive after its launch, and the cycle collector traverses every container it
+    holds on each full collection, but stops tracking a tuple of untracked parts at the first one.
     """
 
     __slots__ = ("op", "engine", "_p", "_n", "_dtypes", "nbytes", "_reads", "_writes", "loc", "acc",
@@ -40,7 +43,7 @@ class Instr:
     def __init__(self, op: str, engine: str, p: int | None, n: int | None, dtypes: tuple, nbytes: int,
                  reads: tuple, writes: tuple, loc: tuple[str, int], acc: bool = False,
                  extra: dict | None = None, instance: int = 0, loops: tuple = (), bufs: tuple = (),
-                 core: int = 0, run: int = 0, recs: list | None = None, nr: int = 0) -> None:
+                 core: int = 0, run: int = 0, recs: tuple | None = None, nr: int = 0) -> None:
         self.op = op
         self.engine = engine
         self._p = p  # partitions touched
@@ -66,7 +69,8 @@ class Instr:
         names = []
         regs = []
         bufs = []
-        for shape, facts, uid, box in recs:
+        for i in range(0, len(recs), 4):
+            shape, facts, uid, box = recs[i:i + 4]
             v = shape[0] if shape else 1
             if v > p_max:
                 p_max = v
@@ -88,6 +92,14 @@ class Instr:
         if self._writes is None:
             self._writes = tuple(regs[nr:])
         self._bufs = tuple(bufs) + self._bufs
+
+    def retarget(self, writes: tuple, buf: tuple) -> None:
+        """The instruction writes ``writes`` instead, in the on-chip buffer ``buf`` (its result lands
+        straight in an assigned tile): the same as setting ``writes`` and appending to ``bufs``, but
+        the operand records stay unexpanded (``_expand`` keeps writes already set and puts the
+        records' buffers before those already listed)."""
+        self._writes = writes
+        self._bufs = self._bufs + (buf,)
 
     def _field(name: str) -> property:  # noqa: N805  (a helper run while the class body executes)
         slot = "_" + name

@@ -99,15 +99,20 @@ def device_print(prefix: str, x: Any, *, mask: Any = None, **_: Any) -> None:
         return
     from nkisim.core.tensor import as_access
 
-    vals = as_access(x).read() if hasattr(x, "__nki_tile__") else np.asarray(x)
+    vals = as_access(x)._read() if hasattr(x, "__nki_tile__") else np.asarray(x)
     where_ = f" [instance {list(ctx.program)}]" if ctx.grid else ""
     print(f"{prefix}{where_} {np.asarray(vals, dtype=np.float32) if vals is not None else vals}", file=sys.stdout)
 
 
 # --- elementwise ops are generated from the op table -------------------------------------------
+#: The implementations, bound once: every nl.* call goes through these wrappers, so they pass their
+#: arguments positionally and look up no module attribute (they are the whole of the wrapper's cost).
+_unary, _binary = _ew.unary_op, _ew.binary_op
+
+
 def _make_unary(name: str) -> Any:
     def fn(x: Any, *, dtype: Any = None, mask: Any = None, **kw: Any) -> tensor:
-        return _ew.unary_op(name, x, dtype=dtype, mask=mask)
+        return _unary(name, x, dtype, mask)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``nl.{name}``: elementwise {name} of a tile (computed in fp32)."
@@ -116,7 +121,7 @@ def _make_unary(name: str) -> Any:
 
 def _make_binary(name: str) -> Any:
     def fn(x: Any, y: Any, *, dtype: Any = None, mask: Any = None, **kw: Any) -> tensor:
-        return _ew.binary_op(name, x, y, dtype=dtype, mask=mask)
+        return _binary(name, x, y, dtype, mask)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``nl.{name}``: elementwise {name} of two tiles or a tile and a scalar (NumPy broadcasting)."

@@ -14,7 +14,7 @@ from nkisim.core.context import KernelContext, active
 from nkisim.core.errors import nki_error
 from nkisim.core.indexing import check_mask
 from nkisim.core.location import user_location
-from nkisim.core.tensor import Access, Tensor, all_true, shape_str, whole_parts_of_shape
+from nkisim.core.tensor import Access, Tensor, all_true, shape_str, whole_parts, whole_parts_of_shape
 from nkisim.cost.trace import Instr, buffer_info, dma_run
 from nkisim.ops.optable import api
 
@@ -31,20 +31,24 @@ def _split_spaces(spaces: str) -> list[str]:
     return allowed
 
 
-def operand(name: str, pname: str, value: Any, allowed: list[str]) -> Access:
-    """One tile operand of API ``name``: an Access, checked for address space and partition axis."""
-    if value.__class__ is Access:
-        acc = value
-    elif value.__class__ is Tensor:
-        acc = Access.__new__(Access)
-        acc._fill_whole(value)
-    elif isinstance(value, Access):
-        acc = value
+def operand(name: str, pname: str, value: Any, allowed: list[str], ctx: KernelContext | None = None) -> Access | Tensor:
+    """One tile operand of API ``name``, checked for address space, partition axis and scope.
+
+    A Tensor is returned as it is and stands for its whole access (it has the same ``shape``,
+    ``dtype``, ``read()`` and trace record, see ``emit``): ops take whole tiles far more often than
+    indexed ones, and building an Access per operand was a noticeable share of every instruction.
+    ``ctx`` is the active context when the caller has it (saves looking it up again).
+    """
+    cls = value.__class__  # the exact classes first: isinstance is only needed for subclasses
+    if cls is Tensor:
+        t = value
+    elif cls is Access or isinstance(value, Access):
+        t = value.tensor
     elif isinstance(value, Tensor):
-        acc = Access.whole(value)
+        t = value
     else:
         raise TypeError(f"'{pname}' of '{name}' must be an NKI tile, got {type(value).__name__}")
-    t = acc.tensor
+    acc = value
     space = t.buffer.family
     if space not in allowed:
         raise nki_error("err_unsupported_memory",
@@ -54,8 +58,19 @@ def operand(name: str, pname: str, value: Any, allowed: list[str]) -> Access:
         raise nki_error("err_failed_to_infer_tile_from_local_tensor",
                         f"Failed to infer tile from tensor '{acc.name}', : the first dimension of the tile "
                         f"is not the partition dimension of the tensor.")
-    if t.loops:  # check_scope has nothing to check for a tensor allocated outside every loop
-        check_scope(acc)
+    loops = t.loops  # in scope while the innermost loop it was created in runs (the common case)
+    if loops and (ctx is None or loops[-1] not in ctx.loops):
+        check_tensor_scope(t, ctx)
+    return acc
+
+
+def one_operand(name: str, pname: str, value: Any, ctx: KernelContext | None = None) -> Access | Tensor:
+    """``operands(name, pname=value)[pname]`` for the common one-tile case, without the dicts
+    (and, like ``operand``, without an Access for a whole tensor)."""
+    acc = operand(name, pname, value, _SPACES_OF.get(name) or allowed_spaces(name), ctx)
+    s = acc.shape
+    if s and s[0] > PMAX:
+        check_partitions(name, {pname: acc})
     return acc
 
 
@@ -67,11 +82,13 @@ def allowed_spaces(name: str) -> list[str]:
     return allowed
 
 
-def two_operands(name: str, xname: str, x: Any, yname: str, y: Any) -> tuple[Access, Access]:
-    """``operands(name, xname=x, yname=y)`` for the common two-tile case, without the dicts."""
-    allowed = allowed_spaces(name)
-    xa = operand(name, xname, x, allowed)
-    ya = operand(name, yname, y, allowed)
+def two_operands(name: str, xname: str, x: Any, yname: str, y: Any,
+                 ctx: KernelContext | None = None) -> tuple[Access | Tensor, Access | Tensor]:
+    """``operands(name, xname=x, yname=y)`` for the common two-tile case, without the dicts
+    (and, like ``operand``, without an Access for a whole tensor)."""
+    allowed = _SPACES_OF.get(name) or allowed_spaces(name)
+    xa = operand(name, xname, x, allowed, ctx)
+    ya = operand(name, yname, y, allowed, ctx)
     xs, ys = xa.shape, ya.shape
     if (xs and xs[0] > PMAX) or (ys and ys[0] > PMAX):
         check_partitions(name, {xname: xa, yname: ya})
@@ -117,16 +134,22 @@ def operands(name: str, spaces: str | None = None, **named: Any) -> dict[str, Ac
 
 
 def check_scope(acc: Access) -> None:
+    """err_local_variable_used_out_of_scope for the tensor of an access (see check_tensor_scope)."""
+    if acc.tensor.loops:
+        check_tensor_scope(acc.tensor)
+
+
+def check_tensor_scope(t: Tensor, ctx: KernelContext | None = None) -> None:
     """err_local_variable_used_out_of_scope: a tensor created inside a loop body that has ended.
 
     Loops nest like a stack, so the tensor is in scope exactly when the innermost loop it was
-    created in is still running.
+    created in is still running.  ``ctx``: the active context if the caller has it at hand.
     """
-    loops = acc.tensor.loops
+    loops = t.loops
     if loops:
-        ctx = active()
+        if ctx is None:
+            ctx = active()
         if ctx is not None and loops[-1] not in ctx.loops:
-            t = acc.tensor
             raise nki_error("err_local_variable_used_out_of_scope",
                             f"Local variable '{t.name}' ({shape_str(dt.name(t.dtype), t.shape)}) is referenced "
                             f"outside of its parent scope: it was created inside a loop that has ended. Allocate "
@@ -211,7 +234,8 @@ def new_tile(ctx: KernelContext, shape: tuple[int, ...], dtype: np.dtype, values
     if values is not None and ctx.numerics:
         if values.__class__ is not np.ndarray:
             values = np.asarray(values)
-        data = dt.cast(values, dtype)
+        # already in the tile's dtype (the common case): no call to dt.cast, which would return it as is
+        data = values if values.dtype is dtype and dtype is not dt.tfloat32 else dt.cast(values, dtype)
         if data.shape != shape:
             data = np.broadcast_to(data, shape).copy()
         elif data is values and (not fresh or data.base is not None):  # a view: never share storage
@@ -222,7 +246,7 @@ def new_tile(ctx: KernelContext, shape: tuple[int, ...], dtype: np.dtype, values
             elif valid.ndim == 0 and not bool(valid):
                 data = np.full(shape, dt.fill_value(dtype), dtype=dt.storage_dtype(dtype))
     if buffer.alloc is None:
-        facts = _result_facts(shape, dtype, buffer)
+        facts = _RESULT_FACTS.get((shape, dtype, buffer.space)) or _result_facts(shape, dtype, buffer)
         t = Tensor.result(facts[3], dtype, buffer, data, ctx.loop_tuple, facts)
         if name:
             t._name = name
@@ -238,7 +262,7 @@ def f32(acc: Access | Tensor | None, ctx: KernelContext) -> np.ndarray | None:
     """Operand values widened for computation (fp32 for floats, int64 for integers)."""
     if acc is None or not ctx.numerics:
         return None
-    a = acc.read() if isinstance(acc, Access) else acc.full().read()
+    a = acc._read()  # an Access, or a Tensor read whole
     if a is None:
         return None
     if a.dtype == np.float32:
@@ -284,28 +308,42 @@ def _access_facts(a: Access) -> tuple:
     return facts
 
 
-def emit(ctx: KernelContext, name: str, engine: str | None = None, reads: Sequence[Access] = (),
-         writes: Sequence[Access] = (), p: int | None = None, n: int | None = None, nbytes: int = 0,
+def _tensor_record(t: Tensor) -> tuple:
+    """The trace record of a whole tensor, memoised on it: shape and box of its whole access
+    (shared per shape), static facts and uid never change for a tensor."""
+    parts = t._whole_parts
+    if parts is None:
+        parts = t._whole_parts = whole_parts(t)
+    rec = t._record = (parts[1], t._trace_facts or _access_facts(t.full()), t.uid, parts[4])
+    return rec
+
+
+def emit(ctx: KernelContext, name: str, engine: str | None = None, reads: Sequence[Access | Tensor] = (),
+         writes: Sequence[Access | Tensor] = (), p: int | None = None, n: int | None = None, nbytes: int = 0,
          dtypes: tuple = (), acc: bool = False, extra: dict | None = None) -> Instr:
     """Append one instruction to the trace (the cost model's only input).
 
     Only what changes from one instruction to the next is captured here, per operand its shape,
     static facts, tensor id and box (the box of an indexed access depends on the loop iteration);
-    the Instr derives the rest when the cost model asks (see cost.trace.Instr).
+    the Instr derives the rest when the cost model asks (see cost.trace.Instr).  A Tensor operand
+    is its whole access (what ops pass for whole tiles and for the tiles they return).
     """
     ctx.op_mask = None
-    recs = []
+    recs: tuple = ()
     for a in (*reads, *writes):
-        t = a.tensor
-        box = a._box
-        recs.append((a.shape, t._trace_facts or _access_facts(a), t.uid, box if box is not None else region(a)[2]))
+        if a.__class__ is Tensor:  # a whole tensor: its record never changes
+            recs += a._record or _tensor_record(a)
+        else:
+            t = a.tensor
+            box = a._box
+            recs += (a.shape, t._trace_facts or _access_facts(a), t.uid, box if box is not None else region(a)[2])
     state = ctx.loop_state
-    instr = Instr(name, engine or api(name).engine, p, n, dtypes, nbytes, None, None, user_location(), acc, extra,
+    instr = Instr(name, engine or api(name).engine, p, n, dtypes, nbytes, None, None, user_location(3), acc, extra,
                   ctx.instance, state if state is not None else ctx.current_loop_state(), (), ctx.core, 0, recs,
                   len(reads))
     if instr.engine == "dma":
-        boxes = [r[3] for r in recs]
-        instr.run = dma_run((*reads, *writes), boxes)
+        accesses = [a.full() if a.__class__ is Tensor else a for a in (*reads, *writes)]
+        instr.run = dma_run(accesses, recs[3::4])
     ctx.trace.append(instr)
     return instr
 

@@ -219,7 +219,7 @@ def random_seed(seed: Any, *, mask: Any = None, **_: Any) -> None:
     ctx = current()
     value = seed
     if is_tile(seed):
-        vals = as_access(seed).read()
+        vals = as_access(seed)._read()
         value = 0 if vals is None else int(np.asarray(vals).ravel()[0])
     ctx.rng = np.random.default_rng(int(value))
 

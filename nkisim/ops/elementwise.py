@@ -16,22 +16,26 @@ from nkisim.core import dtypes as dt
 from nkisim.core.context import KernelContext, current
 from nkisim.core.errors import nki_error
 from nkisim.core.tensor import Access, Tensor, as_access, is_tile, shape_str
-from nkisim.ops.base import emit, mask_array, new_tile, operands, two_operands
+from nkisim.ops.base import emit, mask_array, new_tile, one_operand, operands, two_operands
 from nkisim.ops.optable import ACTIVATIONS, ALU
 
 _FLOAT32 = np.dtype(np.float32)
 _INT64 = np.dtype(np.int64)
+#: What counts as a tile operand (is_tile, without the call).
+_TILES = (Tensor, Access)
 
 
-def values(acc: Access | None, ctx: KernelContext, compute: np.dtype, shape: tuple[int, ...] | None = None) -> Any:
+def values(acc: Access | Tensor | None, ctx: KernelContext, compute: np.dtype,
+           shape: tuple[int, ...] | None = None) -> Any:
     """Operand values in the compute dtype, reshaped so a (P,) tile broadcasts as (P, 1, ...)."""
     if acc is None or not ctx.numerics:
         return None
-    a = acc.read()
+    a = acc._read()  # an Access, or a Tensor read whole
     if a is None:
         return None
-    a = a.astype(compute) if a.dtype != compute else a
-    if shape is not None and a.ndim == 1 and len(shape) > 1:
+    if a.dtype is not compute and a.dtype != compute:  # identity first: dtype equality is a slow compare
+        a = a.astype(compute)
+    if shape is not None and len(shape) > 1 and shape != acc.shape and a.ndim == 1:  # NumPy attributes last
         a = a.reshape(a.shape + (1,) * (len(shape) - 1))
     return a
 
@@ -70,23 +74,46 @@ def broadcast_shape(name: str, shapes: dict[str, tuple[int, ...]], partition_bro
     return out
 
 
-def unary_op(name: str, x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+#: (x shape, y shape, partition_broadcast) -> output shape of a binary op on tiles of different
+#: shapes (a (P, F) tile and a (P, 1) row statistic, typically): static per call site.
+_PAIR_SHAPES: dict[tuple, tuple] = {}
+
+
+def pair_shape(name: str, xs: tuple[int, ...], ys: tuple[int, ...], partition_broadcast: bool) -> tuple:
+    """``broadcast_shape`` of two tiles, memoised; shapes that do not broadcast are not memoised, so
+    they raise on every call, at the student's line."""
+    key = (xs, ys, partition_broadcast)
+    out = _PAIR_SHAPES.get(key)
+    if out is None:
+        out = broadcast_shape(name, {"x": xs, "y": ys}, partition_broadcast)
+        if len(_PAIR_SHAPES) > 4096:  # bound the memo for programs with unusually many shapes
+            _PAIR_SHAPES.clear()
+        _PAIR_SHAPES[key] = out
+    return out
+
+
+def unary_op(name: str, x: Any, dtype: Any = None, mask: Any = None) -> Tensor:
     """An elementwise function of one tile (Scalar engine for activations)."""
     ctx = current()
-    a = operands(name, x=x)["x"]
+    a = one_operand(name, "x", x, ctx)
     out_dt = a.dtype if dtype is None else dt.normalize(dtype)
-    valid = mask_array(mask, a.shape, name)
+    if mask is None:
+        ctx.op_mask = None  # what mask_array(None, ...) does, without the call
+        valid = None
+    else:
+        valid = mask_array(mask, a.shape, name)
     vals = None
     if ctx.numerics:
         if name in ("invert", "logical_not", "bitwise_not"):
-            raw = a.read()
+            raw = a._read()
             vals = np.logical_not(raw) if name == "logical_not" or raw.dtype == np.bool_ else np.invert(raw)
         else:
-            vals = ACTIVATIONS[name].fn(values(a, ctx, np.dtype(np.float32)))
+            vals = ACTIVATIONS[name].fn(values(a, ctx, _FLOAT32))
     tile = new_tile(ctx, a.shape, out_dt, vals, valid)
-    engine = "act" if name in ACTIVATIONS else "dve"
-    tile.producer = emit(ctx, "activation" if engine == "act" else "tensor_scalar", engine, reads=[a],
-                         writes=[tile.full()], extra={"func": name})
+    if name in ACTIVATIONS:
+        tile.producer = emit(ctx, "activation", "act", reads=(a,), writes=(tile,), extra={"func": name})
+    else:
+        tile.producer = emit(ctx, "tensor_scalar", "dve", reads=(a,), writes=(tile,), extra={"func": name})
     return tile
 
 
@@ -95,24 +122,24 @@ def _is_vector(shape: tuple[int, ...], out: tuple[int, ...]) -> bool:
     return len(shape) >= 1 and shape[0] == out[0] and math.prod(shape[1:]) == 1
 
 
-def binary_op(name: str, x: Any, y: Any, *, dtype: Any = None, mask: Any = None,
-              partition_broadcast: bool = True, **_: Any) -> Tensor:
+def binary_op(name: str, x: Any, y: Any, dtype: Any = None, mask: Any = None,
+              partition_broadcast: bool = True) -> Tensor:
     """An elementwise ALU op of two operands (tiles or scalars), NumPy broadcasting."""
     ctx = current()
     spec = ALU[name]
     # straight-line code instead of per-operand dicts: this runs once per simulated instruction
-    xt, yt = is_tile(x), is_tile(y)
+    xt, yt = isinstance(x, _TILES), isinstance(y, _TILES)
     if xt and yt:
-        xa, ya = two_operands(name, "x", x, "y", y)
+        xa, ya = two_operands(name, "x", x, "y", y, ctx)
         xs, ys = xa.shape, ya.shape
-        out_shape = xs if xs == ys else broadcast_shape(name, {"x": xs, "y": ys}, partition_broadcast)
+        out_shape = xs if xs == ys else pair_shape(name, xs, ys, partition_broadcast)
         xd, yd = xa.dtype, ya.dtype
     elif xt:
-        xa, ya = operands(name, x=x)["x"], None
+        xa, ya = one_operand(name, "x", x, ctx), None
         out_shape = xs = xa.shape
         xd, yd = xa.dtype, dt.scalar_dtype(y)
     elif yt:
-        xa, ya = None, operands(name, y=y)["y"]
+        xa, ya = None, one_operand(name, "y", y, ctx)
         out_shape = ys = ya.shape
         xd, yd = dt.scalar_dtype(x), ya.dtype
     else:
@@ -122,14 +149,18 @@ def binary_op(name: str, x: Any, y: Any, *, dtype: Any = None, mask: Any = None,
     elif spec.compare:
         out_dt = dt.bool_
     else:
-        out_dt = dt.promote(xd, yd)
+        out_dt = xd if xd is yd else dt.promote(xd, yd)
     if spec.bitvec:
         compute = _INT64
-    elif name == "divide" or dt.is_float(out_dt):
+    elif out_dt is _FLOAT32 or name == "divide" or dt.is_float(out_dt):
         compute = _FLOAT32
     else:
         compute = dt.compute_dtype(xd, yd)
-    valid = mask_array(mask, out_shape, name)
+    if mask is None:
+        ctx.op_mask = None  # what mask_array(None, ...) does, without the call
+        valid = None
+    else:
+        valid = mask_array(mask, out_shape, name)
     vals = None
     if ctx.numerics:
         vals = spec.fn(values(xa, ctx, compute, out_shape) if xt else scalar_value(x, compute),
@@ -142,7 +173,7 @@ def binary_op(name: str, x: Any, y: Any, *, dtype: Any = None, mask: Any = None,
     else:
         scalarish = _is_vector(xs, out_shape) or _is_vector(ys, out_shape)
     tile.producer = emit(ctx, "tensor_scalar" if scalarish else "tensor_tensor", "dve",
-                         reads=[xa, ya] if xt and yt else [xa if xt else ya], writes=[tile.full()],
+                         reads=(xa, ya) if xt and yt else (xa if xt else ya,), writes=(tile,),
                          extra={"alu": name})
     return tile
 

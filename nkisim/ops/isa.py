@@ -96,7 +96,7 @@ def activation(op: Any, data: Any, *, bias: Any = None, scale: Any = 1.0, reduce
             ctx.act_accum = res
             res = res.reshape(r.shape)
         r.check_write()
-        r.write(res)
+        r._write(res)
         tile.producer.extra["reduce"] = rop
         tile.producer.writes = tile.producer.writes + (emit_region(r),)
     return tile
@@ -231,7 +231,7 @@ def tensor_copy(src: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 
                         "'psum' instead. (GpSimd cannot access PSUM)")
     valid = mask_array(mask, a.shape, "tensor_copy")
     tile = new_tile(ctx, a.shape, a.dtype if dtype is None else dt.normalize(dtype),
-                    a.read() if ctx.numerics else None, valid, fresh=False)
+                    a._read() if ctx.numerics else None, valid, fresh=False)
     tile.producer = emit(ctx, "tensor_copy", eng, reads=[a], writes=[tile.full()])
     return tile
 
@@ -291,12 +291,12 @@ def dma_copy(*args: Any, dst: Any = None, src: Any = None, mask: Any = None, dst
     d.check_write(accumulate=dst_rmw_op is not None)
     vals = None
     if ctx.numerics:
-        vals = memory._values_for(d.shape, s.shape, s.read(), dst_name="dst", src_name="src", expr="dma_copy")
+        vals = memory._values_for(d.shape, s.shape, s._read(), dst_name="dst", src_name="src", expr="dma_copy")
         if dst_rmw_op is not None:
             vals = ALU[_alu(dst_rmw_op, "dma_copy")].fn(f32(d, ctx), vals.astype(np.float32))
     else:
         memory.fit_shape(s.shape, d.shape, "dst", "src", "dma_copy")
-    d.write(vals, valid)
+    d._write(vals, valid)
     emit(ctx, "dma_copy", "dma", reads=[s], writes=[d], nbytes=int(np.prod(d.shape)) * s.itemsize)
 
 
@@ -314,7 +314,7 @@ def bn_stats(data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Ten
     vals = None
     if ctx.numerics:
         # the layernorm tutorial masks a ragged last chunk whose index runs past the tile: gather masked
-        raw = a.read() if valid is None or valid.ndim == 0 else a.read_masked(valid)
+        raw = a._read() if valid is None or valid.ndim == 0 else a._read_masked(valid)
         x = raw.astype(np.float64).reshape(a.shape[0], n)
         w = np.ones_like(x) if valid is None or valid.ndim == 0 else \
             np.broadcast_to(valid, a.shape).reshape(a.shape[0], n).astype(np.float64)

@@ -91,7 +91,7 @@ def _no_pe_transpose_if_allocated(ctx: Any, api: str, pname: str) -> None:
 
 
 def _transposed_view(ctx: Any, a: Access) -> Tensor:
-    vals = None if not ctx.numerics else a.read().T
+    vals = None if not ctx.numerics else a._read().T
     t = new_tile(ctx, (a.shape[1], a.shape[0]), a.dtype, vals, fresh=False)
     return t
 
@@ -137,7 +137,7 @@ def _transpose(api: str, pname: str, x: Any, dtype: Any, mask: Any, engine: str)
         _limit(api, pname, shape, d, limit)
     out_shape = (shape[1], shape[0])
     valid = mask_array(mask, out_shape, api)
-    vals = None if not ctx.numerics else a.read().reshape(shape).T
+    vals = None if not ctx.numerics else a._read().reshape(shape).T
     out_dt = a.dtype if dtype is None else dt.normalize(dtype)
     tile = new_tile(ctx, out_shape, out_dt, vals, valid, buffer=psum if engine == "pe" else sbuf, fresh=False)
     tile.producer = emit(ctx, "nc_transpose", engine, reads=[a], writes=[tile.full()])

@@ -16,11 +16,12 @@ from nkisim.core.tensor import Access, Tensor, as_access, compact, is_tile, shap
 from nkisim.cost.trace import buffer_info
 from nkisim.ops.base import (
     check_partitions,
-    check_scope,
+    check_tensor_scope,
     emit,
     f32,
     mask_array,
     new_tile,
+    one_operand,
     operands,
     out_dtype,
     region,
@@ -96,7 +97,7 @@ def load(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     acc.check_bounds(valid)
     values = None
     if ctx.numerics:
-        values = acc.read() if valid is None else acc.read_masked(valid)
+        values = acc._read() if valid is None else acc._read_masked(valid)
     shape = tile_shape(acc)
     if shape != acc.shape:
         values = None if values is None else values.reshape(shape)
@@ -132,7 +133,7 @@ def load_transpose2d(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any)
     acc.check_bounds(valid)
     values = None
     if ctx.numerics:
-        values = (acc.read() if valid is None else acc.read_masked(valid)).T
+        values = (acc._read() if valid is None else acc._read_masked(valid)).T
     tile = new_tile(ctx, shape, out_dtype(dtype, acc.dtype), values, None if valid is None or valid.ndim == 0
                     else valid.T, fresh=False)
     tile.producer = emit(ctx, "load_transpose2d", reads=[acc], writes=[tile.full()], nbytes=_nbytes(acc, valid))
@@ -157,7 +158,7 @@ def store(dst: Any, value: Any, *, mask: Any = None, **_: Any) -> None:
     d.check_write()
     values = _values_for(d.shape, src_shape, values, dst_name="dst", src_name="value", expr="store")
     valid = _combine(valid, _valid_for(d.shape, src_shape, v_valid))
-    d.write(values, valid)
+    d._write(values, valid)
     emit(ctx, "store", reads=[v] if v is not None else [], writes=[d], nbytes=_nbytes(d, valid))
 
 
@@ -185,7 +186,8 @@ def assign(dst: Access, value: Any, temporary: bool = False) -> None:
 
     ``temporary``: nothing but this statement refers to ``value`` (see Tensor.__setitem__)."""
     ctx = current()
-    if dst.space == "hbm":
+    dst_tensor = dst.tensor
+    if dst_tensor.buffer.family == "hbm":  # (dst.space, without two property calls)
         raise nki_error("err_unsupported_memory",
                         "Expected operand 'dst' of 'assign' to be in address space 'psum|sbuf', but got a tile "
                         "in 'hbm' instead. Use nl.store to write to HBM.")
@@ -197,37 +199,45 @@ def assign(dst: Access, value: Any, temporary: bool = False) -> None:
         raise nki_error("err_cannot_assign_to_index", "'index' tensor does not support item assignment; "
                         "materialise index values with nisa.iota")
     dst.check_bounds()
-    check_scope(dst)
+    loops = dst_tensor.loops  # in scope while the innermost loop it was created in runs (the common case)
+    if loops and loops[-1] not in ctx.loops:
+        check_tensor_scope(dst_tensor, ctx)
     dst.check_write()
-    if is_tile(value):
-        src = as_access(value)
-        if src.space == "hbm":
+    if isinstance(value, Tensor):  # a whole tile (the common case: an op result) stands for its access
+        src, src_tensor = value, value
+    elif isinstance(value, Access):
+        src, src_tensor = value, value.tensor
+    else:
+        src = src_tensor = None
+    if src is not None:
+        if src_tensor.buffer.family == "hbm":
             raise nki_error("err_unsupported_memory",
                             "Expected operand 'value' of 'assign' to be in address space 'psum|sbuf', but got a "
                             "tile in 'hbm' instead. Use nl.load to read from HBM.")
-        if src.advanced and any(c[0] == "ind" for c in src.comps):
+        if src is not src_tensor and src.advanced and any(c[0] == "ind" for c in src.comps):
             raise nki_error("err_copy_dynamic_indirect_indices_not_natively_supported",
                             f"cannot copy a tensor with indirect memory reference access to `{dst.name}`; gather "
                             f"with nl.load / nisa.dma_copy from HBM instead")
-        check_scope(src)
+        loops = src_tensor.loops
+        if loops and loops[-1] not in ctx.loops:
+            check_tensor_scope(src_tensor, ctx)
         if dst.shape[:1] > (PMAX,) or src.shape[:1] > (PMAX,):
             check_partitions("assign", {"dst": dst, "value": src})
         if not (temporary and ctx.numerics and value.__class__ is Tensor and src.shape == dst.shape
                 and _hand_over(dst, value)):
-            values = _values_for(dst.shape, src.shape, src.read() if ctx.numerics else None,
+            values = _values_for(dst.shape, src.shape, src._read() if ctx.numerics else None,
                                  dst_name=dst.name, src_name="value", expr=f"{dst.name}[...] = value")
-            valid = _valid_for(dst.shape, src.shape, src.tensor.valid if isinstance(value, Tensor) else None)
-            dst.write(values, valid)
-        producer = value.producer if isinstance(value, Tensor) else None
+            valid = _valid_for(dst.shape, src.shape, src_tensor.valid if src is src_tensor else None)
+            dst._write(values, valid)
+        producer = value.producer if src is src_tensor else None
         if producer is not None and ctx.trace and ctx.trace[-1] is producer:
             # the producing instruction writes straight into the destination
-            producer.writes = (region(dst),)
-            producer.bufs = producer.bufs + (buffer_info(dst),)
+            producer.retarget((region(dst),), buffer_info(dst))
         else:
-            emit(ctx, "tensor_copy", reads=[src], writes=[dst])
+            emit(ctx, "tensor_copy", reads=(src,), writes=(dst,))
     else:
         values = None if not ctx.numerics else np.asarray(value, dtype=np.float32)
-        dst.write(values)
+        dst._write(values)
         emit(ctx, "memset", writes=[dst])
 
 
@@ -262,7 +272,7 @@ def accumulate(dst: Access, value: Any, op: str) -> None:
         if data is not None and data.dtype == np.float32 and not dst.advanced and op in _INPLACE:
             _INPLACE[op](data[dst.np_index()], rhs, out=data[dst.np_index()])  # fp32 PSUM: accumulate in place
         else:
-            dst.write(ALU[op].fn(f32(dst, ctx), rhs))
+            dst._write(ALU[op].fn(f32(dst, ctx), rhs))
     else:
         fit_shape(src_shape, dst.shape, dst.name, "value")
     producer = value.producer if isinstance(value, Tensor) else None
@@ -277,10 +287,14 @@ def accumulate(dst: Access, value: Any, op: str) -> None:
 def copy(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     """``nl.copy``: a new SBUF tile (PSUM eviction with a cast is the common use)."""
     ctx = current()
-    a = operands("copy", src=src)["src"]
-    valid = mask_array(mask, a.shape, "copy")
-    tile = new_tile(ctx, a.shape, out_dtype(dtype, a.dtype), a.read() if ctx.numerics else None, valid, fresh=False)
-    tile.producer = emit(ctx, "copy", reads=[a], writes=[tile.full()])
+    a = one_operand("copy", "src", src, ctx)
+    if mask is None:
+        ctx.op_mask = None  # what mask_array(None, ...) does, without the call
+        valid = None
+    else:
+        valid = mask_array(mask, a.shape, "copy")
+    tile = new_tile(ctx, a.shape, out_dtype(dtype, a.dtype), a._read() if ctx.numerics else None, valid, fresh=False)
+    tile.producer = emit(ctx, "copy", reads=(a,), writes=(tile,))
     return tile
 
 
@@ -296,7 +310,7 @@ def broadcast_to(src: Any, *, shape: Any) -> Tensor:
         raise nki_error("err_param_shape_incompatible_with_numpy",
                         f"Parameter shapes ({shape_str('src', a.shape)}) could not be broadcast together with "
                         f"shapes {list(a.shape)} and {list(shape)}") from None
-    values = None if not ctx.numerics else np.broadcast_to(a.read(), shape)
+    values = None if not ctx.numerics else np.broadcast_to(a._read(), shape)
     tile = new_tile(ctx, shape, a.dtype, values, fresh=False)
     tile.producer = emit(ctx, "broadcast_to", reads=[a], writes=[tile.full()])
     return tile
@@ -316,7 +330,7 @@ def expand_dims(data: Any, axis: int) -> Tensor:
         t.producer = data.producer
         return t
     ctx = current()
-    return new_tile(ctx, a.shape + (1,), a.dtype, None if not ctx.numerics else a.read()[..., None], fresh=False)
+    return new_tile(ctx, a.shape + (1,), a.dtype, None if not ctx.numerics else a._read()[..., None], fresh=False)
 
 
 def subaccess(acc: Access, key: Any) -> Access:

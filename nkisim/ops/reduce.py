@@ -11,10 +11,12 @@ from nkisim.core import dtypes as dt
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.tensor import Tensor
-from nkisim.ops.base import emit, mask_array, new_tile, operands
+from nkisim.ops.base import emit, mask_array, new_tile, one_operand, operands
 from nkisim.ops.elementwise import values
 from nkisim.ops.optable import ALU
 
+_FLOAT32 = np.dtype(np.float32)
+_INT64 = np.dtype(np.int64)
 _IDENTITY = {"add": 0.0, "multiply": 1.0, "max": -np.inf, "maximum": -np.inf, "min": np.inf, "minimum": np.inf,
              "logical_and": 1, "logical_or": 0, "bitwise_and": -1, "bitwise_or": 0, "bitwise_xor": 0}
 
@@ -49,15 +51,40 @@ def reduce_values(op: str, vals: np.ndarray, axes: tuple[int, ...], keepdims: bo
     return spec.reduce_fn(vals, axis=axes, keepdims=keepdims)
 
 
+#: (axis, input shape, keepdims) -> (axes, output shape, elements per partition read): static per
+#: call site, and normalising the axes costs more than the reduction of a small tile.
+_GEOMETRY: dict[tuple, tuple] = {}
+
+
+def reduce_geometry(axis: Any, shape: tuple[int, ...], keepdims: bool, api: str) -> tuple:
+    """(normalised axes, output shape, input elements per partition) of a free-axis reduction.
+
+    Memoised by value (the axis's type is part of the key, so ``1`` and ``1.0`` stay apart); only
+    valid geometries are memoised, so a bad axis raises on every call, at the student's line."""
+    try:
+        key = (axis.__class__, tuple(axis) if isinstance(axis, list) else axis, shape, keepdims)
+        hit = _GEOMETRY.get(key)
+    except TypeError:  # unhashable axis: no memo
+        key = hit = None
+    if hit is None:
+        axes = normalize_axis(axis, len(shape), api)
+        out_shape = tuple(1 if i in axes else s for i, s in enumerate(shape)) if keepdims else \
+            tuple(s for i, s in enumerate(shape) if i not in axes)
+        hit = (axes, out_shape, math.prod(shape[1:]) if len(shape) > 1 else 1)
+        if key is not None:
+            if len(_GEOMETRY) > 4096:  # bound the memo for programs with unusually many shapes
+                _GEOMETRY.clear()
+            _GEOMETRY[key] = hit
+    return hit
+
+
 def reduce(op: str, x: Any, axis: Any, *, dtype: Any = None, mask: Any = None, keepdims: bool = False,
            api: str | None = None, negate: bool = False, kind: str = "plain") -> Tensor:
     """Shared implementation of every free-axis reduction (kind: plain, mean, var)."""
     ctx = current()
     name = api or op
-    a = operands(name, x=x)["x"]
-    axes = normalize_axis(axis, len(a.shape), name)
-    out_shape = tuple(1 if i in axes else s for i, s in enumerate(a.shape)) if keepdims else \
-        tuple(s for i, s in enumerate(a.shape) if i not in axes)
+    a = one_operand(name, "x", x, ctx)
+    axes, out_shape, n_in = reduce_geometry(axis, a.shape, keepdims, name)
     if dtype is not None:
         out_dt = dt.normalize(dtype)
     elif op in ("logical_and", "logical_or"):
@@ -66,7 +93,11 @@ def reduce(op: str, x: Any, axis: Any, *, dtype: Any = None, mask: Any = None, k
         out_dt = dt.float32
     else:
         out_dt = a.dtype
-    in_valid = mask_array(mask, a.shape, name)
+    if mask is None:
+        ctx.op_mask = None  # what mask_array(None, ...) does, without the call
+        in_valid = None
+    else:
+        in_valid = mask_array(mask, a.shape, name)
     valid = None
     vals = None
     if in_valid is not None and in_valid.ndim:
@@ -74,7 +105,7 @@ def reduce(op: str, x: Any, axis: Any, *, dtype: Any = None, mask: Any = None, k
     elif in_valid is not None:
         valid = in_valid
     if ctx.numerics:
-        compute = np.dtype(np.int64) if ALU[op].bitvec else np.dtype(np.float32)
+        compute = _INT64 if ALU[op].bitvec else _FLOAT32
         v = values(a, ctx, compute)
         if in_valid is not None and in_valid.ndim:
             v = np.where(in_valid, v, np.asarray(_IDENTITY.get(op, 0), dtype=compute))
@@ -87,8 +118,7 @@ def reduce(op: str, x: Any, axis: Any, *, dtype: Any = None, mask: Any = None, k
         if negate:
             vals = -vals
     tile = new_tile(ctx, out_shape, out_dt, vals, valid)
-    n_in = math.prod(a.shape[1:]) if len(a.shape) > 1 else 1
-    tile.producer = emit(ctx, "tensor_reduce", "dve", reads=[a], writes=[tile.full()], n=n_in,
+    tile.producer = emit(ctx, "tensor_reduce", "dve", reads=(a,), writes=(tile,), n=n_in,
                          extra={"alu": op, "kind": kind})
     return tile
 

@@ -1,5 +1,5 @@
-# hana, stage 1 Q1: computes a + b with NumPy on the simulator's backing arrays and returns that array.
-# It "works" on the simulator; on a Neuron device it would not even compile.
+# hana, stage 1 Q1: tries to compute a + b with NumPy on backing arrays (`a.data`) and return that array.
+# NKI tensors have no `.data`, on a Neuron device or on the simulator, so the kernel fails at that line.
 import neuronxcc.nki as nki
 
 
