@@ -758,7 +758,7 @@ def test_tile_used_after_its_loop() -> None:
         return out
 
     expect_error(lambda: k(rand(128, 8)), "err_local_variable_used_out_of_scope",
-                 "is referenced outside of its parent scope", k)
+                 "Local variable 't' (float32[128, 8]) is referenced outside of its parent scope", k)
 
 
 def test_accumulator_rebound_in_loop_then_used_outside() -> None:
@@ -774,7 +774,7 @@ def test_accumulator_rebound_in_loop_then_used_outside() -> None:
         return out
 
     expect_error(lambda: k(rand(128, 8)), "err_local_variable_used_out_of_scope",
-                 "is referenced outside of its parent scope", k)
+                 "Local variable 'data' (float32[128, 8]) is referenced outside of its parent scope", k)
 
 
 def test_in_place_accumulator_is_in_scope() -> None:

@@ -69,6 +69,22 @@ def user_location(skip: int = 2) -> tuple[str, int]:
     return ("<unknown>", 0)
 
 
+def user_variable(obj: object) -> str | None:
+    """The name a student's variable gives ``obj`` in the innermost kernel frame, if any.
+
+    Error messages only (it walks frames and scans locals): the compiler names tensors by the
+    variable they were assigned to, while the simulator only sees the object."""
+    f = sys._getframe(1)
+    while f is not None and is_internal(f.f_code.co_filename):
+        f = f.f_back
+    if f is None:
+        return None
+    for name, value in f.f_locals.items():
+        if value is obj:
+            return name
+    return None
+
+
 def trim_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
     """Drop the simulator's frames from a traceback, keeping the user's frames in order."""
     kept: list[types.TracebackType] = []

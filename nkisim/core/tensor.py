@@ -26,6 +26,7 @@ from nkisim.core.buffers import Buffer
 from nkisim.core.context import active
 from nkisim.core.errors import nki_error
 from nkisim.core.indexing import Affine, DynSlice, Loop
+from nkisim.core.location import user_variable
 
 _ids = itertools.count(1)
 
@@ -202,11 +203,16 @@ class Tensor:
     def name(self) -> str:
         return self._name or f"t{self.uid}"
 
+    def label(self) -> str:
+        """The tensor's name for an error message: its own name, else the student's variable bound to it
+        (what the compiler reports), else the simulator's ``t<uid>``."""
+        return self._name or user_variable(self) or self.name
+
     @property
     def data(self) -> NoReturn:
         """Real NKI tensors have no host-side values inside a kernel, so neither do these: a kernel that
         computed its result with NumPy and poked it into an output would pass on the simulator only."""
-        raise AttributeError(f"NKI tensor '{self.name}' has no attribute 'data': inside a kernel, values move "
+        raise AttributeError(f"NKI tensor '{self.label()}' has no attribute 'data': inside a kernel, values move "
                              "only through NKI operations (nl.load from HBM into a tile, nl.store back)")
 
     def own_storage(self) -> np.ndarray:
@@ -504,7 +510,7 @@ class Access:
             key = key[:i] + (slice(None),) * fill + key[i + 1:]
         if len(key) > tensor.ndim:
             raise nki_error("err_tensor_access_out_of_bound",
-                            f"Out-of-bound access for tensor `{tensor.name}`: {len(key)} indices given for a "
+                            f"Out-of-bound access for tensor `{tensor.label()}`: {len(key)} indices given for a "
                             f"tensor with {tensor.ndim} dimensions")
         comps: list[tuple] = []
         loops: set = set()
@@ -530,7 +536,7 @@ class Access:
                 else:
                     if k.grid.ndim == 1 and k.grid.size > 1:
                         raise nki_error("err_1d_arange_not_supported",
-                                        f"indexing tensor `{tensor.name}` with 1d arange is not supported,"
+                                        f"indexing tensor `{tensor.label()}` with 1d arange is not supported,"
                                         " use nl.arange(n)[:, None] or nl.arange(n)[None, :]")
                     has_adv = True
                     comps.append(("adv", k))
@@ -548,7 +554,7 @@ class Access:
                 has_adv = True
                 comps.append(("ind", idx))
             else:
-                raise TypeError(f"unsupported index {k!r} of type {type(k).__name__} for tensor `{tensor.name}`")
+                raise TypeError(f"unsupported index {k!r} of type {type(k).__name__} for tensor `{tensor.label()}`")
         if has_slice and has_adv:
             raise nki_error("err_unsupported_mixing_basic_advanced_tensor_indexing",
                             "Mixing basic tensor indexing and advanced tensor indexing is not supported.")
@@ -622,6 +628,9 @@ class Access:
     @property
     def name(self) -> str:
         return self.tensor.name
+
+    def label(self) -> str:
+        return self.tensor.label()
 
     def __repr__(self) -> str:
         return f"<access {shape_str(self.tensor.name, self.shape)} of {self.tensor!r}>"
@@ -697,7 +706,7 @@ class Access:
                     lo, hi = c[1].scalar_bounds()
                 if lo < 0 or hi >= size:
                     raise nki_error("err_tensor_access_out_of_bound",
-                                    f"Out-of-bound access for tensor `{t.name}` on dimension {dim}: index range "
+                                    f"Out-of-bound access for tensor `{t.label()}` on dimension {dim}: index range "
                                     f"[{lo}, {hi}] exceed dimension size of {size}")
         if valid is not None:
             arrays = self.grid_arrays()
@@ -712,14 +721,14 @@ class Access:
                     lo, hi = int(a.min()), int(a.max())
                     if lo < 0 or hi >= t.shape[dim]:
                         raise nki_error("err_tensor_access_out_of_bound",
-                                        f"Out-of-bound access for tensor `{t.name}` on dimension {dim}: index "
+                                        f"Out-of-bound access for tensor `{t.label()}` on dimension {dim}: index "
                                         f"range [{lo}, {hi}] exceed dimension size of {t.shape[dim]}")
                     continue
                 a = np.broadcast_to(a, self.shape)
                 sel = a[vm] if vm.ndim else (a if bool(vm) else a[:0])
                 if sel.size and (sel.min() < 0 or sel.max() >= t.shape[dim]):
                     raise nki_error("err_tensor_access_out_of_bound",
-                                    f"Out-of-bound access for tensor `{t.name}` on dimension {dim}: index range "
+                                    f"Out-of-bound access for tensor `{t.label()}` on dimension {dim}: index range "
                                     f"[{int(sel.min())}, {int(sel.max())}] exceed dimension size of "
                                     f"{t.shape[dim]}")
 
@@ -728,7 +737,7 @@ class Access:
         t = self.tensor.root
         if t.param:
             raise nki_error("err_cannot_update_immutable_parameter",
-                            f"Cannot update immutable parameter `{t.name}`: kernel inputs are read-only; "
+                            f"Cannot update immutable parameter `{t.label()}`: kernel inputs are read-only; "
                             f"create an output with nl.ndarray(..., buffer=nl.shared_hbm) and return it")
         ctx = active()
         if ctx is None or accumulate:
@@ -737,7 +746,7 @@ class Access:
             if loop.kind == "affine" and loop.trip > 1 and loop not in t.loops and loop not in self.loops:
                 raise nki_error("err_unexpected_output_dependencies",
                                 f"Unexpected output dependencies: every iteration of an nl.affine_range loop "
-                                f"writes the same elements of `{t.name}` (missing indices on the loop "
+                                f"writes the same elements of `{t.label()}` (missing indices on the loop "
                                 f"variable); use nl.sequential_range for a loop-carried dependency")
 
     # --- data movement ---------------------------------------------------------------------

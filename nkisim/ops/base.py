@@ -13,7 +13,7 @@ from nkisim.core.buffers import PMAX, Buffer, psum, sbuf
 from nkisim.core.context import KernelContext, active
 from nkisim.core.errors import nki_error
 from nkisim.core.indexing import check_mask
-from nkisim.core.location import user_location
+from nkisim.core.location import user_location, user_variable
 from nkisim.core.tensor import Access, Tensor, all_true, shape_str, whole_parts, whole_parts_of_shape
 from nkisim.cost.trace import Instr, buffer_info, dma_run
 from nkisim.ops.optable import api
@@ -56,7 +56,7 @@ def operand(name: str, pname: str, value: Any, allowed: list[str], ctx: KernelCo
                         f"'{'|'.join(allowed)}', but got a tile in '{acc.space}' instead.")
     if acc.par_axis != 0 and space != "hbm":
         raise nki_error("err_failed_to_infer_tile_from_local_tensor",
-                        f"Failed to infer tile from tensor '{acc.name}', : the first dimension of the tile "
+                        f"Failed to infer tile from tensor '{acc.label()}', : the first dimension of the tile "
                         f"is not the partition dimension of the tensor.")
     loops = t.loops  # in scope while the innermost loop it was created in runs (the common case)
     if loops and (ctx is None or loops[-1] not in ctx.loops):
@@ -124,7 +124,7 @@ def operands(name: str, spaces: str | None = None, **named: Any) -> dict[str, Ac
                             f"'{'|'.join(allowed)}', but got a tile in '{acc.space}' instead.")
         if space != "hbm" and acc.par_axis != 0:
             raise nki_error("err_failed_to_infer_tile_from_local_tensor",
-                            f"Failed to infer tile from tensor '{acc.name}', : the first dimension of the tile "
+                            f"Failed to infer tile from tensor '{acc.label()}', : the first dimension of the tile "
                             f"is not the partition dimension of the tensor.")
         if t.loops:  # check_scope has nothing to check for a tensor allocated outside every loop
             check_scope(acc)
@@ -150,10 +150,11 @@ def check_tensor_scope(t: Tensor, ctx: KernelContext | None = None) -> None:
         if ctx is None:
             ctx = active()
         if ctx is not None and loops[-1] not in ctx.loops:
+            name = t._name or user_variable(t) or t.name
             raise nki_error("err_local_variable_used_out_of_scope",
-                            f"Local variable '{t.name}' ({shape_str(dt.name(t.dtype), t.shape)}) is referenced "
+                            f"Local variable '{name}' ({shape_str(dt.name(t.dtype), t.shape)}) is referenced "
                             f"outside of its parent scope: it was created inside a loop that has ended. Allocate "
-                            f"it before the loop and update it in place with '{t.name}[...] = ...'")
+                            f"it before the loop and update it in place with '{name}[...] = ...'")
 
 
 def partitions(acc: Access | Tensor) -> int:

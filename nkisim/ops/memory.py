@@ -193,7 +193,7 @@ def assign(dst: Access, value: Any, temporary: bool = False) -> None:
                         "in 'hbm' instead. Use nl.store to write to HBM.")
     if dst.par_axis != 0:
         raise nki_error("err_failed_to_infer_tile_from_local_tensor",
-                        f"Failed to infer tile from tensor '{dst.name}', : the first dimension of the tile is "
+                        f"Failed to infer tile from tensor '{dst.label()}', : the first dimension of the tile is "
                         f"not the partition dimension of the tensor.")
     if isinstance(value, Affine):
         raise nki_error("err_cannot_assign_to_index", "'index' tensor does not support item assignment; "
@@ -216,7 +216,7 @@ def assign(dst: Access, value: Any, temporary: bool = False) -> None:
                             "tile in 'hbm' instead. Use nl.load to read from HBM.")
         if src is not src_tensor and src.advanced and any(c[0] == "ind" for c in src.comps):
             raise nki_error("err_copy_dynamic_indirect_indices_not_natively_supported",
-                            f"cannot copy a tensor with indirect memory reference access to `{dst.name}`; gather "
+                            f"cannot copy a tensor with indirect memory reference access to `{dst.label()}`; gather "
                             f"with nl.load / nisa.dma_copy from HBM instead")
         loops = src_tensor.loops
         if loops and loops[-1] not in ctx.loops:
@@ -345,7 +345,7 @@ def subaccess(acc: Access, key: Any) -> Access:
         key = key[:i] + (slice(None),) * (len(kept) - len(key) + 1) + key[i + 1:]
     if len(key) > len(kept):
         raise nki_error("err_tensor_access_out_of_bound",
-                        f"Out-of-bound access for tensor `{acc.name}`: {len(key)} indices for a tile of rank "
+                        f"Out-of-bound access for tensor `{acc.label()}`: {len(key)} indices for a tile of rank "
                         f"{len(kept)}")
     full: list[Any] = []
     pos = 0

@@ -264,11 +264,11 @@ def _check_outputs(out: Any, params: dict[str, Any]) -> None:
     for t in returned:
         if t.space != "hbm":
             raise nki_error("err_unsupported_memory",
-                            f"Expected kernel output `{t.name}` to be in address space 'hbm', but got a tile in "
+                            f"Expected kernel output `{t.label()}` to be in address space 'hbm', but got a tile in "
                             f"'{t.buffer.space}' instead. Store results into an nl.shared_hbm tensor and return it.")
         if not t.root.written:
             raise nki_error("err_tensor_output_not_written_to",
-                            f"Output tensor `{t.name}` is never written to: store results into it with nl.store "
+                            f"Output tensor `{t.label()}` is never written to: store results into it with nl.store "
                             f"before returning it")
     roots = {t.root.uid for t in returned}
     for name, p in params.items():
