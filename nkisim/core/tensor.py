@@ -643,9 +643,14 @@ class Access:
         """Index usable on the tensor's storage (basic slices, or broadcastable int arrays)."""
         if self._np is not None:
             return self._np
-        if not self.advanced:
-            idx = tuple(int(c[1].value()) if c[0] == "int" else slice(int(c[1].value()), int(c[2].value()), c[3])
-                        for c in self.comps)
+        if not self.advanced:  # a plain loop: a generator here costs more than the work it does
+            parts = []
+            for c in self.comps:
+                if c[0] == "int":
+                    parts.append(int(c[1].value()))
+                else:
+                    parts.append(slice(int(c[1].value()), int(c[2].value()), c[3]))
+            idx = tuple(parts)
         else:
             idx = tuple(self._comp_array(c) for c in self.comps)
         rot = physical.rotation(self.tensor)

@@ -159,11 +159,13 @@ def buffer_info(acc: Any) -> tuple:
 
 def contiguous_bytes(acc: Any, box: tuple) -> int:
     """Bytes of the longest contiguous run of an HBM access (trailing fully-covered dims merge).
-    DMA efficiency depends on it: short strided runs cannot stream at the full engine rate."""
-    shape = acc.tensor.shape
+    DMA efficiency depends on it: short strided runs cannot stream at the full engine rate.
+    ``acc``: an Access, or a Tensor standing for its whole access."""
+    t = getattr(acc, "tensor", acc)
+    shape = t.shape
     if len(box) != len(shape):
         return 0
-    run = acc.tensor.itemsize
+    run = t.itemsize
     for (lo, hi), dim in zip(reversed(box), reversed(shape)):
         run *= max(hi - lo, 1)
         if hi - lo != dim:
@@ -172,6 +174,8 @@ def contiguous_bytes(acc: Any, box: tuple) -> int:
 
 
 def dma_run(accesses: Any, boxes: Any) -> int:
-    """Contiguous HBM run of a DMA: the shorter of its HBM sides (0 when no side is in HBM)."""
-    runs = [contiguous_bytes(a, box) for a, box in zip(accesses, boxes) if a.tensor.buffer.family == "hbm"]
+    """Contiguous HBM run of a DMA: the shorter of its HBM sides (0 when no side is in HBM).
+    ``accesses``: Accesses, or Tensors standing for their whole access."""
+    runs = [contiguous_bytes(a, box) for a, box in zip(accesses, boxes)
+            if getattr(a, "tensor", a).buffer.family == "hbm"]
     return min(runs) if runs else 0

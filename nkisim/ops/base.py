@@ -343,8 +343,7 @@ def emit(ctx: KernelContext, name: str, engine: str | None = None, reads: Sequen
                   ctx.instance, state if state is not None else ctx.current_loop_state(), (), ctx.core, 0, recs,
                   len(reads))
     if instr.engine == "dma":
-        accesses = [a.full() if a.__class__ is Tensor else a for a in (*reads, *writes)]
-        instr.run = dma_run(accesses, recs[3::4])
+        instr.run = dma_run((*reads, *writes), recs[3::4])
     ctx.trace.append(instr)
     return instr
 

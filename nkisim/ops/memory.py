@@ -112,7 +112,7 @@ def load(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
         tile._data = values
     else:
         tile = new_tile(ctx, shape, out_dt, values, valid, fresh=acc.advanced)
-    tile.producer = emit(ctx, "load", reads=[acc], writes=[tile.full()], nbytes=_nbytes(acc, valid))
+    tile.producer = emit(ctx, "load", reads=(acc,), writes=(tile,), nbytes=_nbytes(acc, valid))
     return tile
 
 
