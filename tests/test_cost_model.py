@@ -186,3 +186,36 @@ def test_every_core_of_the_launch_is_reported():
     e = model.estimate(k.last_launch.ctx.trace, "trn2", cores=2)
     fixed = params.load("trn2")["kernel"]["fixed_us"]
     assert sorted(e.core_us) == [0, 1] and e.core_us[1] == fixed and e.total_us == e.core_us[0] > fixed
+
+
+def _strided_exp(step, dtype=nl.float32):
+    """Eight ScalarE exps reading every ``step``-th element of a loaded tile."""
+
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        r = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.sbuf)
+        for _ in nl.sequential_range(8):
+            r[...] = nl.exp(t[:, 0:512 * step:step])
+        nl.store(out, value=r)
+        return out
+
+    return k
+
+
+def test_strides_over_16_bytes_halve_engine_bandwidth():
+    """Spec §4.3: an innermost free-dim stride above 16 B halves SBUF/PSUM bandwidth (about 2x cost)."""
+    a = nt.tensor[[128, 4096], nl.float32]
+    contiguous, four, five, eight = (lat(_strided_exp(s), a, target="trn2") for s in (1, 4, 5, 8))
+    assert contiguous == four  # 16 B: still full bandwidth
+    assert five == eight > contiguous
+    prm = params.load("trn2")
+    extra_ns = 8 * 512 * (prm["engine"]["stride_penalty"] - 1) / prm["clock_ghz"]["act"]
+    assert five - contiguous == pytest.approx(extra_ns / 1000, rel=0.05)
+    # the trace says why: the widest stride of a non-contiguous on-chip operand, in bytes
+    k = _strided_exp(5)
+    x = np.random.default_rng(0).random((128, 4096), dtype=np.float32)
+    np.testing.assert_allclose(k(x), np.exp(x[:, 0:2560:5]), rtol=1e-6)
+    exps = [i for i in k.last_launch.ctx.trace if i.op == "activation"]
+    assert [i.extra["stride_bytes"] for i in exps] == [20] * 8

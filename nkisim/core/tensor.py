@@ -659,6 +659,33 @@ class Access:
         self._np = idx
         return idx
 
+    def free_stride_bytes(self) -> int:
+        """Bytes between neighbouring elements along the innermost free dimension this access walks.
+
+        The compute engines read SBUF/PSUM at half bandwidth when that stride exceeds 16 B (spec
+        §4.3), which the cost model charges; a whole tile, or any unit-step slice, is contiguous."""
+        t = self.tensor
+        item = t.itemsize
+        if self._whole:
+            return item
+        shape = t.shape
+        strides = [1] * len(shape)  # element strides of the tensor's C-ordered storage
+        for d in range(len(shape) - 2, -1, -1):
+            strides[d] = strides[d + 1] * shape[d + 1]
+        idx = self.np_index()
+        if not self.advanced:
+            for d in range(len(idx) - 1, t.par_axis, -1):  # free dimensions, innermost first
+                c = idx[d]
+                if c.__class__ is slice and len(range(c.start, c.stop, c.step or 1)) > 1:
+                    return (c.step or 1) * strides[d] * item
+            return item
+        arrays = np.broadcast_arrays(*(np.asarray(a) for a in idx))
+        offsets = sum(a * s for a, s in zip(arrays, strides))
+        if offsets.ndim < 2 or offsets.shape[-1] < 2:
+            return item
+        first = (0,) * (offsets.ndim - 1)
+        return int(abs(offsets[first + (1,)] - offsets[first + (0,)])) * item
+
     def _comp_array(self, c: tuple) -> Any:
         if c[0] == "int":
             return int(c[1].value())

@@ -60,6 +60,8 @@ def compute_ns(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> floa
     eng = prm["engine"]
     c = _cycles(ins, spaces, prm)
     if ins.engine != "pe":
+        if ins.extra.get("stride_bytes", 0) > eng["stride_free_bytes"]:
+            c *= eng["stride_penalty"]  # spec §4.3: strided SBUF/PSUM access runs at half bandwidth
         c = max(eng["min_ii_cycles"], c) + eng["instr_overhead_cycles"]
         if ins.extra.get("reduce") and ins.op in ("activation", "tensor_scalar"):
             c += eng["min_ii_cycles"]  # spec §4.3: accumulator read-out, max(64, N) + 64

@@ -344,8 +344,24 @@ def emit(ctx: KernelContext, name: str, engine: str | None = None, reads: Sequen
                   len(reads))
     if instr.engine == "dma":
         instr.run = dma_run((*reads, *writes), recs[3::4])
+    else:
+        _note_strided_operands(instr, reads, writes)
     ctx.trace.append(instr)
     return instr
+
+
+def _note_strided_operands(instr: Instr, reads: Sequence[Access | Tensor], writes: Sequence[Access | Tensor]) -> None:
+    """Record in ``extra["stride_bytes"]`` the widest innermost free-dim stride (bytes) of the on-chip
+    operands that are not contiguous; the cost model charges engine access at half bandwidth above
+    its ``stride_free_bytes``.  Whole tiles are contiguous and skipped without a call."""
+    widest = 0
+    for a in (*reads, *writes):
+        if a.__class__ is Access and not a._whole and a.tensor.buffer.family != "hbm":
+            stride = a.free_stride_bytes()
+            if stride > a.tensor.itemsize:
+                widest = max(widest, stride)
+    if widest:
+        instr.extra = dict(instr.extra or {}, stride_bytes=widest)
 
 
 def out_dtype(dtype: Any, default: np.dtype) -> np.dtype:
