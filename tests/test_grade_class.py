@@ -348,3 +348,17 @@ def test_kernel_returning_a_numpy_array_gets_no_points(tmp_path):
     r = grade_report("vector_add_naive", kernel, seed=1, verbose=False)
     assert r.points == 0.0
     assert "not an NKI tensor" in r.evaluation.cases[0].verdict.message
+
+
+def test_notebook_time_limit_stops_a_slow_cell_and_grading_goes_on(tmp_path):
+    """``notebook_timeout`` caps the whole notebook (it rests on nbclient's per-cell ``_get_timeout``,
+    pinned in requirements.txt): the cell running when time is up is interrupted, later cells still run."""
+    from nkilab.nbgrader_plugins import TimeLimitedExecute
+
+    cells = ["import time; time.sleep(1); print('one')", "time.sleep(60); print('two')", "print('three')"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    ex = TimeLimitedExecute(timeout=120, notebook_timeout=4, interrupt_on_timeout=True)
+    nb, _ = ex.preprocess(nb, {"metadata": {"path": str(tmp_path)}})
+    texts = ["".join(o.get("text", "") for o in c.outputs) for c in nb.cells]
+    assert texts[0] == "one\n" and texts[2] == "three\n"
+    assert "two" not in texts[1] and any(o.get("output_type") == "error" for o in nb.cells[1].outputs)
