@@ -104,8 +104,9 @@ class Affine:
             v = self.value()
             return (int(np.min(v)), int(np.max(v)))
         lo = hi = self.const
-        if not self.terms and self.grid is None:
-            return lo, hi
+        if not self.terms and self.grid is None:  # a constant (shared, see Affine.constant): remembered too
+            b = self._bounds = (lo, hi)
+            return b
         for loop, coef in self.terms.items():
             a, b = loop.bounds()
             lo += min(coef * a, coef * b)
@@ -176,6 +177,11 @@ class Affine:
 
     def __add__(self, other: Any) -> Affine:
         if other.__class__ is int:
+            memo = self._memo  # (the memo hit inline: loop bodies do this index arithmetic every iteration)
+            if memo is not None:
+                hit = memo.get(("+", other))
+                if hit is not None and hit[0] is None:  # (an expression's id may equal an integer)
+                    return hit[1]
             return self._memoised(("+", other), None, lambda: self._combine(Affine.constant(other), 1))
         o = Affine.lift(other)
         if o is None:
@@ -186,6 +192,11 @@ class Affine:
 
     def __sub__(self, other: Any) -> Affine:
         if other.__class__ is int:
+            memo = self._memo
+            if memo is not None:
+                hit = memo.get(("-", other))
+                if hit is not None and hit[0] is None:  # (an expression's id may equal an integer)
+                    return hit[1]
             return self._memoised(("-", other), None, lambda: self._combine(Affine.constant(other), -1))
         o = Affine.lift(other)
         if o is None:
@@ -200,6 +211,13 @@ class Affine:
         return self * -1
 
     def __mul__(self, other: Any) -> Affine:
+        if other.__class__ is int:
+            memo = self._memo
+            if memo is not None:
+                hit = memo.get(("*", other))
+                if hit is not None and hit[0] is None:  # (an expression's id may equal an integer)
+                    return hit[1]
+            return self._memoised(("*", other), None, lambda: self._scaled(other))
         if _is_int(other):
             k = int(other)
             return self._memoised(("*", k), None, lambda: self._scaled(k))

@@ -25,7 +25,7 @@ from nkisim.core import physical
 from nkisim.core.buffers import Buffer
 from nkisim.core.context import active
 from nkisim.core.errors import nki_error
-from nkisim.core.indexing import Affine, DynSlice, Loop
+from nkisim.core.indexing import _CONSTANTS, Affine, DynSlice, Loop
 from nkisim.core.location import user_variable
 
 _ids = itertools.count(1)
@@ -293,7 +293,7 @@ class Tensor:
             return
         # ``t[...] = nl.load(...)``: a result nothing else refers to may hand over its storage
         temporary = sys.getrefcount(value) <= _TEMPORARY_REFS  # (own statement: the probe measures this)
-        _ops("memory").assign(Access(self, key), value, temporary)
+        _ops("memory").assign(self.full() if key is Ellipsis else Access(self, key), value, temporary)
 
     # --- views --------------------------------------------------------------------------------
     def reshape(self, *shape: Any) -> Tensor:
@@ -501,28 +501,42 @@ class Access:
         self._np: tuple | None = None
         self._box: tuple | None = None  # region box for the trace, see ops.base.region
         self._whole = False  # built by _fill_whole: every dimension is a full slice
-        if not isinstance(key, tuple):
+        if key.__class__ is not tuple and not isinstance(key, tuple):
             key = (key,)
-        # expand Ellipsis
-        if any(k is Ellipsis for k in key):
-            i = next(j for j, k in enumerate(key) if k is Ellipsis)
-            fill = tensor.ndim - (len(key) - 1)
-            key = key[:i] + (slice(None),) * fill + key[i + 1:]
+        # expand Ellipsis (a plain loop: no generator per index, and ``in`` would call a tile's __eq__)
+        for i, k in enumerate(key):
+            if k is Ellipsis:
+                fill = tensor.ndim - (len(key) - 1)
+                key = key[:i] + (slice(None),) * fill + key[i + 1:]
+                break
         if len(key) > tensor.ndim:
             raise nki_error("err_tensor_access_out_of_bound",
                             f"Out-of-bound access for tensor `{tensor.label()}`: {len(key)} indices given for a "
                             f"tensor with {tensor.ndim} dimensions")
         comps: list[tuple] = []
+        #: (lo, hi) of each slice component at this iteration when known without evaluating it again
+        spans: list[tuple[int, int] | None] = []
         loops: set = set()
         has_slice = has_adv = False
+        shape = tensor.shape
         for axis, k in enumerate(key):
-            size = tensor.shape[axis]
+            size = shape[axis]
             if k is None:
                 raise TypeError("NKI does not support adding axes with None inside a tensor index")
-            if isinstance(k, slice):
+            if k.__class__ is slice:
                 has_slice = True
-                comps.append(_norm_slice(k, size, loops))
-            elif isinstance(k, DynSlice):
+                step = k.step
+                if step is not None:
+                    step = _slice_step(step)
+                else:
+                    step = 1
+                start, lo = _slice_bound(k.start, 0, size, loops)
+                stop, hi = _slice_bound(k.stop, size, size, loops)
+                comps.append(("slice", start, stop, step))
+                spans.append((lo, hi))
+                continue
+            spans.append(None)
+            if isinstance(k, DynSlice):
                 has_slice = True
                 start = Affine.lift(k.start)
                 if start is None:
@@ -558,8 +572,9 @@ class Access:
         if has_slice and has_adv:
             raise nki_error("err_unsupported_mixing_basic_advanced_tensor_indexing",
                             "Mixing basic tensor indexing and advanced tensor indexing is not supported.")
-        for axis in range(len(key), tensor.ndim):
-            comps.append(("slice", Affine(0), Affine(tensor.shape[axis]), 1))
+        for axis in range(len(key), len(shape)):
+            comps.append(("slice", Affine(0), Affine(shape[axis]), 1))
+            spans.append((0, shape[axis]))
         self.comps = comps
         self.loops = frozenset(loops)
         self.advanced = has_adv
@@ -578,15 +593,43 @@ class Access:
                                 f"expressions could not be broadcast together") from None
             self.par_axis = 0
         else:
-            shape = []
-            par = None
+            self._fill_basic(tensor, comps, spans)
+
+    def _fill_basic(self, tensor: Tensor, comps: list[tuple], spans: list[tuple[int, int] | None]) -> None:
+        """Shape and partition axis of a basic access.  Without a direct allocation (no rotation,
+        see ``np_index``) the NumPy index and the trace box come from the same bound values, so
+        they are kept too: every access is read or written and traced right after it is made.
+        ``spans``: the current (lo, hi) of each slice component, None where not yet evaluated."""
+        shape = []
+        par = None
+        tpar = tensor.par_axis
+        if tensor.buffer.alloc is None:
+            idx = []
+            box = []
             for axis, c in enumerate(comps):
                 if c[0] == "slice":
-                    if axis == tensor.par_axis:
+                    if axis == tpar:
+                        par = len(shape)
+                    span = spans[axis]
+                    lo, hi = span if span is not None else (int(c[1].value()), int(c[2].value()))
+                    step = c[3]
+                    shape.append(len(range(lo, hi, step)) if step != 1 else (hi - lo if hi > lo else 0))
+                    idx.append(slice(lo, hi, step))
+                    box.append((lo, hi))
+                else:
+                    v = int(c[1].value())
+                    idx.append(v)
+                    box.append((v, v + 1))
+            self._np = tuple(idx)
+            self._box = tuple(box)
+        else:
+            for axis, c in enumerate(comps):
+                if c[0] == "slice":
+                    if axis == tpar:
                         par = len(shape)
                     shape.append(len(range(c[1].value(), c[2].value(), c[3])))
-            self.shape = tuple(shape)
-            self.par_axis = 0 if par is None else par
+        self.shape = tuple(shape)
+        self.par_axis = 0 if par is None else par
 
     @classmethod
     def whole(cls, tensor: Tensor) -> Access:
@@ -729,13 +772,12 @@ class Access:
             size = t.shape[dim]
             if c[0] == "ind":
                 continue  # checked at run time by the gather (IndexError like the compiler's simulator)
-            if valid is None:
+            if valid is None:  # (an expression's bounds are memoised once known: read them without a call)
                 if c[0] == "slice":
-                    lo, _ = c[1].scalar_bounds()
-                    _, hi = c[2].scalar_bounds()
-                    hi -= 1
+                    lo = (c[1]._bounds or c[1].scalar_bounds())[0]
+                    hi = (c[2]._bounds or c[2].scalar_bounds())[1] - 1
                 else:
-                    lo, hi = c[1].scalar_bounds()
+                    lo, hi = c[1]._bounds or c[1].scalar_bounds()
                 if lo < 0 or hi >= size:
                     raise nki_error("err_tensor_access_out_of_bound",
                                     f"Out-of-bound access for tensor `{t.label()}` on dimension {dim}: index range "
@@ -774,6 +816,8 @@ class Access:
         ctx = active()
         if ctx is None or accumulate:
             return
+        if t.loops is ctx.loop_tuple:  # allocated in the running loop nest (tiles in a loop body): every
+            return  # loop is one of the tensor's own, so no iteration writes another's elements
         for loop in ctx.loops:
             if loop.kind == "affine" and loop.trip > 1 and loop not in t.loops and loop not in self.loops:
                 raise nki_error("err_unexpected_output_dependencies",
@@ -951,11 +995,19 @@ def _rotate(v: Any, k: int) -> Any:
     return v % k
 
 
-def _slice_bound(v: Any, default: int, size: int, loops: set) -> Affine:
+def _slice_bound(v: Any, default: int, size: int, loops: set) -> tuple[Affine, int]:
+    """A slice bound as an index expression, and its value at this iteration (what the access's
+    shape and NumPy index are made of: computed here once instead of evaluated again)."""
     if v is None:
-        return Affine.constant(default)
+        return _CONSTANTS.get(default) or Affine.constant(default), default
     if v.__class__ is int:  # plain integers: the common case needs no lifting
-        return Affine.constant(v + size if v < 0 else v)
+        if v < 0:
+            v += size
+        return _CONSTANTS.get(v) or Affine.constant(v), v
+    if v.__class__ is Affine and v.grid is None and v.affine and (v.terms or v.const >= 0):
+        if v.loops:  # a loop index expression (``k * 128``), the other common case: used as it is
+            loops.update(v.loops)
+        return v, int(v.value())
     a = Affine.lift(v)
     if a is None:
         raise TypeError(f"slice bounds must be integers or loop indices, got {type(v).__name__}")
@@ -965,14 +1017,14 @@ def _slice_bound(v: Any, default: int, size: int, loops: set) -> Affine:
         a = Affine(a.const + size)
     if a.loops:
         loops.update(a.loops)
-    return a
+    return a, int(a.value())
 
 
-def _norm_slice(k: slice, size: int, loops: set) -> tuple:
-    step = 1 if k.step is None else int(k.step)
+def _slice_step(step: Any) -> int:
+    step = int(step)
     if step <= 0:
         raise TypeError("NKI slices must have a positive step")
-    return ("slice", _slice_bound(k.start, 0, size, loops), _slice_bound(k.stop, size, size, loops), step)
+    return step
 
 
 def as_access(x: Any) -> Access:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from nkisim.core import dtypes as dt
+
 #: Engines of a NeuronCore: Tensor (PE array), Vector, Scalar (activation), GpSimd, and the DMA queues.
 ENGINES = ("pe", "dve", "act", "pool", "dma")
 
@@ -139,6 +141,9 @@ def buffer_info(acc: Any) -> tuple:
     buffers: (root uid, space, allocation site or None, mod_alloc tile count or 0, allocated inside a
     loop, partition axis, bytes per partition).  Kept as plain values so traces hold no tensors."""
     root = acc.tensor.root
+    facts = root._trace_facts  # an on-chip tensor's trace facts end with its buffer_info (ops.base.emit)
+    if facts is not None and facts[2] is not None:
+        return facts[2]
     hit = root.__dict__.get("_buffer_info")  # static facts of the root: computed once per tensor
     if hit is not None:
         return hit
@@ -153,7 +158,10 @@ def buffer_info(acc: Any) -> tuple:
         if i != root.par_axis:
             per_part *= int(d)
     info = (root.uid, root.space, root.site, k, bool(root.loops), root.par_axis, per_part)
-    root.__dict__["_buffer_info"] = info
+    if facts is None and info[1] != "hbm":  # what ops.base.emit would record for it: a slot, no dict
+        root._trace_facts = (dt.name(root.dtype), root.uid, info)
+    else:
+        root.__dict__["_buffer_info"] = info
     return info
 
 
@@ -166,9 +174,10 @@ def contiguous_bytes(acc: Any, box: tuple) -> int:
     if len(box) != len(shape):
         return 0
     run = t.itemsize
-    for (lo, hi), dim in zip(reversed(box), reversed(shape)):
+    for i in range(len(box) - 1, -1, -1):
+        lo, hi = box[i]
         run *= max(hi - lo, 1)
-        if hi - lo != dim:
+        if hi - lo != shape[i]:
             break
     return run
 
@@ -176,6 +185,11 @@ def contiguous_bytes(acc: Any, box: tuple) -> int:
 def dma_run(accesses: Any, boxes: Any) -> int:
     """Contiguous HBM run of a DMA: the shorter of its HBM sides (0 when no side is in HBM).
     ``accesses``: Accesses, or Tensors standing for their whole access."""
-    runs = [contiguous_bytes(a, box) for a, box in zip(accesses, boxes)
-            if getattr(a, "tensor", a).buffer.family == "hbm"]
-    return min(runs) if runs else 0
+    best = -1  # (a loop, not a list of runs: every DMA instruction asks, mostly with one HBM side)
+    for a, box in zip(accesses, boxes):
+        t = getattr(a, "tensor", a)
+        if t.buffer.family == "hbm":
+            run = contiguous_bytes(t, box)
+            if best < 0 or run < best:
+                best = run
+    return best if best >= 0 else 0

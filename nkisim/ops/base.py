@@ -64,10 +64,12 @@ def operand(name: str, pname: str, value: Any, allowed: list[str], ctx: KernelCo
     return acc
 
 
-def one_operand(name: str, pname: str, value: Any, ctx: KernelContext | None = None) -> Access | Tensor:
-    """``operands(name, pname=value)[pname]`` for the common one-tile case, without the dicts
+def one_operand(name: str, pname: str, value: Any, ctx: KernelContext | None = None,
+                spaces: str | None = None) -> Access | Tensor:
+    """``operands(name, spaces, pname=value)[pname]`` for the common one-tile case, without the dicts
     (and, like ``operand``, without an Access for a whole tensor)."""
-    acc = operand(name, pname, value, _SPACES_OF.get(name) or allowed_spaces(name), ctx)
+    allowed = _split_spaces(spaces) if spaces else _SPACES_OF.get(name) or allowed_spaces(name)
+    acc = operand(name, pname, value, allowed, ctx)
     s = acc.shape
     if s and s[0] > PMAX:
         check_partitions(name, {pname: acc})
@@ -331,10 +333,12 @@ def emit(ctx: KernelContext, name: str, engine: str | None = None, reads: Sequen
     """
     ctx.op_mask = None
     recs: tuple = ()
+    indexed = False  # any Access operand (only those can be strided)
     for a in (*reads, *writes):
         if a.__class__ is Tensor:  # a whole tensor: its record never changes
             recs += a._record or _tensor_record(a)
         else:
+            indexed = True
             t = a.tensor
             box = a._box
             recs += (a.shape, t._trace_facts or _access_facts(a), t.uid, box if box is not None else region(a)[2])
@@ -344,7 +348,7 @@ def emit(ctx: KernelContext, name: str, engine: str | None = None, reads: Sequen
                   len(reads))
     if instr.engine == "dma":
         instr.run = dma_run((*reads, *writes), recs[3::4])
-    else:
+    elif indexed:
         _note_strided_operands(instr, reads, writes)
     ctx.trace.append(instr)
     return instr

@@ -42,7 +42,7 @@ def _partition_axis(shape: Any) -> int:
     if isinstance(shape, (int, np.integer)):
         return 0
     for i, s in enumerate(shape):
-        if isinstance(s, par_dim):
+        if s.__class__ is not int and isinstance(s, par_dim):  # (plain ints, the common case: one test)
             return i
     return 0
 
@@ -85,6 +85,18 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
     if buf.alloc is not None:  # a direct-allocation kernel (restricts PE transposes, see ops.matmul)
         ctx.direct_allocation = True
     par = _partition_axis(shape)
+    key = _checked_key(shape, dtype, buf, par, ctx)
+    hit = None
+    if key is not None:
+        try:
+            hit = _CHECKED.get(key)
+        except TypeError:  # an unhashable dtype or shape entry: checked every time
+            key = None
+    if hit is not None and hit[0] is dtype:  # this allocation passed every check below before
+        shp, d, per_partition = hit[1], hit[2], hit[3]
+        if getattr(ctx, "stack_allocator", False):
+            _stack_push(ctx, buf.family, per_partition)
+        return _new_tensor(ctx, shp, d, buf, par, name, fill)
     shp = plain_shape(shape)
     d = dt.normalize(dtype)
     if d not in dt.SUPPORTED:
@@ -105,8 +117,8 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
             counts = ctx.__dict__.setdefault("shared_counts", {})
             ckey = (ctx.instance, user_location(), name)
             counts[ckey] = occurrence = counts.get(ckey, 0) + 1
-            key = (user_location(), name, occurrence)
-            hit = ctx.shared.get(key)
+            site = (user_location(), name, occurrence)
+            hit = ctx.shared.get(site)
             if hit is not None:
                 return hit
     else:
@@ -139,8 +151,35 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
                 raise nki_error("err_psum_tile_exceed_bank_size",
                                 f"PSUM tile {shape_str(name or 'tensor', shp)} needs {per_block} bytes per partition, "
                                 f"more than one 2 KiB PSUM bank (at most 512 fp32 elements in the free dimension)")
+        if key is not None:
+            if len(_CHECKED) > 4096:  # bound the memo for programs with unusually many shapes
+                _CHECKED.clear()
+            _CHECKED[key] = (dtype, shp, d, per_partition)
         if getattr(ctx, "stack_allocator", False):
             _stack_push(ctx, buf.family, per_partition)
+    t = _new_tensor(ctx, shp, d, buf, par, name, fill)
+    if buf.space == "shared_hbm":
+        ctx.shared[site] = t
+    return t
+
+
+#: (shape, dtype, space, target) -> (dtype as given, shape as ints, dtype, bytes per partition) of an
+#: on-chip allocation that passed allocate's checks.  Tiles are allocated inside loop bodies, so the
+#: same request repeats every iteration; the checks depend on nothing else, so they cannot fail later.
+_CHECKED: dict[tuple, tuple] = {}
+
+
+def _checked_key(shape: Any, dtype: Any, buf: Buffer, par: int, ctx: Any) -> tuple | None:
+    """The _CHECKED key of an allocation, or None when it is not memoised: HBM (shared tensors are
+    per site), direct allocations, a block dimension (it warns every time) and shapes that are not tuples."""
+    if par or buf.alloc is not None or buf.family == "hbm" or shape.__class__ is not tuple:
+        return None
+    return (shape, dtype, buf.space, ctx.target)
+
+
+def _new_tensor(ctx: Any, shp: tuple[int, ...], d: np.dtype, buf: Buffer, par: int, name: str,
+                fill: Any) -> Tensor:
+    """The tensor of an allocation that passed its checks (``fill`` None = uninitialised)."""
     data = None
     if ctx.numerics and buf.alloc is not None and buf.family != "hbm":
         data = physical.view(ctx, shp, par, d, buf.alloc)  # aliases whatever else lives there
@@ -150,15 +189,13 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
         data = np.full(shp, fill, dtype=dt.storage_dtype(d))
     elif ctx.numerics:  # uninitialised: the NaN/4 pattern is written on first read or partial write
         data = np.empty(shp, dtype=dt.storage_dtype(d))
-    t = Tensor(shp, d, buf, data, name, par, ctx.loop_tuple, site=user_location())
+    t = Tensor(shp, d, buf, data, name, par, ctx.loop_tuple, site=user_location(3))
     t.unfilled = data is not None and fill is None and buf.alloc is None
     if fill is not None:
         t.written = True
         if buf.family != "hbm":
             t.producer = emit(ctx, "memset", writes=[t.full()], extra={"zero": fill == 0}, p=shp[par] if shp else 1,
                               n=max(1, math.prod(shp) // max(1, shp[par])) if shp else 1)  # N excludes the par dim
-    if buf.space == "shared_hbm":
-        ctx.shared[key] = t
     return t
 
 

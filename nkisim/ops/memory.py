@@ -92,21 +92,31 @@ def _nbytes(acc: Access, valid: np.ndarray | None) -> int:
 def load(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     """``nl.load``: HBM -> new SBUF tile (a 1-D HBM slice arrives as an (N, 1) tile)."""
     ctx = current()
-    acc = operands("load", src=src)["src"]
-    valid = mask_array(mask, acc.shape, "load")
+    acc = one_operand("load", "src", src, ctx)  # (the checks of operands(), without its dicts)
+    if acc.__class__ is not Access:
+        acc = as_access(acc)
+    if mask is None:
+        ctx.op_mask = None  # what mask_array(None, ...) does, without the call
+        valid = None
+    else:
+        valid = mask_array(mask, acc.shape, "load")
     acc.check_bounds(valid)
     values = None
     if ctx.numerics:
         values = acc._read() if valid is None else acc._read_masked(valid)
-    shape = tile_shape(acc)
-    if shape != acc.shape:
+    shape = acc.shape
+    if len(shape) == 1:  # tile_shape(acc): a 1-D HBM slice arrives as an (N, 1) tile
+        shape = tile_shape(acc)
         values = None if values is None else values.reshape(shape)
         valid = None if valid is None or valid.ndim == 0 else valid.reshape(shape)
-    out_dt = out_dtype(dtype, acc.dtype)
-    if values is not None and valid is None and acc.tensor.root.param and out_dt == acc.dtype and not acc.advanced:
+    src_dt = acc.tensor.dtype
+    out_dt = src_dt if dtype is None else dt.normalize(dtype)
+    if values is not None and valid is None and acc.tensor.root.param and out_dt == src_dt and not acc.advanced:
         # kernel inputs never change during a launch: the tile may read them in place until it is
-        # written (Tensor.own_storage copies then), which saves a copy per load
-        values = values.view()
+        # written (Tensor.own_storage copies then), which saves a copy per load.  A basic index
+        # already gave a view of its own (base set); only that view is made read-only.
+        if values.base is None:
+            values = values.view()
         values.flags.writeable = False
         tile = new_tile(ctx, shape, out_dt, None, None)
         tile._data = values
@@ -143,10 +153,10 @@ def load_transpose2d(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any)
 def store(dst: Any, value: Any, *, mask: Any = None, **_: Any) -> None:
     """``nl.store``: SBUF/PSUM tile (or scalar) -> HBM, cast to the destination dtype."""
     ctx = current()
-    d = operands("store", spaces="hbm", dst=dst)["dst"]
+    d = as_access(one_operand("store", "dst", dst, ctx, "hbm"))  # (operands() without its dicts)
     valid = mask_array(mask, d.shape, "store")  # before reading value: the mask may cut off its ragged end
     if is_tile(value):
-        v = operands("store", spaces="sbuf|psum", value=value)["value"]
+        v = as_access(one_operand("store", "value", value, ctx, "sbuf|psum"))
         check_partitions("store", {"dst": d, "value": v}, {"dst": tile_shape(d), "value": tile_shape(v)})
         src_shape, values = v.shape, f32(v, ctx)
         v_valid = v.tensor.valid if isinstance(value, Tensor) else None
@@ -198,7 +208,8 @@ def assign(dst: Access, value: Any, temporary: bool = False) -> None:
     if isinstance(value, Affine):
         raise nki_error("err_cannot_assign_to_index", "'index' tensor does not support item assignment; "
                         "materialise index values with nisa.iota")
-    dst.check_bounds()
+    if not dst._whole:  # (a whole access is always in bounds: no call)
+        dst.check_bounds()
     loops = dst_tensor.loops  # in scope while the innermost loop it was created in runs (the common case)
     if loops and loops[-1] not in ctx.loops:
         check_tensor_scope(dst_tensor, ctx)
@@ -221,7 +232,8 @@ def assign(dst: Access, value: Any, temporary: bool = False) -> None:
         loops = src_tensor.loops
         if loops and loops[-1] not in ctx.loops:
             check_tensor_scope(src_tensor, ctx)
-        if dst.shape[:1] > (PMAX,) or src.shape[:1] > (PMAX,):
+        ds, ss = dst.shape, src.shape
+        if (ds and ds[0] > PMAX) or (ss and ss[0] > PMAX):
             check_partitions("assign", {"dst": dst, "value": src})
         if not (temporary and ctx.numerics and value.__class__ is Tensor and src.shape == dst.shape
                 and _hand_over(dst, value)):
