@@ -175,33 +175,28 @@ class Affine:
             memo[key] = (other, res)
         return res
 
-    def __add__(self, other: Any) -> Affine:
+    def _shifted(self, other: Any, sign: int) -> Affine:
+        """``self + other`` (sign 1) or ``self - other`` (sign -1), memoised (see ``_memoised``)."""
+        op = "+" if sign > 0 else "-"
         if other.__class__ is int:
             memo = self._memo  # (the memo hit inline: loop bodies do this index arithmetic every iteration)
             if memo is not None:
-                hit = memo.get(("+", other))
+                hit = memo.get((op, other))
                 if hit is not None and hit[0] is None:  # (an expression's id may equal an integer)
                     return hit[1]
-            return self._memoised(("+", other), None, lambda: self._combine(Affine.constant(other), 1))
+            return self._memoised((op, other), None, lambda: self._combine(Affine.constant(other), sign))
         o = Affine.lift(other)
         if o is None:
             return NotImplemented
-        return self._memoised(("+", id(o)), o, lambda: self._combine(o, 1))
+        return self._memoised((op, id(o)), o, lambda: self._combine(o, sign))
+
+    def __add__(self, other: Any) -> Affine:
+        return self._shifted(other, 1)
 
     __radd__ = __add__
 
     def __sub__(self, other: Any) -> Affine:
-        if other.__class__ is int:
-            memo = self._memo
-            if memo is not None:
-                hit = memo.get(("-", other))
-                if hit is not None and hit[0] is None:  # (an expression's id may equal an integer)
-                    return hit[1]
-            return self._memoised(("-", other), None, lambda: self._combine(Affine.constant(other), -1))
-        o = Affine.lift(other)
-        if o is None:
-            return NotImplemented
-        return self._memoised(("-", id(o)), o, lambda: self._combine(o, -1))
+        return self._shifted(other, -1)
 
     def __rsub__(self, other: Any) -> Affine:
         o = Affine.lift(other)
