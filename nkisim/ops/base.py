@@ -100,45 +100,18 @@ def two_operands(name: str, xname: str, x: Any, yname: str, y: Any,
 def operands(name: str, spaces: str | None = None, **named: Any) -> dict[str, Access]:
     """Resolve tile operands of API ``name`` and check address spaces and partition limits.
 
-    ``named`` maps parameter names to values; None values are skipped.  Returns Accesses.
+    ``named`` maps parameter names to values; None values are skipped.  Returns Accesses (each
+    operand checked by ``operand``; a whole tensor becomes its whole access).
     """
-    if not spaces:  # the op table's spaces for this API, split once per API name
-        allowed = _SPACES_OF.get(name)
-        if allowed is None:
-            allowed = _SPACES_OF[name] = _split_spaces(api(name).spaces)
-    else:
-        allowed = _split_spaces(spaces)
+    allowed = _split_spaces(spaces) if spaces else allowed_spaces(name)
     out: dict[str, Access] = {}
     for pname, value in named.items():
         if value is None:
             continue
-        if isinstance(value, Access):
-            acc = value
-        elif isinstance(value, Tensor):
-            acc = Access.whole(value)
-        else:
-            raise TypeError(f"'{pname}' of '{name}' must be an NKI tile, got {type(value).__name__}")
-        t = acc.tensor
-        space = t.buffer.family
-        if space not in allowed:
-            raise nki_error("err_unsupported_memory",
-                            f"Expected operand '{pname}' of '{name}' to be in address space "
-                            f"'{'|'.join(allowed)}', but got a tile in '{acc.space}' instead.")
-        if space != "hbm" and acc.par_axis != 0:
-            raise nki_error("err_failed_to_infer_tile_from_local_tensor",
-                            f"Failed to infer tile from tensor '{acc.label()}', : the first dimension of the tile "
-                            f"is not the partition dimension of the tensor.")
-        if t.loops:  # check_scope has nothing to check for a tensor allocated outside every loop
-            check_scope(acc)
-        out[pname] = acc
+        acc = operand(name, pname, value, allowed)
+        out[pname] = acc if isinstance(acc, Access) else Access.whole(acc)
     check_partitions(name, out)
     return out
-
-
-def check_scope(acc: Access) -> None:
-    """err_local_variable_used_out_of_scope for the tensor of an access (see check_tensor_scope)."""
-    if acc.tensor.loops:
-        check_tensor_scope(acc.tensor)
 
 
 def check_tensor_scope(t: Tensor, ctx: KernelContext | None = None) -> None:
