@@ -159,10 +159,16 @@ def tile_shape(acc: Access | Tensor) -> tuple[int, ...]:
     return (s[0], 1) if len(s) == 1 else s
 
 
-def mask_array(mask: Any, shape: tuple[int, ...], name: str) -> np.ndarray | None:
-    """Validate ``mask=`` and broadcast it to the instruction's shape (None = everything)."""
-    m = None if mask is None else check_mask(mask, name)
-    ctx = active()
+def mask_array(mask: Any, shape: tuple[int, ...], name: str, ctx: KernelContext | None = None) -> np.ndarray | None:
+    """Validate ``mask=`` and broadcast it to the instruction's shape (None = everything).
+    ``ctx``: the active context when the caller has it at hand (most ops pass no mask)."""
+    if ctx is None:
+        ctx = active()
+    if mask is None:
+        if ctx is not None:
+            ctx.op_mask = None
+        return None
+    m = check_mask(mask, name)
     if ctx is not None:
         ctx.op_mask = m  # lets operand reads gather past a tile's end where masked off (cleared by emit)
     if m is None:

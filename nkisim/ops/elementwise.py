@@ -97,11 +97,7 @@ def unary_op(name: str, x: Any, dtype: Any = None, mask: Any = None) -> Tensor:
     ctx = current()
     a = one_operand(name, "x", x, ctx)
     out_dt = a.dtype if dtype is None else dt.normalize(dtype)
-    if mask is None:
-        ctx.op_mask = None  # what mask_array(None, ...) does, without the call
-        valid = None
-    else:
-        valid = mask_array(mask, a.shape, name)
+    valid = mask_array(mask, a.shape, name, ctx)
     vals = None
     if ctx.numerics:
         if name in ("invert", "logical_not", "bitwise_not"):
@@ -156,11 +152,7 @@ def binary_op(name: str, x: Any, y: Any, dtype: Any = None, mask: Any = None,
         compute = _FLOAT32
     else:
         compute = dt.compute_dtype(xd, yd)
-    if mask is None:
-        ctx.op_mask = None  # what mask_array(None, ...) does, without the call
-        valid = None
-    else:
-        valid = mask_array(mask, out_shape, name)
+    valid = mask_array(mask, out_shape, name, ctx)
     vals = None
     if ctx.numerics:
         vals = spec.fn(values(xa, ctx, compute, out_shape) if xt else scalar_value(x, compute),

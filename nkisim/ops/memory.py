@@ -95,11 +95,7 @@ def load(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     acc = one_operand("load", "src", src, ctx)  # (the checks of operands(), without its dicts)
     if acc.__class__ is not Access:
         acc = as_access(acc)
-    if mask is None:
-        ctx.op_mask = None  # what mask_array(None, ...) does, without the call
-        valid = None
-    else:
-        valid = mask_array(mask, acc.shape, "load")
+    valid = mask_array(mask, acc.shape, "load", ctx)
     acc.check_bounds(valid)
     values = None
     if ctx.numerics:
@@ -300,11 +296,7 @@ def copy(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     """``nl.copy``: a new SBUF tile (PSUM eviction with a cast is the common use)."""
     ctx = current()
     a = one_operand("copy", "src", src, ctx)
-    if mask is None:
-        ctx.op_mask = None  # what mask_array(None, ...) does, without the call
-        valid = None
-    else:
-        valid = mask_array(mask, a.shape, "copy")
+    valid = mask_array(mask, a.shape, "copy", ctx)
     tile = new_tile(ctx, a.shape, out_dtype(dtype, a.dtype), a._read() if ctx.numerics else None, valid, fresh=False)
     tile.producer = emit(ctx, "copy", reads=(a,), writes=(tile,))
     return tile

@@ -93,11 +93,7 @@ def reduce(op: str, x: Any, axis: Any, *, dtype: Any = None, mask: Any = None, k
         out_dt = dt.float32
     else:
         out_dt = a.dtype
-    if mask is None:
-        ctx.op_mask = None  # what mask_array(None, ...) does, without the call
-        in_valid = None
-    else:
-        in_valid = mask_array(mask, a.shape, name)
+    in_valid = mask_array(mask, a.shape, name, ctx)
     valid = None
     vals = None
     if in_valid is not None and in_valid.ndim:
