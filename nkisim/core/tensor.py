@@ -25,7 +25,7 @@ from nkisim.core import physical
 from nkisim.core.buffers import Buffer
 from nkisim.core.context import active
 from nkisim.core.errors import nki_error
-from nkisim.core.indexing import _CONSTANTS, Affine, DynSlice, Loop
+from nkisim.core.indexing import Affine, DynSlice, Loop
 from nkisim.core.location import user_variable
 
 _ids = itertools.count(1)
@@ -974,6 +974,12 @@ def whole_parts_of_shape(shape: tuple[int, ...], par_axis: int) -> tuple:
     return parts
 
 
+def index_box(np_idx: tuple) -> tuple:
+    """The (lo, hi) bounds per dimension of a basic NumPy index (ints and slices): the region an
+    access covers, as the trace records it."""
+    return tuple((c.start, c.stop) if c.__class__ is slice else (c, c + 1) for c in np_idx)
+
+
 def whole_parts(tensor: Tensor) -> tuple:
     """The normalised parts of ``tensor[...]``.  Every op result is accessed whole, so they are
     built once per (shape, partition axis) and shared (they are only ever read); a rotating direct
@@ -981,8 +987,7 @@ def whole_parts(tensor: Tensor) -> tuple:
     if getattr(tensor.buffer, "alloc", None) is not None and physical.rotation(tensor) is not None:
         proto = Access(tensor, ())
         np_idx = proto.np_index()
-        box = tuple((c, c + 1) if c.__class__ is not slice else (c.start, c.stop) for c in np_idx)
-        return (tuple(proto.comps), proto.shape, proto.par_axis, np_idx, box)
+        return (tuple(proto.comps), proto.shape, proto.par_axis, np_idx, index_box(np_idx))
     return whole_parts_of_shape(tensor.shape, tensor.par_axis)
 
 
@@ -999,11 +1004,11 @@ def _slice_bound(v: Any, default: int, size: int, loops: set) -> tuple[Affine, i
     """A slice bound as an index expression, and its value at this iteration (what the access's
     shape and NumPy index are made of: computed here once instead of evaluated again)."""
     if v is None:
-        return _CONSTANTS.get(default) or Affine.constant(default), default
+        return Affine.constant(default), default
     if v.__class__ is int:  # plain integers: the common case needs no lifting
         if v < 0:
             v += size
-        return _CONSTANTS.get(v) or Affine.constant(v), v
+        return Affine.constant(v), v
     if v.__class__ is Affine and v.grid is None and v.affine and (v.terms or v.const >= 0):
         if v.loops:  # a loop index expression (``k * 128``), the other common case: used as it is
             loops.update(v.loops)

@@ -14,7 +14,7 @@ from nkisim.core.context import KernelContext, active
 from nkisim.core.errors import nki_error
 from nkisim.core.indexing import check_mask
 from nkisim.core.location import user_location, user_variable
-from nkisim.core.tensor import Access, Tensor, all_true, shape_str, whole_parts, whole_parts_of_shape
+from nkisim.core.tensor import Access, Tensor, all_true, index_box, shape_str, whole_parts, whole_parts_of_shape
 from nkisim.cost.trace import Instr, buffer_info, dma_run
 from nkisim.ops.optable import api
 
@@ -260,26 +260,19 @@ def region(acc: Access) -> tuple:
     box = acc._box
     if box is not None:  # basic accesses: fixed once np_index() is (whole-tile boxes are shared per shape)
         return (t.root.uid, t.uid, box)
-    box = []
-    if not acc.advanced:
-        # the basic index holds exactly these bounds (ints and slice start/stop), computed once per access
-        for c in acc.np_index():
-            if c.__class__ is slice:
-                box.append((c.start, c.stop))
-            else:
-                box.append((c, c + 1))
-        box = acc._box = tuple(box)
+    if not acc.advanced:  # the basic index holds exactly these bounds, computed once per access
+        box = acc._box = index_box(acc.np_index())
         return (t.root.uid, t.uid, box)
-    else:
-        for c, dim in zip(acc.comps, t.shape):
-            if c[0] == "adv":
-                v = c[1].value()
-                box.append((int(np.min(v)), int(np.max(v)) + 1))
-            elif c[0] == "int":
-                v = int(c[1].value())
-                box.append((v, v + 1))
-            else:
-                box.append((0, dim))
+    box = []
+    for c, dim in zip(acc.comps, t.shape):
+        if c[0] == "adv":
+            v = c[1].value()
+            box.append((int(np.min(v)), int(np.max(v)) + 1))
+        elif c[0] == "int":
+            v = int(c[1].value())
+            box.append((v, v + 1))
+        else:
+            box.append((0, dim))
     return (t.root.uid, t.uid, tuple(box))
 
 
