@@ -24,6 +24,22 @@ def matmul_numpy(lhsT: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     return lhsT.T @ rhs
 
 
+def matmul_tiles_numpy(lhsT: np.ndarray, rhs: np.ndarray, tile_m: int = 128, tile_k: int = 128,
+                       tile_n: int = 512) -> np.ndarray:
+    """Only the tile products ``matmul_tiled_kernel`` asks for, in plain NumPy (fp32 accumulation
+    over K tiles): what any simulator that multiplies tile by tile must spend at least."""
+    K, M = lhsT.shape
+    N = rhs.shape[1]
+    out = np.empty((M, N), dtype=np.float32)
+    for m in range(0, M, tile_m):
+        for n in range(0, N, tile_n):
+            acc = np.zeros((tile_m, tile_n), dtype=np.float32)
+            for k in range(0, K, tile_k):
+                acc += lhsT[k:k + tile_k, m:m + tile_m].T @ rhs[k:k + tile_k, n:n + tile_n]
+            out[m:m + tile_m, n:n + tile_n] = acc
+    return out
+
+
 #: Iterations of the tiny-tile loop; each issues ``TINY_OPS_PER_ITER`` traced instructions.
 TINY_ITERS = 200
 TINY_OPS_PER_ITER = 10
