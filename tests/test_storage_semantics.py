@@ -1,10 +1,11 @@
 """Storage shortcuts the simulator takes for speed must be unobservable from a kernel.
 
-Two are tested here against NumPy expectations:
+Tested here against NumPy expectations:
 - uninitialised tiles are filled with the NaN pattern lazily (on the first read or partial write),
   so a first whole write skips the fill;
 - ``t[...] = <temporary result>`` hands the temporary's array to ``t`` instead of copying it, which
-  must never let two live tiles share storage.
+  must never let two live tiles share storage;
+- results leave the launch without a copy, which must never alias the caller's arrays or each other.
 """
 
 from __future__ import annotations
@@ -177,3 +178,25 @@ def test_kernels_cannot_reach_host_values() -> None:
     out, found = host_value_probe(A)
     np.testing.assert_array_equal(out, A)
     assert found == []
+
+
+@nki.jit
+def returns_input_and_output_twice(a):
+    """A kernel input handed back, and one output returned twice."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.add(nl.load(a), 1.0))
+    return a, out, out
+
+
+def test_results_never_alias_the_caller_or_each_other() -> None:
+    # outputs are handed out without a copy (the launch is over); the caller's own array and a tensor
+    # returned twice are the exceptions, since sharing memory there would be visible
+    a = A.copy()
+    same_a, out1, out2 = returns_input_and_output_twice(a)
+    np.testing.assert_array_equal(same_a, A)
+    assert not np.shares_memory(same_a, a)
+    assert not np.shares_memory(out1, out2)
+    out1[...] = 0.0
+    same_a[...] = 0.0
+    np.testing.assert_array_equal(out2, A + np.float32(1.0))
+    np.testing.assert_array_equal(a, A)

@@ -97,14 +97,24 @@ def bind(func: Any, args: tuple, kwargs: dict) -> inspect.BoundArguments:
     return bound
 
 
-def from_tensor(value: Any, to_torch: bool) -> Any:
-    """Kernel result -> NumPy (or torch) arrays, preserving tuples/lists."""
+def from_tensor(value: Any, to_torch: bool, _handed_out: set[int] | None = None) -> Any:
+    """Kernel result -> NumPy (or torch) arrays, preserving tuples/lists.
+
+    The launch is over, so nothing writes a tensor the kernel made ever again: its storage is handed
+    out as it is instead of copied (a copy of a large output costs as much as a few hundred simulated
+    instructions).  A returned kernel input is the caller's own array, and a tensor returned twice
+    would alias, so those two are copied.
+    """
+    handed_out = set() if _handed_out is None else _handed_out
     if isinstance(value, Tensor):
-        if value._data is None:
+        data = value._data
+        if data is None:
             return None
-        value.root.fill_pending()
-        arr = np.array(value._data, copy=True)
+        root = value.root
+        root.fill_pending()
+        arr = np.array(data, copy=True) if root.param or root.uid in handed_out else data
+        handed_out.add(root.uid)
         return numpy_to_torch(arr) if to_torch else arr
     if isinstance(value, (tuple, list)):
-        return type(value)(from_tensor(v, to_torch) for v in value)
+        return type(value)(from_tensor(v, to_torch, handed_out) for v in value)
     return value
