@@ -215,6 +215,36 @@ MUTANTS = {
 test_mutants_lose_correctness_points = mutant_grading_test(MUTANTS, seed=11)
 
 
+RELU_FORGOTTEN = """
+    @nki.jit
+    def tiled_add_relu(a, b):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        i_p = nl.arange(128)[:, None]
+        i_f = nl.arange(a.shape[1])[None, :]
+        for t in nl.affine_range((a.shape[0] + 127) // 128):
+            rows = t * 128 + i_p
+            total = nl.add(nl.load(a[rows, i_f], mask=(rows < a.shape[0])), nl.load(b[rows, i_f], mask=(rows < a.shape[0])))
+            nl.store(out[rows, i_f], value=total, mask=(rows < a.shape[0]))
+        return out
+    """
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tiny_cases_do_not_reward_the_luck_of_the_draw(tmp_path, seed):
+    # a kernel without the ReLU is right on a 1x1 case whenever the drawn sum is positive, about every
+    # other seed; the negated twin of each tiny case makes it wrong under every seed
+    from nkilab.evaluate import evaluate
+
+    ev = evaluate(QUESTIONS["tiled_add_relu"], write(tmp_path, "relu_forgotten.py", RELU_FORGOTTEN), hidden=True,
+                  seed=seed, speed=False)
+    one = next(cr for cr in ev.cases if cr.case.shape == (1, 1))
+    assert not one.verdict.ok and "1 of 1 elements wrong" in one.verdict.message
+    assert ev.passed == 0
+    # the reference kernel passes every case, mirrors included
+    assert evaluate(QUESTIONS["tiled_add_relu"], QUESTIONS["tiled_add_relu"].solution_path, hidden=True, seed=seed,
+                    speed=False).correct
+
+
 def test_check_explains_ragged_and_free_dim_mistakes(tmp_path, capsys):
     path = write(tmp_path, "nomask.py", MUTANTS["missing_mask"][1])
     assert not check("tiled_add_relu", path).passed

@@ -161,7 +161,8 @@ def test_monkeypatching_earns_nothing(graded):
     for stage, gid in [("01_vector_add", "q1_grade"), ("01_vector_add", "q2_grade"), ("04_masked_rmsnorm", "q1_grade"),
                        ("04_masked_rmsnorm", "q2_grade")]:
         assert score(graded, "gus", stage, gid) == 0.0, (stage, gid)
-    assert score(graded, "gus", "02_partition_tiling", "q2_grade") < 1.0  # no ReLU: at most a lucky 1x1 case
+    # no ReLU: every case is wrong, the 1x1 one too (its negated twin catches a lucky positive draw)
+    assert score(graded, "gus", "02_partition_tiling", "q2_grade") == 0.0
     # the grade cell he edited to print 100 (worth 100 points) is back to the real one, graded fairly
     assert score(graded, "gus", "02_partition_tiling", "q1_grade") == 3.0
     with Gradebook(graded["db"]) as gb:

@@ -13,6 +13,11 @@ from nkilab.compare import Verdict, describe_error, diagnose
 from nkilab.questions import Case, Question
 from nkilab.runner import RunResult, run_inprocess, run_module
 
+#: a case whose arguments have at most this many elements each also runs on its negated inputs: on so
+#: few elements, a kernel that mishandles one sign (a forgotten ReLU) would otherwise pass or fail it
+#: by the luck of the grading seed's draw, and a student's grade would depend on the seed
+MIRROR_MAX_ELEMENTS = 64
+
 _REFERENCE_CACHE: dict[tuple[str, str | None, float], dict] = {}
 
 
@@ -125,12 +130,14 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
         return ev
     cases = [(c, False) for c in q.public] + ([(c, True) for c in q.hidden] if hidden else [])
     inputs = [q.inputs(c, seed, i) for i, (c, _) in enumerate(cases)]
+    mirrored = [i for i, args in enumerate(inputs) if max(a.size for a in args) <= MIRROR_MAX_ELEMENTS]
+    runs = inputs + [[-a for a in inputs[i]] for i in mirrored]
     bench = _bench_spec(q) if speed else None
     if inproc:
         with contextlib.redirect_stdout(io.StringIO()):  # nki.benchmark's own print line
-            run = run_inprocess(module, q.function, inputs, bench=bench, target=target, grid=q.grid)
+            run = run_inprocess(module, q.function, runs, bench=bench, target=target, grid=q.grid)
     else:
-        run = run_module(path, q.function, inputs, bench=bench, target=target, timeout=timeout, grid=q.grid)
+        run = run_module(path, q.function, runs, bench=bench, target=target, timeout=timeout, grid=q.grid)
     ev.run = run
     if run.import_error is not None:
         ev.problem = "your file did not import: " + describe_error(run.import_error, path.name).replace(
@@ -144,6 +151,13 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
         rtol, atol = q.tolerance(case.dtype)
         verdict = diagnose(crun, q.expected(args, case), args, rtol, atol, path.name)
         ev.cases.append(CaseResult(case, is_hidden, verdict))
+    for i, args, crun in zip(mirrored, runs[len(inputs):], run.cases[len(inputs):]):
+        if i < len(ev.cases) and ev.cases[i].verdict.ok:  # a case passes only if its mirror passes too
+            case = ev.cases[i].case
+            rtol, atol = q.tolerance(case.dtype)
+            verdict = diagnose(crun, q.expected(args, case), args, rtol, atol, path.name)
+            if not verdict.ok:
+                ev.cases[i].verdict = Verdict(False, f"with every input negated: {verdict.message}")
     if speed and ev.correct:
         bench = run.bench or {}
         if bench.get("status") != "ok":
