@@ -285,8 +285,7 @@ def accumulate(dst: Access, value: Any, op: str) -> None:
         fit_shape(src_shape, dst.shape, dst.name, "value")
     producer = value.producer if isinstance(value, Tensor) else None
     if producer is not None and producer.engine == "pe" and ctx.trace and ctx.trace[-1] is producer and op == "add":
-        producer.writes = (region(dst),)
-        producer.bufs = producer.bufs + (buffer_info(dst),)
+        producer.retarget((region(dst),), buffer_info(dst))  # (records stay unexpanded until costed)
         producer.acc = True
     else:
         emit(ctx, "tensor_tensor", reads=[dst] + ([src] if src is not None else []), writes=[dst])
