@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test test-fast bench lint clean release release-check lab grade
+.PHONY: setup test test-fast bench lint clean release release-check lab grade docs
 
 setup: $(STAMP)
 
@@ -40,6 +40,10 @@ release-check: $(STAMP)
 COURSE ?=
 grade: $(STAMP)
 	$(PY) -m nkilab.classgrade $(if $(COURSE),--course $(COURSE))
+
+# The course site: build/site/index.html (lessons run once for their demo outputs, about a minute).
+docs: $(STAMP)
+	$(PY) docs/build_site.py --out build/site
 
 # Students work on copies in work/ (never overwritten, not tracked), so `git pull` and `make release`
 # never collide with their answers.

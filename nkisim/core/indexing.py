@@ -439,4 +439,5 @@ class DynSlice:
 
 
 def ds(start: Any, size: int) -> DynSlice:
+    """``nl.ds``: the slice ``start:start + size``, where ``start`` may be a loop index expression."""
     return DynSlice(start, size)

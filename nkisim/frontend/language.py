@@ -61,12 +61,15 @@ class tile_size:  # noqa: N801 - NKI's name
 
 
 class _FInfo:
+    """Limits of a float dtype: ``min``, ``max``, ``eps``, ``dtype``."""
+
     def __init__(self, d: Any) -> None:
         info = np.finfo(np.dtype(d))
         self.min, self.max, self.eps, self.dtype = info.min, info.max, info.eps, np.dtype(d)
 
 
 def finfo(d: Any) -> _FInfo:
+    """``nl.finfo``: machine limits (min, max, eps) of a float dtype, like ``np.finfo``."""
     return _FInfo(d)
 
 
@@ -85,10 +88,12 @@ where = _ew.where
 
 
 def expand_dims(data: Any, axis: int) -> tensor:
+    """``nl.expand_dims``: the tile with a new axis of size 1 at ``axis``."""
     return _mem.expand_dims(data, axis)
 
 
 def static_cast(input_data: Any, dtype: Any) -> tensor:
+    """``nl.static_cast``: a copy of the tile converted to ``dtype``."""
     return _mem.copy(input_data, dtype=dtype)
 
 
@@ -161,7 +166,8 @@ def _make_reduce(api: str, op: str, kind: str = "plain") -> Any:
         return _red.reduce(op, x, axis, dtype=dtype, mask=mask, keepdims=keepdims, api=api, kind=kind)
 
     fn.__name__ = fn.__qualname__ = api
-    fn.__doc__ = f"``nl.{api}``: reduce free axes of a tile with {op}."
+    what = {"mean": "the mean", "var": "the population variance"}.get(kind, f"a reduction with {op}")
+    fn.__doc__ = f"``nl.{api}``: {what} over the given free axes of a tile (``keepdims`` keeps them as size 1)."
     return fn
 
 
@@ -210,6 +216,7 @@ def num_programs(axes: Any = None) -> int:
 
 
 def program_ndim() -> int:
+    """``nl.program_ndim``: the number of dimensions of the SPMD launch grid (0 without a grid)."""
     return len(_current().grid)
 
 
@@ -219,6 +226,7 @@ def nc(k: int) -> _NC:
 
 
 def spmd_dim(*dims: Any) -> _SpmdDim:
+    """``nl.spmd_dim``: a launch-grid dimension built from several (e.g. ``nl.spmd_dim(nl.nc(2), 4)``)."""
     return _SpmdDim(*dims)
 
 

@@ -200,18 +200,22 @@ def _new_tensor(ctx: Any, shp: tuple[int, ...], d: np.dtype, buf: Buffer, par: i
 
 
 def ndarray(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
+    """``nl.ndarray``: a new tensor of ``shape`` in ``buffer`` (SBUF by default), uninitialised (reads show NaN)."""
     return allocate(shape, dtype, buffer, name)
 
 
 def zeros(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
+    """``nl.zeros``: a new tensor filled with 0 (on chip; an HBM tensor cannot have an initial value)."""
     return allocate(shape, dtype, buffer, name, fill=0, init_value=True)
 
 
 def ones(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
+    """``nl.ones``: a new tensor filled with 1 (on chip)."""
     return allocate(shape, dtype, buffer, name, fill=1, init_value=True)
 
 
 def full(shape: Any, fill_value: Any, dtype: Any, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
+    """``nl.full``: a new tensor filled with ``fill_value`` (on chip)."""
     return allocate(shape, dtype, buffer, name, fill=fill_value, init_value=True)
 
 
@@ -221,21 +225,25 @@ def _like(a: Any, dtype: Any) -> tuple[tuple[int, ...], Any, Buffer]:
 
 
 def empty_like(a: Any, dtype: Any = None, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
+    """``nl.empty_like``: an uninitialised tensor with ``a``'s shape (and dtype and buffer unless given)."""
     shape, d, buf = _like(a, dtype)
     return allocate(shape, d, buffer or buf, name)
 
 
 def zeros_like(a: Any, dtype: Any = None, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
+    """``nl.zeros_like``: a tensor of zeros with ``a``'s shape (and dtype and buffer unless given)."""
     shape, d, buf = _like(a, dtype)
     return allocate(shape, d, buffer or buf, name, fill=0, init_value=True)
 
 
 def ones_like(a: Any, dtype: Any = None, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
+    """``nl.ones_like``: a tensor of ones with ``a``'s shape (and dtype and buffer unless given)."""
     shape, d, buf = _like(a, dtype)
     return allocate(shape, d, buffer or buf, name, fill=1, init_value=True)
 
 
 def full_like(a: Any, fill_value: Any, dtype: Any = None, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
+    """``nl.full_like``: a tensor of ``fill_value`` with ``a``'s shape (and dtype and buffer unless given)."""
     shape, d, buf = _like(a, dtype)
     return allocate(shape, d, buffer or buf, name, fill=fill_value, init_value=True)
 
@@ -253,6 +261,7 @@ def rand(shape: Any, dtype: Any = np.float32, **_: Any) -> Tensor:
 
 
 def random_seed(seed: Any, *, mask: Any = None, **_: Any) -> None:
+    """``nl.random_seed``: seed the generator ``nl.rand`` draws from (an int or a 1-element tile)."""
     ctx = current()
     value = seed
     if is_tile(seed):
@@ -273,6 +282,7 @@ def shared_constant(constant: Any, dtype: Any = None, **_: Any) -> Tensor:
 
 
 def shared_identity_matrix(n: int, dtype: Any = np.uint8, **_: Any) -> Tensor:
+    """``nl.shared_identity_matrix``: a constant n x n identity matrix in HBM (for transposes by matmul)."""
     return shared_constant(np.eye(int(n)), dtype)
 
 

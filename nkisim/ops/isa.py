@@ -217,6 +217,7 @@ def tensor_reduce(op: Any, data: Any, axis: Any, *, mask: Any = None, dtype: Any
 
 
 def tensor_partition_reduce(op: Any, data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
+    """``nisa.tensor_partition_reduce``: reduce along the partition axis with ``op`` (GpSimd engine)."""
     return red.partition_reduce(op_name(op), data, mask=mask, dtype=dtype)
 
 
