@@ -1,0 +1,317 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# # Stage 6 — The Tensor Engine: tiled matrix multiplication
+#
+# **Goals.** By the end of this notebook you can
+#
+# 1. call the Tensor Engine with `nl.matmul(x, y, transpose_x=True)` and say which operand is *stationary*, which
+#    is *moving*, and why the contraction runs over the **partition** axis of both;
+# 2. multiply matrices of any size that is a multiple of the tile sizes by accumulating partial products in a
+#    **PSUM** tile over the contraction dimension K, then evicting PSUM to SBUF and storing;
+# 3. read in a profile that the straightforward kernel is limited by **data movement**, not by the Tensor Engine;
+# 4. make it about twice as fast by **reusing** every loaded tile for several matmuls (blocking).
+#
+# Stages 1–5 used the Vector and Scalar engines. Matrix multiplication is what the fifth engine, the Tensor
+# Engine (TensorE, or PE array), exists for: almost all of a transformer's arithmetic runs there. As before, each
+# `%%writefile` cell saves your kernel, `check(...)` runs the public cases, and the grade cells add hidden cases
+# (float32 and bfloat16, K from 128 to 2048).
+
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+import importlib.util
+
+import ml_dtypes
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+import numpy as np
+
+try:
+    import nkisim
+
+    ON_SIMULATOR = nkisim.using_simulator()
+except ImportError:  # a Neuron machine without the course simulator installed
+    ON_SIMULATOR = False
+
+from nkilab import check, latency_label, latency_us
+
+TARGET = "trn2"  # the target the cost model estimates for (and the course grades on)
+LABEL = latency_label(TARGET)  # "estimate: nkisim cost model, trn2" on the simulator
+BF16 = ml_dtypes.bfloat16
+print("neuronxcc.nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR else "the Neuron compiler")
+
+
+def load_kernel(path, name):
+    """Import the kernel ``name`` from the file a %%writefile cell wrote."""
+    spec = importlib.util.spec_from_file_location(name + "_module", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name)
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "te_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## 1. One matmul on the Tensor Engine
+#
+# The PE array is a 128 × 128 grid of multiply-accumulate units. One matmul instruction takes two SBUF tiles:
+#
+# * the **stationary** operand `x`, shape `[K, M]` with K ≤ 128 partitions and M ≤ 128 columns, which is loaded
+#   into the array and stays there;
+# * the **moving** operand `y`, shape `[K, N]` with K ≤ 128 and N ≤ 512, which streams through the array one column
+#   per cycle.
+#
+# It computes `x.T @ y`: result `[M, N]`, element `[m, n]` = Σₖ `x[k, m] · y[k, n]`. The sum runs over the
+# **partition** axis of both operands, because the array adds its partial sums down its 128 rows, one row per
+# partition. So NKI's matmul wants the left matrix already transposed, and the convention of the NKI tutorials is
+# to pass it that way: `lhsT` is `[K, M]` in HBM, and `nl.matmul(lhsT_tile, rhs_tile, transpose_x=True)` is
+# `lhsT_tile.T @ rhs_tile`.
+#
+# The result goes to **PSUM**, a small memory next to the array (16 KiB per partition in 8 banks of 2 KiB), always
+# as **float32**, whatever the inputs' dtype: a `[128, 512]` float32 tile fills exactly one bank. A result in PSUM
+# has to be copied to SBUF (`nl.copy`, with the output dtype) before it can be stored to HBM.
+
+# %% nbgrader={"grade": false, "grade_id": "demo_one_tile", "locked": true, "schema_version": 3, "solution": false, "task": false}
+@nki.jit
+def one_tile_matmul(lhsT, rhs):
+    K, M = lhsT.shape
+    N = rhs.shape[1]
+    out = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    x = nl.load(lhsT)  # stationary [K, M]
+    y = nl.load(rhs)  # moving [K, N]
+    res = nl.matmul(x, y, transpose_x=True)  # [M, N], float32, in PSUM
+    if ON_SIMULATOR:  # shapes and buffers are known while tracing; on hardware, read them off the code
+        print("result tile:", res.shape, res.dtype, "in", res.buffer)
+    nl.store(out, value=nl.copy(res, dtype=out.dtype))  # PSUM -> SBUF (cast) -> HBM
+    return out
+
+
+rng = np.random.default_rng(0)
+a_demo = rng.standard_normal((128, 64)).astype(np.float32)
+b_demo = rng.standard_normal((128, 512)).astype(np.float32)
+print("max |kernel - numpy| =", float(np.abs(one_tile_matmul(a_demo, b_demo) - a_demo.T @ b_demo).max()))
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "limits_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# The tile sizes are hard limits (`nl.tile_size.gemm_stationary_fmax` = 128, `nl.tile_size.gemm_moving_fmax` = 512,
+# and 128 partitions). A moving tile of 1024 columns is a compile error:
+
+# %% nbgrader={"grade": false, "grade_id": "demo_limits", "locked": true, "schema_version": 3, "solution": false, "task": false}
+try:
+    one_tile_matmul(a_demo, rng.standard_normal((128, 1024)).astype(np.float32))
+except Exception as err:  # the compiler's error, shown instead of stopping the notebook
+    print(f"{type(err).__name__}: {err}")
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "q1_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## 2. Any size: accumulate over K in PSUM — `matmul_tiled` (4 points)
+#
+# For `lhsT` of shape `[K, M]` and `rhs` of shape `[K, N]`, cut the output `[M, N]` into `[128, 512]` tiles. Output
+# tile `(m, n)` is a sum over the K/128 slices of the contraction dimension:
+#
+# ```python
+# # one PSUM bank: a [128, 512] float32 accumulator
+# res_psum = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+# for k in nl.affine_range(K // 128):
+#     ...  # load the [128, 128] tile of lhsT and the [128, 512] tile of rhs for this k
+#     res_psum += nl.matmul(lhsT_tile, rhs_tile, transpose_x=True)
+# ```
+#
+# `+=` on a PSUM tile is done by the Tensor Engine itself (it adds into the bank instead of overwriting it), and it
+# is the one loop-carried update `nl.affine_range` allows: the compiler knows accumulation order does not change
+# the result beyond rounding. After the K loop, copy the tile to SBUF with the output dtype and store it.
+#
+# Write `matmul_tiled(lhsT, rhs)`:
+#
+# * K and M are multiples of 128, N is a multiple of 512 (each up to 2048); both inputs are float32 or bfloat16.
+# * Return `lhsT.T @ rhs` with shape `[M, N]` and `lhsT`'s dtype. Accumulate in float32 PSUM, also for bfloat16.
+#
+# Tolerances: rtol = atol = 1e-4 for float32 (sums of up to 2048 products), 1.6e-2 for bfloat16. Correctness earns 3
+# points, speed 1 (≤ 1.2× the reference's estimated latency for K = M = N = 1024, bfloat16).
+
+# %% nbgrader={"grade": false, "grade_id": "q1_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %%writefile matmul_tiled.py
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def matmul_tiled(lhsT, rhs):
+    """lhsT.T @ rhs for lhsT [K, M] and rhs [K, N]: one [128, 512] PSUM accumulator per output tile."""
+    ### BEGIN SOLUTION
+    K, M = lhsT.shape
+    N = rhs.shape[1]
+    result = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    for m in nl.affine_range(M // 128):
+        for n in nl.affine_range(N // 512):
+            res_psum = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+            for k in nl.affine_range(K // 128):
+                lhsT_tile = nl.load(lhsT[k * 128:(k + 1) * 128, m * 128:(m + 1) * 128])
+                rhs_tile = nl.load(rhs[k * 128:(k + 1) * 128, n * 512:(n + 1) * 512])
+                res_psum += nl.matmul(lhsT_tile, rhs_tile, transpose_x=True)
+            res_sbuf = nl.copy(res_psum, dtype=result.dtype)
+            nl.store(result[m * 128:(m + 1) * 128, n * 512:(n + 1) * 512], value=res_sbuf)
+    return result
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": false, "grade_id": "q1_check", "locked": true, "schema_version": 3, "solution": false, "task": false}
+check("matmul_tiled", "matmul_tiled.py");
+
+# %% nbgrader={"grade": true, "grade_id": "q1_grade", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+# Grading: correctness on public + hidden cases (3 points), then speed vs the reference (1 point).
+from nkilab import grade
+
+grade("matmul_tiled", "matmul_tiled.py")
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "profile_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## 3. Where does the time go?
+#
+# Profile your `matmul_tiled` on K = M = N = 2048 in bfloat16, the dtype matmuls usually run in (the PE array is
+# four times faster on bfloat16 than on float32). The profiler schedules the instructions on a trn2 NeuronCore's
+# engines and DMA queues; every number is a cost-model **estimate**.
+
+# %% nbgrader={"grade": false, "grade_id": "profile_demo", "locked": true, "schema_version": 3, "solution": false, "task": false}
+SIZE = 2048
+if ON_SIMULATOR:
+    from neuronxcc.nki import typing as nt
+    from nkisim.cost.report import profile_kernel
+
+    try:
+        prof = profile_kernel(load_kernel("matmul_tiled.py", "matmul_tiled"), nt.tensor[[SIZE, SIZE], nl.bfloat16],
+                              nt.tensor[[SIZE, SIZE], nl.bfloat16], target=TARGET)
+        print(prof.summary_text())
+    except Exception as err:  # e.g. the kernel is not written yet
+        print(f"could not profile matmul_tiled.py: {type(err).__name__}: {err}")
+else:
+    print("on hardware: nki.profile(working_directory=...)(kernel) and neuron-profile")
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "reuse_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# The Tensor Engine is busy for about 250 µs of the roughly 660 µs the kernel takes, while the DMA queues move
+# about **176 MB** — for inputs and output of 8 MiB each. Count the loads: every `[128, 128]` tile of `lhsT` is
+# loaded again for each of the N/512 output columns of tiles, and every `[128, 512]` tile of `rhs` again for each of
+# the M/128 output rows of tiles. The kernel computes with each loaded byte once, then throws it away.
+#
+# The cure is **reuse**: load a tile once and use it for several matmuls while it sits in SBUF. If each output
+# *block* covers BM × BN output tiles (BM·128 rows, BN·512 columns), one pass over K loads BM `lhsT` tiles and BN
+# `rhs` tiles per K slice and feeds BM·BN matmuls with them. The cell counts the bytes each block shape moves and
+# compares two lower bounds on the time: moving those bytes at the peak DMA rate, and doing the 2·K·M·N flops at the
+# PE array's peak rate (trn2: 368 GB/s and 79 bfloat16 TFLOPS per NeuronCore).
+
+# %% nbgrader={"grade": false, "grade_id": "reuse_demo", "locked": true, "schema_version": 3, "solution": false, "task": false}
+def bytes_moved(K, M, N, bm, bn, itemsize=2):
+    """DMA bytes of a blocked matmul: lhsT reloaded per column block, rhs per row block, result stored once."""
+    lhsT_loads = K * M * (N // (512 * bn))
+    rhs_loads = K * N * (M // (128 * bm))
+    return (lhsT_loads + rhs_loads + M * N) * itemsize
+
+
+DMA_GBPS, PE_TFLOPS = 368.0, 79.0  # trn2 peak rates per NeuronCore (the cost model's figures)
+pe_bound_us = 2 * SIZE**3 / (PE_TFLOPS * 1e6)
+print(f"K = M = N = {SIZE}, bfloat16; PE-array bound {pe_bound_us:.0f} us")
+print(f"{'block BM x BN':>14} {'MB moved':>9} {'DMA bound (us)':>15}")
+for bm, bn in [(1, 1), (2, 1), (1, 2), (2, 2), (4, 2)]:
+    moved = bytes_moved(SIZE, SIZE, SIZE, bm, bn)
+    print(f"{bm:>8} x {bn:<4} {moved / 1e6:9.0f} {moved / (DMA_GBPS * 1e3):15.0f}")
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "q2_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# With 1 × 1 blocks the data movement alone takes more than twice as long as the PE array needs for all the
+# arithmetic; with 2 × 2 blocks the data-movement bound comes down to within about 15% of the PE-array bound. Bigger blocks need more SBUF and, above all, more PSUM: every output tile of a
+# block is a live `[128, 512]` float32 accumulator, i.e. one of PSUM's 8 banks.
+#
+# ## 4. Reuse what you load: `matmul_fast` (4 points)
+#
+# Write `matmul_fast(lhsT, rhs)`, the same product, for K a multiple of 128, **M a multiple of 256 and N a multiple
+# of 1024** (each up to 2048), float32 or bfloat16. A plan that works well:
+#
+# * For each block of 256 output rows (`m`): load that block's `lhsT` columns for **all** K slices once, into one
+#   SBUF tile of shape `(128, K // 128, 256)` — partition dimension first, then one slot per K slice:
+#   `lhsT_block[:, k, :] = nl.load(lhsT[k * 128:(k + 1) * 128, m * 256:(m + 1) * 256])`.
+# * For each block of 1024 output columns (`n`): load `rhs` likewise into a `(128, K // 128, 1024)` tile.
+# * Then compute the block's 2 × 2 output tiles, each with its own PSUM accumulator and K loop, taking the operands
+#   as slices of the block tiles, e.g. `lhsT_block[:, k, bm * 128:(bm + 1) * 128]` (a `[128, 128]` tile).
+#
+# Same tolerances as `matmul_tiled`. Correctness earns 1 point and speed 3: full speed points at ≤ 1.2× the
+# reference's estimated latency on K = M = N = 2048 bfloat16, half at ≤ 2× (the kernel of section 2 is about 2.3×).
+
+# %% nbgrader={"grade": false, "grade_id": "q2_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %%writefile matmul_fast.py
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def matmul_fast(lhsT, rhs):
+    """lhsT.T @ rhs with [256, 1024] output blocks: every loaded tile feeds two matmuls."""
+    ### BEGIN SOLUTION
+    K, M = lhsT.shape
+    N = rhs.shape[1]
+    result = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    TK, TM, TN = 128, 128, 512  # one matmul: a [TK, TM] stationary and a [TK, TN] moving tile
+    BM, BN = 2, 2  # output tiles per block along M and along N
+    for m in nl.affine_range(M // (BM * TM)):
+        # this block's lhsT columns, every K slice: loaded once, used by every n block
+        lhsT_block = nl.ndarray((TK, K // TK, BM * TM), dtype=lhsT.dtype, buffer=nl.sbuf)
+        for k in nl.affine_range(K // TK):
+            lhsT_block[:, k, :] = nl.load(lhsT[k * TK:(k + 1) * TK, m * BM * TM:(m + 1) * BM * TM])
+        for n in nl.affine_range(N // (BN * TN)):
+            rhs_block = nl.ndarray((TK, K // TK, BN * TN), dtype=rhs.dtype, buffer=nl.sbuf)
+            for k in nl.affine_range(K // TK):
+                rhs_block[:, k, :] = nl.load(rhs[k * TK:(k + 1) * TK, n * BN * TN:(n + 1) * BN * TN])
+            for bm in nl.affine_range(BM):
+                for bn in nl.affine_range(BN):
+                    res_psum = nl.zeros((TM, TN), nl.float32, buffer=nl.psum)
+                    for k in nl.affine_range(K // TK):
+                        res_psum += nl.matmul(lhsT_block[:, k, bm * TM:(bm + 1) * TM],
+                                              rhs_block[:, k, bn * TN:(bn + 1) * TN], transpose_x=True)
+                    row, col = (m * BM + bm) * TM, (n * BN + bn) * TN
+                    nl.store(result[row:row + TM, col:col + TN], value=nl.copy(res_psum, dtype=result.dtype))
+    return result
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": false, "grade_id": "q2_check", "locked": true, "schema_version": 3, "solution": false, "task": false}
+check("matmul_fast", "matmul_fast.py");
+
+# %% nbgrader={"grade": true, "grade_id": "q2_grade", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+# Grading: correctness on public + hidden cases (1 point), then speed vs the reference (3 points).
+from nkilab import grade
+
+grade("matmul_fast", "matmul_fast.py")
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ladder_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## 5. Your two kernels side by side
+#
+# The cell estimates both of your kernels on K = M = N = 2048, bfloat16, and puts them next to the two bounds of
+# section 3. The gap that is left between `matmul_fast` and the PE-array bound is the pipeline filling and draining,
+# the PSUM evictions on the Scalar engine, and the kernel's fixed launch cost.
+
+# %% nbgrader={"grade": false, "grade_id": "ladder_demo", "locked": true, "schema_version": 3, "solution": false, "task": false}
+big = np.zeros((SIZE, SIZE), dtype=BF16)  # only shape and dtype matter to an estimate
+print(f"K = M = N = {SIZE}, bfloat16, latency ({LABEL})")
+print(f"  {'PE-array bound':16s} {pe_bound_us:8.1f} us")
+print(f"  {'DMA bound, 2x2':16s} {bytes_moved(SIZE, SIZE, SIZE, 2, 2) / (DMA_GBPS * 1e3):8.1f} us")
+for path, name in (("matmul_tiled.py", "matmul_tiled"), ("matmul_fast.py", "matmul_fast")):
+    try:
+        us = latency_us(load_kernel(path, name), big, big, target=TARGET)
+        print(f"  {name:16s} {us:8.1f} us")
+    except Exception as err:  # not written yet
+        print(f"  {name:16s} not measured ({type(err).__name__}: {err})")
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "hardware", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## On real hardware
+#
+# * The tile limits, the float32 PSUM and the "contract over partitions" rule are the hardware's, so the kernels run
+#   unchanged on a Neuron device; the microseconds above are cost-model **estimates** for trn2, to be checked with
+#   `nki.benchmark` there.
+# * The NKI matrix-multiplication tutorial goes further on the same path: larger blocks along M and N, blocking K
+#   as well, and keeping the output block in SBUF across K blocks. Each step trades SBUF and PSUM space for fewer
+#   bytes moved.
+# * A fused kernel can also skip HBM altogether for an intermediate: normalise a tile (stage 4), then feed it to the
+#   Tensor Engine straight from SBUF. That is the next stage: RMSNorm fused with the linear layer that follows it.
