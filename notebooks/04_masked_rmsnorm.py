@@ -241,16 +241,7 @@ grade("rmsnorm", "rmsnorm.py")
 # `nki.profile` and `neuron-profile` instead. Run it on your `rmsnorm`:
 
 # %% nbgrader={"grade": false, "grade_id": "profile_demo", "locked": true, "schema_version": 3, "solution": false, "task": false}
-import importlib.util
-
-
-def load_kernel(path, name):
-    """Import the kernel ``name`` from the file a %%writefile cell wrote."""
-    spec = importlib.util.spec_from_file_location(name + "_module", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, name)
-
+from nkilab import load_kernel  # imports the kernel a %%writefile cell saved
 
 if ON_SIMULATOR:
     from neuronxcc.nki import typing as nt

@@ -28,7 +28,6 @@
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import contextlib
-import importlib.util
 import io
 
 import neuronxcc.nki as nki
@@ -42,17 +41,9 @@ try:
 except ImportError:  # a Neuron machine without the course simulator installed
     ON_SIMULATOR = False
 
-from nkilab import check
+from nkilab import check, load_kernel  # load_kernel imports the kernel a %%writefile cell saved
 
 print("neuronxcc.nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR else "the Neuron compiler")
-
-
-def load_kernel(path, name):
-    """Import the kernel ``name`` from the file a %%writefile cell wrote."""
-    spec = importlib.util.spec_from_file_location(name + "_module", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, name)
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "grids", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## 1. One kernel, many instances

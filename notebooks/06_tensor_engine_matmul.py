@@ -30,8 +30,6 @@
 # (float32 and bfloat16, K from 128 to 2048).
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
-import importlib.util
-
 import ml_dtypes
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
@@ -44,20 +42,12 @@ try:
 except ImportError:  # a Neuron machine without the course simulator installed
     ON_SIMULATOR = False
 
-from nkilab import check, latency_label, latency_us
+from nkilab import check, latency_label, latency_us, load_kernel  # load_kernel: the kernel a %%writefile cell saved
 
 TARGET = "trn2"  # the target the cost model estimates for (and the course grades on)
 LABEL = latency_label(TARGET)  # "estimate: nkisim cost model, trn2" on the simulator
 BF16 = ml_dtypes.bfloat16
 print("neuronxcc.nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR else "the Neuron compiler")
-
-
-def load_kernel(path, name):
-    """Import the kernel ``name`` from the file a %%writefile cell wrote."""
-    spec = importlib.util.spec_from_file_location(name + "_module", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, name)
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "te_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## 1. One matmul on the Tensor Engine

@@ -4,12 +4,15 @@
 modelled latency vs the speed tiers).  ``grade(question_id, module_path)`` is what nbgrader grade
 cells call: it runs the student's module in a subprocess with a timeout and compares in this process.
 ``latency_us(kernel, *arrays, target=...)`` is the lessons' latency helper for demos and sweeps (a cost-model
-estimate on the simulator, labelled by ``latency_label(target)``).
+estimate on the simulator, labelled by ``latency_label(target)``), and ``load_kernel(path, name)`` imports the
+kernel a ``%%writefile`` cell saved, for demos that profile or benchmark it.
 """
 
 from nkilab.check import CheckResult, check
 from nkilab.grade import GradeReport, grade, grade_report
 from nkilab.latency import latency_label, latency_us
+from nkilab.modules import load_kernel
 from nkilab.questions import QUESTIONS
 
-__all__ = ["QUESTIONS", "CheckResult", "GradeReport", "check", "grade", "grade_report", "latency_label", "latency_us"]
+__all__ = ["QUESTIONS", "CheckResult", "GradeReport", "check", "grade", "grade_report", "latency_label", "latency_us",
+           "load_kernel"]
