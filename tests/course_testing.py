@@ -40,6 +40,29 @@ def execute(nb: nbformat.NotebookNode, cwd: Path) -> tuple[nbformat.NotebookNode
     return nb, time.monotonic() - start
 
 
+def run_reference_notebook(stage: str, cwd: Path, grade_ids: set[str]) -> nbformat.NotebookNode:
+    """Run the authored lesson ``stage`` (reference answers in place) in ``cwd`` and check what every lesson
+    owes: no error or stderr output, exactly ``grade_ids`` graded and each at full points, every self-check
+    cell passing at 1.00x the reference's estimated trn2 latency, all within the notebook budget.  Returns
+    the executed notebook for the lesson's own checks of its demos."""
+    from nkilab.release import load_source
+
+    nb, seconds = execute(load_source(REPO / "notebooks" / f"{stage}.py"), cwd)
+    assert errors_and_stderr(nb) == []
+    cells = grade_cells(nb)
+    assert set(cells) == grade_ids
+    for gid, (value, points, _) in cells.items():
+        assert value == points, f"{stage} {gid}: {value} of {points}"
+    checks = [c for c in nb.cells if c.get("id", "").endswith("_check")]
+    assert len(checks) == len(grade_ids)
+    for cell in checks:
+        text = outputs_text(nb, cell["id"])
+        assert "Public checks passed; hidden tests run at grading." in text, (stage, cell["id"], text)
+        assert "estimate (nkisim cost model, trn2)" in text and "1.00x the reference" in text
+    assert seconds < NOTEBOOK_BUDGET_S, f"{stage} reference notebook took {seconds:.0f} s"
+    return nb
+
+
 def grade_cells(nb: nbformat.NotebookNode) -> dict[str, tuple[float | None, float, list]]:
     """grade_id -> (float result of the cell or None, points, outputs) for every autograded code cell."""
     found = {}

@@ -10,13 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from course_testing import (
-    NOTEBOOK_BUDGET_S,
     REPO,
-    errors_and_stderr,
-    execute,
-    grade_cells,
     mutant_grading_test,
     outputs_text,
+    run_reference_notebook,
 )
 from course_testing import write as write_module
 
@@ -46,17 +43,7 @@ def load(path: Path, name: str):
 @pytest.mark.slow
 @pytest.mark.parametrize("stage", sorted(STAGES))
 def test_reference_notebook_runs_and_earns_full_marks(tmp_path, stage):
-    nb = load_source(REPO / "notebooks" / f"{stage}.py")
-    nb, seconds = execute(nb, tmp_path)
-    assert errors_and_stderr(nb) == []
-    cells = grade_cells(nb)
-    assert set(cells) == {"q1_grade", "q2_grade"}
-    for gid, (value, points, _) in cells.items():
-        assert value == points, f"{gid}: {value} of {points}"
-    for cid in ("q1_check", "q2_check"):
-        text = outputs_text(nb, cid)
-        assert "Public checks passed; hidden tests run at grading." in text
-        assert "estimate (nkisim cost model, trn2)" in text and "1.00x the reference" in text
+    nb = run_reference_notebook(stage, tmp_path, {"q1_grade", "q2_grade"})
     if stage.startswith("04"):
         assert "Out-of-bound access for tensor `x`" in outputs_text(nb, "demo_nomask")
         assert "masked copy is exact: True" in outputs_text(nb, "demo_mask")
@@ -71,7 +58,6 @@ def test_reference_notebook_runs_and_earns_full_marks(tmp_path, stage):
         assert "estimated latency on trn2" in table
         last = table.strip().splitlines()[-1].split()
         assert last[0] == "8192" and float(last[-1].rstrip("x")) > 1.7, table
-    assert seconds < NOTEBOOK_BUDGET_S, f"{stage} reference notebook took {seconds:.0f} s"
 
 
 # --------------------------------------------------------------------------- reference kernels and the reference

@@ -6,13 +6,10 @@ from __future__ import annotations
 
 import pytest
 from course_testing import (
-    NOTEBOOK_BUDGET_S,
     REPO,
-    errors_and_stderr,
-    execute,
-    grade_cells,
     mutant_grading_test,
     outputs_text,
+    run_reference_notebook,
     write,
 )
 
@@ -26,16 +23,7 @@ QIDS = ("matmul_tiled", "matmul_fast")
 
 @pytest.mark.slow
 def test_reference_notebook_runs_and_earns_full_marks(tmp_path):
-    nb, seconds = execute(load_source(REPO / "notebooks" / f"{STAGE}.py"), tmp_path)
-    assert errors_and_stderr(nb) == []
-    cells = grade_cells(nb)
-    assert set(cells) == {"q1_grade", "q2_grade"}
-    for gid, (value, points, _) in cells.items():
-        assert value == points, f"{gid}: {value} of {points}"
-    for cid in ("q1_check", "q2_check"):
-        text = outputs_text(nb, cid)
-        assert "Public checks passed; hidden tests run at grading." in text
-        assert "estimate (nkisim cost model, trn2)" in text and "1.00x the reference" in text
+    nb = run_reference_notebook(STAGE, tmp_path, {"q1_grade", "q2_grade"})
     one = outputs_text(nb, "demo_one_tile")
     assert "result tile: (64, 512) float32 in nl.psum" in one
     assert float(one.split("max |kernel - numpy| =")[1].split()[0]) < 1e-4
@@ -48,7 +36,6 @@ def test_reference_notebook_runs_and_earns_full_marks(tmp_path):
     assert "estimate: nkisim cost model, trn2" in ladder[0]
     us = {line.split()[0]: float(line.split()[1]) for line in ladder[3:]}
     assert 2.0 < us["matmul_tiled"] / us["matmul_fast"] < 2.6, ladder
-    assert seconds < NOTEBOOK_BUDGET_S, f"{STAGE} reference notebook took {seconds:.0f} s"
 
 
 @pytest.mark.parametrize("qid", QIDS)
