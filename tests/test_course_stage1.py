@@ -179,6 +179,24 @@ def test_infinite_loop_times_out_with_zero(tmp_path):
     assert r.points == 0.0 and "timed out" in r.evaluation.problem
 
 
+def test_memory_hog_gets_a_memory_error_not_the_machine(tmp_path, capsys):
+    # an 8 GiB HBM tensor, which this machine could allocate and fill: the grader's child process is capped,
+    # so the kernel fails at its own line in a moment instead of filling memory (the batch behind it goes on)
+    path = write(tmp_path, "hog.py", """
+        @nki.jit
+        def vector_add_naive(a, b):
+            huge = nl.ndarray((1 << 15, 1 << 16), dtype=nl.float32, buffer=nl.shared_hbm)
+            nl.store(huge[0:a.shape[0], 0:a.shape[1]], value=nl.add(nl.load(a), nl.load(b)))
+            return huge
+        """)
+    start = time.monotonic()
+    r = grade_report("vector_add_naive", path, seed=1, verbose=False)
+    assert time.monotonic() - start < 60
+    assert r.points == 0.0
+    verdict = r.evaluation.cases[0].verdict.message
+    assert "MemoryError at hog.py line 9" in verdict and "at most 4096 MiB of memory" in verdict, verdict
+
+
 def test_crash_and_import_error_score_zero(tmp_path, capsys):
     crash = write(tmp_path, "crash.py", """
         import os

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 import sys
 import time
 import traceback
@@ -32,6 +33,9 @@ def on_simulator() -> bool:
 def error_info(err: BaseException, module_path: str | None) -> dict:
     """Plain facts about an exception: type, message, NKI error id, and the line in the student's file."""
     info: dict[str, Any] = {"type": type(err).__name__, "message": str(err).strip()}
+    if isinstance(err, MemoryError) and _capped_mb:
+        info["message"] += (f" (a kernel run gets at most {_capped_mb} MiB of memory here, and the course's "
+                            "kernels need far less: is a shape or a loop much larger than intended?)")
     info["error_id"] = getattr(err, "error_id", None)
     loc = getattr(err, "nki_location", None)
     if loc:
@@ -175,8 +179,36 @@ def benchmark(fn: Any, shapes: list[list[int]], dtypes: list[str], target: str |
     return {"status": "ok", "latency_us": lat, "target": where, "simulator": sim}
 
 
+#: address-space cap of this process (MiB) unless NKILAB_MEMORY_MB says otherwise (0: none).  The course's
+#: kernels peak at about 250 MiB here; a kernel that asks for tens of GiB (a huge HBM tensor, a runaway
+#: loop of allocations) then gets a MemoryError at its own line instead of swapping or
+#: exhausting the grading machine, whose other students wait behind it.
+DEFAULT_MEMORY_MB = 4096
+_capped_mb = 0  # the cap in force, for the MemoryError message
+
+
+def cap_memory() -> int:
+    """Apply the memory cap; return it in MiB (0 when there is none or the platform has no RLIMIT_AS)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return 0
+    limit_mb = int(os.environ.get("NKILAB_MEMORY_MB", DEFAULT_MEMORY_MB))
+    if limit_mb <= 0 or not hasattr(resource, "RLIMIT_AS"):
+        return 0
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    want = limit_mb * 2**20
+    if hard != resource.RLIM_INFINITY:
+        want = min(want, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (want, hard))
+    global _capped_mb
+    _capped_mb = want // 2**20
+    return _capped_mb
+
+
 def main(workdir: str) -> int:
     warnings.simplefilter("ignore")
+    cap_memory()
     folder = Path(workdir)
     job = read_json(folder / "job.json")
     assert job is not None, "job.json missing"
