@@ -29,7 +29,8 @@ from nkilab.sanitize import SKIP_TAG, grade_id, restore
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = 424242
-STAGES = ["01_vector_add", "02_partition_tiling", "03_free_dim_streaming", "04_masked_rmsnorm", "05_multicore_spmd"]
+STAGES = ["01_vector_add", "02_partition_tiling", "03_free_dim_streaming", "04_masked_rmsnorm", "05_multicore_spmd",
+          "06_tensor_engine_matmul"]
 PIPELINE_BUDGET_S = 900
 
 
@@ -96,7 +97,7 @@ def test_honest_work_gets_full_marks(graded):
 @pytest.mark.slow
 def test_slow_but_correct_kernels_lose_speed_points_only(graded):
     for stage, gid in [("01_vector_add", "q2_grade"), ("02_partition_tiling", "q1_grade"),
-                       ("03_free_dim_streaming", "q1_grade")]:
+                       ("03_free_dim_streaming", "q1_grade"), ("06_tensor_engine_matmul", "q2_grade")]:
         q = QUESTIONS[kernel_cells(stage)[gid]]
         got = score(graded, "ben", stage, gid)
         assert q.correctness_points <= got < q.points, (stage, got)  # all correctness points, not all speed points
@@ -235,7 +236,7 @@ def test_feedback_shows_no_hidden_case_details(graded):
 def test_table_csv_export_and_gradebook_agree(graded):
     out = graded["out"]
     assert re.search(r"^student\s+01_vector_add\s+02_partition_tiling", out, re.M)
-    assert re.search(r"^ada\s+7/7\s+7/7\s+4/4\s+8/8\s+7/7\s+33/33", out, re.M)
+    assert re.search(r"^ada\s+7/7\s+7/7\s+4/4\s+8/8\s+7/7\s+8/8\s+41/41", out, re.M)
     assert re.search(r"^eve\s+3/7\s+4/7\*", out, re.M)
     assert "cost-model estimates" in out and "trn2" in out
     students = [s.id for s in example_class.roster()]
@@ -248,7 +249,8 @@ def test_table_csv_export_and_gradebook_agree(graded):
     assert len(export) == len(students) * len(STAGES)
     ada = {r["assignment"]: float(r["raw_score"]) for r in export if r["student_id"] == "ada"}
     assert ada == {"01_vector_add": 7.0, "02_partition_tiling": 7.0, "03_free_dim_streaming": 4.0,
-                   "04_masked_rmsnorm": 8.0, "05_multicore_spmd": 7.0}  # written answers not graded yet
+                   "04_masked_rmsnorm": 8.0, "05_multicore_spmd": 7.0,
+                   "06_tensor_engine_matmul": 8.0}  # written answers not graded yet
     assert graded["seconds"] < PIPELINE_BUDGET_S
 
 
