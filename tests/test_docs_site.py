@@ -64,7 +64,7 @@ def test_every_page_is_built_from_its_source(site):
     out, pages = site
     slugs = [p.slug for p in pages]
     lessons = sorted(f"lessons/{nb.stem}.html" for nb in (REPO / "assignments").glob("[0-9][0-9]_*.ipynb"))
-    assert len(lessons) == 6
+    assert len(lessons) == 7
     assert slugs == ["index.html", *lessons, "simulator.html", "cost-model.html", "grading.html", "errors.html",
                      "api.html"]
     for page in pages:
