@@ -26,6 +26,7 @@ from pathlib import Path
 import mistune
 import nbformat
 import numpy as np
+from latex2mathml.converter import convert as latex_to_mathml
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer, TextLexer, get_lexer_by_name
@@ -94,6 +95,14 @@ class _Renderer(mistune.HTMLRenderer):
         self.headings.append((level, anchor, text))
         return f'<h{level} id="{anchor}">{text}<a class="anchor" href="#{anchor}">#</a></h{level}>\n'
 
+    def block_math(self, text: str) -> str:
+        """``$$ ... $$`` as MathML, which browsers render without JavaScript (Jupyter renders the same
+        source with MathJax)."""
+        return f'<div class="math">{latex_to_mathml(text, display="block")}</div>\n'
+
+    def inline_math(self, text: str) -> str:
+        return latex_to_mathml(text)
+
     def link(self, text: str, url: str, title: str | None = None) -> str:
         target = url.split("#")[0]
         if target in self.link_map:
@@ -103,9 +112,10 @@ class _Renderer(mistune.HTMLRenderer):
 
 def markdown_html(text: str, root: str = "") -> tuple[str, list[tuple[int, str, str]]]:
     """Markdown -> (HTML, headings) for a page ``root`` below the site's top ("" or "../").  Tables,
-    strikethrough and URLs are understood; links to a guide's Markdown source go to its page."""
+    strikethrough, URLs and ``$``/``$$`` math (as MathML) are understood; links to a guide's Markdown
+    source go to its page."""
     renderer = _Renderer(_link_map(), root)
-    md = mistune.create_markdown(renderer=renderer, plugins=["table", "strikethrough", "url"])
+    md = mistune.create_markdown(renderer=renderer, plugins=["table", "strikethrough", "url", "math"])
     return str(md(text)), renderer.headings
 
 

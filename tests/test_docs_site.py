@@ -76,6 +76,10 @@ def test_every_page_is_built_from_its_source(site):
     assert "Stage 2 — Partition tiling" in stage2
     assert "your answer" in stage2 and "graded cell (3 points)" in stage2
     assert "saved as <code>tiled_add.py</code>" in stage2
+    # formulas become MathML (rendered by the browser, no JavaScript); no raw TeX is left on a page
+    for page in pages:
+        assert "$$" not in (out / page.slug).read_text(), page.slug
+    assert '<div class="math"><math' in (out / "lessons/04_masked_rmsnorm.html").read_text()
     assert (out / "notebooks/02_partition_tiling.ipynb").read_bytes() == \
         (REPO / "assignments/02_partition_tiling.ipynb").read_bytes()
 
