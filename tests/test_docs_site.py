@@ -53,6 +53,12 @@ def parse(path: Path) -> _Links:
     return p
 
 
+def parse_text(markup: str) -> list[str]:
+    p = _Links()
+    p.feed(markup)
+    return p.text
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list]:
     out = tmp_path_factory.mktemp("site") / "site"
@@ -221,3 +227,6 @@ def test_lesson_pages_show_what_the_demos_print(tmp_path):
     for figure in re.findall(r'<figure class="cell (answer|check|graded)">(.*?)</figure>', body, re.S):
         assert 'class="outputs"' not in figure[1], figure[0]
     assert "reference solutions in place" in body
+    # the demos ran with the reference answers in place, yet nothing of those answers shows
+    text = html.unescape("".join(parse_text(body)))
+    assert not [fp for fp in reference_fingerprints() if fp in text]
