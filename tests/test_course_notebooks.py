@@ -9,12 +9,34 @@ import nbformat
 import pytest
 from course_testing import NOTEBOOK_BUDGET_S, REPO, errors_and_stderr, execute, grade_cells
 
+from nkilab.questions import QUESTIONS
+from nkilab.release import load_source, solution_files
+
 STUDENT_NOTEBOOKS = sorted(p.stem for p in (REPO / "assignments").glob("[0-9][0-9]_*.ipynb"))
 
 
 def test_every_lesson_has_a_student_notebook() -> None:
     lessons = sorted(p.stem for p in (REPO / "notebooks").glob("[0-9][0-9]_*.py"))
     assert lessons and STUDENT_NOTEBOOKS == lessons
+
+
+@pytest.mark.parametrize("stage", STUDENT_NOTEBOOKS)
+def test_solutions_are_the_notebook_solution_cells(stage: str) -> None:
+    # solutions/<stage>/ holds exactly the lesson's %%writefile solution cells, and each question whose
+    # kernel the lesson asks for grades against that file
+    files = solution_files(load_source(REPO / "notebooks" / f"{stage}.py"))
+    folder = REPO / "solutions" / stage
+    assert files and sorted(p.name for p in folder.glob("*.py")) == sorted(files)
+    for name, text in files.items():
+        assert (folder / name).read_text().endswith(text)
+    asked = {q.qid for q in QUESTIONS.values() if q.solution_path.parent == folder}
+    assert {f"{qid}.py" for qid in asked} == set(files), stage
+
+
+def test_every_question_has_its_reference_kernel() -> None:
+    for q in QUESTIONS.values():
+        assert q.solution_path.is_file(), q.solution_path
+        assert q.solution_path.parent.name in STUDENT_NOTEBOOKS, q.qid
 
 
 @pytest.mark.slow

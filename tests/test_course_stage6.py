@@ -15,7 +15,6 @@ from course_testing import (
 
 from nkilab import check, grade_report
 from nkilab.questions import QUESTIONS
-from nkilab.release import load_source, solution_files
 
 STAGE = "06_tensor_engine_matmul"
 QIDS = ("matmul_tiled", "matmul_fast")
@@ -56,13 +55,6 @@ def test_cases_follow_each_questions_rules():
             assert max(k, m, n) <= 2048
         assert max(c.arg_shapes[0][0] for c in cases) == 2048  # the longest fp32 sums the tolerance allows for
         assert q.tolerance("float32") == (1e-4, 1e-4) and q.tolerance("bfloat16") == (1.6e-2, 1.6e-2)
-
-
-def test_solutions_are_the_notebook_solution_cells():
-    files = solution_files(load_source(REPO / "notebooks" / f"{STAGE}.py"))
-    assert set(files) == {f"{q}.py" for q in QIDS}
-    for name, text in files.items():
-        assert (REPO / "solutions" / STAGE / name).read_text().endswith(text)
 
 
 TILED = (REPO / "solutions" / STAGE / "matmul_tiled.py").read_text().split("@nki.jit", 1)[1]
