@@ -238,6 +238,10 @@ def test_table_csv_export_and_gradebook_agree(graded):
     assert re.search(r"^student\s+01_vector_add\s+02_partition_tiling", out, re.M)
     assert re.search(r"^ada\s+7/7\s+7/7\s+4/4\s+8/8\s+7/7\s+8/8\s+41/41", out, re.M)
     assert re.search(r"^eve\s+3/7\s+4/7\*", out, re.M)
+    # "points lost" lines: columns wide enough for the longest assignment name, so they line up
+    one = re.search(r"^  ben +01_vector_add +vector_add_stream +3/4  ", out, re.M).group(0)
+    six = re.search(r"^  ben +06_tensor_engine_matmul +matmul_fast +1/4  8/8 cases right", out, re.M).group(0)
+    assert one.index("vector_add_stream") == six.index("matmul_fast")
     assert "cost-model estimates" in out and "trn2" in out
     students = [s.id for s in example_class.roster()]
     assert {r["student"] for r in graded["rows"]} == set(students)

@@ -172,11 +172,15 @@ def table(subs: list[Submission], students: list[str], assignments: list[str]) -
                  "- nothing handed in; 'to grade': written answers waiting for a TA (nbgrader formgrader).")
     lost = [(s, c) for s in subs for c in s.cells
             if s.status in ("graded", "salvaged") and c.kind == "kernel" and (c.points or 0) < c.max_points]
+    # column widths from the names present (assignment and question names grow with the course)
+    who = max((len(s.student) for s in subs), default=6)
+    what = max((len(s.assignment) for s in subs), default=22)
+    which = max((len(c.question) for _, c in lost), default=18)
     if lost:
         lines += ["", "Kernel points lost, and why:"]
         for s, c in lost:
-            lines.append(f"  {s.student:<6} {s.assignment:<22} {c.question:<18} {_fmt(c.points or 0)}/{_fmt(c.max_points)}"
-                         f"  {c.detail}")
+            lines.append(f"  {s.student:<{who}} {s.assignment:<{what}} {c.question:<{which}} "
+                         f"{_fmt(c.points or 0)}/{_fmt(c.max_points)}  {c.detail}")
     noted = [s for s in subs if s.notes or s.status in ("unreadable", "missing", "failed")]
     if noted:
         lines += ["", "Hand-ins repaired, salvaged or not graded:"]
@@ -184,7 +188,7 @@ def table(subs: list[Submission], students: list[str], assignments: list[str]) -
             if s.status == "missing" and s.notes in ([], ["nothing handed in"]):
                 continue
             for note in s.notes or [s.status]:
-                lines.append(f"  {s.student:<6} {s.assignment:<22} {note}")
+                lines.append(f"  {s.student:<{who}} {s.assignment:<{what}} {note}")
     return "\n".join(lines)
 
 
