@@ -293,3 +293,5 @@ if speedups:
 #   framework), since a multi-core grid is a compile error, as shown above.
 # * Instances share the HBM output but nothing else: there is no synchronisation between them inside a kernel,
 #   which is why each must write a disjoint part of the output.
+#
+# **Next:** stage 6 moves to the fifth engine, the Tensor Engine, and matrix multiplication.

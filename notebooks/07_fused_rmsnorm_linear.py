@@ -179,7 +179,7 @@ else:
 # Two things stand out. First, the Tensor Engine and the Scalar engine spend much of their time on
 # **transposes**: every `[128, 128]` block of the normalised tile is transposed, and copied out of PSUM, once per
 # output column block, N/512 times, though it is the same block each time; and each matmul waits for its copy,
-# which waits for its transpose. Second, the DMA queues move about 150 MB for 16 MiB of `x`, `w` and output:
+# which waits for its transpose. Second, the DMA queues move about 150 MB for the 24 MiB of `x`, `w` and output:
 # every row tile loads all of `w` again.
 #
 # A little algebra moves each piece of work to where it is cheapest. Write `s[r]` = 1/rms of row r. Then
