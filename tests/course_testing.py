@@ -28,6 +28,17 @@ def write(tmp_path: Path, name: str, body: str, header: str = HEADER) -> Path:
     return path
 
 
+def solution_variant(stage: str, question: str, *edits: tuple[str, str], name: str | None = None) -> str:
+    """A kernel body for ``write``: the reference solution ``solutions/<stage>/<question>.py`` from its
+    ``@nki.jit`` on, with each ``(find, replace)`` edit applied (each must match: a stale edit would test
+    nothing) and the kernel renamed to ``name`` (e.g. to grade it as another question)."""
+    body = "@nki.jit" + (REPO / "solutions" / stage / f"{question}.py").read_text().split("@nki.jit", 1)[1]
+    for find, replace in edits:
+        assert find in body, find
+        body = body.replace(find, replace)
+    return body if name is None else body.replace(f"def {question}(", f"def {name}(")
+
+
 # --------------------------------------------------------------------------- notebooks under Jupyter
 
 

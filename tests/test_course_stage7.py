@@ -5,7 +5,7 @@ reward keeping w in SBUF and hoisting the transposes (cost-model estimates, whic
 from __future__ import annotations
 
 import pytest
-from course_testing import REPO, mutant_grading_test, outputs_text, run_reference_notebook, write
+from course_testing import mutant_grading_test, outputs_text, run_reference_notebook, solution_variant, write
 
 from nkilab import grade_report
 from nkilab.questions import QUESTIONS
@@ -46,18 +46,6 @@ def test_cases_follow_the_rules():
         assert max(c.arg_shapes[0][1] for c in q.hidden) == 2048  # the longest sums the tolerances allow for
 
 
-PLAIN = (REPO / "solutions" / STAGE / "rmsnorm_linear.py").read_text().split("@nki.jit", 1)[1]
-FAST = (REPO / "solutions" / STAGE / "rmsnorm_linear_fast.py").read_text().split("@nki.jit", 1)[1]
-
-
-def _variant(source: str, name: str, *edits: tuple[str, str]) -> str:
-    body = "@nki.jit" + source
-    for find, replace in edits:
-        assert find in body, find
-        body = body.replace(find, replace)
-    return body.replace("def rmsnorm_linear_fast(", f"def {name}(").replace("def rmsnorm_linear(", f"def {name}(")
-
-
 HOISTED_TRANSPOSES = (
     """        for n in nl.affine_range(N // 512):
             res_psum = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
@@ -79,8 +67,9 @@ def test_speed_tiers_reward_reuse(tmp_path):
     # on the fast question: section 3's kernel (blocks transposed per output block, w reloaded per row tile)
     # earns no speed points; the same kernel with its transposes hoisted out of the output-column loop earns
     # half; keeping g-scaled w in SBUF as well (the reference) earns all
-    plain = write(tmp_path, "plain.py", _variant(PLAIN, "rmsnorm_linear_fast"))
-    hoisted = write(tmp_path, "hoisted.py", _variant(PLAIN, "rmsnorm_linear_fast", HOISTED_TRANSPOSES))
+    plain = write(tmp_path, "plain.py", solution_variant(STAGE, "rmsnorm_linear", name="rmsnorm_linear_fast"))
+    hoisted = write(tmp_path, "hoisted.py",
+                    solution_variant(STAGE, "rmsnorm_linear", HOISTED_TRANSPOSES, name="rmsnorm_linear_fast"))
     q = QUESTIONS["rmsnorm_linear_fast"]
     for path, speed, lo, hi in ((plain, 0.0, 2.0, 3.0), (hoisted, 1.5, 1.2, 2.0)):
         r = grade_report("rmsnorm_linear_fast", path, seed=3, verbose=False)
@@ -88,24 +77,24 @@ def test_speed_tiers_reward_reuse(tmp_path):
         assert r.speed == speed and lo < r.evaluation.ratio <= hi, (path.name, r.evaluation.ratio)
 
 
+def _mutant(question: str, find: str, replace: str) -> tuple[str, str]:
+    return question, solution_variant(STAGE, question, (find, replace))
+
+
 MUTANTS = {
     # the RMSNorm weight forgotten
-    "no_g": ("rmsnorm_linear", _variant(PLAIN, "rmsnorm_linear",
-                                        ("nl.multiply(nl.multiply(x_tile, inv_rms), g_all, dtype=x.dtype)",
-                                         "nl.multiply(x_tile, inv_rms, dtype=x.dtype)"))),
+    "no_g": _mutant("rmsnorm_linear", "nl.multiply(nl.multiply(x_tile, inv_rms), g_all, dtype=x.dtype)",
+                    "nl.multiply(x_tile, inv_rms, dtype=x.dtype)"),
     # sum of squares instead of their mean: every row scaled by 1/sqrt(C) too much
-    "sum_not_mean": ("rmsnorm_linear", _variant(PLAIN, "rmsnorm_linear", ("nl.mean(", "nl.sum("))),
+    "sum_not_mean": _mutant("rmsnorm_linear", "nl.mean(", "nl.sum("),
     # the first 128 columns of x for every block of C
-    "first_block_only": ("rmsnorm_linear", _variant(PLAIN, "rmsnorm_linear",
-                                                    ("normed[:, k * 128:(k + 1) * 128]", "normed[:, 0:128]"))),
+    "first_block_only": _mutant("rmsnorm_linear", "normed[:, k * 128:(k + 1) * 128]", "normed[:, 0:128]"),
     # the fast kernel without its 1/rms on eviction
-    "no_rms_on_eviction": ("rmsnorm_linear_fast", _variant(FAST, "rmsnorm_linear_fast",
-                                                           ("value=nl.multiply(res_psum, inv_rms, dtype=x.dtype)",
-                                                            "value=nl.copy(res_psum, dtype=x.dtype)"))),
+    "no_rms_on_eviction": _mutant("rmsnorm_linear_fast", "value=nl.multiply(res_psum, inv_rms, dtype=x.dtype)",
+                                  "value=nl.copy(res_psum, dtype=x.dtype)"),
     # g applied to the columns of w (the output axis) instead of its rows
-    "g_on_wrong_axis_of_w": ("rmsnorm_linear_fast", _variant(FAST, "rmsnorm_linear_fast",
-                                                             ("g.reshape((C, 1))[k * 128:(k + 1) * 128, :]",
-                                                              "g.reshape((C, 1))[0:128, :]"))),
+    "g_on_wrong_axis_of_w": _mutant("rmsnorm_linear_fast", "g.reshape((C, 1))[k * 128:(k + 1) * 128, :]",
+                                    "g.reshape((C, 1))[0:128, :]"),
 }
 
 test_mutants_lose_correctness_points = mutant_grading_test(MUTANTS, seed=13)
