@@ -8,7 +8,6 @@ the parent compares.  Whatever the student's module does to NumPy or to this pro
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 import sys
 import time
@@ -19,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from nkilab import modules
 from nkilab._io import load_array, read_json, save_array, write_json
 
 
@@ -53,15 +53,7 @@ def error_info(err: BaseException, module_path: str | None) -> dict:
 
 def load_kernel(module_path: str, function: str) -> Any:
     """Import the student's file by path and return the kernel, jitted if it was left undecorated."""
-    spec = importlib.util.spec_from_file_location("student_kernel_module", module_path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {module_path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    fn = getattr(module, function, None)
-    if fn is None:
-        raise AttributeError(f"{Path(module_path).name} defines no function named '{function}'")
+    fn = modules.load_kernel(module_path, function)
     if on_simulator():
         import neuronxcc.nki as nki
 

@@ -1,14 +1,16 @@
-"""Importing a kernel that a lesson's ``%%writefile`` cell saved, for the lessons' demos.
+"""Importing a kernel from a Python file by path: the grader's child process and the lessons' demos.
 
-A demo that profiles or benchmarks the student's kernel needs the function, not the file. Importing it
-by path, under a fresh module name every time, picks up the latest version of the file after the student
-edits and re-runs the ``%%writefile`` cell (a plain ``import`` would keep serving the first version).
+Both need the function, not the file: the child grades the file a student handed in, and a demo profiles or
+benchmarks the kernel a lesson's ``%%writefile`` cell saved. Importing by path, under a fresh module name
+every time, picks up the latest version of the file after the student edits and re-runs the cell (a plain
+``import`` would keep serving the first version).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import itertools
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,14 +18,16 @@ _fresh = itertools.count()
 
 
 def load_kernel(path: str | Path, name: str) -> Any:
-    """The object ``name`` (a kernel) from the Python file at ``path``, imported afresh."""
-    spec = importlib.util.spec_from_file_location(f"{name}_lesson_{next(_fresh)}", path)
+    """The object ``name`` (a kernel) from the Python file at ``path``, imported afresh.  The module is
+    registered in ``sys.modules`` while it runs, as a normal import would (dataclasses and pickling in
+    the student's file look it up there)."""
+    spec = importlib.util.spec_from_file_location(f"kernel_module_{next(_fresh)}", path)
     if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {path}: not a Python file")
+        raise ImportError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
-    try:
-        return getattr(module, name)
-    except AttributeError:
-        raise AttributeError(f"{Path(path).name} defines no {name!r} -- is the function named as the question asks?") \
-            from None
+    fn = getattr(module, name, None)
+    if fn is None:
+        raise AttributeError(f"{Path(path).name} defines no function named '{name}'")
+    return fn
