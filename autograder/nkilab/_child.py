@@ -188,7 +188,7 @@ def cap_memory() -> int:
     limit_mb = int(os.environ.get("NKILAB_MEMORY_MB", DEFAULT_MEMORY_MB))
     if limit_mb <= 0 or not hasattr(resource, "RLIMIT_AS"):
         return 0
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
     want = limit_mb * 2**20
     if hard != resource.RLIM_INFINITY:
         want = min(want, hard)

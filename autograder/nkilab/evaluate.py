@@ -8,6 +8,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from nkilab.compare import Verdict, describe_error, diagnose
 from nkilab.questions import Case, Question
@@ -147,15 +148,14 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
         ev.problem = f"timed out after {timeout:g} s (an endless loop, or far too much work?)"
     elif run.crashed:
         ev.problem = f"the kernel process died (exit code {run.returncode}) before finishing"
+    def judge(case: Case, args: list, crun: Any) -> Verdict:
+        return diagnose(crun, q.expected(args, case), args, *q.tolerance(case.dtype), path.name)
+
     for (case, is_hidden), args, crun in zip(cases, inputs, run.cases):
-        rtol, atol = q.tolerance(case.dtype)
-        verdict = diagnose(crun, q.expected(args, case), args, rtol, atol, path.name)
-        ev.cases.append(CaseResult(case, is_hidden, verdict))
+        ev.cases.append(CaseResult(case, is_hidden, judge(case, args, crun)))
     for i, args, crun in zip(mirrored, runs[len(inputs):], run.cases[len(inputs):]):
         if i < len(ev.cases) and ev.cases[i].verdict.ok:  # a case passes only if its mirror passes too
-            case = ev.cases[i].case
-            rtol, atol = q.tolerance(case.dtype)
-            verdict = diagnose(crun, q.expected(args, case), args, rtol, atol, path.name)
+            verdict = judge(ev.cases[i].case, args, crun)
             if not verdict.ok:
                 ev.cases[i].verdict = Verdict(False, f"with every input negated: {verdict.message}")
     if speed and ev.correct:
