@@ -114,7 +114,7 @@ def markdown_html(text: str, root: str = "") -> tuple[str, list[tuple[int, str, 
     """Markdown -> (HTML, headings) for a page ``root`` below the site's top ("" or "../").  Tables,
     strikethrough, URLs and ``$``/``$$`` math (as MathML) are understood; links to a guide's Markdown
     source go to its page."""
-    renderer = _Renderer(_link_map(), root)
+    renderer = _Renderer(LINK_MAP, root)
     md = mistune.create_markdown(renderer=renderer, plugins=["table", "strikethrough", "url", "math"])
     return str(md(text)), renderer.headings
 
@@ -139,6 +139,10 @@ def _link_map() -> dict[str, str]:
         out[source] = slug
         out.setdefault(name, slug)
     return out
+
+
+#: built once: every Markdown cell of every lesson is rendered with it
+LINK_MAP = _link_map()
 
 
 def guide_page(source: str, slug: str, section: str, title: str = "") -> Page:
