@@ -47,16 +47,14 @@ class _Links(HTMLParser):
         self.text.append(data)
 
 
-def parse(path: Path) -> _Links:
+def parse_markup(markup: str) -> _Links:
     p = _Links()
-    p.feed(path.read_text())
+    p.feed(markup)
     return p
 
 
-def parse_text(markup: str) -> list[str]:
-    p = _Links()
-    p.feed(markup)
-    return p.text
+def parse(path: Path) -> _Links:
+    return parse_markup(path.read_text())
 
 
 @pytest.fixture(scope="module")
@@ -228,5 +226,5 @@ def test_lesson_pages_show_what_the_demos_print(tmp_path):
         assert 'class="outputs"' not in figure[1], figure[0]
     assert "reference solutions in place" in body
     # the demos ran with the reference answers in place, yet nothing of those answers shows
-    text = html.unescape("".join(parse_text(body)))
+    text = html.unescape("".join(parse_markup(body).text))
     assert not [fp for fp in reference_fingerprints() if fp in text]
