@@ -252,11 +252,11 @@ def test_numpy_result_poked_into_the_output_scores_zero(tmp_path):
 
 
 def test_stderr_noise_in_a_correct_kernel_does_not_cost_points(tmp_path, capsys):
+    # (`sys` is refused by the grader's screen of kernel files, so the noise is warnings, which go to stderr)
     path = write(tmp_path, "noisy.py", """
-        import sys
         import warnings
 
-        print("debug output", file=sys.stderr)
+        print("debug output")
         warnings.warn("a compiler-style warning")
 
         @nki.jit

@@ -1,8 +1,12 @@
 """The grading child process: import the student's module, run its kernel on the given inputs.
 
-Run as ``python -m nkilab._child WORKDIR``.  It reads ``WORKDIR/job.json`` and writes one
-``case_<i>.json`` (+ raw output bytes) per case and ``bench.json``.  It never sees expected outputs:
-the parent compares.  Whatever the student's module does to NumPy or to this process stays here.
+Run as ``python -m nkilab._child`` (normally inside ``nkilab.sandbox``).  It reads one job message on stdin
+(the module path, the function, every case's input arrays, which case is timed) and answers on the pipe whose
+fd the job names: an ``import`` message, one ``case`` message per case (facts + the output array), ``done``.
+It never sees expected outputs, the grading seed or the reference latencies: the parent compares.  The
+latency that earns speed points is the cost-model estimate of the *timed case's own launch*, a run with
+real inputs whose outputs the parent checks, so a kernel cannot be slow-and-right when checked and
+fast-and-wrong when timed.  Whatever the student's module does to NumPy or to this process stays here.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from nkilab import modules
-from nkilab._io import load_array, read_json, save_array, write_json
+from nkilab._io import read_message, write_message
 
 
 def on_simulator() -> bool:
@@ -32,9 +36,10 @@ def on_simulator() -> bool:
 
 def error_info(err: BaseException, module_path: str | None) -> dict:
     """Plain facts about an exception: type, message, NKI error id, and the line in the student's file."""
-    info: dict[str, Any] = {"type": type(err).__name__, "message": str(err).strip()}
-    if isinstance(err, MemoryError) and _capped_mb:
-        info["message"] += (f" (a kernel run gets at most {_capped_mb} MiB of memory here, and the course's "
+    info: dict[str, Any] = {"type": type(err).__name__, "message": str(err).strip()[:MESSAGE_CHARS]}
+    capped_mb = memory_cap_mb()
+    if isinstance(err, MemoryError) and capped_mb:
+        info["message"] += (f" (a kernel run gets at most {capped_mb} MiB of memory here, and the course's "
                             "kernels need far less: is a shape or a loop much larger than intended?)")
     info["error_id"] = getattr(err, "error_id", None)
     loc = getattr(err, "nki_location", None)
@@ -147,20 +152,15 @@ def run_case(fn: Any, args: list[np.ndarray], module_path: str | None) -> tuple[
 
 def benchmark(fn: Any, shapes: list[list[int]], dtypes: list[str], target: str | None,
               grid_spec: Any = None) -> dict:
-    """Latency in µs: the nkisim cost model on the simulator, nki.benchmark's p99 on a device."""
+    """On a Neuron device: nki.benchmark's measured p99 latency in µs.  (On the simulator the latency is the
+    timed case's own launch, see ``launch_latency``.)"""
     import neuronxcc.nki as nki
 
     opts: dict[str, Any] = {"warmup": 2, "iters": 10}
     if target:
         opts["platform_target"] = target
-    sim = on_simulator()
-    if sim:
-        from neuronxcc.nki import typing as nt
-
-        args = [nt.tensor[list(s), np.dtype(d)] for s, d in zip(shapes, dtypes)]
-    else:
-        rng = np.random.default_rng(0)
-        args = [rng.standard_normal(s).astype(np.dtype(d)) for s, d in zip(shapes, dtypes)]
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s).astype(np.dtype(d)) for s, d in zip(shapes, dtypes)]
     bench = nki.benchmark(fn, **opts)
     grid = make_grid(grid_spec)
     if grid is not None:
@@ -168,65 +168,82 @@ def benchmark(fn: Any, shapes: list[list[int]], dtypes: list[str], target: str |
     bench(*args)
     lat = float(bench.benchmark_result.nc_latency.get_latency_percentile(99))
     where = getattr(bench.benchmark_result.nc_latency, "target", None) or target or "device"
-    return {"status": "ok", "latency_us": lat, "target": where, "simulator": sim}
+    return {"status": "ok", "latency_us": lat, "target": where, "simulator": False}
 
 
-#: address-space cap of this process (MiB) unless NKILAB_MEMORY_MB says otherwise (0: none).  The course's
-#: kernels peak at about 250 MiB here; a kernel that asks for tens of GiB (a huge HBM tensor, a runaway
-#: loop of allocations) then gets a MemoryError at its own line instead of swapping or
-#: exhausting the grading machine, whose other students wait behind it.
-DEFAULT_MEMORY_MB = 4096
-_capped_mb = 0  # the cap in force, for the MemoryError message
+#: characters of an error message kept (the message is the student's text; the parent shows it in feedback)
+MESSAGE_CHARS = 2000
+#: the most output bytes read back in one run
+OUTPUT_BUDGET = 1 << 30
 
 
-def cap_memory() -> int:
-    """Apply the memory cap; return it in MiB (0 when there is none or the platform has no RLIMIT_AS)."""
+def memory_cap_mb() -> int:
+    """The address-space limit this process runs under (set by the parent, hard), in MiB; 0 if none."""
     try:
         import resource
     except ImportError:  # Windows
         return 0
-    limit_mb = int(os.environ.get("NKILAB_MEMORY_MB", DEFAULT_MEMORY_MB))
-    if limit_mb <= 0 or not hasattr(resource, "RLIMIT_AS"):
-        return 0
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    want = limit_mb * 2**20
-    if hard != resource.RLIM_INFINITY:
-        want = min(want, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (want, hard))
-    global _capped_mb
-    _capped_mb = want // 2**20
-    return _capped_mb
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return 0 if soft == resource.RLIM_INFINITY else soft // 2**20
 
 
-def main(workdir: str) -> int:
-    warnings.simplefilter("ignore")
-    cap_memory()
-    folder = Path(workdir)
-    job = read_json(folder / "job.json")
-    assert job is not None, "job.json missing"
-    module_path = job["module"]
-    try:
-        fn = load_kernel(module_path, job["function"])
-    except Exception as err:
-        write_json(folder / "import.json", {"status": "error", "error": error_info(err, module_path)})
-        return 0
-    write_json(folder / "import.json", {"status": "ok"})
+def launch_latency(fn: Any) -> dict:
+    """Cost-model estimate of ``fn``'s last launch (the run just checked), labelled with its target."""
+    from nkisim.runtime.timing import estimate_latency_us
+
+    launch = fn.last_launch
+    return {"latency_us": float(estimate_latency_us(launch)), "target": launch.ctx.target, "simulator": True}
+
+
+def execute(fn: Any, job: dict, cases: list[list[np.ndarray]], module_path: str | None,
+            emit: Any) -> None:
+    """Run every case (the timed one with its latency), then, on a device, ``nki.benchmark``.
+
+    ``emit(header, arrays)`` receives one ``case`` message per case.  Shared by the child and ``run_inprocess``."""
     call = launcher(fn, job.get("grid"), job.get("target"))
-    for i, case in enumerate(job["cases"]):
-        args = [load_array(folder, m) for m in case["args"]]
+    sim = on_simulator()
+    for i, args in enumerate(cases):
         facts, out = run_case(call, args, module_path)
-        if out is not None:
-            facts["output"] = save_array(folder / f"out_{i}.bin", out)
-        write_json(folder / f"case_{i}.json", facts)
-    if job.get("bench"):
+        if i == job.get("timed") and facts["status"] == "ok" and sim:
+            try:
+                facts["timing"] = launch_latency(fn)
+            except Exception as err:
+                facts["timing"] = {"status": "error", "error": error_info(err, module_path)}
+        emit({"kind": "case", "index": i, **facts}, [out] if out is not None else [])
+    if job.get("bench") and not sim:  # a device: measured p99 of nki.benchmark
         b = job["bench"]
         try:
             facts = benchmark(fn, b["shapes"], b["dtypes"], job.get("target"), job.get("grid"))
         except Exception as err:
             facts = {"status": "error", "error": error_info(err, module_path)}
-        write_json(folder / "bench.json", facts)
+        emit({"kind": "bench", **facts}, [])
+
+
+def main() -> int:
+    warnings.simplefilter("ignore")
+    job, arrays = read_message(sys.stdin.buffer, [OUTPUT_BUDGET]) or ({}, [])
+    channel = os.fdopen(int(job["channel"]), "wb")
+    os.set_inheritable(channel.fileno(), False)  # nothing the kernel starts inherits it
+
+    def emit(header: dict, out: list[np.ndarray]) -> None:
+        write_message(channel, header, out)
+
+    module_path = job["module"]
+    try:
+        fn = load_kernel(module_path, job["function"])
+    except Exception as err:
+        emit({"kind": "import", "status": "error", "error": error_info(err, module_path)}, [])
+        emit({"kind": "done"}, [])
+        return 0
+    emit({"kind": "import", "status": "ok"}, [])
+    cases, k = [], 0
+    for n in job["cases"]:
+        cases.append(arrays[k:k + n])
+        k += n
+    execute(fn, job, cases, module_path, emit)
+    emit({"kind": "done"}, [])
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main())

@@ -10,14 +10,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nkilab import gate
 from nkilab.compare import Verdict, describe_error, diagnose
 from nkilab.questions import Case, Question
-from nkilab.runner import RunResult, run_inprocess, run_module
+from nkilab.runner import CaseRun, RunResult, run_inprocess, run_module
 
 #: a case whose arguments have at most this many elements each also runs on its negated inputs: on so
 #: few elements, a kernel that mishandles one sign (a forgotten ReLU) would otherwise pass or fail it
 #: by the luck of the grading seed's draw, and a student's grade would depend on the seed
 MIRROR_MAX_ELEMENTS = 64
+#: the input-draw index of the timed run (the speed case), apart from every checked case's index
+TIMED_INDEX = 1000
 
 _REFERENCE_CACHE: dict[tuple[str, str | None, float], dict] = {}
 
@@ -98,7 +101,7 @@ def _preset(q: Question, target: str | None) -> dict | None:
 
 
 def reference_latency(q: Question, target: str | None, timeout: float) -> dict:
-    """Benchmark the reference solution kernel (in a child process, like the student's)."""
+    """The reference solution's latency, measured as a student's is: its timed run on the speed case."""
     preset = _preset(q, target)
     if preset is not None:
         return preset
@@ -108,10 +111,26 @@ def reference_latency(q: Question, target: str | None, timeout: float) -> dict:
         if not path.exists():
             return {"status": "error", "error": {"type": "FileNotFoundError",
                                                  "message": f"reference solution {path} is missing (run make release)"}}
-        res = run_module(path, q.function, [], bench=_bench_spec(q), target=target, timeout=timeout, grid=q.grid)
-        _REFERENCE_CACHE[key] = res.bench or {"status": "error", "error": {"type": "RuntimeError",
-                                                                           "message": "reference did not benchmark"}}
+        args = q.inputs(q.speed_case, 0, TIMED_INDEX)
+        res = run_module(path, q.function, [args], timed=0, bench=_bench_spec(q), target=target, timeout=timeout,
+                         grid=q.grid)
+        found = timed_latency(res, 0)
+        _REFERENCE_CACHE[key] = found or {"status": "error", "error": {"type": "RuntimeError",
+                                                                       "message": "reference did not run"}}
     return _REFERENCE_CACHE[key]
+
+
+def timed_latency(run: RunResult, timed: int) -> dict | None:
+    """The latency of run ``timed`` (the simulator's estimate of that launch) or the device's benchmark."""
+    if run.bench is not None:
+        return run.bench
+    crun = run.cases[timed] if timed < len(run.cases) else CaseRun("not_run")
+    t = crun.timing or {}
+    lat = t.get("latency_us")
+    if crun.status != "ok" or not isinstance(lat, float) or not 0.0 < lat < 1e9:
+        err = t.get("error") or crun.error or {"type": "RuntimeError", "message": "the timed run did not finish"}
+        return {"status": "error", "error": err}
+    return {"status": "ok", "latency_us": lat, "target": str(t.get("target"))[:16], "simulator": True}
 
 
 def _bench_spec(q: Question) -> tuple[list[tuple[int, ...]], list[str]]:
@@ -120,7 +139,10 @@ def _bench_spec(q: Question) -> tuple[list[tuple[int, ...]], list[str]]:
 
 
 def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int, speed: bool = True,
-             target: str | None = None, timeout: float | None = None) -> Evaluation:
+             target: str | None = None, timeout: float | None = None, sandboxed: bool = False) -> Evaluation:
+    """Run the kernel on the question's cases (and, for speed, its timed run) and judge every output here.
+
+    A kernel *file* is screened first (``nkilab.gate``); ``sandboxed`` runs it in ``nkilab.sandbox``."""
     target = q.target or (target if target is not None else default_target())
     timeout = timeout if timeout is not None else q.timeout_s
     inproc = callable(module)
@@ -129,16 +151,24 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
     if not inproc and not path.exists():
         ev.problem = (f"no file {path} -- run the %%writefile cell that writes your kernel first")
         return ev
+    refusal = None if inproc else gate.screen(path)
+    if refusal is not None:
+        ev.problem = "the grader refused your file before running it: " + refusal.message(path.name)
+        return ev
     cases = [(c, False) for c in q.public] + ([(c, True) for c in q.hidden] if hidden else [])
     inputs = [q.inputs(c, seed, i) for i, (c, _) in enumerate(cases)]
     mirrored = [i for i, args in enumerate(inputs) if max(a.size for a in args) <= MIRROR_MAX_ELEMENTS]
     runs = inputs + [[-a for a in inputs[i]] for i in mirrored]
-    bench = _bench_spec(q) if speed else None
+    timed = len(runs) if speed else None
+    if speed:  # the run whose latency counts, on inputs of this seed, its output checked like any case
+        runs.append(q.inputs(q.speed_case, seed, TIMED_INDEX))
+    bench = _bench_spec(q) if speed else None  # a device's nki.benchmark; the simulator times the run itself
     if inproc:
         with contextlib.redirect_stdout(io.StringIO()):  # nki.benchmark's own print line
-            run = run_inprocess(module, q.function, runs, bench=bench, target=target, grid=q.grid)
+            run = run_inprocess(module, q.function, runs, timed=timed, bench=bench, target=target, grid=q.grid)
     else:
-        run = run_module(path, q.function, runs, bench=bench, target=target, timeout=timeout, grid=q.grid)
+        run = run_module(path, q.function, runs, timed=timed, bench=bench, target=target, timeout=timeout,
+                         grid=q.grid, sandboxed=sandboxed)
     ev.run = run
     if run.import_error is not None:
         ev.problem = "your file did not import: " + describe_error(run.import_error, path.name).replace(
@@ -146,6 +176,8 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
         return ev
     if run.timed_out:
         ev.problem = f"timed out after {timeout:g} s (an endless loop, or far too much work?)"
+    elif run.garbled:
+        ev.problem = f"the kernel process sent back something that is not a result ({run.garbled})"
     elif run.crashed:
         ev.problem = f"the kernel process died (exit code {run.returncode}) before finishing"
     def judge(case: Case, args: list, crun: Any) -> Verdict:
@@ -158,12 +190,17 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
             verdict = judge(ev.cases[i].case, args, crun)
             if not verdict.ok:
                 ev.cases[i].verdict = Verdict(False, f"with every input negated: {verdict.message}")
-    if speed and ev.correct:
-        bench = run.bench or {}
-        if bench.get("status") != "ok":
-            ev.speed_note = "could not measure latency: " + describe_error(bench.get("error") or {}, path.name)
+    if timed is not None and ev.correct:
+        verdict = judge(q.speed_case, runs[timed], run.cases[timed])
+        if not verdict.ok:
+            ev.speed_note = (f"no speed points: the timed run ({q.speed_case.describe(q.arg_names)}) was wrong: "
+                             f"{verdict.message}")
             return ev
-        ev.latency_us, ev.target, ev.simulator = bench["latency_us"], bench.get("target"), bench.get("simulator", True)
+        found = timed_latency(run, timed) or {}
+        if found.get("status") != "ok":
+            ev.speed_note = "could not measure latency: " + describe_error(found.get("error") or {}, path.name)
+            return ev
+        ev.latency_us, ev.target, ev.simulator = found["latency_us"], found.get("target"), found.get("simulator", True)
         ref = reference_latency(q, target, max(timeout, 60.0))
         if ref.get("status") == "ok":
             ev.reference_us = ref["latency_us"]

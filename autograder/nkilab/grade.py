@@ -15,6 +15,7 @@ import sys
 import warnings
 from dataclasses import dataclass
 
+from nkilab import sandbox
 from nkilab.check import case_lines, speed_lines
 from nkilab.evaluate import Evaluation, evaluate
 from nkilab.questions import get
@@ -45,6 +46,9 @@ class GradeReport:
 
 def grade_report(question_id: str, module_path: str | os.PathLike | None = None, *, seed: int | None = None,
                  target: str | None = None, timeout: float | None = None, verbose: bool = True) -> GradeReport:
+    """Grade one question.  The kernel runs in the OS sandbox; if that cannot run here, the question scores 0
+    with the reason, unless unsandboxed grading was asked for (``NKILAB_NO_SANDBOX=1``), which is then said
+    at the top of the report."""
     q = get(question_id)
     module_path = q.default_module if module_path is None else module_path
     seed = grading_seed() if seed is None else seed
@@ -53,7 +57,11 @@ def grade_report(question_id: str, module_path: str | os.PathLike | None = None,
     try:
         with warnings.catch_warnings(), contextlib.redirect_stderr(out):
             warnings.simplefilter("ignore")
-            ev = evaluate(q, module_path, hidden=True, seed=seed, target=target, timeout=timeout)
+            sandboxed = sandbox.require()
+            if not sandboxed:
+                print(sandbox.WARNING, file=out)
+            ev = evaluate(q, module_path, hidden=True, seed=seed, target=target, timeout=timeout,
+                          sandboxed=sandboxed)
             # in proportion to the cases passed (after a timeout or crash, the cases that finished right)
             cpts = q.correctness_points * (ev.passed / len(ev.cases)) if ev.cases else 0.0
             spts = q.speed_points * ev.speed_fraction() if ev.correct else 0.0
