@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import warnings
 from dataclasses import dataclass
@@ -17,6 +18,8 @@ from nkilab.evaluate import Evaluation, evaluate
 from nkilab.questions import get
 
 PUBLIC_SEED = 0
+#: a per-hidden-case line of a grading report (``case_lines``); feedback shows them only as a count
+HIDDEN_CASE_LINE = re.compile(r"^\s*\[(ok  |FAIL)\] hidden case \d+/\d+\b.*$")
 
 
 @dataclass
@@ -100,3 +103,23 @@ def check(question_id: str, kernel: str | os.PathLike | object | None = None, *,
             print(f"  Reminder: {q.rules}.")
         print("Not passing yet: fix the first problem above and run the %%writefile cell and this check again.")
     return CheckResult(q.qid, passed, ev)
+
+
+def hide_hidden_cases(text: str) -> str:
+    """Replace the per-hidden-case lines of a grading report by one count, in place of the first of them."""
+    lines = text.splitlines(True)
+    hidden = [line for line in lines if HIDDEN_CASE_LINE.match(line)]
+    if not hidden:
+        return text
+    passed = sum("[ok  ]" in line for line in hidden)
+    summary = (f"  [{'ok  ' if passed == len(hidden) else 'FAIL'}] hidden cases: {passed} of {len(hidden)} passed "
+               "(their sizes and values are not shown in feedback)\n")
+    out: list[str] = []
+    for line in lines:
+        if HIDDEN_CASE_LINE.match(line):
+            if summary:
+                out.append(summary)
+                summary = ""
+            continue
+        out.append(line)
+    return "".join(out)

@@ -17,9 +17,9 @@ from pathlib import Path
 import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 
+from nkilab.questions import QUESTION_CALL
 from nkilab.sanitize import grade_id, is_grade
 
-QUESTION_CALL = re.compile(r"""\bgrade\(\s*["'](\w+)["']""")
 CSV_FIELDS = ["student", "assignment", "notebook", "grade_id", "question", "kind", "points", "max_points",
               "status", "detail"]
 
@@ -205,3 +205,21 @@ def write_csv(subs: list[Submission], path: Path) -> None:
                               "points": "" if c.points is None else f"{c.points:g}", "max_points": f"{c.max_points:g}",
                               "status": s.status if c.points is not None else "needs manual grade",
                               "detail": c.detail})
+
+
+def write_lms_csv(subs: list[Submission], students: list[str], assignments: list[str], path: Path) -> None:
+    """One row per student, one column per assignment (points so far) and the total, after a "points possible"
+    row: the shape an LMS gradebook import (Canvas, Moodle) takes.  Written answers still waiting for a TA
+    count 0 here and are counted in ``pending``, so a TA knows to import again after marking."""
+    by = {(s.student, s.assignment): s for s in subs}
+    possible = {a: max((sum(c.max_points for c in s.cells) for s in subs if s.assignment == a), default=0.0)
+                for a in assignments}
+    with open(path, "w", newline="") as fh:
+        out = csv.writer(fh)
+        out.writerow(["student", *assignments, "total", "pending"])
+        out.writerow(["points possible", *(f"{possible[a]:g}" for a in assignments), f"{sum(possible.values()):g}",
+                      ""])
+        for st in students:
+            got = [by.get((st, a)) or Submission(st, a, "missing") for a in assignments]
+            points = [sum(c.points or 0.0 for c in s.cells) for s in got]
+            out.writerow([st, *(f"{p:g}" for p in points), f"{sum(points):g}", sum(s.pending() for s in got)])

@@ -10,26 +10,39 @@ Each one closes a gap found by running nbgrader 0.9.6 against hostile submission
 * ``GradeCellStderrToStdout``: nbgrader gives 0 to a grade cell with *any* stderr output; our grade cells
   run no student code in the notebook, so a library warning must not zero a correct kernel;
 * ``HideHiddenCaseDetails`` (feedback step): the grade cell's report lists every hidden case (shape, dtype,
-  first wrong element); the feedback keeps one summary line per question instead.
+  first wrong element); the feedback keeps one summary line per question instead;
+* ``TruncateOutputs`` (feedback step): an output's text is student-controlled (a kernel can raise with a
+  megabyte-long message); each is capped at a few KB, head and tail kept;
+* ``SanitizeStudentHTML`` and ``FeedbackHTMLExporter`` (feedback step): nbgrader copies written answers and
+  outputs into the feedback page as they are; there ``<script>``, ``onerror=`` and ``javascript:`` links would
+  run in the browser of whoever opens it.  nbconvert's ``SanitizeHTML`` removes scripts, widgets and SVG from
+  outputs; the rendered markdown is cleaned by the exporter (cleaning the markdown *source* instead misses
+  ``[x](javascript:...)`` links and garbles ``<``, ``&`` and ``>`` quotes in the student's text).
 
-``grading_flags`` renders all of this as ``nbgrader`` command-line options (they win over any
+``grading_flags`` and ``feedback_flags`` render all of this as ``nbgrader`` command-line options (they win over any
 ``nbgrader_config.py``), so the same settings grade the bundled example class and a TA's own course.
 """
 
 from __future__ import annotations
 
+import html
 import math
 import re
 import time
 from pathlib import Path
 
+import bleach
 import nbformat
+from jinja2 import pass_context
+from nbconvert.exporters import HTMLExporter
 from nbconvert.exporters.exporter import ResourcesDict
+from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbformat import NotebookNode
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
-from traitlets import Bool, Integer
+from traitlets import Bool, Integer, default
 
+from nkilab.check import hide_hidden_cases
 from nkilab.sanitize import is_grade, restore
 
 _HERE = "nkilab.nbgrader_plugins"
@@ -40,10 +53,10 @@ AUTOGRADE = [f"{_HERE}.TimeLimitedExecute", "nbgrader.preprocessors.IgnorePatter
              "nbgrader.preprocessors.LimitOutput", "nbgrader.preprocessors.SaveAutoGrades",
              "nbgrader.preprocessors.AssignLatePenalties", "nbgrader.preprocessors.CheckCellMetadata"]
 FEEDBACK = ["nbgrader.preprocessors.GetGrades", "nbgrader.preprocessors.ClearHiddenTests", f"{_HERE}.HideHiddenCaseDetails",
-            "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor"]
+            f"{_HERE}.TruncateOutputs", f"{_HERE}.SanitizeStudentHTML", "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor"]
+FEEDBACK_EXPORTER = f"{_HERE}.FeedbackHTMLExporter"
 
 # A per-case line of nkilab.check.case_lines for a hidden case, e.g. "  [FAIL] hidden case 3/8  a, b: ...".
-HIDDEN_CASE_LINE = re.compile(r"^\s*\[(ok  |FAIL)\] hidden case \d+/\d+\b.*$")
 
 
 def _coursedir(pp: NbGraderPreprocessor) -> CourseDirectory:
@@ -106,26 +119,6 @@ class GradeCellStderrToStdout(NbGraderPreprocessor):
         return cell, resources
 
 
-def hide_hidden_cases(text: str) -> str:
-    """Replace the per-hidden-case lines of a grading report by one count, in place of the first of them."""
-    lines = text.splitlines(True)
-    hidden = [line for line in lines if HIDDEN_CASE_LINE.match(line)]
-    if not hidden:
-        return text
-    passed = sum("[ok  ]" in line for line in hidden)
-    summary = (f"  [{'ok  ' if passed == len(hidden) else 'FAIL'}] hidden cases: {passed} of {len(hidden)} passed "
-               "(their sizes and values are not shown in feedback)\n")
-    out: list[str] = []
-    for line in lines:
-        if HIDDEN_CASE_LINE.match(line):
-            if summary:
-                out.append(summary)
-                summary = ""
-            continue
-        out.append(line)
-    return "".join(out)
-
-
 class HideHiddenCaseDetails(NbGraderPreprocessor):
     """Feedback without the hidden cases' sizes, dtypes and mismatch details (the autograded copy keeps them)."""
 
@@ -135,6 +128,116 @@ class HideHiddenCaseDetails(NbGraderPreprocessor):
                 if out.get("output_type") == "stream":
                     out["text"] = hide_hidden_cases(out.get("text", ""))
         return cell, resources
+
+
+def truncate_text(text: str, limit: int) -> str:
+    """``text`` cut to about ``limit`` characters: the head and the tail (where a report's total is) are kept."""
+    if len(text) <= limit:
+        return text
+    head = limit * 3 // 4
+    tail = limit - head
+    return f"{text[:head]}\n[... {len(text) - head - tail:,} characters truncated]\n{text[len(text) - tail:]}"
+
+
+def _joined(value: str | list[str]) -> str:
+    return "".join(value) if isinstance(value, list) else value
+
+
+class TruncateOutputs(NbGraderPreprocessor):
+    """Cap the text of every output in the feedback (streams, errors, text/* data); images are left alone.
+
+    nbgrader's ``LimitOutput`` counts lines, not characters: one line can still be megabytes of the
+    student's exception message, which would land in the feedback page as is."""
+
+    max_chars = Integer(8000, help="Characters kept of each output's text (head and tail)").tag(config=True)
+
+    def preprocess_cell(self, cell: NotebookNode, resources: ResourcesDict, index: int):
+        if cell.cell_type != "code":
+            return cell, resources
+        for out in cell.get("outputs", []):
+            kind = out.get("output_type")
+            if kind == "stream":
+                out["text"] = truncate_text(_joined(out.get("text", "")), self.max_chars)
+            elif kind == "error":
+                out["ename"] = truncate_text(str(out.get("ename", "")), 200)
+                out["evalue"] = truncate_text(str(out.get("evalue", "")), self.max_chars)
+                out["traceback"] = [truncate_text("\n".join(out.get("traceback", [])), self.max_chars)]
+            elif kind in ("execute_result", "display_data"):
+                data = out.get("data", {})
+                for mime, value in data.items():
+                    if mime.startswith("text/") and isinstance(value, (str, list)):
+                        data[mime] = truncate_text(_joined(value), self.max_chars)
+        return cell, resources
+
+
+class SanitizeStudentHTML(SanitizeHTML):
+    """nbconvert's ``SanitizeHTML`` for outputs and raw cells; markdown cells are left to ``FeedbackHTMLExporter``.
+
+    ``SanitizeHTML`` cleans markdown *source* as if it were HTML: a ``[link](javascript:...)`` passes (it is
+    not HTML yet) and code such as ``a < b && c`` is shown as ``a &lt; b &amp;&amp; c``.  Also drops widget
+    state, whose renderer script the page would otherwise load and feed (the release carries none)."""
+
+    def preprocess(self, nb: NotebookNode, resources: ResourcesDict) -> tuple[NotebookNode, ResourcesDict]:
+        nb.metadata.pop("widgets", None)
+        return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell: NotebookNode, resources: ResourcesDict, index: int):
+        if cell.cell_type == "markdown":
+            return cell, resources
+        return super().preprocess_cell(cell, resources, index)
+
+
+# What rendered markdown needs, nothing that runs: no script/style/iframe/svg/form/object, no on* or style
+# attributes, links only to http(s)/mailto/#anchors, images also from embedded raster data (attachments).
+MARKDOWN_TAGS = frozenset({
+    "a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "details", "div", "dl", "dt", "em", "h1", "h2", "h3",
+    "h4", "h5", "h6", "hr", "i", "img", "kbd", "li", "ol", "p", "pre", "s", "span", "strong", "sub", "summary", "sup",
+    "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul"})
+_DATA_IMAGE = re.compile(r"data:image/(png|jpeg|gif|webp);base64,")
+_URI_NOISE = re.compile(r"[`\x00-\x20\x7f-\xa0\s\ufffd]+")  # what browsers (and bleach) ignore in a scheme
+
+
+def _is_data_uri(value: str) -> tuple[bool, bool]:
+    """(a ``data:`` URI, an embedded raster image), seen as a browser would (entities, blanks, case)."""
+    uri = _URI_NOISE.sub("", html.unescape(value)).lower()
+    return uri.startswith("data:"), bool(_DATA_IMAGE.match(uri))
+
+
+def _markdown_attribute(tag: str, name: str, value: str) -> bool:
+    if name in ("class", "title") or (name == "id" and tag in {"h1", "h2", "h3", "h4", "h5", "h6"}):
+        return True
+    if tag == "a" and name == "href":
+        return not _is_data_uri(value)[0]
+    if tag == "img" and name == "src":
+        data, image = _is_data_uri(value)
+        return image or not data
+    return (tag == "img" and name in ("alt", "width", "height")) or (tag in ("td", "th") and name in (
+        "align", "colspan", "rowspan")) or (tag == "ol" and name == "start")
+
+
+_MARKDOWN_CLEANER = bleach.Cleaner(tags=MARKDOWN_TAGS, attributes=_markdown_attribute,
+                                   protocols={"http", "https", "mailto", "data"}, strip=False, strip_comments=True)
+
+
+def clean_markdown_html(html: str) -> str:
+    """Rendered markdown with everything active removed (disallowed tags are shown as text, not run)."""
+    return _MARKDOWN_CLEANER.clean(html)
+
+
+class FeedbackHTMLExporter(HTMLExporter):
+    """nbgrader's feedback exporter (``HTMLExporter`` with the ``feedback`` template) with safe markdown.
+
+    nbgrader's template renders written answers and TA comments with ``markdown2html`` and never cleans the
+    result (its markdown block ignores ``sanitize_html``); here every rendered piece of markdown is cleaned.
+    ``sanitize_html`` also cleans HTML outputs in the template."""
+
+    @default("sanitize_html")
+    def _sanitize_html_default(self) -> bool:
+        return True
+
+    @pass_context
+    def markdown2html(self, context, source: str) -> str:
+        return clean_markdown_html(super().markdown2html(context, source))
 
 
 def _list(values: list[str]) -> str:
@@ -157,5 +260,7 @@ def grading_flags(*, cell_timeout: int, notebook_timeout: int) -> list[str]:
 
 
 def feedback_flags() -> list[str]:
-    """``nbgrader generate_feedback`` options: hidden test regions and hidden-case details stripped."""
-    return [f"--GenerateFeedback.preprocessors={_list(FEEDBACK)}"]
+    """``nbgrader generate_feedback`` options: hidden test regions and hidden-case details stripped, outputs
+    capped, and nothing from a student's cells active in the page (scripts, event handlers, ``javascript:``)."""
+    return [f"--GenerateFeedback.preprocessors={_list(FEEDBACK)}",
+            f"--GenerateFeedback.exporter_class={FEEDBACK_EXPORTER}"]

@@ -8,6 +8,7 @@ hard-coded even though the shapes below are public.
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +26,9 @@ TOLERANCES: dict[str, tuple[float, float]] = {
     "float16": (2e-3, 2e-3),
     "bfloat16": (1.6e-2, 1.6e-2),
 }
+
+#: a grade cell's call, ``grade("<question id>", ...)``: how a notebook names the question it grades
+QUESTION_CALL = re.compile(r"""\bgrade\(\s*["'](\w+)["']""")
 
 FULL_TIER = 1.2  # full speed points at <= 1.2x the reference's latency
 PARTIAL_TIER = 2.0  # half the speed points at <= 2x
