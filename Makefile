@@ -4,9 +4,10 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test test-fast bench lint clean release release-check lab grade docs
+.PHONY: sandbox-tool gradescope setup test test-fast bench lint clean release release-check lab grade docs
 
 setup: $(STAMP)
+	@command -v bwrap >/dev/null 2>&1 || $(MAKE) --no-print-directory sandbox-tool
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,17 +17,27 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m nkisim --install-hook
 	touch $(STAMP)
 
-test: $(STAMP)
+# Student code is graded inside Debian's bubblewrap sandbox (autograder/nkilab/sandbox.py).
+sandbox-tool:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
+	else \
+		echo "make: bubblewrap (bwrap) is missing; grading needs it: sudo apt-get install bubblewrap" >&2; \
+	fi
+
+test: setup
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow" -x
 
-# Simulator wall time vs NumPy, then cost-model estimates vs published hardware latencies.
+# Simulator wall time vs NumPy, cost-model estimates vs published hardware latencies, then grading seconds per
+# hand-in on a synthetic class (NKILAB_BENCH_STUDENTS students x every stage).
 bench: $(STAMP)
 	$(PY) bench/run.py
 	$(PY) bench/calibrate.py
+	$(PY) bench/grading.py
 
 # Course: notebooks/NN_*.py (authored) -> assignments/NN_*.ipynb (student) + solutions/NN_*/ (reference).
 release: $(STAMP)
@@ -37,9 +48,15 @@ release-check: $(STAMP)
 
 # Grade the bundled example class with nbgrader (course built fresh in build/example_class/; see
 # autograder/example_class/). For a real class: make grade COURSE=path/to/your/nbgrader/course
+# GRADE_ARGS passes options through, e.g. GRADE_ARGS="--assignment 01_vector_add --no-sandbox".
 COURSE ?=
-grade: $(STAMP)
-	$(PY) -m nkilab.classgrade $(if $(COURSE),--course $(COURSE))
+GRADE_ARGS ?=
+grade: setup
+	$(PY) -m nkilab.classgrade $(if $(COURSE),--course $(COURSE)) $(GRADE_ARGS)
+
+# Gradescope autograder bundles, one per assignment: build/gradescope/<assignment>.zip (see nkilab/gradescope.py).
+gradescope: setup
+	$(PY) -m nkilab.gradescope build $(GRADE_ARGS)
 
 # The course site: build/site/index.html (lessons run once for their demo outputs, about a minute).
 docs: $(STAMP)

@@ -32,6 +32,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,9 +40,10 @@ import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins import CsvExportPlugin
 
-from nkilab import example_class, intake
+from nkilab import example_class, gradebook_audit, intake, sandbox
+from nkilab.batch_control import CHILDREN, CourseBusy, course_lock, on_signals
 from nkilab.evaluate import PRESET_ENV, default_target, reference_key, reference_latency
-from nkilab.grade_table import Submission, collect, table, write_csv
+from nkilab.grade_table import Submission, collect, table, write_csv, write_lms_csv
 from nkilab.nbgrader_plugins import feedback_flags, grading_flags
 from nkilab.questions import QUESTIONS
 from nkilab.release import CONFIG, REPO, load_source
@@ -62,6 +64,7 @@ class Limits:
     kernel: float | None  # per run of a student's kernel (None: each question's own, 60 s)
     cell: int  # per notebook cell (nbgrader Execute.timeout)
     notebook: int  # per notebook
+    jobs: int = 1  # nbgrader processes grading side by side (students sharded; SQLite serialises their writes)
 
 
 def _log(msg: str) -> None:
@@ -82,6 +85,7 @@ class Nbgrader:
             proc = subprocess.Popen([sys.executable, "-m", "nbgrader", *args], cwd=self.course, env=self.env,
                                     stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
                                     start_new_session=True)
+            CHILDREN.started(proc)
             try:
                 code = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -91,6 +95,8 @@ class Nbgrader:
                     proc.kill()
                 proc.wait()
                 code = -9
+            finally:
+                CHILDREN.ended(proc)
         return code, log_path.read_text(errors="replace")
 
 
@@ -105,8 +111,10 @@ def reference_presets() -> str:
     return json.dumps(found)
 
 
-def grading_env(limits: Limits, seed: int) -> dict[str, str]:
+def grading_env(limits: Limits, seed: int, sandboxed: bool) -> dict[str, str]:
     env = dict(os.environ)
+    if not sandboxed:
+        env[sandbox.NO_SANDBOX_ENV] = "1"
     env["NKILAB_SEED"] = str(seed)
     if limits.kernel is not None:
         env["NKILAB_TIMEOUT_S"] = f"{limits.kernel:g}"
@@ -118,10 +126,12 @@ def grading_env(limits: Limits, seed: int) -> dict[str, str]:
 # --------------------------------------------------------------------------- the example class
 
 
-def prepare_example(course: Path, nbg: Nbgrader) -> tuple[list[str], list[str], list[intake.Intake]]:
-    """A fresh nbgrader course for the bundled class: sources, roster, release, hand-ins taken in."""
-    stages = example_class.stages_used()
-    students = [s.id for s in example_class.roster()]
+def prepare_example(course: Path, nbg: Nbgrader,
+                    class_dir: Path = example_class.CLASS_DIR) -> tuple[list[str], list[str], list[intake.Intake]]:
+    """A fresh nbgrader course for the bundled class (or another in its format): sources, roster, release,
+    hand-ins taken in."""
+    stages = example_class.stages_used(class_dir)
+    students = [s.id for s in example_class.roster(class_dir)]
     (course / "source").mkdir(parents=True)
     shutil.copy(CONFIG, course / "nbgrader_config.py")
     (course / EXAMPLE_MARK).write_text("Built by `python -m nkilab.classgrade`; deleted and rebuilt on every run.\n")
@@ -130,13 +140,13 @@ def prepare_example(course: Path, nbg: Nbgrader) -> tuple[list[str], list[str], 
         folder.mkdir()
         nbformat.write(load_source(REPO / "notebooks" / f"{stage}.py"), folder / f"{stage}.ipynb")
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:  # as `nbgrader db student import roster.csv`
-        for s in example_class.roster():
+        for s in example_class.roster(class_dir):
             gb.update_or_create_student(s.id, first_name=s.first_name, last_name=s.last_name, email=s.email)
     code, out = nbg.run(["generate_assignment", "*", "--force", "--create"], "generate_assignment", 900)
     for stage in stages:
         if code != 0 or not (course / "release" / stage / f"{stage}.ipynb").exists():
             raise ClassGradeError(f"nbgrader generate_assignment failed for {stage}:\n{out[-3000:]}")
-    example_class.build_submissions(course / "incoming")
+    example_class.build_submissions(course / "incoming", class_dir=class_dir)
     records = intake.take_in(course / "incoming", course / "submitted", students, {s: [s] for s in stages})
     return students, stages, records
 
@@ -263,12 +273,21 @@ def grade_assignment(course: Path, nbg: Nbgrader, assignment: str, notebooks: li
     if not gradable:
         return results
     flags = grading_flags(cell_timeout=limits.cell, notebook_timeout=limits.notebook)
-    excluded = [r.student for r in records if not r.gradable]
-    exclude = [f"--CourseDirectory.student_id_exclude={','.join(excluded)}"] if excluded else []
     start = time.monotonic()
-    budget = len(gradable) * limits.notebook + 300
-    code, log = nbg.run(["autograde", assignment, "--force", "--create", *flags, *exclude],
-                        f"autograde-{assignment}", budget)
+    shards = [gradable[i::limits.jobs] for i in range(min(limits.jobs, len(gradable)))]
+
+    def autograde(k: int, shard: list[str]) -> tuple[int, str]:
+        """One nbgrader process for the students of ``shard`` (everyone else excluded by name)."""
+        others = [r.student for r in records if r.student not in shard]
+        exclude = [f"--CourseDirectory.student_id_exclude={','.join(others)}"] if others else []
+        name = f"autograde-{assignment}" + (f"-shard{k}" if len(shards) > 1 else "")
+        return nbg.run(["autograde", assignment, "--force", "--create", *flags, *exclude], name,
+                       len(shard) * limits.notebook + 300)
+
+    with ThreadPoolExecutor(max_workers=len(shards)) as pool:  # nbgrader processes side by side, one per core
+        done = list(pool.map(autograde, range(len(shards)), shards))
+    code = max((c for c, _ in done), key=abs)
+    log = "\n".join(text for _, text in done)
     for r in (r for r in records if r.gradable):
         notes = ([r.note] if r.note else []) + sanitize_notes(course, r.student, assignment, notebooks)
         status = "graded"
@@ -293,20 +312,39 @@ def grade_assignment(course: Path, nbg: Nbgrader, assignment: str, notebooks: li
 
 
 def grade_class(course: Path, *, example: bool, only: list[str] | None = None, limits: Limits,
-                seed: int | None = None, csv_path: Path | None = None) -> tuple[list[Submission], str]:
+                seed: int | None = None, csv_path: Path | None = None, sandboxed: bool = True,
+                class_dir: Path = example_class.CLASS_DIR) -> tuple[list[Submission], str]:
     """The whole pipeline; returns every (student, assignment) graded and the printed table."""
+    lock = course.parent / f".{course.name}.nkilab-lock" if example else course / ".nkilab-grade.lock"
+    try:
+        with course_lock(lock):
+            return _grade_class(course, example=example, only=only, limits=limits, seed=seed, csv_path=csv_path,
+                                sandboxed=sandboxed, class_dir=class_dir)
+    except CourseBusy as err:
+        raise ClassGradeError(str(err)) from None
+
+
+def _grade_class(course: Path, *, example: bool, only: list[str] | None, limits: Limits, seed: int | None,
+                 csv_path: Path | None, sandboxed: bool, class_dir: Path) -> tuple[list[Submission], str]:
+    if sandboxed:
+        try:
+            sandbox.require()
+        except sandbox.SandboxUnavailable as err:
+            raise ClassGradeError(str(err)) from None
+    else:
+        _log(sandbox.WARNING)
     seed = int(os.environ.get("NKILAB_SEED") or secrets.randbits(32)) if seed is None else seed
     bin_dir = str(Path(sys.executable).parent)  # nbgrader's Gradebook runs `alembic` from PATH, here too
     if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
-    env = grading_env(limits, seed)
+    env = grading_env(limits, seed, sandboxed)
     t0 = time.monotonic()
     if example:
         fresh_example_dir(course)
     nbg = Nbgrader(course, env, course / "logs")
     if example:
         _log(f"Example class: building the course in {course} (nbgrader generate_assignment, roster, hand-ins)")
-        students, assignments, records = prepare_example(course, nbg)
+        students, assignments, records = prepare_example(course, nbg, class_dir)
         layout = {a: [a] for a in assignments}
         if only:
             assignments = [a for a in assignments if a in only]
@@ -315,9 +353,10 @@ def grade_class(course: Path, *, example: bool, only: list[str] | None = None, l
         records = intake.inspect(course / "submitted", students, {a: layout[a] for a in assignments})
     _log(f"Grading {len(students)} students x {len(assignments)} assignments (seed {seed}; "
          f"kernel time limit {f'{limits.kernel:g} s' if limits.kernel else 'per question'}, "
-         f"{limits.cell} s per cell, {limits.notebook} s per notebook)")
+         f"{limits.cell} s per cell, {limits.notebook} s per notebook; {limits.jobs} at a time)")
     subs: list[Submission] = []
     db_url = f"sqlite:///{course / 'gradebook.db'}"
+    before = gradebook_audit.snapshot(db_url)  # a TA's manual scores, to prove grading left them alone
     env[PRESET_ENV] = reference_presets()
     results = {a: grade_assignment(course, nbg, a, layout[a], [r for r in records if r.assignment == a], limits, env)
                for a in assignments}
@@ -327,6 +366,9 @@ def grade_class(course: Path, *, example: bool, only: list[str] | None = None, l
                           60 * len(students) * len(assignments) + 300)
         if code != 0:
             _log(f"  generate_feedback {which}: exit code {code} (see {course / 'logs' / f'{name}.log'})")
+    tampered = gradebook_audit.changes(before, gradebook_audit.snapshot(db_url))
+    for ch in tampered:
+        _log(f"  gradebook: {ch} during this grading run")
     for a in assignments:
         for st in students:
             status, notes = results[a].get(st, ("missing", []))
@@ -335,13 +377,19 @@ def grade_class(course: Path, *, example: bool, only: list[str] | None = None, l
         CsvExportPlugin(to=str(course / "grades.csv")).export(gb)
     csv_path = csv_path or course / "grades_by_question.csv"
     write_csv(subs, csv_path)
+    write_lms_csv(subs, students, assignments, course / "lms_grades.csv")
     text = table(subs, students, assignments)
     footer = (f"\nFiles: {course / 'grades.csv'} (nbgrader export, totals), {csv_path} (per question), "
+              f"{course / 'lms_grades.csv'} (one row per student, for an LMS import), "
               f"{course / 'feedback'}/<student>/<assignment>/ (feedback HTML, hidden cases stripped), "
               f"{course / 'logs'}/.\nSpeed points compare the kernel's latency with the reference solution's on "
               "the question's target (trn2 unless the question says otherwise); on the simulator both are nkisim "
               "cost-model estimates, not measurements.  Reproduce with NKILAB_SEED="
               f"{seed}.  Graded in {time.monotonic() - t0:.0f} s.")
+    footer += ("\nGradebook: manual scores, extra credit and comments unchanged by this run." if not tampered else
+               "\nGradebook: manual values CHANGED during this run: " + "; ".join(map(str, tampered)))
+    if not sandboxed:
+        footer += "\n" + sandbox.WARNING
     return subs, text + "\n" + footer
 
 
@@ -358,24 +406,32 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--course", type=Path, help="an nbgrader course directory to grade (default: the example class)")
     ap.add_argument("--workdir", type=Path, default=EXAMPLE_DIR,
                     help=f"where the example class's course is built (default: {EXAMPLE_DIR.relative_to(REPO)})")
+    ap.add_argument("--class-dir", type=Path, default=example_class.CLASS_DIR,
+                    help="a class in the example class's format to build and grade (default: the example class)")
     ap.add_argument("--assignment", action="append", help="only these assignments (repeat or comma-separate)")
     ap.add_argument("--kernel-timeout", type=float, default=None,
                     help="seconds per run of a student kernel (default: 20 for the example class, else each "
                          "question's own, 60)")
     ap.add_argument("--cell-timeout", type=int, default=None, help="seconds per notebook cell (default: derived)")
     ap.add_argument("--notebook-timeout", type=int, default=None, help="seconds per notebook (default: derived)")
+    ap.add_argument("--jobs", type=int, default=None,
+                    help="students graded side by side, one nbgrader process each (default: the number of cores)")
     ap.add_argument("--seed", type=int, default=None, help="hidden-case data seed (default: NKILAB_SEED or random)")
+    ap.add_argument("--no-sandbox", action="store_true",
+                    help="grade without the bubblewrap sandbox (only on a machine you can lose: student code then "
+                         "runs as your user); every report says so")
     ap.add_argument("--csv", type=Path, default=None, help="per-question CSV (default: COURSE/grades_by_question.csv)")
     args = ap.parse_args(argv)
     example = args.course is None
     kernel = args.kernel_timeout if args.kernel_timeout is not None else (EXAMPLE_KERNEL_TIMEOUT if example else None)
     per_kernel = kernel if kernel is not None else 60.0
     cell = args.cell_timeout or int(3 * per_kernel + 120)
-    limits = Limits(kernel, cell, args.notebook_timeout or 4 * cell)
+    limits = Limits(kernel, cell, args.notebook_timeout or 4 * cell, max(1, args.jobs or os.cpu_count() or 1))
     course = (args.workdir if example else args.course).resolve()
     try:
+        on_signals()
         _, text = grade_class(course, example=example, only=_split(args.assignment), limits=limits, seed=args.seed,
-                              csv_path=args.csv)
+                              csv_path=args.csv, sandboxed=not args.no_sandbox, class_dir=args.class_dir.resolve())
     except (ClassGradeError, example_class.RecipeError) as err:
         print(f"make grade: {err}", file=sys.stderr)
         return 1

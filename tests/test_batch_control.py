@@ -1,0 +1,80 @@
+"""One ``make grade`` per course, and a signal to ``make grade`` ends every process it started."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nkilab.batch_control import CourseBusy, course_lock
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_a_second_run_on_the_same_course_is_refused(tmp_path):
+    lock = tmp_path / "course" / ".nkilab-grade.lock"
+    with course_lock(lock):
+        with pytest.raises(CourseBusy, match=rf"pid {os.getpid()}"):
+            with course_lock(lock):
+                pass
+    with course_lock(lock):  # released when the first run ends
+        pass
+
+
+def test_the_lock_is_released_when_the_holder_dies(tmp_path):
+    lock = tmp_path / "lock"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; "
+                               "from nkilab.batch_control import course_lock\n"
+                               f"with course_lock(Path({str(lock)!r})):\n    print('held', flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    with pytest.raises(CourseBusy):
+        with course_lock(lock):
+            pass
+    holder.kill()
+    holder.wait()
+    with course_lock(lock):
+        pass
+
+
+def _processes_under(folder: Path) -> list[str]:
+    found = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            cmd = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cwd = os.readlink(p / "cwd")
+        except OSError:
+            continue
+        if cwd.startswith(str(folder)) or str(folder) in cmd:
+            found.append(f"{p.name}: {cmd[:100]}")
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_ends_make_grade_and_everything_it_started(tmp_path, sig):
+    course = tmp_path / "example_class"
+    proc = subprocess.Popen([sys.executable, "-m", "nkilab.classgrade", "--workdir", str(course), "--assignment",
+                             "01_vector_add", "--seed", "1"], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    log = course / "logs" / "autograde-01_vector_add.log"
+    deadline = time.monotonic() + 600
+    while not (log.exists() and "Sanitizing" in log.read_text(errors="replace")):  # nbgrader is grading
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.5)
+    assert _processes_under(course)  # nbgrader and its notebook kernel are at work
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + sig, (out[-2000:], err[-2000:])
+    assert f"stopped by {signal.Signals(sig).name}" in err
+    deadline = time.monotonic() + 15  # a notebook kernel notices its parent's end within a second or two
+    while _processes_under(course) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _processes_under(course) == []
