@@ -10,7 +10,9 @@ did not deserve or stops the batch.  The fast tests at the end cover the pieces 
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -34,9 +36,34 @@ STAGES = ["01_vector_add", "02_partition_tiling", "03_free_dim_streaming", "04_m
 PIPELINE_BUDGET_S = 900
 
 
+def tracked_state() -> str:
+    """What the checkout looks like to git (tracked files' contents, untracked names): a hand-in must not change it."""
+    diff = subprocess.run(["git", "diff", "--binary", "HEAD"], cwd=REPO, capture_output=True).stdout
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=REPO,
+                            capture_output=True).stdout
+    return hashlib.sha256(diff + status).hexdigest()
+
+
+def grading_processes(course: Path) -> list[str]:
+    """Processes still working for this grading run: in the course directory, or a grading child or sandbox."""
+    found = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit() or int(p.name) == os.getpid():
+            continue
+        try:
+            cmd = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cwd = os.readlink(p / "cwd")
+        except OSError:
+            continue
+        if str(course) in cmd or cwd.startswith(str(course)) or "nkilab._child" in cmd or cmd.startswith("bwrap"):
+            found.append(f"{p.name}: {cmd[:120]}")
+    return found
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory) -> dict:
     course = tmp_path_factory.mktemp("make_grade") / "example_class"
+    before = tracked_state()
     start = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "nkilab.classgrade", "--workdir", str(course), "--seed", str(SEED)],
                           capture_output=True, text=True, timeout=PIPELINE_BUDGET_S, cwd=REPO)
@@ -45,7 +72,8 @@ def graded(tmp_path_factory) -> dict:
     with open(course / "grades_by_question.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     return {"course": course, "out": proc.stdout, "seconds": seconds, "rows": rows,
-            "db": f"sqlite:///{course / 'gradebook.db'}"}
+            "db": f"sqlite:///{course / 'gradebook.db'}", "tracked_unchanged": tracked_state() == before,
+            "leftover_processes": grading_processes(course)}
 
 
 def score(graded: dict, student: str, stage: str, gid: str) -> float | None:
@@ -133,12 +161,14 @@ def test_crashes_still_get_a_grade(graded):
     assert score(graded, "eve", "01_vector_add", "q1_grade") == 3.0
     assert score(graded, "eve", "01_vector_add", "q2_grade") == 0.0
     assert "the kernel process died" in report_text(graded, "eve", "01_vector_add", "q2_grade")
-    # a kernel that kills the notebook's Jupyter kernel: nbgrader discards the submission, salvage grades it
+    # a kernel that would kill the notebook's Jupyter kernel: refused by the grader's screen, the rest graded
     assert score(graded, "eve", "02_partition_tiling", "q1_grade") == 0.0
+    assert "refused your file before running it: tiled_add.py line 4 (`import os`)" in report_text(
+        graded, "eve", "02_partition_tiling", "q1_grade")
     assert score(graded, "eve", "02_partition_tiling", "q2_grade") == 4.0
     row = next(r for r in graded["rows"] if (r["student"], r["assignment"], r["grade_id"]) ==
                ("eve", "02_partition_tiling", "q2_grade"))
-    assert row["status"] == "salvaged"
+    assert row["status"] == "graded"
     assert (graded["course"] / "feedback" / "eve" / "02_partition_tiling" / "02_partition_tiling.html").exists()
     # a file that exits on import (lesson 4's profile cell imports it in the kernel): still graded per question
     assert score(graded, "eve", "04_masked_rmsnorm", "q1_grade") == 0.0
@@ -182,6 +212,67 @@ def test_numpy_outside_nki_earns_nothing(graded):
     assert "has no attribute 'data'" in report_text(graded, "hana", "01_vector_add", "q1_grade")
     assert score(graded, "hana", "01_vector_add", "q2_grade") == 4.0
     assert score(graded, "hana", "02_partition_tiling", "q2_grade") == 0.0
+
+
+@pytest.mark.slow
+def test_cheating_at_grading_earns_what_the_honest_content_earns(graded):
+    """mallory: each attack on the grader's trust scores what its kernel honestly computes."""
+    for stage, gid, points in [("01_vector_add", "q1_grade", 0.0),  # patches the case runner: no NKI at all
+                               ("01_vector_add", "q2_grade", 2.0),  # right when checked, empty when "benchmarked"
+                               ("02_partition_tiling", "q1_grade", 0.0),  # pokes private storage
+                               ("02_partition_tiling", "q2_grade", 0.0),  # forges the result files
+                               ("04_masked_rmsnorm", "q1_grade", 0.0),  # runs the reference solution
+                               ("04_masked_rmsnorm", "q2_grade", 0.0)]:  # copies ada's hand-in
+        assert score(graded, "mallory", stage, gid) == points, (stage, gid)
+    assert "no speed points: the timed run" in report_text(graded, "mallory", "01_vector_add", "q2_grade")
+    for stage, gid in [("01_vector_add", "q1_grade"), ("02_partition_tiling", "q1_grade"),
+                       ("04_masked_rmsnorm", "q2_grade")]:
+        assert "refused your file before running it" in report_text(graded, "mallory", stage, gid)
+    assert re.search(r"^mallory\s+2/7\s+0/7\s+-\s+0/8\s", graded["out"], re.M)
+
+
+@pytest.mark.slow
+def test_attacks_on_the_batch_change_nothing_and_earn_nothing(graded):
+    """trudy: exfiltration, a peer's hand-in and the gradebook, the grader's source, the batch's processes,
+    memory and disk: each kernel scores 0, and every other student, file and process is as it should be."""
+    for stage, gid in [("01_vector_add", "q1_grade"), ("01_vector_add", "q2_grade"), ("02_partition_tiling", "q1_grade"),
+                       ("02_partition_tiling", "q2_grade"), ("03_free_dim_streaming", "q1_grade")]:
+        assert score(graded, "trudy", stage, gid) == 0.0, (stage, gid)
+        assert "refused your file before running it" in report_text(graded, "trudy", stage, gid)
+    assert graded["tracked_unchanged"], "a grading run changed the checkout"
+    assert graded["leftover_processes"] == []
+    course = graded["course"]
+    for incoming in sorted((course / "incoming").glob("*/*/*.ipynb")):  # every hand-in as it was handed in
+        rel = incoming.relative_to(course / "incoming")
+        submitted = course / "submitted" / rel
+        if submitted.exists():
+            assert submitted.read_bytes() == incoming.read_bytes(), rel
+    assert_full_marks(graded, "ada", "01_vector_add")
+    # her 200 KB notebook of nested arrays: reported, not fed to nbgrader, and the class went on
+    assert re.search(r"^trudy\s+0/7\s+0/7\s+0/4\s+unreadable\s", graded["out"], re.M)
+
+
+@pytest.mark.slow
+def test_feedback_pages_carry_no_student_markup_and_no_reference_lines(graded):
+    def lines(text: str) -> set[str]:
+        return {line.strip() for line in text.splitlines()}
+
+    public = set().union(*(lines(c.source) for stage in STAGES for c in _released(stage).cells),
+                         *(lines(p.read_text()) for p in (example_class.CLASS_DIR / "kernels").glob("*.py")))
+    fingerprints = {line for path in (REPO / "solutions").glob("*/*.py") for line in lines(path.read_text())
+                    if len(line) > 30 and not line.startswith("#")} - public
+    pages = sorted((graded["course"] / "feedback").glob("*/*/*.html"))
+    assert pages
+    for page in pages:
+        html = page.read_text()
+        assert "<script>document.title" not in html and "onerror=" not in html and "javascript:alert" not in html, page
+        assert "13579" not in html and str(SEED) not in html, page
+        student = page.parts[-3]
+        if student in ("mallory", "trudy"):
+            leaked = [f for f in fingerprints if f in html]
+            assert not leaked, (page, leaked[:3])
+    trudy = (graded["course"] / "feedback" / "trudy" / "01_vector_add" / "01_vector_add.html").read_text()
+    assert "A 128-row tile fills every partition once." in trudy  # her words survive, her script does not
 
 
 @pytest.mark.slow
@@ -237,7 +328,7 @@ def test_table_csv_export_and_gradebook_agree(graded):
     out = graded["out"]
     assert re.search(r"^student\s+01_vector_add\s+02_partition_tiling", out, re.M)
     assert re.search(r"^ada\s+7/7\s+7/7\s+4/4\s+8/8\s+7/7\s+8/8\s+41/41", out, re.M)
-    assert re.search(r"^eve\s+3/7\s+4/7\*", out, re.M)
+    assert re.search(r"^eve\s+3/7\s+4/7\s", out, re.M)
     # "points lost" lines: columns wide enough for the longest assignment name, so they line up
     one = re.search(r"^  ben +01_vector_add +vector_add_stream +3/4  ", out, re.M).group(0)
     six = re.search(r"^  ben +06_tensor_engine_matmul +matmul_fast +1/4  8/8 cases right", out, re.M).group(0)
@@ -255,6 +346,13 @@ def test_table_csv_export_and_gradebook_agree(graded):
     assert ada == {"01_vector_add": 7.0, "02_partition_tiling": 7.0, "03_free_dim_streaming": 4.0,
                    "04_masked_rmsnorm": 8.0, "05_multicore_spmd": 7.0,
                    "06_tensor_engine_matmul": 8.0}  # written answers not graded yet
+    with open(graded["course"] / "lms_grades.csv", newline="") as fh:
+        lms = {r["student"]: r for r in csv.DictReader(fh)}
+    assert set(lms) == set(students) | {"points possible"}
+    assert lms["ada"]["total"] == "41" and lms["ada"]["pending"] == "5"  # five written answers wait for a TA
+    assert lms["points possible"]["01_vector_add"] == str(int(sum(
+        QUESTIONS[q].points for q in ("vector_add_naive", "vector_add_stream")) + 1))  # + the written answer
+    assert lms["mallory"]["01_vector_add"] == "2" and lms["trudy"]["total"] == "0"
     assert graded["seconds"] < PIPELINE_BUDGET_S
 
 

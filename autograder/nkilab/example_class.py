@@ -129,6 +129,18 @@ def build_notebook(released: NotebookNode, recipe: dict, reference: dict[str, st
     return nb
 
 
+#: how deep the "nested" corruption nests: a 200 KB file that overflows a recursive JSON parser
+NESTED_DEPTH = 100_000
+
+
+def corrupted(text: str, how: bool | str) -> str:
+    """A broken hand-in: ``true`` cuts the notebook in half (a bad merge), ``"nested"`` is a notebook whose cells
+    are arrays nested 100,000 deep."""
+    if how == "nested":
+        return '{"cells": ' + "[" * NESTED_DEPTH + "]" * NESTED_DEPTH + ', "metadata": {}, "nbformat": 4}'
+    return text[: len(text) // 2]
+
+
 def build_submissions(dest: Path, assignments: Path = REPO / "assignments", class_dir: Path = CLASS_DIR,
                       notebooks: Path = REPO / "notebooks") -> list[Path]:
     """Write every student's hand-in under ``dest/<student>/<stage>/`` (nbgrader's ``submitted`` layout)."""
@@ -147,7 +159,7 @@ def build_submissions(dest: Path, assignments: Path = REPO / "assignments", clas
             folder.mkdir(parents=True, exist_ok=True)
             path = folder / recipe.get("file_name", f"{stage}.ipynb")
             text = nbformat.writes(nb, version=4)
-            path.write_text(text[: len(text) // 2] if recipe.get("corrupt") else text)
+            path.write_text(corrupted(text, recipe["corrupt"]) if recipe.get("corrupt") else text)
             (folder / "timestamp.txt").write_text("2030-01-15 17:00:00.000000 UTC\n")
             for name, src in recipe.get("extra_files", {}).items():
                 (folder / name).write_text((class_dir / src).read_text())

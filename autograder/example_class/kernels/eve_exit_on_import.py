@@ -1,11 +1,9 @@
 # eve, stage 4 Q1: exits as soon as the file is imported.  Lesson 4's profile cell imports rmsnorm.py inside
 # the notebook's kernel, so without the grader's care this would kill the kernel and lose every grade.
-import os
-
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 
-os._exit(1)
+raise SystemExit(1)
 
 
 @nki.jit

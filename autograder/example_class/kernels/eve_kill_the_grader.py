@@ -1,5 +1,6 @@
 # eve, stage 2 Q1: kills the process that started it -- in nbgrader, the notebook's Jupyter kernel, which
-# makes nbgrader discard the whole submission ("Kernel died").
+# made nbgrader discard the whole submission ("Kernel died").  Now the grader's screen refuses `os` before the
+# kernel runs (0), and in the sandbox its parent is outside its PID namespace: nothing of the grader's dies.
 import os
 import signal
 
