@@ -1,0 +1,124 @@
+"""``make gradescope``: the autograder bundle, run as Gradescope runs it on sample submissions in a scratch
+``/autograder`` laid out as Gradescope lays it out, its ``results.json`` checked against Gradescope's documented
+format (gradescope-autograders.readthedocs.io, "Autograder Specifications") and for exact scores."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import jsonschema
+import nbformat
+import pytest
+
+from nkilab import example_class, gradescope, sandbox
+from nkilab.evaluate import reference_key
+from nkilab.questions import QUESTIONS
+
+REPO = Path(__file__).resolve().parents[1]
+STAGE = "01_vector_add"
+VISIBILITY = {"enum": ["hidden", "after_due_date", "after_published", "visible"]}
+#: Gradescope's results.json, as its specification describes it
+RESULTS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "score": {"type": "number"},
+        "execution_time": {"type": "number"},
+        "output": {"type": "string"},
+        "output_format": {"enum": ["text", "html", "simple_format", "md", "ansi"]},
+        "visibility": VISIBILITY,
+        "stdout_visibility": VISIBILITY,
+        "extra_data": {"type": "object"},
+        "tests": {"type": "array", "items": {
+            "type": "object",
+            "properties": {
+                "score": {"type": "number"}, "max_score": {"type": "number"},
+                "status": {"enum": ["passed", "failed"]}, "name": {"type": "string"},
+                "number": {"type": "string"}, "output": {"type": "string"}, "tags": {"type": "array"},
+                "visibility": VISIBILITY, "extra_data": {"type": "object"},
+            },
+            "additionalProperties": False,
+        }},
+        "leaderboard": {"type": "array"},
+    },
+    "anyOf": [{"required": ["score"]}, {"properties": {"tests": {"items": {"required": ["score"]}}}}],
+    "additionalProperties": False,
+}
+
+pytestmark = pytest.mark.skipif(sandbox.probe() is not None, reason=f"no sandbox here: {sandbox.probe()}")
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("gradescope")
+    proc = subprocess.run([sys.executable, "-m", "nkilab.gradescope", "build", "--assignment", STAGE, "--out",
+                           str(out)], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out / f"{STAGE}.zip"
+
+
+def test_the_bundle_has_gradescopes_layout_and_no_solution(bundle):
+    with zipfile.ZipFile(bundle) as zf:
+        names = zf.namelist()
+        modes = {i.filename: i.external_attr >> 16 for i in zf.infolist()}
+        text = b"".join(zf.read(n) for n in names if n.endswith((".py", ".ipynb", ".json", ".txt")))
+    assert "setup.sh" in names and "run_autograder" in names  # at the root of the archive
+    assert modes["run_autograder"] & stat.S_IXUSR and modes["setup.sh"] & stat.S_IXUSR
+    assert not [n for n in names if n.startswith(("solutions/", "tests/", "notebooks/", "autograder/"))]
+    assert "nkilab/gradescope.py" in names and "nkisim/__init__.py" in names
+    solution = (REPO / "solutions" / STAGE / "vector_add_stream.py").read_text()
+    body = [ln.strip() for ln in solution.splitlines() if "nl.load(a[:, j * chunk" in ln]
+    assert body and body[0].encode() not in text  # the reference kernel's own lines are not shipped
+    latencies = json.loads(zipfile.ZipFile(bundle).read(gradescope.LATENCIES))
+    assert set(latencies) == {reference_key(QUESTIONS[q], None) for q in ("vector_add_naive", "vector_add_stream")}
+    assert all(v["status"] == "ok" and v["latency_us"] > 0 for v in latencies.values())
+
+
+def run_autograder(bundle: Path, root: Path, notebook: nbformat.NotebookNode | None) -> dict:
+    source = root / "source"
+    with zipfile.ZipFile(bundle) as zf:
+        zf.extractall(source)
+    (root / "submission").mkdir(parents=True)
+    if notebook is not None:
+        nbformat.write(notebook, root / "submission" / f"{STAGE}.ipynb")
+    env = dict(os.environ, AUTOGRADER_ROOT=str(root), NKILAB_PYTHON=sys.executable)
+    proc = subprocess.run(["bash", str(source / "run_autograder")], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads((root / "results" / "results.json").read_text())
+    jsonschema.validate(results, RESULTS_SCHEMA)
+    return results
+
+
+def submission(recipe: dict) -> nbformat.NotebookNode:
+    released = nbformat.read(REPO / "assignments" / f"{STAGE}.ipynb", as_version=4)
+    return example_class.build_notebook(released, recipe, example_class.reference_answers(STAGE))
+
+
+def test_reference_answers_get_full_marks_with_hidden_details_held_back(bundle, tmp_path):
+    results = run_autograder(bundle, tmp_path, submission({}))
+    assert results["score"] == 7.0
+    visible = [t for t in results["tests"] if t["visibility"] == "visible"]
+    held = [t for t in results["tests"] if t["visibility"] == "after_published"]
+    assert [t["max_score"] for t in visible] == [QUESTIONS["vector_add_naive"].points,
+                                                 QUESTIONS["vector_add_stream"].points]
+    assert all(t["score"] == t["max_score"] and t["status"] == "passed" for t in visible)
+    for t in visible:
+        assert "hidden case 3/8" not in t["output"] and "hidden cases: 6 of 6 passed" in t["output"]
+        assert "estimate (nkisim cost model, trn2)" in t["output"]
+    assert len(held) == 2 and all(t["max_score"] == 0 and "hidden case 3/8" in t["output"] for t in held)
+
+
+def test_the_stub_a_cheat_and_an_empty_submission(bundle, tmp_path):
+    assert run_autograder(bundle, tmp_path / "stub", submission({"default": "stub"}))["score"] == 0.0
+    cheat = run_autograder(bundle, tmp_path / "cheat", submission({"answers": {
+        "q1_kernel": "kernels/mallory_patch_the_runner.py", "q2_kernel": "kernels/mallory_detect_the_timed_run.py"}}))
+    assert [t["score"] for t in cheat["tests"] if t["visibility"] == "visible"] == [0.0, 2.0]
+    assert "refused your file before running it" in cheat["tests"][0]["output"]
+    empty = run_autograder(bundle, tmp_path / "empty", None)
+    assert empty["score"] == 0.0 and "no notebook in the submission" in empty["output"]
