@@ -2,7 +2,8 @@
 
 Every page comes from a file that is already the source of truth, so the site cannot drift from the
 course: the guides are the Markdown files in ``docs/`` and ``autograder/README.md``, the lessons are the
-*student* notebooks in ``assignments/`` (so the site never shows a solution), and the two reference
+*student* notebooks in ``assignments/`` (so the site never shows a solution; the demo outputs, which come
+from running the authored lessons, have every line of reference code they echo hidden), and the two reference
 pages are generated from the simulator itself (its error catalogue and the names ``nl``, ``nisa`` and
 ``nki`` export).  The pages are plain HTML and one stylesheet: no JavaScript, no network, readable
 from ``file://`` as well as from a web server.
@@ -32,6 +33,8 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer, TextLexer, get_lexer_by_name
 from pygments.util import ClassNotFound
 
+from nkilab.redact import ANSI, HIDDEN, scrub_outputs
+
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
 SITE_NAME = "NKI Kernel Lab"
@@ -49,6 +52,7 @@ class Page:
     section: str  # navigation group
     body: str  # HTML of the main column
     source: str  # repository path the page is built from, shown at its foot
+    hidden: int = 0  # lines of demo output hidden because they echo reference code (see scrub_outputs)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -156,14 +160,25 @@ def guide_page(source: str, slug: str, section: str, title: str = "") -> Page:
 def lesson_pages(assignments: Path, notebooks: Path | None = None,
                  log: Callable[[str], object] = lambda s: None) -> list[Page]:
     """One page per student notebook, in stage order.  With ``notebooks`` (the authored lessons), each
-    lesson is run first and its demo cells show their outputs: plots, tables, the compiler's errors."""
+    lesson is run first and its demo cells show their outputs: plots, tables, the compiler's errors, with
+    every line of reference code they echo hidden (``scrub_outputs``)."""
+    prints: set[str] = set()
+    if notebooks is not None:
+        from nkilab.release import reference_fingerprints
+
+        prints = reference_fingerprints(notebooks)
     pages = []
     for nb_path in sorted(assignments.glob("[0-9][0-9]_*.ipynb")):
         nb = nbformat.read(nb_path, as_version=4)
         outputs: dict[str, list] = {}
+        hidden = 0
         if notebooks is not None:
             log(f"  running {nb_path.stem} for its demo outputs ...")
-            outputs = demo_outputs(notebooks / f"{nb_path.stem}.py")
+            for cell_id, cell_outputs in demo_outputs(notebooks / f"{nb_path.stem}.py").items():
+                outputs[cell_id], n = scrub_outputs(cell_outputs, prints)
+                hidden += n
+            if hidden:
+                log(f"    {hidden} line(s) of reference code hidden from its demo outputs")
         parts: list[str] = []
         title = nb_path.stem
         for cell in nb.cells:
@@ -177,10 +192,13 @@ def lesson_pages(assignments: Path, notebooks: Path | None = None,
         shown = ("Demo cells show what they print when the lesson runs with the reference solutions in "
                  "place; in your copy, run them to see your own kernels' results." if outputs else
                  "Outputs are not shown here: run the cells to see them.")
+        if hidden:
+            shown += (" Lines of the reference solutions that a demo prints (a profile's source column, say) "
+                      f"read <code>{html.escape(HIDDEN)}</code>.")
         download = (f'<p class="download">Work through it in Jupyter: <a href="../notebooks/{nb_path.name}" '
                     f'download>{nb_path.name}</a> (or <code>make lab</code> in the repository). {shown}</p>\n')
         pages.append(Page(f"lessons/{nb_path.stem}.html", title, "Lessons", download + "".join(parts),
-                          f"assignments/{nb_path.name}"))
+                          f"assignments/{nb_path.name}", hidden))
     return pages
 
 
@@ -205,9 +223,6 @@ def demo_outputs(source: Path, timeout: float = 600) -> dict[str, list]:
     return {cell["id"]: cell.outputs for cell in nb.cells if cell.cell_type == "code" and _is_demo(cell)}
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-
-
 def outputs_html(outputs: list) -> str:
     """Notebook outputs as HTML: text in ``<pre>``, plots as inline PNGs, errors by name and message.
     Stderr is left out (warnings about the reader's set-up are not part of the lesson)."""
@@ -215,17 +230,17 @@ def outputs_html(outputs: list) -> str:
     for out in outputs:
         kind = out.get("output_type")
         if kind == "stream" and out.get("name") == "stdout":
-            parts.append(f'<pre class="output">{html.escape(_ANSI.sub("", out["text"]))}</pre>')
+            parts.append(f'<pre class="output">{html.escape(ANSI.sub("", out["text"]))}</pre>')
         elif kind in ("display_data", "execute_result"):
             data = out.get("data", {})
             if "image/png" in data:
                 png = data["image/png"].replace("\n", "")
                 parts.append(f'<img class="output" alt="plot made by this cell" src="data:image/png;base64,{png}">')
             elif "text/plain" in data:
-                parts.append(f'<pre class="output">{html.escape(_ANSI.sub("", data["text/plain"]))}</pre>')
+                parts.append(f'<pre class="output">{html.escape(ANSI.sub("", data["text/plain"]))}</pre>')
         elif kind == "error":
             parts.append(f'<pre class="output error">{html.escape(out["ename"])}: '
-                         f'{html.escape(_ANSI.sub("", out["evalue"]))}</pre>')
+                         f'{html.escape(ANSI.sub("", out["evalue"]))}</pre>')
     return f'<div class="outputs">{"".join(parts)}</div>' if parts else ""
 
 

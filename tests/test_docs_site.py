@@ -1,6 +1,6 @@
 """The course site (docs/build_site.py): every page builds from the course's sources, links resolve, no
-solution leaks onto it, the reference pages cover the simulator, and a real headless Chromium renders
-it with its stylesheet."""
+solution leaks onto it (also not through the demo outputs of the site `make docs` builds), the reference
+pages cover the simulator, and a real headless Chromium renders it with its stylesheet."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from nkilab import redact
 from nkilab.release import reference_fingerprints, scan_for_leaks
 from nkisim.core.errors import CATALOGUE, UNDOCUMENTED, docs_link
 
@@ -59,8 +60,19 @@ def parse(path: Path) -> _Links:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list]:
+    """The site without demo outputs (``build_site.py --no-outputs``): quick, for its structure."""
     out = tmp_path_factory.mktemp("site") / "site"
     pages = builder.build(out)
+    return out, pages
+
+
+@pytest.fixture(scope="module")
+def docs_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list]:
+    """The site as ``make docs`` builds it (the call ``build_site.main`` makes): every lesson run under a
+    Jupyter kernel with the reference answers in place, for its demo outputs.  About a minute, so once
+    per module and only for tests marked slow."""
+    out = tmp_path_factory.mktemp("docs") / "site"
+    pages = builder.build(out, notebooks=REPO / "notebooks")
     return out, pages
 
 
@@ -103,15 +115,20 @@ def test_internal_links_and_anchors_resolve(site):
                 assert anchor in parse(dest).ids, f"{page.slug}: no #{anchor} in {target or page.slug}"
 
 
-def test_no_solution_reaches_the_site(site, tmp_path):
-    out, pages = site
-    prints = reference_fingerprints()
+@pytest.mark.parametrize("built", ["site", pytest.param("docs_site", marks=pytest.mark.slow)])
+def test_no_solution_reaches_the_site(built, request, tmp_path):
+    # both builds: without outputs, and as `make docs` builds it, where the demo cells ran the reference
+    # answers and show what they printed (stage 4's profile prints the kernel's source lines)
+    out, pages = request.getfixturevalue(built)
+    prints = reference_fingerprints()  # the release's: solution lines no student notebook shows
     # the text a reader sees (highlighting splits code into spans) against the reference kernels' lines,
-    # and lessons and notebooks against nbgrader's solution markers too (the TA guide names the markers)
+    # whole or cut off (a table column), and lessons and notebooks against nbgrader's solution markers
+    # too (the TA guide names the markers)
     lessons = tmp_path / "lessons"
     lessons.mkdir()
     for page in pages:
         text = html.unescape("".join(parse(out / page.slug).text))
+        assert redact.hide_reference_code(text, prints)[1] == 0, page.slug
         if page.section == "Lessons":
             (lessons / page.slug.replace("/", "_")).write_text(text)
         else:
@@ -120,6 +137,92 @@ def test_no_solution_reaches_the_site(site, tmp_path):
         shutil.copy(nb, lessons / nb.name)
     assert len(list(lessons.iterdir())) == 2 * len(list((REPO / "assignments").glob("[0-9][0-9]_*.ipynb")))
     assert scan_for_leaks(lessons, prints) == []
+    if built == "docs_site":
+        # stage 4's profile is on the page, its table rows kept, the kernel's source column hidden
+        hidden = {page.slug: page.hidden for page in pages if page.hidden}
+        assert set(hidden) == {"lessons/04_masked_rmsnorm.html"}, hidden
+        stage4 = html.unescape("".join(parse(out / "lessons/04_masked_rmsnorm.html").text))
+        assert "Per-line engine time" in stage4 and "Vector Engine active" in stage4
+        assert stage4.count(redact.HIDDEN) >= hidden["lessons/04_masked_rmsnorm.html"] >= 5
+        reference = (REPO / "solutions/04_masked_rmsnorm/rmsnorm.py").read_text().splitlines()
+        secret = [ln.strip() for ln in reference if ln.strip() in prints]
+        assert len(secret) >= 10
+        for line in secret:  # not whole, not cut to the profile's 70-character source column
+            assert line not in stage4 and line[:70] not in stage4, line
+
+
+def _profile_output(kernel: str) -> dict:
+    """What stage 4's profile demo prints for ``kernel`` (a file of solutions/04_masked_rmsnorm/), as the
+    stream output a notebook keeps.  A small input: the table's lines are the same."""
+    import neuronxcc.nki.language as nl
+    from neuronxcc.nki import typing as nt
+
+    from nkilab.modules import load_kernel
+    from nkisim.cost.report import profile_kernel
+
+    path = REPO / "solutions/04_masked_rmsnorm" / f"{kernel}.py"
+    prof = profile_kernel(load_kernel(path, kernel), nt.tensor[[300, 2048], nl.float32], nt.tensor[[2048], nl.float32],
+                          target="trn2")
+    return {"output_type": "stream", "name": "stdout",
+            "text": prof.summary_text() + "\n" + prof.line_table_text(top=8) + "\n"}
+
+
+def test_demo_outputs_hide_reference_code():
+    prints = reference_fingerprints()
+    # the fingerprints leave out what students see anyway: boilerplate the stubs share and trivial lines
+    for public in ("return out", "import numpy as np", "@nki.jit", "i_p = nl.arange(128)[:, None]",
+                   "for i in nl.affine_range(math.ceil(n_rows / 128)):"):
+        assert public not in prints
+    # the leak of issue 10: stage 4's profile of the reference rmsnorm, one row per source line, one of them
+    # cut to the 70-character column
+    raw = _profile_output("rmsnorm")
+    rows = [ln for ln in raw["text"].splitlines() if re.match(r"\s+\d+\s+\d+\s+[\d.]+\s", ln)]
+    assert len(rows) == 8
+    whole = [fp for fp in prints if fp in raw["text"]]
+    assert len(whole) == 7  # what a plain scan sees; the eighth row is cut off
+    assert "out_tile = nl.multiply(normed, g_bcast, dtype=a.dtype, mask=(rows < n_" in raw["text"]
+    # unscrubbed it reaches the page (the mutant the site test has to catch) ...
+    page = html.unescape("".join(parse_markup(builder.outputs_html([raw])).text))
+    assert [fp for fp in prints if fp in page] == whole
+    assert redact.hide_reference_code(page, prints)[1] == 8
+    # ... scrubbed, every row keeps its line number, count, time and engines, and no source
+    (clean,), hidden = redact.scrub_outputs([raw], prints)
+    assert hidden == 8 and raw["text"].count(redact.HIDDEN) == 0  # the original is left as it was
+    page = html.unescape("".join(parse_markup(builder.outputs_html([clean])).text))
+    assert not [fp for fp in prints if fp in page] and "(rows < n_" not in page
+    assert redact.hide_reference_code(page, prints)[1] == 0
+    assert page.count(redact.HIDDEN) == 8 and "Per-line engine time" in page and "total_time" in page
+    for row in rows:
+        assert row[:row.index("  ", 30)] in page  # "    24        3       12.99  dve" etc. stay
+
+
+@pytest.mark.parametrize(("echo", "hidden"), [
+    # a whole line, as a traceback or a print shows it, with the text around it kept
+    ("  --> 19 a_tile = nl.load(a[rows, i_f], mask=(rows < n_rows))  <- here",
+     f"  --> 19 {redact.HIDDEN}  <- here"),
+    # spacing changed
+    ("a_tile  =  nl.load(a[rows, i_f],   mask=(rows < n_rows))", redact.HIDDEN),
+    # cut on the right, with and without an ellipsis, and on the left
+    ("   7  dve  out_tile = nl.multiply(normed, g_bcast, dty", f"   7  dve  {redact.HIDDEN}"),
+    ("src: out_tile = nl.multiply(normed, g_bcast, dtype=a.d...", f"src: {redact.HIDDEN}"),
+    ("...y(normed, g_bcast, dtype=a.dtype, mask=(rows < n_rows)) (line 24)", f"{redact.HIDDEN} (line 24)"),
+])
+def test_hide_reference_code_catches_echoes(echo, hidden):
+    prints = reference_fingerprints()
+    text = f"before\n{echo}\nafter"
+    assert redact.hide_reference_code(text, prints) == (f"before\n{hidden}\nafter", 1)
+
+
+@pytest.mark.parametrize("text", [
+    "i_p = nl.arange(128)[:, None]",  # boilerplate the student stub shows
+    "    return out",
+    "out_tile = nl.multiply(",  # the start of a reference line, too short to tell it from the lesson's text
+    "ValueError: number of partitions 256 exceed architecture limitation of 128",
+    "  total_time                      48.75 us",
+    f"     19        3       10.82  dma            {redact.HIDDEN}",
+])
+def test_hide_reference_code_keeps_other_text(text):
+    assert redact.hide_reference_code(text, reference_fingerprints()) == (text, 0)
 
 
 def test_error_catalogue_page_lists_every_error(site):
@@ -211,13 +314,11 @@ def test_chromium_applies_the_stylesheet(served):
 
 
 @pytest.mark.slow
-def test_lesson_pages_show_what_the_demos_print(tmp_path):
+def test_lesson_pages_show_what_the_demos_print(docs_site):
     # the lesson runs under a real Jupyter kernel with the reference answers in place; its demo cells'
     # outputs (text, the compiler's error, a plot) appear under them, answers/checks/grades show none
-    assignments = tmp_path / "assignments"
-    assignments.mkdir()
-    shutil.copy(REPO / "assignments/02_partition_tiling.ipynb", assignments)
-    (page,) = builder.lesson_pages(assignments, REPO / "notebooks")
+    out, pages = docs_site
+    (page,) = [p for p in pages if p.slug == "lessons/02_partition_tiling.html"]
     body = page.body
     assert "number of partitions in src[256, 4] of &#x27;load&#x27; exceed architecture limitation of 128" in body
     assert "latency (estimate: nkisim cost model, trn2)" in body  # the sweep's table names estimate and target
@@ -228,3 +329,7 @@ def test_lesson_pages_show_what_the_demos_print(tmp_path):
     # the demos ran with the reference answers in place, yet nothing of those answers shows
     text = html.unescape("".join(parse_markup(body).text))
     assert not [fp for fp in reference_fingerprints() if fp in text]
+    assert page.hidden == 0 and redact.HIDDEN not in body  # and nothing needed hiding
+    # stage 4's page says why its profile's source column reads as it does
+    stage4 = (out / "lessons/04_masked_rmsnorm.html").read_text()
+    assert f"read <code>{html.escape(redact.HIDDEN)}</code>" in stage4
