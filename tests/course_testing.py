@@ -128,3 +128,22 @@ def mutant_grading_test(mutants: dict[str, tuple[str, str]], *, seed: int,
         assert r.speed == 0.0  # correctness gates speed
 
     return test_mutants_lose_correctness_points
+
+
+def processes_under(folder: Path, markers: tuple[str, ...] = ()) -> list[str]:
+    """Processes working for a grading run in ``folder``: their working directory or command line is in it, or
+    their command line holds one of ``markers`` (a grading child, a sandbox).  For "nothing outlives grading"."""
+    import os
+
+    found = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit() or int(p.name) == os.getpid():
+            continue
+        try:
+            cmd = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cwd = os.readlink(p / "cwd")
+        except OSError:
+            continue
+        if cwd.startswith(str(folder)) or str(folder) in cmd or any(m in cmd for m in markers):
+            found.append(f"{p.name}: {cmd[:120]}")
+    return found

@@ -259,3 +259,11 @@ def test_grading_without_a_sandbox_is_refused_unless_asked(monkeypatch, tmp_path
         assert capsys.readouterr().out.startswith(sandbox.WARNING)
     finally:
         sandbox.probe.cache_clear()
+
+
+def test_grading_takes_the_course_target_not_the_graders_shell(monkeypatch):
+    """A TA's shell with NEURON_PLATFORM_TARGET_OVERRIDE=trn1 still grades on the course's target (trn2)."""
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn1")
+    r = grade_report("vector_add_naive", QUESTIONS["vector_add_naive"].solution_path, seed=1, verbose=False)
+    assert r.evaluation.target == "trn2" and r.points == QUESTIONS["vector_add_naive"].points
+    assert "estimate (nkisim cost model, trn2)" == r.evaluation.latency_label()

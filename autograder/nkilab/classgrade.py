@@ -16,7 +16,9 @@ For the example class everything is built at run time in a fresh course director
 ``notebooks/``, the release with ``nbgrader generate_assignment``, the roster from
 ``autograder/example_class/roster.csv`` and the submissions from the current ``assignments/`` plus each
 student's recipe (``nkilab.example_class``).  With ``--course`` nothing outside nbgrader's own folders is
-written, and ``submitted/`` is only read.
+written but the CSVs, the run's lock and the course's seed (``.nkilab-grade.lock``, ``.nkilab-seed``: a re-run
+grades the same hidden inputs, so it gives the same grades), and ``submitted/`` is only read.  ``--resume``
+keeps every submission whose autograded scores an earlier (stopped) run already recorded.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from nbgrader.plugins import CsvExportPlugin
 
 from nkilab import example_class, gradebook_audit, intake, sandbox
 from nkilab.batch_control import CHILDREN, CourseBusy, course_lock, on_signals
-from nkilab.evaluate import PRESET_ENV, default_target, reference_key, reference_latency
+from nkilab.evaluate import PRESET_ENV, grading_target, reference_key, reference_latency
 from nkilab.grade_table import Submission, collect, table, write_csv, write_lms_csv
 from nkilab.nbgrader_plugins import feedback_flags, grading_flags
 from nkilab.questions import QUESTIONS
@@ -52,6 +54,7 @@ from nkilab.sanitize import grade_id, is_grade, restore
 
 EXAMPLE_DIR = REPO / "build" / "example_class"
 EXAMPLE_MARK = ".nkilab-example-class"  # only a directory carrying this file is ever wiped
+SEED_FILE = ".nkilab-seed"  # the course's hidden-case seed, kept so a re-run grades the same inputs
 EXAMPLE_KERNEL_TIMEOUT = 20.0  # s per kernel run: the example kernels need ~1 s; keeps the endless loop short
 
 
@@ -104,7 +107,7 @@ def reference_presets() -> str:
     """Every question's reference latency, measured once here before any student code runs (JSON for the env)."""
     found = {}
     for q in QUESTIONS.values():
-        target = q.target or default_target()
+        target = grading_target(q)
         res = reference_latency(q, target, 120.0)
         if res.get("status") == "ok":
             found[reference_key(q, target)] = res
@@ -192,6 +195,32 @@ def _autograded(course: Path, student: str, assignment: str, notebooks: list[str
     return all((folder / f"{nb}.ipynb").exists() for nb in notebooks)
 
 
+def already_graded(db_url: str, student: str, assignment: str, notebooks: list[str]) -> bool:
+    """Every autograded cell of the submission has a recorded score (what ``--resume`` keeps)."""
+    with Gradebook(db_url) as gb:
+        try:
+            sub = gb.find_submission(assignment, student)
+        except MissingEntry:
+            return False
+        nbs = {nb.name: nb for nb in sub.notebooks}
+        if set(notebooks) - set(nbs):
+            return False
+        grades = [g for nb in notebooks for g in nbs[nb].grades if g.cell.cell_type == "code"]
+        return bool(grades) and all(g.auto_score is not None for g in grades)
+
+
+def course_seed(course: Path, given: int | None) -> int:
+    """``--seed``, else ``NKILAB_SEED``, else the seed an earlier run of this course recorded, else a fresh one."""
+    if given is not None:
+        return given
+    if os.environ.get("NKILAB_SEED"):
+        return int(os.environ["NKILAB_SEED"])
+    try:
+        return int((course / SEED_FILE).read_text().strip())
+    except (OSError, ValueError):
+        return secrets.randbits(32)
+
+
 def _attempted(log: str, student: str, assignment: str) -> bool:
     return re.search(rf"Sanitizing \S*[/\\]{re.escape(student)}[/\\]{re.escape(assignment)}[/\\]", log) is not None
 
@@ -264,12 +293,18 @@ def sanitize_notes(course: Path, student: str, assignment: str, notebooks: list[
 
 
 def grade_assignment(course: Path, nbg: Nbgrader, assignment: str, notebooks: list[str],
-                     records: list[intake.Intake], limits: Limits, env: dict[str, str]) -> dict[str, tuple[str, list[str]]]:
-    """Autograde one assignment for everyone; returns student -> (status, notes) for every intake record."""
+                     records: list[intake.Intake], limits: Limits, env: dict[str, str],
+                     resume: bool = False) -> dict[str, tuple[str, list[str]]]:
+    """Autograde one assignment for everyone (with ``resume``: everyone without recorded scores yet);
+    returns student -> (status, notes) for every intake record."""
     db_url = f"sqlite:///{course / 'gradebook.db'}"
-    gradable = [r.student for r in records if r.gradable]
     results: dict[str, tuple[str, list[str]]] = {
         r.student: (r.status, [r.note] if r.note else []) for r in records if not r.gradable}
+    if resume:
+        kept = [r for r in records if r.gradable and already_graded(db_url, r.student, assignment, notebooks)]
+        results.update({r.student: ("graded", ["kept the scores an earlier run recorded (--resume)"]) for r in kept})
+        records = [r for r in records if r not in kept]
+    gradable = [r.student for r in records if r.gradable]
     if not gradable:
         return results
     flags = grading_flags(cell_timeout=limits.cell, notebook_timeout=limits.notebook)
@@ -313,19 +348,20 @@ def grade_assignment(course: Path, nbg: Nbgrader, assignment: str, notebooks: li
 
 def grade_class(course: Path, *, example: bool, only: list[str] | None = None, limits: Limits,
                 seed: int | None = None, csv_path: Path | None = None, sandboxed: bool = True,
-                class_dir: Path = example_class.CLASS_DIR) -> tuple[list[Submission], str]:
+                class_dir: Path = example_class.CLASS_DIR, resume: bool = False) -> tuple[list[Submission], str]:
     """The whole pipeline; returns every (student, assignment) graded and the printed table."""
     lock = course.parent / f".{course.name}.nkilab-lock" if example else course / ".nkilab-grade.lock"
     try:
         with course_lock(lock):
             return _grade_class(course, example=example, only=only, limits=limits, seed=seed, csv_path=csv_path,
-                                sandboxed=sandboxed, class_dir=class_dir)
+                                sandboxed=sandboxed, class_dir=class_dir, resume=resume)
     except CourseBusy as err:
         raise ClassGradeError(str(err)) from None
 
 
 def _grade_class(course: Path, *, example: bool, only: list[str] | None, limits: Limits, seed: int | None,
-                 csv_path: Path | None, sandboxed: bool, class_dir: Path) -> tuple[list[Submission], str]:
+                 csv_path: Path | None, sandboxed: bool, class_dir: Path,
+                 resume: bool) -> tuple[list[Submission], str]:
     if sandboxed:
         try:
             sandbox.require()
@@ -333,7 +369,7 @@ def _grade_class(course: Path, *, example: bool, only: list[str] | None, limits:
             raise ClassGradeError(str(err)) from None
     else:
         _log(sandbox.WARNING)
-    seed = int(os.environ.get("NKILAB_SEED") or secrets.randbits(32)) if seed is None else seed
+    seed = course_seed(course, seed)
     bin_dir = str(Path(sys.executable).parent)  # nbgrader's Gradebook runs `alembic` from PATH, here too
     if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
@@ -358,7 +394,9 @@ def _grade_class(course: Path, *, example: bool, only: list[str] | None, limits:
     db_url = f"sqlite:///{course / 'gradebook.db'}"
     before = gradebook_audit.snapshot(db_url)  # a TA's manual scores, to prove grading left them alone
     env[PRESET_ENV] = reference_presets()
-    results = {a: grade_assignment(course, nbg, a, layout[a], [r for r in records if r.assignment == a], limits, env)
+    (course / SEED_FILE).write_text(f"{seed}\n")
+    results = {a: grade_assignment(course, nbg, a, layout[a], [r for r in records if r.assignment == a], limits, env,
+                                   resume)
                for a in assignments}
     for which in (["*"] if only is None else assignments):  # one nbgrader start-up for the whole class
         name = "generate_feedback" + ("" if which == "*" else f"-{which}")
@@ -416,7 +454,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--notebook-timeout", type=int, default=None, help="seconds per notebook (default: derived)")
     ap.add_argument("--jobs", type=int, default=None,
                     help="students graded side by side, one nbgrader process each (default: the number of cores)")
-    ap.add_argument("--seed", type=int, default=None, help="hidden-case data seed (default: NKILAB_SEED or random)")
+    ap.add_argument("--seed", type=int, default=None,
+                    help=f"hidden-case data seed (default: NKILAB_SEED, else the course's {SEED_FILE} from an earlier "
+                         "run, else random)")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep every submission whose autograded scores are already recorded (after a stopped run); "
+                         "grade the rest with the course's recorded seed")
     ap.add_argument("--no-sandbox", action="store_true",
                     help="grade without the bubblewrap sandbox (only on a machine you can lose: student code then "
                          "runs as your user); every report says so")
@@ -431,7 +474,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         on_signals()
         _, text = grade_class(course, example=example, only=_split(args.assignment), limits=limits, seed=args.seed,
-                              csv_path=args.csv, sandboxed=not args.no_sandbox, class_dir=args.class_dir.resolve())
+                              csv_path=args.csv, sandboxed=not args.no_sandbox, class_dir=args.class_dir.resolve(),
+                              resume=args.resume)
     except (ClassGradeError, example_class.RecipeError) as err:
         print(f"make grade: {err}", file=sys.stderr)
         return 1

@@ -12,7 +12,7 @@ from typing import Any
 
 from nkilab import gate
 from nkilab.compare import Verdict, describe_error, diagnose
-from nkilab.questions import Case, Question
+from nkilab.questions import COURSE_TARGET, Case, Question
 from nkilab.runner import CaseRun, RunResult, run_inprocess, run_module
 
 #: a case whose arguments have at most this many elements each also runs on its negated inputs: on so
@@ -78,7 +78,13 @@ class Evaluation:
 
 
 def default_target() -> str | None:
+    """A student's own checks follow their environment (``NEURON_PLATFORM_TARGET_OVERRIDE``), as nki.jit does."""
     return os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE") or None
+
+
+def grading_target(q: Question) -> str:
+    """The target a question is *graded* on: its own, else the course's; never the environment's."""
+    return q.target or COURSE_TARGET
 
 
 PRESET_ENV = "NKILAB_REFERENCE_LATENCIES"

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from nkilab import sandbox
 from nkilab.check import case_lines, speed_lines
-from nkilab.evaluate import Evaluation, evaluate
+from nkilab.evaluate import Evaluation, evaluate, grading_target
 from nkilab.questions import get
 
 
@@ -60,7 +60,7 @@ def grade_report(question_id: str, module_path: str | os.PathLike | None = None,
             sandboxed = sandbox.require()
             if not sandboxed:
                 print(sandbox.WARNING, file=out)
-            ev = evaluate(q, module_path, hidden=True, seed=seed, target=target, timeout=timeout,
+            ev = evaluate(q, module_path, hidden=True, seed=seed, target=target or grading_target(q), timeout=timeout,
                           sandboxed=sandboxed)
             # in proportion to the cases passed (after a timeout or crash, the cases that finished right)
             cpts = q.correctness_points * (ev.passed / len(ev.cases)) if ev.cases else 0.0

@@ -33,7 +33,7 @@ import nbformat
 
 from nkilab import intake, sandbox
 from nkilab.check import hide_hidden_cases
-from nkilab.evaluate import PRESET_ENV, default_target, reference_key, reference_latency
+from nkilab.evaluate import PRESET_ENV, grading_target, reference_key, reference_latency
 from nkilab.grade import grade_report
 from nkilab.questions import QUESTION_CALL, QUESTIONS, REPO
 from nkilab.sanitize import grade_id, is_grade, restore, writefile_target
@@ -108,7 +108,7 @@ def build(assignment: str, out: Path, *, sandboxed: bool = True) -> Path:
     latencies = {}
     for kq in questions:
         q = QUESTIONS[kq.qid]
-        target = q.target or default_target()
+        target = grading_target(q)
         res = reference_latency(q, target, 300.0)
         if res.get("status") != "ok":
             raise SystemExit(f"make gradescope: the reference for {q.qid} did not run: {res.get('error')}")

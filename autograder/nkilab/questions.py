@@ -30,6 +30,10 @@ TOLERANCES: dict[str, tuple[float, float]] = {
 #: a grade cell's call, ``grade("<question id>", ...)``: how a notebook names the question it grades
 QUESTION_CALL = re.compile(r"""\bgrade\(\s*["'](\w+)["']""")
 
+#: the target every question is graded on unless it names its own.  Grading never reads it from the environment
+#: (a TA's shell with NEURON_PLATFORM_TARGET_OVERRIDE=trn1 must not grade a class on trn1); ``check`` may.
+COURSE_TARGET = "trn2"
+
 FULL_TIER = 1.2  # full speed points at <= 1.2x the reference's latency
 PARTIAL_TIER = 2.0  # half the speed points at <= 2x
 
