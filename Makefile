@@ -27,6 +27,7 @@ sandbox-tool:
 
 test: setup
 	$(PY) -m ruff check .
+	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m pytest -q
 
 test-fast: $(STAMP)
@@ -70,8 +71,10 @@ lab: $(STAMP)
 	for nb in assignments/*.ipynb; do test -e $(LAB_DIR)/$$(basename $$nb) || cp $$nb $(LAB_DIR)/; done
 	$(VENV)/bin/jupyter lab --notebook-dir=$(LAB_DIR)
 
+# ruff, and the import-linter contracts in pyproject.toml (layers import downwards only).
 lint: $(STAMP)
 	$(PY) -m ruff check .
+	$(VENV)/bin/lint-imports --no-cache
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

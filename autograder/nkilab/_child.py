@@ -11,7 +11,6 @@ fast-and-wrong when timed.  Whatever the student's module does to NumPy or to th
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 import time
@@ -60,12 +59,9 @@ def load_kernel(module_path: str, function: str) -> Any:
     """Import the student's file by path and return the kernel, jitted if it was left undecorated."""
     fn = modules.load_kernel(module_path, function)
     if on_simulator():
-        import neuronxcc.nki as nki
+        from nkisim import api
 
-        from nkisim.runtime.kernel import Kernel
-
-        if not isinstance(fn, Kernel):  # a plain function still has to run as an NKI kernel
-            fn = nki.jit(fn)
+        fn = api.as_kernel(fn)  # a plain function still has to run as an NKI kernel
     return fn
 
 
@@ -78,58 +74,30 @@ def make_grid(spec: Any) -> tuple | None:
     return tuple(nl.nc(int(x["nc"])) if isinstance(x, dict) else int(x) for x in spec)
 
 
-def _leaves(value: Any) -> list[Any]:
-    if isinstance(value, (tuple, list)):
-        return [leaf for v in value for leaf in _leaves(v)]
-    return [value]
+class Launcher:
+    """The call a question makes, ``kernel(*args)`` or ``kernel[grid](*args)`` on the question's target.
 
+    On the simulator it goes through ``nkisim.api`` with ``tensors_only`` (a kernel returning a NumPy array
+    computed outside NKI fails, as it would fail to compile on a device), and keeps the latest launch, whose
+    cost-model estimate is the timed case's latency."""
 
-class _TensorsOnly:
-    """The student's kernel function, failing if it returns anything but NKI tensors (see returns_tensors_only).
+    def __init__(self, fn: Any, grid_spec: Any, target: str | None) -> None:
+        self.fn, self.grid, self.target = fn, make_grid(grid_spec), target
+        self.simulator = on_simulator()
+        self.last: Any = None
 
-    A callable object rather than a closure: the simulator reads ``func.__code__`` (the student's file, for
-    error locations) and follows ``__wrapped__`` for the source and the signature."""
+    def __call__(self, *args: np.ndarray) -> Any:
+        if not self.simulator:
+            return (self.fn[self.grid] if self.grid is not None else self.fn)(*args)
+        from nkisim import api
 
-    def __init__(self, inner: Any) -> None:
-        functools.update_wrapper(self, inner)
-        self.__code__ = inner.__code__
+        self.last = None
+        self.last = api.launch(self.fn, args, grid=self.grid, target=self.target, tensors_only=True)
+        return self.last.outputs
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        out = self.__wrapped__(*args, **kwargs)
-        for leaf in _leaves(out):
-            if leaf is not None and not isinstance(leaf, _tensor_type()):
-                kind = f"{type(leaf).__module__}.{type(leaf).__name__}".replace("builtins.", "")
-                raise TypeError(f"the kernel returned a {kind}, not an NKI tensor: return the nl.shared_hbm tensor "
-                                "you stored the result into (values computed outside NKI do not count)")
-        return out
-
-
-def _tensor_type() -> type:
-    from nkisim.core.tensor import Tensor
-
-    return Tensor
-
-
-def returns_tensors_only(fn: Any) -> Any:
-    """On the simulator: make the kernel fail if it returns anything but NKI tensors.
-
-    A real NKI kernel can only return the HBM tensors it stored into.  The simulator hands kernels their
-    inputs as tensors backed by NumPy arrays, so a kernel could compute ``a + b`` in NumPy and return that
-    array; it would "pass" here and fail to compile on a device.  None is left to the usual bad-return check."""
-    if not isinstance(fn.func, _TensorsOnly):
-        fn.func = _TensorsOnly(fn.func)
-    return fn
-
-
-def launcher(fn: Any, grid_spec: Any, target: str | None) -> Any:
-    """The call a question makes: ``kernel(*args)`` or ``kernel[grid](*args)``, on the question's target."""
-    grid = make_grid(grid_spec)
-    if on_simulator():
-        from nkisim.runtime.kernel import launch
-
-        fn = returns_tensors_only(fn)
-        return lambda *args: launch(fn, grid, args, {}, target=target)
-    return fn[grid] if grid is not None else fn
+    def latency(self) -> dict:
+        """Cost-model estimate of the latest launch (the run just checked), labelled with its target."""
+        return {"latency_us": float(self.last.latency_us()), "target": self.last.target, "simulator": True}
 
 
 def run_case(fn: Any, args: list[np.ndarray], module_path: str | None) -> tuple[dict, np.ndarray | None]:
@@ -187,26 +155,18 @@ def memory_cap_mb() -> int:
     return 0 if soft == resource.RLIM_INFINITY else soft // 2**20
 
 
-def launch_latency(fn: Any) -> dict:
-    """Cost-model estimate of ``fn``'s last launch (the run just checked), labelled with its target."""
-    from nkisim.runtime.timing import estimate_latency_us
-
-    launch = fn.last_launch
-    return {"latency_us": float(estimate_latency_us(launch)), "target": launch.ctx.target, "simulator": True}
-
-
 def execute(fn: Any, job: dict, cases: list[list[np.ndarray]], module_path: str | None,
             emit: Any) -> None:
     """Run every case (the timed one with its latency), then, on a device, ``nki.benchmark``.
 
     ``emit(header, arrays)`` receives one ``case`` message per case.  Shared by the child and ``run_inprocess``."""
-    call = launcher(fn, job.get("grid"), job.get("target"))
-    sim = on_simulator()
+    call = Launcher(fn, job.get("grid"), job.get("target"))
+    sim = call.simulator
     for i, args in enumerate(cases):
         facts, out = run_case(call, args, module_path)
         if i == job.get("timed") and facts["status"] == "ok" and sim:
             try:
-                facts["timing"] = launch_latency(fn)
+                facts["timing"] = call.latency()
             except Exception as err:
                 facts["timing"] = {"status": "error", "error": error_info(err, module_path)}
         emit({"kind": "case", "index": i, **facts}, [out] if out is not None else [])

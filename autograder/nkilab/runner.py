@@ -187,12 +187,9 @@ def run_inprocess(fn: object, function: str, cases: list[list[np.ndarray]], *, t
 
     result = RunResult()
     if _child.on_simulator():
-        import neuronxcc.nki as nki
+        from nkisim import api
 
-        from nkisim.runtime.kernel import Kernel
-
-        if not isinstance(fn, Kernel):
-            fn = nki.jit(fn)
+        fn = api.as_kernel(fn)
     start = time.monotonic()
     messages: list[tuple[dict, list[np.ndarray]]] = []
     job = {"grid": list(grid) if grid is not None else None, "target": target, "timed": timed}

@@ -1,0 +1,93 @@
+"""The simulator's public API for tools (the grader, the lessons' helpers, benchmarks): the one door into nkisim.
+
+Tools need four things from the simulator: make any kernel function a launchable kernel, launch it on NumPy
+inputs (optionally insisting that it returns only NKI tensors, as a device would), read the cost-model estimate
+of that very launch, and recognise an NKI tensor.  Everything else in nkisim is private to it; an
+import-linter contract (``make lint``) keeps ``nkilab`` on this module, so the simulator's insides can change
+(the compile-then-execute core of issue 11) without touching the grader.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from nkisim.core.tensor import Tensor
+from nkisim.runtime.kernel import Kernel, LaunchResult
+from nkisim.runtime.kernel import launch as _launch
+
+
+class NotATensor(TypeError):
+    """A kernel returned something a device kernel cannot: a host value instead of an NKI tensor."""
+
+
+def as_kernel(fn: Callable | Kernel) -> Kernel:
+    """``fn`` as a launchable kernel: a jitted kernel as it is, a plain function jitted."""
+    return fn if isinstance(fn, Kernel) else Kernel(fn)
+
+
+def is_tensor(value: object) -> bool:
+    return isinstance(value, Tensor)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What one launch produced: its outputs (NumPy) and the record the cost model reads."""
+
+    outputs: Any
+    record: LaunchResult
+
+    @property
+    def target(self) -> str:
+        return self.record.ctx.target
+
+    def latency_us(self) -> float:
+        """The cost model's estimate of this launch's NeuronCore latency on its target (an estimate)."""
+        from nkisim.cost import model
+
+        return model.estimate(self.record.ctx.trace, self.record.ctx.target, cores=self.record.ctx.cores).total_us
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, (tuple, list)):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
+
+
+class _TensorsOnly:
+    """A kernel function that fails unless it returns NKI tensors (or None, left to the usual checks).
+
+    A callable object rather than a closure: the simulator reads ``func.__code__`` (the kernel's file, for
+    error locations) and follows ``__wrapped__`` for the source and the signature."""
+
+    def __init__(self, inner: Callable) -> None:
+        import functools
+
+        functools.update_wrapper(self, inner)
+        self.__code__ = inner.__code__
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        out = self.__wrapped__(*args, **kwargs)
+        for leaf in _leaves(out):
+            if leaf is not None and not isinstance(leaf, Tensor):
+                kind = f"{type(leaf).__module__}.{type(leaf).__name__}".replace("builtins.", "")
+                raise NotATensor(f"the kernel returned a {kind}, not an NKI tensor: return the nl.shared_hbm tensor "
+                                 "you stored the result into (values computed outside NKI do not count)")
+        return out
+
+
+def launch(kernel: Callable | Kernel, args: list | tuple, *, grid: Any = None, target: str | None = None,
+           tensors_only: bool = False) -> Launch:
+    """Run ``kernel`` (``kernel[grid]`` when a grid is given) on ``args`` for ``target``.
+
+    ``tensors_only``: fail, at the kernel's own line, when it returns anything but NKI tensors -- the simulator
+    hands kernels tensors backed by NumPy arrays, so a kernel could otherwise compute ``a + b`` in NumPy and
+    return that array, which would "pass" here and fail to compile on a device."""
+    k = as_kernel(kernel)
+    if tensors_only and not isinstance(k.func, _TensorsOnly):
+        k = Kernel(_TensorsOnly(k.func), k.mode, **k.options)
+    outputs = _launch(k, grid, tuple(args), {}, target=target)
+    record = k.last_launch
+    assert record is not None
+    return Launch(outputs, record)
