@@ -6,9 +6,12 @@ import contextlib
 import io
 import json
 import os
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+import numpy as np
 
 from nkilab import gate
 from nkilab.compare import Verdict, describe_error, diagnose
@@ -75,6 +78,39 @@ class Evaluation:
         if self.simulator:
             return f"estimate (nkisim cost model, {self.target or 'trn2'})"
         return f"measured (nki.benchmark p99, {self.target or 'device'})"
+
+
+class CaseData(NamedTuple):
+    """One run's inputs and the NumPy reference's answer for them (read-only: shared between evaluations)."""
+
+    args: tuple[np.ndarray, ...]
+    expected: np.ndarray
+
+
+#: drawn inputs and reference answers, kept for the next evaluation of the same question, seed and case: a
+#: grading process (nbgrader's, warm across the class) draws each question's cases once per grading seed
+_CASE_MEMO: OrderedDict[tuple, CaseData] = OrderedDict()
+CASE_MEMO_BYTES = 512 * 2**20
+
+
+def case_data(q: Question, case: Case, seed: int, index: int, negated: bool = False) -> CaseData:
+    """The inputs of ``case`` (draw ``index`` of ``seed``; every value negated if asked) and their answer."""
+    key = (id(q), q.qid, case, seed, index, negated)
+    found = _CASE_MEMO.get(key)
+    if found is not None:
+        _CASE_MEMO.move_to_end(key)
+        return found
+    args = q.inputs(case, seed, index)
+    if negated:
+        args = [-a for a in args]
+    found = CaseData(tuple(args), q.expected(args, case))
+    for a in (*found.args, found.expected):
+        a.setflags(write=False)
+    _CASE_MEMO[key] = found
+    while len(_CASE_MEMO) > 1 and sum(a.nbytes for d in _CASE_MEMO.values() for a in (*d.args, d.expected)) \
+            > CASE_MEMO_BYTES:
+        _CASE_MEMO.popitem(last=False)
+    return found
 
 
 def default_target() -> str | None:
@@ -162,19 +198,20 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
         ev.problem = "the grader refused your file before running it: " + refusal.message(path.name)
         return ev
     cases = [(c, False) for c in q.public] + ([(c, True) for c in q.hidden] if hidden else [])
-    inputs = [q.inputs(c, seed, i) for i, (c, _) in enumerate(cases)]
-    mirrored = [i for i, args in enumerate(inputs) if max(a.size for a in args) <= MIRROR_MAX_ELEMENTS]
-    runs = inputs + [[-a for a in inputs[i]] for i in mirrored]
+    data = [case_data(q, c, seed, i) for i, (c, _) in enumerate(cases)]
+    mirrored = [i for i, d in enumerate(data) if max(a.size for a in d.args) <= MIRROR_MAX_ELEMENTS]
+    runs = data + [case_data(q, cases[i][0], seed, i, negated=True) for i in mirrored]
     timed = len(runs) if speed else None
     if speed:  # the run whose latency counts, on inputs of this seed, its output checked like any case
-        runs.append(q.inputs(q.speed_case, seed, TIMED_INDEX))
+        runs.append(case_data(q, q.speed_case, seed, TIMED_INDEX))
     bench = _bench_spec(q) if speed else None  # a device's nki.benchmark; the simulator times the run itself
     if inproc:
         with contextlib.redirect_stdout(io.StringIO()):  # nki.benchmark's own print line
-            run = run_inprocess(module, q.function, runs, timed=timed, bench=bench, target=target, grid=q.grid)
+            run = run_inprocess(module, q.function, [d.args for d in runs], timed=timed, bench=bench, target=target,
+                                grid=q.grid)
     else:
-        run = run_module(path, q.function, runs, timed=timed, bench=bench, target=target, timeout=timeout,
-                         grid=q.grid, sandboxed=sandboxed)
+        run = run_module(path, q.function, [d.args for d in runs], timed=timed, bench=bench, target=target,
+                         timeout=timeout, grid=q.grid, sandboxed=sandboxed)
     ev.run = run
     if run.import_error is not None:
         ev.problem = "your file did not import: " + describe_error(run.import_error, path.name).replace(
@@ -186,14 +223,14 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
         ev.problem = f"the kernel process sent back something that is not a result ({run.garbled})"
     elif run.crashed:
         ev.problem = f"the kernel process died (exit code {run.returncode}) before finishing"
-    def judge(case: Case, args: list, crun: Any) -> Verdict:
-        return diagnose(crun, q.expected(args, case), args, *q.tolerance(case.dtype), path.name)
+    def judge(case: Case, d: CaseData, crun: Any) -> Verdict:
+        return diagnose(crun, d.expected, list(d.args), *q.tolerance(case.dtype), path.name)
 
-    for (case, is_hidden), args, crun in zip(cases, inputs, run.cases):
-        ev.cases.append(CaseResult(case, is_hidden, judge(case, args, crun)))
-    for i, args, crun in zip(mirrored, runs[len(inputs):], run.cases[len(inputs):]):
+    for (case, is_hidden), d, crun in zip(cases, data, run.cases):
+        ev.cases.append(CaseResult(case, is_hidden, judge(case, d, crun)))
+    for i, d, crun in zip(mirrored, runs[len(data):], run.cases[len(data):]):
         if i < len(ev.cases) and ev.cases[i].verdict.ok:  # a case passes only if its mirror passes too
-            verdict = judge(ev.cases[i].case, args, crun)
+            verdict = judge(ev.cases[i].case, d, crun)
             if not verdict.ok:
                 ev.cases[i].verdict = Verdict(False, f"with every input negated: {verdict.message}")
     if timed is not None and ev.correct:

@@ -6,7 +6,8 @@ Each one closes a gap found by running nbgrader 0.9.6 against hostile submission
   released notebook (see ``nkilab.sanitize``), so added cells, duplicated ``grade_id``s, deleted or edited
   cells and pasted notebooks neither cheat nor abort the batch;
 * ``TimeLimitedExecute`` (autograde step, replaces ``Execute``): nbgrader only limits each cell; this also
-  caps the whole notebook, so no submission can hold the batch for long;
+  caps the whole notebook, so no submission can hold the batch for long; ``nkilab.direct_grade.DirectGrade``,
+  its subclass, is the step actually installed: the course's notebooks are graded without a Jupyter kernel;
 * ``GradeCellStderrToStdout``: nbgrader gives 0 to a grade cell with *any* stderr output; our grade cells
   run no student code in the notebook, so a library warning must not zero a correct kernel;
 * ``HideHiddenCaseDetails`` (feedback step): the grade cell's report lists every hidden case (shape, dtype,
@@ -49,7 +50,7 @@ _HERE = "nkilab.nbgrader_plugins"
 SANITIZE = ["nbgrader.preprocessors.ClearOutput", f"{_HERE}.RestoreSubmission",
             "nbgrader.preprocessors.OverwriteKernelspec", "nbgrader.preprocessors.OverwriteCells",
             "nbgrader.preprocessors.CheckCellMetadata"]
-AUTOGRADE = [f"{_HERE}.TimeLimitedExecute", "nbgrader.preprocessors.IgnorePattern", f"{_HERE}.GradeCellStderrToStdout",
+AUTOGRADE = ["nkilab.direct_grade.DirectGrade", "nbgrader.preprocessors.IgnorePattern", f"{_HERE}.GradeCellStderrToStdout",
              "nbgrader.preprocessors.LimitOutput", "nbgrader.preprocessors.SaveAutoGrades",
              "nbgrader.preprocessors.AssignLatePenalties", "nbgrader.preprocessors.CheckCellMetadata"]
 FEEDBACK = ["nbgrader.preprocessors.GetGrades", "nbgrader.preprocessors.ClearHiddenTests", f"{_HERE}.HideHiddenCaseDetails",
