@@ -300,6 +300,7 @@ def grade_assignment(course: Path, nbg: Nbgrader, assignment: str, notebooks: li
     db_url = f"sqlite:///{course / 'gradebook.db'}"
     results: dict[str, tuple[str, list[str]]] = {
         r.student: (r.status, [r.note] if r.note else []) for r in records if not r.gradable}
+    everyone = [r.student for r in records]  # a shard's nbgrader excludes all the others, kept ones included
     if resume:
         kept = [r for r in records if r.gradable and already_graded(db_url, r.student, assignment, notebooks)]
         results.update({r.student: ("graded", ["kept the scores an earlier run recorded (--resume)"]) for r in kept})
@@ -313,7 +314,7 @@ def grade_assignment(course: Path, nbg: Nbgrader, assignment: str, notebooks: li
 
     def autograde(k: int, shard: list[str]) -> tuple[int, str]:
         """One nbgrader process for the students of ``shard`` (everyone else excluded by name)."""
-        others = [r.student for r in records if r.student not in shard]
+        others = [st for st in everyone if st not in shard]
         exclude = [f"--CourseDirectory.student_id_exclude={','.join(others)}"] if others else []
         name = f"autograde-{assignment}" + (f"-shard{k}" if len(shards) > 1 else "")
         return nbg.run(["autograde", assignment, "--force", "--create", *flags, *exclude], name,
