@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 LINT = Path(sys.executable).with_name("lint-imports")
 
@@ -33,19 +35,20 @@ def test_the_contracts_hold(tmp_path):
     assert "Contracts: 4 kept, 0 broken." in proc.stdout
 
 
-def test_the_grader_reaching_into_the_simulator_breaks_a_contract(tmp_path):
-    root = tree(tmp_path)
-    with open(root / "autograder" / "nkilab" / "compare.py", "a") as fh:
-        fh.write("\n\ndef _peek():\n    from nkisim.core.tensor import Tensor\n    return Tensor\n")
-    proc = lint(root)
-    assert proc.returncode != 0
-    assert "the course reaches the simulator only through nkisim.api" in proc.stdout
-    assert "nkilab.compare -> nkisim.core.tensor" in proc.stdout
+#: one mutant per contract: (file, the module it imports from a function, the broken import lint must name)
+MUTANTS = [
+    ("nkisim/core/errors.py", "nkilab.questions", "nkisim.core.errors -> nkilab.questions"),
+    ("autograder/nkilab/compare.py", "nkisim.core.tensor", "nkilab.compare -> nkisim.core.tensor"),
+    ("autograder/nkilab/questions.py", "nkilab.grade", "nkilab.questions -> nkilab.grade"),
+    ("nkisim/core/dtypes.py", "nkisim.runtime.kernel", "nkisim.core.dtypes -> nkisim.runtime.kernel"),
+]
 
 
-def test_an_upward_import_in_the_simulator_breaks_its_layers(tmp_path):
+@pytest.mark.parametrize("file,module,named", MUTANTS, ids=[m[2] for m in MUTANTS])
+def test_an_import_against_the_layers_breaks_a_contract(tmp_path, file, module, named):
     root = tree(tmp_path)
-    with open(root / "nkisim" / "core" / "dtypes.py", "a") as fh:
-        fh.write("\n\ndef _peek():\n    from nkisim.runtime import kernel\n    return kernel\n")
+    with open(root / file, "a") as fh:
+        fh.write(f"\n\ndef _peek():\n    import {module}\n    return {module}\n")
     proc = lint(root)
-    assert proc.returncode != 0 and "nkisim.core.dtypes -> nkisim.runtime.kernel" in proc.stdout
+    assert proc.returncode != 0 and named in proc.stdout, proc.stdout[-2000:]
+    assert "Contracts: 3 kept, 1 broken." in proc.stdout
