@@ -114,9 +114,10 @@ def test_environment_is_cleared(tmp_path, monkeypatch):
     monkeypatch.setenv("NKILAB_SEED", "13579")
     monkeypatch.setenv("NKILAB_REFERENCE_LATENCIES", '{"vector_add_naive@trn2": 1}')
     monkeypatch.setenv("TA_TOKEN", "hunter2")
+    monkeypatch.setenv("NKILAB_HIDDEN_CASES", "/grader/private/hidden.json")
     path = kernel(tmp_path, "env", "raise RuntimeError(repr(sorted(os.environ.items())))")
     msg = run(path).import_error["message"]
-    assert "13579" not in msg and "hunter2" not in msg and "REFERENCE" not in msg
+    assert "13579" not in msg and "hunter2" not in msg and "REFERENCE" not in msg and "private" not in msg
     assert "'HOME', '/tmp'" in msg
 
 

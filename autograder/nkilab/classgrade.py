@@ -45,9 +45,10 @@ from nbgrader.plugins import CsvExportPlugin
 from nkilab import example_class, gradebook_audit, intake, sandbox
 from nkilab.batch_control import CHILDREN, CourseBusy, course_lock, on_signals
 from nkilab.evaluate import PRESET_ENV, grading_target, reference_key, reference_latency
+from nkilab.grade import GRADING_ENV
 from nkilab.grade_table import Submission, collect, table, write_csv, write_lms_csv
 from nkilab.nbgrader_plugins import feedback_flags, grading_flags
-from nkilab.questions import QUESTIONS
+from nkilab.questions import HIDDEN_CASES_ENV, QUESTIONS
 from nkilab.release import CONFIG, REPO, load_source
 from nkilab.salvage import answer_cells_unchanged, salvage, with_outcomes
 from nkilab.sanitize import grade_id, is_grade, restore
@@ -119,6 +120,7 @@ def grading_env(limits: Limits, seed: int, sandboxed: bool) -> dict[str, str]:
     if not sandboxed:
         env[sandbox.NO_SANDBOX_ENV] = "1"
     env["NKILAB_SEED"] = str(seed)
+    env[GRADING_ENV] = "1"
     if limits.kernel is not None:
         env["NKILAB_TIMEOUT_S"] = f"{limits.kernel:g}"
     env.setdefault("OMP_NUM_THREADS", "1")
@@ -458,6 +460,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=None,
                     help=f"hidden-case data seed (default: NKILAB_SEED, else the course's {SEED_FILE} from an earlier "
                          "run, else random)")
+    ap.add_argument("--hidden-cases", type=Path, default=None,
+                    help="a JSON file of your own hidden cases per question (kept private; see nkilab.questions)")
     ap.add_argument("--resume", action="store_true",
                     help="keep every submission whose autograded scores are already recorded (after a stopped run); "
                          "grade the rest with the course's recorded seed")
@@ -474,6 +478,8 @@ def main(argv: list[str] | None = None) -> int:
     course = (args.workdir if example else args.course).resolve()
     try:
         on_signals()
+        if args.hidden_cases is not None:  # read by grade() in the grading processes, never by the sandbox
+            os.environ[HIDDEN_CASES_ENV] = str(args.hidden_cases.resolve())
         _, text = grade_class(course, example=example, only=_split(args.assignment), limits=limits, seed=args.seed,
                               csv_path=args.csv, sandboxed=not args.no_sandbox, class_dir=args.class_dir.resolve(),
                               resume=args.resume)

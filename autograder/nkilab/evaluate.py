@@ -15,7 +15,7 @@ import numpy as np
 
 from nkilab import gate
 from nkilab.compare import Verdict, describe_error, diagnose
-from nkilab.questions import COURSE_TARGET, Case, Question
+from nkilab.questions import COURSE_TARGET, Case, Question, hidden_cases
 from nkilab.runner import CaseRun, RunResult, run_inprocess, run_module
 
 #: a case whose arguments have at most this many elements each also runs on its negated inputs: on so
@@ -197,7 +197,7 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
     if refusal is not None:
         ev.problem = "the grader refused your file before running it: " + refusal.message(path.name)
         return ev
-    cases = [(c, False) for c in q.public] + ([(c, True) for c in q.hidden] if hidden else [])
+    cases = [(c, False) for c in q.public] + ([(c, True) for c in hidden_cases(q)] if hidden else [])
     data = [case_data(q, c, seed, i) for i, (c, _) in enumerate(cases)]
     mirrored = [i for i, d in enumerate(data) if max(a.size for a in d.args) <= MIRROR_MAX_ELEMENTS]
     runs = data + [case_data(q, cases[i][0], seed, i, negated=True) for i in mirrored]

@@ -16,9 +16,13 @@ import warnings
 from dataclasses import dataclass
 
 from nkilab import sandbox
-from nkilab.check import case_lines, speed_lines
+from nkilab.check import case_lines, hide_hidden_cases, speed_lines
 from nkilab.evaluate import Evaluation, evaluate, grading_target
 from nkilab.questions import get
+
+#: set (to 1) by the grading tools (make grade, Gradescope): reports then list every hidden case for the TA.  A
+#: student running a grade cell in their own notebook sees the hidden cases only as a count, as in feedback.
+GRADING_ENV = "NKILAB_GRADING"
 
 
 def grading_seed() -> int:
@@ -84,8 +88,8 @@ def _print(r: GradeReport, out) -> None:
     if ev.problem:
         print(f"  Problem: {ev.problem}", file=out)
     n = len(ev.cases)
-    for line in case_lines(ev):
-        print(line, file=out)
+    lines = "".join(line + "\n" for line in case_lines(ev))
+    print(lines if os.environ.get(GRADING_ENV) else hide_hidden_cases(lines), end="", file=out)
     print(f"  Correctness: {ev.passed}/{n} cases -> {r.correctness:g}/{q.correctness_points:g} points", file=out)
     if ev.correct:
         for line in speed_lines(ev):

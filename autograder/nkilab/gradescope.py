@@ -34,8 +34,8 @@ import nbformat
 from nkilab import intake, sandbox
 from nkilab.check import hide_hidden_cases
 from nkilab.evaluate import PRESET_ENV, grading_target, reference_key, reference_latency
-from nkilab.grade import grade_report
-from nkilab.questions import QUESTION_CALL, QUESTIONS, REPO
+from nkilab.grade import GRADING_ENV, grade_report
+from nkilab.questions import HIDDEN_CASES_ENV, QUESTION_CALL, QUESTIONS, REPO
 from nkilab.sanitize import grade_id, is_grade, restore, writefile_target
 
 CONFIG = "gradescope.json"  # in the bundle: the assignment, the sandbox policy
@@ -99,7 +99,10 @@ def _pins() -> list[str]:
     return pins
 
 
-def build(assignment: str, out: Path, *, sandboxed: bool = True) -> Path:
+HIDDEN = "hidden_cases.json"  # in the bundle when the TA gives their own hidden cases
+
+
+def build(assignment: str, out: Path, *, sandboxed: bool = True, hidden: Path | None = None) -> Path:
     """``out/<assignment>.zip``: the autograder bundle for one assignment."""
     release = REPO / "assignments" / f"{assignment}.ipynb"
     if not release.exists():
@@ -119,6 +122,8 @@ def build(assignment: str, out: Path, *, sandboxed: bool = True) -> Path:
         shutil.copytree(Path(__file__).parent, src / "nkilab", ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copy(release, src / release.name)
         (src / LATENCIES).write_text(json.dumps(latencies, indent=1))
+        if hidden is not None:
+            shutil.copy(hidden, src / HIDDEN)
         (src / CONFIG).write_text(json.dumps({"assignment": assignment, "notebook": release.name,
                                               "sandbox": sandboxed}, indent=1))
         (src / "requirements.txt").write_text("\n".join(_pins()) + "\n")
@@ -164,6 +169,9 @@ def grade_submission(root: Path, source: Path) -> dict:
     start = time.monotonic()
     config = json.loads((source / CONFIG).read_text())
     os.environ[PRESET_ENV] = (source / LATENCIES).read_text()
+    os.environ[GRADING_ENV] = "1"  # the held-back test gets every hidden case; the visible one only counts
+    if (source / HIDDEN).exists():
+        os.environ[HIDDEN_CASES_ENV] = str(source / HIDDEN)
     if not config.get("sandbox", True):
         os.environ[sandbox.NO_SANDBOX_ENV] = "1"
     release = nbformat.read(source / config["notebook"], as_version=4)
@@ -207,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--assignment", action="append", help="only these (default: every released assignment)")
     b.add_argument("--out", type=Path, default=REPO / "build" / "gradescope")
     b.add_argument("--no-sandbox", action="store_true", help="grade without bubblewrap in the container (loudly)")
+    b.add_argument("--hidden-cases", type=Path, default=None, help="your own hidden cases (JSON), shipped in the bundle")
     r = sub.add_parser("run", help="grade <root>/submission into <root>/results/results.json")
     r.add_argument("--root", type=Path, default=Path("/autograder"))
     r.add_argument("--source", type=Path, default=None)
@@ -214,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "build":
         names = args.assignment or sorted(p.stem for p in (REPO / "assignments").glob("*.ipynb"))
         for name in names:
-            print(f"make gradescope: {build(name, args.out, sandboxed=not args.no_sandbox)}")
+            print(f"make gradescope: {build(name, args.out, sandboxed=not args.no_sandbox, hidden=args.hidden_cases)}")
         return 0
     results = grade_submission(args.root, args.source or args.root / "source")
     out = args.root / "results"

@@ -8,6 +8,9 @@ hard-coded even though the shapes below are public.
 
 from __future__ import annotations
 
+import functools
+import json
+import os
 import re
 import zlib
 from collections.abc import Callable
@@ -107,6 +110,34 @@ class Question:
 
     def tolerance(self, dtype: str) -> tuple[float, float]:
         return self.tolerances.get(dtype) or TOLERANCES.get(dtype, (1e-5, 1e-5))
+
+
+#: a grader-side JSON file of hidden cases, ``{"<question>": [{"shape": [...], "dtype": "...", "arg_shapes":
+#: [[...], ...]}, ...]}``: for a class whose students can read this repository, the TA keeps the hidden cases
+#: that count private (``make grade --hidden-cases FILE``); questions it does not name keep their own
+HIDDEN_CASES_ENV = "NKILAB_HIDDEN_CASES"
+
+
+def hidden_cases(q: Question) -> tuple[Case, ...]:
+    """The hidden cases ``q`` is graded on: the grader-side file's when it names ``q``, else the registry's."""
+    path = os.environ.get(HIDDEN_CASES_ENV)
+    if not path:
+        return q.hidden
+    found = load_hidden_cases(path, Path(path).stat().st_mtime).get(q.qid)
+    return q.hidden if found is None else found
+
+
+@functools.lru_cache(maxsize=4)
+def load_hidden_cases(path: str, mtime: float) -> dict[str, tuple[Case, ...]]:
+    """The cases of a grader-side hidden-case file (read again when its ``mtime`` changes)."""
+    data = json.loads(Path(path).read_text())
+    out = {}
+    for qid, cases in data.items():
+        get(qid)  # an unknown question id is the TA's typo: say so
+        out[qid] = tuple(Case(tuple(int(d) for d in c["shape"]), str(c.get("dtype", "float32")),
+                              tuple(tuple(int(d) for d in s) for s in c["arg_shapes"]) if c.get("arg_shapes") else None)
+                         for c in cases)
+    return out
 
 
 def _collect() -> list[Question]:

@@ -1,0 +1,58 @@
+"""Hidden cases stay hidden: a student running a grade cell sees them only as a count, and a TA can grade on
+private hidden cases kept in a grader-side file (``NKILAB_HIDDEN_CASES`` / ``make grade --hidden-cases``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nkilab import example_class, grade_report
+from nkilab.grade import GRADING_ENV
+from nkilab.questions import HIDDEN_CASES_ENV, QUESTIONS
+
+CLEO = example_class.CLASS_DIR / "kernels" / "cleo_add_float32_out.py"  # float32 output whatever the input
+REFERENCE = QUESTIONS["vector_add_naive"].solution_path
+
+
+def test_a_student_running_a_grade_cell_sees_hidden_cases_only_as_a_count(monkeypatch, capsys):
+    monkeypatch.delenv(GRADING_ENV, raising=False)
+    grade_report("vector_add_naive", CLEO, seed=1)
+    student = capsys.readouterr().out
+    assert "hidden cases: 4 of 6 passed" in student and "hidden case 3/8" not in student
+    assert "float16 [64, 100]" not in student
+    monkeypatch.setenv(GRADING_ENV, "1")
+    grade_report("vector_add_naive", CLEO, seed=1)
+    ta = capsys.readouterr().out
+    assert "[FAIL] hidden case 6/8  a, b: float16 [64, 100]" in ta
+
+
+def test_private_hidden_cases_replace_the_public_registrys(tmp_path, monkeypatch):
+    path = tmp_path / "hidden.json"
+    path.write_text(json.dumps({"vector_add_naive": [{"shape": [3, 5]}, {"shape": [100, 64], "dtype": "float32"}]}))
+    monkeypatch.setenv(HIDDEN_CASES_ENV, str(path))
+    r = grade_report("vector_add_naive", CLEO, seed=1, verbose=False)
+    hidden = [(c.case.shape, c.case.dtype) for c in r.evaluation.cases if c.hidden]
+    assert hidden == [((3, 5), "float32"), ((100, 64), "float32")]
+    assert r.correctness == QUESTIONS["vector_add_naive"].correctness_points  # no low-precision case among them
+    path.write_text(json.dumps({"vector_add_naive": [{"shape": [64, 100], "dtype": "bfloat16"}]}))
+    r = grade_report("vector_add_naive", CLEO, seed=1, verbose=False)
+    assert [c.verdict.ok for c in r.evaluation.cases] == [True, True, False]
+    assert grade_report("vector_add_naive", REFERENCE, seed=1, verbose=False).points == 3.0
+
+
+def test_a_typo_in_the_private_file_is_said_not_ignored(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "hidden.json"
+    path.write_text(json.dumps({"vector_add_naiv": [{"shape": [3, 5]}]}))
+    monkeypatch.setenv(HIDDEN_CASES_ENV, str(path))
+    assert grade_report("vector_add_naive", REFERENCE, seed=1).points == 0.0
+    assert "no question 'vector_add_naiv'" in capsys.readouterr().out
+
+
+@pytest.fixture(autouse=True)
+def _fresh_file_cache():
+    from nkilab import questions
+
+    questions.load_hidden_cases.cache_clear()
+    yield
+    questions.load_hidden_cases.cache_clear()
