@@ -86,10 +86,11 @@ class DirectGrade(TimeLimitedExecute):
     direct = Bool(True, help="grade plain grade(...) cells without starting a Jupyter kernel").tag(config=True)
 
     def preprocess(self, nb: NotebookNode, resources: ResourcesDict | None = None, km=None):
-        steps = plan(nb) if self.direct else None
-        if steps is None:
+        where = (resources or {}).get("metadata", {}).get("path")
+        steps = plan(nb) if self.direct and where else None
+        if steps is None:  # not the course's plain form, or no notebook folder to write the answers into
             return super().preprocess(nb, resources, km=km)
-        folder = Path((resources or {}).get("metadata", {}).get("path") or ".")
+        folder = Path(where)
         deadline = time.monotonic() + self.notebook_timeout if self.notebook_timeout else None
         for count, step in enumerate(steps, 1):
             cell = nb.cells[step.index]
