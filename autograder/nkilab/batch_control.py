@@ -17,6 +17,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from nkilab.runner import kill_group
+
 
 class CourseBusy(RuntimeError):
     """Another grading run holds the course's lock."""
@@ -55,10 +57,7 @@ class Children:
 
     def kill_all(self) -> None:
         for pid, proc in list(self.running.items()):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=10)
+            kill_group(proc)
             self.running.pop(pid, None)
 
 

@@ -29,7 +29,6 @@ import os
 import re
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -50,6 +49,7 @@ from nkilab.grade_table import Submission, collect, table, write_csv, write_lms_
 from nkilab.nbgrader_plugins import feedback_flags, grading_flags
 from nkilab.questions import HIDDEN_CASES_ENV, QUESTIONS
 from nkilab.release import CONFIG, REPO, load_source
+from nkilab.runner import kill_group
 from nkilab.salvage import answer_cells_unchanged, salvage, with_outcomes
 from nkilab.sanitize import grade_id, is_grade, restore
 
@@ -93,11 +93,7 @@ class Nbgrader:
             try:
                 code = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    proc.kill()
-                proc.wait()
+                kill_group(proc)
                 code = -9
             finally:
                 CHILDREN.ended(proc)

@@ -137,7 +137,7 @@ def run_module(module_path: str | os.PathLike, function: str, cases: list[list[n
                 result.returncode = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 result.timed_out = True
-            _kill_group(proc)  # whatever it left behind goes too (in the sandbox: every process in it)
+            kill_group(proc)  # whatever it left behind goes too (in the sandbox: every process in it)
             reader.join(GRACE_S)
         result.seconds = time.monotonic() - start
         result.stdout = (folder / "stdout.txt").read_text(errors="replace")[-TAIL:]
@@ -168,7 +168,8 @@ def _read_all(results, messages: list, result: RunResult) -> None:
         pass
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL the process group ``proc`` leads (it was started with ``start_new_session``), then reap it."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

@@ -21,7 +21,6 @@ import json
 import math
 import os
 import re
-import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
+from nkilab.runner import kill_group
 from nkilab.sanitize import SKIP_TAG, grade_id, is_answer, is_grade
 
 OUT_PROMPT = re.compile(r"^Out\[\d+\]: .*\n?", re.M)
@@ -106,10 +106,7 @@ def _run_replay(job: dict, folder: Path, timeout: float, env: dict[str, str]) ->
         proc.wait(timeout=timeout)
         return True
     except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=10)
+        kill_group(proc)
         return False
 
 
