@@ -123,3 +123,12 @@ def hide_hidden_cases(text: str) -> str:
             continue
         out.append(line)
     return "".join(out)
+
+
+def truncate_text(text: str, limit: int) -> str:
+    """``text`` cut to about ``limit`` characters: the head and the tail (where a report's total is) are kept."""
+    if len(text) <= limit:
+        return text
+    head = limit * 3 // 4
+    tail = limit - head
+    return f"{text[:head]}\n[... {len(text) - head - tail:,} characters truncated]\n{text[len(text) - tail:]}"

@@ -153,7 +153,7 @@ def reference_latency(q: Question, target: str | None, timeout: float) -> dict:
         if not path.exists():
             return {"status": "error", "error": {"type": "FileNotFoundError",
                                                  "message": f"reference solution {path} is missing (run make release)"}}
-        args = q.inputs(q.speed_case, 0, TIMED_INDEX)
+        args = list(case_data(q, q.speed_case, 0, TIMED_INDEX).args)
         res = run_module(path, q.function, [args], timed=0, bench=_bench_spec(q), target=target, timeout=timeout,
                          grid=q.grid)
         found = timed_latency(res, 0)

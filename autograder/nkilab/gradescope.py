@@ -32,7 +32,7 @@ from pathlib import Path
 import nbformat
 
 from nkilab import intake, sandbox
-from nkilab.check import hide_hidden_cases
+from nkilab.check import hide_hidden_cases, truncate_text
 from nkilab.evaluate import PRESET_ENV, grading_target, reference_key, reference_latency
 from nkilab.grade import GRADING_ENV, grade_report
 from nkilab.questions import HIDDEN_CASES_ENV, QUESTION_CALL, QUESTIONS, REPO
@@ -158,9 +158,7 @@ def _submitted_notebook(submission: Path, expected: str) -> tuple[Path | None, s
 
 
 def _test(name: str, score: float, max_score: float, output: str, visibility: str) -> dict:
-    if len(output) > OUTPUT_CHARS:
-        output = output[:OUTPUT_CHARS] + "\n[... output truncated]"
-    return {"name": name, "score": round(score, 4), "max_score": max_score, "output": output,
+    return {"name": name, "score": round(score, 4), "max_score": max_score, "output": truncate_text(output, OUTPUT_CHARS),
             "visibility": visibility, "status": "passed" if score >= max_score else "failed"}
 
 

@@ -43,7 +43,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Bool, Integer, default
 
-from nkilab.check import hide_hidden_cases
+from nkilab.check import hide_hidden_cases, truncate_text
 from nkilab.sanitize import is_grade, restore
 
 _HERE = "nkilab.nbgrader_plugins"
@@ -129,15 +129,6 @@ class HideHiddenCaseDetails(NbGraderPreprocessor):
                 if out.get("output_type") == "stream":
                     out["text"] = hide_hidden_cases(out.get("text", ""))
         return cell, resources
-
-
-def truncate_text(text: str, limit: int) -> str:
-    """``text`` cut to about ``limit`` characters: the head and the tail (where a report's total is) are kept."""
-    if len(text) <= limit:
-        return text
-    head = limit * 3 // 4
-    tail = limit - head
-    return f"{text[:head]}\n[... {len(text) - head - tail:,} characters truncated]\n{text[len(text) - tail:]}"
 
 
 def _joined(value: str | list[str]) -> str:
