@@ -6,7 +6,7 @@ All kernels run in cost-only mode through nki.benchmark with nt.tensor placehold
 
 ``--fit`` scans the free parameters in FIT one at a time (the others at their file values) over the
 published figures of their target, and prints each candidate's rms and worst model/published ratio and
-the values with the least rms (log-space least squares); the chosen values go into params/<target>.toml by hand (with a "fit" comment and a
+the values with the least rms (log-space least squares); the chosen values go into nkisim/targets/<target>.toml by hand (with a "fit" comment and a
 version bump).  It leaves out the matmul ladder, which none of them affects; rerun the full table after.
 """
 
@@ -26,7 +26,8 @@ import neuronxcc.nki as nki  # noqa: E402
 import neuronxcc.nki.language as nl  # noqa: E402
 import neuronxcc.nki.typing as nt  # noqa: E402
 
-from nkisim.cost import model, params  # noqa: E402
+from nkisim.core import target as target_mod  # noqa: E402
+from nkisim.cost import model  # noqa: E402
 from tests.cost_kernels import layernorm, matmul, trn2_vector_add, vector_add  # noqa: E402
 
 
@@ -119,7 +120,7 @@ def fit() -> None:
     for target, free in FIT.items():
         runs = [(name, trace_of(k, *a, target=target), pub) for t, name, k, a, pub in cases()
                 if t == target and "matmul" not in name]
-        base = params.load(target)
+        base = target_mod.get(target).editable_params()
         for (sec, key), values in free.items():
             scores = []
             for v in values:

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from nkisim.core import target as _target
+from nkisim.core.target import Target
 from nkisim.core.tensor import Tensor
 from nkisim.runtime.kernel import Kernel, LaunchResult
 from nkisim.runtime.kernel import launch as _launch
@@ -40,13 +42,18 @@ class Launch:
 
     @property
     def target(self) -> str:
-        return self.record.ctx.target
+        return self.record.ctx.target.name
 
     def latency_us(self) -> float:
         """The cost model's estimate of this launch's NeuronCore latency on its target (an estimate)."""
         from nkisim.cost import model
 
         return model.estimate(self.record.ctx.trace, self.record.ctx.target, cores=self.record.ctx.cores).total_us
+
+
+def target(name: str) -> Target:
+    """The named target's limits and cost-model parameters (``nkisim/targets/<name>.toml``), read-only."""
+    return _target.get(name)
 
 
 def _leaves(value: Any) -> list[Any]:

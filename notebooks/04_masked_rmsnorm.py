@@ -339,9 +339,9 @@ if ON_SIMULATOR:
     import contextlib
     import io
 
-    from nkisim.cost import params as cost_params
+    from nkisim.api import target as sim_target
 
-    prm = cost_params.load("trn2")
+    prm = sim_target("trn2").params
     bound_us = moved / (prm["peak"]["dma_gbps"] * 1e3) + prm["kernel"]["fixed_us"]
     print(f"bandwidth bound (trn2 estimate): {moved / 2**20:.0f} MiB moved -> {bound_us:.1f} us")
     for path, name in (("rmsnorm.py", "rmsnorm"), ("rmsnorm_fast.py", "rmsnorm_fast")):

@@ -13,7 +13,8 @@ import neuronxcc.nki.typing as nt
 import numpy as np
 import pytest
 
-from nkisim.cost import params, scheduler
+from nkisim.core.target import get as get_target
+from nkisim.cost import scheduler
 from tests.cost_kernels import layernorm, trn2_vector_add
 
 
@@ -69,10 +70,10 @@ def test_trn2_within_1_3x(trn2, name):
 def test_rolled_loop_dmas_are_bound_by_descriptor_generation(trn2):
     # one DGE makes the runtime descriptors of every DMA in a rolled loop, one DMA after another:
     # 3 DMAs per vector-add iteration, 2 per transpose tile, ~582 ns each (spec §4.4 "~600 ns")
-    d = params.load("trn2")["dma"]
+    d = get_target("trn2").params["dma"]
     per_dma = d["dge_ns"] + d["dge_descriptor_ns"] * 128
     assert 550 <= per_dma <= 650
-    fixed = params.load("trn2")["kernel"]["fixed_us"]
+    fixed = get_target("trn2").params["kernel"]["fixed_us"]
     assert trn2["tiled128"] - fixed == pytest.approx(600 * per_dma / 1000, rel=0.05)
     assert trn2["stream2"] - fixed == pytest.approx(300 * per_dma / 1000, rel=0.05)
     assert trn2["transpose_affine"] - fixed == pytest.approx(128 * per_dma / 1000, rel=0.1)
@@ -94,7 +95,7 @@ def test_descriptor_generation_overlaps_earlier_transfers():
         return out
     k(np.ones((4, 128, 2048), np.float32))
     trace = k.last_launch.ctx.trace
-    prm = params.load("trn2")
+    prm = get_target("trn2").params
     s = scheduler.schedule(trace, prm)
     loads = [i for i, ins in enumerate(trace) if ins.op == "dma_copy"]
     dge = prm["dma"]["dge_ns"] + prm["dma"]["dge_descriptor_ns"] * 128
@@ -160,7 +161,7 @@ def _act(reduce, target="trn1"):
         return out
     k(np.ones((128, 32), np.float32))
     trace = k.last_launch.ctx.trace
-    s = scheduler.schedule(trace, params.load(target))
+    s = scheduler.schedule(trace, get_target(target).params)
     i = next(i for i, ins in enumerate(trace) if ins.op == "activation")
     return s.end[i] - s.start[i]
 
@@ -183,7 +184,7 @@ def _psum_pair(target):
         return out
     k(np.ones((128, 512), np.float32))
     trace = k.last_launch.ctx.trace
-    s = scheduler.schedule(trace, params.load(target))
+    s = scheduler.schedule(trace, get_target(target).params)
     act = next(i for i, ins in enumerate(trace) if ins.op == "activation")
     dve = next(i for i, ins in enumerate(trace) if ins.op == "tensor_copy")
     return max(s.start[act], s.start[dve]) >= min(s.end[act], s.end[dve])

@@ -1,15 +1,22 @@
-"""Memory spaces (HBM, SBUF, PSUM) and the hardware limits tied to them."""
+"""Memory spaces (HBM, SBUF, PSUM) and the hardware limits tied to them.
+
+The limits are the default target's (``core.target``); they are the same on every target nkisim
+models (tests/test_target.py holds every target file to that), so the hot checks read module
+constants.  What differs per target (SBUF bytes per partition) is read from ``ctx.target``.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from nkisim.core import target as _target
+
 HBM_SPACES = ("hbm", "private_hbm", "shared_hbm")
-PMAX = 128
-PSUM_FMAX = 512
-PSUM_BANK_BYTES = 2048
-PSUM_BANKS = 8
-SBUF_PARTITION_BYTES = {"trn1": 180224, "trn2": 212984}
+_LIMITS = _target.get(_target.DEFAULT)
+PMAX = _LIMITS.partitions
+PSUM_FMAX = _LIMITS.psum_free_max
+PSUM_BANK_BYTES = _LIMITS.psum_bank_bytes
+PSUM_BANKS = _LIMITS.psum_banks
 
 
 class Buffer:

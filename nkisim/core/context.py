@@ -3,41 +3,64 @@
 NKI APIs are only legal inside a kernel, so every API looks up the active context and raises the
 compiler's ``err_nki_api_outside_of_nki_kernel`` when there is none (numba's simulator uses the same
 gate).  The context holds the launch grid and instance id, the loop stack used for dependency and
-bound checks, the shared_hbm tensors (one per allocation site for the whole grid), the target
-(trn1/trn2) and the instruction trace consumed by the cost model.
+bound checks, the shared_hbm tensors (one per allocation site for the whole grid), the target and
+the instruction trace consumed by the cost model.  Every field is declared here: ops read and write
+the context only through these names.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from nkisim.core.errors import nki_error
 from nkisim.core.indexing import Loop
+from nkisim.core.target import Target
 
-TARGETS = ("trn1", "trn2")
 
-
+@dataclass(slots=True, eq=False)
 class KernelContext:
     """State of one kernel launch (all SPMD instances share it; ``program`` changes per instance)."""
 
-    def __init__(self, target: str = "trn2", grid: tuple[int, ...] = (), numerics: bool = True,
-                 cores: int = 1) -> None:
-        self.target = target
-        self.grid = grid
-        self.program: tuple[int, ...] = ()
-        self.core = 0
-        self.cores = cores
-        self.numerics = numerics
-        self.loops: list[Loop] = []
-        #: memo of tuple(loops) (tensors record where they were allocated) and of the loop state
-        #: ((uid, kind, iteration), ...) every trace record carries; reset by the loop iterator
-        self.loop_tuple: tuple[Loop, ...] = ()
-        self.loop_state: tuple | None = ()
-        self.shared: dict[Any, Any] = {}
-        self.trace: list[Any] = []
-        self.depth = 0  # nesting of jit-decorated helpers called inside the kernel
-        self.params: set[int] = set()  # ids of tensors passed in as immutable parameters
-        self.instance = 0
+    target: Target
+    grid: tuple[int, ...] = ()
+    #: run the numerics (False: trace for the cost model only, e.g. nki.benchmark on placeholders)
+    numerics: bool = True
+    #: NeuronCores the launch spans
+    cores: int = 1
+    #: the SPMD instance being traced: its grid index, number and NeuronCore
+    program: tuple[int, ...] = ()
+    instance: int = 0
+    core: int = 0
+    #: enclosing NKI loops, outermost first
+    loops: list[Loop] = field(default_factory=list)
+    #: memo of tuple(loops) (tensors record where they were allocated) and of the loop state
+    #: ((uid, kind, iteration), ...) every trace record carries; reset by the loop iterator
+    loop_tuple: tuple[Loop, ...] = ()
+    loop_state: tuple | None = ()
+    #: shared_hbm tensors by allocation site (one per site for the whole grid), and how many times
+    #: each instance has allocated at a site
+    shared: dict[Any, Any] = field(default_factory=dict)
+    shared_counts: dict[Any, int] = field(default_factory=dict)
+    #: the instruction trace (a cost.trace.Trace, set by the launch)
+    trace: list[Any] = field(default_factory=list)
+    #: nesting of jit-decorated helpers called inside the kernel
+    depth: int = 0
+    #: the mask of the op being issued (operand reads may gather past a tile's end where masked off)
+    op_mask: Any = None
+    #: running accumulation of nisa.activation_reduce / activation(reduce_cmd=...)
+    act_accum: Any = None
+    #: ``ncc.enable_stack_allocator``: live (instance, loop frame, space, bytes per partition) entries
+    stack_allocator: bool = False
+    stack: list[tuple] = field(default_factory=list)
+    #: the kernel places some tensors itself (ncc.sbuf.mod_alloc), which restricts PE transposes
+    direct_allocation: bool = False
+    #: nl.rand's generator (seeded by nl.random_seed, else 0 on first use)
+    rng: np.random.Generator | None = None
+    #: physical SBUF/PSUM bytes of directly allocated tensors, by space (core.physical)
+    physical: dict[str, np.ndarray] = field(default_factory=dict)
 
     def loops_changed(self) -> None:
         """A loop was entered or left: drop the memos derived from the loop stack."""
@@ -53,7 +76,7 @@ class KernelContext:
 
     @property
     def nc_version(self) -> int:
-        return 2 if self.target == "trn1" else 3
+        return self.target.nc_version
 
 
 _current: list[KernelContext] = []

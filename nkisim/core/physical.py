@@ -14,15 +14,16 @@ from typing import Any
 import numpy as np
 
 from nkisim.core import dtypes as dt
-from nkisim.core.buffers import PSUM_BANK_BYTES, PSUM_BANKS, SBUF_PARTITION_BYTES, ModAlloc
+from nkisim.core.buffers import PSUM_BANK_BYTES, ModAlloc
 
 
 def _memory(ctx: Any, space: str) -> np.ndarray:
-    mems = ctx.__dict__.setdefault("physical", {})
+    mems = ctx.physical
     mem = mems.get(space)
     if mem is None:
-        width = SBUF_PARTITION_BYTES[ctx.target] if space == "sbuf" else PSUM_BANK_BYTES * PSUM_BANKS
-        mem = np.full((128, width), 0xFF, dtype=np.uint8)  # 0xFF.. reads back as NaN in every float dtype
+        tgt = ctx.target
+        width = tgt.sbuf_partition_bytes if space == "sbuf" else tgt.psum_partition_bytes
+        mem = np.full((tgt.partitions, width), 0xFF, dtype=np.uint8)  # 0xFF.. reads back as NaN in every float dtype
         mems[space] = mem
     return mem
 

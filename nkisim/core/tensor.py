@@ -845,7 +845,7 @@ class Access:
             if not any(c[0] == "ind" for c in self.comps):
                 # a static index past the tile is legal where the op's mask cuts it off (ragged tiles)
                 ctx = active()
-                valid = getattr(ctx, "op_mask", None)
+                valid = ctx.op_mask if ctx is not None else None
                 if valid is not None and valid.ndim:
                     try:
                         vm = np.broadcast_to(valid, self.shape)

@@ -1,16 +1,17 @@
 """Deterministic NeuronCore latency estimate of an instruction trace (what ``nki.benchmark`` reports).
 
 ``estimate`` schedules the trace (scheduler.py) with the target's versioned parameters
-(params/<target>.toml) and adds the fixed per-launch cost.  It is a model calibrated against
+(nkisim/targets/<target>.toml) and adds the fixed per-launch cost.  It is a model calibrated against
 published trn1 measurements (bench/calibrate.py), not a hardware measurement.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from nkisim.cost import params as params_mod
+from nkisim.core.target import Target, resolve
 from nkisim.cost.scheduler import schedule
 from nkisim.cost.trace import Instr
 
@@ -34,13 +35,14 @@ class Estimate:
         return sorted(self.line_us.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
 
 
-def estimate(trace: list[Instr], target: str = "trn2", cores: int = 1,
-             prm: dict[str, Any] | None = None) -> Estimate:
+def estimate(trace: list[Instr], target: Target | str = "trn2", cores: int = 1,
+             prm: Mapping[str, Any] | None = None) -> Estimate:
     """Latency estimate (µs) of ``trace`` on ``target``; ``cores`` is the NeuronCores the launch spans
     (each gets a ``core_us`` entry, idle ones only the fixed launch cost).
 
     ``prm`` replaces the target's parameter file (bench/calibrate.py --fit scans candidate values)."""
-    prm = params_mod.load(target) if prm is None else prm
+    hw = resolve(target)
+    prm = hw.params if prm is None else prm
     sched = schedule(trace, prm)
     fixed = float(prm["kernel"]["fixed_us"])
     # every core of the launch pays the launch cost, also one that got no instance (e.g. nl.nc(2) over
@@ -56,6 +58,6 @@ def estimate(trace: list[Instr], target: str = "trn2", cores: int = 1,
         if ins.engine == "dma":
             dma_count += 1
             dma_bytes += ins.nbytes
-    return Estimate(target=target, version=str(prm.get("version", "")), total_us=total,
+    return Estimate(target=hw.name, version=str(prm.get("version", "")), total_us=total,
                     engine_busy_us={e: v / 1000.0 for e, v in sched.busy.items()}, dma_count=dma_count,
                     dma_bytes=dma_bytes, line_us=line_us, core_us=core_us, instructions=len(trace))

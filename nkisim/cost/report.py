@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from nkisim.cost import params as params_mod
+from nkisim.core.target import Target, resolve
 from nkisim.cost.model import Estimate, estimate
 from nkisim.cost.scheduler import schedule
 from nkisim.cost.trace import Instr
@@ -47,12 +47,13 @@ def _flops(ins: Instr) -> int:
 class Profile:
     """A profiled launch; build with ``Profile.from_launch`` or ``profile_kernel``."""
 
-    def __init__(self, trace: list[Instr], target: str, cores: int = 1) -> None:
+    def __init__(self, trace: list[Instr], target: Target | str, cores: int = 1) -> None:
         self.trace = trace
-        self.target = target
+        self.hw = resolve(target)
+        self.target = self.hw.name
         self.cores = cores
-        self.estimate: Estimate = estimate(trace, target, cores=cores)
-        sched = schedule(trace, params_mod.load(target))
+        self.estimate: Estimate = estimate(trace, self.hw, cores=cores)
+        sched = schedule(trace, self.hw.params)
         self.events = self._lanes(sched.start, sched.end)
 
     @classmethod
@@ -82,7 +83,7 @@ class Profile:
         """neuron-profile style totals (all estimates)."""
         est = self.estimate
         total_s = est.total_us * 1e-6
-        prm = params_mod.load(self.target)
+        prm = self.hw.params
         peak = prm.get("peak", {})
         flops = sum(_flops(i) for i in self.trace)
         fp32 = any(i.op == "nc_matmul" and i.extra.get("in_dtype") == "float32" for i in self.trace)

@@ -13,9 +13,6 @@ from typing import Any
 
 from nkisim.core import dtypes as dt
 
-#: Engines of a NeuronCore: Tensor (PE array), Vector, Scalar (activation), GpSimd, and the DMA queues.
-ENGINES = ("pe", "dve", "act", "pool", "dma")
-
 
 class Trace(list):
     """The instruction list of one launch plus the kernel-level facts the cost model needs.

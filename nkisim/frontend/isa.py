@@ -68,4 +68,4 @@ def get_nc_version() -> nc_version:
         return nc_version(ctx.nc_version)
     from nkisim.runtime.kernel import default_target
 
-    return nc_version.gen2 if default_target() == "trn1" else nc_version.gen3
+    return nc_version(default_target().nc_version)

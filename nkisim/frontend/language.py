@@ -14,6 +14,8 @@ from nkisim.core.context import current as _current
 from nkisim.core.errors import nki_error as _nki_error
 from nkisim.core.indexing import arange, ds, mgrid  # noqa: F401
 from nkisim.core.loops import affine_range, sequential_range, static_range  # noqa: F401
+from nkisim.core.target import DEFAULT as _DEFAULT_NAME
+from nkisim.core.target import get as _get_target
 from nkisim.core.tensor import Tensor as tensor  # noqa: F401
 from nkisim.ops import elementwise as _ew
 from nkisim.ops import matmul as _mm
@@ -47,17 +49,20 @@ bool_ = _dt.bool_
 float32r = _dt.float32  # fp32 "round" perf-mode tag; numerically fp32
 
 
-class tile_size:  # noqa: N801 - NKI's name
-    """Hardware tile limits (``nl.tile_size.pmax`` …)."""
+_DEFAULT_TARGET = _get_target(_DEFAULT_NAME)
 
-    pmax = 128
-    psum_fmax = 512
-    gemm_stationary_fmax = 128
-    gemm_moving_fmax = 512
+
+class tile_size:  # noqa: N801 - NKI's name
+    """Hardware tile limits (``nl.tile_size.pmax`` …), the default target's (``nkisim/targets/``)."""
+
+    pmax = _DEFAULT_TARGET.partitions
+    psum_fmax = _DEFAULT_TARGET.psum_free_max
+    gemm_stationary_fmax = _DEFAULT_TARGET.gemm_stationary_free_max
+    gemm_moving_fmax = _DEFAULT_TARGET.gemm_moving_free_max
     bn_stats_fmax = 512
     psum_min_align = 4
     sbuf_min_align = 1
-    total_available_sbuf_size = 212984  # trn2 per partition; trn1 has 180224
+    total_available_sbuf_size = _DEFAULT_TARGET.sbuf_partition_bytes  # per partition, despite the name
 
 
 class _FInfo:

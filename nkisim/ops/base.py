@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from nkisim.core import dtypes as dt
-from nkisim.core.buffers import PMAX, Buffer, psum, sbuf
+from nkisim.core.buffers import PMAX, Buffer, sbuf
 from nkisim.core.context import KernelContext, active
 from nkisim.core.errors import nki_error
 from nkisim.core.indexing import check_mask
@@ -342,11 +342,3 @@ def _note_strided_operands(instr: Instr, reads: Sequence[Access | Tensor], write
 
 def out_dtype(dtype: Any, default: np.dtype) -> np.dtype:
     return default if dtype is None else dt.normalize(dtype)
-
-
-def psum_buffer() -> Buffer:
-    return psum
-
-
-def as_result_access(t: Tensor) -> Access:
-    return t.full()

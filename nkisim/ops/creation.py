@@ -17,7 +17,7 @@ import numpy as np
 
 from nkisim.core import dtypes as dt
 from nkisim.core import physical
-from nkisim.core.buffers import PMAX, PSUM_BANK_BYTES, PSUM_BANKS, SBUF_PARTITION_BYTES, Buffer, ModAlloc, sbuf
+from nkisim.core.buffers import PMAX, PSUM_BANK_BYTES, PSUM_BANKS, Buffer, ModAlloc, sbuf
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.location import user_location
@@ -61,12 +61,12 @@ def _stack_push(ctx: Any, family: str, nbytes: int) -> None:
     """``ncc.enable_stack_allocator``: a tensor lives until the loop iteration (scope) that created it
     ends, so the live tensors must fit SBUF (bytes per partition) and PSUM (8 banks) together."""
     frame = tuple((lp, lp.current) for lp in ctx.loops)
-    live = [e for e in ctx.__dict__.get("stack", ()) if e[0] == ctx.instance
+    live = [e for e in ctx.stack if e[0] == ctx.instance
             and all(lp in ctx.loops and lp.current == cur for lp, cur in e[1])]
     live.append((ctx.instance, frame, family, nbytes))
     ctx.stack = live
     if family == "sbuf":
-        need, avail = sum(e[3] for e in live if e[2] == "sbuf"), SBUF_PARTITION_BYTES[ctx.target]
+        need, avail = sum(e[3] for e in live if e[2] == "sbuf"), ctx.target.sbuf_partition_bytes
         if need > avail:
             raise nki_error("err_stack_overflow_sbuf",
                             f"stack overflow: required sbuf size {need} exceeds available sbuf size {avail}")
@@ -94,7 +94,7 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
             key = None
     if hit is not None and hit[0] is dtype:  # this allocation passed every check below before
         shp, d, per_partition = hit[1], hit[2], hit[3]
-        if getattr(ctx, "stack_allocator", False):
+        if ctx.stack_allocator:
             _stack_push(ctx, buf.family, per_partition)
         return _new_tensor(ctx, shp, d, buf, par, name, fill)
     shp = plain_shape(shape)
@@ -114,7 +114,7 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
                                 "before any loop and outside helper functions")
             # one tensor per allocation site *and* occurrence within an instance: instance k's n-th
             # allocation at a site is instance 0's n-th one (a Python loop may allocate several)
-            counts = ctx.__dict__.setdefault("shared_counts", {})
+            counts = ctx.shared_counts
             ckey = (ctx.instance, user_location(), name)
             counts[ckey] = occurrence = counts.get(ckey, 0) + 1
             site = (user_location(), name, occurrence)
@@ -135,7 +135,7 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
         free_elems = math.prod(shp) // shp[par]
         per_partition = free_elems * dt.storage_dtype(d).itemsize
         if buf.family == "sbuf":
-            limit = SBUF_PARTITION_BYTES[ctx.target]
+            limit = ctx.target.sbuf_partition_bytes
             if per_partition > limit:
                 raise nki_error("err_sbuf_free_dim_exceed_partition_size",
                                 f"Size of free dimensions {per_partition / 1024:g} KB per partition on SBUF buffer "
@@ -155,7 +155,7 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
             if len(_CHECKED) > 4096:  # bound the memo for programs with unusually many shapes
                 _CHECKED.clear()
             _CHECKED[key] = (dtype, shp, d, per_partition)
-        if getattr(ctx, "stack_allocator", False):
+        if ctx.stack_allocator:
             _stack_push(ctx, buf.family, per_partition)
     t = _new_tensor(ctx, shp, d, buf, par, name, fill)
     if buf.space == "shared_hbm":
@@ -251,7 +251,7 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, *, buffer: Any = None,
 def rand(shape: Any, dtype: Any = np.float32, **_: Any) -> Tensor:
     """``nl.rand``: uniform [0, 1) values from the kernel's deterministic generator."""
     ctx = current()
-    rng = getattr(ctx, "rng", None)
+    rng = ctx.rng
     if rng is None:
         rng = ctx.rng = np.random.default_rng(0)
     t = allocate(shape, dtype, sbuf, "", fill=0)

@@ -15,7 +15,7 @@ import numpy as np
 from nkisim.core import dtypes as dt
 from nkisim.core.context import KernelContext, current
 from nkisim.core.errors import nki_error
-from nkisim.core.tensor import Access, Tensor, as_access, is_tile, shape_str
+from nkisim.core.tensor import Access, Tensor, is_tile, shape_str
 from nkisim.ops.base import emit, mask_array, new_tile, one_operand, operands, two_operands
 from nkisim.ops.optable import ACTIVATIONS, ALU
 
@@ -198,7 +198,3 @@ def where(condition: Any, x: Any, y: Any, *, dtype: Any = None, mask: Any = None
     tile = new_tile(ctx, out_shape, out_dt, vals, valid)
     tile.producer = emit(ctx, "where", "dve", reads=list(accs.values()), writes=[tile.full()])
     return tile
-
-
-def as_tile_access(x: Any) -> Access:
-    return as_access(x)

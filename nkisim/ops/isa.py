@@ -91,7 +91,7 @@ def activation(op: Any, data: Any, *, bias: Any = None, scale: Any = 1.0, reduce
             out = values(tile.full(), ctx, F32)
             axes = tuple(range(1, out.ndim))
             res = red.reduce_values(rop, out, axes, False)
-            if int(reduce_cmd) == 2 and getattr(ctx, "act_accum", None) is not None:
+            if int(reduce_cmd) == 2 and ctx.act_accum is not None:
                 res = ALU[rop].fn(ctx.act_accum, res)
             ctx.act_accum = res
             res = res.reshape(r.shape)

@@ -83,7 +83,7 @@ def matmul(x: Any, y: Any, *, transpose_x: bool = False, mask: Any = None, **_: 
 
 def _no_pe_transpose_if_allocated(ctx: Any, api: str, pname: str) -> None:
     """Direct-allocation kernels own every PSUM byte, so the compiler cannot place a PE transpose."""
-    if getattr(ctx, "direct_allocation", False):
+    if ctx.direct_allocation:
         raise nki_error("err_transpose_on_tensor_engine_not_allowed_in_allocated_kernel",
                         f"Transpose on the Tensor Engine is not allowed in a kernel with direct allocation: "
                         f"'{api}' would transpose '{pname}' on the PE array. Pass the operand already transposed "

@@ -377,7 +377,3 @@ def reshape_access(acc: Access, shape: tuple) -> Tensor:
                                 for c, d in zip(acc.comps, acc.tensor.shape)):
         return acc.tensor.reshape(shape)
     raise TypeError("only whole tensors can be reshaped; reshape the HBM tensor before indexing it")
-
-
-def dtype_of(x: Any) -> np.dtype:
-    return x.dtype if is_tile(x) else dt.scalar_dtype(x)

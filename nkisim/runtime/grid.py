@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from nkisim.core.errors import nki_error
+from nkisim.core.target import Target
 
 
 class NC:
@@ -57,8 +58,9 @@ class SpmdDim:
         return f"spmd_dim{self.dims!r}"
 
 
-def parse_grid(grid: Any, target: str) -> tuple[tuple[int, ...], list[Any]]:
-    """Grid spec -> (sizes, per-dimension spec objects).  Multi-core dims need trn2."""
+def parse_grid(grid: Any, target: Target) -> tuple[tuple[int, ...], list[Any]]:
+    """Grid spec -> (sizes, per-dimension spec objects).  Multi-core dims need a target with several
+    cores per launch (trn2)."""
     if not isinstance(grid, tuple):
         grid = (grid,)
     sizes, specs = [], []
@@ -70,10 +72,10 @@ def parse_grid(grid: Any, target: str) -> tuple[tuple[int, ...], list[Any]]:
         else:
             sizes.append(int(g))
         specs.append(g)
-        if isinstance(g, (NC, SpmdDim)) and target == "trn1":
+        if isinstance(g, (NC, SpmdDim)) and target.spmd_cores < 2:
             raise nki_error("err_spmd_multi_core_not_supported",
-                            "SPMD grid with multi neuron cores is not supported on trn1 (each trn1 NeuronCore runs "
-                            "its own kernel); use an integer grid, or target trn2")
+                            f"SPMD grid with multi neuron cores is not supported on {target} (each {target} NeuronCore "
+                            f"runs its own kernel); use an integer grid, or target trn2")
     return tuple(sizes), specs
 
 

@@ -21,9 +21,11 @@ from typing import Any
 import numpy as np
 
 from nkisim.core import context
+from nkisim.core import target as target_mod
 from nkisim.core.context import KernelContext
 from nkisim.core.errors import NKIError, nki_error
 from nkisim.core.location import attach_location, user_frame
+from nkisim.core.target import Target
 from nkisim.core.tensor import Tensor
 from nkisim.cost.trace import Trace
 from nkisim.runtime import arguments
@@ -32,13 +34,10 @@ from nkisim.runtime import grid as gridmod
 MODES = ("auto", "simulation", "baremetal", "benchmark", "profile", "jax", "torchxla")
 
 
-def default_target(explicit: str | None = None) -> str:
-    """trn2 unless ``platform_target=`` or NEURON_PLATFORM_TARGET_OVERRIDE says otherwise."""
-    target = explicit or os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE") or "trn2"
-    target = target.lower()
-    if target not in context.TARGETS:
-        raise ValueError(f"unknown platform target {target!r}: the simulator models {', '.join(context.TARGETS)}")
-    return target
+def default_target(explicit: Target | str | None = None) -> Target:
+    """The launch's target: ``platform_target=`` if given, else NEURON_PLATFORM_TARGET_OVERRIDE (as the
+    real nki.jit), else the default (trn2).  The one place a target is read from the environment."""
+    return target_mod.resolve(explicit or os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE") or target_mod.DEFAULT)
 
 
 class LaunchResult:
@@ -110,7 +109,7 @@ def launch(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bo
 
 
 def run(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool | None = None,
-        target: str | None = None) -> LaunchResult:
+        target: Target | str | None = None) -> LaunchResult:
     """The launch itself (errors not yet trimmed)."""
     tgt = default_target(target or kernel.options.get("platform_target"))
     sizes, specs = gridmod.parse_grid(grid, tgt) if grid is not None else ((), [])
@@ -133,13 +132,10 @@ def run(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool 
     if any_placeholder and numerics:
         raise TypeError("nki.typing placeholders carry no values: use nki.benchmark / nki.profile (cost only), or "
                         "pass NumPy arrays to run the kernel")
-    ctx = KernelContext(tgt, sizes, numerics, gridmod.cores(specs))
-    ctx.stack_allocator = getattr(kernel.func, "__nki_stack_allocator__", False)
-    ctx.trace = Trace()
-    ctx.trace.skip_middle_end = bool(getattr(kernel.func, "__nki_skip_middle_end__", False))
-    for t in converted.values():
-        if isinstance(t, Tensor):
-            ctx.params.add(t.uid)
+    trace = Trace()
+    trace.skip_middle_end = bool(getattr(kernel.func, "__nki_skip_middle_end__", False))
+    ctx = KernelContext(tgt, sizes, numerics, gridmod.cores(specs), trace=trace,
+                        stack_allocator=bool(getattr(kernel.func, "__nki_stack_allocator__", False)))
     context.push(ctx)
     out: Any = None
     try:
