@@ -1,8 +1,9 @@
 """The simulator's public API for tools (the grader, the lessons' helpers, benchmarks): the one door into nkisim.
 
-Tools need four things from the simulator: make any kernel function a launchable kernel, launch it on NumPy
+Tools need these things from the simulator: make any kernel function a launchable kernel, launch it on NumPy
 inputs (optionally insisting that it returns only NKI tensors, as a device would), read the cost-model estimate
-of that very launch, and recognise an NKI tensor.  Everything else in nkisim is private to it; an
+of that very launch, profile a kernel (the lessons' timelines), read a target's numbers, and recognise an NKI
+tensor.  Everything else in nkisim is private to it; an
 import-linter contract (``make lint``) keeps ``nkilab`` on this module, so the simulator's insides can change
 (the compile-then-execute core of issue 11) without touching the grader.
 """
@@ -14,9 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from nkisim.core import target as _target
+from nkisim.core.errors import NKIError
+from nkisim.core.location import attach_location
 from nkisim.core.target import Target
 from nkisim.core.tensor import Tensor
-from nkisim.runtime.kernel import Kernel, LaunchResult
+from nkisim.cost.report import Profile
+from nkisim.runtime.kernel import GridLaunch, Kernel, LaunchResult, run
 from nkisim.runtime.kernel import launch as _launch
 
 
@@ -98,3 +102,16 @@ def launch(kernel: Callable | Kernel, args: list | tuple, *, grid: Any = None, t
     record = k.last_launch
     assert record is not None
     return Launch(outputs, record)
+
+
+def profile_kernel(kernel: Any, *args: Any, grid: Any = None, target: str | None = None, **kwargs: Any) -> Profile:
+    """Trace ``kernel`` on ``args`` (arrays or ``nki.typing`` placeholders) for the cost model only and return
+    its ``Profile``: summary, per-line table, Perfetto trace and timeline figure, all estimates for the target."""
+    if isinstance(kernel, GridLaunch):
+        kernel, grid = kernel.kernel, kernel.grid
+    k = as_kernel(kernel)
+    try:
+        res = run(k, grid, args, kwargs, numerics=False, target=target)
+    except NKIError as err:
+        raise err.with_traceback(attach_location(err)) from None
+    return Profile.from_launch(res)

@@ -147,7 +147,7 @@ def stream_add_of(free_dim):
 
 
 if ON_SIMULATOR:
-    from nkisim.cost.report import profile_kernel  # the simulator's profiler (neuron-profile on hardware)
+    from nkisim.api import profile_kernel  # the simulator's profiler (neuron-profile on hardware)
 
 n = 256_000
 vec = np.zeros(n, dtype=np.float32)

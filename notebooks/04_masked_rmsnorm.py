@@ -245,7 +245,7 @@ from nkilab import load_kernel  # imports the kernel a %%writefile cell saved
 
 if ON_SIMULATOR:
     from neuronxcc.nki import typing as nt
-    from nkisim.cost.report import profile_kernel
+    from nkisim.api import profile_kernel
 
     try:
         prof = profile_kernel(load_kernel("rmsnorm.py", "rmsnorm"), nt.tensor[[4096, 2048], nl.float32],

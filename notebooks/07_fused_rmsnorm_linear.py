@@ -163,7 +163,7 @@ grade("rmsnorm_linear", "rmsnorm_linear.py")
 SIZE = 2048
 if ON_SIMULATOR:
     from neuronxcc.nki import typing as nt
-    from nkisim.cost.report import profile_kernel
+    from nkisim.api import profile_kernel
 
     try:
         prof = profile_kernel(load_kernel("rmsnorm_linear.py", "rmsnorm_linear"),

@@ -12,7 +12,8 @@ import neuronxcc.nki.typing as nt
 import numpy as np
 import pytest
 
-from nkisim.cost.report import Profile, profile_kernel
+from nkisim.api import profile_kernel
+from nkisim.cost.report import Profile
 
 # The subset of the Chrome trace-event format that Perfetto's JSON importer reads.
 TRACE_SCHEMA = {

@@ -140,3 +140,8 @@ def make_error(error_id: str, message: str) -> NKIError:
 def nki_error(error_id: str, message: str) -> NKIError:
     """Shorthand used as ``raise nki_error(...)`` so the raise statement stays at the call site."""
     return make_error(error_id, message)
+
+
+def shape_str(name: str, shape: tuple[int, ...]) -> str:
+    """``name[4, 512]``: how the compiler's messages write a tensor and its shape."""
+    return f"{name}[{', '.join(str(s) for s in shape)}]"

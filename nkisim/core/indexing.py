@@ -441,3 +441,35 @@ class DynSlice:
 def ds(start: Any, size: int) -> DynSlice:
     """``nl.ds``: the slice ``start:start + size``, where ``start`` may be a loop index expression."""
     return DynSlice(start, size)
+
+
+def slice_bound(v: Any, default: int, size: int, loops: set) -> tuple[Affine, int]:
+    """A slice bound as an index expression, and its value at this iteration (what the access's
+    shape and NumPy index are made of: computed here once instead of evaluated again)."""
+    if v is None:
+        return Affine.constant(default), default
+    if v.__class__ is int:  # plain integers: the common case needs no lifting
+        if v < 0:
+            v += size
+        return Affine.constant(v), v
+    if v.__class__ is Affine and v.grid is None and v.affine and (v.terms or v.const >= 0):
+        if v.loops:  # a loop index expression (``k * 128``), the other common case: used as it is
+            loops.update(v.loops)
+        return v, int(v.value())
+    a = Affine.lift(v)
+    if a is None:
+        raise TypeError(f"slice bounds must be integers or loop indices, got {type(v).__name__}")
+    if a.grid is not None:
+        raise TypeError("slice bounds cannot be nl.arange expressions")
+    if not a.terms and a.affine and a.const < 0:
+        a = Affine(a.const + size)
+    if a.loops:
+        loops.update(a.loops)
+    return a, int(a.value())
+
+
+def slice_step(step: Any) -> int:
+    step = int(step)
+    if step <= 0:
+        raise TypeError("NKI slices must have a positive step")
+    return step

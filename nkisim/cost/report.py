@@ -45,7 +45,7 @@ def _flops(ins: Instr) -> int:
 
 
 class Profile:
-    """A profiled launch; build with ``Profile.from_launch`` or ``profile_kernel``."""
+    """A profiled launch; build with ``Profile.from_launch`` (tools: ``nkisim.api.profile_kernel``)."""
 
     def __init__(self, trace: list[Instr], target: Target | str, cores: int = 1) -> None:
         self.trace = trace
@@ -214,22 +214,6 @@ class Profile:
         ax.set_title(f"Engine timeline: {self.estimate.total_us:.1f} us on {self.target} ({LABEL})", fontsize=10)
         fig.tight_layout()
         return fig
-
-
-def profile_kernel(kernel: Any, *args: Any, grid: Any = None, target: str | None = None, **kwargs: Any) -> Profile:
-    """Notebook helper: trace ``kernel`` (cost only) and return its Profile."""
-    from nkisim.core.errors import NKIError
-    from nkisim.core.location import attach_location
-    from nkisim.runtime.kernel import GridLaunch, Kernel, run
-
-    if isinstance(kernel, GridLaunch):
-        kernel, grid = kernel.kernel, kernel.grid
-    k = kernel if isinstance(kernel, Kernel) else Kernel(kernel)
-    try:
-        res = run(k, grid, args, kwargs, numerics=False, target=target)
-    except NKIError as err:
-        raise err.with_traceback(attach_location(err)) from None
-    return Profile.from_launch(res)
 
 
 def write_profile(launch: Any, working_directory: str | None = None, save_trace_name: str = "profile.json",

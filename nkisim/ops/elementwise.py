@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from nkisim.core import dtypes as dt
+from nkisim.core import syntax
 from nkisim.core.context import KernelContext, current
 from nkisim.core.errors import nki_error
 from nkisim.core.tensor import Access, Tensor, is_tile, shape_str
@@ -198,3 +199,6 @@ def where(condition: Any, x: Any, y: Any, *, dtype: Any = None, mask: Any = None
     tile = new_tile(ctx, out_shape, out_dt, vals, valid)
     tile.producer = emit(ctx, "where", "dve", reads=list(accs.values()), writes=[tile.full()])
     return tile
+
+
+syntax.provide(binary=operator, unary=unary_op)

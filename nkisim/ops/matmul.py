@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from nkisim.core import dtypes as dt
+from nkisim.core import syntax
 from nkisim.core.buffers import PMAX, psum, sbuf
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
@@ -142,3 +143,6 @@ def _transpose(api: str, pname: str, x: Any, dtype: Any, mask: Any, engine: str)
     tile = new_tile(ctx, out_shape, out_dt, vals, valid, buffer=psum if engine == "pe" else sbuf, fresh=False)
     tile.producer = emit(ctx, "nc_transpose", engine, reads=[a], writes=[tile.full()])
     return tile
+
+
+syntax.provide(transpose=transpose)

@@ -8,11 +8,14 @@ from typing import Any
 import numpy as np
 
 from nkisim.core import dtypes as dt
+from nkisim.core import syntax
+from nkisim.core.access import Access
+from nkisim.core.arrays import compact
 from nkisim.core.buffers import PMAX
 from nkisim.core.context import current
-from nkisim.core.errors import nki_error
+from nkisim.core.errors import nki_error, shape_str
 from nkisim.core.indexing import Affine
-from nkisim.core.tensor import Access, Tensor, as_access, compact, is_tile, shape_str
+from nkisim.core.tensor import Tensor, as_access, is_tile
 from nkisim.cost.trace import buffer_info
 from nkisim.ops.base import (
     check_partitions,
@@ -377,3 +380,15 @@ def reshape_access(acc: Access, shape: tuple) -> Tensor:
                                 for c, d in zip(acc.comps, acc.tensor.shape)):
         return acc.tensor.reshape(shape)
     raise TypeError("only whole tensors can be reshaped; reshape the HBM tensor before indexing it")
+
+
+def _astype(tile: Any, dtype: Any) -> Tensor:
+    return copy(tile, dtype=dtype)
+
+
+def _broadcast(tile: Any, shape: Any) -> Tensor:
+    return broadcast_to(tile, shape=shape)
+
+
+syntax.provide(assign=assign, accumulate=accumulate, astype=_astype, broadcast_to=_broadcast,
+               expand_dims=expand_dims, subaccess=subaccess, reshape_access=reshape_access)

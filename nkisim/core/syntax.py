@@ -1,0 +1,204 @@
+"""Python syntax on tiles: operators, in-place updates and tile methods, and what truth-testing means.
+
+``t + u``, ``t[...] += x``, ``t.broadcast_to(...)``, ``t.T`` are the same operations as ``nl.add``
+& co, which live in ``nkisim.ops``.  Core does not import ops (ops imports core): it declares the
+operations tile syntax needs as ``TileMethods`` and each ops module provides its own when imported
+(``provide``).  ``TileSyntax`` is the mixin both ``Tensor`` and ``Access`` take their operators from.
+"""
+
+from __future__ import annotations
+
+import dis
+import functools
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from nkisim.core.errors import nki_error
+
+
+@dataclass(slots=True)
+class TileMethods:
+    """The ops tile syntax calls, provided by ``nkisim.ops`` modules (None until one is imported)."""
+
+    #: (tile, other, ALU op name, reversed) -> tile: ``t + u`` (no partition broadcast), ops.elementwise
+    binary: Callable[[Any, Any, str, bool], Any] | None = None
+    #: (activation or ALU name, tile) -> tile: ``-t``, ``abs(t)``, ``~t``, ops.elementwise
+    unary: Callable[[str, Any], Any] | None = None
+    #: (access, value[, value is a temporary]) -> None: ``t[idx] = value``, ops.memory
+    assign: Callable[..., None] | None = None
+    #: (access, value, ALU op name) -> None: ``t[idx] += value``, ops.memory
+    accumulate: Callable[[Any, Any, str], None] | None = None
+    #: (tile, dtype) -> tile: ``t.astype(dtype)``, ops.memory
+    astype: Callable[[Any, Any], Any] | None = None
+    #: (tile, shape) -> tile, ops.memory
+    broadcast_to: Callable[[Any, Any], Any] | None = None
+    #: (tile, axis) -> tile, ops.memory
+    expand_dims: Callable[[Any, int], Any] | None = None
+    #: tile -> tile: ``t.T``, ops.matmul
+    transpose: Callable[[Any], Any] | None = None
+    #: (access, key) -> access: ``t[i][j]``, ops.memory
+    subaccess: Callable[[Any, Any], Any] | None = None
+    #: (access, shape) -> tensor: ``t[i].reshape(...)``, ops.memory
+    reshape_access: Callable[[Any, Any], Any] | None = None
+
+
+METHODS = TileMethods()
+
+
+def provide(**methods: Callable) -> None:
+    """An ops module hands tile syntax its operations (an unknown name is an AttributeError)."""
+    for name, fn in methods.items():
+        setattr(METHODS, name, fn)
+
+
+_VALUE_TRUTH_OPS = frozenset({"UNARY_NOT", "JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP"})
+
+
+@functools.lru_cache(maxsize=256)
+def _next_ops(code: types.CodeType) -> dict[int, tuple[str, str]]:
+    """offset -> (opname, next opname) for the bytecode of a kernel function."""
+    ins = list(dis.get_instructions(code))
+    return {a.offset: (a.opname, b.opname) for a, b in zip(ins, ins[1:] + ins[-1:])}
+
+
+def truth_value_error(t: Any) -> Exception:
+    """The compiler's error for Python truth-testing a tensor.
+
+    ``not t``, ``t and x``, ``t or x`` and truth-testing a kernel parameter are
+    err_ambiguous_tensor_truth_value; branching on a computed tile (``if t:``, ``while t:``) is
+    err_dynamic_control_flow_not_supported.  Which one applies is read from the student's bytecode.
+    """
+    from nkisim.core.location import user_frame
+
+    f = user_frame()
+    op = None
+    if f is not None:
+        op, nxt = _next_ops(f.f_code).get(f.f_lasti, (None, None))
+        op = nxt if op == "TO_BOOL" else op  # Python 3.13 splits the truth test from its use
+    if op in _VALUE_TRUTH_OPS or t.root.param:
+        return nki_error("err_ambiguous_tensor_truth_value",
+                         "Cannot evaluate truth value of a multi-element tensor/array. Use the elementwise "
+                         "operators ~, &, | on tiles, and `x is None` to test an optional argument.")
+    return nki_error("err_dynamic_control_flow_not_supported",
+                     "dynamic control-flow depending on tensor value is not supported.")
+
+
+class TileSyntax:
+    """Operators of NKI tiles: the nl ops, without partition broadcasting (what the compiler allows)."""
+
+    __slots__ = ()
+    __nki_tile__ = True
+    __array_priority__ = 1000
+
+    def __bool__(self) -> bool:
+        raise truth_value_error(getattr(self, "tensor", self))
+
+    def _binop(self, other: Any, op: str, reverse: bool = False) -> Any:
+        return METHODS.binary(self, other, op, reverse)
+
+    def __add__(self, o: Any) -> Any:
+        return METHODS.binary(self, o, "add", False)
+
+    def __radd__(self, o: Any) -> Any:
+        return METHODS.binary(self, o, "add", True)
+
+    def __sub__(self, o: Any) -> Any:
+        return METHODS.binary(self, o, "subtract", False)
+
+    def __rsub__(self, o: Any) -> Any:
+        return METHODS.binary(self, o, "subtract", True)
+
+    def __mul__(self, o: Any) -> Any:
+        return METHODS.binary(self, o, "multiply", False)
+
+    def __rmul__(self, o: Any) -> Any:
+        return METHODS.binary(self, o, "multiply", True)
+
+    def __truediv__(self, o: Any) -> Any:
+        return METHODS.binary(self, o, "divide", False)
+
+    def __rtruediv__(self, o: Any) -> Any:
+        return METHODS.binary(self, o, "divide", True)
+
+    def __pow__(self, o: Any) -> Any:
+        return METHODS.binary(self, o, "power", False)
+
+    def __rpow__(self, o: Any) -> Any:
+        return METHODS.binary(self, o, "power", True)
+
+    def __mod__(self, o: Any) -> Any:
+        return METHODS.binary(self, o, "mod", False)
+
+    def __and__(self, o: Any) -> Any:
+        return METHODS.binary(self, o, "bitwise_and", False)
+
+    def __or__(self, o: Any) -> Any:
+        return METHODS.binary(self, o, "bitwise_or", False)
+
+    def __xor__(self, o: Any) -> Any:
+        return METHODS.binary(self, o, "bitwise_xor", False)
+
+    def __lshift__(self, o: Any) -> Any:
+        return METHODS.binary(self, o, "left_shift", False)
+
+    def __rshift__(self, o: Any) -> Any:
+        return METHODS.binary(self, o, "right_shift", False)
+
+    def __lt__(self, o: Any) -> Any:
+        return METHODS.binary(self, o, "less", False)
+
+    def __le__(self, o: Any) -> Any:
+        return METHODS.binary(self, o, "less_equal", False)
+
+    def __gt__(self, o: Any) -> Any:
+        return METHODS.binary(self, o, "greater", False)
+
+    def __ge__(self, o: Any) -> Any:
+        return METHODS.binary(self, o, "greater_equal", False)
+
+    def __eq__(self, o: Any) -> Any:  # type: ignore[override]
+        return METHODS.binary(self, o, "equal", False)
+
+    def __ne__(self, o: Any) -> Any:  # type: ignore[override]
+        return METHODS.binary(self, o, "not_equal", False)
+
+    __hash__ = object.__hash__
+
+    def __neg__(self) -> Any:
+        return METHODS.unary("negative", self)
+
+    def __abs__(self) -> Any:
+        return METHODS.unary("abs", self)
+
+    def __invert__(self) -> Any:
+        return METHODS.unary("invert", self)
+
+    def _inplace(self, other: Any, op: str) -> Any:
+        raise NotImplementedError
+
+    def __iadd__(self, o: Any) -> Any:
+        return self._inplace(o, "add")
+
+    def __isub__(self, o: Any) -> Any:
+        return self._inplace(o, "subtract")
+
+    def __imul__(self, o: Any) -> Any:
+        return self._inplace(o, "multiply")
+
+    def __itruediv__(self, o: Any) -> Any:
+        return self._inplace(o, "divide")
+
+    def astype(self, dtype: Any) -> Any:
+        return METHODS.astype(self, dtype)
+
+    def broadcast_to(self, shape: Any) -> Any:
+        return METHODS.broadcast_to(self, shape)
+
+    def expand_dims(self, axis: int) -> Any:
+        return METHODS.expand_dims(self, axis)
+
+    @property
+    def T(self) -> Any:  # noqa: N802 - NKI's name
+        return METHODS.transpose(self)
