@@ -197,6 +197,26 @@ def test_memory_hog_gets_a_memory_error_not_the_machine(tmp_path, capsys):
     assert "MemoryError at hog.py line 9" in verdict and "at most 4096 MiB of memory" in verdict, verdict
 
 
+def test_an_output_never_written_is_reported_at_the_students_allocation(tmp_path, capsys):
+    # the zero-trip loop: the error names the student's variable and line, not the grader's (it used to say
+    # "NKIValueError at _child.py line 126: Output tensor `t3` is never written to")
+    path = write(tmp_path, "empty.py", """
+        @nki.jit
+        def vector_add_naive(a, b):
+            result = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            for i in nl.affine_range(a.shape[0] // 4096):
+                nl.store(result[i], value=nl.load(a[i]))
+            return result
+        """)
+    r = grade_report("vector_add_naive", path, seed=1, verbose=False)
+    assert r.points == 0.0
+    verdict = r.evaluation.cases[0].verdict.message
+    line = 1 + [ln.strip() for ln in path.read_text().splitlines()].index(
+        "result = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)")
+    assert f"at empty.py line {line} " in verdict and "Output tensor `result` is never written to" in verdict, verdict
+    assert "result = nl.ndarray(a.shape" in verdict, verdict
+
+
 def test_crash_and_import_error_score_zero(tmp_path, capsys):
     crash = write(tmp_path, "crash.py", """
         import os

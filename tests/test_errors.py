@@ -700,13 +700,10 @@ def test_mutable_parameter_not_returned() -> None:
         nl.store(a, value=nl.load(b))
         out = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)
         nl.store(out, value=nl.load(b))
-        return out
+        return out  # ERR
 
-    def test_body() -> None:
-        k(rand(128, 8), rand(128, 8))  # ERR
-
-    expect_error(test_body, "err_mutable_parameter_not_returned",
-                 "Mutable kernel parameter `a` not returned by `return` statement", test_body, last_frame=False)
+    expect_error(lambda: k(rand(128, 8), rand(128, 8)), "err_mutable_parameter_not_returned",
+                 "Mutable kernel parameter `a` not returned by `return` statement", k, last_frame=False)
 
 
 @covers("err_tensor_output_not_written_to")
@@ -715,15 +712,37 @@ def test_output_never_written() -> None:
 
     @nki.jit
     def k(a):
-        out = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+        result = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)  # ERR
         for _i in nl.affine_range(a.shape[0] // 256):
-            nl.store(out, nl.load(a))
-        return out
+            nl.store(result, nl.load(a))
+        return result
 
-    def test_body() -> None:
-        k(rand(128, 8))  # ERR
+    # blamed on the student's allocation, naming the student's variable (it used to be the launch's line
+    # and the simulator's `t3`)
+    expect_error(lambda: k(rand(128, 8)), "err_tensor_output_not_written_to",
+                 "Output tensor `result` is never written to", k, last_frame=False)
 
-    expect_error(test_body, "err_tensor_output_not_written_to", "is never written to", test_body, last_frame=False)
+
+def test_an_output_never_written_is_named_by_its_place_in_the_return_statement() -> None:
+    @nki.jit
+    def k(a):
+        done = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+        forgotten = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)  # ERR
+        nl.store(done, nl.load(a))
+        return done, forgotten
+
+    expect_error(lambda: k(rand(128, 8)), "err_tensor_output_not_written_to",
+                 "Output tensor `forgotten` is never written to", k, last_frame=False)
+
+
+def test_a_tile_returned_as_output_is_blamed_on_the_return_statement() -> None:
+    @nki.jit
+    def k(a):
+        tile = nl.load(a)
+        return tile  # ERR
+
+    expect_error(lambda: k(rand(128, 8)), "err_unsupported_memory",
+                 "Expected kernel output `tile` to be in address space 'hbm'", k, last_frame=False)
 
 
 @covers("err_unsupported_dtype_value")

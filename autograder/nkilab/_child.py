@@ -11,6 +11,7 @@ fast-and-wrong when timed.  Whatever the student's module does to NumPy or to th
 
 from __future__ import annotations
 
+import linecache
 import os
 import sys
 import time
@@ -52,6 +53,8 @@ def error_info(err: BaseException, module_path: str | None) -> dict:
                 info.setdefault("line", frame.lineno)
                 info["code"] = (frame.line or "").strip()
                 break
+    if loc and "code" not in info:  # a whole-kernel error, found after the kernel returned: no frame of its own
+        info["code"] = linecache.getline(str(loc[0]), int(loc[1])).strip()[:MESSAGE_CHARS]
     return info
 
 

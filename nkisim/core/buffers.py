@@ -7,7 +7,7 @@ constants.  What differs per target (SBUF bytes per partition) is read from ``ct
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from nkisim.core import target as _target
 
@@ -17,6 +17,19 @@ PMAX = _LIMITS.partitions
 PSUM_FMAX = _LIMITS.psum_free_max
 PSUM_BANK_BYTES = _LIMITS.psum_bank_bytes
 PSUM_BANKS = _LIMITS.psum_banks
+
+
+class BufferInfo(NamedTuple):
+    """What the cost model's buffer mapping needs to know about an on-chip root tensor (plain values,
+    so traces hold no tensors).  Built once per tensor (``cost.trace.buffer_info``, ``Tensor.result``)."""
+
+    root: int  # uid of the root tensor
+    space: str  # 'sbuf' or 'psum'
+    site: tuple[str, int] | None  # (file, line) of its nl.ndarray, None for an op's result tile
+    tiles: int  # physical tiles of a mod_alloc block tensor (num_free_tiles product), 0 otherwise
+    in_loop: bool  # allocated inside a loop (its buffers rotate between iterations)
+    par_axis: int  # the partition axis (block dimensions come before it)
+    bytes_per_partition: int
 
 
 class Buffer:

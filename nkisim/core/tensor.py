@@ -16,13 +16,15 @@ import numpy as np
 
 from nkisim.core import dtypes as dt
 from nkisim.core.access import Access
-from nkisim.core.buffers import Buffer
+from nkisim.core.buffers import Buffer, BufferInfo
 from nkisim.core.errors import nki_error, shape_str
 from nkisim.core.indexing import Loop
 from nkisim.core.location import user_variable
 from nkisim.core.syntax import METHODS, TileSyntax
 
 _ids = itertools.count(1)
+#: BufferInfo from a tuple without the keyword-handling constructor (one is made per instruction)
+_new_info = tuple.__new__
 
 
 class Tensor(TileSyntax):
@@ -89,7 +91,8 @@ class Tensor(TileSyntax):
         t.valid = None
         t.written = True
         t.producer = None
-        t._trace_facts = trace_facts = (facts[0], uid, (uid, facts[1], None, 0, bool(loops), 0, facts[2]))
+        t._trace_facts = trace_facts = (facts[0], uid, _new_info(BufferInfo, (uid, facts[1], None, 0, bool(loops), 0,
+                                                                                 facts[2])))
         t.unfilled = False
         t.viewed = False
         t._whole_parts = parts = facts[4]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nkisim.core.buffers import BufferInfo
 from nkisim.cost import costs, unroll
 from nkisim.cost.deps import Scoreboard
 from nkisim.cost.trace import Instr
@@ -111,7 +112,7 @@ class Buffers:
 
     def __init__(self, trace: list[Instr], prm: dict[str, Any]) -> None:
         self.prm = prm
-        self.info: dict[int, tuple] = {}
+        self.info: dict[int, BufferInfo] = {}
         self.phys: dict[int, Any] = {}
         self.count: dict[Any, int] = {}
         self.site_of: dict[int, Any] = {}  # allocation site of in-loop op results (no nl.ndarray site)
@@ -125,22 +126,22 @@ class Buffers:
         psum_fixed = 0
         # an op's result tile that was assigned into another tile (tile[...] = nl.load(...)) never
         # exists on chip: only roots that appear in some region occupy SBUF
-        used = {r[0] for ins in trace for r in (*ins.reads, *ins.writes)}
+        used = {r.root for ins in trace for r in (*ins.reads, *ins.writes)}
         for ins in trace:
             for b in ins.bufs:
-                if b[0] not in self.info and b[0] in used:
-                    self.info[b[0]] = b
-                    if b[1] == "sbuf" and not b[3]:
-                        if b[4]:
-                            key = b[2] or self._result_site(b[0], ins, per_line)
-                            sites[key] = max(sites.get(key, 0), b[6])
-                            site_roots.setdefault(key, []).append(b[0])
+                if b.root not in self.info and b.root in used:
+                    self.info[b.root] = b
+                    if b.space == "sbuf" and not b.tiles:
+                        if b.in_loop:
+                            key = b.site or self._result_site(b.root, ins, per_line)
+                            sites[key] = max(sites.get(key, 0), b.bytes_per_partition)
+                            site_roots.setdefault(key, []).append(b.root)
                         else:
-                            fixed += b[6]
-                    elif b[1] == "psum" and not b[3]:
-                        banks = -(-b[6] // bank_bytes)  # a PSUM tile occupies whole banks
-                        if b[4]:
-                            key = b[2] or self.site_of.setdefault(b[0], ins.loc)
+                            fixed += b.bytes_per_partition
+                    elif b.space == "psum" and not b.tiles:
+                        banks = -(-b.bytes_per_partition // bank_bytes)  # a PSUM tile occupies whole banks
+                        if b.in_loop:
+                            key = b.site or self.site_of.setdefault(b.root, ins.loc)
                             psum_sites[key] = max(psum_sites.get(key, 0), banks)
                         else:
                             psum_fixed += banks
@@ -186,7 +187,7 @@ class Buffers:
         b = self.info.get(root)
         if b is None:
             return (root, tid), box
-        _, space, site, k, in_loop, par, _ = b
+        space, site, k, in_loop, par = b.space, b.site, b.tiles, b.in_loop, b.par_axis
         if k:  # direct allocation: block index i lives in physical tile i % k
             nb = min(par, len(box))
             if tid == root and nb:
@@ -242,8 +243,8 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
     board = Scoreboard(sync)
     bufs = Buffers(trace, prm)
     cores: dict[int, Core] = {}
-    written = {w[0] for ins in trace for w in ins.writes}
-    space_of = {root: b[1] for root, b in bufs.info.items()}
+    written = {w.root for ins in trace for w in ins.writes}
+    space_of = {root: b.space for root, b in bufs.info.items()}
     shared_port = bool(eng_p["dve_pool_shared_port"])
     psum_port = bool(eng_p.get("dve_act_shared_psum", False))
     dge_ns = float(prm["dma"].get("dge_ns", 0.0)) if getattr(trace, "skip_middle_end", False) else 0.0
@@ -254,15 +255,15 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
         if core is None:
             core = cores[ins.core] = Core(prm)
         e = ins.engine if ins.engine in COMPUTE or ins.engine == "dma" else "dve"
-        reads = [(_on_core(bufs.key(r[0], r[1], r[2], ins.loc), r[0], ins.core, space_of), False)
-                 for r in ins.reads if r[0] in written]
-        writes = [(_on_core(bufs.key(w[0], w[1], w[2], ins.loc), w[0], ins.core, space_of), True)
+        reads = [(_on_core(bufs.key(r.root, r.tensor, r.box, ins.loc), r.root, ins.core, space_of), False)
+                 for r in ins.reads if r.root in written]
+        writes = [(_on_core(bufs.key(w.root, w.tensor, w.box, ins.loc), w.root, ins.core, space_of), True)
                   for w in ins.writes]
         ready = 0.0
         for (key, box), is_w in (*reads, *writes):
             ready = max(ready, board.ready(key, box, e, is_w))
         if ins.op == "memset" and ins.extra.get("zero") and ins.writes and \
-                space_of.get(ins.writes[0][0]) == "psum":
+                space_of.get(ins.writes[0].root) == "psum":
             # nl.zeros on PSUM before `+= matmul`: the compiler folds it into the first matmul of the
             # accumulation group (overwrite instead of accumulate), so no engine runs it
             start = end = ready
@@ -285,7 +286,7 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
             end = fin + dma_lat
             out.busy["dma"] += dur * nq
         else:
-            spaces = tuple(space_of.get(r[0], "hbm") for r in (*ins.reads, *ins.writes))
+            spaces = tuple(space_of.get(r.root, "hbm") for r in (*ins.reads, *ins.writes))
             dur = costs.compute_ns(ins, spaces, prm)
             start = max(ready, core.free[e])
             if shared_port and e in ("dve", "pool"):

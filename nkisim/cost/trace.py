@@ -2,16 +2,26 @@
 
 The functional pass appends an ``Instr`` for every NKI API call that would become hardware
 instructions.  Records hold only plain numbers (never tensor data) so long traces stay small.
-Regions are ``(root tensor id, tensor id, box)`` with ``box`` a tuple of per-dimension
-``(lo, hi_exclusive)`` ranges in the tensor's own coordinates.
+Operands are ``Region`` records (root tensor id, tensor id, box), on-chip roots are described by
+``BufferInfo`` records (core.buffers).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 from nkisim.core import dtypes as dt
+from nkisim.core.buffers import BufferInfo
+
+
+class Region(NamedTuple):
+    """Where an instruction reads or writes: ``box`` holds per-dimension ``(lo, hi_exclusive)`` ranges in
+    ``tensor``'s own coordinates; ``root`` is the tensor whose storage it is (a view's base)."""
+
+    root: int
+    tensor: int
+    box: tuple
 
 
 class Trace(list):
@@ -77,7 +87,7 @@ class Instr:
             if v > n_max:
                 n_max = v
             names.append(facts[0])
-            regs.append((facts[1], uid, box))
+            regs.append(_new_region(Region, (facts[1], uid, box)))
             if facts[2] is not None:
                 bufs.append(facts[2])
         if self._p is None:
@@ -133,10 +143,12 @@ class Instr:
         return {k: getattr(self, k) for k in fields}
 
 
-def buffer_info(acc: Any) -> tuple:
-    """Facts about an access's on-chip root tensor that the scheduler needs to map it to physical
-    buffers: (root uid, space, allocation site or None, mod_alloc tile count or 0, allocated inside a
-    loop, partition axis, bytes per partition).  Kept as plain values so traces hold no tensors."""
+_new_region = tuple.__new__
+
+
+def buffer_info(acc: Any) -> BufferInfo:
+    """The ``BufferInfo`` of an access's on-chip root tensor (what the scheduler needs to map it to physical
+    buffers), memoised on the tensor."""
     root = acc.tensor.root
     facts = root._trace_facts  # an on-chip tensor's trace facts end with its buffer_info (ops.base.emit)
     if facts is not None and facts[2] is not None:
@@ -154,8 +166,8 @@ def buffer_info(acc: Any) -> tuple:
     for i, d in enumerate(root.shape):
         if i != root.par_axis:
             per_part *= int(d)
-    info = (root.uid, root.space, root.site, k, bool(root.loops), root.par_axis, per_part)
-    if facts is None and info[1] != "hbm":  # what ops.base.emit would record for it: a slot, no dict
+    info = BufferInfo(root.uid, root.space, root.site, k, bool(root.loops), root.par_axis, per_part)
+    if facts is None and info.space != "hbm":  # what ops.base.emit would record for it: a slot, no dict
         root._trace_facts = (dt.name(root.dtype), root.uid, info)
     else:
         root.__dict__["_buffer_info"] = info

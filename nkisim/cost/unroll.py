@@ -64,7 +64,7 @@ def tile_copies(trace: list[Instr], roots: set[int], max_instructions: int) -> d
     for ins in trace:
         uids = None
         for region in (*ins.reads, *ins.writes):
-            r = region[0]
+            r = region.root
             if r not in roots:
                 continue
             if uids is None:

@@ -17,7 +17,7 @@ from nkisim.core.errors import nki_error, shape_str
 from nkisim.core.indexing import check_mask
 from nkisim.core.location import user_location, user_variable
 from nkisim.core.tensor import Tensor
-from nkisim.cost.trace import Instr, buffer_info, dma_run
+from nkisim.cost.trace import Instr, Region, buffer_info, dma_run
 from nkisim.ops.optable import api
 
 #: "psum|sbuf" -> ["psum", "sbuf"], split once per spelling.
@@ -256,15 +256,15 @@ def f32(acc: Access | Tensor | None, ctx: KernelContext) -> np.ndarray | None:
     return a.astype(np.int64)
 
 
-def region(acc: Access) -> tuple:
+def region(acc: Access) -> Region:
     """(root id, tensor id, box) of an access, for the scheduler's dependency tracking."""
     t = acc.tensor
     box = acc._box
     if box is not None:  # basic accesses: fixed once np_index() is (whole-tile boxes are shared per shape)
-        return (t.root.uid, t.uid, box)
+        return Region(t.root.uid, t.uid, box)
     if not acc.advanced:  # the basic index holds exactly these bounds, computed once per access
         box = acc._box = index_box(acc.np_index())
-        return (t.root.uid, t.uid, box)
+        return Region(t.root.uid, t.uid, box)
     box = []
     for c, dim in zip(acc.comps, t.shape):
         if c[0] == "adv":
@@ -275,7 +275,7 @@ def region(acc: Access) -> tuple:
             box.append((v, v + 1))
         else:
             box.append((0, dim))
-    return (t.root.uid, t.uid, tuple(box))
+    return Region(t.root.uid, t.uid, tuple(box))
 
 
 def _access_facts(a: Access) -> tuple:

@@ -16,6 +16,7 @@ import inspect
 import os
 import textwrap
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -151,7 +152,7 @@ def run(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool 
                     if len(instances) > 1:
                         err.add_note(f"(raised in SPMD instance {list(ctx.program)} of grid {list(sizes)})")
                     raise
-        _check_outputs(out, converted)
+        _check_outputs(out, converted, kernel.func)
     finally:
         context.pop()
     result = LaunchResult(arguments.from_tensor(out, to_torch), ctx)
@@ -255,22 +256,84 @@ def _flatten(out: Any) -> list[Tensor]:
     return []
 
 
-def _check_outputs(out: Any, params: dict[str, Any]) -> None:
+@dataclass(frozen=True)
+class ReturnSite:
+    """The kernel's ``return`` statement: its line and the student's variable for each returned value
+    (flattened like the outputs; None where the value is not a plain name)."""
+
+    line: int
+    names: tuple[str | None, ...]
+
+
+def _returned_names(node: ast.expr | None) -> tuple[str | None, ...]:
+    if isinstance(node, ast.Name):
+        return (node.id,)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return tuple(n for elt in node.elts for n in _returned_names(elt))
+    return (None,)
+
+
+@functools.lru_cache(maxsize=512)
+def return_site(func: Callable) -> ReturnSite | None:
+    """The kernel's one ``return`` statement (None when it has several, or no source): whole-kernel errors
+    about the outputs point at it and name the student's variables."""
+    try:
+        lines, start = inspect.getsourcelines(func)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    fn = tree.body[0] if tree.body else None
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    found: list[ast.Return] = []
+    todo: list[ast.AST] = list(fn.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Return):
+            found.append(node)
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(node))
+    if len(found) != 1:
+        return None
+    return ReturnSite(start + found[0].lineno - 1, _returned_names(found[0].value))
+
+
+def _blame(err: NKIError, filename: str, line: int) -> NKIError:
+    """Point ``err`` at the student's ``line`` (a whole-kernel error is found after the kernel returned)."""
+    err.nki_location = (filename, line)
+    if isinstance(err, SyntaxError):
+        err.filename, err.lineno = filename, line
+    return err
+
+
+def _check_outputs(out: Any, params: dict[str, Any], func: Callable) -> None:
+    """Whole-kernel rules on the outputs, blamed on the student's own lines: an output never written at
+    its allocation, an output not in HBM and a mutable parameter not returned at the return statement."""
     returned = _flatten(out)
-    for t in returned:
+    site = return_site(func)
+    names = site.names if site is not None and len(site.names) == len(returned) else (None,) * len(returned)
+    filename = func.__code__.co_filename
+    for t, var in zip(returned, names):
+        label = var or t.label()
         if t.space != "hbm":
-            raise nki_error("err_unsupported_memory",
-                            f"Expected kernel output `{t.label()}` to be in address space 'hbm', but got a tile in "
+            err = nki_error("err_unsupported_memory",
+                            f"Expected kernel output `{label}` to be in address space 'hbm', but got a tile in "
                             f"'{t.buffer.space}' instead. Store results into an nl.shared_hbm tensor and return it.")
+            raise _blame(err, filename, site.line) if site is not None else err
         if not t.root.written:
-            raise nki_error("err_tensor_output_not_written_to",
-                            f"Output tensor `{t.label()}` is never written to: store results into it with nl.store "
+            err = nki_error("err_tensor_output_not_written_to",
+                            f"Output tensor `{label}` is never written to: store results into it with nl.store "
                             f"before returning it")
+            alloc = t.root.site
+            if alloc is not None and alloc[0] == filename:
+                raise _blame(err, *alloc)
+            raise _blame(err, filename, site.line) if site is not None else err
     roots = {t.root.uid for t in returned}
     for name, p in params.items():
         if isinstance(p, Tensor) and not p.param and p.root.uid not in roots:
-            raise nki_error("err_mutable_parameter_not_returned",
+            err = nki_error("err_mutable_parameter_not_returned",
                             f"Mutable kernel parameter `{name}` not returned by `return` statement")
+            raise _blame(err, filename, site.line) if site is not None else err
 
 
 def jit(func: Callable | None = None, mode: str = "auto", **options: Any) -> Any:
