@@ -200,3 +200,44 @@ def test_results_never_alias_the_caller_or_each_other() -> None:
     same_a[...] = 0.0
     np.testing.assert_array_equal(out2, A + np.float32(1.0))
     np.testing.assert_array_equal(a, A)
+
+
+@nki.jit
+def accumulate_into_fresh_psum(a, b, use_matmul):
+    """``acc += matmul`` on an nl.ndarray PSUM tile nothing has written: the first matmul of the
+    accumulation group overwrites the bank (its uninitialised contents are never added)."""
+    import neuronxcc.nki.isa as nisa
+
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+    for k in nl.affine_range(2):
+        at = nl.load(a[k * 128:(k + 1) * 128, :])
+        bt = nl.load(b[k * 128:(k + 1) * 128, :])
+        if use_matmul:
+            acc += nisa.nc_matmul(at, bt)
+        else:
+            acc += nl.add(bt, 0.0)  # a Vector-engine update of uninitialised PSUM reads garbage
+    nl.store(out, nl.copy(acc))
+    return out
+
+
+def test_the_first_matmul_into_a_fresh_psum_tile_starts_the_accumulation_group() -> None:
+    a = RNG.standard_normal((256, 128), dtype=np.float32)
+    b = RNG.standard_normal((256, 512), dtype=np.float32)
+    np.testing.assert_allclose(accumulate_into_fresh_psum(a, b, True), a.T @ b, rtol=1e-4, atol=1e-4)
+    assert np.isnan(accumulate_into_fresh_psum(a, b, False)).all()
+
+
+@nki.jit
+def broadcast_a_partition_vector(a):
+    """``[P]`` (e.g. a max over the free axis) broadcast to ``[P, F]``: each row holds its own value."""
+    out = nl.ndarray((a.shape[0], a.shape[0]), dtype=a.dtype, buffer=nl.shared_hbm)
+    row_max = nl.max(nl.load(a), axis=1)  # [P]
+    nl.store(out, row_max.broadcast_to((a.shape[0], a.shape[0])))
+    return out
+
+
+def test_a_partition_vector_broadcasts_along_the_free_axis() -> None:
+    a = RNG.standard_normal((64, 8), dtype=np.float32)
+    # F == P is the case where lining [P] up with the last axis silently gave the transpose
+    np.testing.assert_array_equal(broadcast_a_partition_vector(a), np.repeat(a.max(axis=1)[:, None], 64, axis=1))

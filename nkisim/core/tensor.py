@@ -130,6 +130,13 @@ class Tensor(TileSyntax):
             self.unfilled = False
             self._data.fill(dt.fill_value(self.dtype))
 
+    def start_accumulation(self) -> None:
+        """A PSUM tile no instruction has written yet starts its first accumulation group from zero: the
+        hardware's first matmul of a group overwrites the bank instead of adding to whatever it held."""
+        if self.unfilled:
+            self.unfilled = False
+            self._data.fill(0)
+
     # --- properties of the NKI tensor API -----------------------------------------------------
     @property
     def space(self) -> str:

@@ -272,10 +272,13 @@ def accumulate(dst: Access, value: Any, op: str) -> None:
     else:
         src, src_shape = None, ()
         src_vals = None if not ctx.numerics else np.float32(value)
+    producer = value.producer if isinstance(value, Tensor) else None
     if ctx.numerics:
         rhs = _values_for(dst.shape, src_shape, None if src_vals is None else np.asarray(src_vals),
                           dst_name=dst.name, src_name="value", expr=f"{dst.name} {op}= value")
         dst.tensor.root.written = True
+        if op == "add" and producer is not None and producer.engine == "pe" and dst.space == "psum":
+            dst.tensor.start_accumulation()  # `psum_tile += matmul(...)` on a fresh nl.ndarray(buffer=nl.psum)
         dst.tensor.fill_pending()
         data = dst.tensor._data
         if data is not None:
@@ -286,7 +289,6 @@ def accumulate(dst: Access, value: Any, op: str) -> None:
             dst._write(ALU[op].fn(f32(dst, ctx), rhs))
     else:
         fit_shape(src_shape, dst.shape, dst.name, "value")
-    producer = value.producer if isinstance(value, Tensor) else None
     if producer is not None and producer.engine == "pe" and ctx.trace and ctx.trace[-1] is producer and op == "add":
         producer.retarget((region(dst),), buffer_info(dst))  # (records stay unexpanded until costed)
         producer.acc = True
@@ -310,13 +312,16 @@ def broadcast_to(src: Any, *, shape: Any) -> Tensor:
     a = operands("broadcast_to", src=src)["src"]
     shape = tuple(int(s) for s in shape)
     check_partitions("broadcast_to", {"src": a, "shape": shape}, {"src": a.shape, "shape": shape})
+    # a [P] tile is a column (one value per partition, like a reduction's result): [P] -> [P, F] repeats
+    # each partition's value along the free axis (NumPy would line [P] up with the last axis instead)
+    src_shape = (a.shape[0],) + (1,) * (len(shape) - 1) if len(a.shape) == 1 and len(shape) > 1 else a.shape
     try:
-        np.broadcast_shapes(a.shape, shape)
+        np.broadcast_shapes(src_shape, shape)
     except ValueError:
         raise nki_error("err_param_shape_incompatible_with_numpy",
                         f"Parameter shapes ({shape_str('src', a.shape)}) could not be broadcast together with "
                         f"shapes {list(a.shape)} and {list(shape)}") from None
-    values = None if not ctx.numerics else np.broadcast_to(a._read(), shape)
+    values = None if not ctx.numerics else np.broadcast_to(a._read().reshape(src_shape), shape)
     tile = new_tile(ctx, shape, a.dtype, values, fresh=False)
     tile.producer = emit(ctx, "broadcast_to", reads=[a], writes=[tile.full()])
     return tile
