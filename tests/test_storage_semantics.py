@@ -241,3 +241,22 @@ def test_a_partition_vector_broadcasts_along_the_free_axis() -> None:
     a = RNG.standard_normal((64, 8), dtype=np.float32)
     # F == P is the case where lining [P] up with the last axis silently gave the transpose
     np.testing.assert_array_equal(broadcast_a_partition_vector(a), np.repeat(a.max(axis=1)[:, None], 64, axis=1))
+
+
+@nki.jit
+def reshape_spellings(a):
+    """``reshape`` takes its shape as integers, one tuple, or ``shape=`` (published kernels use all three)."""
+    n = a.shape[0] * a.shape[1]
+    o1 = nl.ndarray((n // 128, 128), dtype=a.dtype, buffer=nl.shared_hbm)
+    o2 = nl.ndarray((n // 128, 128), dtype=a.dtype, buffer=nl.shared_hbm)
+    o3 = nl.ndarray((n // 128, 128), dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(o1, nl.load(a.reshape(n // 128, 128)))
+    nl.store(o2, nl.load(a.reshape((n // 128, 128))))
+    nl.store(o3, nl.load(a.reshape(shape=(n // 128, 128))))
+    return o1, o2, o3
+
+
+def test_reshape_takes_its_shape_three_ways() -> None:
+    a = RNG.standard_normal((16, 64), dtype=np.float32)
+    for out in reshape_spellings(a):
+        np.testing.assert_array_equal(out, a.reshape(8, 128))

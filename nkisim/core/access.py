@@ -15,7 +15,7 @@ import numpy as np
 
 from nkisim.core import dtypes as dt
 from nkisim.core import physical
-from nkisim.core.arrays import all_true, arange_slices, index_box, rotate_index
+from nkisim.core.arrays import all_true, arange_slices, index_box, rotate_index, shape_argument
 from nkisim.core.context import active
 from nkisim.core.errors import nki_error, shape_str
 from nkisim.core.indexing import Affine, DynSlice, slice_bound, slice_step
@@ -459,8 +459,8 @@ class Access(TileSyntax):
     def itemsize(self) -> int:
         return self.tensor.itemsize
 
-    def reshape(self, *shape: Any) -> Any:
-        return METHODS.reshape_access(self, shape)
+    def reshape(self, *shape: Any, **kw: Any) -> Any:
+        return METHODS.reshape_access(self, shape_argument("reshape", shape, kw))
 
 
 _NO_LOOPS: frozenset = frozenset()

@@ -71,3 +71,14 @@ def rotate_index(v: Any, k: int) -> Any:
             return slice(v.start % k, (v.start % k) + (v.stop - v.start), v.step)
         return np.arange(v.start, v.stop, v.step or 1) % k
     return v % k
+
+
+def shape_argument(method: str, args: tuple, kw: dict[str, Any]) -> tuple:
+    """The shape given to ``reshape``: as separate integers, one tuple or list, or ``shape=``."""
+    if kw:
+        if args or set(kw) != {"shape"}:
+            raise TypeError(f"{method}() takes the shape as integers, one tuple, or shape=(...)")
+        args = (kw["shape"],)
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = tuple(args[0])
+    return args

@@ -16,6 +16,7 @@ import numpy as np
 
 from nkisim.core import dtypes as dt
 from nkisim.core.access import Access
+from nkisim.core.arrays import shape_argument
 from nkisim.core.buffers import Buffer, BufferInfo
 from nkisim.core.errors import nki_error, shape_str
 from nkisim.core.indexing import Loop
@@ -200,9 +201,9 @@ class Tensor(TileSyntax):
         METHODS.assign(self.full() if key is Ellipsis else Access(self, key), value, temporary)
 
     # --- views --------------------------------------------------------------------------------
-    def reshape(self, *shape: Any) -> Tensor:
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = tuple(shape[0])
+    def reshape(self, *shape: Any, **kw: Any) -> Tensor:
+        """``t.reshape(4, 32)``, ``t.reshape((4, 32))`` or ``t.reshape(shape=(4, 32))``: a view, no instruction."""
+        shape = shape_argument("reshape", shape, kw)
         shape = tuple(int(s) for s in shape)
         if int(np.prod(shape)) != int(np.prod(self.shape)):
             raise nki_error("err_param_shape_mismatch",

@@ -379,8 +379,6 @@ def subaccess(acc: Access, key: Any) -> Access:
 
 
 def reshape_access(acc: Access, shape: tuple) -> Tensor:
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = tuple(shape[0])
     if not acc.advanced and all(c[0] == "slice" and c[1].value() == 0 and c[2].value() == d
                                 for c, d in zip(acc.comps, acc.tensor.shape)):
         return acc.tensor.reshape(shape)
