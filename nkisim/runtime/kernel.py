@@ -32,7 +32,8 @@ from nkisim.cost.trace import Trace
 from nkisim.runtime import arguments
 from nkisim.runtime import grid as gridmod
 
-MODES = ("auto", "simulation", "baremetal", "benchmark", "profile", "jax", "torchxla")
+#: nki.jit modes; "trace" marks a sub-kernel traced into the kernel that calls it (as every jitted helper is here)
+MODES = ("auto", "trace", "simulation", "baremetal", "benchmark", "profile", "jax", "torchxla")
 
 
 def default_target(explicit: Target | str | None = None) -> Target:
