@@ -17,6 +17,7 @@ from nkisim.core import dtypes as dt
 from nkisim.core import physical
 from nkisim.core.arrays import all_true, arange_slices, index_box, rotate_index, shape_argument
 from nkisim.core.context import active
+from nkisim.core.dynamic import DynamicIndex
 from nkisim.core.errors import nki_error, shape_str
 from nkisim.core.indexing import Affine, DynSlice, slice_bound, slice_step
 from nkisim.core.syntax import METHODS, TileSyntax
@@ -33,6 +34,7 @@ class Access(TileSyntax):
       ('slice', start, stop, step)    Affine/int bounds, dimension kept
       ('adv', Affine)                 arange/mgrid expression (advanced indexing)
       ('ind', Access)                 indirect index read from an SBUF tile at run time
+      ('dyn', DynamicIndex)           a free-axis position read from one tile element at run time
     """
 
     __slots__ = ("tensor", "comps", "shape", "advanced", "loops", "done", "par_axis", "_np", "_box", "_whole")
@@ -102,6 +104,15 @@ class Access(TileSyntax):
             elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
                 v = int(k)
                 comps.append(("int", Affine(v + size if v < 0 else v)))
+            elif k.__class__ is DynamicIndex or (axis != 0 and axis != tensor.par_axis and
+                                                 getattr(k.__class__, "__nki_tile__", False) and
+                                                 int(np.prod(k.shape)) == 1):
+                # a position read from a tile when the instruction runs: offsets[0, i] (+ iy), on a free axis
+                if k.__class__ is not DynamicIndex:
+                    k = DynamicIndex(k, Affine.constant(0))
+                loops |= k.loops
+                has_adv = True
+                comps.append(("dyn", k))
             elif getattr(k.__class__, "__nki_tile__", False):  # a tile (Tensor or Access) of indices
                 idx = k if isinstance(k, Access) else k.full()
                 if idx.tensor.space != "sbuf":
@@ -128,7 +139,7 @@ class Access(TileSyntax):
             for c in comps:
                 if c[0] == "adv":
                     shapes.append(c[1].grid.shape)
-                elif c[0] == "ind":
+                elif c[0] in ("ind", "dyn"):
                     shapes.append(c[1].shape)
             try:
                 self.shape = tuple(np.broadcast_shapes(*shapes))
@@ -281,6 +292,8 @@ class Access(TileSyntax):
             if vals is None:
                 return np.zeros(c[1].shape, dtype=np.int64)
             return vals.astype(np.int64)
+        if c[0] == "dyn":
+            return np.asarray(c[1].value(), dtype=np.int64)
         raise AssertionError(c)
 
     def grid_arrays(self) -> list[Any]:
@@ -312,7 +325,7 @@ class Access(TileSyntax):
         t = self.tensor
         for dim, c in enumerate(self.comps):
             size = t.shape[dim]
-            if c[0] == "ind":
+            if c[0] in ("ind", "dyn"):
                 continue  # checked at run time by the gather (IndexError like the compiler's simulator)
             if valid is None:  # (an expression's bounds are memoised once known: read them without a call)
                 if c[0] == "slice":
@@ -330,7 +343,7 @@ class Access(TileSyntax):
             # nothing masked off: every index counts, and broadcasting does not change min/max
             everything = all(self.shape) and all_true(vm)
             for dim, (c, a) in enumerate(zip(self.comps, arrays)):
-                if c[0] == "ind":
+                if c[0] in ("ind", "dyn"):
                     continue
                 if everything:
                     a = np.asarray(a)
@@ -384,7 +397,7 @@ class Access(TileSyntax):
         try:
             return data[idx]
         except IndexError as e:  # indirect index out of range: same wording as NumPy / the simulator
-            if not any(c[0] == "ind" for c in self.comps):
+            if not any(c[0] in ("ind", "dyn") for c in self.comps):
                 # a static index past the tile is legal where the op's mask cuts it off (ragged tiles)
                 ctx = active()
                 valid = ctx.op_mask if ctx is not None else None

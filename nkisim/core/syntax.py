@@ -15,7 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from nkisim.core.dynamic import DynamicIndex
 from nkisim.core.errors import nki_error
+from nkisim.core.indexing import Affine
 
 
 @dataclass(slots=True)
@@ -66,9 +68,9 @@ def _next_ops(code: types.CodeType) -> dict[int, tuple[str, str]]:
 def truth_value_error(t: Any) -> Exception:
     """The compiler's error for Python truth-testing a tensor.
 
-    ``not t``, ``t and x``, ``t or x`` and truth-testing a kernel parameter are
-    err_ambiguous_tensor_truth_value; branching on a computed tile (``if t:``, ``while t:``) is
-    err_dynamic_control_flow_not_supported.  Which one applies is read from the student's bytecode.
+    ``not t``, ``t and x`` and ``t or x`` are err_ambiguous_tensor_truth_value; branching on a computed
+    tile (``if t:``, ``while t:``) is err_dynamic_control_flow_not_supported.  Which one applies is read
+    from the student's bytecode.  (A kernel argument itself is true: see ``TileSyntax.__bool__``.)
     """
     from nkisim.core.location import user_frame
 
@@ -77,7 +79,7 @@ def truth_value_error(t: Any) -> Exception:
     if f is not None:
         op, nxt = _next_ops(f.f_code).get(f.f_lasti, (None, None))
         op = nxt if op == "TO_BOOL" else op  # Python 3.13 splits the truth test from its use
-    if op in _VALUE_TRUTH_OPS or t.root.param:
+    if op in _VALUE_TRUTH_OPS:
         return nki_error("err_ambiguous_tensor_truth_value",
                          "Cannot evaluate truth value of a multi-element tensor/array. Use the elementwise "
                          "operators ~, &, | on tiles, and `x is None` to test an optional argument.")
@@ -93,15 +95,23 @@ class TileSyntax:
     __array_priority__ = 1000
 
     def __bool__(self) -> bool:
+        # A kernel argument is a Python object the kernel was handed: ``imm = nl.load(imm) if imm else None``
+        # tests an optional argument, as AWS's own API tests do (v2.27.1 nki/test, tensor_scalar_cumulative).
+        if getattr(self, "argument", False):
+            return True
         raise truth_value_error(getattr(self, "tensor", self))
 
     def _binop(self, other: Any, op: str, reverse: bool = False) -> Any:
         return METHODS.binary(self, other, op, reverse)
 
     def __add__(self, o: Any) -> Any:
+        if o.__class__ is Affine:  # offsets[0, i] + iy: an index read at run time (core.dynamic)
+            return DynamicIndex.of(self, o) or NotImplemented
         return METHODS.binary(self, o, "add", False)
 
     def __radd__(self, o: Any) -> Any:
+        if o.__class__ is Affine:
+            return DynamicIndex.of(self, o) or NotImplemented
         return METHODS.binary(self, o, "add", True)
 
     def __sub__(self, o: Any) -> Any:

@@ -34,7 +34,7 @@ class Tensor(TileSyntax):
     # Slots: one tensor is created per simulated instruction, and slot attributes are set and read
     # faster than instance-dict ones.  ``__dict__`` stays for the rare per-tensor memo (buffer_info).
     __slots__ = ("shape", "dtype", "buffer", "_data", "uid", "_name", "par_axis", "loops", "base", "site",
-                 "param", "valid", "written", "producer", "_trace_facts", "unfilled", "viewed", "_whole_parts",
+                 "param", "argument", "valid", "written", "producer", "_trace_facts", "unfilled", "viewed", "_whole_parts",
                  "_record",
                  "__dict__",
                  "__weakref__")
@@ -53,6 +53,7 @@ class Tensor(TileSyntax):
         self.base = base
         self.site = site
         self.param = False  # immutable kernel parameter
+        self.argument = False  # passed into the kernel (immutable or mutable)
         self.valid: np.ndarray | None = None  # elements an op actually produced (masked ops)
         self.written = False
         self.producer: Any = None  # trace record of the instruction that produced this tile
@@ -89,6 +90,7 @@ class Tensor(TileSyntax):
         t.base = None
         t.site = None
         t.param = False
+        t.argument = False
         t.valid = None
         t.written = True
         t.producer = None

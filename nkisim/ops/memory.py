@@ -224,7 +224,7 @@ def assign(dst: Access, value: Any, temporary: bool = False) -> None:
             raise nki_error("err_unsupported_memory",
                             "Expected operand 'value' of 'assign' to be in address space 'psum|sbuf', but got a "
                             "tile in 'hbm' instead. Use nl.load to read from HBM.")
-        if src is not src_tensor and src.advanced and any(c[0] == "ind" for c in src.comps):
+        if src is not src_tensor and src.advanced and any(c[0] in ("ind", "dyn") for c in src.comps):
             raise nki_error("err_copy_dynamic_indirect_indices_not_natively_supported",
                             f"cannot copy a tensor with indirect memory reference access to `{dst.label()}`; gather "
                             f"with nl.load / nisa.dma_copy from HBM instead")

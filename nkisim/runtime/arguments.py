@@ -58,6 +58,7 @@ def to_tensor(name: str, value: Any, annotation: Any = None) -> tuple[Any, bool]
     if isinstance(value, Placeholder):
         t = Tensor(value.shape, value.dtype, Buffer("shared_hbm"), None, name)
         t.param = not (value.mutable or mutable)
+        t.argument = True
         t.written = True
         return t, False
     if _is_torch(value):
@@ -77,6 +78,7 @@ def to_tensor(name: str, value: Any, annotation: Any = None) -> tuple[Any, bool]
             data = data.copy()
         t = Tensor(data.shape, d, Buffer("shared_hbm"), data, name)
         t.param = not mutable
+        t.argument = True
         t.written = True
         return t, from_torch
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, np.ndarray) for v in value):

@@ -1,0 +1,59 @@
+"""Dynamic indices: a position read from a tile at run time, plus an index expression.
+
+``src[ix, offsets[0, i] + iy]`` (nisa.tensor_copy_dynamic_src and friends) moves a window whose start
+is a value in SBUF: the engine reads it into a register when the instruction runs.  The simulator
+keeps the tile element and the static part apart and adds them when the access is resolved, so the
+value is the one the tile holds at that point of the kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nkisim.core.indexing import Affine
+
+
+class DynamicIndex:
+    """``element + offset``: ``element`` a one-element tile (Access or Tensor), ``offset`` an index expression."""
+
+    __slots__ = ("element", "offset")
+
+    def __init__(self, element: Any, offset: Affine) -> None:
+        if int(np.prod(element.shape)) != 1:
+            raise TypeError(f"a dynamic index is one element of a tile, got a tile of shape {list(element.shape)}: "
+                            "index it down to one element (e.g. offsets[0, i])")
+        self.element = element
+        self.offset = offset
+
+    @staticmethod
+    def of(element: Any, other: Any) -> DynamicIndex | None:
+        """``element + other`` as a dynamic index, or None when ``other`` is not an index expression."""
+        offset = Affine.lift(other) if other.__class__ is not bool else None
+        if offset is None or isinstance(other, (int, np.integer)):  # tile + integer stays elementwise arithmetic
+            return None
+        return DynamicIndex(element, offset)
+
+    def __add__(self, other: Any) -> DynamicIndex:
+        offset = Affine.lift(other)
+        if offset is None:
+            return NotImplemented
+        return DynamicIndex(self.element, self.offset + offset)
+
+    __radd__ = __add__
+
+    @property
+    def loops(self) -> frozenset:
+        return self.offset.loops
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        grid = self.offset.grid
+        return () if grid is None else grid.shape
+
+    def value(self) -> Any:
+        """The index at this point of the kernel: the element's current value plus the offset's."""
+        vals = self.element._read()
+        base = 0 if vals is None else int(np.asarray(vals).reshape(-1)[0])
+        return self.offset.value() + base
