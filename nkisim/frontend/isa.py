@@ -22,6 +22,14 @@ from nkisim.ops.isa import (  # noqa: F401
     tensor_tensor,
 )
 from nkisim.ops.matmul import nc_matmul, nc_transpose  # noqa: F401
+from nkisim.ops.movement import (  # noqa: F401
+    dropout,
+    local_gather,
+    nc_stream_shuffle,
+    sequence_bounds,
+    tensor_copy_dynamic_dst,
+    tensor_copy_dynamic_src,
+)
 from nkisim.ops.scan import tensor_scalar_cumulative, tensor_scalar_reduce, tensor_tensor_scan  # noqa: F401
 from nkisim.ops.select import (  # noqa: F401
     affine_select,

@@ -36,6 +36,7 @@ from nkisim.ops.creation import (  # noqa: F401
     zeros,
     zeros_like,
 )
+from nkisim.ops.movement import atomic_rmw, gather_flattened  # noqa: F401
 from nkisim.ops.optable import ACTIVATIONS as _ACT
 from nkisim.ops.optable import FUNCTION_NAMES as _NAMES
 from nkisim.runtime.grid import NC as _NC
