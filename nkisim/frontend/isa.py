@@ -38,6 +38,7 @@ from nkisim.ops.select import (  # noqa: F401
     tensor_copy_predicated,
 )
 from nkisim.ops.topk import max8, nc_find_index8, nc_match_replace8  # noqa: F401
+from nkisim.ops.transpose import dma_transpose  # noqa: F401
 
 
 class engine(enum.IntEnum):  # noqa: N801

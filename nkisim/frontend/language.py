@@ -21,6 +21,7 @@ from nkisim.ops import elementwise as _ew
 from nkisim.ops import matmul as _mm
 from nkisim.ops import memory as _mem
 from nkisim.ops import reduce as _red
+from nkisim.ops import transpose as _tr
 from nkisim.ops.creation import (  # noqa: F401
     empty_like,
     full,
@@ -90,7 +91,7 @@ fp32 = finfo(np.float32)
 # --- memory -------------------------------------------------------------------------------
 load = _mem.load
 store = _mem.store
-load_transpose2d = _mem.load_transpose2d
+load_transpose2d = _tr.load_transpose2d
 copy = _mem.copy
 broadcast_to = _mem.broadcast_to
 matmul = _mm.matmul
