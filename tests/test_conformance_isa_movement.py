@@ -201,3 +201,44 @@ def test_atomic_rmw_only_adds() -> None:
 
     with pytest.raises(SyntaxError, match="multiply is not supported in 'atomic_rmw'"):
         kernel(np.zeros((4, 4), np.float32))
+
+
+def test_dma_copy_between_hbm_tensors_of_more_than_128_rows() -> None:
+    @nki.jit
+    def kernel(a):
+        out = _out(a.shape)
+        nisa.dma_copy(dst=out, src=a)
+        return out
+
+    a = RNG.standard_normal((300, 3), dtype=np.float32)
+    np.testing.assert_array_equal(kernel(a), a)
+
+
+def _gather_rows(oob_mode):
+    @nki.jit
+    def kernel(a):
+        out = _out((32, a.shape[1]))
+        ix, iy = nl.mgrid[0:32, 0:a.shape[1]]
+        idx = nisa.iota(5 * nl.arange(32)[:, None], dtype=np.int32)
+        t = nisa.memset(shape=(32, a.shape[1]), value=-1, dtype=a.dtype)
+        nisa.dma_copy(src=a[idx, iy], dst=t[ix, iy], oob_mode=oob_mode)
+        nl.store(out, t)
+        return out
+
+    return kernel
+
+
+def test_dma_copy_indirect_oob_skip_leaves_rows_untouched() -> None:
+    a = RNG.standard_normal((64, 8), dtype=np.float32)
+    ref = np.full((32, 8), -1, np.float32)
+    rows = 5 * np.arange(32)
+    ref[rows < 64] = a[rows[rows < 64]]
+    np.testing.assert_array_equal(_gather_rows(nisa.oob_mode.skip)(a), ref)
+
+
+def test_dma_copy_indirect_oob_error_names_the_flat_offset() -> None:
+    a = np.zeros((64, 8), np.float32)
+    with pytest.raises(IndexError) as info:
+        _gather_rows(nisa.oob_mode.error)(a)
+    assert type(info.value) is IndexError
+    assert str(info.value) == f"index {65 * 8} is out of bounds for axis 0 with size {64 * 8}"

@@ -238,3 +238,30 @@ def atomic_rmw(dst: Any = None, value: Any = None, op: Any = None, *, mask: Any 
                         f"Expected operand 'dst' of 'atomic_rmw' to be in address space 'hbm', but got a tile in "
                         f"'{d.space}' instead.")
     dma_copy(dst=dst, src=value, mask=mask, dst_rmw_op=op)
+
+
+def indirect_in_bounds(acc: Any, skip: bool) -> np.ndarray | None:
+    """Which elements of an indirectly indexed DMA access address memory inside the tensor.
+
+    None when the access has no indirect index or every element is in bounds.  Otherwise, with
+    ``skip`` (``oob_mode=skip``) the boolean array over ``acc.shape`` of the elements to transfer;
+    without it the simulator's IndexError naming the flat element offset of the first bad element
+    (``index 66048 is out of bounds for axis 0 with size 65536``), a plain IndexError as there.
+    """
+    if not getattr(acc, "advanced", False) or not any(c[0] == "ind" for c in acc.comps):
+        return None
+    if acc.tensor._data is None:
+        return None
+    dims = acc.tensor._data.shape
+    arrays = [np.broadcast_to(np.asarray(a), acc.shape) for a in acc.np_index()]
+    inb = np.ones(acc.shape, dtype=bool)
+    for a, n in zip(arrays, dims):
+        inb &= (a >= 0) & (a < n)
+    if inb.all():
+        return None
+    if not skip:
+        first = np.unravel_index(int(np.argmin(inb.reshape(-1))), acc.shape)
+        strides = np.cumprod((1,) + tuple(dims[::-1]))[:-1][::-1]
+        offset = int(sum(int(a[first]) * int(st) for a, st in zip(arrays, strides)))
+        raise IndexError(f"index {offset} is out of bounds for axis 0 with size {int(np.prod(dims))}")
+    return inb
