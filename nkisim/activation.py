@@ -21,6 +21,8 @@ _MAP = {
     "neuronxcc.nki.isa": "nkisim.frontend.isa",
     "neuronxcc.nki.typing": "nkisim.frontend.typing",
     "neuronxcc.nki.compiler": "nkisim.frontend.compiler",
+    "neuronxcc.nki.isa.constants": "nkisim.frontend.isa_constants",
+    "neuronxcc.nki.language.constants": "nkisim.frontend.language_constants",
 }
 
 

@@ -50,8 +50,10 @@ class KernelContext:
     depth: int = 0
     #: the mask of the op being issued (operand reads may gather past a tile's end where masked off)
     op_mask: Any = None
-    #: running accumulation of nisa.activation_reduce / activation(reduce_cmd=...)
+    #: running accumulation of nisa.activation_reduce / activation(reduce_cmd=...) (Scalar engine) and of
+    #: the Vector engine's accumulator registers (range_select, tensor_tensor_scan, ...: ops.outputs)
     act_accum: Any = None
+    dve_accum: Any = None
     #: ``ncc.enable_stack_allocator``: live (instance, loop frame, space, bytes per partition) entries
     stack_allocator: bool = False
     stack: list[tuple] = field(default_factory=list)

@@ -59,6 +59,15 @@ class _SbufAlloc:
         return _sbuf
 
     @staticmethod
+    def alloc(func: Callable | None = None) -> Buffer:
+        """``ncc.sbuf.alloc(func)``: allocation by a user function of (index, pdim, fdim).
+
+        Results do not depend on where a tile lives, so the tensor is placed like an auto-allocated
+        one (the cost model then sees no buffer rotation for it).
+        """
+        return _sbuf
+
+    @staticmethod
     def mod_alloc(base_addr: int = 0, *, base_partition: int = 0, num_par_tiles: tuple = (),
                   num_free_tiles: tuple = ()) -> Buffer:
         return Buffer("sbuf", ModAlloc("sbuf", base_addr, base_partition, num_par_tiles, num_free_tiles))
@@ -67,6 +76,12 @@ class _SbufAlloc:
 class _PsumAlloc:
     @staticmethod
     def auto_alloc() -> Buffer:
+        return _psum
+
+    @staticmethod
+    def alloc(func: Callable | None = None) -> Buffer:
+        """``ncc.psum.alloc(func)``: allocation by a user function returning (bank, partition, address);
+        placed like an auto-allocated PSUM tensor (see ``_SbufAlloc.alloc``)."""
         return _psum
 
     @staticmethod

@@ -22,6 +22,23 @@ from nkisim.ops.isa import (  # noqa: F401
     tensor_tensor,
 )
 from nkisim.ops.matmul import nc_matmul, nc_transpose  # noqa: F401
+from nkisim.ops.movement import (  # noqa: F401
+    dropout,
+    local_gather,
+    nc_stream_shuffle,
+    sequence_bounds,
+    tensor_copy_dynamic_dst,
+    tensor_copy_dynamic_src,
+)
+from nkisim.ops.scan import tensor_scalar_cumulative, tensor_scalar_reduce, tensor_tensor_scan  # noqa: F401
+from nkisim.ops.select import (  # noqa: F401
+    affine_select,
+    range_select,
+    select_reduce,
+    tensor_copy_predicated,
+)
+from nkisim.ops.topk import max8, nc_find_index8, nc_match_replace8  # noqa: F401
+from nkisim.ops.transpose import dma_transpose  # noqa: F401
 
 
 class engine(enum.IntEnum):  # noqa: N801
@@ -42,6 +59,7 @@ class reduce_cmd(enum.IntEnum):  # noqa: N801
     reset = 1
     reduce = 2
     reset_reduce = 3
+    load_reduce = 4
 
 
 class nc_version(enum.IntEnum):  # noqa: N801

@@ -6,21 +6,24 @@ import functools
 import sys
 from typing import Any
 
+import ml_dtypes as _ml_dtypes
 import numpy as np
 
 from nkisim.core import dtypes as _dt
 from nkisim.core.buffers import hbm, private_hbm, psum, sbuf, shared_hbm  # noqa: F401
+from nkisim.core.context import active as _active
 from nkisim.core.context import current as _current
 from nkisim.core.errors import nki_error as _nki_error
 from nkisim.core.indexing import arange, ds, mgrid  # noqa: F401
 from nkisim.core.loops import affine_range, sequential_range, static_range  # noqa: F401
 from nkisim.core.target import DEFAULT as _DEFAULT_NAME
 from nkisim.core.target import get as _get_target
-from nkisim.core.tensor import Tensor as tensor  # noqa: F401
+from nkisim.frontend.typing import tensor  # noqa: F401
 from nkisim.ops import elementwise as _ew
 from nkisim.ops import matmul as _mm
 from nkisim.ops import memory as _mem
 from nkisim.ops import reduce as _red
+from nkisim.ops import transpose as _tr
 from nkisim.ops.creation import (  # noqa: F401
     empty_like,
     full,
@@ -36,6 +39,7 @@ from nkisim.ops.creation import (  # noqa: F401
     zeros,
     zeros_like,
 )
+from nkisim.ops.movement import atomic_rmw, gather_flattened  # noqa: F401
 from nkisim.ops.optable import ACTIVATIONS as _ACT
 from nkisim.ops.optable import FUNCTION_NAMES as _NAMES
 from nkisim.runtime.grid import NC as _NC
@@ -66,11 +70,19 @@ class tile_size:  # noqa: N801 - NKI's name
 
 
 class _FInfo:
-    """Limits of a float dtype: ``min``, ``max``, ``eps``, ``dtype``."""
+    """Limits of a float dtype (``min``, ``max``, ``eps``, ``tiny``, ``bits``, ``dtype``), like ``np.finfo``.
+
+    Built on ``ml_dtypes.finfo``, which knows NumPy's floats and also bfloat16 and the float8 types
+    (NumPy's own finfo refuses those, and kernels ask for ``nl.finfo(nl.bfloat16).min`` as a fill value).
+    """
 
     def __init__(self, d: Any) -> None:
-        info = np.finfo(np.dtype(d))
-        self.min, self.max, self.eps, self.dtype = info.min, info.max, info.eps, np.dtype(d)
+        info = _ml_dtypes.finfo(_dt.normalize(d))
+        self.min, self.max, self.eps, self.tiny = info.min, info.max, info.eps, info.tiny
+        self.bits, self.dtype = info.bits, np.dtype(info.dtype)
+
+    def __repr__(self) -> str:
+        return f"finfo(min={self.min}, max={self.max}, eps={self.eps}, dtype={_dt.name(self.dtype)})"
 
 
 def finfo(d: Any) -> _FInfo:
@@ -84,7 +96,7 @@ fp32 = finfo(np.float32)
 # --- memory -------------------------------------------------------------------------------
 load = _mem.load
 store = _mem.store
-load_transpose2d = _mem.load_transpose2d
+load_transpose2d = _tr.load_transpose2d
 copy = _mem.copy
 broadcast_to = _mem.broadcast_to
 matmul = _mm.matmul
@@ -97,8 +109,14 @@ def expand_dims(data: Any, axis: int) -> tensor:
     return _mem.expand_dims(data, axis)
 
 
-def static_cast(input_data: Any, dtype: Any) -> tensor:
-    """``nl.static_cast``: a copy of the tile converted to ``dtype``."""
+def static_cast(input_data: Any, dtype: Any) -> Any:
+    """``nl.static_cast``: a copy of the tile converted to ``dtype``.
+
+    Outside a kernel it converts a host array (test harnesses prepare bfloat16 / float8 inputs this
+    way): the result is a NumPy array of ``dtype``, rounded as the device would store it.
+    """
+    if not hasattr(input_data, "__nki_tile__") and _active() is None:
+        return _dt.cast(np.asarray(input_data), _dt.normalize(dtype))
     return _mem.copy(input_data, dtype=dtype)
 
 

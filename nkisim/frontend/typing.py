@@ -4,11 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from nkisim.core.tensor import Tensor
 from nkisim.runtime.arguments import Placeholder
 
 
-class _TensorType:
-    """``nt.tensor[shape, dtype]``: an annotation (checked at launch) and a benchmark placeholder."""
+class _TensorMeta(type):
+    """Kernel tensors are instances of ``nt.tensor`` / ``nki.tensor`` (``isinstance(x, nki.tensor)``)."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, Tensor) or super().__instancecheck__(obj)
+
+
+class _TensorType(metaclass=_TensorMeta):
+    """``nt.tensor[shape, dtype]``: an annotation (checked at launch) and a benchmark placeholder.
+
+    The bare class is also what ``nki.tensor`` and ``nl.tensor`` name, so ``x: nki.tensor`` works as
+    a parameter annotation: it carries no shape, so the launch checks nothing for it.
+    """
 
     mutable = False
 

@@ -14,7 +14,7 @@ from nkisim.core.indexing import Affine
 from nkisim.core.tensor import Access, Tensor, as_access, is_tile, shape_str
 from nkisim.ops import memory
 from nkisim.ops import reduce as red
-from nkisim.ops.base import check_partitions, emit, f32, mask_array, new_tile, operands
+from nkisim.ops.base import allowed_spaces, check_partitions, emit, f32, mask_array, new_tile, operand, operands
 from nkisim.ops.elementwise import values
 from nkisim.ops.optable import ACTIVATIONS, ALU, op_name
 
@@ -284,21 +284,38 @@ def dma_copy(*args: Any, dst: Any = None, src: Any = None, mask: Any = None, dst
     if dge_mode is not None and int(dge_mode) == 3 and ctx.nc_version < 3:  # hardware DGE arrived with NC-v3
         raise nki_error("err_min_arch_support_for_inst",
                         f"inst dma_copy with dge_mode=hwdge requires min target gen3 (trn2), got {ctx.target}")
-    accs = operands("dma_copy", dst=dst, src=src)
-    d, s = accs["dst"], accs["src"]
+    # only on-chip operands are limited to 128 partitions: an HBM-to-HBM copy may move any rows
+    allowed = allowed_spaces("dma_copy")
+    d, s = (as_access(operand("dma_copy", k, v, allowed, ctx)) for k, v in (("dst", dst), ("src", src)))
+    check_partitions("dma_copy", {k: v for k, v in (("dst", d), ("src", s)) if v.space != "hbm"})
     valid = mask_array(mask, d.shape, "dma_copy")
+    valid = _keep_in_bounds(d, s, valid, oob_mode)
     d.check_bounds(valid)
     s.check_bounds(None if valid is None or s.shape != d.shape else valid)
     d.check_write(accumulate=dst_rmw_op is not None)
     vals = None
     if ctx.numerics:
-        vals = memory._values_for(d.shape, s.shape, s._read(), dst_name="dst", src_name="src", expr="dma_copy")
+        raw = s._read() if valid is None or valid.ndim == 0 or s.shape != d.shape else s._read_masked(valid)
+        vals = memory._values_for(d.shape, s.shape, raw, dst_name="dst", src_name="src", expr="dma_copy")
         if dst_rmw_op is not None:
             vals = ALU[_alu(dst_rmw_op, "dma_copy")].fn(f32(d, ctx), vals.astype(np.float32))
     else:
         memory.fit_shape(s.shape, d.shape, "dst", "src", "dma_copy")
     d._write(vals, valid)
     emit(ctx, "dma_copy", "dma", reads=[s], writes=[d], nbytes=int(np.prod(d.shape)) * s.itemsize)
+
+
+def _keep_in_bounds(d: Access, s: Access, valid: np.ndarray | None, oob_mode: Any) -> np.ndarray | None:
+    """``valid`` narrowed to the elements whose indirect index is in bounds (``oob_mode=skip``); with
+    the default ``oob_mode=error`` an out-of-bounds indirect index raises the simulator's IndexError."""
+    from nkisim.ops.movement import indirect_in_bounds
+
+    skip = oob_mode is not None and int(oob_mode) == 1
+    for acc in (d, s):
+        inb = indirect_in_bounds(acc, skip)
+        if inb is not None and acc.shape == d.shape:
+            valid = inb if valid is None else np.logical_and(np.broadcast_to(valid, d.shape), inb)
+    return valid
 
 
 def bn_stats(data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:

@@ -99,12 +99,59 @@ def _transposed_view(ctx: Any, a: Access) -> Tensor:
 
 def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = False, is_moving_onezero: bool = False,
               is_transpose: bool = False, tile_position: Any = (), tile_size: Any = (), mask: Any = None,
-              **_: Any) -> Tensor:
-    """``nisa.nc_matmul``: stationary.T @ moving on the PE array (PSUM fp32 output)."""
+              perf_mode: Any = None, **_: Any) -> Tensor:
+    """``nisa.nc_matmul``: stationary.T @ moving on the PE array (PSUM fp32 output).
+
+    ``perf_mode='double_row_gen3'`` (trn2, fp8 operands) feeds two rows of each partition per pass:
+    operands are ``[K, 2, M]`` and ``[K, 2, N]`` and the contraction runs over both K and the pair.
+    """
     accs = operands("nc_matmul", stationary=stationary, moving=moving)
     if bool(tile_position) != bool(tile_size):
         raise ValueError("nc_matmul: tile_position and tile_size must be given together")
+    if perf_mode not in (None, "", "none"):
+        return _double_row(accs["stationary"], accs["moving"], str(perf_mode), mask)
     return _pe_matmul("nc_matmul", accs["stationary"], accs["moving"], "stationary", "moving", mask)
+
+
+DOUBLE_ROW_DTYPES = (dt.float8_e4m3, dt.float8_e5m2)
+
+
+def _double_row(stat: Access, mov: Access, mode: str, mask: Any) -> Tensor:
+    """The double-row fp8 matmul of NeuronCore-v3: out[M, N] = sum over (k, r) of stat[k, r, M] * mov[k, r, N]."""
+    ctx = current()
+    if mode != "double_row_gen3":
+        raise nki_error("err_instruction_unsupported_op",
+                        f"perf_mode={mode!r} is not supported in 'nc_matmul' (supported: 'double_row_gen3')")
+    if ctx.nc_version < 3:
+        raise nki_error("err_min_arch_support_for_inst",
+                        f"inst nc_matmul with perf_mode=double_row_gen3 requires min target gen3 (trn2), "
+                        f"got {ctx.target}")
+    for pname, acc in (("stationary", stat), ("moving", mov)):
+        if len(acc.shape) != 3 or acc.shape[1] != 2:
+            raise nki_error("err_param_shape_incompatible_with_matmul",
+                            f"'{shape_str(pname, acc.shape)}' of 'nc_matmul' with perf_mode=double_row_gen3 must "
+                            f"have shape [partitions, 2, free]")
+        if acc.dtype not in DOUBLE_ROW_DTYPES:
+            raise nki_error("err_supported_operand_dtype",
+                            f"'{pname}' of 'nc_matmul' has dtype {dt.name(acc.dtype)}, expected one of the following "
+                            f"dtypes: float8_e4m3, float8_e5m2 (perf_mode=double_row_gen3)")
+    if stat.shape[0] != mov.shape[0]:
+        raise nki_error("err_param_shape_incompatible_with_matmul",
+                        f"Number of partitions mismatch in 'nc_matmul': contraction dimension of "
+                        f"{shape_str('stationary', stat.shape)} and {shape_str('moving', mov.shape)} must match")
+    _limit("nc_matmul", "stationary", stat.shape, 2, GEMM_STATIONARY_FMAX)
+    _limit("nc_matmul", "moving", mov.shape, 2, GEMM_MOVING_FMAX)
+    out_shape = (stat.shape[2], mov.shape[2])
+    valid = mask_array(mask, out_shape, "nc_matmul")
+    vals = None
+    if ctx.numerics:
+        f = np.dtype(np.float32)
+        vals = np.einsum("kri,krj->ij", values(stat, ctx, f), values(mov, ctx, f))
+    tile = new_tile(ctx, out_shape, dt.float32, vals, valid, buffer=psum)
+    tile.producer = emit(ctx, "nc_matmul", "pe", reads=[stat, mov], writes=[tile.full()],
+                         extra={"k": stat.shape[0], "m": out_shape[0], "n": out_shape[1],
+                                "in_dtype": dt.name(mov.dtype), "perf_mode": mode})
+    return tile
 
 
 def transpose(x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:

@@ -7,6 +7,7 @@ number is an *estimate* of NeuronCore latency for the named target, and is label
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -70,7 +71,25 @@ class Benchmarked:
         self.benchmark_result = BenchmarkResult(latency, res.ctx.target.name, res)
         print(f"nkisim: estimated NC latency {latency:.2f} us on {res.ctx.target} "
               f"(cost model estimate, not a hardware measurement)")
+        self._write_artefacts(kern, res, latency)
         return None
+
+    def _write_artefacts(self, kern: Kernel, res: LaunchResult, latency: float) -> None:
+        """The files ``save_neff_name=`` / ``save_trace_name=`` ask for, so scripts that move or open
+        them afterwards keep working.  The simulator compiles nothing: the "NEFF" is a JSON note naming
+        the kernel and its estimate, and the trace is the cost model's Perfetto timeline (JSON)."""
+        if isinstance(self, Profiled):  # nki.profile writes its own files into working_directory
+            return
+        neff, trace = self.options.get("save_neff_name"), self.options.get("save_trace_name")
+        if neff:
+            with open(neff, "w", encoding="utf-8") as fh:
+                json.dump({"format": "nkisim simulated NEFF (not a compiled Neuron executable)",
+                           "kernel": getattr(kern.func, "__name__", "kernel"), "target": res.ctx.target.name,
+                           "estimated_latency_us": latency}, fh, indent=1)
+        if trace:
+            from nkisim.cost import report
+
+            report.Profile.from_launch(res).write_perfetto(trace)
 
 
 def _as_kernel(k: Any) -> Kernel:

@@ -1,0 +1,147 @@
+"""Running (scan) and fused-reduction Vector-engine instructions: ``tensor_tensor_scan``,
+``tensor_scalar_cumulative`` and ``tensor_scalar_reduce`` (issue 12; semantics from the NKI ISA
+reference).  Each runs along the flattened free elements of every partition, in fp32.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nkisim.core.context import current
+from nkisim.core.errors import nki_error
+from nkisim.core.tensor import Tensor, is_tile, shape_str
+from nkisim.ops.base import mask_array, operands
+from nkisim.ops.optable import ALU
+from nkisim.ops.outputs import (
+    F32,
+    RESET_REDUCE,
+    accumulate,
+    alu,
+    deliver,
+    flat,
+    per_partition,
+    register_start,
+    write_reduce_res,
+)
+
+_ARITH = ("add", "subtract", "multiply", "divide", "max", "min", "maximum", "minimum", "power", "mod", "fmod")
+_RUNNING = ("add", "subtract", "multiply", "max", "min", "maximum", "minimum")
+
+
+def _apply(op: str, x: Any, y: Any, reverse: bool) -> Any:
+    """``op(x, y)``, or ``op(y, x)`` when the instruction's ``reverse`` flag swaps the operands."""
+    fn = ALU[op].fn
+    return fn(y, x) if reverse else fn(x, y)
+
+
+def _tile_reads(inst: str, **named: Any) -> list:
+    return [operands(inst, **{k: v})[k] for k, v in named.items() if is_tile(v)]
+
+
+def tensor_tensor_scan(data0: Any = None, data1: Any = None, initial: Any = 0.0, op0: Any = "multiply",
+                       op1: Any = "add", reverse0: bool = False, reverse1: bool = False, *, dtype: Any = None,
+                       mask: Any = None, dst: Any = None, **_: Any) -> Tensor | None:
+    """``nisa.tensor_tensor_scan`` (Vector): ``r[i] = op1(op0(data0[i], r[i-1]), data1[i])`` along the
+    free elements of each partition, starting from ``initial`` (a scalar or a ``[P, 1]`` tile) --
+    the first-order linear recurrences of state-space models."""
+    ctx = current()
+    n0, n1 = alu(op0, "tensor_tensor_scan", _ARITH), alu(op1, "tensor_tensor_scan", _ARITH)
+    accs = operands("tensor_tensor_scan", data0=data0, data1=data1)
+    a, b = accs["data0"], accs["data1"]
+    if a.shape[0] != b.shape[0] or int(np.prod(a.shape)) != int(np.prod(b.shape)):
+        raise nki_error("err_param_shape_mismatch",
+                        f"Parameter shapes ({shape_str('data0', a.shape)}, {shape_str('data1', b.shape)}) of "
+                        f"'tensor_tensor_scan' has mismatched shapes")
+    if a.space == "psum" and b.space == "psum":
+        raise nki_error("err_unsupported_memory",
+                        "Expected operand 'data1' of 'tensor_tensor_scan' to be in address space 'sbuf', but got a "
+                        "tile in 'psum' instead. (data0 and data1 cannot both be in PSUM)")
+    init = per_partition("tensor_tensor_scan", "initial", initial, a.shape[0], ctx)
+    valid = mask_array(mask, a.shape, "tensor_tensor_scan", ctx)
+    vals = None
+    if ctx.numerics:
+        x, y = flat(a, ctx), flat(b, ctx)
+        vals = np.empty_like(x)
+        prev = np.broadcast_to(init, (x.shape[0], 1))[:, 0].astype(F32)
+        for i in range(x.shape[1]):
+            prev = _apply(n1, _apply(n0, x[:, i], prev, reverse0), y[:, i], reverse1).astype(F32)
+            vals[:, i] = prev
+    out_dt = a.dtype if dtype is None else dtype
+    reads = [a, b] + _tile_reads("tensor_tensor_scan", initial=initial)
+    return deliver(ctx, "tensor_tensor_scan", "dve", a.shape, out_dt, vals, dst, reads=reads, valid=valid,
+                   extra={"alu": (n0, n1)})
+
+
+def tensor_scalar_cumulative(src: Any = None, dst: Any = None, op0: Any = "add", op1: Any = "add", imm0: Any = 0.0,
+                             imm1: Any = None, reduce_cmd: Any = RESET_REDUCE, reverse0: bool = False, *,
+                             dtype: Any = None, mask: Any = None, **_: Any) -> Tensor | None:
+    """``nisa.tensor_scalar_cumulative`` (Vector): ``reg = op1(op0(src[i], imm0), reg)``, ``dst[i] = reg``.
+
+    The register starts from ``op1``'s identity (``reset_reduce``), from ``imm1`` (``load_reduce``) or
+    from where the previous accumulating instruction left it (``reduce``), and stays there for the next.
+    """
+    ctx = current()
+    n0 = alu(op0, "tensor_scalar_cumulative", _ARITH)
+    n1 = alu(op1, "tensor_scalar_cumulative", _RUNNING)
+    a = operands("tensor_scalar_cumulative", src=src)["src"]
+    parts = a.shape[0]
+    v0 = per_partition("tensor_scalar_cumulative", "imm0", imm0, parts, ctx)
+    v1 = None if imm1 is None else per_partition("tensor_scalar_cumulative", "imm1", imm1, parts, ctx)
+    valid = mask_array(mask, a.shape, "tensor_scalar_cumulative", ctx)
+    vals = None
+    if ctx.numerics:
+        x = _apply(n0, flat(a, ctx), v0, reverse0).astype(F32)
+        reg = register_start(ctx, reduce_cmd, n1, parts, v1)
+        if n1 in ("add", "multiply", "max", "min", "maximum", "minimum"):  # associative: one NumPy pass
+            ufunc = {"add": np.add, "multiply": np.multiply}.get(n1, np.maximum if "max" in n1 else np.minimum)
+            vals = ufunc.accumulate(np.concatenate([reg[:, None], x], axis=1), axis=1)[:, 1:].astype(F32)
+        else:
+            vals = np.empty_like(x)
+            for i in range(x.shape[1]):
+                reg = ALU[n1].fn(x[:, i], reg).astype(F32)
+                vals[:, i] = reg
+        ctx.dve_accum = vals[:, -1].copy()
+    out_dt = a.dtype if dtype is None else dtype
+    if dst is not None:
+        out_dt = operands("tensor_scalar_cumulative", dst=dst)["dst"].dtype
+    reads = [a] + _tile_reads("tensor_scalar_cumulative", imm0=imm0, imm1=imm1)
+    return deliver(ctx, "tensor_scalar_cumulative", "dve", a.shape, out_dt, vals, dst, reads=reads, valid=valid,
+                   extra={"alu": (n0, n1)})
+
+
+def tensor_scalar_reduce(data: Any = None, op0: Any = "add", operand0: Any = 0.0, reduce_op: Any = "add",
+                         reduce_res: Any = None, reverse0: bool = False, *, dtype: Any = None, mask: Any = None,
+                         dst: Any = None, **_: Any) -> Tensor | None:
+    """``nisa.tensor_scalar_reduce`` (Vector): ``data op0 operand0`` like ``tensor_scalar`` with one
+    operator, plus its reduction over all free axes written into ``reduce_res`` (``[P, 1]``)."""
+    ctx = current()
+    n0 = alu(op0, "tensor_scalar_reduce", _ARITH)
+    rop = alu(reduce_op, "tensor_scalar_reduce", _RUNNING)
+    if reduce_res is None:
+        raise nki_error("err_operand_cannot_be_none", "'reduce_res' cannot be None.")
+    a = operands("tensor_scalar_reduce", data=data)["data"]
+    v0 = per_partition("tensor_scalar_reduce", "operand0", operand0, a.shape[0], ctx)
+    valid = mask_array(mask, a.shape, "tensor_scalar_reduce", ctx)
+    vals = partial = None
+    if ctx.numerics:
+        vals = _apply(n0, flat(a, ctx), v0, reverse0).astype(F32)
+        kept = vals if valid is None or valid.ndim == 0 else np.where(
+            np.broadcast_to(valid, a.shape).reshape(vals.shape), vals, np.nan)
+        partial = _reduce_rows(rop, kept)
+    regs = accumulate(ctx, RESET_REDUCE, rop, partial)
+    r = write_reduce_res("tensor_scalar_reduce", reduce_res, regs)
+    out_dt = a.dtype if dtype is None else dtype
+    reads = [a] + _tile_reads("tensor_scalar_reduce", operand0=operand0)
+    return deliver(ctx, "tensor_scalar_reduce", "dve", a.shape, out_dt, vals, dst, reads=reads, valid=valid,
+                   extra_writes=[r], extra={"alu": n0, "reduce": rop})
+
+
+def _reduce_rows(op: str, x: np.ndarray) -> np.ndarray:
+    """Per-partition reduction that skips masked-off elements (held as NaN)."""
+    if op in ("add", "subtract"):
+        return np.nansum(x, axis=1).astype(F32)
+    if op == "multiply":
+        return np.nanprod(x, axis=1).astype(F32)
+    return (np.nanmax if "max" in op else np.nanmin)(x, axis=1).astype(F32)

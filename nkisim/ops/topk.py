@@ -1,0 +1,136 @@
+"""Top-8 Vector-engine instructions: ``max8``, ``nc_find_index8`` and ``nc_match_replace8`` (issue 12;
+semantics from the NKI ISA reference).  Top-k kernels chain them: ``max8`` finds each partition's
+eight largest values, ``nc_find_index8`` / ``nc_match_replace8`` locate them (and knock them out
+for the next round).  All work on the flattened free elements of each partition, in fp32; a
+``mask`` leaves elements out of the search.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nkisim.core import dtypes as dt
+from nkisim.core.context import KernelContext, current
+from nkisim.core.errors import nki_error
+from nkisim.core.tensor import Access, Tensor, shape_str
+from nkisim.ops.base import mask_array, operands
+from nkisim.ops.outputs import F32, deliver, flat
+
+MIN_ELEMS, MAX_ELEMS = 8, 16384
+
+
+def _data(inst: str, pname: str, value: Any, mask: Any, ctx: KernelContext,
+          min_elems: int = MIN_ELEMS) -> tuple[Access, np.ndarray | None, np.ndarray | None]:
+    """(access, values as (P, N) fp32, the mask as (P, N) booleans or None) of the searched tile."""
+    a = operands(inst, **{pname: value})[pname]
+    n = int(np.prod(a.shape[1:] or (1,)))
+    if not min_elems <= n <= MAX_ELEMS:
+        raise nki_error("err_size_of_dimension_exceed_arch_limit",
+                        f"number of elements per partition in '{shape_str(pname, a.shape)}' of '{inst}' must be "
+                        f"between {min_elems} and {MAX_ELEMS}, got {n}.")
+    valid = mask_array(mask, a.shape, inst, ctx)
+    keep = None
+    if valid is not None:
+        keep = np.broadcast_to(valid, a.shape).reshape(a.shape[0], -1)
+    return a, (flat(a, ctx) if ctx.numerics else None), keep
+
+
+def _eight(inst: str, pname: str, value: Any, parts: int) -> Access:
+    v = operands(inst, **{pname: value})[pname]
+    if v.shape[0] != parts or int(np.prod(v.shape[1:] or (1,))) != 8:
+        raise nki_error("err_param_shape_mismatch",
+                        f"Parameter shapes ({shape_str(pname, v.shape)}) of '{inst}' has mismatched shapes: "
+                        f"'{pname}' must hold 8 elements in each of {parts} partitions")
+    return v
+
+
+def _rows(keep: np.ndarray | None, parts: int) -> np.ndarray | None:
+    """Output partitions that saw at least one unmasked element, as a (P, 1) validity array."""
+    return None if keep is None else keep.any(axis=1)[:, None]
+
+
+def max8(src: Any = None, *, mask: Any = None, dtype: Any = None, dst: Any = None, **_: Any) -> Tensor | None:
+    """``nisa.max8``: the 8 largest values of each partition, in descending order (shape ``[P, 8]``)."""
+    ctx = current()
+    a, x, keep = _data("max8", "src", src, mask, ctx)
+    vals = None
+    if x is not None:
+        x = x if keep is None else np.where(keep, x, -np.inf)
+        vals = -np.sort(-x, axis=1)[:, :8]
+    rows = _rows(keep, a.shape[0])
+    out_dt = a.dtype if dtype is None else dtype
+    return deliver(ctx, "max8", "dve", (a.shape[0], 8), out_dt, vals, dst, reads=[a],
+                   valid=None if rows is None else np.broadcast_to(rows, (a.shape[0], 8)))
+
+
+def _first_matches(x: np.ndarray, vals: np.ndarray, keep: np.ndarray | None, consume: bool) -> np.ndarray:
+    """Index of the first (unmasked) occurrence of each of the 8 values in every row.
+
+    With ``consume`` a matched element is used up, so equal values find successive occurrences (the
+    match-and-replace semantics); otherwise each value finds the first occurrence.  A value that is
+    not present gives index 0 (the ISA leaves that case undefined).
+    """
+    avail = np.ones(x.shape, dtype=bool) if keep is None else keep.copy()
+    idx = np.zeros(vals.shape, dtype=np.int64)
+    rows = np.arange(x.shape[0])
+    for j in range(vals.shape[1]):
+        hit = (x == vals[:, j:j + 1]) & avail
+        found = hit.any(axis=1)
+        first = np.argmax(hit, axis=1)
+        idx[:, j] = np.where(found, first, 0)
+        if consume:
+            avail[rows[found], first[found]] = False
+    return idx
+
+
+def nc_find_index8(data: Any = None, vals: Any = None, *, mask: Any = None, dtype: Any = dt.uint32, dst: Any = None,
+                   **_: Any) -> Tensor | None:
+    """``nisa.nc_find_index8``: per partition, the index (in the flattened free elements) of the first
+    occurrence of each of 8 values, as uint32 (or uint16)."""
+    ctx = current()
+    a, x, keep = _data("nc_find_index8", "data", data, mask, ctx)
+    v = _eight("nc_find_index8", "vals", vals, a.shape[0])
+    out = None
+    if x is not None:
+        out = _first_matches(x, flat(v, ctx), keep, consume=False)
+    out_dt = dt.uint32 if dtype is None else dtype
+    if dt.normalize(out_dt) not in (dt.uint32, dt.uint16):
+        raise nki_error("err_supported_operand_dtype",
+                        f"'dst' of 'nc_find_index8' has dtype {dt.name(dt.normalize(out_dt))}, expected one of the "
+                        f"following dtypes: uint16, uint32")
+    return deliver(ctx, "nc_find_index8", "dve", (a.shape[0], 8), out_dt, out, dst, reads=[a, v])
+
+
+def nc_match_replace8(data: Any = None, vals: Any = None, imm: Any = 0.0, dst_idx: Any = None, *, mask: Any = None,
+                      dtype: Any = None, dst: Any = None, **_: Any) -> Tensor | None:
+    """``nisa.nc_match_replace8``: ``data`` with the first occurrence of each of 8 values replaced by
+    ``imm``; the flattened indices of the matches go to ``dst_idx`` when given."""
+    ctx = current()
+    a, x, keep = _data("nc_match_replace8", "data", data, mask, ctx, min_elems=1)
+    v = _eight("nc_match_replace8", "vals", vals, a.shape[0])
+    out = idx = None
+    if x is not None:
+        idx = _first_matches(x, flat(v, ctx), keep, consume=True)
+        out = x.copy()
+        found = np.take_along_axis(x, idx, axis=1) == flat(v, ctx)
+        rows = np.broadcast_to(np.arange(x.shape[0])[:, None], idx.shape)
+        out[rows[found], idx[found]] = np.float32(imm)
+        out = out.astype(F32)
+    extra_writes = []
+    if dst_idx is not None:
+        d = operands("nc_match_replace8", dst_idx=dst_idx)["dst_idx"]
+        if int(np.prod(d.shape)) != a.shape[0] * 8:
+            raise nki_error("err_param_shape_mismatch",
+                            f"Parameter shapes ({shape_str('dst_idx', d.shape)}) of 'nc_match_replace8' has "
+                            f"mismatched shapes: 'dst_idx' must hold 8 elements in each of {a.shape[0]} partitions")
+        d.check_write()
+        rows_ok = _rows(keep, a.shape[0])
+        d._write(None if idx is None else idx.reshape(d.shape),
+                 None if rows_ok is None else np.broadcast_to(rows_ok, (a.shape[0], 8)).reshape(d.shape))
+        extra_writes.append(d)
+    out_dt = a.dtype if dtype is None else dtype
+    valid = None if keep is None else keep.reshape(a.shape)
+    return deliver(ctx, "nc_match_replace8", "dve", a.shape, out_dt, out, dst, reads=[a, v], valid=valid,
+                   extra_writes=extra_writes)

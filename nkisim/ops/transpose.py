@@ -1,0 +1,90 @@
+"""DMA transposes: ``nisa.dma_transpose`` and ``nl.load_transpose2d`` (issue 12).
+
+Both move data through the DMA engines into a new SBUF tile whose partition axis is the source's
+last axis.  The *source* may span more than 128 rows (a ``[2048, 128]`` HBM tensor transposes into
+a ``[128, 2048]`` tile), so only the result's partitions are checked against the 128-partition limit.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from nkisim.core import dtypes as dt
+from nkisim.core.context import current
+from nkisim.core.errors import nki_error
+from nkisim.core.tensor import Access, Tensor, as_access, shape_str
+from nkisim.ops.base import check_partitions, emit, mask_array, new_tile, operand
+
+#: the permutation the hardware applies per source rank (ISA reference)
+DEFAULT_AXES = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
+HWDGE = 3  # nisa.dge_mode.hwdge
+
+
+def _source(inst: str, src: Any) -> Access:
+    """The source access (HBM or SBUF), refusing indirect indexing as the compiler does."""
+    acc = as_access(operand(inst, "src", src, ["hbm", "sbuf"]))
+    if acc.advanced and any(c[0] == "ind" for c in acc.comps):
+        raise nki_error("err_indirect_indices_are_not_supported_with_nki_api",
+                        f"cannot use indirect indexing access with the current NKI API for src {list(acc.shape)}")
+    return acc
+
+
+def _transpose(inst: str, acc: Access, axes: tuple[int, ...], mask: Any, dtype: Any) -> Tensor:
+    ctx = current()
+    shape = tuple(acc.shape[a] for a in axes)
+    check_partitions(inst, {"dst": shape}, {"dst": shape})
+    valid = mask_array(mask, acc.shape, inst, ctx)
+    acc.check_bounds(valid)
+    vals = None
+    if ctx.numerics:
+        vals = np.transpose(acc._read() if valid is None else acc._read_masked(valid), axes)
+    out_valid = None if valid is None or valid.ndim == 0 else np.transpose(np.broadcast_to(valid, acc.shape), axes)
+    tile = new_tile(ctx, shape, acc.dtype if dtype is None else dt.normalize(dtype), vals, out_valid, fresh=False)
+    nbytes = math.prod(acc.shape) * acc.itemsize
+    tile.producer = emit(ctx, inst, "dma", reads=[acc], writes=[tile.full()], nbytes=nbytes)
+    return tile
+
+
+def dma_transpose(src: Any = None, *, axes: Any = None, mask: Any = None, dtype: Any = None, dge_mode: Any = None,
+                  **_: Any) -> Tensor:
+    """``nisa.dma_transpose``: a transposed copy of an HBM or SBUF tile into SBUF; ``axes`` is
+    ``(1, 0)``, ``(2, 1, 0)`` or ``(3, 1, 2, 0)`` (the default for the source's rank).  The hardware
+    DGE form (``dge_mode=hwdge``) needs trn2, a 16-row source, rows a multiple of 128 long, 2-byte data."""
+    ctx = current()
+    acc = _source("dma_transpose", src)
+    rank = len(acc.shape)
+    if rank not in DEFAULT_AXES:
+        raise nki_error("err_exceed_max_supported_dimension",
+                        f"parameter '{shape_str('src', acc.shape)}' of 'dma_transpose' must have 2 to 4 dimensions.")
+    perm = DEFAULT_AXES[rank] if axes is None else tuple(int(a) for a in axes)
+    if perm != DEFAULT_AXES[rank]:
+        raise nki_error("err_param_shape_mismatch",
+                        f"Parameter shapes ({shape_str('src', acc.shape)}, axes={list(perm)}) of 'dma_transpose' has "
+                        f"mismatched shapes: a rank-{rank} transpose supports axes {DEFAULT_AXES[rank]} only")
+    if dge_mode is not None and int(dge_mode) == HWDGE:
+        if ctx.nc_version < 3:
+            raise nki_error("err_min_arch_support_for_inst",
+                            f"inst dma_transpose with dge_mode=hwdge requires min target gen3 (trn2), got {ctx.target}")
+        if acc.shape[0] != 16 or acc.shape[-1] % 128 or acc.itemsize != 2:
+            raise nki_error("err_param_shape_mismatch",
+                            f"Parameter shapes ({shape_str('src', acc.shape)}) of 'dma_transpose' has mismatched "
+                            f"shapes: a hardware-DGE transpose needs 16 rows, a last dimension that is a multiple of "
+                            f"128 and a 2-byte dtype")
+    return _transpose("dma_transpose", acc, perm, mask, dtype)
+
+
+def load_transpose2d(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
+    """``nl.load_transpose2d``: HBM ``[F, P]`` -> SBUF ``[P, F]`` through the DMA engines."""
+    acc = _source("load_transpose2d", src)
+    if acc.space != "hbm":
+        raise nki_error("err_unsupported_memory",
+                        f"Expected operand 'src' of 'load_transpose2d' to be in address space 'hbm', but got a tile "
+                        f"in '{acc.space}' instead.")
+    if len(acc.shape) != 2:
+        raise nki_error("err_exceed_max_supported_dimension",
+                        f"parameter '{shape_str('src', acc.shape)}' of 'load_transpose2d' exceed max supported "
+                        f"number of dimensions of 2.")
+    return _transpose("load_transpose2d", acc, (1, 0), mask, dtype)
