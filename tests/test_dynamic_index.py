@@ -68,3 +68,40 @@ def test_a_position_past_the_tile_fails_when_read():
     src = RNG.standard_normal((128, 64), dtype=np.float32)
     with pytest.raises(IndexError):
         gather_columns(src, np.array([[0, 64]], dtype=np.int32))
+
+
+@nki.jit
+def windows_of_a_view(v):
+    """``v[b]`` drops the batch axis; ``nl.ds`` then moves a window along the view (flash attention's
+    ``v_hbm_tile[nl.ds(j * 128, 128), :]``)."""
+    out = nl.ndarray((v.shape[0], v.shape[1], v.shape[2]), dtype=v.dtype, buffer=nl.shared_hbm)
+    for b in nl.affine_range(v.shape[0]):
+        view = v[b]
+        for j in nl.affine_range(v.shape[1] // 128):
+            tile = nl.load(view[nl.ds(j * 128, 128), :])
+            nl.store(out[b, nl.ds(j * 128, 128), :], nl.multiply(tile, 2.0))
+    return out
+
+
+def test_nl_ds_on_an_integer_indexed_view():
+    v = RNG.standard_normal((2, 256, 8), dtype=np.float32)
+    np.testing.assert_array_equal(windows_of_a_view(v), v * np.float32(2.0))
+
+
+@nki.jit
+def gather_rows_after_an_integer_index(data, rows):
+    """``data[b, idx, f]``: with the batch axis dropped by ``b``, the index tile picks rows of ``data[b]``
+    (nki-samples' resize_nearest gathers so)."""
+    out = nl.ndarray((data.shape[0], rows.shape[0], data.shape[2]), dtype=data.dtype, buffer=nl.shared_hbm)
+    idx = nl.load(rows)
+    i_f = nl.arange(data.shape[2])[None, :]
+    for b in nl.affine_range(data.shape[0]):
+        tile = nl.load(data[b, idx, i_f])
+        nl.store(out[b], tile)
+    return out
+
+
+def test_an_index_tile_after_an_integer_index_gathers_rows():
+    data = RNG.standard_normal((2, 64, 8), dtype=np.float32)
+    rows = RNG.integers(0, 64, size=(16, 1)).astype(np.int32)
+    np.testing.assert_array_equal(gather_rows_after_an_integer_index(data, rows), data[:, rows[:, 0], :])

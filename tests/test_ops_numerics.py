@@ -1001,3 +1001,24 @@ def test_masked_store_of_value_indexed_past_tile_end() -> None:
         return out
 
     np.testing.assert_array_equal(kernel(x), x)
+
+
+def test_an_integer_quotient_floors() -> None:
+    """``pos / w`` on int32 tiles (a flattened position to a row, as nki-samples' resize kernel does) floors
+    like ``//``; with a float dtype asked for, the quotient keeps its fraction."""
+    import neuronxcc.nki as nki
+    import neuronxcc.nki.language as nl
+
+    @nki.jit
+    def k(a):
+        rows = nl.ndarray(a.shape, dtype=nl.int32, buffer=nl.shared_hbm)
+        exact = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        nl.store(rows, t / 7)
+        nl.store(exact, nl.divide(t, 7, dtype=nl.float32))
+        return rows, exact
+
+    a = np.arange(128 * 6, dtype=np.int32).reshape(128, 6)
+    rows, exact = k(a)
+    np.testing.assert_array_equal(rows, a // 7)
+    np.testing.assert_allclose(exact, a / 7, rtol=1e-6)

@@ -260,3 +260,30 @@ def test_reshape_takes_its_shape_three_ways() -> None:
     a = RNG.standard_normal((16, 64), dtype=np.float32)
     for out in reshape_spellings(a):
         np.testing.assert_array_equal(out, a.reshape(8, 128))
+
+
+@nki.jit
+def accumulate_into_a_placed_psum_tile(a, b):
+    """The same on a directly allocated PSUM bank (its physical bytes hold the NaN pattern, or the previous
+    iteration's sums): each iteration's first matmul starts a new group."""
+    import neuronxcc.nki.compiler as ncc
+    import neuronxcc.nki.isa as nisa
+
+    out = nl.ndarray((2, 128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    for r in nl.affine_range(2):
+        acc = nl.ndarray((1, nl.par_dim(128), 512), dtype=nl.float32,
+                         buffer=ncc.psum.mod_alloc(base_bank=0, num_bank_tiles=(1,)))
+        for k in nl.affine_range(2):
+            at = nl.load(a[r, k * 128:(k + 1) * 128, :])
+            bt = nl.load(b[k * 128:(k + 1) * 128, :])
+            acc[0] += nisa.nc_matmul(at, bt)
+        nl.store(out[r], nl.copy(acc[0]))
+    return out
+
+
+def test_each_allocation_of_a_placed_psum_tile_starts_a_group() -> None:
+    a = RNG.standard_normal((2, 256, 128), dtype=np.float32)
+    b = RNG.standard_normal((256, 512), dtype=np.float32)
+    got = accumulate_into_a_placed_psum_tile(a, b)
+    for r in range(2):
+        np.testing.assert_allclose(got[r], a[r].T @ b, rtol=1e-4, atol=1e-3)

@@ -104,7 +104,7 @@ class Access(TileSyntax):
             elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
                 v = int(k)
                 comps.append(("int", Affine(v + size if v < 0 else v)))
-            elif k.__class__ is DynamicIndex or (axis != 0 and axis != tensor.par_axis and
+            elif k.__class__ is DynamicIndex or (not _leading(axis, tensor, comps) and
                                                  getattr(k.__class__, "__nki_tile__", False) and
                                                  int(np.prod(k.shape)) == 1):
                 # a position read from a tile when the instruction runs: offsets[0, i] (+ iy), on a free axis
@@ -117,7 +117,7 @@ class Access(TileSyntax):
                 idx = k if isinstance(k, Access) else k.full()
                 if idx.tensor.space != "sbuf":
                     raise nki_error("err_indirect_indices_sbuf", "Indirect indices tile must be on SBUF.")
-                if axis != 0 and axis != tensor.par_axis:
+                if not _leading(axis, tensor, comps):
                     raise nki_error("err_indirect_indices_free_dim",
                                     "Indirect indexing on free dimension not supported, must be partition "
                                     "dimension or block dimension.")
@@ -474,6 +474,12 @@ class Access(TileSyntax):
 
     def reshape(self, *shape: Any, **kw: Any) -> Any:
         return METHODS.reshape_access(self, shape_argument("reshape", shape, kw))
+
+
+def _leading(axis: int, tensor: Any, comps: list[tuple]) -> bool:
+    """``axis`` is the access's partition (or block) axis: the tensor's, or the first one an integer index
+    does not drop (``data[b, indices, f]`` gathers rows of ``data[b]``)."""
+    return axis == 0 or axis == tensor.par_axis or all(c[0] == "int" for c in comps)
 
 
 _NO_LOOPS: frozenset = frozenset()

@@ -133,12 +133,15 @@ class Tensor(TileSyntax):
             self.unfilled = False
             self._data.fill(dt.fill_value(self.dtype))
 
-    def start_accumulation(self) -> None:
-        """A PSUM tile no instruction has written yet starts its first accumulation group from zero: the
-        hardware's first matmul of a group overwrites the bank instead of adding to whatever it held."""
-        if self.unfilled:
-            self.unfilled = False
-            self._data.fill(0)
+    def matmul_accumulated(self, idx: tuple) -> np.ndarray:
+        """Which elements at the basic index ``idx`` a matmul has accumulated into since this PSUM tensor was
+        allocated (then all of them have): the first matmul into an element starts its accumulation group."""
+        flags = self.__dict__.get("_matmul_flags")
+        if flags is None:
+            flags = self.__dict__["_matmul_flags"] = np.zeros(self.shape, dtype=bool)
+        seen = flags[idx].copy()
+        flags[idx] = True
+        return seen
 
     # --- properties of the NKI tensor API -----------------------------------------------------
     @property

@@ -158,6 +158,8 @@ def binary_op(name: str, x: Any, y: Any, dtype: Any = None, mask: Any = None,
     if ctx.numerics:
         vals = spec.fn(values(xa, ctx, compute, out_shape) if xt else scalar_value(x, compute),
                        values(ya, ctx, compute, out_shape) if yt else scalar_value(y, compute))
+        if name == "divide" and out_dt.kind in "iu":  # an integer quotient floors (pos // w), never rounds up
+            vals = np.floor(vals)
     tile = new_tile(ctx, out_shape, out_dt, vals, valid)
     if not (xt and yt):
         scalarish = True

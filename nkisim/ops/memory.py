@@ -14,7 +14,7 @@ from nkisim.core.arrays import compact
 from nkisim.core.buffers import PMAX
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error, shape_str
-from nkisim.core.indexing import Affine
+from nkisim.core.indexing import Affine, DynSlice
 from nkisim.core.tensor import Tensor, as_access, is_tile
 from nkisim.cost.trace import buffer_info
 from nkisim.ops.base import (
@@ -277,13 +277,20 @@ def accumulate(dst: Access, value: Any, op: str) -> None:
         rhs = _values_for(dst.shape, src_shape, None if src_vals is None else np.asarray(src_vals),
                           dst_name=dst.name, src_name="value", expr=f"{dst.name} {op}= value")
         dst.tensor.root.written = True
-        if op == "add" and producer is not None and producer.engine == "pe" and dst.space == "psum":
-            dst.tensor.start_accumulation()  # `psum_tile += matmul(...)` on a fresh nl.ndarray(buffer=nl.psum)
         dst.tensor.fill_pending()
         data = dst.tensor._data
         if data is not None:
             data = dst.tensor.own_storage()
-        if data is not None and data.dtype == np.float32 and not dst.advanced and op in _INPLACE:
+        started = None
+        if op == "add" and producer is not None and producer.engine == "pe" and dst.space == "psum" \
+                and not dst.advanced:
+            # the first matmul into each PSUM element since its allocation starts the accumulation group:
+            # it overwrites whatever the bank held (NaN fill, an earlier kernel's values), later ones add
+            started = dst.tensor.matmul_accumulated(dst.np_index())
+        if started is not None and data is not None and not started.all():
+            idx = dst.np_index()
+            dst._write(np.where(started, data[idx].astype(np.float32), np.float32(0)) + rhs)
+        elif data is not None and data.dtype == np.float32 and not dst.advanced and op in _INPLACE:
             _INPLACE[op](data[dst.np_index()], rhs, out=data[dst.np_index()])  # fp32 PSUM: accumulate in place
         else:
             dst._write(ALU[op].fn(f32(dst, ctx), rhs))
@@ -373,6 +380,10 @@ def subaccess(acc: Access, key: Any) -> Access:
             full.append(slice(a, b, k.step))
         elif isinstance(k, Access | Tensor):
             full.append(k)
+        elif isinstance(k, DynSlice):  # v[b, h][nl.ds(j * 128, 128), :]: the window moves with the view
+            if c[3] != 1:
+                raise TypeError("nl.ds on a strided view is not supported; index the tensor itself")
+            full.append(DynSlice(start + k.start, k.size))
         else:
             full.append(start + k)
     return Access(acc.tensor, tuple(full))
