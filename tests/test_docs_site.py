@@ -158,7 +158,7 @@ def _profile_output(kernel: str) -> dict:
     from neuronxcc.nki import typing as nt
 
     from nkilab.modules import load_kernel
-    from nkisim.cost.report import profile_kernel
+    from nkisim.api import profile_kernel
 
     path = REPO / "solutions/04_masked_rmsnorm" / f"{kernel}.py"
     prof = profile_kernel(load_kernel(path, kernel), nt.tensor[[300, 2048], nl.float32], nt.tensor[[2048], nl.float32],
