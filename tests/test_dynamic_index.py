@@ -105,3 +105,21 @@ def test_an_index_tile_after_an_integer_index_gathers_rows():
     data = RNG.standard_normal((2, 64, 8), dtype=np.float32)
     rows = RNG.integers(0, 64, size=(16, 1)).astype(np.int32)
     np.testing.assert_array_equal(gather_rows_after_an_integer_index(data, rows), data[:, rows[:, 0], :])
+
+
+@nki.jit
+def update_a_column_through_its_view(a):
+    """``col = buf[:, i]`` keeps a size-1 place for the axis an integer picked: ``col[:, 0]`` reads and
+    writes that column of ``buf`` (AWS's flash attention hands ``l_buffer[:, i]`` to a helper so)."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    buf = nl.load(a)
+    for i in nl.affine_range(a.shape[1]):
+        col = buf[:, i]
+        col[:, 0] = nl.multiply(col[:, 0], 3.0)
+    nl.store(out, buf)
+    return out
+
+
+def test_an_integer_indexed_axis_can_be_indexed_again_at_zero():
+    a = RNG.standard_normal((128, 4), dtype=np.float32)
+    np.testing.assert_allclose(update_a_column_through_its_view(a), a * 3, rtol=1e-6)

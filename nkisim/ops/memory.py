@@ -361,7 +361,10 @@ def subaccess(acc: Access, key: Any) -> Access:
     if any(k is Ellipsis for k in key):
         i = next(j for j, k in enumerate(key) if k is Ellipsis)
         key = key[:i] + (slice(None),) * (len(kept) - len(key) + 1) + key[i + 1:]
-    if len(key) > len(kept):
+    # an integer-indexed axis is still there for a second index, with size 1: ``l = buf[:, i]`` then
+    # ``l[:, 0]`` (AWS's flash attention passes such columns to helpers that index them so)
+    every_axis = len(key) > len(kept) and len(key) == len(acc.comps)
+    if len(key) > len(kept) and not every_axis:
         raise nki_error("err_tensor_access_out_of_bound",
                         f"Out-of-bound access for tensor `{acc.label()}`: {len(key)} indices for a tile of rank "
                         f"{len(kept)}")
@@ -369,6 +372,14 @@ def subaccess(acc: Access, key: Any) -> Access:
     pos = 0
     for c in acc.comps:
         if c[0] == "int":
+            if every_axis:
+                k = key[pos]
+                pos += 1
+                if not (_is_zero(k) or (isinstance(k, slice) and k.step in (None, 1)
+                                        and _is_zero(k.start) and k.stop in (None, 1))):
+                    raise nki_error("err_tensor_access_out_of_bound",
+                                    f"Out-of-bound access for tensor `{acc.label()}`: index {k!r} on an axis of "
+                                    f"size 1 (it was indexed with an integer)")
             full.append(c[1])
             continue
         start, stop = c[1], c[2]
@@ -387,6 +398,10 @@ def subaccess(acc: Access, key: Any) -> Access:
         else:
             full.append(start + k)
     return Access(acc.tensor, tuple(full))
+
+
+def _is_zero(k: Any) -> bool:
+    return k is None or (isinstance(k, int | np.integer) and not isinstance(k, bool) and int(k) == 0)
 
 
 def reshape_access(acc: Access, shape: tuple) -> Tensor:

@@ -56,7 +56,8 @@ def affine_select(pred: Any = None, on_true_tile: Any = None, on_false_value: An
     newer form gives ``pattern``/``offset``/``channel_multiplier`` and ``cmp_op`` instead.
     """
     ctx = current()
-    a = operands("affine_select", "sbuf", on_true_tile=on_true_tile)["on_true_tile"]
+    # PSUM too: AWS's flash attention passes the QK^T matmul result straight from PSUM (nki-samples' attention.py)
+    a = operands("affine_select", "sbuf|psum", on_true_tile=on_true_tile)["on_true_tile"]
     n = int(np.prod(a.shape[1:] or (1,)))
     if pattern is not None:
         keep = _affine_pattern(pattern, offset, channel_multiplier, a.shape[0], alu(cmp_op, "affine_select",
