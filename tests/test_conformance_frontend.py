@@ -135,3 +135,22 @@ def test_alloc_with_a_user_function_places_tiles_and_computes() -> None:
 
     a = RNG.standard_normal((128, 32), dtype=np.float32)
     np.testing.assert_allclose(kernel(a), a + 3, rtol=1e-6)
+
+
+@pytest.mark.parametrize("grid", [0, (2, 0)])
+def test_empty_launch_grid_is_refused(grid) -> None:
+    with pytest.raises(ValueError, match="every grid dimension must be at least 1"):
+        _double_into[grid]
+
+
+def test_grid_of_one_runs_the_kernel() -> None:
+    @nki.jit
+    def kernel(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.load(a))
+        return out
+
+    a = RNG.standard_normal((4, 4), dtype=np.float32)
+    np.testing.assert_array_equal(kernel[1](a), a)
+    with pytest.raises(ValueError, match="size 0"):
+        kernel[0](a)
