@@ -65,27 +65,34 @@ class JitKernel(Kernel):
 
 
 class TraceKernel(JitKernel):
-    """A kernel of ``nki.trace``: it may write its array arguments, which the caller then sees."""
+    """A kernel of ``nki.trace``: it may write its array arguments, which the caller then sees.
+
+    ``func`` is the write-back wrapper, so every launch path (a call, ``kernel[grid]``, ``simulate_kernel``,
+    ``nki.benchmark``) lets the kernel write its parameters; ``original`` is the user's function.
+    """
 
     def __init__(self, func: Callable, **options: Any) -> None:
-        super().__init__(func, "auto", **options)
-        self._runner = Kernel(_writeback_func(func), "auto", **options)
+        super().__init__(_writeback_func(func), "auto", **options)
+        self.original = func
 
     def __getitem__(self, grid: Any) -> GridLaunch:
         check_grid(grid)
         return _TraceGridLaunch(self, grid)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if context.active() is not None:  # called from another kernel: inlined
-            return super().__call__(*args, **kwargs)
+        ctx = context.active()
+        if ctx is not None:  # called from another kernel: inlined
+            ctx.depth += 1
+            try:
+                return self.original(*args, **kwargs)
+            finally:
+                ctx.depth -= 1
         return self.launch_and_write_back(None, args, kwargs)
 
     def launch_and_write_back(self, grid: Any, args: tuple, kwargs: dict) -> Any:
         """Run the kernel, copy the parameters' final values into the caller's arrays, return its result."""
-        result = launch(self._runner, grid, args, kwargs)
-        self.last_launch = self._runner.last_launch
-        out, finals = result
-        bound = arguments.bind(self.func, args, kwargs)
+        out, finals = launch(self, grid, args, kwargs)
+        bound = arguments.bind(self.original, args, kwargs)
         originals = [v for v in bound.arguments.values() if isinstance(v, np.ndarray) or _is_torch(v)]
         for orig, final in zip(originals, finals):
             _copy_into(orig, final)
@@ -128,6 +135,8 @@ def trace_kernel(func: Callable | None = None, **options: Any) -> Any:
     """``nki.trace`` / ``nki.jit(mode='trace')``: a TraceKernel (decorator with or without options)."""
     if func is None:
         return lambda f: trace_kernel(f, **options)
-    if isinstance(func, Kernel):
+    if isinstance(func, TraceKernel):
+        func = func.original
+    elif isinstance(func, Kernel):
         func = func.func
     return TraceKernel(func, **options)
