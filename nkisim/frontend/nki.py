@@ -12,6 +12,9 @@ from nkisim.frontend.typing import tensor  # noqa: F401
 from nkisim.runtime.kernel import baremetal, simulate_kernel  # noqa: F401
 from nkisim.runtime.timing import benchmark, profile  # noqa: F401
 
+__path__: list[str] = []  # makes ``neuronxcc.nki.<submodule>`` importable through the finder
+SIMULATED = True
+
 #: The real package registers a logging level above CRITICAL named OFF, and harnesses written for it
 #: (CS149's) silence the compiler with ``logging.disable(logging.OFF)``; without it they stop with an
 #: AttributeError before running anything.
