@@ -169,3 +169,17 @@ def test_trace_kernel_can_be_benchmarked_and_inlined() -> None:
         return out
 
     np.testing.assert_array_equal(outer(a), a * 2)
+
+
+def test_loop_reduce_is_refused_with_the_rewrite() -> None:
+    @nki.jit
+    def kernel(a):
+        out = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.zeros((128, 1), dtype=nl.float32)
+        for i in nl.affine_range(2):
+            acc[...] = nl.loop_reduce(nl.load(a), op=np.add, loop_indices=(i,))
+        nl.store(out, acc)
+        return out
+
+    with pytest.raises(NotImplementedError, match=r"dst\[\.\.\.\] = nl.add\(dst, x\)"):
+        kernel(np.zeros((128, 1), np.float32))
