@@ -39,3 +39,20 @@ def test_benchmark_without_names_writes_nothing(tmp_path: Path, monkeypatch: pyt
     a = np.ones((128, 64), np.float32)
     nki.benchmark(_add)(a, a)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_profile_writes_neff_and_one_trace_per_profiled_execution(tmp_path: Path) -> None:
+    a = np.ones((128, 64), np.float32)
+    nki.profile(working_directory=str(tmp_path), save_neff_name="k.neff", save_trace_name="p.ntff", num_execs=7,
+                profile_nth=3)(_add)(a, a)
+    assert json.loads((tmp_path / "k.neff").read_text())["kernel"] == "_add"
+    assert {"p_exec_3.ntff", "p_exec_6.ntff"} <= {p.name for p in tmp_path.iterdir()}
+    reports = sorted(p.name for p in (tmp_path / "json_reports").iterdir())
+    assert reports == ["p_exec_3.json", "p_exec_6.json"]
+    assert json.loads((tmp_path / "p_exec_3.ntff").read_text())["traceEvents"]
+
+
+def test_profile_of_the_first_execution_is_named_plainly(tmp_path: Path) -> None:
+    a = np.ones((128, 64), np.float32)
+    nki.profile(working_directory=str(tmp_path), save_trace_name="q.ntff", profile_nth=1)(_add)(a, a)
+    assert (tmp_path / "q.ntff").exists() and (tmp_path / "json_reports" / "q.json").exists()

@@ -35,6 +35,21 @@ def test_affine_select_causal_mask() -> None:
     np.testing.assert_array_equal(kernel(a), ref)
 
 
+def test_affine_select_reads_a_matmul_result_from_psum() -> None:
+    @nki.jit
+    def kernel(q, k):
+        out = _out((128, 128))
+        i_q, i_k = nl.mgrid[0:128, 0:128]
+        qk = nisa.nc_matmul(nl.load(q), nl.load(k))
+        nl.store(out, nisa.affine_select(pred=(i_q >= i_k), on_true_tile=qk, on_false_value=-9984.0,
+                                         dtype=nl.float32))
+        return out
+
+    q, k = RNG.standard_normal((2, 64, 128), dtype=np.float32)
+    ref = np.where(np.tril(np.ones((128, 128), bool)), q.T.astype(np.float64) @ k, -9984.0)
+    np.testing.assert_allclose(kernel(q, k), ref, rtol=1e-4, atol=1e-4)
+
+
 def test_affine_select_pattern_form() -> None:
     @nki.jit
     def kernel(a):

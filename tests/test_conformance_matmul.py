@@ -46,3 +46,31 @@ def test_unknown_perf_mode() -> None:
     a = np.ones((4, 2, 4), ml_dtypes.float8_e4m3)
     with pytest.raises(SyntaxError, match="perf_mode='quad_row' is not supported"):
         _double_row("trn2", "quad_row")(a, a)
+
+
+def test_nc_matmul_stages_a_psum_operand_through_sbuf() -> None:
+    @nki.jit
+    def kernel(a, b):
+        out = nl.ndarray((a.shape[0], b.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nisa.nc_transpose(nl.load(a))  # PE transpose: the result is in PSUM
+        nl.store(out, nl.copy(nisa.nc_matmul(t, nl.load(b))))
+        return out
+
+    a = RNG.standard_normal((64, 128), dtype=np.float32)
+    b = RNG.standard_normal((64, 32), dtype=np.float32)
+    with pytest.warns(UserWarning, match="'stationary' of 'nc_matmul' is in PSUM"):
+        got = kernel(a.T.copy(), b)
+    np.testing.assert_allclose(got, a.T.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+    ops = [(i.op, i.engine) for i in kernel.last_launch.ctx.trace]
+    assert ops.index(("tensor_copy", "act")) < ops.index(("nc_matmul", "pe"))
+
+
+def test_nc_matmul_still_refuses_hbm_operands() -> None:
+    @nki.jit
+    def kernel(a):
+        out = nl.ndarray((a.shape[1], a.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, nl.copy(nisa.nc_matmul(a, nl.load(a))))
+        return out
+
+    with pytest.raises(TypeError, match="address space 'psum|sbuf'"):
+        kernel(np.zeros((8, 8), np.float32))

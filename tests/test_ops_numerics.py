@@ -1022,3 +1022,4 @@ def test_an_integer_quotient_floors() -> None:
     rows, exact = k(a)
     np.testing.assert_array_equal(rows, a // 7)
     np.testing.assert_allclose(exact, a / 7, rtol=1e-6)
+

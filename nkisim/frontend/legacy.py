@@ -43,27 +43,56 @@ def _writeback_func(func: Callable) -> Callable:
     return wrapper
 
 
-class TraceKernel(Kernel):
-    """A kernel of ``nki.trace``: it may write its array arguments, which the caller then sees."""
+def check_grid(grid: Any) -> None:
+    """Refuse a launch grid with an empty dimension: ``kernel[0](...)`` would otherwise run no
+    instance at all and return nothing, which looks like a kernel that silently produced no output."""
+    from nkisim.runtime.grid import NC, SpmdDim
 
-    def __init__(self, func: Callable, **options: Any) -> None:
-        super().__init__(func, "auto", **options)
-        self._runner = Kernel(_writeback_func(func), "auto", **options)
+    dims = grid if isinstance(grid, tuple) else (grid,)
+    for d in dims:
+        size = d.k if isinstance(d, NC) else d.size if isinstance(d, SpmdDim) else d
+        if isinstance(size, (int, np.integer)) and int(size) < 1:
+            raise ValueError(f"SPMD launch grid {list(dims)} has a dimension of size {int(size)}: every grid "
+                             f"dimension must be at least 1 (kernel[n] launches n instances)")
+
+
+class JitKernel(Kernel):
+    """What ``neuronxcc.nki.jit`` returns: a Kernel whose launch grid is checked when it is indexed."""
 
     def __getitem__(self, grid: Any) -> GridLaunch:
+        check_grid(grid)
+        return super().__getitem__(grid)
+
+
+class TraceKernel(JitKernel):
+    """A kernel of ``nki.trace``: it may write its array arguments, which the caller then sees.
+
+    ``func`` is the write-back wrapper, so every launch path (a call, ``kernel[grid]``, ``simulate_kernel``,
+    ``nki.benchmark``) lets the kernel write its parameters; ``original`` is the user's function.
+    """
+
+    def __init__(self, func: Callable, **options: Any) -> None:
+        super().__init__(_writeback_func(func), "auto", **options)
+        self.original = func
+
+    def __getitem__(self, grid: Any) -> GridLaunch:
+        check_grid(grid)
         return _TraceGridLaunch(self, grid)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if context.active() is not None:  # called from another kernel: inlined
-            return super().__call__(*args, **kwargs)
+        ctx = context.active()
+        if ctx is not None:  # called from another kernel: inlined
+            ctx.depth += 1
+            try:
+                return self.original(*args, **kwargs)
+            finally:
+                ctx.depth -= 1
         return self.launch_and_write_back(None, args, kwargs)
 
     def launch_and_write_back(self, grid: Any, args: tuple, kwargs: dict) -> Any:
         """Run the kernel, copy the parameters' final values into the caller's arrays, return its result."""
-        result = launch(self._runner, grid, args, kwargs)
-        self.last_launch = self._runner.last_launch
-        out, finals = result
-        bound = arguments.bind(self.func, args, kwargs)
+        out, finals = launch(self, grid, args, kwargs)
+        bound = arguments.bind(self.original, args, kwargs)
         originals = [v for v in bound.arguments.values() if isinstance(v, np.ndarray) or _is_torch(v)]
         for orig, final in zip(originals, finals):
             _copy_into(orig, final)
@@ -93,10 +122,21 @@ def _copy_into(orig: Any, final: Any) -> None:
     orig.copy_(final.reshape(orig.shape) if hasattr(final, "reshape") else final)
 
 
+def jit_kernel(func: Callable | None = None, mode: str = "auto", **options: Any) -> Any:
+    """``nki.jit`` with any mode but 'trace': a JitKernel (decorator with or without options)."""
+    if func is None:
+        return lambda f: jit_kernel(f, mode, **options)
+    if isinstance(func, Kernel):
+        func = func.func
+    return JitKernel(func, mode, **options)
+
+
 def trace_kernel(func: Callable | None = None, **options: Any) -> Any:
     """``nki.trace`` / ``nki.jit(mode='trace')``: a TraceKernel (decorator with or without options)."""
     if func is None:
         return lambda f: trace_kernel(f, **options)
-    if isinstance(func, Kernel):
+    if isinstance(func, TraceKernel):
+        func = func.original
+    elif isinstance(func, Kernel):
         func = func.func
     return TraceKernel(func, **options)

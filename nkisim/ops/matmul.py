@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -105,12 +106,31 @@ def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = Fal
     ``perf_mode='double_row_gen3'`` (trn2, fp8 operands) feeds two rows of each partition per pass:
     operands are ``[K, 2, M]`` and ``[K, 2, N]`` and the contraction runs over both K and the pair.
     """
-    accs = operands("nc_matmul", stationary=stationary, moving=moving)
+    accs = operands("nc_matmul", "psum|sbuf", stationary=stationary, moving=moving)
+    for pname, acc in accs.items():
+        if acc.space == "psum":
+            accs[pname] = _staged_from_psum(pname, acc)
     if bool(tile_position) != bool(tile_size):
         raise ValueError("nc_matmul: tile_position and tile_size must be given together")
     if perf_mode not in (None, "", "none"):
         return _double_row(accs["stationary"], accs["moving"], str(perf_mode), mask)
     return _pe_matmul("nc_matmul", accs["stationary"], accs["moving"], "stationary", "moving", mask)
+
+
+def _staged_from_psum(pname: str, acc: Access) -> Access:
+    """A PSUM operand of ``nc_matmul``, copied to SBUF first.
+
+    The PE array reads SBUF only; the legacy compiler accepts a PSUM operand (flash attention's
+    backward pass feeds an ``nc_transpose`` result straight in) by inserting a copy, which is traced
+    here so the cost model charges it.  A warning says so, since writing the copy is the fix.
+    """
+    ctx = current()
+    warnings.warn(f"'{pname}' of 'nc_matmul' is in PSUM: the compiler copies it to SBUF first (an extra "
+                  f"instruction); copy it yourself (nl.copy / nisa.tensor_copy) to control where that happens",
+                  stacklevel=4)
+    t = new_tile(ctx, acc.shape, acc.dtype, acc._read() if ctx.numerics else None, fresh=False)
+    t.producer = emit(ctx, "tensor_copy", "act", reads=[acc], writes=[t.full()], extra={"implicit": True})
+    return t.full()
 
 
 DOUBLE_ROW_DTYPES = (dt.float8_e4m3, dt.float8_e5m2)

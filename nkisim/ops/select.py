@@ -53,11 +53,12 @@ def affine_select(pred: Any = None, on_true_tile: Any = None, on_false_value: An
     else ``on_false_value`` (the causal mask of attention kernels).
 
     ``pred`` is an index expression such as ``iy < ix`` built from ``nl.arange``/``nl.mgrid``; the
-    newer form gives ``pattern``/``offset``/``channel_multiplier`` and ``cmp_op`` instead.
+    newer form gives ``pattern``/``offset``/``channel_multiplier`` and ``cmp_op`` instead.  The legacy
+    compiler takes ``on_true_tile`` from PSUM as well as SBUF (flash attention masks the QK^T
+    product straight out of PSUM), so both are accepted.
     """
     ctx = current()
-    # PSUM too: AWS's flash attention passes the QK^T matmul result straight from PSUM (nki-samples' attention.py)
-    a = operands("affine_select", "sbuf|psum", on_true_tile=on_true_tile)["on_true_tile"]
+    a = operands("affine_select", on_true_tile=on_true_tile)["on_true_tile"]
     n = int(np.prod(a.shape[1:] or (1,)))
     if pattern is not None:
         keep = _affine_pattern(pattern, offset, channel_multiplier, a.shape[0], alu(cmp_op, "affine_select",

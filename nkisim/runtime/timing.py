@@ -8,6 +8,7 @@ number is an *estimate* of NeuronCore latency for the named target, and is label
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -119,4 +120,29 @@ class Profiled(Benchmarked):
             return out
         assert self.benchmark_result is not None
         report.write_profile(self.benchmark_result.launch, **self.options)
+        self._write_device_artefacts(report)
         return out
+
+    def _write_device_artefacts(self, report: Any) -> None:
+        """The files neuron-profile leaves when asked for them explicitly: the NEFF (a JSON stand-in)
+        under ``save_neff_name``, and with ``num_execs``/``profile_nth`` one trace per profiled execution
+        (``<name>.ntff`` for the first, ``<name>_exec_<n>.ntff`` after) plus a ``json_reports`` entry each.
+        The model is deterministic, so every profiled execution has the same trace."""
+        res, opts = self.benchmark_result.launch, self.options  # type: ignore[union-attr]
+        wd = opts["working_directory"]
+        if opts.get("save_neff_name"):
+            with open(os.path.join(wd, os.path.basename(opts["save_neff_name"])), "w", encoding="utf-8") as fh:
+                json.dump({"format": "nkisim simulated NEFF (not a compiled Neuron executable)",
+                           "kernel": getattr(getattr(self.kernel, "func", None), "__name__", "kernel"),
+                           "target": res.ctx.target.name}, fh, indent=1)
+        if "num_execs" not in opts and "profile_nth" not in opts:
+            return
+        execs, nth = int(opts.get("num_execs", 1)), max(int(opts.get("profile_nth", 1)), 1)
+        base = os.path.splitext(os.path.basename(opts.get("save_trace_name") or "profile.ntff"))[0]
+        prof = report.Profile.from_launch(res)
+        os.makedirs(os.path.join(wd, "json_reports"), exist_ok=True)
+        for n in range(nth, max(execs, nth) + 1, nth):
+            name = base if n == 1 else f"{base}_exec_{n}"
+            prof.write_perfetto(os.path.join(wd, f"{name}.ntff"))
+            with open(os.path.join(wd, "json_reports", f"{name}.json"), "w", encoding="utf-8") as fh:
+                json.dump(prof.summary(), fh, indent=1)
