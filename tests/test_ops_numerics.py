@@ -1023,3 +1023,21 @@ def test_an_integer_quotient_floors() -> None:
     np.testing.assert_array_equal(rows, a // 7)
     np.testing.assert_allclose(exact, a / 7, rtol=1e-6)
 
+
+
+def test_loading_a_single_element_gives_a_one_by_one_tile() -> None:
+    """``nl.load(a[0, 0])`` is a [1, 1] tile that broadcasts over a whole tile (a scale read from HBM)."""
+    import neuronxcc.nki as nki
+    import neuronxcc.nki.language as nl
+
+    @nki.jit
+    def k(a, scale):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        s = nl.load(scale[0, 1])
+        assert s.shape == (1, 1)
+        nl.store(out, nl.multiply(nl.load(a), s))
+        return out
+
+    a = np.arange(512, dtype=np.float32).reshape(128, 4)
+    scale = np.array([[2.0, 3.0]], dtype=np.float32)
+    np.testing.assert_array_equal(k(a, scale), a * np.float32(3.0))

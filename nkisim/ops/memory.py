@@ -104,9 +104,9 @@ def load(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     if ctx.numerics:
         values = acc._read() if valid is None else acc._read_masked(valid)
     shape = acc.shape
-    if len(shape) == 1:  # tile_shape(acc): a 1-D HBM slice arrives as an (N, 1) tile
-        shape = tile_shape(acc)
-        values = None if values is None else values.reshape(shape)
+    if len(shape) <= 1:  # a 1-D HBM slice arrives as an (N, 1) tile, a single element as a (1, 1) one
+        shape = tile_shape(acc) if shape else (1, 1)
+        values = None if values is None else np.asarray(values).reshape(shape)
         valid = None if valid is None or valid.ndim == 0 else valid.reshape(shape)
     src_dt = acc.tensor.dtype
     out_dt = src_dt if dtype is None else dt.normalize(dtype)
