@@ -17,31 +17,9 @@ from nkisim.ops import reduce as red
 from nkisim.ops.base import allowed_spaces, check_partitions, emit, f32, mask_array, new_tile, operand, operands
 from nkisim.ops.elementwise import values
 from nkisim.ops.optable import ACTIVATIONS, ALU, op_name
+from nkisim.ops.outputs import alu, per_partition
 
 F32 = np.dtype(np.float32)
-
-
-def _alu(op: Any, inst: str) -> str:
-    name = op_name(op)
-    if name not in ALU:
-        raise nki_error("err_instruction_unsupported_op", f"{name} is not supported in '{inst}'")
-    return name
-
-
-def _vector_operand(inst: str, pname: str, v: Any, data: Access, ctx: Any) -> Any:
-    """A per-partition scalar operand: Python number or a (P, 1)/(P,) tile -> broadcastable values."""
-    if not is_tile(v):
-        return None if not ctx.numerics else np.asarray(v, dtype=F32)
-    acc = operands(inst, **{pname: v})[pname]
-    if acc.shape[0] != data.shape[0] or int(np.prod(acc.shape[1:] or (1,))) != 1:
-        raise nki_error("err_num_partition_mismatch",
-                        f"number of partitions (dimension 0 size of a tile) mismatch in parameters "
-                        f"({shape_str('data', data.shape)}, {shape_str(pname, acc.shape)}) of '{inst}'; "
-                        f"'{pname}' must be a scalar or a [{data.shape[0]}, 1] vector")
-    if not ctx.numerics:
-        return None
-    vals = values(acc, ctx, F32)
-    return vals.reshape((vals.shape[0],) + (1,) * (len(data.shape) - 1))
 
 
 def activation(op: Any, data: Any, *, bias: Any = None, scale: Any = 1.0, reduce_op: Any = None,
@@ -68,8 +46,8 @@ def activation(op: Any, data: Any, *, bias: Any = None, scale: Any = 1.0, reduce
             raise nki_error("err_activation_scale_scalar_or_vector",
                             f"'scale' param of 'activation' can only be a scalar or a vector in partition "
                             f"dimension, scale.shape={list(s.shape)}")
-    bias_v = _vector_operand("activation", "bias", bias, a, ctx) if bias is not None else None
-    scale_v = _vector_operand("activation", "scale", scale, a, ctx)
+    bias_v = per_partition("activation", "bias", bias, a.shape[0], ctx, len(a.shape)) if bias is not None else None
+    scale_v = per_partition("activation", "scale", scale, a.shape[0], ctx, len(a.shape))
     valid = mask_array(mask, a.shape, "activation")
     out_dt = a.dtype if dtype is None else dt.normalize(dtype)
     vals = None
@@ -85,7 +63,7 @@ def activation(op: Any, data: Any, *, bias: Any = None, scale: Any = 1.0, reduce
     tile.producer = emit(ctx, "activation", "act", reads=reads, writes=[tile.full()], extra={"func": name})
     if reduce_res is not None and (reduce_op is not None or int(reduce_cmd) in (2, 3)):
         r = operands("activation", reduce_res=reduce_res)["reduce_res"]
-        rop = "add" if reduce_op is None else _alu(reduce_op, "activation")
+        rop = "add" if reduce_op is None else alu(reduce_op, "activation")
         res = None
         if ctx.numerics:
             out = values(tile.full(), ctx, F32)
@@ -119,7 +97,7 @@ def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: A
                   **_: Any) -> Tensor:
     """``nisa.tensor_tensor``: elementwise op of two tiles with identical partitions and sizes."""
     ctx = current()
-    name = _alu(op, "tensor_tensor")
+    name = alu(op, "tensor_tensor")
     accs = operands("tensor_tensor", data1=data1, data2=data2)
     a, b = accs["data1"], accs["data2"]
     if a.shape[0] != b.shape[0]:
@@ -153,15 +131,15 @@ def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False, op
                   reverse1: bool = False, *, dtype: Any = None, mask: Any = None, engine: Any = 0, **_: Any) -> Tensor:
     """``nisa.tensor_scalar``: (data op0 operand0) op1 operand1, operands scalars or [P, 1] vectors."""
     ctx = current()
-    n0 = _alu(op0, "tensor_scalar")
-    n1 = None if op1 is None else _alu(op1, "tensor_scalar")
+    n0 = alu(op0, "tensor_scalar")
+    n1 = None if op1 is None else alu(op1, "tensor_scalar")
     if n1 is not None and ALU[n0].bitvec != ALU[n1].bitvec:
         raise nki_error("err_instruction_unsupported_op",
                         f"{n1} is not supported in 'tensor_scalar' together with {n0}: op0 and op1 must both be "
                         f"bitvec or both arithmetic")
     a = operands("tensor_scalar", data=data)["data"]
-    v0 = _vector_operand("tensor_scalar", "operand0", operand0, a, ctx)
-    v1 = None if n1 is None else _vector_operand("tensor_scalar", "operand1", operand1, a, ctx)
+    v0 = per_partition("tensor_scalar", "operand0", operand0, a.shape[0], ctx, len(a.shape))
+    v1 = None if n1 is None else per_partition("tensor_scalar", "operand1", operand1, a.shape[0], ctx, len(a.shape))
     out_dt = a.dtype if dtype is None else dt.normalize(dtype)
     valid = mask_array(mask, a.shape, "tensor_scalar")
     vals = None
@@ -186,10 +164,10 @@ def scalar_tensor_tensor(*, data: Any, op0: Any, operand0: Any, op1: Any, operan
                          reverse1: bool = False, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
     """``nisa.scalar_tensor_tensor``: (data op0 operand0) op1 operand1, operand1 a full tile."""
     ctx = current()
-    n0, n1 = _alu(op0, "scalar_tensor_tensor"), _alu(op1, "scalar_tensor_tensor")
+    n0, n1 = alu(op0, "scalar_tensor_tensor"), alu(op1, "scalar_tensor_tensor")
     accs = operands("scalar_tensor_tensor", data=data, operand1=operand1)
     a, b = accs["data"], accs["operand1"]
-    v0 = _vector_operand("scalar_tensor_tensor", "operand0", operand0, a, ctx)
+    v0 = per_partition("scalar_tensor_tensor", "operand0", operand0, a.shape[0], ctx, len(a.shape))
     out_dt = dt.normalize(dtype) if dtype is not None else dt.promote(a.dtype, b.dtype)
     valid = mask_array(mask, a.shape, "scalar_tensor_tensor")
     vals = None
@@ -206,7 +184,7 @@ def scalar_tensor_tensor(*, data: Any, op0: Any, operand0: Any, op1: Any, operan
 def tensor_reduce(op: Any, data: Any, axis: Any, *, mask: Any = None, dtype: Any = None, negate: bool = False,
                   keepdims: bool = False, **_: Any) -> Tensor:
     """``nisa.tensor_reduce`` on the Vector Engine (free axes only)."""
-    name = _alu(op, "tensor_reduce")
+    name = alu(op, "tensor_reduce")
     if not ALU[name].reducible or name == "subtract":
         raise nki_error("err_instruction_unsupported_op", f"{name} is not supported in 'tensor_reduce'")
     if negate and ALU[name].bitvec:
@@ -298,7 +276,7 @@ def dma_copy(*args: Any, dst: Any = None, src: Any = None, mask: Any = None, dst
         raw = s._read() if valid is None or valid.ndim == 0 or s.shape != d.shape else s._read_masked(valid)
         vals = memory._values_for(d.shape, s.shape, raw, dst_name="dst", src_name="src", expr="dma_copy")
         if dst_rmw_op is not None:
-            vals = ALU[_alu(dst_rmw_op, "dma_copy")].fn(f32(d, ctx), vals.astype(np.float32))
+            vals = ALU[alu(dst_rmw_op, "dma_copy")].fn(f32(d, ctx), vals.astype(np.float32))
     else:
         memory.fit_shape(s.shape, d.shape, "dst", "src", "dma_copy")
     d._write(vals, valid)

@@ -40,8 +40,9 @@ def alu(op: Any, inst: str, allowed: Sequence[str] | None = None) -> str:
     return name
 
 
-def per_partition(inst: str, pname: str, v: Any, parts: int, ctx: KernelContext) -> Any:
-    """A scalar or ``[P, 1]`` operand as values that broadcast over a ``(P, N)`` array (None in cost-only)."""
+def per_partition(inst: str, pname: str, v: Any, parts: int, ctx: KernelContext, ndim: int = 2) -> Any:
+    """A scalar or ``[P, 1]`` (or ``[P]``) operand as values that broadcast over a ``(P, ...)`` array of ``ndim``
+    dimensions (None in cost-only)."""
     if not is_tile(v):
         return None if not ctx.numerics else np.asarray(v, dtype=F32)
     acc = operands(inst, **{pname: v})[pname]
@@ -51,7 +52,7 @@ def per_partition(inst: str, pname: str, v: Any, parts: int, ctx: KernelContext)
                         f"({shape_str(pname, acc.shape)}) of '{inst}'; '{pname}' must be a scalar or a "
                         f"[{parts}, 1] vector")
     vals = values(acc, ctx, F32)
-    return None if vals is None else vals.reshape(parts, 1)
+    return None if vals is None else vals.reshape((parts,) + (1,) * (max(ndim, 2) - 1))
 
 
 def flat(acc: Access | Tensor, ctx: KernelContext, compute: np.dtype = F32) -> np.ndarray | None:
