@@ -117,7 +117,7 @@ def run_pytest_file(cwd: str, target: str, extra_args: list[str], env: dict[str,
         res.errors = 1
         res.ok = False
     if not res.ok and not res.first_error:
-        res.first_error = _first_error(out)
+        res.first_error = f"killed by signal {-code}" if code < -1 else _first_error(out)
     return res
 
 
