@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from nkisim.core import conjunction
 from nkisim.core.errors import nki_error
 
 _loop_ids = itertools.count()
@@ -274,7 +275,7 @@ class Affine:
                      has_grid=self.grid is not None or o.grid is not None)
         if op == "!=":
             m.reason = "ne"
-        return m
+        return conjunction.joined(m) if m.has_grid else m
 
     def __lt__(self, o: Any) -> Any:
         return self._cmp(o, "<")
@@ -348,6 +349,8 @@ class MaskExpr:
 
     def __bool__(self) -> bool:
         if self.has_grid:
+            if conjunction.defer(self):  # ``left and right`` in a mask: both must hold (core.conjunction)
+                return True
             raise nki_error("err_control_flow_condition_depending_on_arange",
                             "Control-flow depending on `nl.arange` or `nl.mgrid` is not supported.")
         return bool(np.all(self.value))

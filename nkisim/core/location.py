@@ -7,10 +7,12 @@ of the traceback so the last frame a student sees is their own line.
 
 from __future__ import annotations
 
+import dis
+import functools
 import os
 import sys
 import types
-from typing import Any
+from typing import Any, NamedTuple
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _internal_cache: dict[str, bool] = {}
@@ -120,3 +122,23 @@ def attach_location(err: BaseException) -> Any:
             err.text = linecache.getline(loc[0], loc[1]) or None
             err.offset = None
     return trim_traceback(err.__traceback__)
+
+
+class Step(NamedTuple):
+    """One bytecode instruction of a kernel function, as the truth-value rules read it."""
+
+    opname: str
+    #: the next instruction's name and offset (inline caches skipped)
+    next_opname: str
+    next_offset: int
+    #: a jump's target offset (None for other instructions)
+    target: int | None
+
+
+@functools.lru_cache(maxsize=256)
+def bytecode(code: types.CodeType) -> dict[int, Step]:
+    """offset -> ``Step`` for the bytecode of a kernel function (what a truth test is used for: ``if``,
+    ``not``, ``and``/``or``)."""
+    ins = list(dis.get_instructions(code))
+    return {a.offset: Step(a.opname, b.opname, b.offset, a.argval if a.opcode in dis.hasjabs + dis.hasjrel else None)
+            for a, b in zip(ins, ins[1:] + ins[-1:])}

@@ -8,9 +8,6 @@ operations tile syntax needs as ``TileMethods`` and each ops module provides its
 
 from __future__ import annotations
 
-import dis
-import functools
-import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +15,7 @@ from typing import Any
 from nkisim.core.dynamic import DynamicIndex
 from nkisim.core.errors import nki_error
 from nkisim.core.indexing import Affine
+from nkisim.core.location import bytecode, user_frame
 
 
 @dataclass(slots=True)
@@ -58,13 +56,6 @@ def provide(**methods: Callable) -> None:
 _VALUE_TRUTH_OPS = frozenset({"UNARY_NOT", "JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP"})
 
 
-@functools.lru_cache(maxsize=256)
-def _next_ops(code: types.CodeType) -> dict[int, tuple[str, str]]:
-    """offset -> (opname, next opname) for the bytecode of a kernel function."""
-    ins = list(dis.get_instructions(code))
-    return {a.offset: (a.opname, b.opname) for a, b in zip(ins, ins[1:] + ins[-1:])}
-
-
 def truth_value_error(t: Any) -> Exception:
     """The compiler's error for Python truth-testing a tensor.
 
@@ -72,13 +63,12 @@ def truth_value_error(t: Any) -> Exception:
     tile (``if t:``, ``while t:``) is err_dynamic_control_flow_not_supported.  Which one applies is read
     from the student's bytecode.  (A kernel argument itself is true: see ``TileSyntax.__bool__``.)
     """
-    from nkisim.core.location import user_frame
-
     f = user_frame()
     op = None
     if f is not None:
-        op, nxt = _next_ops(f.f_code).get(f.f_lasti, (None, None))
-        op = nxt if op == "TO_BOOL" else op  # Python 3.13 splits the truth test from its use
+        step = bytecode(f.f_code).get(f.f_lasti)
+        if step is not None:
+            op = step.next_opname if step.opname == "TO_BOOL" else step.opname  # 3.13 splits the test from its use
     if op in _VALUE_TRUTH_OPS:
         return nki_error("err_ambiguous_tensor_truth_value",
                          "Cannot evaluate truth value of a multi-element tensor/array. Use the elementwise "
