@@ -1360,3 +1360,16 @@ def test_every_catalogue_error_has_a_trigger() -> None:
     missing = set(CATALOGUE) - COVERED - set(NOT_TRIGGERABLE)
     assert not missing, f"catalogue ids without a triggering kernel: {sorted(missing)}"
     assert set(SPEC_CLASS) <= set(CATALOGUE)
+
+
+def test_a_simulation_mode_kernel_may_return_a_tile() -> None:
+    """``nki.jit(mode="simulation")`` was the legacy CPU simulator, which handed back an SBUF tile a kernel
+    returned (AWS's range_select test relies on it); any other launch keeps the compiler's rule."""
+
+    def body(a):
+        return nl.exp(nl.load(a))  # ERR
+
+    a = rand(128, 8)
+    np.testing.assert_allclose(nki.jit(body, mode="simulation")(a), np.exp(a), rtol=1e-6)
+    expect_error(lambda: nki.jit(body)(a), "err_unsupported_memory", "Expected kernel output", body,
+                 last_frame=False)
