@@ -1041,3 +1041,24 @@ def test_loading_a_single_element_gives_a_one_by_one_tile() -> None:
     a = np.arange(512, dtype=np.float32).reshape(128, 4)
     scale = np.array([[2.0, 3.0]], dtype=np.float32)
     np.testing.assert_array_equal(k(a, scale), a * np.float32(3.0))
+
+
+def test_activation_of_a_partition_vector_with_a_vector_bias() -> None:
+    """``nisa.activation(np.exp, m[:, 0], bias=prev)`` on [P] operands stays [P] (flash attention's rescale):
+    the bias lines up with the partitions, not with a second axis."""
+    import neuronxcc.nki as nki
+    import neuronxcc.nki.isa as nisa
+    import neuronxcc.nki.language as nl
+
+    @nki.jit
+    def k(m, prev):
+        out = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        cur = nl.load(m)[:, 0]
+        alpha = nisa.activation(np.exp, cur, bias=nl.load(prev), scale=-1.0)
+        nl.store(out, alpha)
+        return out
+
+    rng = np.random.default_rng(2)
+    m = rng.standard_normal((128, 4), dtype=np.float32)
+    prev = rng.standard_normal((128, 1), dtype=np.float32)
+    np.testing.assert_allclose(k(m, prev), np.exp(-m[:, :1] + prev), rtol=1e-6)

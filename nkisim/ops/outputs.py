@@ -52,7 +52,7 @@ def per_partition(inst: str, pname: str, v: Any, parts: int, ctx: KernelContext,
                         f"({shape_str(pname, acc.shape)}) of '{inst}'; '{pname}' must be a scalar or a "
                         f"[{parts}, 1] vector")
     vals = values(acc, ctx, F32)
-    return None if vals is None else vals.reshape((parts,) + (1,) * (max(ndim, 2) - 1))
+    return None if vals is None else vals.reshape((parts,) + (1,) * (ndim - 1))
 
 
 def flat(acc: Access | Tensor, ctx: KernelContext, compute: np.dtype = F32) -> np.ndarray | None:
