@@ -171,15 +171,36 @@ def test_trace_kernel_can_be_benchmarked_and_inlined() -> None:
     np.testing.assert_array_equal(outer(a), a * 2)
 
 
-def test_loop_reduce_is_refused_with_the_rewrite() -> None:
+def test_loop_reduce_combines_into_its_destination() -> None:
+    """``dst[...] = nl.loop_reduce(x, op, loop_indices=(i,))``: dst = op(dst, x) on every iteration (AWS's
+    flash-attention backward sums dq over the key tiles so); binding the result to a name is refused."""
+
     @nki.jit
     def kernel(a):
-        out = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
-        acc = nl.zeros((128, 1), dtype=nl.float32)
-        for i in nl.affine_range(2):
-            acc[...] = nl.loop_reduce(nl.load(a), op=np.add, loop_indices=(i,))
-        nl.store(out, acc)
+        total = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+        peak = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.zeros((128, 4), dtype=nl.float32)
+        top = nl.full((128, 4), -1e30, dtype=nl.float32)
+        for i in nl.affine_range(a.shape[0]):
+            x = nl.load(a[i])
+            acc[...] = nl.loop_reduce(x, op=np.add, loop_indices=(i,))
+            top[...] = nl.loop_reduce(x, op=nl.maximum, loop_indices=(i,))
+        nl.store(total, acc)
+        nl.store(peak, top)
+        return total, peak
+
+    a = np.random.default_rng(4).standard_normal((3, 128, 4), dtype=np.float32)
+    total, peak = kernel(a)
+    np.testing.assert_allclose(total, a.sum(axis=0), rtol=1e-6)
+    np.testing.assert_array_equal(peak, a.max(axis=0))
+
+    @nki.jit
+    def rebinding(a):
+        out = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+        for i in nl.affine_range(a.shape[0]):
+            b = nl.loop_reduce(nl.load(a[i]), op=np.add, loop_indices=(i,))
+        nl.store(out, b)
         return out
 
-    with pytest.raises(NotImplementedError, match=r"dst\[\.\.\.\] = nl.add\(dst, x\)"):
-        kernel(np.zeros((128, 1), np.float32))
+    with pytest.raises(NotImplementedError, match=r"assigned into its destination tile"):
+        rebinding(a)

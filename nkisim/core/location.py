@@ -138,7 +138,12 @@ class Step(NamedTuple):
 @functools.lru_cache(maxsize=256)
 def bytecode(code: types.CodeType) -> dict[int, Step]:
     """offset -> ``Step`` for the bytecode of a kernel function (what a truth test is used for: ``if``,
-    ``not``, ``and``/``or``)."""
+    ``not``, ``and``/``or``; where a call's result goes).  The offsets of an instruction's inline caches map
+    to it too: during a call, Python 3.11 reports the frame's position as the call's last cache entry."""
     ins = list(dis.get_instructions(code))
-    return {a.offset: Step(a.opname, b.opname, b.offset, a.argval if a.opcode in dis.hasjabs + dis.hasjrel else None)
-            for a, b in zip(ins, ins[1:] + ins[-1:])}
+    table: dict[int, Step] = {}
+    for a, b in zip(ins, ins[1:] + ins[-1:]):
+        step = Step(a.opname, b.opname, b.offset, a.argval if a.opcode in dis.hasjabs + dis.hasjrel else None)
+        for offset in range(a.offset, max(b.offset, a.offset + 2), 2):
+            table[offset] = step
+    return table

@@ -212,18 +212,10 @@ def var(x: Any, axis: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> 
     return _red.reduce("add", x, axis, dtype=dtype, mask=mask, api="var", kind="var")
 
 
-def loop_reduce(x: Any, op: Any, loop_indices: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> tensor:
-    """``nl.loop_reduce``: not simulated yet, and says how to write the same reduction.
-
-    Its result is combined with the tile it is *assigned to* (``dst[...] = nl.loop_reduce(x, op, ...)``
-    means ``dst = op(dst, x)`` on every iteration), which needs the assignment itself to know about it.
-    Running it as a plain assignment would silently keep only the last iteration, so it raises instead.
-    """
-    name = _NAMES.get(op) or getattr(op, "__name__", repr(op))
-    raise NotImplementedError(
-        f"nl.loop_reduce is not supported by the nkisim simulator yet. Write the reduction as an update of the "
-        f"destination instead, e.g. dst[...] = nl.{'add' if name in ('add', 'sum') else name}(dst, x) "
-        f"(or dst[...] += x for a sum), with dst initialised before the loop.")
+def loop_reduce(x: Any, op: Any, loop_indices: Any = (), *, dtype: Any = None, mask: Any = None, **_: Any) -> tensor:
+    """``nl.loop_reduce``: ``dst[...] = nl.loop_reduce(x, op, loop_indices=(k,))`` reduces ``x`` into ``dst``
+    over the loop (see ``ops.memory.loop_reduce``)."""
+    return _mem.loop_reduce(x, op, loop_indices, dtype=dtype, mask=mask)
 
 
 # --- SPMD -----------------------------------------------------------------------------------

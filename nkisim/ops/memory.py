@@ -190,10 +190,42 @@ def _hand_over(dst: Access, value: Tensor) -> bool:
     return True
 
 
+_REBINDS = frozenset({"STORE_FAST", "STORE_NAME", "STORE_GLOBAL", "STORE_DEREF"})
+
+
+def loop_reduce(x: Any, op: Any, loop_indices: Any, *, dtype: Any = None, mask: Any = None) -> Tensor:
+    """``dst[...] = nl.loop_reduce(x, op, loop_indices=(k,))``: ``dst = op(dst, x)`` on every iteration (the
+    destination is also an input of ``op``).  The tile returned carries the operator; the assignment that
+    consumes it (``assign``) does the combining.  Rebinding a name (``b = nl.loop_reduce(...)``) cannot
+    reach a destination, so it is refused rather than keeping only the last iteration."""
+    from nkisim.core.location import bytecode, user_frame
+    from nkisim.ops.optable import ALU, op_name
+
+    name = op_name(op)
+    if name not in ALU or not ALU[name].reducible:
+        raise nki_error("err_instruction_unsupported_op", f"{name} is not supported in 'loop_reduce'")
+    f = user_frame()
+    step = bytecode(f.f_code).get(f.f_lasti) if f is not None else None
+    if step is not None and step.next_opname in _REBINDS:
+        raise NotImplementedError("nl.loop_reduce must be assigned into its destination tile, "
+                                  "dst[...] = nl.loop_reduce(x, op, loop_indices=...), which it combines with; "
+                                  "binding its result to a name keeps only the last iteration")
+    tile = copy(x, dtype=dtype, mask=mask)
+    tile.__dict__["reduce_into"] = name
+    return tile
+
+
 def assign(dst: Access, value: Any, temporary: bool = False) -> None:
     """``tile[idx] = value``: an op result lands in place; a tile or scalar becomes a copy/memset.
 
     ``temporary``: nothing but this statement refers to ``value`` (see Tensor.__setitem__)."""
+    reducing = False
+    if value.__class__ is Tensor and value.__dict__:
+        op = value.__dict__.pop("reduce_into", None)
+        if op is not None:  # nl.loop_reduce: the destination is combined with the value
+            from nkisim.ops.elementwise import binary_op
+
+            value, temporary, reducing = binary_op(op, dst, value, dtype=dst.dtype), True, True
     ctx = current()
     dst_tensor = dst.tensor
     if dst_tensor.buffer.family == "hbm":  # (dst.space, without two property calls)
@@ -212,7 +244,7 @@ def assign(dst: Access, value: Any, temporary: bool = False) -> None:
     loops = dst_tensor.loops  # in scope while the innermost loop it was created in runs (the common case)
     if loops and loops[-1] not in ctx.loops:
         check_tensor_scope(dst_tensor, ctx)
-    dst.check_write()
+    dst.check_write(accumulate=reducing)  # a loop reduction writes the same elements every iteration
     if isinstance(value, Tensor):  # a whole tile (the common case: an op result) stands for its access
         src, src_tensor = value, value
     elif isinstance(value, Access):
