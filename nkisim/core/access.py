@@ -21,9 +21,7 @@ from nkisim.core.dynamic import DynamicIndex
 from nkisim.core.errors import nki_error, shape_str
 from nkisim.core.indexing import Affine, DynSlice, slice_bound, slice_step
 from nkisim.core.syntax import METHODS, TileSyntax
-
-#: (shape, par_axis) -> normalised whole-tensor access parts, see Access.whole.
-_WHOLE: dict[tuple, tuple] = {}
+from nkisim.core.whole import whole_parts_of_shape
 
 
 class Access(TileSyntax):
@@ -483,25 +481,6 @@ def _leading(axis: int, tensor: Any, comps: list[tuple]) -> bool:
 
 
 _NO_LOOPS: frozenset = frozenset()
-
-
-def _whole_of_shape(shape: tuple[int, ...], par_axis: int) -> tuple:
-    """(comps, shape, par_axis, NumPy index, box) of ``tensor[...]`` for a plainly laid out tensor."""
-    comps = tuple(("slice", Affine(0), Affine(n), 1) for n in shape)
-    return (comps, shape, par_axis, tuple(slice(0, n, 1) for n in shape), tuple((0, n) for n in shape))
-
-
-def whole_parts_of_shape(shape: tuple[int, ...], par_axis: int) -> tuple:
-    """The shared parts of ``t[...]`` for any plainly laid out tensor of this shape (memoised)."""
-    key = (shape, par_axis)
-    parts = _WHOLE.get(key)
-    if parts is None:
-        if len(_WHOLE) > 4096:  # bound the memo for programs with unusually many shapes
-            _WHOLE.clear()
-        parts = _WHOLE[key] = _whole_of_shape(shape, par_axis)
-    return parts
-
-
 
 
 def whole_parts(tensor: Any) -> tuple:

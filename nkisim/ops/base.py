@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from nkisim.core import dtypes as dt
-from nkisim.core.access import Access, whole_parts, whole_parts_of_shape
+from nkisim.core.access import Access, whole_parts
 from nkisim.core.arrays import all_true, index_box
 from nkisim.core.buffers import PMAX, Buffer, sbuf
 from nkisim.core.context import KernelContext, active
@@ -17,6 +17,7 @@ from nkisim.core.errors import nki_error, shape_str
 from nkisim.core.indexing import check_mask
 from nkisim.core.location import user_location, user_variable
 from nkisim.core.tensor import Tensor
+from nkisim.core.whole import whole_parts_of_shape
 from nkisim.cost.trace import Instr, Region, buffer_info, dma_run
 from nkisim.ops.optable import api
 
