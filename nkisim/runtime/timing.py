@@ -79,18 +79,21 @@ class Benchmarked:
         """The files ``save_neff_name=`` / ``save_trace_name=`` ask for, so scripts that move or open
         them afterwards keep working.  The simulator compiles nothing: the "NEFF" is a JSON note naming
         the kernel and its estimate, and the trace is the cost model's Perfetto timeline (JSON)."""
-        if isinstance(self, Profiled):  # nki.profile writes its own files into working_directory
-            return
         neff, trace = self.options.get("save_neff_name"), self.options.get("save_trace_name")
         if neff:
-            with open(neff, "w", encoding="utf-8") as fh:
-                json.dump({"format": "nkisim simulated NEFF (not a compiled Neuron executable)",
-                           "kernel": getattr(kern.func, "__name__", "kernel"), "target": res.ctx.target.name,
-                           "estimated_latency_us": latency}, fh, indent=1)
+            _write_neff(neff, kern, res, latency)
         if trace:
             from nkisim.cost import report
 
             report.Profile.from_launch(res).write_perfetto(trace)
+
+
+def _write_neff(path: str, kern: Kernel, res: LaunchResult, latency: float) -> None:
+    """A JSON stand-in for the NEFF a device run would leave at ``path``."""
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump({"format": "nkisim simulated NEFF (not a compiled Neuron executable)",
+                   "kernel": getattr(kern.func, "__name__", "kernel"), "target": res.ctx.target.name,
+                   "estimated_latency_us": latency}, fh, indent=1)
 
 
 def _as_kernel(k: Any) -> Kernel:
@@ -112,29 +115,19 @@ def profile(func: Callable | None = None, **options: Any) -> Any:
 
 
 class Profiled(Benchmarked):
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        out = super().__call__(*args, **kwargs)
-        try:
-            from nkisim.cost import report
-        except ImportError:
-            return out
-        assert self.benchmark_result is not None
-        report.write_profile(self.benchmark_result.launch, **self.options)
-        self._write_device_artefacts(report)
-        return out
-
-    def _write_device_artefacts(self, report: Any) -> None:
-        """The files neuron-profile leaves when asked for them explicitly: the NEFF (a JSON stand-in)
-        under ``save_neff_name``, and with ``num_execs``/``profile_nth`` one trace per profiled execution
+    def _write_artefacts(self, kern: Kernel, res: LaunchResult, latency: float) -> None:
+        """``nki.profile``'s files, all in ``working_directory``: the profile (cost.report), and the files
+        neuron-profile leaves when asked for them explicitly: the NEFF (a JSON stand-in) under
+        ``save_neff_name``, and with ``num_execs``/``profile_nth`` one trace per profiled execution
         (``<name>.ntff`` for the first, ``<name>_exec_<n>.ntff`` after) plus a ``json_reports`` entry each.
         The model is deterministic, so every profiled execution has the same trace."""
-        res, opts = self.benchmark_result.launch, self.options  # type: ignore[union-attr]
+        from nkisim.cost import report
+
+        opts = self.options
+        report.write_profile(res, **opts)
         wd = opts["working_directory"]
         if opts.get("save_neff_name"):
-            with open(os.path.join(wd, os.path.basename(opts["save_neff_name"])), "w", encoding="utf-8") as fh:
-                json.dump({"format": "nkisim simulated NEFF (not a compiled Neuron executable)",
-                           "kernel": getattr(getattr(self.kernel, "func", None), "__name__", "kernel"),
-                           "target": res.ctx.target.name}, fh, indent=1)
+            _write_neff(os.path.join(wd, os.path.basename(opts["save_neff_name"])), kern, res, latency)
         if "num_execs" not in opts and "profile_nth" not in opts:
             return
         execs, nth = int(opts.get("num_execs", 1)), max(int(opts.get("profile_nth", 1)), 1)
