@@ -64,6 +64,12 @@ class KernelContext:
     #: physical SBUF/PSUM bytes of directly allocated tensors, by space (core.physical)
     physical: dict[str, np.ndarray] = field(default_factory=dict)
 
+    def generator(self) -> np.random.Generator:
+        """The kernel's random generator (nl.rand, nisa.dropout): seeded by nl.random_seed, else 0 on first use."""
+        if self.rng is None:
+            self.rng = np.random.default_rng(0)
+        return self.rng
+
     def loops_changed(self) -> None:
         """A loop was entered or left: drop the memos derived from the loop stack."""
         self.loop_tuple = tuple(self.loops)

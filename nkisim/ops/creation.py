@@ -251,9 +251,7 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, *, buffer: Any = None,
 def rand(shape: Any, dtype: Any = np.float32, **_: Any) -> Tensor:
     """``nl.rand``: uniform [0, 1) values from the kernel's deterministic generator."""
     ctx = current()
-    rng = ctx.rng
-    if rng is None:
-        rng = ctx.rng = np.random.default_rng(0)
+    rng = ctx.generator()
     t = allocate(shape, dtype, sbuf, "", fill=0)
     if t._data is not None:
         t._data[...] = dt.cast(rng.random(t.shape, dtype=np.float32), t.dtype)

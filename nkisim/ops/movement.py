@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from nkisim.core import dtypes as dt
-from nkisim.core.context import KernelContext, current
+from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.tensor import Tensor, is_tile, shape_str
 from nkisim.ops.base import mask_array, operands
@@ -29,14 +29,6 @@ def _same_size(inst: str, a_name: str, a: Any, b_name: str, b: Any) -> None:
         raise nki_error("err_param_shape_mismatch",
                         f"Parameter shapes ({shape_str(a_name, a.shape)}, {shape_str(b_name, b.shape)}) of '{inst}' "
                         f"has mismatched shapes")
-
-
-def _rng(ctx: KernelContext) -> np.random.Generator:
-    """The kernel's deterministic generator (the one ``nl.rand`` draws from)."""
-    rng = ctx.rng
-    if rng is None:
-        rng = ctx.rng = np.random.default_rng(0)
-    return rng
 
 
 def tensor_copy_dynamic_src(src: Any = None, *, dst: Any = None, mask: Any = None, dtype: Any = None,
@@ -192,7 +184,7 @@ def dropout(data: Any = None, prob: Any = None, *, mask: Any = None, dtype: Any 
     vals = None
     if ctx.numerics:
         x = flat(a, ctx, dt.compute_dtype(a.dtype))
-        drop = _rng(ctx).random(x.shape, dtype=F32) < np.asarray(p, dtype=F32)
+        drop = ctx.generator().random(x.shape, dtype=F32) < np.asarray(p, dtype=F32)
         vals = np.where(drop, 0, x)
     reads = [a] + ([operands("dropout", prob=prob)["prob"]] if is_tile(prob) else [])
     return deliver(ctx, "dropout", "dve", a.shape, a.dtype if dtype is None else dtype, vals, dst, reads=reads,

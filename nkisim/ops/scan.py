@@ -94,9 +94,8 @@ def tensor_scalar_cumulative(src: Any = None, dst: Any = None, op0: Any = "add",
     if ctx.numerics:
         x = _apply(n0, flat(a, ctx), v0, reverse0).astype(F32)
         reg = register_start(ctx, reduce_cmd, n1, parts, v1)
-        if n1 in ("add", "multiply", "max", "min", "maximum", "minimum"):  # associative: one NumPy pass
-            ufunc = {"add": np.add, "multiply": np.multiply}.get(n1, np.maximum if "max" in n1 else np.minimum)
-            vals = ufunc.accumulate(np.concatenate([reg[:, None], x], axis=1), axis=1)[:, 1:].astype(F32)
+        if ALU[n1].reduce_fn is not None:  # an associative ufunc (the op table's reducible ones): one NumPy pass
+            vals = ALU[n1].fn.accumulate(np.concatenate([reg[:, None], x], axis=1), axis=1)[:, 1:].astype(F32)
         else:
             vals = np.empty_like(x)
             for i in range(x.shape[1]):
