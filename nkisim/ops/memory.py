@@ -15,6 +15,7 @@ from nkisim.core.buffers import PMAX
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error, shape_str
 from nkisim.core.indexing import Affine, DynSlice
+from nkisim.core.location import bytecode, user_frame
 from nkisim.core.tensor import Tensor, as_access, is_tile
 from nkisim.cost.trace import buffer_info
 from nkisim.ops.base import (
@@ -30,7 +31,8 @@ from nkisim.ops.base import (
     region,
     tile_shape,
 )
-from nkisim.ops.optable import ALU
+from nkisim.ops.elementwise import binary_op
+from nkisim.ops.optable import ALU, op_name
 
 
 def fit_shape(src: tuple[int, ...], dst: tuple[int, ...], dst_name: str = "a", src_name: str = "b",
@@ -198,9 +200,6 @@ def loop_reduce(x: Any, op: Any, loop_indices: Any, *, dtype: Any = None, mask: 
     destination is also an input of ``op``).  The tile returned carries the operator; the assignment that
     consumes it (``assign``) does the combining.  Rebinding a name (``b = nl.loop_reduce(...)``) cannot
     reach a destination, so it is refused rather than keeping only the last iteration."""
-    from nkisim.core.location import bytecode, user_frame
-    from nkisim.ops.optable import ALU, op_name
-
     name = op_name(op)
     if name not in ALU or not ALU[name].reducible:
         raise nki_error("err_instruction_unsupported_op", f"{name} is not supported in 'loop_reduce'")
@@ -223,8 +222,6 @@ def assign(dst: Access, value: Any, temporary: bool = False) -> None:
     if value.__class__ is Tensor and value.__dict__:
         op = value.__dict__.pop("reduce_into", None)
         if op is not None:  # nl.loop_reduce: the destination is combined with the value
-            from nkisim.ops.elementwise import binary_op
-
             value, temporary, reducing = binary_op(op, dst, value, dtype=dst.dtype), True, True
     ctx = current()
     dst_tensor = dst.tensor

@@ -299,45 +299,55 @@ def return_site(func: Callable) -> ReturnSite | None:
     return ReturnSite(start + found[0].lineno - 1, _returned_names(found[0].value))
 
 
-def _blame(err: NKIError, filename: str, line: int) -> NKIError:
-    """Point ``err`` at the student's ``line`` (a whole-kernel error is found after the kernel returned)."""
-    err.nki_location = (filename, line)
-    if isinstance(err, SyntaxError):
-        err.filename, err.lineno = filename, line
+def _blame(err: NKIError, filename: str, line: int | None) -> NKIError:
+    """Point ``err`` at the student's ``line`` (a whole-kernel error is found after the kernel returned);
+    without a line it keeps the launch's."""
+    if line is not None:
+        err.nki_location = (filename, line)
+        if isinstance(err, SyntaxError):
+            err.filename, err.lineno = filename, line
     return err
 
 
 def _check_outputs(out: Any, params: dict[str, Any], func: Callable, on_chip_ok: bool = False) -> None:
     """Whole-kernel rules on the outputs, blamed on the student's own lines: an output never written at
     its allocation, an output not in HBM and a mutable parameter not returned at the return statement.
+    The kernel's source is read (``return_site``) only once a rule is broken.
 
     ``on_chip_ok``: an ``nki.jit(mode="simulation")`` kernel may return an SBUF tile, as the legacy CPU
     simulator allowed (AWS's range_select test does); every other launch keeps the compiler's rule."""
     returned = _flatten(out)
-    site = return_site(func)
-    names = site.names if site is not None and len(site.names) == len(returned) else (None,) * len(returned)
     filename = func.__code__.co_filename
-    for t, var in zip(returned, names):
-        label = var or t.label()
+
+    def return_line() -> int | None:
+        site = return_site(func)
+        return None if site is None else site.line
+
+    def label(i: int) -> str:  # the student's variable at the return statement, else the tensor's own name
+        site = return_site(func)
+        if site is not None and len(site.names) == len(returned) and site.names[i]:
+            return site.names[i]
+        return returned[i].label()
+
+    for i, t in enumerate(returned):
         if t.space != "hbm" and not on_chip_ok:
-            err = nki_error("err_unsupported_memory",
-                            f"Expected kernel output `{label}` to be in address space 'hbm', but got a tile in "
-                            f"'{t.buffer.space}' instead. Store results into an nl.shared_hbm tensor and return it.")
-            raise _blame(err, filename, site.line) if site is not None else err
+            raise _blame(nki_error("err_unsupported_memory",
+                                   f"Expected kernel output `{label(i)}` to be in address space 'hbm', but got a tile "
+                                   f"in '{t.buffer.space}' instead. Store results into an nl.shared_hbm tensor and "
+                                   f"return it."), filename, return_line())
         if not t.root.written:
             err = nki_error("err_tensor_output_not_written_to",
-                            f"Output tensor `{label}` is never written to: store results into it with nl.store "
+                            f"Output tensor `{label(i)}` is never written to: store results into it with nl.store "
                             f"before returning it")
             alloc = t.root.site
-            if alloc is not None and alloc[0] == filename:
-                raise _blame(err, *alloc)
-            raise _blame(err, filename, site.line) if site is not None else err
+            raise _blame(err, *alloc) if alloc is not None and alloc[0] == filename else \
+                _blame(err, filename, return_line())
     roots = {t.root.uid for t in returned}
     for name, p in params.items():
         if isinstance(p, Tensor) and not p.param and p.root.uid not in roots:
-            err = nki_error("err_mutable_parameter_not_returned",
-                            f"Mutable kernel parameter `{name}` not returned by `return` statement")
-            raise _blame(err, filename, site.line) if site is not None else err
+            raise _blame(nki_error("err_mutable_parameter_not_returned",
+                                   f"Mutable kernel parameter `{name}` not returned by `return` statement"),
+                         filename, return_line())
 
 
 def jit(func: Callable | None = None, mode: str = "auto", **options: Any) -> Any:
