@@ -20,6 +20,7 @@ import numpy as np
 from nkisim.core import context
 from nkisim.core.tensor import Tensor
 from nkisim.runtime import arguments
+from nkisim.runtime import grid as gridmod
 from nkisim.runtime.kernel import GridLaunch, Kernel, launch
 
 
@@ -43,28 +44,7 @@ def _writeback_func(func: Callable) -> Callable:
     return wrapper
 
 
-def check_grid(grid: Any) -> None:
-    """Refuse a launch grid with an empty dimension: ``kernel[0](...)`` would otherwise run no
-    instance at all and return nothing, which looks like a kernel that silently produced no output."""
-    from nkisim.runtime.grid import NC, SpmdDim
-
-    dims = grid if isinstance(grid, tuple) else (grid,)
-    for d in dims:
-        size = d.k if isinstance(d, NC) else d.size if isinstance(d, SpmdDim) else d
-        if isinstance(size, (int, np.integer)) and int(size) < 1:
-            raise ValueError(f"SPMD launch grid {list(dims)} has a dimension of size {int(size)}: every grid "
-                             f"dimension must be at least 1 (kernel[n] launches n instances)")
-
-
-class JitKernel(Kernel):
-    """What ``neuronxcc.nki.jit`` returns: a Kernel whose launch grid is checked when it is indexed."""
-
-    def __getitem__(self, grid: Any) -> GridLaunch:
-        check_grid(grid)
-        return super().__getitem__(grid)
-
-
-class TraceKernel(JitKernel):
+class TraceKernel(Kernel):
     """A kernel of ``nki.trace``: it may write its array arguments, which the caller then sees.
 
     ``func`` is the write-back wrapper, so every launch path (a call, ``kernel[grid]``, ``simulate_kernel``,
@@ -73,20 +53,15 @@ class TraceKernel(JitKernel):
 
     def __init__(self, func: Callable, **options: Any) -> None:
         super().__init__(_writeback_func(func), "auto", **options)
-        self.original = func
+        self.original = self.inlined = func  # called from another kernel, it runs as written
 
     def __getitem__(self, grid: Any) -> GridLaunch:
-        check_grid(grid)
+        gridmod.check_nonempty(grid)
         return _TraceGridLaunch(self, grid)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        ctx = context.active()
-        if ctx is not None:  # called from another kernel: inlined
-            ctx.depth += 1
-            try:
-                return self.original(*args, **kwargs)
-            finally:
-                ctx.depth -= 1
+        if context.active() is not None:  # called from another kernel: inlined
+            return super().__call__(*args, **kwargs)
         return self.launch_and_write_back(None, args, kwargs)
 
     def launch_and_write_back(self, grid: Any, args: tuple, kwargs: dict) -> Any:
@@ -120,15 +95,6 @@ def _copy_into(orig: Any, final: Any) -> None:
             np.copyto(orig, np.asarray(final).reshape(orig.shape), casting="unsafe")
         return
     orig.copy_(final.reshape(orig.shape) if hasattr(final, "reshape") else final)
-
-
-def jit_kernel(func: Callable | None = None, mode: str = "auto", **options: Any) -> Any:
-    """``nki.jit`` with any mode but 'trace': a JitKernel (decorator with or without options)."""
-    if func is None:
-        return lambda f: jit_kernel(f, mode, **options)
-    if isinstance(func, Kernel):
-        func = func.func
-    return JitKernel(func, mode, **options)
 
 
 def trace_kernel(func: Callable | None = None, **options: Any) -> Any:

@@ -9,6 +9,7 @@ from typing import Any
 from nkisim.frontend import compiler, isa, language, typing  # noqa: F401
 from nkisim.frontend import legacy as _legacy
 from nkisim.frontend.typing import tensor  # noqa: F401
+from nkisim.runtime import kernel as _kernel
 from nkisim.runtime.kernel import baremetal, simulate_kernel  # noqa: F401
 from nkisim.runtime.timing import benchmark, profile  # noqa: F401
 
@@ -32,7 +33,7 @@ def jit(func: Callable | None = None, mode: str = "auto", **options: Any) -> Any
     if mode == "trace":
         made = _legacy.trace_kernel(func, **options)
     else:
-        made = _legacy.jit_kernel(func, mode=mode, **options)
+        made = _kernel.jit(func, mode=mode, **options)
     if func is None:
         return lambda f: _not_a_test(made(f))
     return _not_a_test(made)

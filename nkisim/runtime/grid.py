@@ -79,6 +79,17 @@ def parse_grid(grid: Any, target: Target) -> tuple[tuple[int, ...], list[Any]]:
     return tuple(sizes), specs
 
 
+def check_nonempty(grid: Any) -> None:
+    """Refuse a launch grid with an empty dimension when it is given: ``kernel[0](...)`` would otherwise
+    run no instance at all and return nothing, which looks like a kernel that silently produced no output."""
+    dims = grid if isinstance(grid, tuple) else (grid,)
+    for d in dims:
+        size = d.k if isinstance(d, NC) else d.size if isinstance(d, SpmdDim) else d
+        if isinstance(size, (int, np.integer)) and int(size) < 1:
+            raise ValueError(f"SPMD launch grid {list(dims)} has a dimension of size {int(size)}: every grid "
+                             f"dimension must be at least 1 (kernel[n] launches n instances)")
+
+
 def core_of(index: tuple[int, ...], specs: list[Any]) -> int:
     """Physical core of an instance (0 unless a dimension is spread with nl.nc)."""
     for i, g in zip(index, specs):

@@ -32,8 +32,7 @@ from nkisim.cost.trace import Trace
 from nkisim.runtime import arguments
 from nkisim.runtime import grid as gridmod
 
-#: nki.jit modes; "trace" marks a sub-kernel traced into the kernel that calls it (as every jitted helper is here)
-MODES = ("auto", "trace", "simulation", "baremetal", "benchmark", "profile", "jax", "torchxla")
+MODES = ("auto", "simulation", "baremetal", "benchmark", "profile", "jax", "torchxla")
 
 
 def default_target(explicit: Target | str | None = None) -> Target:
@@ -57,6 +56,8 @@ class Kernel:
         if mode not in MODES:
             raise ValueError(f"unknown nki.jit mode {mode!r}; expected one of {', '.join(MODES)}")
         self.func = func
+        #: what a call from inside another kernel runs (inlined, as the compiler traces it)
+        self.inlined = func
         self.mode = mode
         self.options = options
         self.last_launch: LaunchResult | None = None
@@ -66,6 +67,7 @@ class Kernel:
         return f"<nki kernel {self.func.__name__} (simulated)>"
 
     def __getitem__(self, grid: Any) -> GridLaunch:
+        gridmod.check_nonempty(grid)
         return GridLaunch(self, grid)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -73,7 +75,7 @@ class Kernel:
         if ctx is not None:  # a jitted helper called from inside a kernel is inlined
             ctx.depth += 1
             try:
-                return self.func(*args, **kwargs)
+                return self.inlined(*args, **kwargs)
             finally:
                 ctx.depth -= 1
         return launch(self, None, args, kwargs)
