@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nkisim.core.target import Target, resolve
-from nkisim.cost.scheduler import schedule
+from nkisim.cost.scheduler import Schedule, schedule
 from nkisim.cost.trace import Instr
 
 
@@ -36,14 +36,17 @@ class Estimate:
 
 
 def estimate(trace: list[Instr], target: Target | str = "trn2", cores: int = 1,
-             prm: Mapping[str, Any] | None = None) -> Estimate:
+             prm: Mapping[str, Any] | None = None, sched: Schedule | None = None) -> Estimate:
     """Latency estimate (µs) of ``trace`` on ``target``; ``cores`` is the NeuronCores the launch spans
     (each gets a ``core_us`` entry, idle ones only the fixed launch cost).
 
-    ``prm`` replaces the target's parameter file (bench/calibrate.py --fit scans candidate values)."""
+    ``prm`` replaces the target's parameter file (bench/calibrate.py --fit scans candidate values);
+    ``sched`` is the trace's schedule when the caller has made it already (a profile draws its timeline
+    from the same one)."""
     hw = resolve(target)
     prm = hw.params if prm is None else prm
-    sched = schedule(trace, prm)
+    if sched is None:
+        sched = schedule(trace, prm)
     fixed = float(prm["kernel"]["fixed_us"])
     # every core of the launch pays the launch cost, also one that got no instance (e.g. nl.nc(2) over
     # a grid of one); the launch ends when the slowest core does

@@ -52,8 +52,8 @@ class Profile:
         self.hw = resolve(target)
         self.target = self.hw.name
         self.cores = cores
-        self.estimate: Estimate = estimate(trace, self.hw, cores=cores)
         sched = schedule(trace, self.hw.params)
+        self.estimate: Estimate = estimate(trace, self.hw, cores=cores, sched=sched)
         self.events = self._lanes(sched.start, sched.end)
 
     @classmethod
