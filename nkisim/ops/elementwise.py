@@ -45,7 +45,8 @@ def scalar_value(x: Any, compute: np.dtype) -> Any:
     return np.asarray(x, dtype=compute)
 
 
-def _col_shape(shape: tuple[int, ...], ndim: int) -> tuple[int, ...]:
+def column_shape(shape: tuple[int, ...], ndim: int) -> tuple[int, ...]:
+    """A ``[P]`` tile seen with ``ndim`` dimensions: a column ``[P, 1, ...]`` (one value per partition)."""
     return shape + (1,) * (ndim - len(shape)) if len(shape) == 1 and ndim > 1 else shape
 
 
@@ -55,7 +56,7 @@ def broadcast_shape(name: str, shapes: dict[str, tuple[int, ...]], partition_bro
     if listed_shapes and listed_shapes.count(listed_shapes[0]) == len(listed_shapes):
         return tuple(listed_shapes[0])  # identical shapes (the common case) broadcast to themselves
     nd = max(len(s) for s in shapes.values())
-    fixed = {k: _col_shape(s, nd) for k, s in shapes.items()}
+    fixed = {k: column_shape(s, nd) for k, s in shapes.items()}
     try:
         out = tuple(np.broadcast_shapes(*fixed.values()))
     except ValueError:

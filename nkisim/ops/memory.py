@@ -31,7 +31,7 @@ from nkisim.ops.base import (
     region,
     tile_shape,
 )
-from nkisim.ops.elementwise import binary_op
+from nkisim.ops.elementwise import binary_op, column_shape
 from nkisim.ops.optable import ALU, op_name
 
 
@@ -350,7 +350,7 @@ def broadcast_to(src: Any, *, shape: Any) -> Tensor:
     check_partitions("broadcast_to", {"src": a, "shape": shape}, {"src": a.shape, "shape": shape})
     # a [P] tile is a column (one value per partition, like a reduction's result): [P] -> [P, F] repeats
     # each partition's value along the free axis (NumPy would line [P] up with the last axis instead)
-    src_shape = (a.shape[0],) + (1,) * (len(shape) - 1) if len(a.shape) == 1 and len(shape) > 1 else a.shape
+    src_shape = column_shape(a.shape, len(shape))
     try:
         np.broadcast_shapes(src_shape, shape)
     except ValueError:
