@@ -27,14 +27,6 @@ class DynamicIndex:
         self.element = element
         self.offset = offset
 
-    @staticmethod
-    def of(element: Any, other: Any) -> DynamicIndex | None:
-        """``element + other`` as a dynamic index, or None when ``other`` is not an index expression."""
-        offset = Affine.lift(other) if other.__class__ is not bool else None
-        if offset is None or isinstance(other, (int, np.integer)):  # tile + integer stays elementwise arithmetic
-            return None
-        return DynamicIndex(element, offset)
-
     def __add__(self, other: Any) -> DynamicIndex:
         offset = Affine.lift(other)
         if offset is None:

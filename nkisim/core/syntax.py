@@ -96,12 +96,12 @@ class TileSyntax:
 
     def __add__(self, o: Any) -> Any:
         if o.__class__ is Affine:  # offsets[0, i] + iy: an index read at run time (core.dynamic)
-            return DynamicIndex.of(self, o) or NotImplemented
+            return DynamicIndex(self, o)
         return METHODS.binary(self, o, "add", False)
 
     def __radd__(self, o: Any) -> Any:
         if o.__class__ is Affine:
-            return DynamicIndex.of(self, o) or NotImplemented
+            return DynamicIndex(self, o)
         return METHODS.binary(self, o, "add", True)
 
     def __sub__(self, o: Any) -> Any:
