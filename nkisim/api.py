@@ -20,6 +20,13 @@ from nkisim.core.location import attach_location
 from nkisim.core.target import Target
 from nkisim.core.tensor import Tensor
 from nkisim.cost.report import Profile
+from nkisim.frontend import isa as _isa  # noqa: F401  (registers the nisa.* calls a program may name)
+from nkisim.frontend import language as _language  # noqa: F401  (and the nl.* calls)
+from nkisim.program.ir import Program, ProgramError  # noqa: F401
+from nkisim.program.ir import from_json as _from_json
+from nkisim.program.validate import validate as _validate
+from nkisim.runtime.arguments import Placeholder
+from nkisim.runtime.execute import execute as _execute
 from nkisim.runtime.kernel import GridLaunch, Kernel, LaunchResult, run
 from nkisim.runtime.kernel import launch as _launch
 
@@ -39,7 +46,8 @@ def is_tensor(value: object) -> bool:
 
 @dataclass(frozen=True)
 class Launch:
-    """What one launch produced: its outputs (NumPy) and the record the cost model reads."""
+    """What one launch produced: its outputs (NumPy), the record the cost model reads and, when the launch
+    recorded, the instruction program the kernel compiled to."""
 
     outputs: Any
     record: LaunchResult
@@ -47,6 +55,10 @@ class Launch:
     @property
     def target(self) -> str:
         return self.record.ctx.target.name
+
+    @property
+    def program(self) -> Program | None:
+        return self.record.program
 
     def latency_us(self) -> float:
         """The cost model's estimate of this launch's NeuronCore latency on its target (an estimate)."""
@@ -89,7 +101,7 @@ class _TensorsOnly:
 
 
 def launch(kernel: Callable | Kernel, args: list | tuple, *, grid: Any = None, target: str | None = None,
-           tensors_only: bool = False) -> Launch:
+           tensors_only: bool = False, record: bool = False) -> Launch:
     """Run ``kernel`` (``kernel[grid]`` when a grid is given) on ``args`` for ``target``.
 
     ``tensors_only``: fail, at the kernel's own line, when it returns anything but NKI tensors -- the simulator
@@ -98,10 +110,41 @@ def launch(kernel: Callable | Kernel, args: list | tuple, *, grid: Any = None, t
     k = as_kernel(kernel)
     if tensors_only and not isinstance(k.func, _TensorsOnly):
         k = Kernel(_TensorsOnly(k.func), k.mode, **k.options)
-    outputs = _launch(k, grid, tuple(args), {}, target=target)
-    record = k.last_launch
-    assert record is not None
-    return Launch(outputs, record)
+    outputs = _launch(k, grid, tuple(args), {}, target=target, record=record)
+    done = k.last_launch
+    assert done is not None
+    return Launch(outputs, done)
+
+
+def trace(kernel: Callable | Kernel, args: list | tuple, *, grid: Any = None, target: str | None = None,
+          tensors_only: bool = False) -> Program:
+    """Compile ``kernel`` for ``args`` into its instruction program: the kernel's Python runs once, for the cost
+    model only (no values: ``args`` may be ``nki.typing`` placeholders or arrays, whose values are not read)."""
+    placeholders = [a if isinstance(a, Placeholder) else Placeholder(a.shape, a.dtype) for a in args]
+    k = as_kernel(kernel)
+    if tensors_only and not isinstance(k.func, _TensorsOnly):
+        k = Kernel(_TensorsOnly(k.func), k.mode, **k.options)
+    _launch(k, grid, tuple(placeholders), {}, target=target, record=True, numerics=False)
+    done = k.last_launch
+    assert done is not None and done.program is not None
+    return done.program
+
+
+def execute(program: Program, inputs: list | tuple, *, target: str | None = None, numerics: bool = True) -> Launch:
+    """Run a program (validated first) on ``inputs``: outputs and the trace the cost model reads (``latency_us``).
+    Raises ``ProgramError`` for a program the validator refuses, ``NKIError`` for one an op's check refuses."""
+    res = _execute(program, inputs, target=target, numerics=numerics)
+    return Launch(res.outputs, res)
+
+
+def program_from_json(text: str | bytes) -> Program:
+    """Parse a serialised program (``Program.to_json``); a malformed one is a ``ProgramError``."""
+    return _from_json(text)
+
+
+def validate(program: Program, target: str | None = None) -> None:
+    """Raise ``ProgramError`` unless ``program`` may run on ``target`` (default: the program's own)."""
+    _validate(program, _target.get(target or program.target))
 
 
 def profile_kernel(kernel: Any, *args: Any, grid: Any = None, target: str | None = None, **kwargs: Any) -> Profile:

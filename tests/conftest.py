@@ -3,3 +3,5 @@
 import pytest
 
 pytest.register_assert_rewrite("course_testing")
+
+import program_check  # noqa: E402,F401  (NKISIM_CHECK_PROGRAMS=1: every launch is also checked as a program)

@@ -69,5 +69,5 @@ def test_direct_and_kernel_grading_agree(tmp_path, monkeypatch):
         results[direct] = (_outputs(graded), {p.name: p.read_text() for p in sorted(folder.glob("*.py"))})
     assert results[True] == results[False]
     outputs, files = results[True]
-    assert outputs["q1_grade"][1] == "3.0" and outputs["q2_grade"][1] == "2.0"
+    assert outputs["q1_grade"][1] == "3.0" and outputs["q2_grade"][1] == "4.0"
     assert set(files) == {"vector_add_naive.py", "vector_add_stream.py"}

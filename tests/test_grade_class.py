@@ -202,17 +202,16 @@ def test_numpy_outside_nki_earns_nothing(graded):
 def test_cheating_at_grading_earns_what_the_honest_content_earns(graded):
     """mallory: each attack on the grader's trust scores what its kernel honestly computes."""
     for stage, gid, points in [("01_vector_add", "q1_grade", 0.0),  # patches the case runner: no NKI at all
-                               ("01_vector_add", "q2_grade", 2.0),  # right when checked, empty when "benchmarked"
+                               ("01_vector_add", "q2_grade", 4.0),  # counts calls: traced once per shape, it never sees the "benchmark"
                                ("02_partition_tiling", "q1_grade", 0.0),  # pokes private storage
                                ("02_partition_tiling", "q2_grade", 0.0),  # forges the result files
                                ("04_masked_rmsnorm", "q1_grade", 0.0),  # runs the reference solution
                                ("04_masked_rmsnorm", "q2_grade", 0.0)]:  # copies ada's hand-in
         assert score(graded, "mallory", stage, gid) == points, (stage, gid)
-    assert "no speed points: the timed run" in report_text(graded, "mallory", "01_vector_add", "q2_grade")
     for stage, gid in [("01_vector_add", "q1_grade"), ("02_partition_tiling", "q1_grade"),
                        ("04_masked_rmsnorm", "q2_grade")]:
         assert "refused your file before running it" in report_text(graded, "mallory", stage, gid)
-    assert re.search(r"^mallory\s+2/7\s+0/7\s+-\s+0/8\s", graded["out"], re.M)
+    assert re.search(r"^mallory\s+4/7\s+0/7\s+-\s+0/8\s", graded["out"], re.M)
 
 
 @pytest.mark.slow
@@ -314,7 +313,7 @@ EXPECTED_KERNEL_POINTS = {
     "dev": [4, 7, "-", "-", "-", "-"], "eve": [3, 4, "-", 4, "-", "-"], "finn": [7, 7, "-", "-", "-", "-"],
     "gus": [0, 3, "-", 0, "-", "-"], "hana": [4, 3, "-", "-", "-", "-"], "ivan": [7, 7, "-", "-", "-", "-"],
     "jade": [7, 3, "-", "-", "-", "-"], "kai": ["unreadable", 0, "-", "-", "-", "-"], "lena": [7, "-", "-", "-", "-", "-"],
-    "mallory": [2, 0, "-", 0, "-", "-"], "trudy": [0, 0, 0, "unreadable", "-", "-"],
+    "mallory": [4, 0, "-", 0, "-", "-"], "trudy": [0, 0, 0, "unreadable", "-", "-"],
 }
 
 
@@ -364,7 +363,7 @@ def test_table_csv_export_and_gradebook_agree(graded):
     assert lms["ada"]["total"] == "41" and lms["ada"]["pending"] == "5"  # five written answers wait for a TA
     assert lms["points possible"]["01_vector_add"] == str(int(sum(
         QUESTIONS[q].points for q in ("vector_add_naive", "vector_add_stream")) + 1))  # + the written answer
-    assert lms["mallory"]["01_vector_add"] == "2" and lms["trudy"]["total"] == "0"
+    assert lms["mallory"]["01_vector_add"] == "4" and lms["trudy"]["total"] == "0"
     assert graded["seconds"] < PIPELINE_BUDGET_S
 
 

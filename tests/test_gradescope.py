@@ -117,7 +117,7 @@ def test_the_stub_a_cheat_and_an_empty_submission(bundle, tmp_path):
     assert run_autograder(bundle, tmp_path / "stub", submission({"default": "stub"}))["score"] == 0.0
     cheat = run_autograder(bundle, tmp_path / "cheat", submission({"answers": {
         "q1_kernel": "kernels/mallory_patch_the_runner.py", "q2_kernel": "kernels/mallory_detect_the_timed_run.py"}}))
-    assert [t["score"] for t in cheat["tests"] if t["visibility"] == "visible"] == [0.0, 2.0]
+    assert [t["score"] for t in cheat["tests"] if t["visibility"] == "visible"] == [0.0, 4.0]
     assert "refused your file before running it" in cheat["tests"][0]["output"]
     empty = run_autograder(bundle, tmp_path / "empty", None)
     assert empty["score"] == 0.0 and "no notebook in the submission" in empty["output"]

@@ -1,12 +1,16 @@
-"""The grading child process: import the student's module, run its kernel on the given inputs.
+"""The grading child process: import the student's module and compile or run its kernel.
 
-Run as ``python -m nkilab._child`` (normally inside ``nkilab.sandbox``).  It reads one job message on stdin
-(the module path, the function, every case's input arrays, which case is timed) and answers on the pipe whose
-fd the job names: an ``import`` message, one ``case`` message per case (facts + the output array), ``done``.
-It never sees expected outputs, the grading seed or the reference latencies: the parent compares.  The
-latency that earns speed points is the cost-model estimate of the *timed case's own launch*, a run with
-real inputs whose outputs the parent checks, so a kernel cannot be slow-and-right when checked and
-fast-and-wrong when timed.  Whatever the student's module does to NumPy or to this process stays here.
+Run as ``python -m nkilab._child`` (normally inside ``nkilab.sandbox``).  It reads one job message on stdin and
+answers on the pipe whose fd the job names: an ``import`` message, then per the job's role
+
+* ``trace`` (on the simulator): one ``program`` message per signature (shapes and dtypes, no values): the
+  kernel compiled to its instruction program (``nkisim.api.trace``), serialised.  The child never sees an
+  input value; the grading parent validates each program and has it executed on inputs it drew itself
+  (``nkilab._execute``), so what a kernel does to this process, to NumPy or to the simulator stays here;
+* ``run`` (on a Neuron device, or for ``run_inprocess``): one ``case`` message per case (facts + the output
+  array), and on a device the benchmark;
+
+then ``done``.  It never sees expected outputs, the grading seed or the reference latencies.
 """
 
 from __future__ import annotations
@@ -182,6 +186,31 @@ def execute(fn: Any, job: dict, cases: list[list[np.ndarray]], module_path: str 
         emit({"kind": "bench", **facts}, [])
 
 
+class _Signature:
+    """An argument's shape and dtype: all a kernel is traced with."""
+
+    def __init__(self, shape: list[int], dtype: str) -> None:
+        self.shape, self.dtype = tuple(int(s) for s in shape), str(dtype)
+
+
+def trace_programs(fn: Any, job: dict, module_path: str | None, emit: Any) -> None:
+    """Compile the kernel once per signature and send each program (its JSON as bytes) or the error."""
+    from nkisim import api
+
+    grid = make_grid(job.get("grid"))
+    for k, sig in enumerate(job["signatures"]):
+        start = time.perf_counter()
+        try:
+            program = api.trace(fn, [_Signature(shape, dtype) for shape, dtype in sig], grid=grid,
+                                target=job.get("target"), tensors_only=True)
+            text = np.frombuffer(program.to_json().encode(), dtype=np.uint8)
+        except Exception as err:
+            emit({"kind": "program", "index": k, "status": "error", "error": error_info(err, module_path),
+                  "seconds": time.perf_counter() - start}, [])
+            continue
+        emit({"kind": "program", "index": k, "status": "ok", "seconds": time.perf_counter() - start}, [text])
+
+
 def main() -> int:
     warnings.simplefilter("ignore")
     job, arrays = read_message(sys.stdin.buffer, [OUTPUT_BUDGET]) or ({}, [])
@@ -199,6 +228,10 @@ def main() -> int:
         emit({"kind": "done"}, [])
         return 0
     emit({"kind": "import", "status": "ok"}, [])
+    if job.get("role") == "trace":
+        trace_programs(fn, job, module_path, emit)
+        emit({"kind": "done"}, [])
+        return 0
     cases, k = [], 0
     for n in job["cases"]:
         cases.append(arrays[k:k + n])

@@ -96,56 +96,156 @@ def _short(value: object) -> str | None:
     return None if value is None else str(value)[:80]
 
 
-def run_module(module_path: str | os.PathLike, function: str, cases: list[list[np.ndarray]], *,
-               timed: int | None = None, bench: tuple[list[tuple[int, ...]], list[str]] | None = None,
-               target: str | None = None, timeout: float = 60.0, python: str | None = None,
-               grid: tuple | None = None, sandboxed: bool = False,
-               limits: sandbox.Limits | None = None) -> RunResult:
-    """Run ``function`` from the file ``module_path`` on each input list; case ``timed`` also reports its
-    latency.  ``sandboxed`` runs it in ``nkilab.sandbox`` (required for grading); the hard resource limits
-    apply either way."""
-    module_path = Path(module_path).resolve()
-    limits = limits or sandbox.Limits(cpu_s=int(timeout) + 30)
-    result = RunResult(sandboxed=sandboxed)
-    argv = [python or sys.executable, "-m", "nkilab._child"]
-    env = _child_env(target)
-    child_module = f"{sandbox.KERNEL_DIR}/{module_path.name}" if sandboxed else str(module_path)
-    cmd = sandbox.command(argv, module_path, env, limits) if sandboxed else argv
+@dataclass
+class _ChildRun:
+    """One child process's messages and how it ended."""
+
+    messages: list[tuple[dict, list[np.ndarray]]] = field(default_factory=list)
+    timed_out: bool = False
+    returncode: int | None = None
+    garbled: str | None = None
+    stdout: str = ""
+    stderr: str = ""
+    seconds: float = 0.0
+
+
+def _spawn(cmd: list[str], cwd: str | None, env: dict[str, str] | None, job: dict, arrays: list[np.ndarray],
+           timeout: float, limits: sandbox.Limits) -> _ChildRun:
+    """Start ``cmd`` with the job on stdin and a results pipe (its fd in ``job["channel"]``), collect every
+    message until it exits or ``timeout`` passes, then kill its whole process group."""
+    run = _ChildRun()
     read_end, write_end = os.pipe()
-    job = {"module": child_module, "function": function, "cases": [len(a) for a in cases], "timed": timed,
-           "target": target, "grid": list(grid) if grid is not None else None, "channel": write_end}
-    if bench is not None:
-        job["bench"] = {"shapes": [list(s) for s in bench[0]], "dtypes": list(bench[1])}
-    messages: list[tuple[dict, list[np.ndarray]]] = []
+    job = dict(job, channel=write_end)
     with tempfile.TemporaryDirectory(prefix="nkilab-") as tmp:  # the parent's own: stdout/stderr captures
         folder = Path(tmp)
         start = time.monotonic()
         with open(folder / "stdout.txt", "wb") as out_f, open(folder / "stderr.txt", "wb") as err_f, \
                 os.fdopen(read_end, "rb") as results:
             try:
-                proc = subprocess.Popen(cmd, cwd=None if sandboxed else str(module_path.parent),
-                                        env=None if sandboxed else env, stdin=subprocess.PIPE, stdout=out_f,
-                                        stderr=err_f, pass_fds=(write_end,), start_new_session=True,
+                proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=out_f, stderr=err_f,
+                                        pass_fds=(write_end,), start_new_session=True,
                                         preexec_fn=sandbox.rlimits(limits))
             finally:
                 os.close(write_end)
-            reader = threading.Thread(target=_read_all, args=(results, messages, result), daemon=True)
+            reader = threading.Thread(target=_read_all, args=(results, run), daemon=True)
             reader.start()
-            threading.Thread(target=_send_job, args=(proc, job, [a for args in cases for a in args]),
-                             daemon=True).start()
+            threading.Thread(target=_send_job, args=(proc, job, arrays), daemon=True).start()
             try:
-                result.returncode = proc.wait(timeout=timeout)
+                run.returncode = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                result.timed_out = True
+                run.timed_out = True
             kill_group(proc)  # whatever it left behind goes too (in the sandbox: every process in it)
             reader.join(GRACE_S)
-        result.seconds = time.monotonic() - start
-        result.stdout = (folder / "stdout.txt").read_text(errors="replace")[-TAIL:]
-        result.stderr = (folder / "stderr.txt").read_text(errors="replace")[-TAIL:]
-    done = _case_runs(list(messages), len(cases), result)
+        run.seconds = time.monotonic() - start
+        run.stdout = (folder / "stdout.txt").read_text(errors="replace")[-TAIL:]
+        run.stderr = (folder / "stderr.txt").read_text(errors="replace")[-TAIL:]
+    return run
+
+
+def _merge(result: RunResult, run: _ChildRun) -> None:
+    result.timed_out |= run.timed_out
+    result.returncode = run.returncode
+    result.garbled = result.garbled or run.garbled
+    result.stdout += run.stdout
+    result.stderr += run.stderr
+    result.seconds += run.seconds
+
+
+def _signature(args: list[np.ndarray]) -> tuple:
+    return tuple((tuple(int(s) for s in a.shape), str(a.dtype)) for a in args)
+
+
+def run_module(module_path: str | os.PathLike, function: str, cases: list[list[np.ndarray]], *,
+               timed: int | None = None, bench: tuple[list[tuple[int, ...]], list[str]] | None = None,
+               target: str | None = None, timeout: float = 60.0, python: str | None = None,
+               grid: tuple | None = None, sandboxed: bool = False,
+               limits: sandbox.Limits | None = None) -> RunResult:
+    """Run ``function`` from the file ``module_path`` on each input list; case ``timed`` also reports its
+    latency.  ``sandboxed`` runs the student's code in ``nkilab.sandbox`` (required for grading); the hard
+    resource limits apply either way.
+
+    On the simulator the student's code only compiles the kernel: the sandboxed child traces it once per
+    signature and sends the programs, and a second process that runs no student code (``nkilab._execute``)
+    validates and executes them on these inputs.  The inputs never reach the student's process, and the
+    outputs and latencies are what the programs compute.  On a Neuron device the child runs the kernel itself."""
+    module_path = Path(module_path).resolve()
+    limits = limits or sandbox.Limits(cpu_s=int(timeout) + 30)
+    result = RunResult(sandboxed=sandboxed)
+    env = _child_env(target)
+    child_module = f"{sandbox.KERNEL_DIR}/{module_path.name}" if sandboxed else str(module_path)
+    argv = [python or sys.executable, "-m", "nkilab._child"]
+    cmd = sandbox.command(argv, module_path, env, limits) if sandboxed else argv
+    cwd = None if sandboxed else str(module_path.parent)
+    job: dict = {"module": child_module, "function": function, "timed": timed, "target": target,
+                 "grid": list(grid) if grid is not None else None}
+    if not _simulated():
+        job["cases"] = [len(a) for a in cases]
+        if bench is not None:
+            job["bench"] = {"shapes": [list(s) for s in bench[0]], "dtypes": list(bench[1])}
+        run = _spawn(cmd, cwd, None if sandboxed else env, job, [a for args in cases for a in args], timeout, limits)
+        _merge(result, run)
+        done = _case_runs(run.messages, len(cases), result)
+    else:
+        done = _traced_then_executed(result, cmd, cwd, None if sandboxed else env, job, cases, timed, python,
+                                     module_path, timeout, limits)
     if not result.timed_out and (not done or result.returncode not in (0, None)) and result.import_error is None:
         result.crashed = True
     return result
+
+
+def _simulated() -> bool:
+    import nkisim
+
+    return bool(nkisim.using_simulator())
+
+
+def _traced_then_executed(result: RunResult, cmd: list[str], cwd: str | None, env: dict[str, str] | None,
+                          job: dict, cases: list[list[np.ndarray]], timed: int | None, python: str | None,
+                          module_path: Path, timeout: float, limits: sandbox.Limits) -> bool:
+    """The simulator's grading run (see ``run_module``); True when both processes finished their work."""
+    signatures = list(dict.fromkeys(_signature(args) for args in cases))
+    index = {sig: k for k, sig in enumerate(signatures)}
+    job = dict(job, role="trace", signatures=[[[list(s), d] for s, d in sig] for sig in signatures])
+    run = _spawn(cmd, cwd, env, job, [], timeout, limits)
+    _merge(result, run)
+    programs: dict[int, np.ndarray] = {}
+    failed: dict[int, dict] = {}
+    done = False
+    for head, arrays in run.messages:
+        kind = head.get("kind")
+        if kind == "import" and head.get("status") == "error":
+            result.import_error = _as_dict(head.get("error"))
+        elif kind == "program":
+            k = head.get("index")
+            if not isinstance(k, int) or not 0 <= k < len(signatures) or k in programs or k in failed:
+                result.garbled = f"a malformed program message (index {str(k)[:20]})"
+                break
+            if head.get("status") == "ok" and len(arrays) == 1 and arrays[0].dtype == np.uint8:
+                programs[k] = arrays[0]
+            else:
+                failed[k] = _as_dict(head.get("error")) or {"type": "RuntimeError", "message": "no program"}
+        elif kind == "done":
+            done = True
+    if not done or result.timed_out or result.garbled or result.import_error is not None or \
+            run.returncode not in (0, None):
+        result.cases = [CaseRun("not_run") for _ in cases]
+        return done
+    # the executor: no student code, the grader's inputs, the programs (validated there) -- and the same limits
+    order = sorted(programs)
+    slot = {k: i for i, k in enumerate(order)}
+    case_program = [slot.get(index[_signature(args)]) for args in cases]
+    exec_job = {"programs": len(order), "cases": [len(a) for a in cases], "case_program": case_program,
+                "timed": timed, "target": job.get("target"), "source": str(module_path)}
+    argv = [python or sys.executable, "-m", "nkilab._execute"]
+    run = _spawn(argv, None, _child_env(job.get("target")), exec_job,
+                 [programs[k] for k in order] + [a for args in cases for a in args], timeout, limits)
+    _merge(result, run)
+    done = _case_runs(run.messages, len(cases), result)
+    for i, args in enumerate(cases):
+        k = index[_signature(args)]
+        if k in failed:
+            result.cases[i] = CaseRun("error", error=failed[k])
+    return done
 
 
 def _send_job(proc: subprocess.Popen, job: dict, arrays: list[np.ndarray]) -> None:
@@ -157,13 +257,13 @@ def _send_job(proc: subprocess.Popen, job: dict, arrays: list[np.ndarray]) -> No
         pass
 
 
-def _read_all(results, messages: list, result: RunResult) -> None:
+def _read_all(results, run: _ChildRun) -> None:
     budget = [1 << 30]
     try:
         while (msg := read_message(results, budget)) is not None:
-            messages.append(msg)
+            run.messages.append(msg)
     except ProtocolError as err:
-        result.garbled = str(err)
+        run.garbled = str(err)
     except (OSError, ValueError):
         pass
 

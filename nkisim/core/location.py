@@ -7,11 +7,13 @@ of the traceback so the last frame a student sees is their own line.
 
 from __future__ import annotations
 
+import contextlib
 import dis
 import functools
 import os
 import sys
 import types
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -27,12 +29,58 @@ def is_internal(filename: str) -> bool:
     return hit
 
 
+#: While the executor runs a program there is no kernel frame: each call's recorded line stands in for it
+#: (``replaying``), so traced instructions, allocation sites and errors name the student's line, and
+#: nothing reads the frames of whoever called the executor.
+_REPLAYED: list[tuple[str, int] | None] = [None]
+
+
+@contextlib.contextmanager
+def replaying() -> Iterator[Callable[[tuple[str, int]], None]]:
+    """The executor's scope: yields a setter for the line of the call being executed."""
+    def at(loc: tuple[str, int]) -> None:
+        _REPLAYED[0] = loc
+
+    _REPLAYED[0] = ("<program>", 0)
+    try:
+        yield at
+    finally:
+        _REPLAYED[0] = None
+
+
+def mark_internal(filename: str) -> None:
+    """Count ``filename``'s frames as the simulator's: a tool that wraps the launch (the test suite's program
+    check, ``tests/program_check.py``) must not become the student's line of the errors it passes on."""
+    _internal_cache[filename] = True
+
+
 def user_frame(depth: int = 1) -> types.FrameType | None:
-    """The innermost frame outside the simulator (the student's call site)."""
+    """The innermost frame outside the simulator (the student's call site); None while a program runs."""
+    if _REPLAYED[0] is not None:
+        return None
     f = sys._getframe(depth)
     while f is not None and is_internal(f.f_code.co_filename):
         f = f.f_back
     return f
+
+
+def warn(message: str, category: type[Warning] = UserWarning) -> None:
+    """A warning at the student's line, however many simulator frames (op, front-end wrapper, recorder) lie
+    between; while a program runs, at the line its call was recorded from."""
+    replayed = _REPLAYED[0]
+    if replayed is not None:
+        import warnings
+
+        warnings.warn_explicit(message, category, replayed[0], replayed[1])
+        return
+    f = sys._getframe(1)
+    level = 2  # stacklevel 1 is this function, 2 its caller (f)
+    while f is not None and is_internal(f.f_code.co_filename):
+        f = f.f_back
+        level += 1
+    import warnings
+
+    warnings.warn(message, category, stacklevel=level)
 
 
 #: (id of a code object, bytecode offset) -> (that code object, (filename, lineno)).  Python finds a
@@ -49,6 +97,9 @@ def user_location(skip: int = 2) -> tuple[str, int]:
     frames known to be the simulator's, counting this function (2: this one and its caller; the
     trace emitter, only ever called by ops, passes 3), which sys._getframe passes over without
     making frame objects for them."""
+    replayed = _REPLAYED[0]
+    if replayed is not None:
+        return replayed
     f = sys._getframe(skip)
     cache = _internal_cache
     while f is not None:
@@ -76,6 +127,8 @@ def user_variable(obj: object) -> str | None:
 
     Error messages only (it walks frames and scans locals): the compiler names tensors by the
     variable they were assigned to, while the simulator only sees the object."""
+    if _REPLAYED[0] is not None:
+        return None
     f = sys._getframe(1)
     while f is not None and is_internal(f.f_code.co_filename):
         f = f.f_back

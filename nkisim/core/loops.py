@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from nkisim.core.context import current
+from nkisim.core.context import KernelContext, current
 from nkisim.core.indexing import Affine, Loop
+from nkisim.core.recording import HOOK
 
 
 def _args(args: tuple) -> tuple[int, int, int]:
@@ -44,19 +45,43 @@ class LoopRange:
         ctx = current()
         loop = Loop(self.kind, self.start, self.stop, self.step)
         var = Affine(0, {loop: 1})
-        ctx.loops.append(loop)
-        ctx.loops_changed()
+        enter(ctx, loop)
         try:
             for v in range(self.start, self.stop, self.step):
-                loop.current = v
-                ctx.loop_state = None
+                step(ctx, loop, v)
                 yield var
         finally:
-            for i in range(len(ctx.loops) - 1, -1, -1):
-                if ctx.loops[i] is loop:
-                    del ctx.loops[i]
-                    break
-            ctx.loops_changed()
+            leave(ctx, loop)
+
+
+def enter(ctx: KernelContext, loop: Loop) -> None:
+    """``loop`` starts: it joins the context's loop stack (and a recording launch notes it)."""
+    ctx.loops.append(loop)
+    ctx.loops_changed()
+    rec = HOOK.recorder
+    if rec is not None:
+        rec.loop_enter(loop)
+
+
+def step(ctx: KernelContext, loop: Loop, value: int) -> None:
+    """``loop`` runs its iteration ``value``."""
+    loop.current = value
+    ctx.loop_state = None
+    rec = HOOK.recorder
+    if rec is not None:
+        rec.loop_step(loop, value)
+
+
+def leave(ctx: KernelContext, loop: Loop) -> None:
+    """``loop`` has ended (also when its body raised or broke out): it leaves the loop stack."""
+    for i in range(len(ctx.loops) - 1, -1, -1):
+        if ctx.loops[i] is loop:
+            del ctx.loops[i]
+            break
+    ctx.loops_changed()
+    rec = HOOK.recorder
+    if rec is not None:
+        rec.loop_leave(loop)
 
 
 def affine_range(*args: Any, **kwargs: Any) -> LoopRange:

@@ -16,6 +16,7 @@ from nkisim.core.dynamic import DynamicIndex
 from nkisim.core.errors import nki_error
 from nkisim.core.indexing import Affine
 from nkisim.core.location import bytecode, user_frame
+from nkisim.core.recording import recorded
 
 
 @dataclass(slots=True)
@@ -48,9 +49,12 @@ METHODS = TileMethods()
 
 
 def provide(**methods: Callable) -> None:
-    """An ops module hands tile syntax its operations (an unknown name is an AttributeError)."""
+    """An ops module hands tile syntax its operations (an unknown name is an AttributeError).  Each is an NKI
+    call of its own (``tile.<name>``, see ``core.recording``): ``t + u`` is recorded like ``nl.add``."""
     for name, fn in methods.items():
-        setattr(METHODS, name, fn)
+        if not hasattr(METHODS, name):
+            raise AttributeError(f"tile syntax has no operation {name!r}")
+        setattr(METHODS, name, recorded(f"tile.{name}")(fn))
 
 
 _VALUE_TRUTH_OPS = frozenset({"UNARY_NOT", "JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP"})

@@ -21,6 +21,7 @@ from nkisim.core.buffers import Buffer, BufferInfo
 from nkisim.core.errors import nki_error, shape_str
 from nkisim.core.indexing import Loop
 from nkisim.core.location import user_variable
+from nkisim.core.recording import recorded
 from nkisim.core.syntax import METHODS, TileSyntax
 
 _ids = itertools.count(1)
@@ -206,6 +207,7 @@ class Tensor(TileSyntax):
         METHODS.assign(self.full() if key is Ellipsis else Access(self, key), value, temporary)
 
     # --- views --------------------------------------------------------------------------------
+    @recorded("tile.reshape")
     def reshape(self, *shape: Any, **kw: Any) -> Tensor:
         """``t.reshape(4, 32)``, ``t.reshape((4, 32))`` or ``t.reshape(shape=(4, 32))``: a view, no instruction."""
         shape = shape_argument("reshape", shape, kw)
@@ -221,7 +223,9 @@ class Tensor(TileSyntax):
         view.param = self.param
         return view
 
+    @recorded("tile.view")
     def view(self, dtype: Any) -> Tensor:
+        """``t.view(dtype)``: the same bytes read as ``dtype`` (the last dimension scales), no instruction."""
         d = dt.normalize(dtype)
         self.fill_pending()
         self.viewed = True
@@ -232,7 +236,9 @@ class Tensor(TileSyntax):
         v.param = self.param
         return v
 
+    @recorded("tile.assert_shape")
     def assert_shape(self, shape: Any) -> Tensor:
+        """``t.assert_shape(shape)``: the tensor itself, or the compiler's error when its shape differs."""
         if tuple(shape) != self.shape:
             raise nki_error("err_annotation_shape_mismatch",
                             f"shape of `{shape_str(self.name, self.shape)}` does not match the expected shape "

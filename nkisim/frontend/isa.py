@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 
 from nkisim.core.context import active as _active
+from nkisim.core.recording import record_namespace as _record_namespace
 from nkisim.ops.isa import (  # noqa: F401
     activation,
     activation_reduce,
@@ -87,3 +88,7 @@ def get_nc_version() -> nc_version:
     from nkisim.runtime.kernel import default_target
 
     return nc_version(default_target().nc_version)
+
+
+# every nisa.* instruction is an NKI call a program records (core.recording)
+_record_namespace(globals(), "nisa", skip=("get_nc_version",))

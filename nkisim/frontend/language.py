@@ -16,6 +16,8 @@ from nkisim.core.context import current as _current
 from nkisim.core.errors import nki_error as _nki_error
 from nkisim.core.indexing import arange, ds, mgrid  # noqa: F401
 from nkisim.core.loops import affine_range, sequential_range, static_range  # noqa: F401
+from nkisim.core.recording import call_name as _call_name
+from nkisim.core.recording import record_namespace as _record_namespace
 from nkisim.core.target import DEFAULT as _DEFAULT_NAME
 from nkisim.core.target import get as _get_target
 from nkisim.frontend.typing import tensor  # noqa: F401
@@ -284,4 +286,14 @@ def dropout(x: Any, rate: Any, *, dtype: Any = None, mask: Any = None, **_: Any)
 
 
 __all__ = [n for n in list(globals()) if not n.startswith("_")]
+
+# Every nl.* function that issues instructions is an NKI call a program records (core.recording); index
+# expressions, loop ranges and SPMD queries are trace-time values that reach a program through the calls'
+# arguments.  An operator passed as ``op=nl.add`` keeps its op-table name through the wrapper.
+_record_namespace(globals(), "nl", skip=("arange", "ds", "affine_range", "sequential_range", "static_range",
+                                         "program_id", "num_programs", "program_ndim", "nc", "spmd_dim", "finfo",
+                                         "device_print", "tensor"))
+for _v in list(globals().values()):
+    if _call_name(_v) is not None and getattr(_v, "__wrapped__", None) in _NAMES:
+        _NAMES[_v] = _NAMES[_v.__wrapped__]
 _ = functools  # keep import for introspection helpers

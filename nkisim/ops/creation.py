@@ -10,7 +10,6 @@ site for the whole SPMD grid.
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any
 
 import numpy as np
@@ -20,7 +19,7 @@ from nkisim.core import physical
 from nkisim.core.buffers import PMAX, PSUM_BANK_BYTES, PSUM_BANKS, Buffer, ModAlloc, sbuf
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
-from nkisim.core.location import user_location
+from nkisim.core.location import user_location, warn
 from nkisim.core.tensor import Access, Tensor, as_access, is_tile, shape_str
 from nkisim.ops.base import emit
 
@@ -130,8 +129,8 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
             raise nki_error("err_num_partition_exceed_arch_limit",
                             f"number of partitions {shp[par]} exceed architecture limitation of {PMAX}.")
         if par > 0:
-            warnings.warn("Block dimension is deprecated: dimensions before nl.par_dim will become an error; "
-                          "allocate one tile per block instead", DeprecationWarning, stacklevel=3)
+            warn("Block dimension is deprecated: dimensions before nl.par_dim will become an error; "
+                 "allocate one tile per block instead", DeprecationWarning)
         free_elems = math.prod(shp) // shp[par]
         per_partition = free_elems * dt.storage_dtype(d).itemsize
         if buf.family == "sbuf":

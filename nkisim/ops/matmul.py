@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -12,6 +11,7 @@ from nkisim.core import syntax
 from nkisim.core.buffers import PMAX, psum, sbuf
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
+from nkisim.core.location import warn
 from nkisim.core.tensor import Access, Tensor, shape_str
 from nkisim.ops.base import emit, mask_array, new_tile, operands
 from nkisim.ops.elementwise import values
@@ -125,9 +125,8 @@ def _staged_from_psum(pname: str, acc: Access) -> Access:
     here so the cost model charges it.  A warning says so, since writing the copy is the fix.
     """
     ctx = current()
-    warnings.warn(f"'{pname}' of 'nc_matmul' is in PSUM: the compiler copies it to SBUF first (an extra "
-                  f"instruction); copy it yourself (nl.copy / nisa.tensor_copy) to control where that happens",
-                  stacklevel=4)
+    warn(f"'{pname}' of 'nc_matmul' is in PSUM: the compiler copies it to SBUF first (an extra "
+         f"instruction); copy it yourself (nl.copy / nisa.tensor_copy) to control where that happens")
     t = new_tile(ctx, acc.shape, acc.dtype, acc._read() if ctx.numerics else None, fresh=False)
     t.producer = emit(ctx, "tensor_copy", "act", reads=[acc], writes=[t.full()], extra={"implicit": True})
     return t.full()

@@ -434,6 +434,7 @@ def _is_zero(k: Any) -> bool:
 
 
 def reshape_access(acc: Access, shape: tuple) -> Tensor:
+    """``t[...].reshape(shape)``: a view of the whole tensor (an indexed part cannot be reshaped)."""
     if not acc.advanced and all(c[0] == "slice" and c[1].value() == 0 and c[2].value() == d
                                 for c, d in zip(acc.comps, acc.tensor.shape)):
         return acc.tensor.reshape(shape)
@@ -441,10 +442,12 @@ def reshape_access(acc: Access, shape: tuple) -> Tensor:
 
 
 def _astype(tile: Any, dtype: Any) -> Tensor:
+    """``t.astype(dtype)``: a copy of the tile converted to ``dtype`` (one copy instruction)."""
     return copy(tile, dtype=dtype)
 
 
 def _broadcast(tile: Any, shape: Any) -> Tensor:
+    """``t.broadcast_to(shape)``: ``nl.broadcast_to(t, shape=shape)``."""
     return broadcast_to(tile, shape=shape)
 
 

@@ -26,11 +26,14 @@ from nkisim.core import target as target_mod
 from nkisim.core.context import KernelContext
 from nkisim.core.errors import NKIError, nki_error
 from nkisim.core.location import attach_location, user_frame
+from nkisim.core.recording import HOOK
 from nkisim.core.target import Target
 from nkisim.core.tensor import Tensor
 from nkisim.cost.trace import Trace
+from nkisim.program.ir import Program
 from nkisim.runtime import arguments
 from nkisim.runtime import grid as gridmod
+from nkisim.runtime.record import ProgramRecorder
 
 MODES = ("auto", "simulation", "baremetal", "benchmark", "profile", "jax", "torchxla")
 
@@ -42,11 +45,13 @@ def default_target(explicit: Target | str | None = None) -> Target:
 
 
 class LaunchResult:
-    """What one launch produced: the outputs and the trace (for the cost model)."""
+    """What one launch produced: the outputs, the trace (for the cost model) and, when the launch recorded,
+    the instruction program it compiled to."""
 
-    def __init__(self, outputs: Any, ctx: KernelContext) -> None:
+    def __init__(self, outputs: Any, ctx: KernelContext, program: Program | None = None) -> None:
         self.outputs = outputs
         self.ctx = ctx
+        self.program = program
 
 
 class Kernel:
@@ -96,10 +101,10 @@ class GridLaunch:
 
 
 def launch(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool | None = None,
-           target: str | None = None) -> Any:
+           target: str | None = None, record: bool = False) -> Any:
     """Run all SPMD instances of ``kernel`` and return converted outputs (see LaunchResult)."""
     try:
-        result = run(kernel, grid, args, kwargs, numerics=numerics, target=target)
+        result = run(kernel, grid, args, kwargs, numerics=numerics, target=target, record=record)
     except NKIError as err:
         tb = attach_location(err)
         if err.nki_location is None:  # raised by the launch itself (arguments, outputs): the student's call
@@ -113,8 +118,9 @@ def launch(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bo
 
 
 def run(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool | None = None,
-        target: Target | str | None = None) -> LaunchResult:
-    """The launch itself (errors not yet trimmed)."""
+        target: Target | str | None = None, record: bool = False) -> LaunchResult:
+    """The launch itself (errors not yet trimmed).  ``record``: also compile the launch into a ``Program``
+    (``runtime.record``), returned as ``LaunchResult.program``."""
     tgt = default_target(target or kernel.options.get("platform_target"))
     sizes, specs = gridmod.parse_grid(grid, tgt) if grid is not None else ((), [])
     _check_while_loops(kernel.func)
@@ -140,15 +146,25 @@ def run(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool 
     trace.skip_middle_end = bool(getattr(kernel.func, "__nki_skip_middle_end__", False))
     ctx = KernelContext(tgt, sizes, numerics, gridmod.cores(specs), trace=trace,
                         stack_allocator=bool(getattr(kernel.func, "__nki_stack_allocator__", False)))
+    recorder = ProgramRecorder() if record else None
+    if recorder is not None:
+        if HOOK.recorder is not None:
+            raise RuntimeError("a launch is already being recorded")
+        for name, conv in converted.items():
+            if isinstance(conv, Tensor):
+                recorder.add_input(name, conv)
     context.push(ctx)
     out: Any = None
+    HOOK.recorder = recorder
     try:
         instances = list(np.ndindex(*sizes)) if sizes else [()]
-        with _engine_numerics(numerics):
+        with engine_numerics(numerics):
             for i, idx in enumerate(instances):
                 ctx.program = tuple(int(v) for v in idx)
                 ctx.instance = i
                 ctx.core = gridmod.core_of(ctx.program, specs)
+                if recorder is not None:
+                    recorder.instance(ctx.program, i, ctx.core)
                 try:
                     out = kernel.func(*bound.args, **bound.kwargs)
                 except NKIError as err:
@@ -157,14 +173,20 @@ def run(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool 
                     raise
         _check_outputs(out, converted, kernel.func, on_chip_ok=kernel.mode == "simulation")
     finally:
+        HOOK.recorder = None
         context.pop()
-    result = LaunchResult(arguments.from_tensor(out, to_torch), ctx)
+    program = None
+    if recorder is not None:
+        program = recorder.program(getattr(kernel.func, "__name__", "kernel"), tgt.name, sizes, ctx.cores, out,
+                                   skip_middle_end=trace.skip_middle_end, stack_allocator=ctx.stack_allocator,
+                                   on_chip_outputs=kernel.mode == "simulation")
+    result = LaunchResult(arguments.from_tensor(out, to_torch), ctx, program)
     kernel.last_launch = result
     return result
 
 
 @contextlib.contextmanager
-def _engine_numerics(numerics: bool) -> Iterator[None]:
+def engine_numerics(numerics: bool) -> Iterator[None]:
     """NumPy settings for one launch, set once instead of around every op.
 
     Engines raise no floating-point exceptions (inf/NaN propagate silently), so NumPy stays quiet.

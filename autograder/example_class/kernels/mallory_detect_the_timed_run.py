@@ -1,7 +1,8 @@
-# mallory, stage 1 Q2: correct (and slow: 512-column tiles) on the calls it expects to be checked, then an
-# almost empty kernel on the call after them, which the old grader used only to benchmark (2/4 -> 4/4 there).
-# The latency that earns speed points now comes from the timed run itself, whose output is checked too:
-# its correctness points stand (2), the wrong timed run earns no speed points.
+# mallory, stage 1 Q2: correct on the calls it expects to be checked, then an almost empty kernel on the call
+# after them, which an early grader used only to benchmark.  The grader now compiles a kernel once per
+# signature (shapes and dtypes, as nki.jit does) and executes that program on every case of the signature, the
+# timed run included: the kernel's Python runs once per shape, the counter never passes 8, and what gets graded
+# is the honest loop below -- correct and fast enough for the speed points (4/4).
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 

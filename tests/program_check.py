@@ -1,0 +1,73 @@
+"""Every launch compiled, serialised, executed and compared: the executor against the eager reference.
+
+``NKISIM_CHECK_PROGRAMS=1 python -m pytest tests/...`` makes every launch of the suite record its program,
+round-trip it through JSON, validate it and execute it on the same inputs, and fails the launch unless the
+executor's outputs are bit-identical to the eager ones and the cost model's estimate of the executed trace
+equals the eager trace's.  ``tests/test_program.py`` runs the same check on the course's and the tests'
+kernels in every ``make test``; this switch is how the whole suite is held to it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from nkisim import api
+from nkisim.core import location
+from nkisim.runtime import arguments
+from nkisim.runtime import kernel as kernel_mod
+
+ENV = "NKISIM_CHECK_PROGRAMS"
+
+
+def same(a: Any, b: Any) -> bool:
+    """Bit-identical outputs (NaNs at the same places count as equal), through tuples and lists."""
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if a is None or b is None:
+        return a is None and b is None
+    a, b = (arguments.torch_to_numpy(x) if hasattr(x, "detach") else np.asarray(x) for x in (a, b))
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return a.tobytes() == b.tobytes()
+
+
+def check_launch(kernel: Any, result: kernel_mod.LaunchResult, args: tuple, kwargs: dict) -> None:
+    """Execute ``result.program`` on the launch's own inputs and compare with the eager launch."""
+    program = api.program_from_json(result.program.to_json())
+    bound = arguments.bind(kernel.func, args, kwargs)
+    inputs = [bound.arguments[i.name] for i in program.inputs]
+    done = api.execute(program, inputs, numerics=result.ctx.numerics)
+    eager = result.outputs
+    if result.ctx.numerics and not same(done.outputs, eager):
+        raise AssertionError(f"executed program of {program.kernel} differs from the eager launch")
+    from nkisim.cost import model
+
+    want = model.estimate(result.ctx.trace, result.ctx.target, cores=result.ctx.cores).total_us
+    got = model.estimate(done.record.ctx.trace, done.record.ctx.target, cores=done.record.ctx.cores).total_us
+    if want != got:
+        raise AssertionError(f"executed program of {program.kernel} costs {got} us, the eager launch {want} us")
+
+
+def install() -> None:
+    """Wrap the launch so that every launch is also checked as a program (see the module docstring)."""
+    original = kernel_mod.run
+    if getattr(original, "__checks_programs__", False):
+        return
+
+    def run(kernel: Any, grid: Any, args: tuple, kwargs: dict, **kw: Any) -> kernel_mod.LaunchResult:
+        if kw.get("record"):
+            return original(kernel, grid, args, kwargs, **kw)
+        result = original(kernel, grid, args, kwargs, **{**kw, "record": True})
+        check_launch(kernel, result, args, kwargs)
+        return result
+
+    run.__checks_programs__ = True  # type: ignore[attr-defined]
+    location.mark_internal(__file__)
+    kernel_mod.run = run
+
+
+if os.environ.get(ENV):
+    install()
