@@ -145,8 +145,12 @@ class Buffers:
                             psum_sites[key] = max(psum_sites.get(key, 0), banks)
                         else:
                             psum_fixed += banks
+        #: the loops each in-loop on-chip root was allocated in (its uids): a root outside a loop is
+        #: carried across that loop's iterations
+        loops_of = unroll.root_loops(trace, {r for r, b in self.info.items() if b.in_loop})
+        self.loop_uids = {r: {uid for uid, _kind in loops} for r, loops in loops_of.items()}
         # tiles of loops the compiler unrolls get a buffer per unrolled copy (unroll.py)
-        copies = unroll.tile_copies(trace, {r for rs in site_roots.values() for r in rs},
+        copies = unroll.tile_copies(trace, {r: loops_of[r] for rs in site_roots.values() for r in rs if r in loops_of},
                                     int(prm.get("loops", {}).get("unroll_max_instructions", 0)))
         want = {s: max([copies.get(r, 1) for r in rs]) for s, rs in site_roots.items()}
         self.k = self._rotations(sites, prm["buffers"]["sbuf_partition_bytes"] - fixed,
@@ -226,6 +230,45 @@ def _on_core(region: tuple[Any, tuple], root: int, core: int, space_of: dict[int
     return key, box
 
 
+def _broadcast(core: Core, ins: Instr, ready: float, prm: dict[str, Any], sem: float, psum_port: bool,
+               out: Schedule) -> tuple[float, float, str]:
+    """A partition broadcast (spec §2.10: a TensorE matmul with a ones vector): the matmuls write PSUM,
+    then ScalarE or VectorE (whichever is free first) copies the result into the SBUF tile.  Returns
+    (start, end, the engine that writes the tile)."""
+    pe_ns = costs.broadcast_pe_cycles(ins, prm) / prm["clock_ghz"]["pe"]
+    start = max(ready, core.free["pe"])
+    core.free["pe"] = pe_end = start + pe_ns
+    out.busy["pe"] += pe_ns
+    ev = min(("act", "dve"), key=lambda k: core.free[k])
+    ev_ns = costs.evict_ns(ins, ev, prm)
+    ev_start = max(pe_end + sem, core.free[ev])
+    if psum_port:  # NC-v2: VectorE and ScalarE cannot access PSUM at the same time (spec §4.3)
+        ev_start = max(ev_start, core.psum_port)
+        core.psum_port = ev_start + ev_ns
+    core.free[ev] = end = ev_start + ev_ns
+    out.busy[ev] += ev_ns
+    return start, end, ev
+
+
+def _carried(ins: Instr, loop_uids: dict[int, set[int]], written: set[int]) -> list[tuple[tuple[Any, tuple], bool]]:
+    """Whole-tensor accesses of the tensors ``ins`` touches that a ``sequential_range`` loop around it
+    carries (allocated outside that loop): the compiler "respect[s] inter-loop dependency" there, so
+    they are accessed in program order (every access after the last write, every write after the
+    reads) whichever part of the tensor each touches, unlike affine_range's per-region dependencies.
+    Keyed per loop and core: a pseudo-region with an empty box, which overlaps every other."""
+    out = []
+    seq = [uid for uid, kind, _it in ins.loops if kind == "sequential"]
+    for regions, is_w in ((ins.reads, False), (ins.writes, True)):
+        for r in regions:
+            if not is_w and r.root not in written:
+                continue
+            own = loop_uids.get(r.root, ())
+            for uid in seq:
+                if uid not in own:
+                    out.append(((("carried", uid, ins.core, r.root), ()), is_w))
+    return out
+
+
 def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
     """Schedule ``trace`` on the target described by ``prm``; times are ns from kernel start."""
     eng_p = prm["engine"]
@@ -254,13 +297,19 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
         core = cores.get(ins.core)
         if core is None:
             core = cores[ins.core] = Core(prm)
-        e = ins.engine if ins.engine in COMPUTE or ins.engine == "dma" else "dve"
+        e = costs.engine_of(ins)
+        e = e if e in COMPUTE or e == "dma" else "dve"
         reads = [(_on_core(bufs.key(r.root, r.tensor, r.box, ins.loc), r.root, ins.core, space_of), False)
                  for r in ins.reads if r.root in written]
         writes = [(_on_core(bufs.key(w.root, w.tensor, w.box, ins.loc), w.root, ins.core, space_of), True)
                   for w in ins.writes]
+        carried = ()
+        for _uid, kind, _it in ins.loops:
+            if kind == "sequential":
+                carried = _carried(ins, bufs.loop_uids, written)
+                break
         ready = 0.0
-        for (key, box), is_w in (*reads, *writes):
+        for (key, box), is_w in (*reads, *writes, *carried):
             ready = max(ready, board.ready(key, box, e, is_w))
         if ins.op == "memset" and ins.extra.get("zero") and ins.writes and \
                 space_of.get(ins.writes[0].root) == "psum":
@@ -285,9 +334,11 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
                 start = dge_start
             end = fin + dma_lat
             out.busy["dma"] += dur * nq
+        elif e == "pe" and ins.op == "broadcast_to":
+            start, end, e = _broadcast(core, ins, ready, prm, sem, psum_port, out)
         else:
             spaces = tuple(space_of.get(r.root, "hbm") for r in (*ins.reads, *ins.writes))
-            dur = costs.compute_ns(ins, spaces, prm)
+            dur = costs.compute_ns(ins, spaces, prm, e)
             start = max(ready, core.free[e])
             if shared_port and e in ("dve", "pool"):
                 start = max(start, core.port)
@@ -302,7 +353,7 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
                 core.psum_port = end
             out.busy[e] += dur
         out.start[i], out.end[i] = start, end
-        for (key, box), is_w in (*reads, *writes):
+        for (key, box), is_w in (*reads, *writes, *carried):
             board.record(key, box, e, end, is_w)
         if end > out.core_end.get(ins.core, 0.0):
             out.core_end[ins.core] = end
