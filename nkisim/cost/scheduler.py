@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from nkisim.core.buffers import BufferInfo
-from nkisim.cost import costs, unroll
+from nkisim.cost import costs, spill, unroll
 from nkisim.cost.deps import Scoreboard
 from nkisim.cost.trace import Instr
 
@@ -116,6 +116,7 @@ class Buffers:
         self.phys: dict[int, Any] = {}
         self.count: dict[Any, int] = {}
         self.site_of: dict[int, Any] = {}  # allocation site of in-loop op results (no nl.ndarray site)
+        self.site_key: dict[int, tuple] = {}  # in-loop root -> (space, its allocation site)
         per_line: dict[tuple, int] = {}
         sites: dict[Any, int] = {}
         site_roots: dict[Any, list[int]] = {}
@@ -136,6 +137,7 @@ class Buffers:
                             key = b.site or self._result_site(b.root, ins, per_line)
                             sites[key] = max(sites.get(key, 0), b.bytes_per_partition)
                             site_roots.setdefault(key, []).append(b.root)
+                            self.site_key[b.root] = ("sbuf", key)
                         else:
                             fixed += b.bytes_per_partition
                     elif b.space == "psum" and not b.tiles:
@@ -143,6 +145,7 @@ class Buffers:
                         if b.in_loop:
                             key = b.site or self.site_of.setdefault(b.root, ins.loc)
                             psum_sites[key] = max(psum_sites.get(key, 0), banks)
+                            self.site_key[b.root] = ("psum", key)
                         else:
                             psum_fixed += banks
         #: the loops each in-loop on-chip root was allocated in (its uids): a root outside a loop is
@@ -159,6 +162,11 @@ class Buffers:
         # each unless together they would need more banks than are left
         self.psum_k = self._rotations(psum_sites, int(bp.get("psum_banks", 8)) - psum_fixed,
                                       bp["psum_rotation"], {})
+        #: bytes per partition of one buffer of each in-loop site, keyed like site_key's values
+        self.site_units = {**{("sbuf", k): v for k, v in sites.items()},
+                           **{("psum", k): v * bank_bytes for k, v in psum_sites.items()}}
+        #: tensors the compiler spills because the live ones do not fit (spill.py): root -> space
+        self.spilled = spill.victims(trace, self, prm)
 
     def _result_site(self, root: int, ins: Instr, per_line: dict[tuple, int]) -> tuple:
         """An op's result tile has no nl.ndarray site: the n-th new one on a source line in one loop
@@ -250,6 +258,26 @@ def _broadcast(core: Core, ins: Instr, ready: float, prm: dict[str, Any], sem: f
     return start, end, ev
 
 
+def _move(core: Core, ins: Instr, space: str, per: int, ready: float, outwards: bool, prm: dict[str, Any],
+          out: Schedule) -> float:
+    """Move a spilled tensor's part on ``ins``'s partitions out of (``outwards``) or back into its on-chip
+    buffer, from ``ready`` on; returns when it is done.  SBUF: a DMA to or from HBM; PSUM: a copy to or
+    from SBUF on ScalarE or VectorE, whichever is free first (spill.py)."""
+    if space == "sbuf":
+        t = spill.transfer(ins, per, outwards)
+        nq = costs.dma_queues(t, prm)
+        dur = costs.dma_queue_ns(t, nq, prm)
+        _start, fin = core.dma.place(ready, dur)
+        out.busy["dma"] += dur * nq
+        return fin + float(prm["dma"]["fixed_latency_ns"])
+    ev = min(("act", "dve"), key=lambda k: core.free[k])
+    ns = spill.copy_cycles(per, prm) / prm["clock_ghz"][ev]
+    start = max(ready + float(prm["engine"]["sem_ns"]), core.free[ev])
+    core.free[ev] = start + ns
+    out.busy[ev] += ns
+    return start + ns
+
+
 def _carried(ins: Instr, loop_uids: dict[int, set[int]], written: set[int]) -> list[tuple[tuple[Any, tuple], bool]]:
     """Whole-tensor accesses of the tensors ``ins`` touches that a ``sequential_range`` loop around it
     carries (allocated outside that loop): the compiler "respect[s] inter-loop dependency" there, so
@@ -311,6 +339,10 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
         ready = 0.0
         for (key, box), is_w in (*reads, *writes, *carried):
             ready = max(ready, board.ready(key, box, e, is_w))
+        moves = spill.traffic(ins, bufs, bufs.spilled) if bufs.spilled else None
+        if moves:  # a spilled tensor's part comes back before the instruction can use it (spill.py)
+            for _root, space, _region, per in moves[0]:
+                ready = max(ready, _move(core, ins, space, per, ready, False, prm, out))
         if ins.op == "memset" and ins.extra.get("zero") and ins.writes and \
                 space_of.get(ins.writes[0].root) == "psum":
             # nl.zeros on PSUM before `+= matmul`: the compiler folds it into the first matmul of the
@@ -355,6 +387,12 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
         out.start[i], out.end[i] = start, end
         for (key, box), is_w in (*reads, *writes, *carried):
             board.record(key, box, e, end, is_w)
+        if moves:  # ... and what it wrote goes out again; the next user waits for that
+            for root, space, region, per in moves[1]:
+                done = _move(core, ins, space, per, end, True, prm, out)
+                key, box = _on_core(bufs.key(root, region.tensor, region.box, ins.loc), root, ins.core, space_of)
+                board.record(key, box, "dma" if space == "sbuf" else e, done, True)
+                end = max(end, done)
         if end > out.core_end.get(ins.core, 0.0):
             out.core_end[ins.core] = end
     return out
