@@ -208,3 +208,65 @@ def test_a_bfloat16_partition_broadcast_has_no_fp32_factor():
     pe_us = model.estimate(k.last_launch.ctx.trace, "trn2").engine_busy_us["pe"]
     floor_us = tiles * math.ceil(free / 512) * 512 / PE_GHZ / 1000
     assert floor_us <= pe_us <= 1.2 * floor_us
+
+
+def _tiled_add(loop):
+    """Stage 2's tiled_add (solutions/02_partition_tiling/tiled_add.py) with the loop kind as a parameter."""
+
+    @nki.jit(platform_target="trn2")
+    def tiled_add(a, b):
+        n, _f = a.shape
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        for t in loop(n // 128):
+            a_tile = nl.load(a[t * 128:(t + 1) * 128, :])
+            b_tile = nl.load(b[t * 128:(t + 1) * 128, :])
+            nl.store(out[t * 128:(t + 1) * 128, :], value=nl.add(a_tile, b_tile))
+        return out
+
+    return tiled_add
+
+
+def test_stage2_numbers_for_sequential_range():
+    """notebooks/02_partition_tiling.py: '107 µs with sequential_range against 46 µs with affine_range' for
+    N = 8192, F = 64; 'for F = 2048 both take 581 µs'."""
+    small = nt.tensor[[8192, 64], nl.float32]
+    seq, aff = (_estimate(_tiled_add(lp), small, small).total_us for lp in (nl.sequential_range, nl.affine_range))
+    assert (round(seq), round(aff)) == (107, 46)
+    big = nt.tensor[[8192, 2048], nl.float32]
+    seq, aff = (_estimate(_tiled_add(lp), big, big).total_us for lp in (nl.sequential_range, nl.affine_range))
+    assert round(seq) == round(aff) == 581
+
+
+def test_stage4_numbers_for_a_broadcast_redone_per_tile():
+    """notebooks/04_masked_rmsnorm.py: the g broadcast is 'about 1.8 µs of TensorE and 1.8 µs of ScalarE time for
+    C = 2048 float32', 'paid 32 times for 4096 rows', and the straightforward kernel's estimate 'hardly changes'."""
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parent.parent / "solutions" / "04_masked_rmsnorm" / "rmsnorm.py"
+    source = path.read_text()
+    hoist = "g_bcast = g_tile.broadcast_to((128, n_cols))\n"
+    assert source.count(hoist) == 1
+    # the mutant: g loaded and broadcast inside the row loop
+    inside = source.replace("    g_tile = nl.load", "    pass  # g_tile = nl.load").replace("    " + hoist, "")
+    inside = inside.replace("        rows = i * 128 + i_p\n",
+                            "        g_bcast = nl.load(g.reshape((1, n_cols))[nl.arange(1)[:, None], i_f])"
+                            ".broadcast_to((128, n_cols))\n        rows = i * 128 + i_p\n")
+    kernels = {}
+    for name, text in (("hoisted", source), ("inside", inside)):
+        spec = importlib.util.spec_from_loader(f"rmsnorm_{name}", loader=None)
+        mod = importlib.util.module_from_spec(spec)
+        exec(compile(text, str(path), "exec"), mod.__dict__)
+        kernels[name] = mod.rmsnorm
+    a, g = nt.tensor[[4096, 2048], nl.float32], nt.tensor[[2048], nl.float32]
+    est = {name: _estimate(k, a, g) for name, k in kernels.items()}
+    extra_pe = est["inside"].engine_busy_us["pe"] - est["hoisted"].engine_busy_us["pe"]
+    extra_act = est["inside"].engine_busy_us["act"] - est["hoisted"].engine_busy_us["act"]
+    assert 31 * 1.7 <= extra_pe <= 31 * 1.9 and 31 * 1.6 <= extra_act <= 31 * 1.9
+    assert est["inside"].dma_count == est["hoisted"].dma_count + 31
+    assert abs(est["inside"].total_us - est["hoisted"].total_us) <= 0.01 * est["hoisted"].total_us
+    np_a = np.random.default_rng(0).random((300, 64), dtype=np.float32)
+    np_g = np.random.default_rng(1).random(64, dtype=np.float32)
+    want = np_a / np.sqrt((np_a ** 2).mean(1, keepdims=True) + 1e-6) * np_g
+    for k in kernels.values():
+        np.testing.assert_allclose(k(np_a, np_g), want, rtol=1e-5, atol=1e-5)
