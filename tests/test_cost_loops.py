@@ -82,6 +82,9 @@ def test_sequential_range_costs_nothing_extra_when_the_stores_are_not_the_bottle
     aff = _estimate(_stream(nl.affine_range, 1000), a, a).total_us
     moved = 3 * 128 * 8000 * 4
     assert seq == aff >= moved / DMA_PEAK_BYTES_PER_NS / 1000
+    # the mutant: 100-column iterations, where each store's completion is the bottleneck, do differ
+    seq, aff = (_estimate(_stream(lp, 100), a, a).total_us for lp in (nl.sequential_range, nl.affine_range))
+    assert seq > aff
 
 
 def _carried_chain(carried):
@@ -208,6 +211,10 @@ def test_a_bfloat16_partition_broadcast_has_no_fp32_factor():
     pe_us = model.estimate(k.last_launch.ctx.trace, "trn2").engine_busy_us["pe"]
     floor_us = tiles * math.ceil(free / 512) * 512 / PE_GHZ / 1000
     assert floor_us <= pe_us <= 1.2 * floor_us
+    # the mutant: the same broadcasts of float32 pay the (halved) fp32 factor, twice the bfloat16 time
+    k = _broadcasts(True)
+    k(np.ones((1, free), np.float32), np.ones((128, 1), np.float32))
+    assert model.estimate(k.last_launch.ctx.trace, "trn2").engine_busy_us["pe"] > 1.2 * floor_us
 
 
 def _tiled_add(loop):
