@@ -88,8 +88,8 @@ def test_sequential_range_costs_nothing_extra_when_the_stores_are_not_the_bottle
 
 
 def _carried_chain(carried):
-    """Per iteration an exp on ScalarE and an add on VectorE of [128, 512] float32; with ``carried`` the exp
-    reads what the previous iteration's add wrote (a loop-carried dependency), without it the exp reads
+    """Per iteration a tanh on ScalarE and an add on VectorE of [128, 512] float32; with ``carried`` the tanh
+    reads what the previous iteration's add wrote (a loop-carried dependency), without it the tanh reads
     the input."""
 
     @nki.jit(platform_target="trn2")
@@ -99,7 +99,7 @@ def _carried_chain(carried):
         acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
         acc[...] = nl.copy(x)
         for _ in nl.sequential_range(16):
-            t = nl.exp(acc if carried else x)
+            t = nl.tanh(acc if carried else x)
             acc[...] = nl.add(t, x)
         nl.store(out, value=acc)
         return out
@@ -108,9 +108,9 @@ def _carried_chain(carried):
 
 
 def test_a_loop_carried_dependency_serialises_the_engines():
-    """exp (ScalarE, max(64, N) + ~60 cycles) then add (VectorE, 2N + ~60 cycles) per iteration: carried
-    through ``acc``, no iteration's exp can start before the previous add ends, so the loop takes at least
-    16 x (exp + add); without the dependency ScalarE runs ahead and the loop is shorter than that chain."""
+    """tanh (ScalarE, max(64, N) + ~60 cycles) then add (VectorE, 2N + ~60 cycles) per iteration: carried
+    through ``acc``, no iteration's tanh can start before the previous add ends, so the loop takes at least
+    16 x (tanh + add); without the dependency ScalarE runs ahead and the loop is shorter than that chain."""
     chain_ns = 16 * ((512 + 60) / ACT_GHZ + (2 * 512 + 60) / DVE_GHZ)
     a = np.full((128, 512), 0.01, np.float32)
     prm = get_target("trn2").params
@@ -120,7 +120,7 @@ def test_a_loop_carried_dependency_serialises_the_engines():
         got = k(a)
         want = a.copy()
         for _ in range(16):
-            want = np.exp(want if carried else a) + a
+            want = np.tanh(want if carried else a) + a
         np.testing.assert_allclose(got, want, rtol=1e-5)
         trace = k.last_launch.ctx.trace
         sched = scheduler.schedule(trace, prm)
