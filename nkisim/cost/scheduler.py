@@ -259,23 +259,23 @@ def _broadcast(core: Core, ins: Instr, ready: float, prm: dict[str, Any], sem: f
 
 
 def _move(core: Core, ins: Instr, space: str, per: int, ready: float, outwards: bool, prm: dict[str, Any],
-          out: Schedule) -> float:
+          out: Schedule) -> tuple[float, str]:
     """Move a spilled tensor's part on ``ins``'s partitions out of (``outwards``) or back into its on-chip
-    buffer, from ``ready`` on; returns when it is done.  SBUF: a DMA to or from HBM; PSUM: a copy to or
-    from SBUF on ScalarE or VectorE, whichever is free first (spill.py)."""
+    buffer, from ``ready`` on; returns when it is done and on which engine.  SBUF: a DMA to or from HBM;
+    PSUM: a copy to or from SBUF on ScalarE or VectorE, whichever is free first (spill.py)."""
     if space == "sbuf":
         t = spill.transfer(ins, per, outwards)
         nq = costs.dma_queues(t, prm)
         dur = costs.dma_queue_ns(t, nq, prm)
         _start, fin = core.dma.place(ready, dur)
         out.busy["dma"] += dur * nq
-        return fin + float(prm["dma"]["fixed_latency_ns"])
+        return fin + float(prm["dma"]["fixed_latency_ns"]), "dma"
     ev = min(("act", "dve"), key=lambda k: core.free[k])
     ns = spill.copy_cycles(per, prm) / prm["clock_ghz"][ev]
     start = max(ready + float(prm["engine"]["sem_ns"]), core.free[ev])
     core.free[ev] = start + ns
     out.busy[ev] += ns
-    return start + ns
+    return start + ns, ev
 
 
 def _carried(ins: Instr, loop_uids: dict[int, set[int]], written: set[int]) -> list[tuple[tuple[Any, tuple], bool]]:
@@ -342,7 +342,7 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
         moves = spill.traffic(ins, bufs, bufs.spilled) if bufs.spilled else None
         if moves:  # a spilled tensor's part comes back before the instruction can use it (spill.py)
             for _root, space, _region, per in moves[0]:
-                ready = max(ready, _move(core, ins, space, per, ready, False, prm, out))
+                ready = max(ready, _move(core, ins, space, per, ready, False, prm, out)[0])
         if ins.op == "memset" and ins.extra.get("zero") and ins.writes and \
                 space_of.get(ins.writes[0].root) == "psum":
             # nl.zeros on PSUM before `+= matmul`: the compiler folds it into the first matmul of the
@@ -389,9 +389,9 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
             board.record(key, box, e, end, is_w)
         if moves:  # ... and what it wrote goes out again; the next user waits for that
             for root, space, region, per in moves[1]:
-                done = _move(core, ins, space, per, end, True, prm, out)
+                done, mover = _move(core, ins, space, per, end, True, prm, out)
                 key, box = _on_core(bufs.key(root, region.tensor, region.box, ins.loc), root, ins.core, space_of)
-                board.record(key, box, "dma" if space == "sbuf" else e, done, True)
+                board.record(key, box, mover, done, True)
                 end = max(end, done)
         if end > out.core_end.get(ins.core, 0.0):
             out.core_end[ins.core] = end
