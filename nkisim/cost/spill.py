@@ -10,9 +10,9 @@ spilling (perf cost)" (spec §3, back-end notes).  The errors are for one tile t
 order; a tile allocated in a loop holds its site's K rotating buffers (scheduler.Buffers) while it is
 live, since the iterations overlap.  SBUF is counted in bytes per
 partition against the target's usable SBUF, PSUM in whole 2 KiB banks against its 8 banks.  Where the
-live total exceeds that, the largest tensors allocated outside loops that are live there are spilled
-until it fits (in-loop sites have already given up their extra rotating buffers; direct allocations
-(``mod_alloc``) are placed by the kernel and never spilled).
+live total exceeds that, the largest tensors live there (the longest-lived among equals) are spilled
+until it fits (in-loop sites have already given up their extra rotating buffers, scheduler.Buffers;
+direct allocations (``mod_alloc``) are placed by the kernel and never spilled).
 
 **Cost** (our model; the spec says spilling costs, not how the compiler schedules it): an instruction
 reading a spilled tensor first brings back the part of it on the partitions it touches, and every
@@ -80,11 +80,8 @@ def victims(trace: list[Instr], bufs: Any, prm: dict[str, Any]) -> dict[int, str
                 continue
             live[r] = size[r][1]
             total += live[r]
-            while total > cap[space]:
-                fixed = [x for x in live if x not in bufs.site_key]
-                if not fixed:
-                    break
-                big = max(fixed, key=lambda x: (live[x], span[x][1] - span[x][0], -x))
+            while total > cap[space] and live:
+                big = max(live, key=lambda x: (live[x], span[x][1] - span[x][0], -x))
                 total -= live.pop(big)
                 spilled[big] = space
     return spilled
