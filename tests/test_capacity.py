@@ -213,3 +213,38 @@ def test_two_live_120_kib_tiles_overflow_the_stack_allocator():
     _expect(lambda: k(a), "err_stack_overflow_sbuf", RuntimeError,
             [f"required sbuf size {2 * cols * 4} exceeds available sbuf size {USABLE_SBUF['trn2']}",
              "allocating 'second'"], body)
+
+
+def _accumulators_in_a_loop(n):
+    """Per iteration of an affine_range loop, a list of n [128, 512] fp32 PSUM accumulators (one bank each)."""
+
+    @nki.jit(platform_target="trn2")
+    def k(a):
+        out = nl.ndarray((2, n, 128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        for i in nl.affine_range(2):
+            x = nl.load(a[i])
+            accs = [nl.zeros((128, 512), nl.float32, buffer=nl.psum) for _ in range(n)]
+            for _k in nl.affine_range(2):
+                for j in range(n):
+                    accs[j] += nisa.nc_matmul(x[:, 0:128], x)
+            for j in range(n):
+                nl.store(out[i, j], value=nl.copy(accs[j]))
+        return out
+
+    return k
+
+
+def test_a_list_of_accumulators_made_in_each_iteration_needs_a_bank_each():
+    """Nine accumulators made together in one iteration are nine live banks, not one rotating site: the
+    ninth is spilled (and eight fit)."""
+    a = np.random.default_rng(3).random((2, 128, 512), dtype=np.float32)
+    prm = get_target("trn2").params
+    for n, spills in ((8, 0), (9, 1)):
+        k = _accumulators_in_a_loop(n)
+        got = k(a)
+        for i in range(2):
+            want = 2 * (a[i][:, 0:128].T @ a[i])
+            for j in range(n):
+                np.testing.assert_allclose(got[i, j], want, rtol=1e-5)
+        spilled = scheduler.Buffers(k.last_launch.ctx.trace, prm).spilled
+        assert len(spilled) == 2 * spills and set(spilled.values()) <= {"psum"}  # one per iteration

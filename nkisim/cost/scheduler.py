@@ -151,7 +151,17 @@ class Buffers:
         #: the loops each in-loop on-chip root was allocated in (its uids): a root outside a loop is
         #: carried across that loop's iterations
         loops_of = unroll.root_loops(trace, {r for r, b in self.info.items() if b.in_loop})
-        self.loop_uids = {r: {uid for uid, _kind in loops} for r, loops in loops_of.items()}
+        self.loop_uids = {r: {uid for uid, _kind, _it in loops} for r, loops in loops_of.items()}
+        # a site that makes several tiles in one iteration (a list of accumulators, an inner Python loop)
+        # needs that many buffers, each rotating: ``per_iteration`` of them per rotation step
+        made: dict[tuple, int] = {}
+        for r, key in self.site_key.items():
+            made[key, loops_of.get(r, ())] = made.get((key, loops_of.get(r, ())), 0) + 1
+        self.per_iteration: dict[tuple, int] = {}
+        for (key, _loops), n in made.items():
+            self.per_iteration[key] = max(self.per_iteration.get(key, 1), n)
+        sites = {s: v * self.per_iteration.get(("sbuf", s), 1) for s, v in sites.items()}
+        psum_sites = {s: v * self.per_iteration.get(("psum", s), 1) for s, v in psum_sites.items()}
         # tiles of loops the compiler unrolls get a buffer per unrolled copy (unroll.py)
         copies = unroll.tile_copies(trace, {r: loops_of[r] for rs in site_roots.values() for r in rs if r in loops_of},
                                     int(prm.get("loops", {}).get("unroll_max_instructions", 0)))
@@ -162,7 +172,8 @@ class Buffers:
         # each unless together they would need more banks than are left
         self.psum_k = self._rotations(psum_sites, int(bp.get("psum_banks", 8)) - psum_fixed,
                                       bp["psum_rotation"], {})
-        #: bytes per partition of one buffer of each in-loop site, keyed like site_key's values
+        #: bytes per partition of one rotation step of each in-loop site (all the tiles it makes in one
+        #: iteration), keyed like site_key's values
         self.site_units = {**{("sbuf", k): v for k, v in sites.items()},
                            **{("psum", k): v * bank_bytes for k, v in psum_sites.items()}}
         #: tensors the compiler spills because the live ones do not fit (spill.py): root -> space
@@ -215,6 +226,7 @@ class Buffers:
             n = self.count.get(site_key, 0)
             self.count[site_key] = n + 1
             kk = self.psum_k.get(site, 1) if space == "psum" else self.k.get(site or loc, 1)
+            kk *= self.per_iteration.get(self.site_key.get(root, ()), 1)
             phys = self.phys[root] = ("rot", site_key, n % kk)
         return (phys, tid if tid != root else 0), box
 

@@ -52,9 +52,9 @@ def unrolled_loops(trace: list[Instr], max_instructions: int) -> tuple[set[int],
 
 
 def root_loops(trace: list[Instr], roots: set[int]) -> dict[int, tuple]:
-    """The loops each on-chip root in ``roots`` belongs to, outermost first, as ((uid, kind), ...):
-    the common prefix of the loops of every instruction touching it (a tile allocated in loop ``m``
-    and filled in an inner loop ``k`` belongs to ``m``)."""
+    """The loops each on-chip root in ``roots`` belongs to, outermost first, as ((uid, kind, iteration),
+    ...): the common prefix of the loops of every instruction touching it (a tile allocated in loop ``m``
+    and filled in an inner loop ``k`` belongs to ``m``, in the iteration of ``m`` it was made in)."""
     prefix: dict[int, tuple] = {}
     for ins in trace:
         loops = None
@@ -63,7 +63,7 @@ def root_loops(trace: list[Instr], roots: set[int]) -> dict[int, tuple]:
             if r not in roots:
                 continue
             if loops is None:
-                loops = tuple((lp[0], lp[1]) for lp in ins.loops)
+                loops = ins.loops
             old = prefix.get(r)
             if old is None:
                 prefix[r] = loops
@@ -84,7 +84,7 @@ def tile_copies(trace: list[Instr], loops_of: dict[int, tuple], max_instructions
     out: dict[int, int] = {}
     for r, loops in loops_of.items():
         copies = 1
-        for uid, _kind in reversed(loops):
+        for uid, _kind, _it in reversed(loops):
             if uid not in unrolled:
                 break
             copies *= trips.get(uid, 1)
