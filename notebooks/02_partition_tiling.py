@@ -86,6 +86,14 @@ except Exception as err:  # the compiler's error, shown instead of stopping the 
 # load tile `t + 1` and store tile `t - 1`. The loop variable `t` is symbolic, not a Python int: use it in
 # index expressions like `t * 128`, not in `if` statements.
 #
+# Its counterpart `nl.sequential_range` is for loops whose iterations depend on each other (a running total
+# carried from one iteration to the next). The compiler then keeps the tensors the loop carries in program
+# order (here each tile's store into `out` would wait until the previous store has completed) and the
+# iterations no longer overlap. The values are the same, only the time changes where overlap mattered: for
+# N = 8192 and F = 64, where each iteration moves little data, the cost model estimates 107 µs with
+# `sequential_range` against 46 µs with `affine_range` on trn2; for F = 2048 both take 581 µs, since moving the
+# data is the bottleneck either way. Use `affine_range` unless an iteration needs what an earlier one wrote.
+#
 # Write `tiled_add(a, b)` that returns `a + b`:
 #
 # * `a` and `b` are `[N, F]` with **N a multiple of 128** (128 ≤ N ≤ 8192), 1 ≤ F ≤ 2048, same dtype

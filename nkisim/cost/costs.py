@@ -24,6 +24,8 @@ def _cycles(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
         if ins.extra.get("in_dtype") == "float32":
             c *= pe["fp32_factor"]
         return c + pe["matmul_overhead_cycles"]
+    if op == "broadcast_to" and partition_broadcast(ins):
+        return broadcast_pe_cycles(ins, prm)
     if op == "nc_transpose" and ins.engine == "pe":
         return max(ins.p, min(64, n)) + prm["pe"]["matmul_overhead_cycles"]
     half = bool(ins.dtypes) and all(d in _HALF for d in ins.dtypes)
@@ -52,20 +54,61 @@ def _cycles(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
         return 13 * n / 3
     if op in ("iota", "affine_select", "tensor_partition_reduce"):
         return 150 + n
-    return n  # bn_stats, broadcast_to, nc_transpose on DVE, anything new: the one-input rule
+    return n  # bn_stats, a free-axis broadcast_to, nc_transpose on DVE, anything new: the one-input rule
 
 
-def compute_ns(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
-    """Occupancy of a compute engine (pe/act/dve/pool) in ns."""
+def partition_broadcast(ins: Instr) -> bool:
+    """A ``broadcast_to`` that copies its source to more partitions (``[1, F] -> [P, F]``), which the
+    compiler does on TensorE (spec §2.3/§2.10: a matmul with a ones vector); a free-axis broadcast
+    (``[P, 1] -> [P, F]``) is an ordinary copy."""
+    if ins.op != "broadcast_to" or not ins.reads or not ins.reads[0].box:
+        return False
+    lo, hi = ins.reads[0].box[0]
+    return hi - lo < ins.p
+
+
+def broadcast_pe_cycles(ins: Instr, prm: dict[str, Any]) -> float:
+    """TensorE cycles of a partition broadcast: ``ones[K, P].T @ src[K, F]`` as matmuls whose output fits
+    one PSUM bank (at most ``psum_free_max`` columns each, spec §1.3), each ``max(min(64, P), F_chunk)``
+    cycles (spec §4.2); an fp32 source costs the fp32 factor, halved because the stationary ones
+    matrix is one-zero (spec §2.9 ``is_stationary_onezero``)."""
+    pe = prm["pe"]
+    chunk = int(prm["limits"]["psum_free_max"])
+    n = max(ins.n, 1)
+    factor = pe["fp32_factor"] / 2 if ins.dtypes and ins.dtypes[0] == "float32" else 1
+    cycles = 0.0
+    for lo in range(0, n, chunk):
+        cycles += max(min(pe["moving_floor_cycles"], ins.p), min(chunk, n - lo)) * factor + pe["matmul_overhead_cycles"]
+    return cycles
+
+
+def evict_ns(ins: Instr, engine: str, prm: dict[str, Any]) -> float:
+    """The copy of a partition broadcast's PSUM result into its SBUF tile on ``engine`` (ScalarE or
+    VectorE: TensorE only writes PSUM, spec §1.1), ``max(MIN_II, N)`` plus the access overhead."""
     eng = prm["engine"]
+    return (max(eng["min_ii_cycles"], max(ins.n, 1)) + eng["instr_overhead_cycles"]) / prm["clock_ghz"][engine]
+
+
+def engine_of(ins: Instr) -> str:
+    """The engine an instruction runs on: its own, except that a free-axis ``broadcast_to`` is a copy on
+    VectorE (only a partition broadcast needs TensorE)."""
+    if ins.op == "broadcast_to" and not partition_broadcast(ins):
+        return "dve"
+    return ins.engine
+
+
+def compute_ns(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any], engine: str = "") -> float:
+    """Occupancy of a compute engine (pe/act/dve/pool; ``engine``, default the instruction's) in ns."""
+    eng = prm["engine"]
+    engine = engine or ins.engine
     c = _cycles(ins, spaces, prm)
-    if ins.engine != "pe":
+    if engine != "pe":
         if ins.extra.get("stride_bytes", 0) > eng["stride_free_bytes"]:
             c *= eng["stride_penalty"]  # spec §4.3: strided SBUF/PSUM access runs at half bandwidth
         c = max(eng["min_ii_cycles"], c) + eng["instr_overhead_cycles"]
         if ins.extra.get("reduce") and ins.op in ("activation", "tensor_scalar"):
             c += eng["min_ii_cycles"]  # spec §4.3: accumulator read-out, max(64, N) + 64
-    return c / prm["clock_ghz"][ins.engine]
+    return c / prm["clock_ghz"][engine]
 
 
 def dma_queues(ins: Instr, prm: dict[str, Any]) -> int:

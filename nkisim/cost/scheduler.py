@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from nkisim.core.buffers import BufferInfo
-from nkisim.cost import costs, unroll
+from nkisim.cost import costs, spill, unroll
 from nkisim.cost.deps import Scoreboard
 from nkisim.cost.trace import Instr
 
@@ -116,6 +116,7 @@ class Buffers:
         self.phys: dict[int, Any] = {}
         self.count: dict[Any, int] = {}
         self.site_of: dict[int, Any] = {}  # allocation site of in-loop op results (no nl.ndarray site)
+        self.site_key: dict[int, tuple] = {}  # in-loop root -> (space, its allocation site)
         per_line: dict[tuple, int] = {}
         sites: dict[Any, int] = {}
         site_roots: dict[Any, list[int]] = {}
@@ -136,6 +137,7 @@ class Buffers:
                             key = b.site or self._result_site(b.root, ins, per_line)
                             sites[key] = max(sites.get(key, 0), b.bytes_per_partition)
                             site_roots.setdefault(key, []).append(b.root)
+                            self.site_key[b.root] = ("sbuf", key)
                         else:
                             fixed += b.bytes_per_partition
                     elif b.space == "psum" and not b.tiles:
@@ -143,10 +145,25 @@ class Buffers:
                         if b.in_loop:
                             key = b.site or self.site_of.setdefault(b.root, ins.loc)
                             psum_sites[key] = max(psum_sites.get(key, 0), banks)
+                            self.site_key[b.root] = ("psum", key)
                         else:
                             psum_fixed += banks
+        #: the loops each in-loop on-chip root was allocated in (its uids): a root outside a loop is
+        #: carried across that loop's iterations
+        loops_of = unroll.root_loops(trace, {r for r, b in self.info.items() if b.in_loop})
+        self.loop_uids = {r: {uid for uid, _kind, _it in loops} for r, loops in loops_of.items()}
+        # a site that makes several tiles in one iteration (a list of accumulators, an inner Python loop)
+        # needs that many buffers, each rotating: ``per_iteration`` of them per rotation step
+        made: dict[tuple, int] = {}
+        for r, key in self.site_key.items():
+            made[key, loops_of.get(r, ())] = made.get((key, loops_of.get(r, ())), 0) + 1
+        self.per_iteration: dict[tuple, int] = {}
+        for (key, _loops), n in made.items():
+            self.per_iteration[key] = max(self.per_iteration.get(key, 1), n)
+        sites = {s: v * self.per_iteration.get(("sbuf", s), 1) for s, v in sites.items()}
+        psum_sites = {s: v * self.per_iteration.get(("psum", s), 1) for s, v in psum_sites.items()}
         # tiles of loops the compiler unrolls get a buffer per unrolled copy (unroll.py)
-        copies = unroll.tile_copies(trace, {r for rs in site_roots.values() for r in rs},
+        copies = unroll.tile_copies(trace, {r: loops_of[r] for rs in site_roots.values() for r in rs if r in loops_of},
                                     int(prm.get("loops", {}).get("unroll_max_instructions", 0)))
         want = {s: max([copies.get(r, 1) for r in rs]) for s, rs in site_roots.items()}
         self.k = self._rotations(sites, prm["buffers"]["sbuf_partition_bytes"] - fixed,
@@ -155,6 +172,12 @@ class Buffers:
         # each unless together they would need more banks than are left
         self.psum_k = self._rotations(psum_sites, int(bp.get("psum_banks", 8)) - psum_fixed,
                                       bp["psum_rotation"], {})
+        #: bytes per partition of one rotation step of each in-loop site (all the tiles it makes in one
+        #: iteration), keyed like site_key's values
+        self.site_units = {**{("sbuf", k): v for k, v in sites.items()},
+                           **{("psum", k): v * bank_bytes for k, v in psum_sites.items()}}
+        #: tensors the compiler spills because the live ones do not fit (spill.py): root -> space
+        self.spilled = spill.victims(trace, self, prm)
 
     def _result_site(self, root: int, ins: Instr, per_line: dict[tuple, int]) -> tuple:
         """An op's result tile has no nl.ndarray site: the n-th new one on a source line in one loop
@@ -203,6 +226,7 @@ class Buffers:
             n = self.count.get(site_key, 0)
             self.count[site_key] = n + 1
             kk = self.psum_k.get(site, 1) if space == "psum" else self.k.get(site or loc, 1)
+            kk *= self.per_iteration.get(self.site_key.get(root, ()), 1)
             phys = self.phys[root] = ("rot", site_key, n % kk)
         return (phys, tid if tid != root else 0), box
 
@@ -224,6 +248,65 @@ def _on_core(region: tuple[Any, tuple], root: int, core: int, space_of: dict[int
     if core and space_of.get(root) in ("sbuf", "psum"):
         return ("core", core, key), box
     return key, box
+
+
+def _broadcast(core: Core, ins: Instr, ready: float, prm: dict[str, Any], sem: float, psum_port: bool,
+               out: Schedule) -> tuple[float, float, str]:
+    """A partition broadcast (spec §2.10: a TensorE matmul with a ones vector): the matmuls write PSUM,
+    then ScalarE or VectorE (whichever is free first) copies the result into the SBUF tile.  Returns
+    (start, end, the engine that writes the tile)."""
+    pe_ns = costs.broadcast_pe_cycles(ins, prm) / prm["clock_ghz"]["pe"]
+    start = max(ready, core.free["pe"])
+    core.free["pe"] = pe_end = start + pe_ns
+    out.busy["pe"] += pe_ns
+    ev = min(("act", "dve"), key=lambda k: core.free[k])
+    ev_ns = costs.evict_ns(ins, ev, prm)
+    ev_start = max(pe_end + sem, core.free[ev])
+    if psum_port:  # NC-v2: VectorE and ScalarE cannot access PSUM at the same time (spec §4.3)
+        ev_start = max(ev_start, core.psum_port)
+        core.psum_port = ev_start + ev_ns
+    core.free[ev] = end = ev_start + ev_ns
+    out.busy[ev] += ev_ns
+    return start, end, ev
+
+
+def _move(core: Core, ins: Instr, space: str, per: int, ready: float, outwards: bool, prm: dict[str, Any],
+          out: Schedule) -> tuple[float, str]:
+    """Move a spilled tensor's part on ``ins``'s partitions out of (``outwards``) or back into its on-chip
+    buffer, from ``ready`` on; returns when it is done and on which engine.  SBUF: a DMA to or from HBM;
+    PSUM: a copy to or from SBUF on ScalarE or VectorE, whichever is free first (spill.py)."""
+    if space == "sbuf":
+        t = spill.transfer(ins, per, outwards)
+        nq = costs.dma_queues(t, prm)
+        dur = costs.dma_queue_ns(t, nq, prm)
+        _start, fin = core.dma.place(ready, dur)
+        out.busy["dma"] += dur * nq
+        return fin + float(prm["dma"]["fixed_latency_ns"]), "dma"
+    ev = min(("act", "dve"), key=lambda k: core.free[k])
+    ns = spill.copy_cycles(per, prm) / prm["clock_ghz"][ev]
+    start = max(ready + float(prm["engine"]["sem_ns"]), core.free[ev])
+    core.free[ev] = start + ns
+    out.busy[ev] += ns
+    return start + ns, ev
+
+
+def _carried(ins: Instr, loop_uids: dict[int, set[int]], written: set[int]) -> list[tuple[tuple[Any, tuple], bool]]:
+    """Whole-tensor accesses of the tensors ``ins`` touches that a ``sequential_range`` loop around it
+    carries (allocated outside that loop): the compiler "respect[s] inter-loop dependency" there, so
+    they are accessed in program order (every access after the last write, every write after the
+    reads) whichever part of the tensor each touches, unlike affine_range's per-region dependencies.
+    Keyed per loop and core: a pseudo-region with an empty box, which overlaps every other."""
+    out = []
+    seq = [uid for uid, kind, _it in ins.loops if kind == "sequential"]
+    for regions, is_w in ((ins.reads, False), (ins.writes, True)):
+        for r in regions:
+            if not is_w and r.root not in written:
+                continue
+            own = loop_uids.get(r.root, ())
+            for uid in seq:
+                if uid not in own:
+                    out.append(((("carried", uid, ins.core, r.root), ()), is_w))
+    return out
 
 
 def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
@@ -254,14 +337,24 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
         core = cores.get(ins.core)
         if core is None:
             core = cores[ins.core] = Core(prm)
-        e = ins.engine if ins.engine in COMPUTE or ins.engine == "dma" else "dve"
+        e = costs.engine_of(ins)
+        e = e if e in COMPUTE or e == "dma" else "dve"
         reads = [(_on_core(bufs.key(r.root, r.tensor, r.box, ins.loc), r.root, ins.core, space_of), False)
                  for r in ins.reads if r.root in written]
         writes = [(_on_core(bufs.key(w.root, w.tensor, w.box, ins.loc), w.root, ins.core, space_of), True)
                   for w in ins.writes]
+        carried = ()
+        for _uid, kind, _it in ins.loops:
+            if kind == "sequential":
+                carried = _carried(ins, bufs.loop_uids, written)
+                break
         ready = 0.0
-        for (key, box), is_w in (*reads, *writes):
+        for (key, box), is_w in (*reads, *writes, *carried):
             ready = max(ready, board.ready(key, box, e, is_w))
+        moves = spill.traffic(ins, bufs, bufs.spilled) if bufs.spilled else None
+        if moves:  # a spilled tensor's part comes back before the instruction can use it (spill.py)
+            for _root, space, _region, per in moves[0]:
+                ready = max(ready, _move(core, ins, space, per, ready, False, prm, out)[0])
         if ins.op == "memset" and ins.extra.get("zero") and ins.writes and \
                 space_of.get(ins.writes[0].root) == "psum":
             # nl.zeros on PSUM before `+= matmul`: the compiler folds it into the first matmul of the
@@ -285,9 +378,11 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
                 start = dge_start
             end = fin + dma_lat
             out.busy["dma"] += dur * nq
+        elif e == "pe" and ins.op == "broadcast_to":
+            start, end, e = _broadcast(core, ins, ready, prm, sem, psum_port, out)
         else:
             spaces = tuple(space_of.get(r.root, "hbm") for r in (*ins.reads, *ins.writes))
-            dur = costs.compute_ns(ins, spaces, prm)
+            dur = costs.compute_ns(ins, spaces, prm, e)
             start = max(ready, core.free[e])
             if shared_port and e in ("dve", "pool"):
                 start = max(start, core.port)
@@ -302,8 +397,14 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
                 core.psum_port = end
             out.busy[e] += dur
         out.start[i], out.end[i] = start, end
-        for (key, box), is_w in (*reads, *writes):
+        for (key, box), is_w in (*reads, *writes, *carried):
             board.record(key, box, e, end, is_w)
+        if moves:  # ... and what it wrote goes out again; the next user waits for that
+            for root, space, region, per in moves[1]:
+                done, mover = _move(core, ins, space, per, end, True, prm, out)
+                key, box = _on_core(bufs.key(root, region.tensor, region.box, ins.loc), root, ins.core, space_of)
+                board.record(key, box, mover, done, True)
+                end = max(end, done)
         if end > out.core_end.get(ins.core, 0.0):
             out.core_end[ins.core] = end
     return out

@@ -51,36 +51,40 @@ def unrolled_loops(trace: list[Instr], max_instructions: int) -> tuple[set[int],
     return {uid for uid, n in size.items() if n <= max_instructions}, trips
 
 
-def tile_copies(trace: list[Instr], roots: set[int], max_instructions: int) -> dict[int, int]:
-    """Unrolled copies of each on-chip root in ``roots``: the product of the trip counts of the
-    unrolled loops around it, innermost outwards up to the first rolled loop.
-
-    A root's loops are the common prefix of the loops of every instruction touching it (a tile
-    allocated in loop ``m`` and filled in an inner loop ``k`` belongs to ``m``)."""
-    unrolled, trips = unrolled_loops(trace, max_instructions)
-    if not unrolled:
-        return {}
+def root_loops(trace: list[Instr], roots: set[int]) -> dict[int, tuple]:
+    """The loops each on-chip root in ``roots`` belongs to, outermost first, as ((uid, kind, iteration),
+    ...): the common prefix of the loops of every instruction touching it (a tile allocated in loop ``m``
+    and filled in an inner loop ``k`` belongs to ``m``, in the iteration of ``m`` it was made in)."""
     prefix: dict[int, tuple] = {}
     for ins in trace:
-        uids = None
+        loops = None
         for region in (*ins.reads, *ins.writes):
             r = region.root
             if r not in roots:
                 continue
-            if uids is None:
-                uids = tuple(lp[0] for lp in ins.loops)
+            if loops is None:
+                loops = ins.loops
             old = prefix.get(r)
             if old is None:
-                prefix[r] = uids
-            elif old != uids:
+                prefix[r] = loops
+            elif old != loops:
                 n = 0
-                while n < len(old) and n < len(uids) and old[n] == uids[n]:
+                while n < len(old) and n < len(loops) and old[n] == loops[n]:
                     n += 1
                 prefix[r] = old[:n]
+    return prefix
+
+
+def tile_copies(trace: list[Instr], loops_of: dict[int, tuple], max_instructions: int) -> dict[int, int]:
+    """Unrolled copies of each on-chip root of ``loops_of`` (``root_loops``): the product of the trip
+    counts of the unrolled loops around it, innermost outwards up to the first rolled loop."""
+    unrolled, trips = unrolled_loops(trace, max_instructions)
+    if not unrolled:
+        return {}
     out: dict[int, int] = {}
-    for r, uids in prefix.items():
+    for r, loops in loops_of.items():
         copies = 1
-        for uid in reversed(uids):
+        for uid, _kind, _it in reversed(loops):
             if uid not in unrolled:
                 break
             copies *= trips.get(uid, 1)

@@ -9,7 +9,10 @@ site for the whole SPMD grid.
 
 from __future__ import annotations
 
+import dis
+import functools
 import math
+import types
 from typing import Any
 
 import numpy as np
@@ -19,7 +22,7 @@ from nkisim.core import physical
 from nkisim.core.buffers import PMAX, PSUM_BANK_BYTES, PSUM_BANKS, Buffer, ModAlloc, sbuf
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
-from nkisim.core.location import user_location, warn
+from nkisim.core.location import user_frame, user_location, warn
 from nkisim.core.tensor import Access, Tensor, as_access, is_tile, shape_str
 from nkisim.ops.base import emit
 
@@ -56,7 +59,33 @@ def _as_buffer(buffer: Any) -> Buffer:
     raise TypeError(f"buffer must be nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm or a mod_alloc, got {buffer!r}")
 
 
-def _stack_push(ctx: Any, family: str, nbytes: int) -> None:
+_STORES = frozenset({"STORE_FAST", "STORE_NAME", "STORE_GLOBAL", "STORE_DEREF"})
+
+
+@functools.lru_cache(maxsize=128)
+def _call_targets(code: types.CodeType) -> dict[int, str]:
+    """offset -> the name a call's result is stored in (``big = nl.ndarray(...)``), for every offset from
+    a call instruction up to the store (Python 3.11 reports a frame inside a call at one of the call's
+    inline cache entries)."""
+    ins = list(dis.get_instructions(code))
+    out: dict[int, str] = {}
+    for a, b in zip(ins, ins[1:]):
+        if a.opname.startswith("CALL") and b.opname in _STORES:
+            for offset in range(a.offset, b.offset, 2):
+                out[offset] = b.argval
+    return out
+
+
+def _label(name: str) -> str:
+    """What an allocation error calls the tensor being created: the student's variable the allocating
+    call's result is assigned to (the compiler names tensors by their variable), else the ``name=``
+    given, else 'tensor'.  Error path only: it reads the caller's bytecode."""
+    f = user_frame()
+    var = _call_targets(f.f_code).get(f.f_lasti) if f is not None else None
+    return var or name or "tensor"
+
+
+def _stack_push(ctx: Any, family: str, nbytes: int, name: str) -> None:
     """``ncc.enable_stack_allocator``: a tensor lives until the loop iteration (scope) that created it
     ends, so the live tensors must fit SBUF (bytes per partition) and PSUM (8 banks) together."""
     frame = tuple((lp, lp.current) for lp in ctx.loops)
@@ -68,12 +97,14 @@ def _stack_push(ctx: Any, family: str, nbytes: int) -> None:
         need, avail = sum(e[3] for e in live if e[2] == "sbuf"), ctx.target.sbuf_partition_bytes
         if need > avail:
             raise nki_error("err_stack_overflow_sbuf",
-                            f"stack overflow: required sbuf size {need} exceeds available sbuf size {avail}")
+                            f"stack overflow: required sbuf size {need} exceeds available sbuf size {avail} "
+                            f"(allocating '{_label(name)}', {nbytes} bytes per partition)")
     else:
         need = sum(-(-e[3] // PSUM_BANK_BYTES) for e in live if e[2] == "psum")
         if need > PSUM_BANKS:
             raise nki_error("err_stack_overflow_psum",
-                            f"stack overflow: required psum banks {need} exceeds available psum banks {PSUM_BANKS}")
+                            f"stack overflow: required psum banks {need} exceeds available psum banks {PSUM_BANKS} "
+                            f"(allocating '{_label(name)}')")
 
 
 def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: Any = None,
@@ -94,7 +125,7 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
     if hit is not None and hit[0] is dtype:  # this allocation passed every check below before
         shp, d, per_partition = hit[1], hit[2], hit[3]
         if ctx.stack_allocator:
-            _stack_push(ctx, buf.family, per_partition)
+            _stack_push(ctx, buf.family, per_partition, name)
         return _new_tensor(ctx, shp, d, buf, par, name, fill)
     shp = plain_shape(shape)
     d = dt.normalize(dtype)
@@ -139,7 +170,7 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
                 raise nki_error("err_sbuf_free_dim_exceed_partition_size",
                                 f"Size of free dimensions {per_partition / 1024:g} KB per partition on SBUF buffer "
                                 f"exceeds the {limit} bytes available per partition on {ctx.target} (tensor "
-                                f"{shape_str(name or 'tensor', shp)})")
+                                f"{shape_str(_label(name), shp)})")
         else:
             if d not in (dt.float32, dt.int32, dt.bfloat16, dt.float16, dt.uint32):
                 raise nki_error("err_psum_dtype",
@@ -148,14 +179,14 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
             per_block = math.prod(shp[par + 1:]) * dt.storage_dtype(d).itemsize
             if per_block > PSUM_BANK_BYTES:
                 raise nki_error("err_psum_tile_exceed_bank_size",
-                                f"PSUM tile {shape_str(name or 'tensor', shp)} needs {per_block} bytes per partition, "
+                                f"PSUM tile {shape_str(_label(name), shp)} needs {per_block} bytes per partition, "
                                 f"more than one 2 KiB PSUM bank (at most 512 fp32 elements in the free dimension)")
         if key is not None:
             if len(_CHECKED) > 4096:  # bound the memo for programs with unusually many shapes
                 _CHECKED.clear()
             _CHECKED[key] = (dtype, shp, d, per_partition)
         if ctx.stack_allocator:
-            _stack_push(ctx, buf.family, per_partition)
+            _stack_push(ctx, buf.family, per_partition, name)
     t = _new_tensor(ctx, shp, d, buf, par, name, fill)
     if buf.space == "shared_hbm":
         ctx.shared[site] = t
