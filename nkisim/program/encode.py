@@ -289,3 +289,18 @@ class Decoder:
                 key.append(self.value(comp[1]))
         return Access(self.tensor(x["A"]), tuple(key))
 
+
+
+def tensor_ids(x: Any, found: set[int] | None = None) -> set[int]:
+    """The tensor ids an encoded value refers to (tensors, accesses, index tiles, dynamic indices)."""
+    out = set() if found is None else found
+    if isinstance(x, list):
+        for v in x:
+            tensor_ids(v, out)
+    elif isinstance(x, dict):
+        for k, v in x.items():
+            if k in ("T", "A") and type(v) is int:
+                out.add(v)
+            else:
+                tensor_ids(v, out)
+    return out

@@ -119,6 +119,27 @@ class Program:
     def calls(self) -> list[Call]:
         return [e for e in self.body if isinstance(e, Call)]
 
+    def last_uses(self) -> dict[int, tuple[int, ...]]:
+        """event index -> the tensor ids no later event (nor the outputs) refers to: the executor lets them go
+        there, as the kernel's Python let its tiles go (a tile kept to the end of a long program is memory the
+        next allocation has to fault in again)."""
+        from nkisim.program.encode import tensor_ids
+
+        last: dict[int, int] = {}
+        for i, ev in enumerate(self.body):
+            if isinstance(ev, Call):
+                for pid in tensor_ids([list(ev.args), [v for _, v in ev.kwargs]]):
+                    last[pid] = i
+                for pid in ev.out:
+                    last.setdefault(pid, i)
+                    last[pid] = max(last[pid], i)
+        keep = tensor_ids(self.outputs) | set(range(len(self.inputs)))
+        drops: dict[int, list[int]] = {}
+        for pid, i in last.items():
+            if pid not in keep:
+                drops.setdefault(i, []).append(pid)
+        return {i: tuple(p) for i, p in drops.items()}
+
     def signature(self) -> tuple:
         return tuple((i.shape, i.dtype) for i in self.inputs), self.grid, self.target
 

@@ -71,10 +71,11 @@ def execute(program: Program, inputs: Sequence[Any], *, target: Target | str | N
     dec = Decoder(program.arrays, tensors, loops)
     if HOOK.recorder is not None:
         raise RuntimeError("a program cannot be executed while a launch is being recorded")
+    drops = program.last_uses()
     context.push(ctx)
     try:
         with engine_numerics(numerics), replaying() as at:
-            for ev in program.body:
+            for i, ev in enumerate(program.body):
                 if ev.__class__ is Call:
                     at(ev.loc)
                     try:
@@ -95,6 +96,8 @@ def execute(program: Program, inputs: Sequence[Any], *, target: Target | str | N
                                            f"says {len(ev.out)}")
                     for pid, t in zip(ev.out, made):
                         tensors[pid] = t
+                    for pid in drops.get(i, ()):
+                        tensors.pop(pid, None)
                 elif ev.__class__ is LoopStep:
                     loopmod.step(ctx, loops[ev.loop], ev.value)
                 elif ev.__class__ is LoopEnter:
