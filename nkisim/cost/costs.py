@@ -7,6 +7,7 @@ are free: 128 partitions cost the same as one, so only N (elements per partition
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from nkisim.cost.trace import Instr
@@ -14,47 +15,98 @@ from nkisim.cost.trace import Instr
 _HALF = ("bfloat16", "float16")
 
 
+def _half(ins: Instr) -> bool:
+    return bool(ins.dtypes) and all(d in _HALF for d in ins.dtypes)
+
+
+def _one_input(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    """The one-input rule: N cycles, one element per partition per cycle (spec §4.3)."""
+    return max(ins.n, 1)
+
+
+def _two_inputs(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    return 2 * max(ins.n, 1)
+
+
+def _gpsimd_fixed(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    """GpSimd instructions that generate or select by index pay a fixed start-up on top of N."""
+    return 150 + max(ins.n, 1)
+
+
+def _matmul(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    pe = prm["pe"]
+    stat, mov = ins.extra.get("m", 128), ins.extra.get("n", max(ins.n, 1))
+    c = max(min(pe["moving_floor_cycles"], stat), mov)
+    if ins.extra.get("in_dtype") == "float32":
+        c *= pe["fp32_factor"]
+    return c + pe["matmul_overhead_cycles"]
+
+
+def _broadcast(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    return broadcast_pe_cycles(ins, prm) if partition_broadcast(ins) else max(ins.n, 1)
+
+
+def _transpose(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    if ins.engine == "pe":
+        return max(ins.p, min(64, max(ins.n, 1))) + prm["pe"]["matmul_overhead_cycles"]
+    return max(ins.n, 1)  # a 32x32-block transpose on VectorE: the one-input rule
+
+
+def _tensor_tensor(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    n, half = max(ins.n, 1), _half(ins)
+    one_pass = (spaces.count("psum") == 1) or (half and str(ins.extra.get("alu")) in ("add", "subtract", "multiply"))
+    c = n if one_pass else 2 * n
+    if prm["engine"]["dve_perf_mode"] and half:
+        c /= 2
+    return c
+
+
+def _streaming(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    """tensor_scalar / copies: VectorE's perf mode streams 2- or 4-byte halves at 2x/4x (spec §4.3)."""
+    n = max(ins.n, 1)
+    if prm["engine"]["dve_perf_mode"] and _half(ins) and ins.engine == "dve":
+        return n / (4 if "psum" not in spaces else 2)
+    return n
+
+
+def _memset(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    n = max(ins.n, 1)
+    return n / 2 if (_half(ins) and ins.extra.get("zero")) else n
+
+
+def _reduce(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    n = max(ins.n, 1)
+    return n / 2 if _half(ins) and str(ins.extra.get("alu", "")) in ("add", "max") else n
+
+
+Formula = Callable[[Instr, tuple[str, ...], dict[str, Any]], float]
+
+#: instruction kind -> engine cycles before MIN_II and the access overhead: one entry per kind an op emits
+#: (``tests/test_cost_model.py`` holds the ops and this table to each other), no fallback for a new kind.
+FORMULAS: dict[str, Formula] = {
+    "nc_matmul": _matmul, "nc_transpose": _transpose, "broadcast_to": _broadcast,
+    "activation": _one_input, "tensor_tensor": _tensor_tensor,
+    "tensor_scalar": _streaming, "tensor_copy": _streaming, "copy": _streaming,
+    "memset": _memset, "tensor_reduce": _reduce,
+    "scalar_tensor_tensor": _two_inputs, "where": _two_inputs, "tensor_tensor_scan": _two_inputs,
+    "reciprocal": lambda ins, spaces, prm: 8 * max(ins.n, 1),
+    "bn_aggr": lambda ins, spaces, prm: 13 * max(ins.n, 1) / 3,
+    "iota": _gpsimd_fixed, "affine_select": _gpsimd_fixed, "tensor_partition_reduce": _gpsimd_fixed,
+    **dict.fromkeys(("bn_stats", "dropout", "max8", "nc_find_index8", "nc_match_replace8", "nc_stream_shuffle",
+                     "range_select", "select_reduce", "tensor_copy_dynamic_dst", "tensor_copy_dynamic_src",
+                     "tensor_copy_predicated", "tensor_scalar_cumulative", "tensor_scalar_reduce",
+                     "gather_flattened", "local_gather", "sequence_bounds"), _one_input),
+}
+#: kinds the DMA queues carry (``dma_queue_ns``), not a compute engine
+DMA_KINDS = frozenset({"load", "store", "dma_copy", "load_transpose2d", "dma_transpose"})
+
+
 def _cycles(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
     """Engine cycles of one compute instruction (before MIN_II and overhead)."""
-    op, n = ins.op, max(ins.n, 1)
-    if op == "nc_matmul":
-        pe = prm["pe"]
-        stat, mov = ins.extra.get("m", 128), ins.extra.get("n", n)
-        c = max(min(pe["moving_floor_cycles"], stat), mov)
-        if ins.extra.get("in_dtype") == "float32":
-            c *= pe["fp32_factor"]
-        return c + pe["matmul_overhead_cycles"]
-    if op == "broadcast_to" and partition_broadcast(ins):
-        return broadcast_pe_cycles(ins, prm)
-    if op == "nc_transpose" and ins.engine == "pe":
-        return max(ins.p, min(64, n)) + prm["pe"]["matmul_overhead_cycles"]
-    half = bool(ins.dtypes) and all(d in _HALF for d in ins.dtypes)
-    if op == "activation":
-        return n
-    if op == "tensor_tensor":
-        one_pass = (spaces.count("psum") == 1) or (half and str(ins.extra.get("alu")) in ("add", "subtract",
-                                                                                         "multiply"))
-        c = n if one_pass else 2 * n
-        if prm["engine"]["dve_perf_mode"] and half:
-            c /= 2
-        return c
-    if op in ("tensor_scalar", "tensor_copy", "copy"):
-        if prm["engine"]["dve_perf_mode"] and half and ins.engine == "dve":
-            return n / (4 if "psum" not in spaces else 2)
-        return n
-    if op == "memset":
-        return n / 2 if (half and ins.extra.get("zero")) else n
-    if op == "tensor_reduce":
-        return n / 2 if half and str(ins.extra.get("alu", "")) in ("add", "max") else n
-    if op in ("scalar_tensor_tensor", "where", "tensor_tensor_scan"):
-        return 2 * n
-    if op == "reciprocal":
-        return 8 * n
-    if op == "bn_aggr":
-        return 13 * n / 3
-    if op in ("iota", "affine_select", "tensor_partition_reduce"):
-        return 150 + n
-    return n  # bn_stats, a free-axis broadcast_to, nc_transpose on DVE, anything new: the one-input rule
+    formula = FORMULAS.get(ins.op)
+    if formula is None:
+        raise KeyError(f"the cost model has no formula for instruction {ins.op!r} (add it to cost.costs.FORMULAS)")
+    return formula(ins, spaces, prm)
 
 
 def partition_broadcast(ins: Instr) -> bool:
