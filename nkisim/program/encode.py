@@ -4,7 +4,8 @@ Grammar of an encoded value (``X`` an index expression, ``A`` an access):
 
 - ``null``, booleans, integers, finite floats, strings, lists: themselves; ``{"float": "nan"|"inf"|"-inf"}``
 - ``{"tuple": [...]}``, ``{"dict": [[key, value], ...]}``
-- ``{"T": id}`` a tensor; ``{"A": id, "c": [component, ...]}`` an access of tensor ``id``, one component per
+- ``{"T": id}`` a tensor; ``{"W": id}`` its whole access (``t[...]``, which ops treat as the tensor itself);
+  ``{"A": id, "c": [component, ...]}`` an access of tensor ``id``, one component per
   dimension: ``["int", X]``, ``["slice", X, X, step]``, ``["adv", X]``, ``["ind", A]``, ``["dyn", D]``
 - ``{"X": const, "t": [[loop, coef], ...], "g": array | null, "affine": bool, "loops": [loop, ...]}`` an index
   expression: constant + loop terms + an arange/mgrid grid
@@ -168,6 +169,8 @@ class Encoder:
                 "affine": bool(a.affine), "loops": sorted(self.loop(lp) for lp in a.loops)}
 
     def access(self, acc: Access) -> dict:
+        if acc._whole:
+            return {"W": self.tensor(acc.tensor)}
         comps = []
         for c in acc.comps:
             kind = c[0]
@@ -231,6 +234,8 @@ class Decoder:
             return self.tensor(first)
         if key == "A":
             return self.access(x)
+        if key == "W":
+            return self.tensor(first).full()
         if key == "X":
             return self.affine(x)
         if key == "tuple":
@@ -276,6 +281,8 @@ class Decoder:
         return Affine(x["X"], terms, grid, x["affine"], loops)
 
     def access(self, x: dict) -> Access:
+        if "W" in x:
+            return self.tensor(x["W"]).full()
         key = []
         for comp in x["c"]:
             kind = comp[0]
@@ -299,7 +306,7 @@ def tensor_ids(x: Any, found: set[int] | None = None) -> set[int]:
             tensor_ids(v, out)
     elif isinstance(x, dict):
         for k, v in x.items():
-            if k in ("T", "A") and type(v) is int:
+            if k in ("T", "A", "W") and type(v) is int:
                 out.add(v)
             else:
                 tensor_ids(v, out)

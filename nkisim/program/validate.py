@@ -82,9 +82,9 @@ def _check_value(x: Any, st: _State, where: str, depth: int = 0) -> None:  # noq
         if keys != set(expected):
             _fail(f"{where}: operand {key!r} must have exactly the fields {sorted(expected)}")
 
-    if key == "T":
-        shape("T")
-        _tensor(x["T"], st, where)
+    if key in ("T", "W"):
+        shape(key)
+        _tensor(x[key], st, where)
     elif key == "A":
         shape("A", "c")
         _access(x, st, where, depth)
@@ -127,7 +127,7 @@ def _check_value(x: Any, st: _State, where: str, depth: int = 0) -> None:  # noq
     elif key == "D":
         shape("D", "off")
         _check_value(x["D"], st, where, depth + 1)
-        if not isinstance(x["D"], dict) or next(iter(x["D"]), None) not in ("T", "A"):
+        if not isinstance(x["D"], dict) or next(iter(x["D"]), None) not in ("T", "A", "W"):
             _fail(f"{where}: a dynamic index reads a tile")
         _affine(x["off"], st, where)
     elif key == "mask":
@@ -216,6 +216,8 @@ def _access(x: dict, st: _State, where: str, depth: int) -> None:
                 _fail(f"{where}: a slice step cannot be zero")
         elif kind in ("int", "adv") and len(c) == 2:
             _affine(c[1], st, where)
+        elif kind == "ind" and len(c) == 2 and isinstance(c[1], dict) and set(c[1]) == {"W"}:
+            _tensor(c[1]["W"], st, where)
         elif kind == "ind" and len(c) == 2 and isinstance(c[1], dict) and set(c[1]) == {"A", "c"}:
             if depth > MAX_DEPTH:
                 _fail(f"{where}: accesses nested too deeply")

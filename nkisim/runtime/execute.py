@@ -10,6 +10,7 @@ cost model reads: a program is executed and costed as one thing.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -50,6 +51,27 @@ def _bind_inputs(program: Program, inputs: Sequence[Any]) -> list[Tensor]:
     return tensors
 
 
+#: programs already validated for a target, with their tensors' last uses: a program is executed on many
+#: inputs (every case of its signature), and both depend on the program alone.  Keyed by identity, holding
+#: the program, so an id is never reused while its entry lives.
+_READY: OrderedDict[int, tuple[Program, str, dict[int, tuple[int, ...]]]] = OrderedDict()
+_READY_SIZE = 16
+
+
+def _prepared(program: Program, tgt: Target, checked: bool) -> dict[int, tuple[int, ...]]:
+    hit = _READY.get(id(program))
+    if hit is not None and hit[0] is program and hit[1] == tgt.name:
+        _READY.move_to_end(id(program))
+        return hit[2]
+    if not checked:
+        validate(program, tgt)
+    drops = program.last_uses()
+    _READY[id(program)] = (program, tgt.name, drops)
+    while len(_READY) > _READY_SIZE:
+        _READY.popitem(last=False)
+    return drops
+
+
 def execute(program: Program, inputs: Sequence[Any], *, target: Target | str | None = None,
             numerics: bool = True, checked: bool = False) -> LaunchResult:
     """Run ``program`` on ``inputs`` (NumPy arrays, or ``nki.typing`` placeholders with ``numerics=False``).
@@ -59,8 +81,7 @@ def execute(program: Program, inputs: Sequence[Any], *, target: Target | str | N
     tgt = default_target(target or program.target)
     if tgt.name != program.target:
         raise ProgramError(f"the program was traced for {program.target}, not {tgt.name}")
-    if not checked:
-        validate(program, tgt)
+    drops = _prepared(program, tgt, checked)
     trace = Trace()
     trace.skip_middle_end = program.skip_middle_end
     ctx = KernelContext(tgt, program.grid, numerics, program.cores, trace=trace,
@@ -71,7 +92,6 @@ def execute(program: Program, inputs: Sequence[Any], *, target: Target | str | N
     dec = Decoder(program.arrays, tensors, loops)
     if HOOK.recorder is not None:
         raise RuntimeError("a program cannot be executed while a launch is being recorded")
-    drops = program.last_uses()
     context.push(ctx)
     try:
         with engine_numerics(numerics), replaying() as at:

@@ -31,7 +31,7 @@ from nkisim.core.target import Target
 from nkisim.core.tensor import Tensor
 from nkisim.cost.trace import Trace
 from nkisim.program.ir import Program
-from nkisim.runtime import arguments
+from nkisim.runtime import arguments, heap
 from nkisim.runtime import grid as gridmod
 from nkisim.runtime.record import ProgramRecorder
 
@@ -199,6 +199,7 @@ def engine_numerics(numerics: bool) -> Iterator[None]:
             from threadpoolctl import threadpool_limits
 
             stack.enter_context(threadpool_limits(1, user_api="blas"))
+            stack.enter_context(heap.recycling())
         stack.enter_context(_no_cycle_collection())
         yield
 
