@@ -203,40 +203,17 @@ def _traced_then_executed(result: RunResult, cmd: list[str], cwd: str | None, en
                           job: dict, cases: list[list[np.ndarray]], timed: int | None, python: str | None,
                           module_path: Path, timeout: float, limits: sandbox.Limits) -> bool:
     """The simulator's grading run (see ``run_module``); True when both processes finished their work."""
-    signatures = list(dict.fromkeys(_signature(args) for args in cases))
-    index = {sig: k for k, sig in enumerate(signatures)}
+    signatures, index = _signatures(cases)
     job = dict(job, role="trace", signatures=[[[list(s), d] for s, d in sig] for sig in signatures])
     run = _spawn(cmd, cwd, env, job, [], timeout, limits)
     _merge(result, run)
-    programs: dict[int, np.ndarray] = {}
-    failed: dict[int, dict] = {}
-    done = False
-    for head, arrays in run.messages:
-        kind = head.get("kind")
-        if kind == "import" and head.get("status") == "error":
-            result.import_error = _as_dict(head.get("error"))
-        elif kind == "program":
-            k = head.get("index")
-            if not isinstance(k, int) or not 0 <= k < len(signatures) or k in programs or k in failed:
-                result.garbled = f"a malformed program message (index {str(k)[:20]})"
-                break
-            if head.get("status") == "ok" and len(arrays) == 1 and arrays[0].dtype == np.uint8:
-                programs[k] = arrays[0]
-            else:
-                failed[k] = _as_dict(head.get("error")) or {"type": "RuntimeError", "message": "no program"}
-        elif kind == "done":
-            done = True
+    programs, failed, done = _collect_programs(run.messages, len(signatures), result)
     if not done or result.timed_out or result.garbled or result.import_error is not None or \
             run.returncode not in (0, None):
         result.cases = [CaseRun("not_run") for _ in cases]
         return done
     # the executor: no student code, the grader's inputs, the programs (validated there) -- and the same limits
-    order = sorted(programs)
-    slot = {k: i for i, k in enumerate(order)}
-    case_program = [slot.get(index[_signature(args)]) for args in cases]
-    exec_job = {"programs": len(order), "cases": [len(a) for a in cases], "case_program": case_program,
-                "timed": timed, "target": job.get("target"), "source": str(module_path)}
-    texts = [programs[k] for k in order]
+    exec_job, texts = _execution(cases, index, programs, timed, job.get("target"), str(module_path))
     if python is None and hasattr(os, "fork"):
         run = _fork_execute(exec_job, texts, cases, timeout, limits)
     else:
@@ -245,11 +222,58 @@ def _traced_then_executed(result: RunResult, cmd: list[str], cwd: str | None, en
                      texts + [a for args in cases for a in args], timeout, limits)
     _merge(result, run)
     done = _case_runs(run.messages, len(cases), result)
+    _trace_failures(result, cases, index, failed)
+    return done
+
+
+def _signatures(cases: list[list[np.ndarray]]) -> tuple[list[tuple], dict[tuple, int]]:
+    """The distinct signatures of the cases (each is traced once) and each one's position."""
+    signatures = list(dict.fromkeys(_signature(args) for args in cases))
+    return signatures, {sig: k for k, sig in enumerate(signatures)}
+
+
+def _collect_programs(messages: list[tuple[dict, list[np.ndarray]]], n: int,
+                      result: RunResult) -> tuple[dict[int, np.ndarray], dict[int, dict], bool]:
+    """The tracing child's answer, checked: (programs by signature, trace errors by signature, said done)."""
+    programs: dict[int, np.ndarray] = {}
+    failed: dict[int, dict] = {}
+    done = False
+    for head, arrays in messages:
+        kind = head.get("kind")
+        if kind == "import" and head.get("status") == "error":
+            result.import_error = _as_dict(head.get("error"))
+        elif kind == "program":
+            k = head.get("index")
+            if not isinstance(k, int) or not 0 <= k < n or k in programs or k in failed:
+                result.garbled = f"a malformed program message (index {str(k)[:20]})"
+                break
+            if head.get("status") == "ok" and len(arrays) == 1 and arrays[0].dtype == np.uint8:
+                programs[k] = arrays[0]
+            else:
+                failed[k] = _as_dict(head.get("error")) or {"type": "RuntimeError", "message": "no program"}
+        elif kind == "done":
+            done = True
+    return programs, failed, done
+
+
+def _execution(cases: list[list[np.ndarray]], index: dict[tuple, int], programs: dict[int, np.ndarray],
+               timed: int | None, target: str | None, source: str | None) -> tuple[dict, list[np.ndarray]]:
+    """The executor's job (which program each case runs) and the program texts, in the job's order."""
+    order = sorted(programs)
+    slot = {k: i for i, k in enumerate(order)}
+    job = {"programs": len(order), "cases": [len(a) for a in cases],
+           "case_program": [slot.get(index[_signature(args)]) for args in cases], "timed": timed, "target": target,
+           "source": source}
+    return job, [programs[k] for k in order]
+
+
+def _trace_failures(result: RunResult, cases: list[list[np.ndarray]], index: dict[tuple, int],
+                    failed: dict[int, dict]) -> None:
+    """A case whose signature did not trace fails with the trace's error (the student's, at their line)."""
     for i, args in enumerate(cases):
         k = index[_signature(args)]
         if k in failed:
             result.cases[i] = CaseRun("error", error=failed[k])
-    return done
 
 
 def _fork_execute(job: dict, texts: list[np.ndarray], cases: list[list[np.ndarray]], timeout: float,
@@ -342,13 +366,25 @@ def run_inprocess(fn: object, function: str, cases: list[list[np.ndarray]], *, t
     from nkilab import _child
 
     result = RunResult()
-    if _child.on_simulator():
-        from nkisim import api
-
-        fn = api.as_kernel(fn)
     start = time.monotonic()
     messages: list[tuple[dict, list[np.ndarray]]] = []
     job = {"grid": list(grid) if grid is not None else None, "target": target, "timed": timed}
+    if _child.on_simulator():  # as the grader does it: traced once per signature, the programs executed
+        from nkilab import _execute
+        from nkisim import api
+
+        signatures, index = _signatures(cases)
+        traced: list[tuple[dict, list[np.ndarray]]] = [({"kind": "done"}, [])]
+        _child.trace_programs(api.as_kernel(fn), dict(job, signatures=[[[list(s), d] for s, d in sig]
+                                                                       for sig in signatures]),
+                              None, lambda head, arrays: traced.insert(-1, (head, arrays)))
+        programs, failed, _ = _collect_programs(traced, len(signatures), result)
+        exec_job, texts = _execution(cases, index, programs, timed, target, None)
+        _execute.run_cases(exec_job, texts, cases, lambda head, arrays: messages.append((head, arrays)))
+        _case_runs(messages, len(cases), result)
+        _trace_failures(result, cases, index, failed)
+        result.seconds = time.monotonic() - start
+        return result
     if bench is not None:
         job["bench"] = {"shapes": [list(s) for s in bench[0]], "dtypes": list(bench[1])}
     _child.execute(fn, job, cases, None, lambda head, arrays: messages.append((head, arrays)))
