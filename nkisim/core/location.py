@@ -186,6 +186,22 @@ class Step(NamedTuple):
     next_offset: int
     #: a jump's target offset (None for other instructions)
     target: int | None
+    #: the next instruction's argument (a store's variable name: where a call's result goes)
+    next_argval: Any = None
+
+
+#: the instructions that bind a name (``x = ...``)
+STORES = frozenset({"STORE_FAST", "STORE_NAME", "STORE_GLOBAL", "STORE_DEREF"})
+
+
+def assigned_name(f: types.FrameType | None) -> str | None:
+    """The variable the call running in frame ``f`` assigns its result to (``big = nl.ndarray(...)``), if any."""
+    if f is None:
+        return None
+    step = bytecode(f.f_code).get(f.f_lasti)
+    if step is None or not step.opname.startswith("CALL") or step.next_opname not in STORES:
+        return None
+    return step.next_argval
 
 
 @functools.lru_cache(maxsize=256)
@@ -196,7 +212,8 @@ def bytecode(code: types.CodeType) -> dict[int, Step]:
     ins = list(dis.get_instructions(code))
     table: dict[int, Step] = {}
     for a, b in zip(ins, ins[1:] + ins[-1:]):
-        step = Step(a.opname, b.opname, b.offset, a.argval if a.opcode in dis.hasjabs + dis.hasjrel else None)
+        step = Step(a.opname, b.opname, b.offset, a.argval if a.opcode in dis.hasjabs + dis.hasjrel else None,
+                    b.argval)
         for offset in range(a.offset, max(b.offset, a.offset + 2), 2):
             table[offset] = step
     return table

@@ -9,10 +9,7 @@ site for the whole SPMD grid.
 
 from __future__ import annotations
 
-import dis
-import functools
 import math
-import types
 from typing import Any
 
 import numpy as np
@@ -22,7 +19,7 @@ from nkisim.core import physical
 from nkisim.core.buffers import PMAX, PSUM_BANK_BYTES, PSUM_BANKS, Buffer, ModAlloc, sbuf
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
-from nkisim.core.location import user_frame, user_location, warn
+from nkisim.core.location import assigned_name, user_frame, user_location, warn
 from nkisim.core.tensor import Access, Tensor, as_access, is_tile, shape_str
 from nkisim.ops.base import emit
 
@@ -59,30 +56,11 @@ def _as_buffer(buffer: Any) -> Buffer:
     raise TypeError(f"buffer must be nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm or a mod_alloc, got {buffer!r}")
 
 
-_STORES = frozenset({"STORE_FAST", "STORE_NAME", "STORE_GLOBAL", "STORE_DEREF"})
-
-
-@functools.lru_cache(maxsize=128)
-def _call_targets(code: types.CodeType) -> dict[int, str]:
-    """offset -> the name a call's result is stored in (``big = nl.ndarray(...)``), for every offset from
-    a call instruction up to the store (Python 3.11 reports a frame inside a call at one of the call's
-    inline cache entries)."""
-    ins = list(dis.get_instructions(code))
-    out: dict[int, str] = {}
-    for a, b in zip(ins, ins[1:]):
-        if a.opname.startswith("CALL") and b.opname in _STORES:
-            for offset in range(a.offset, b.offset, 2):
-                out[offset] = b.argval
-    return out
-
-
 def _label(name: str) -> str:
     """What an allocation error calls the tensor being created: the student's variable the allocating
     call's result is assigned to (the compiler names tensors by their variable), else the ``name=``
     given, else 'tensor'.  Error path only: it reads the caller's bytecode."""
-    f = user_frame()
-    var = _call_targets(f.f_code).get(f.f_lasti) if f is not None else None
-    return var or name or "tensor"
+    return assigned_name(user_frame()) or name or "tensor"
 
 
 def _stack_push(ctx: Any, family: str, nbytes: int, name: str) -> None:

@@ -15,7 +15,7 @@ from nkisim.core.buffers import PMAX
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error, shape_str
 from nkisim.core.indexing import Affine, DynSlice
-from nkisim.core.location import bytecode, user_frame
+from nkisim.core.location import STORES, bytecode, user_frame
 from nkisim.core.tensor import Tensor, as_access, is_tile
 from nkisim.cost.trace import buffer_info
 from nkisim.ops.base import (
@@ -192,9 +192,6 @@ def _hand_over(dst: Access, value: Tensor) -> bool:
     return True
 
 
-_REBINDS = frozenset({"STORE_FAST", "STORE_NAME", "STORE_GLOBAL", "STORE_DEREF"})
-
-
 def loop_reduce(x: Any, op: Any, loop_indices: Any, *, dtype: Any = None, mask: Any = None) -> Tensor:
     """``dst[...] = nl.loop_reduce(x, op, loop_indices=(k,))``: ``dst = op(dst, x)`` on every iteration (the
     destination is also an input of ``op``).  The tile returned carries the operator; the assignment that
@@ -205,7 +202,7 @@ def loop_reduce(x: Any, op: Any, loop_indices: Any, *, dtype: Any = None, mask: 
         raise nki_error("err_instruction_unsupported_op", f"{name} is not supported in 'loop_reduce'")
     f = user_frame()
     step = bytecode(f.f_code).get(f.f_lasti) if f is not None else None
-    if step is not None and step.next_opname in _REBINDS:
+    if step is not None and step.next_opname in STORES:
         raise NotImplementedError("nl.loop_reduce must be assigned into its destination tile, "
                                   "dst[...] = nl.loop_reduce(x, op, loop_indices=...), which it combines with; "
                                   "binding its result to a name keeps only the last iteration")
