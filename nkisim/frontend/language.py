@@ -16,7 +16,6 @@ from nkisim.core.context import current as _current
 from nkisim.core.errors import nki_error as _nki_error
 from nkisim.core.indexing import arange, ds, mgrid  # noqa: F401
 from nkisim.core.loops import affine_range, sequential_range, static_range  # noqa: F401
-from nkisim.core.recording import call_name as _call_name
 from nkisim.core.recording import record_namespace as _record_namespace
 from nkisim.core.target import DEFAULT as _DEFAULT_NAME
 from nkisim.core.target import get as _get_target
@@ -43,7 +42,7 @@ from nkisim.ops.creation import (  # noqa: F401
 )
 from nkisim.ops.movement import atomic_rmw, gather_flattened  # noqa: F401
 from nkisim.ops.optable import ACTIVATIONS as _ACT
-from nkisim.ops.optable import FUNCTION_NAMES as _NAMES
+from nkisim.ops.optable import ALU as _ALU
 from nkisim.runtime.grid import NC as _NC
 from nkisim.runtime.grid import SpmdDim as _SpmdDim
 
@@ -158,17 +157,10 @@ def _make_binary(name: str) -> Any:
     return fn
 
 
-_UNARY = [n for n in _ACT if n not in ("copy", "identity")] + ["invert", "logical_not"]
-_BINARY = ["add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "bitwise_and", "bitwise_or",
-           "bitwise_xor", "left_shift", "right_shift", "equal", "not_equal", "greater", "greater_equal", "less",
-           "less_equal", "logical_and", "logical_or", "logical_xor"]
-for _n in _UNARY:
+for _n in [n for n in _ACT if n not in ("copy", "identity")] + ["invert", "logical_not"]:
     globals()[_n] = _make_unary(_n)
-    _NAMES[globals()[_n]] = _n
-for _n in _BINARY:
+for _n in [a.name for a in _ALU.values() if a.nl_function]:  # the op table says which operators nl offers
     globals()[_n] = _make_binary(_n)
-    _NAMES[globals()[_n]] = _n
-_NAMES[copy] = "copy"
 
 
 def mod(x: Any, y: Any, dtype: Any = None, mask: Any = None) -> tensor:
@@ -180,9 +172,6 @@ def fmod(x: Any, y: Any, dtype: Any = None, mask: Any = None) -> tensor:
     """``nl.fmod``: remainder with the sign of the dividend (C fmod)."""
     return _ew.binary_op("fmod", x, y, dtype=dtype, mask=mask)
 
-
-_NAMES[mod] = "mod"
-_NAMES[fmod] = "fmod"
 
 
 # --- reductions -----------------------------------------------------------------------------
@@ -201,7 +190,6 @@ prod = _make_reduce("prod", "multiply")
 max = _make_reduce("max", "max")  # noqa: A001
 min = _make_reduce("min", "min")  # noqa: A001
 mean = _make_reduce("mean", "add", "mean")
-_NAMES.update({sum: "add", prod: "multiply", max: "max", min: "min"})
 
 
 def all(x: Any, axis: Any, *, dtype: Any = _dt.bool_, mask: Any = None, **_: Any) -> tensor:  # noqa: A001
@@ -289,11 +277,8 @@ __all__ = [n for n in list(globals()) if not n.startswith("_")]
 
 # Every nl.* function that issues instructions is an NKI call a program records (core.recording); index
 # expressions, loop ranges and SPMD queries are trace-time values that reach a program through the calls'
-# arguments.  An operator passed as ``op=nl.add`` keeps its op-table name through the wrapper.
+# arguments.  An operator passed as ``op=nl.add`` is known by its registered name (ops.optable.op_name).
 _record_namespace(globals(), "nl", skip=("arange", "ds", "affine_range", "sequential_range", "static_range",
                                          "program_id", "num_programs", "program_ndim", "nc", "spmd_dim", "finfo",
                                          "device_print", "tensor"))
-for _v in list(globals().values()):
-    if _call_name(_v) is not None and getattr(_v, "__wrapped__", None) in _NAMES:
-        _NAMES[_v] = _NAMES[_v.__wrapped__]
 _ = functools  # keep import for introspection helpers

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from nkisim.core.recording import call_name
+
 # ----------------------------------------------------------------------------------------------
 # numerics helpers (fp32 in, fp32 out)
 # ----------------------------------------------------------------------------------------------
@@ -122,6 +124,9 @@ class AluOp:
     bitvec: bool = False
     compare: bool = False  # result defaults to bool
     reduce_fn: Callable[..., Any] | None = None
+    #: ``nl.<name>`` is this operator as an elementwise function (nl.max/nl.min are reductions; nl.mod and
+    #: nl.fmod take their dtype and mask positionally and are written out in the front end)
+    nl_function: bool = True
 
 
 def _div(a: Any, b: Any) -> Any:
@@ -158,8 +163,8 @@ _ALU_LIST = [
     AluOp("power", _power),
     AluOp("maximum", np.maximum, True, reduce_fn=np.maximum.reduce),
     AluOp("minimum", np.minimum, True, reduce_fn=np.minimum.reduce),
-    AluOp("max", np.maximum, True, reduce_fn=np.maximum.reduce),
-    AluOp("min", np.minimum, True, reduce_fn=np.minimum.reduce),
+    AluOp("max", np.maximum, True, reduce_fn=np.maximum.reduce, nl_function=False),
+    AluOp("min", np.minimum, True, reduce_fn=np.minimum.reduce, nl_function=False),
     AluOp("bitwise_and", _int_only(np.bitwise_and), True, True, reduce_fn=np.bitwise_and.reduce),
     AluOp("bitwise_or", _int_only(np.bitwise_or), True, True, reduce_fn=np.bitwise_or.reduce),
     AluOp("bitwise_xor", _int_only(np.bitwise_xor), True, True, reduce_fn=np.bitwise_xor.reduce),
@@ -174,9 +179,9 @@ _ALU_LIST = [
     AluOp("logical_and", np.logical_and, True, compare=True, reduce_fn=np.logical_and.reduce),
     AluOp("logical_or", np.logical_or, True, compare=True, reduce_fn=np.logical_or.reduce),
     AluOp("logical_xor", np.logical_xor, compare=True),
-    AluOp("mod", lambda a, b: np.mod(a, b)),
-    AluOp("fmod", lambda a, b: np.fmod(a, b)),
-    AluOp("arctan2", np.arctan2),
+    AluOp("mod", lambda a, b: np.mod(a, b), nl_function=False),
+    AluOp("fmod", lambda a, b: np.fmod(a, b), nl_function=False),
+    AluOp("arctan2", np.arctan2, nl_function=False),
 ]
 ALU: dict[str, AluOp] = {a.name: a for a in _ALU_LIST}
 
@@ -195,20 +200,24 @@ _NUMPY_NAMES: dict[Any, str] = {
     np.invert: "invert", np.logical_not: "logical_not", np.sum: "add", np.prod: "multiply",
     np.amax: "max", np.amin: "min",
 }
-#: Our own nl.* functions register here when nki.language is built.
-FUNCTION_NAMES: dict[Any, str] = {}
+#: nl reductions passed as an operator (``op=nl.sum``) stand for their ALU operator
+_REDUCTION_OPS = {"sum": "add", "prod": "multiply", "max": "max", "min": "min"}
 
 
 def op_name(op: Any) -> str:
-    """Canonical op name for an ``op=`` argument (nl function, NumPy ufunc or string)."""
+    """Canonical op name for an ``op=`` argument (an nl function, by its registered call name; a NumPy ufunc;
+    or a string)."""
     if isinstance(op, str):
         return op
-    for table in (FUNCTION_NAMES, _NUMPY_NAMES):
-        try:
-            if op in table:
-                return table[op]
-        except TypeError:
-            pass
+    called = call_name(op)
+    if called is not None:
+        short = called.split(".", 1)[1]
+        return _REDUCTION_OPS.get(short, short)
+    try:
+        if op in _NUMPY_NAMES:
+            return _NUMPY_NAMES[op]
+    except TypeError:
+        pass
     return getattr(op, "__name__", repr(op))
 
 
