@@ -1,11 +1,12 @@
 """The executor process: run validated instruction programs on the grader's own inputs.
 
-Run as ``python -m nkilab._execute`` by the grading parent (``nkilab.runner``), never with student code: its job
-holds the programs the sandboxed child traced (bytes of JSON, untrusted) and the inputs the parent drew.  Each
+Run in a fork of the grading process (``nkilab.runner``; or as ``python -m nkilab._execute`` where a different
+interpreter runs the kernels), never with student code: its job holds the programs the sandboxed child traced
+(bytes of JSON, untrusted) and the inputs the parent drew.  Each
 program is parsed and validated (``nkisim.api``: the trust boundary) and executed on every case of its
 signature; the answer is the same ``case`` messages the device path sends (facts + the output array, the timed
-case with its cost-model estimate).  It is a process of its own, under the same hard limits as the child, so
-a valid but enormous program runs out of its memory or time budget here, not the grader's.
+case with its cost-model estimate).  It is a process of its own, under the same hard limits and timeout as the
+child, so a valid but enormous program runs out of its memory or time budget there, not in the grader.
 """
 
 from __future__ import annotations
