@@ -282,6 +282,7 @@ def _fork_execute(job: dict, texts: list[np.ndarray], cases: list[list[np.ndarra
     executor starts in milliseconds instead of a fresh interpreter's half second.  The fork runs no student
     code; it gets the same hard limits and timeout as any run, and answers over a pipe like the children."""
     from nkilab import _execute
+    from nkisim import api  # noqa: F401  (loaded here once, so no fork has to import the simulator again)
 
     run = _ChildRun()
     read_end, write_end = os.pipe()
