@@ -263,3 +263,23 @@ def test_every_nki_call_is_registered_once_and_documented():
     assert not [n for n, f in CALLS.items() if not (f.__doc__ or "").strip()]
     for skipped in ("arange", "ds", "affine_range", "program_id"):  # trace-time values, never calls
         assert call_name(getattr(nl, skipped)) is None
+
+
+def test_a_trace_kernel_writing_its_parameters_executes_as_it_ran():
+    """nki.trace kernels write their array parameters: the program marks those inputs mutable, and executing it
+    writes a copy, never the caller's array."""
+
+    @nki.jit(mode="trace")
+    def scale_into(a, out):
+        nl.store(out, value=nl.multiply(nl.load(a), 2.0))
+
+    a = RNG.standard_normal((128, 32)).astype(np.float32)
+    out = np.zeros_like(a)
+    k = api.as_kernel(scale_into)
+    done = api.launch(k, [a, out], record=True)
+    assert [i.mutable for i in done.program.inputs] == [True, True]
+    fresh = np.zeros_like(a)
+    again = api.execute(done.program, [a, fresh])
+    np.testing.assert_array_equal(again.outputs[1][1], a * np.float32(2.0))
+    assert not fresh.any()
+    check_launch(k, done.record, (a, out), {})

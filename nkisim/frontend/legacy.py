@@ -24,12 +24,6 @@ from nkisim.runtime import grid as gridmod
 from nkisim.runtime.kernel import GridLaunch, Kernel, launch
 
 
-class _Mutable:
-    """Annotation that makes the launch copy an array argument and let the kernel write it."""
-
-    mutable = True
-
-
 def _writeback_func(func: Callable) -> Callable:
     """``func`` with every parameter mutable, returning ``(its result, the mutable parameters)``."""
 
@@ -39,7 +33,7 @@ def _writeback_func(func: Callable) -> Callable:
         params = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor) and not a.param]
         return out, tuple(params)
 
-    wrapper.__annotations__ = {name: _Mutable for name in inspect.signature(func).parameters}
+    wrapper.__annotations__ = {name: arguments.Mutable for name in inspect.signature(func).parameters}
     wrapper.__signature__ = inspect.signature(func)  # type: ignore[attr-defined]
     return wrapper
 

@@ -25,6 +25,13 @@ class Placeholder:
         return f"nt.tensor[{list(self.shape)}, {dt.name(self.dtype)}]"
 
 
+class Mutable:
+    """The annotation that makes a launch copy an array argument and let the kernel write it (``nki.trace``
+    kernels write their parameters; a program records which of its inputs are such)."""
+
+    mutable = True
+
+
 def _is_torch(x: Any) -> bool:
     return type(x).__module__.startswith("torch") and hasattr(x, "detach")
 

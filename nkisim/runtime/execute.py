@@ -31,10 +31,6 @@ from nkisim.runtime import arguments
 from nkisim.runtime.kernel import LaunchResult, default_target, engine_numerics
 
 
-class _Mutable:
-    mutable = True
-
-
 def _bind_inputs(program: Program, inputs: Sequence[Any]) -> list[Tensor]:
     if len(inputs) != len(program.inputs):
         raise ProgramError(f"the program takes {len(program.inputs)} inputs, got {len(inputs)}")
@@ -42,7 +38,7 @@ def _bind_inputs(program: Program, inputs: Sequence[Any]) -> list[Tensor]:
 
     tensors = []
     for decl, value in zip(program.inputs, inputs):
-        t, _ = arguments.to_tensor(decl.name, value, _Mutable if decl.mutable else None)
+        t, _ = arguments.to_tensor(decl.name, value, arguments.Mutable if decl.mutable else None)
         if not isinstance(t, Tensor) or t.shape != decl.shape or dt.name(t.dtype) != decl.dtype:
             got = f"{list(t.shape)} {dt.name(t.dtype)}" if isinstance(t, Tensor) else type(value).__name__
             raise ProgramError(f"input `{decl.name}` must be {list(decl.shape)} {decl.dtype} (the signature the "
