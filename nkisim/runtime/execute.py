@@ -17,7 +17,7 @@ from typing import Any
 from nkisim.core import context
 from nkisim.core import loops as loopmod
 from nkisim.core.context import KernelContext
-from nkisim.core.errors import NKIError, nki_error
+from nkisim.core.errors import NKIError
 from nkisim.core.indexing import Loop
 from nkisim.core.location import replaying
 from nkisim.core.recording import CALLS, HOOK
@@ -28,7 +28,7 @@ from nkisim.program.encode import Decoder, result_tensors
 from nkisim.program.ir import Call, Instance, LoopEnter, LoopLeave, LoopStep, Program, ProgramError
 from nkisim.program.validate import validate
 from nkisim.runtime import arguments
-from nkisim.runtime.kernel import LaunchResult, default_target, engine_numerics
+from nkisim.runtime.kernel import LaunchResult, check_outputs, default_target, engine_numerics
 
 
 def _bind_inputs(program: Program, inputs: Sequence[Any]) -> list[Tensor]:
@@ -124,20 +124,7 @@ def execute(program: Program, inputs: Sequence[Any], *, target: Target | str | N
                 elif ev.__class__ is Instance:
                     ctx.program, ctx.instance, ctx.core = ev.index, ev.number, ev.core
             out = dec.value(program.outputs)
-            _check_outputs(out, program.on_chip_outputs)
+            check_outputs(out, {d.name: t for d, t in zip(program.inputs, bound)}, None, program.on_chip_outputs)
     finally:
         context.pop()
     return LaunchResult(arguments.from_tensor(out, False), ctx)
-
-
-def _check_outputs(out: Any, on_chip_ok: bool) -> None:
-    """The whole-kernel output rules, again (the trace that made the program checked them at the student's
-    lines; a program that was not traced must not get round them)."""
-    for t in result_tensors(out):
-        if t.space != "hbm" and not on_chip_ok:
-            raise nki_error("err_unsupported_memory",
-                            f"Expected kernel output `{t.label()}` to be in address space 'hbm', but got a tile in "
-                            f"'{t.buffer.space}' instead.")
-        if not t.root.written:
-            raise nki_error("err_tensor_output_not_written_to", f"Output tensor `{t.label()}` is never written to")
-

@@ -171,7 +171,7 @@ def run(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool 
                     if len(instances) > 1:
                         err.add_note(f"(raised in SPMD instance {list(ctx.program)} of grid {list(sizes)})")
                     raise
-        _check_outputs(out, converted, kernel.func, on_chip_ok=kernel.mode == "simulation")
+        check_outputs(out, converted, kernel.func, on_chip_ok=kernel.mode == "simulation")
     finally:
         HOOK.recorder = None
         context.pop()
@@ -324,7 +324,7 @@ def return_site(func: Callable) -> ReturnSite | None:
     return ReturnSite(start + found[0].lineno - 1, _returned_names(found[0].value))
 
 
-def _blame(err: NKIError, filename: str, line: int | None) -> NKIError:
+def _blame(err: NKIError, filename: str | None, line: int | None) -> NKIError:
     """Point ``err`` at the student's ``line`` (a whole-kernel error is found after the kernel returned);
     without a line it keeps the launch's."""
     if line is not None:
@@ -334,22 +334,23 @@ def _blame(err: NKIError, filename: str, line: int | None) -> NKIError:
     return err
 
 
-def _check_outputs(out: Any, params: dict[str, Any], func: Callable, on_chip_ok: bool = False) -> None:
+def check_outputs(out: Any, params: dict[str, Any], func: Callable | None, on_chip_ok: bool = False) -> None:
     """Whole-kernel rules on the outputs, blamed on the student's own lines: an output never written at
     its allocation, an output not in HBM and a mutable parameter not returned at the return statement.
-    The kernel's source is read (``return_site``) only once a rule is broken.
+    The kernel's source is read (``return_site``) only once a rule is broken.  ``func`` is None for an
+    executed program (``runtime.execute``): there is no source, and an allocation's recorded line is the blame.
 
     ``on_chip_ok``: an ``nki.jit(mode="simulation")`` kernel may return an SBUF tile, as the legacy CPU
     simulator allowed (AWS's range_select test does); every other launch keeps the compiler's rule."""
     returned = _flatten(out)
-    filename = func.__code__.co_filename
+    filename = func.__code__.co_filename if func is not None else None
 
     def return_line() -> int | None:
-        site = return_site(func)
+        site = return_site(func) if func is not None else None
         return None if site is None else site.line
 
     def label(i: int) -> str:  # the student's variable at the return statement, else the tensor's own name
-        site = return_site(func)
+        site = return_site(func) if func is not None else None
         if site is not None and len(site.names) == len(returned) and site.names[i]:
             return site.names[i]
         return returned[i].label()
@@ -365,7 +366,7 @@ def _check_outputs(out: Any, params: dict[str, Any], func: Callable, on_chip_ok:
                             f"Output tensor `{label(i)}` is never written to: store results into it with nl.store "
                             f"before returning it")
             alloc = t.root.site
-            raise _blame(err, *alloc) if alloc is not None and alloc[0] == filename else \
+            raise _blame(err, *alloc) if alloc is not None and (func is None or alloc[0] == filename) else \
                 _blame(err, filename, return_line())
     roots = {t.root.uid for t in returned}
     for name, p in params.items():
