@@ -192,6 +192,7 @@ def engine_numerics(numerics: bool) -> Iterator[None]:
     Engines raise no floating-point exceptions (inf/NaN propagate silently), so NumPy stays quiet.
     BLAS is pinned to one thread: a kernel issues many small (128x512) matmuls, which a multi-threaded
     BLAS serves slowly (and erratically on a busy machine); results are also reproducible this way.
+    Tile memory is recycled within the launch (``runtime.heap``).  Shared by launches and the executor.
     """
     with contextlib.ExitStack() as stack:
         stack.enter_context(np.errstate(all="ignore"))
