@@ -165,8 +165,8 @@ def run_module(module_path: str | os.PathLike, function: str, cases: list[list[n
     resource limits apply either way.
 
     On the simulator the student's code only compiles the kernel: the sandboxed child traces it once per
-    signature and sends the programs, and a second process that runs no student code (``nkilab._execute``)
-    validates and executes them on these inputs.  The inputs never reach the student's process, and the
+    signature and sends the programs, and a fork of this process, in which no student code has run
+    (``nkilab._execute``), validates and executes them on these inputs.  The inputs never reach the student's process, and the
     outputs and latencies are what the programs compute.  On a Neuron device the child runs the kernel itself."""
     module_path = Path(module_path).resolve()
     limits = limits or sandbox.Limits(cpu_s=int(timeout) + 30)
