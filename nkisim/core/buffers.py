@@ -12,6 +12,8 @@ from typing import Any, NamedTuple
 from nkisim.core import target as _target
 
 HBM_SPACES = ("hbm", "private_hbm", "shared_hbm")
+#: every memory space a buffer names
+SPACES = ("sbuf", "psum") + HBM_SPACES
 _LIMITS = _target.get(_target.DEFAULT)
 PMAX = _LIMITS.partitions
 PSUM_FMAX = _LIMITS.psum_free_max

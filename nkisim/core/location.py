@@ -13,6 +13,7 @@ import functools
 import os
 import sys
 import types
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
@@ -69,8 +70,6 @@ def warn(message: str, category: type[Warning] = UserWarning) -> None:
     between; while a program runs, at the line its call was recorded from."""
     replayed = _REPLAYED[0]
     if replayed is not None:
-        import warnings
-
         warnings.warn_explicit(message, category, replayed[0], replayed[1])
         return
     f = sys._getframe(1)
@@ -78,8 +77,6 @@ def warn(message: str, category: type[Warning] = UserWarning) -> None:
     while f is not None and is_internal(f.f_code.co_filename):
         f = f.f_back
         level += 1
-    import warnings
-
     warnings.warn(message, category, stacklevel=level)
 
 

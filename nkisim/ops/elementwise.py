@@ -18,7 +18,7 @@ from nkisim.core.context import KernelContext, current
 from nkisim.core.errors import nki_error
 from nkisim.core.tensor import Access, Tensor, is_tile, shape_str
 from nkisim.ops.base import emit, mask_array, new_tile, one_operand, operands, two_operands
-from nkisim.ops.optable import ACTIVATIONS, ALU
+from nkisim.ops.optable import ACTIVATIONS, ALU, BITWISE_UNARY
 
 _FLOAT32 = np.dtype(np.float32)
 _INT64 = np.dtype(np.int64)
@@ -102,7 +102,7 @@ def unary_op(name: str, x: Any, dtype: Any = None, mask: Any = None) -> Tensor:
     valid = mask_array(mask, a.shape, name, ctx)
     vals = None
     if ctx.numerics:
-        if name in ("invert", "logical_not", "bitwise_not"):
+        if name in BITWISE_UNARY:
             raw = a._read()
             vals = np.logical_not(raw) if name == "logical_not" or raw.dtype == np.bool_ else np.invert(raw)
         else:

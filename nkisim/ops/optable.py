@@ -185,6 +185,15 @@ _ALU_LIST = [
 ]
 ALU: dict[str, AluOp] = {a.name: a for a in _ALU_LIST}
 
+#: unary operators of the Vector engine that are not activation functions
+BITWISE_UNARY = ("invert", "logical_not", "bitwise_not")
+
+
+def is_operator(name: str) -> bool:
+    """``name`` is an operator an instruction can apply: an ALU op, an activation function or a bitwise one."""
+    return name in ALU or name in ACTIVATIONS or name in BITWISE_UNARY
+
+
 #: NumPy callables accepted wherever an NKI op is expected (``op0=np.add``, ``op=np.exp``).
 _NUMPY_NAMES: dict[Any, str] = {
     np.add: "add", np.subtract: "subtract", np.multiply: "multiply", np.divide: "divide",

@@ -23,25 +23,22 @@ meets only what ``program.validate`` let through.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from nkisim.core import dtypes as dt
 from nkisim.core.access import Access
-from nkisim.core.buffers import Buffer, ModAlloc
+from nkisim.core.buffers import SPACES, Buffer, ModAlloc
 from nkisim.core.dynamic import DynamicIndex
 from nkisim.core.indexing import Affine, DynSlice, Loop, MaskExpr
 from nkisim.core.tensor import Tensor
 from nkisim.ops.creation import par_dim
-from nkisim.ops.optable import op_name
+from nkisim.ops.optable import is_operator, op_name
 from nkisim.program.ir import Array, ProgramError
 
-#: dtypes an array constant may have
-ARRAY_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "float16", "float32",
-                "bfloat16", "float8_e4m3", "float8_e5m2", "float64")
-SPACES = ("sbuf", "psum", "hbm", "private_hbm", "shared_hbm")
+#: dtypes an array constant may have: a tile's (tfloat32 is a float32 array), index grids' int64, host float64
+ARRAY_DTYPES = tuple(dt.name(d) for d in dt.SUPPORTED if d is not dt.tfloat32) + ("int64", "float64")
 
 
 class RecordError(TypeError):
@@ -51,11 +48,7 @@ class RecordError(TypeError):
 def _callable_name(x: Any) -> str | None:
     """The op-table name of an operator argument (``nl.add``, ``np.exp``), None for other callables."""
     name = op_name(x)
-    from nkisim.ops.optable import ACTIVATIONS, ALU
-
-    if name in ALU or name in ACTIVATIONS or name in ("invert", "logical_not", "bitwise_not"):
-        return name
-    return None
+    return name if is_operator(name) else None
 
 
 class Encoder:
@@ -201,8 +194,7 @@ def result_tensors(value: Any, found: list[Tensor] | None = None) -> list[Tensor
 class Decoder:
     """Decodes encoded values of a valid program against the executor's live tensors and loops."""
 
-    def __init__(self, arrays: tuple[Array, ...], tensors: dict[int, Tensor], loops: dict[int, Loop],
-                 functions: Callable[[str], Any] | None = None) -> None:
+    def __init__(self, arrays: tuple[Array, ...], tensors: dict[int, Tensor], loops: dict[int, Loop]) -> None:
         self.arrays = arrays
         self.tensors = tensors
         self.loops = loops
@@ -210,7 +202,6 @@ class Decoder:
         from nkisim.core import buffers
 
         self._singletons = {b: getattr(buffers, b) for b in SPACES}
-        self._functions = functions
 
     def array(self, k: int) -> np.ndarray:
         v = self._values.get(k)
@@ -269,7 +260,7 @@ class Decoder:
         if key == "dtype":
             return dt.normalize(first)
         if key == "fn":
-            return self._functions(first) if self._functions is not None else first
+            return first  # the ops take an operator by its op-table name
         raise ProgramError(f"invalid program: unknown operand kind {key!r}")
 
     def affine(self, x: dict) -> Affine:

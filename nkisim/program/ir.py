@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -113,7 +113,6 @@ class Program:
     on_chip_outputs: bool = False
     #: tensors the program names (ids 0 .. tensors-1; inputs first)
     tensors: int = 0
-    meta: dict[str, Any] = field(default_factory=dict)
 
     @property
     def calls(self) -> list[Call]:
@@ -139,9 +138,6 @@ class Program:
             if pid not in keep:
                 drops.setdefault(i, []).append(pid)
         return {i: tuple(p) for i, p in drops.items()}
-
-    def signature(self) -> tuple:
-        return tuple((i.shape, i.dtype) for i in self.inputs), self.grid, self.target
 
     # --- JSON ---------------------------------------------------------------------------------
     def to_json(self) -> str:

@@ -16,9 +16,11 @@ import math
 from typing import Any
 
 from nkisim.core import dtypes as dt
+from nkisim.core.buffers import SPACES
 from nkisim.core.recording import CALLS
 from nkisim.core.target import Target
-from nkisim.program.encode import ARRAY_DTYPES, SPACES
+from nkisim.ops.optable import is_operator
+from nkisim.program.encode import ARRAY_DTYPES
 from nkisim.program.ir import Call, Instance, LoopEnter, LoopLeave, LoopStep, Program, ProgramError
 
 #: fixed limits on what a program may ask of the executor
@@ -155,10 +157,7 @@ def _check_value(x: Any, st: _State, where: str, depth: int = 0) -> None:  # noq
             _fail(f"{where}: unknown dtype {x['dtype']!r}")
     elif key == "fn":
         shape("fn")
-        from nkisim.ops.optable import ACTIVATIONS, ALU
-
-        if x["fn"] not in ALU and x["fn"] not in ACTIVATIONS and x["fn"] not in ("invert", "logical_not",
-                                                                                 "bitwise_not"):
+        if not isinstance(x["fn"], str) or not is_operator(x["fn"]):
             _fail(f"{where}: unknown operator {x['fn']!r}")
     else:
         _fail(f"{where}: unknown operand kind {key!r}")
