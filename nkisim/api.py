@@ -101,8 +101,11 @@ class _TensorsOnly:
 
 
 def launch(kernel: Callable | Kernel, args: list | tuple, *, grid: Any = None, target: str | None = None,
-           tensors_only: bool = False, record: bool = False) -> Launch:
+           tensors_only: bool = False, record: bool = True) -> Launch:
     """Run ``kernel`` (``kernel[grid]`` when a grid is given) on ``args`` for ``target``.
+
+    ``record``: the launch compiles to a program as it runs (``Launch.program``), each loop body traced once as
+    the compiler traces it; False runs the kernel's Python for every iteration (a reference for tests).
 
     ``tensors_only``: fail, at the kernel's own line, when it returns anything but NKI tensors -- the simulator
     hands kernels tensors backed by NumPy arrays, so a kernel could otherwise compute ``a + b`` in NumPy and

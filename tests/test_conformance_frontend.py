@@ -16,6 +16,7 @@ import neuronxcc.nki.compiler as ncc
 import neuronxcc.nki.language as nl
 import numpy as np
 import pytest
+from program_check import counts_python_runs
 
 RNG = np.random.default_rng(12)
 
@@ -55,6 +56,7 @@ def test_trace_kernel_leaves_untouched_inputs_equal() -> None:
     np.testing.assert_array_equal(a, before)
 
 
+@counts_python_runs
 def test_nki_tensor_annotation_and_isinstance() -> None:
     seen = []
 

@@ -17,7 +17,7 @@ import neuronxcc.nki.isa as nisa
 import neuronxcc.nki.language as nl
 import numpy as np
 import pytest
-from program_check import check_launch, same
+from program_check import check_launch, counts_python_runs, same
 
 from nkilab import modules
 from nkilab.questions import QUESTIONS
@@ -31,8 +31,9 @@ RNG = np.random.default_rng(11)
 def launch_checked(kernel, args, grid=None):
     """Launch with recording, then execute the program on the same inputs and compare (raises on a mismatch)."""
     k = api.as_kernel(kernel)
+    reference = api.launch(k, args, grid=grid, record=False)
     done = api.launch(k, args, grid=grid, record=True)
-    check_launch(k, done.record, tuple(args), {})
+    check_launch(k, done.record, reference.record, tuple(args), {})
     return done
 
 
@@ -121,6 +122,7 @@ def test_random_kernels_execute_as_they_ran(seed):
     launch_checked(random_kernel(rng), [a, b])
 
 
+@counts_python_runs
 def test_a_kernels_python_runs_once_per_signature():
     """The compile half runs the kernel's Python once; executing the program on other inputs does not."""
     calls = []
@@ -178,7 +180,8 @@ def _edit(text: str, fn) -> str:
     (lambda r: r["body"][1].__setitem__(1, "nl.fetch_secrets"), "'nl.fetch_secrets' is not an NKI call"),
     (lambda r: r["body"][4][2][0].__setitem__("A", 9), "tensor 9 is used before any call made it"),
     (lambda r: r["body"].insert(1, ["iter", 0, 0]), "not the innermost running loop"),
-    (lambda r: r["body"][3].__setitem__(2, 5), "outside the loop's range"),
+    (lambda r: r["body"].insert(3, ["iter", 0, 1]), "traced once and has no iteration events"),
+    (lambda r: (r["body"][2].__setitem__(6, False), r["body"].insert(3, ["iter", 0, 5])), "outside the loop's range"),
     (lambda r: r["body"][0].__setitem__(1, [3]), "does not fit grid"),
     (lambda r: r.__setitem__("target", "trn1"), "traced for 'trn1'"),
     (lambda r: r["arrays"][0].__setitem__(2, "AAAA"), "bytes, its shape needs"),
@@ -282,4 +285,4 @@ def test_a_trace_kernel_writing_its_parameters_executes_as_it_ran():
     again = api.execute(done.program, [a, fresh])
     np.testing.assert_array_equal(again.outputs[1][1], a * np.float32(2.0))
     assert not fresh.any()
-    check_launch(k, done.record, (a, out), {})
+    check_launch(k, done.record, api.launch(k, [a, np.zeros_like(a)], record=False).record, (a, out), {})

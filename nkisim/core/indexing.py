@@ -17,6 +17,7 @@ import numpy as np
 
 from nkisim.core import conjunction
 from nkisim.core.errors import nki_error
+from nkisim.core.recording import HOOK
 
 _loop_ids = itertools.count()
 
@@ -39,6 +40,15 @@ class Loop:
             r = range(self.start, self.stop, self.step)
             b = self._bounds = (self.start, self.start) if not r else (min(r[0], r[-1]), max(r[0], r[-1]))
         return b
+
+
+def _concrete(loops: frozenset) -> None:
+    """The kernel's Python took a concrete value of loop variables (an ``if``, a Python int): a recording
+    launch is told, so a loop body that did so is not traced once (``runtime.record``).  Inside an NKI call
+    (``HOOK.depth``) it is the op reading its operand, which the program keeps symbolic."""
+    rec = HOOK.recorder
+    if rec is not None and not HOOK.depth:
+        rec.concrete(loops)
 
 
 def _is_int(x: Any) -> bool:
@@ -254,6 +264,8 @@ class Affine:
     def __index__(self) -> int:
         if self.grid is not None:
             raise TypeError("an nl.arange/nl.mgrid index cannot be used as a Python integer")
+        if self.loops:
+            _concrete(self.loops)
         return int(self.value())
 
     __int__ = __index__
@@ -272,7 +284,8 @@ class Affine:
         res = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
                "==": np.equal, "!=": np.not_equal}[op](a, b)
         m = MaskExpr(res, ok=self.affine and o.affine, reason=None if self.affine and o.affine else "nonaffine",
-                     has_grid=self.grid is not None or o.grid is not None)
+                     has_grid=self.grid is not None or o.grid is not None, expr=("cmp", op, self, o),
+                     loops=self.loops | o.loops)
         if op == "!=":
             m.reason = "ne"
         return conjunction.joined(m) if m.has_grid else m
@@ -299,6 +312,8 @@ class Affine:
         if self.grid is not None:
             raise nki_error("err_control_flow_condition_depending_on_arange",
                             "Control-flow depending on `nl.arange` or `nl.mgrid` is not supported.")
+        if self.loops:
+            _concrete(self.loops)
         return bool(self.value())
 
     # --- reshaping of grids: nl.arange(128)[:, None] ------------------------------------------
@@ -319,12 +334,19 @@ class Affine:
 
 
 class MaskExpr:
-    """A predicate over index expressions, usable as ``mask=`` (boolean value + validity flags)."""
+    """A predicate over index expressions, usable as ``mask=`` (boolean value + validity flags).
 
-    __slots__ = ("value", "ok", "reason", "has_grid")
+    ``value`` is the predicate at the current iteration; ``expr`` says how it was built (``("cmp", op, a, b)``
+    over index expressions, ``("and"|"or", m, n)``, ``("not", m)``; None for a constant), so a program can
+    keep the predicate itself and a loop body traced once still masks every iteration right.  ``loops``: the
+    loops whose variables it reads."""
 
-    def __init__(self, value: Any, ok: bool = True, reason: str | None = None, has_grid: bool = False):
+    __slots__ = ("value", "ok", "reason", "has_grid", "expr", "loops")
+
+    def __init__(self, value: Any, ok: bool = True, reason: str | None = None, has_grid: bool = False,
+                 expr: tuple | None = None, loops: frozenset = frozenset()):
         self.value, self.ok, self.reason, self.has_grid = value, ok, reason, has_grid
+        self.expr, self.loops = expr, loops
 
     def __and__(self, other: Any) -> MaskExpr:
         if isinstance(other, (bool, np.bool_)):
@@ -333,19 +355,20 @@ class MaskExpr:
             return NotImplemented
         reason = self.reason or other.reason
         return MaskExpr(np.logical_and(self.value, other.value), self.ok and other.ok, reason,
-                        self.has_grid or other.has_grid)
+                        self.has_grid or other.has_grid, ("and", self, other), self.loops | other.loops)
 
     __rand__ = __and__
 
     def __or__(self, other: Any) -> MaskExpr:
         if not isinstance(other, MaskExpr):
             return NotImplemented
-        return MaskExpr(np.logical_or(self.value, other.value), False, "or", True)
+        return MaskExpr(np.logical_or(self.value, other.value), False, "or", True, ("or", self, other),
+                        self.loops | other.loops)
 
     __ror__ = __or__
 
     def __invert__(self) -> MaskExpr:
-        return MaskExpr(np.logical_not(self.value), self.ok, self.reason, self.has_grid)
+        return MaskExpr(np.logical_not(self.value), self.ok, self.reason, self.has_grid, ("not", self), self.loops)
 
     def __bool__(self) -> bool:
         if self.has_grid:
@@ -353,6 +376,8 @@ class MaskExpr:
                 return True
             raise nki_error("err_control_flow_condition_depending_on_arange",
                             "Control-flow depending on `nl.arange` or `nl.mgrid` is not supported.")
+        if self.loops:
+            _concrete(self.loops)
         return bool(np.all(self.value))
 
     def validated(self, api: str = "") -> np.ndarray:

@@ -42,11 +42,12 @@ def replaying() -> Iterator[Callable[[tuple[str, int]], None]]:
     def at(loc: tuple[str, int]) -> None:
         _REPLAYED[0] = loc
 
+    before = _REPLAYED[0]  # (a recording launch runs the iterations of a body it traced once inside the launch)
     _REPLAYED[0] = ("<program>", 0)
     try:
         yield at
     finally:
-        _REPLAYED[0] = None
+        _REPLAYED[0] = before
 
 
 def mark_internal(filename: str) -> None:

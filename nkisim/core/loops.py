@@ -2,7 +2,9 @@
 
 All three run sequentially on the CPU.  ``affine_range`` and ``sequential_range`` yield symbolic
 loop variables (``Affine``) so indices stay analysable and writes can be checked against the
-affine_range rule; ``static_range`` is unrolled at trace time and yields plain ints.
+affine_range rule; ``static_range`` is unrolled at trace time and yields plain ints.  While a launch
+records (``runtime.record``), the body of an affine or sequential loop is traced once: the recorder
+runs the iterations after the first from the events it recorded, and ``step`` tells the loop to stop.
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ class LoopRange:
         enter(ctx, loop)
         try:
             for v in range(self.start, self.stop, self.step):
-                step(ctx, loop, v)
+                if step(ctx, loop, v):  # a recording launch traced the body once and ran the rest itself
+                    break
                 yield var
         finally:
             leave(ctx, loop)
@@ -63,13 +66,13 @@ def enter(ctx: KernelContext, loop: Loop) -> None:
         rec.loop_enter(loop)
 
 
-def step(ctx: KernelContext, loop: Loop, value: int) -> None:
-    """``loop`` runs its iteration ``value``."""
+def step(ctx: KernelContext, loop: Loop, value: int) -> bool:
+    """``loop`` runs its iteration ``value``.  True: a recording launch has run this iteration and the rest
+    from the body it traced once (``runtime.record``), so the kernel's Python must not run them again."""
     loop.current = value
     ctx.loop_state = None
     rec = HOOK.recorder
-    if rec is not None:
-        rec.loop_step(loop, value)
+    return rec is not None and rec.loop_step(loop, value)
 
 
 def leave(ctx: KernelContext, loop: Loop) -> None:

@@ -12,7 +12,9 @@ Grammar of an encoded value (``X`` an index expression, ``A`` an access):
 - ``{"D": tile, "off": X}`` a position read from one tile element when the instruction runs
 - ``{"slice": [a, b, c]}``, ``{"ds": [start, size]}``, ``{"ellipsis": 1}`` raw index keys
 - ``{"dtype": name}``, ``{"np": dtype, "v": number}``, ``{"arr": k}``, ``{"par_dim": n}``
-- ``{"mask": k, "ok": bool, "reason": str | null, "grid": bool}`` a mask predicate's value
+- ``{"M": ["cmp", op, X, X]}`` a mask predicate kept symbolic (``op`` one of ``< <= > >= == !=``), and
+  ``{"M": ["and"|"or", P, P]}``, ``{"M": ["not", P]}`` of predicates ``P``
+- ``{"mask": k, "ok": bool, "reason": str | null, "grid": bool}`` a constant mask predicate's value
 - ``{"buf": space, "alloc": null | [space, base_addr, base_partition, [par tiles], [free tiles], base_bank]}``
 - ``{"fn": name}`` an ALU operator or activation function, by its op-table name
 
@@ -23,6 +25,7 @@ meets only what ``program.validate`` let through.
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import numpy as np
@@ -59,16 +62,25 @@ class Encoder:
         self.loop_ids: dict[int, int] = {}  # Loop.uid -> program id
         self.arrays: list[Array] = []
         self._array_ids: dict[tuple, int] = {}
+        #: loops whose variables an encoded operand holds only as a value frozen at the current iteration
+        #: (``i % 2``, a predicate computed by Python): a body that encodes one cannot be traced once
+        self.frozen: set[Loop] = set()
+        #: program id -> tensor, for every tensor encoded while ``seen`` is a dict (``runtime.record``)
+        self.seen: dict[int, Tensor] | None = None
 
     # --- tables --------------------------------------------------------------------------------
     def new_tensor(self, t: Tensor) -> int:
         pid = self.tensor_ids[t.uid] = len(self.tensor_ids)
+        if self.seen is not None:
+            self.seen[pid] = t
         return pid
 
     def tensor(self, t: Tensor) -> int:
         pid = self.tensor_ids.get(t.uid)
         if pid is None:
             raise RecordError(f"tensor `{t.label()}` was not made by an NKI call the program recorded")
+        if self.seen is not None:
+            self.seen[pid] = t
         return pid
 
     def new_loop(self, loop: Loop) -> int:
@@ -132,8 +144,7 @@ class Encoder:
         if cls is DynamicIndex:
             return {"D": self.value(x.element), "off": self.affine(x.offset)}
         if cls is MaskExpr:
-            return {"mask": self.array(np.asarray(x.value, dtype=bool)), "ok": bool(x.ok), "reason": x.reason,
-                    "grid": bool(x.has_grid)}
+            return self.mask(x)
         if isinstance(x, Buffer):
             a = x.alloc
             alloc = None if a is None else [a.space, int(a.base_addr), int(a.base_partition),
@@ -156,7 +167,22 @@ class Encoder:
                 return {"fn": name}
         raise RecordError(f"an argument of type {type(x).__name__} cannot be recorded into a program")
 
+    def mask(self, m: MaskExpr) -> dict:
+        """A predicate over index expressions stays one (``{"M": ...}``), so a loop body traced once masks each
+        iteration by its own values; a constant predicate is its value."""
+        e = m.expr
+        if e is None:
+            if m.loops:
+                self.frozen |= m.loops
+            return {"mask": self.array(np.asarray(m.value, dtype=bool)), "ok": bool(m.ok), "reason": m.reason,
+                    "grid": bool(m.has_grid)}
+        if e[0] == "cmp":
+            return {"M": ["cmp", e[1], self.affine(e[2]), self.affine(e[3])]}
+        return {"M": [e[0], *(self.mask(sub) for sub in e[1:])]}
+
     def affine(self, a: Affine) -> dict:
+        if not a.affine and a.loops:  # its value was frozen at this iteration
+            self.frozen |= a.loops
         return {"X": int(a.const), "t": [[self.loop(lp), int(c)] for lp, c in a.terms.items()],
                 "g": None if a.grid is None else self.array(np.asarray(a.grid, dtype=np.int64)),
                 "affine": bool(a.affine), "loops": sorted(self.loop(lp) for lp in a.loops)}
@@ -189,6 +215,10 @@ def result_tensors(value: Any, found: list[Tensor] | None = None) -> list[Tensor
         for v in value:
             result_tensors(v, out)
     return out
+
+
+_COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
+            "!=": operator.ne}
 
 
 class Decoder:
@@ -247,6 +277,8 @@ class Decoder:
             return DynamicIndex(self.value(first), self.affine(x["off"]))
         if key == "mask":
             return MaskExpr(self.array(first), x["ok"], x["reason"], x["grid"])
+        if key == "M":
+            return self.mask(first)
         if key == "buf":
             a = x["alloc"]
             if a is None:
@@ -262,6 +294,16 @@ class Decoder:
         if key == "fn":
             return first  # the ops take an operator by its op-table name
         raise ProgramError(f"invalid program: unknown operand kind {key!r}")
+
+    def mask(self, m: list) -> MaskExpr:
+        """A symbolic predicate, evaluated at the loops' current iterations."""
+        kind = m[0]
+        if kind == "cmp":
+            return _COMPARE[m[1]](self.affine(m[2]), self.affine(m[3]))
+        if kind == "not":
+            return ~self.value(m[1])
+        a, b = self.value(m[1]), self.value(m[2])
+        return a & b if kind == "and" else a | b
 
     def affine(self, x: dict) -> Affine:
         terms = {self.loops[lid]: coef for lid, coef in x["t"]}

@@ -59,13 +59,18 @@ class Instance:
 
 @dataclass(frozen=True, slots=True)
 class LoopEnter:
-    """An NKI loop (affine/sequential range) starts; ``loop`` is the id its index expressions name."""
+    """An NKI loop (affine/sequential range) starts; ``loop`` is the id its index expressions name.
+
+    ``once``: the events up to its ``LoopLeave`` are the loop's body, traced once as the compiler traces it,
+    and run for every iteration (they hold no ``LoopStep`` of this loop).  Otherwise the kernel's Python ran
+    each iteration and the body is unrolled: a ``LoopStep`` starts each one."""
 
     loop: int
     kind: str
     start: int
     stop: int
     step: int
+    once: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,14 +129,24 @@ class Program:
         next allocation has to fault in again)."""
         from nkisim.program.encode import tensor_ids
 
+        ends = once_bodies(self.body)
+        made: dict[int, int] = {}
         last: dict[int, int] = {}
+        bodies: list[tuple[int, int]] = []  # once-loop bodies open at event i: (enter index, leave index)
         for i, ev in enumerate(self.body):
+            while bodies and bodies[-1][1] < i:
+                bodies.pop()
             if isinstance(ev, Call):
                 for pid in tensor_ids([list(ev.args), [v for _, v in ev.kwargs]]):
-                    last[pid] = i
+                    # a tensor made before a body traced once is needed until its last iteration ends
+                    at = next((end for start, end in bodies if made.get(pid, -1) < start), i)
+                    last[pid] = max(last.get(pid, at), at)
                 for pid in ev.out:
-                    last.setdefault(pid, i)
-                    last[pid] = max(last[pid], i)
+                    made.setdefault(pid, i)
+                    at = next((end for start, end in bodies if made[pid] < start), i)
+                    last[pid] = max(last.get(pid, at), at)
+            elif isinstance(ev, LoopEnter) and ev.once:
+                bodies.append((i, ends[i]))
         keep = tensor_ids(self.outputs) | set(range(len(self.inputs)))
         drops: dict[int, list[int]] = {}
         for pid, i in last.items():
@@ -153,13 +168,31 @@ class Program:
         }, separators=(",", ":"))
 
 
+def once_bodies(body: tuple[Event, ...] | list[Event]) -> dict[int, int]:
+    """index of each ``LoopEnter(once=True)`` -> index of its ``LoopLeave`` (a loop left unclosed ends with the
+    body; the validator refuses such programs)."""
+    ends: dict[int, int] = {}
+    open_: list[tuple[int, bool]] = []
+    for i, ev in enumerate(body):
+        if isinstance(ev, LoopEnter):
+            open_.append((i, ev.once))
+        elif isinstance(ev, LoopLeave) and open_:
+            start, once = open_.pop()
+            if once:
+                ends[start] = i
+    for start, once in open_:
+        if once:
+            ends[start] = len(body)
+    return ends
+
+
 def _event_json(e: Event) -> list:
     if isinstance(e, Call):
         return ["call", e.fn, list(e.args), [[k, v] for k, v in e.kwargs], list(e.out), [e.loc[0], e.loc[1]]]
     if isinstance(e, Instance):
         return ["instance", list(e.index), e.number, e.core]
     if isinstance(e, LoopEnter):
-        return ["loop", e.loop, e.kind, e.start, e.stop, e.step]
+        return ["loop", e.loop, e.kind, e.start, e.stop, e.step, e.once]
     if isinstance(e, LoopStep):
         return ["iter", e.loop, e.value]
     return ["end", e.loop]
@@ -209,9 +242,9 @@ def _event(raw: Any, i: int) -> Event:
         return Instance(_ints(rest[0], f"{where} index"), _int(rest[1], f"{where} number"),
                         _int(rest[2], f"{where} core"))
     if kind == "loop":
-        _need(len(rest) == 5, f"{where}: a loop has 5 fields")
+        _need(len(rest) == 6, f"{where}: a loop has 6 fields")
         return LoopEnter(_int(rest[0], where), _str(rest[1], where, 16), _int(rest[2], where), _int(rest[3], where),
-                         _int(rest[4], where))
+                         _int(rest[4], where), _bool(rest[5], where))
     if kind == "iter":
         _need(len(rest) == 2, f"{where}: an iteration has 2 fields")
         return LoopStep(_int(rest[0], where), _int(rest[1], where))

@@ -32,6 +32,7 @@ MAX_INPUT_ELEMENTS = 2**31
 MAX_DEPTH = 24
 MAX_INT = 2**62
 LOOP_KINDS = ("affine", "sequential")
+MASK_COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 _DTYPE_NAMES = frozenset(dt.name(d) for d in dt.SUPPORTED)
 _FLOAT_WORDS = ("nan", "inf", "-inf")
 
@@ -138,6 +139,9 @@ def _check_value(x: Any, st: _State, where: str, depth: int = 0) -> None:  # noq
         if not isinstance(x["ok"], bool) or not isinstance(x["grid"], bool) or \
                 not (x["reason"] is None or isinstance(x["reason"], str)):
             _fail(f"{where}: malformed mask")
+    elif key == "M":
+        shape("M")
+        _mask(x["M"], st, where, depth)
     elif key == "buf":
         shape("buf", "alloc")
         _buffer(x, where)
@@ -161,6 +165,25 @@ def _check_value(x: Any, st: _State, where: str, depth: int = 0) -> None:  # noq
             _fail(f"{where}: unknown operator {x['fn']!r}")
     else:
         _fail(f"{where}: unknown operand kind {key!r}")
+
+
+def _mask(m: Any, st: _State, where: str, depth: int) -> None:
+    """A predicate kept symbolic: a comparison of two index expressions, or and/or/not of predicates."""
+    if depth > MAX_DEPTH:
+        _fail(f"{where}: operands nested too deeply")
+    if not isinstance(m, list) or not m:
+        _fail(f"{where}: malformed mask expression")
+    kind = m[0]
+    if kind == "cmp" and len(m) == 4 and m[1] in MASK_COMPARISONS:
+        _affine(m[2], st, where)
+        _affine(m[3], st, where)
+    elif kind in ("and", "or") and len(m) == 3 or kind == "not" and len(m) == 2:
+        for sub in m[1:]:
+            if not isinstance(sub, dict) or next(iter(sub), None) not in ("M", "mask"):
+                _fail(f"{where}: {kind} joins mask expressions")
+            _check_value(sub, st, where, depth + 1)
+    else:
+        _fail(f"{where}: malformed mask expression")
 
 
 def _tensor(pid: Any, st: _State, where: str) -> None:
@@ -290,6 +313,8 @@ def validate(program: Program, target: Target) -> None:
             if not st.open or st.open[-1] != ev.loop:
                 _fail(f"{where}: iteration of loop {ev.loop}, which is not the innermost running loop")
             lp = st.loops[ev.loop]
+            if lp.once:
+                _fail(f"{where}: loop {ev.loop} is traced once and has no iteration events")
             if ev.value not in range(lp.start, lp.stop, lp.step):
                 _fail(f"{where}: iteration {ev.value} is outside the loop's range")
             last = st.last_value.get(ev.loop)

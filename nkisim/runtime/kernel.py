@@ -101,7 +101,7 @@ class GridLaunch:
 
 
 def launch(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool | None = None,
-           target: str | None = None, record: bool = False) -> Any:
+           target: str | None = None, record: bool = True) -> Any:
     """Run all SPMD instances of ``kernel`` and return converted outputs (see LaunchResult)."""
     try:
         result = run(kernel, grid, args, kwargs, numerics=numerics, target=target, record=record)
@@ -118,9 +118,11 @@ def launch(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bo
 
 
 def run(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool | None = None,
-        target: Target | str | None = None, record: bool = False) -> LaunchResult:
-    """The launch itself (errors not yet trimmed).  ``record``: also compile the launch into a ``Program``
-    (``runtime.record``), returned as ``LaunchResult.program``."""
+        target: Target | str | None = None, record: bool = True) -> LaunchResult:
+    """The launch itself (errors not yet trimmed).  ``record``: compile the launch into a ``Program``
+    (``runtime.record``), returned as ``LaunchResult.program``, tracing each loop body once as the compiler
+    does; False runs the kernel's Python for every iteration (the unrolled reference ``tests/program_check.py``
+    holds recorded launches to)."""
     tgt = default_target(target or kernel.options.get("platform_target"))
     sizes, specs = gridmod.parse_grid(grid, tgt) if grid is not None else ((), [])
     _check_while_loops(kernel.func)

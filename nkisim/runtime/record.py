@@ -6,19 +6,49 @@ always does (so every check of the compiler raises at the student's line, and th
 launch has inputs), and the tensors its result holds get program ids.  Loop entries, iterations and exits
 and the start of each SPMD instance are events of their own, so the executor rebuilds the same loop stack
 and the cost model sees the same loop structure.
+
+**Loop bodies are traced once**, as the compiler traces them: the kernel's Python runs an ``affine_range`` or
+``sequential_range`` body for the first iteration only, and the recorder runs the other iterations from the
+events it recorded (``runtime.execute.Runner``), so Python side effects in a body (an address counter, a
+list of names) happen once, as on a device.  A body whose Python depended on the iteration cannot be traced
+once, and runs iteration by iteration as before (unrolled in the program):
+
+- it took a concrete value of the loop variable: ``if i == 0``, ``range(i)``, ``lst[i]``, or an operand
+  frozen at this iteration (``i % 2``), none of which the compiler can trace either;
+- it rebound a variable that held a tile the body reads (``acc = acc + t``: each iteration reads the tile the
+  last one made) or collected the body's tiles in a list, dict or tuple.
 """
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
+from nkisim.core import context
 from nkisim.core.indexing import Loop
-from nkisim.core.location import user_location
+from nkisim.core.location import replaying, user_frame, user_location
 from nkisim.core.recording import HOOK
 from nkisim.core.tensor import Tensor
-from nkisim.program.encode import Encoder, result_tensors
-from nkisim.program.ir import Call, Event, Input, Instance, LoopEnter, LoopLeave, LoopStep, Program
+from nkisim.program.encode import Decoder, Encoder, result_tensors, tensor_ids
+from nkisim.program.ir import Call, Event, Input, Instance, LoopEnter, LoopLeave, LoopStep, Program, once_bodies
+from nkisim.runtime.runner import Runner
+
+#: the most container items looked at for a body's tiles (a list the body fills); past it the body is unrolled
+_SCAN_LIMIT = 4096
+
+
+@dataclass
+class _Probe:
+    """A loop whose first iteration is being traced, to run the others from it (see the module docstring)."""
+
+    loop: Loop
+    enter: int  # index of its LoopEnter in the body
+    frame: types.FrameType | None  # the kernel frame running the ``for``
+    names: dict[str, Any] = field(default_factory=dict)  # that frame's variables when the loop started
+    steps: int = 0
+    dirty: bool = False
 
 
 class ProgramRecorder:
@@ -28,6 +58,8 @@ class ProgramRecorder:
         self.enc = Encoder()
         self.body: list[Event] = []
         self.inputs: list[Input] = []
+        self.probes: list[_Probe] = []
+        self.loops: dict[int, Loop] = {}  # program loop id -> the launch's loop
 
     # --- launch-level events ------------------------------------------------------------------
     def add_input(self, name: str, t: Tensor) -> None:
@@ -58,13 +90,93 @@ class ProgramRecorder:
         return result
 
     def loop_enter(self, loop: Loop) -> None:
-        self.body.append(LoopEnter(self.enc.new_loop(loop), loop.kind, loop.start, loop.stop, loop.step))
+        lid = self.enc.new_loop(loop)
+        self.loops[lid] = loop
+        if loop.trip > 1:
+            frame = user_frame()
+            names = dict(frame.f_locals) if frame is not None else {}
+            self.probes.append(_Probe(loop, len(self.body), frame, names))
+            if self.enc.seen is None:
+                self.enc.seen = {}
+        self.body.append(LoopEnter(lid, loop.kind, loop.start, loop.stop, loop.step))
 
-    def loop_step(self, loop: Loop, value: int) -> None:
+    def loop_step(self, loop: Loop, value: int) -> bool:
+        probe = self.probes[-1] if self.probes else None
+        if probe is not None and probe.loop is loop:
+            probe.steps += 1
+            if probe.steps == 2:
+                seen = self.enc.seen or {}
+                self._end_probe()
+                if self._traceable(probe):
+                    self._run_rest(probe, range(value, loop.stop, loop.step), seen)
+                    return True
         self.body.append(LoopStep(self.enc.loop(loop), int(value)))
+        return False
 
     def loop_leave(self, loop: Loop) -> None:
+        if self.probes and self.probes[-1].loop is loop:  # it ran once, broke out or raised
+            self._end_probe()
+        self.enc.frozen.discard(loop)
         self.body.append(LoopLeave(self.enc.loop(loop)))
+
+    def concrete(self, loops: Any) -> None:
+        for probe in self.probes:
+            if probe.loop in loops:
+                probe.dirty = True
+
+    # --- loop bodies traced once ----------------------------------------------------------------
+    def _end_probe(self) -> None:
+        self.probes.pop()
+        if not self.probes:
+            self.enc.seen = None
+
+    def _tensor_id(self, x: Any) -> int | None:
+        t = x if isinstance(x, Tensor) else getattr(x, "tensor", None)
+        return self.enc.tensor_ids.get(t.uid) if isinstance(t, Tensor) else None
+
+    def _traceable(self, probe: _Probe) -> bool:
+        """Whether the first iteration's events hold for every iteration (see the module docstring)."""
+        if probe.dirty or probe.loop in self.enc.frozen:
+            return False
+        frame = probe.frame
+        if frame is None:
+            return True
+        body = self.body[probe.enter + 2:]
+        read: set[int] = set()
+        made: set[int] = set()
+        for ev in body:
+            if ev.__class__ is Call:
+                tensor_ids([list(ev.args), [v for _, v in ev.kwargs]], read)
+                made.update(ev.out)
+        now = frame.f_locals
+        for name, old in probe.names.items():
+            if now.get(name, old) is not old and self._tensor_id(old) in read:
+                return False  # ``acc = acc + t``: the next iteration would read this one's tile
+        scanned = 0
+        for value in now.values():
+            if isinstance(value, (list, tuple, dict)):
+                for item in (value.values() if isinstance(value, dict) else value):
+                    scanned += 1
+                    if scanned > _SCAN_LIMIT or self._tensor_id(item) in made:
+                        return False
+        return True
+
+    def _run_rest(self, probe: _Probe, values: range, seen: dict[int, Tensor]) -> None:
+        """Keep the first iteration's events as the loop's body and run it for ``values``; ``seen``: the tensors
+        the body names, by program id."""
+        body = self.body
+        e = body[probe.enter]
+        body[probe.enter] = LoopEnter(e.loop, e.kind, e.start, e.stop, e.step, True)
+        del body[probe.enter + 1]  # the first iteration's LoopStep
+        events = body[probe.enter + 1:]
+        dec = Decoder(tuple(self.enc.arrays), dict(seen), dict(self.loops))
+        ctx = context.current()
+        HOOK.recorder = None
+        try:
+            with replaying() as at:
+                Runner(ctx, events, dec, {}, once_bodies(events), at, traced_here=True).iterate(probe.loop, values, 0, len(events))
+        finally:
+            HOOK.recorder = self
 
     # --- the result ---------------------------------------------------------------------------
     def program(self, kernel: str, target: str, grid: tuple[int, ...], cores: int, outputs: Any, *,

@@ -1,0 +1,96 @@
+"""The executor's loop: program events run against live tensors and loops.
+
+One loop serves both halves of compile-then-execute: ``runtime.execute`` runs a whole program with it, and a
+recording launch (``runtime.record``) runs the other iterations of a loop body it traced once.  Each call is
+dispatched through the one registry of NKI calls (``core.recording.CALLS``) to the implementation the eager
+path runs, so every check of an op runs again on the runner's own tensors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from nkisim.core import loops as loopmod
+from nkisim.core.context import KernelContext
+from nkisim.core.errors import NKIError
+from nkisim.core.indexing import Loop
+from nkisim.core.recording import CALLS
+from nkisim.program.encode import Decoder, result_tensors
+from nkisim.program.ir import Call, Instance, LoopEnter, LoopLeave, LoopStep, ProgramError
+
+
+class Runner:
+    """Runs program events against live tensors and loops: the executor's loop, shared by ``execute`` and by a
+    recording launch that traced a loop body once and runs its other iterations from it (``runtime.record``).
+
+    ``drops``: event index -> tensor ids to let go after it (``Program.last_uses``); ``ends``: where each body
+    traced once ends (``program.ir.once_bodies``)."""
+
+    def __init__(self, ctx: KernelContext, events: Sequence[Any], dec: Decoder,
+                 drops: dict[int, tuple[int, ...]], ends: dict[int, int], at: Any, traced_here: bool = False) -> None:
+        self.ctx, self.events, self.dec, self.drops, self.ends, self.at = ctx, events, dec, drops, ends, at
+        #: the events come from this very launch's trace, not from outside: an op's own exception (an
+        #: IndexError of a dynamic index, say) is the kernel's, as it would be in the iteration traced
+        self.traced_here = traced_here
+
+    def run(self, lo: int, hi: int) -> None:
+        """Events ``lo`` .. ``hi - 1``."""
+        events, ctx, dec, drops = self.events, self.ctx, self.dec, self.drops
+        tensors, loops = dec.tensors, dec.loops
+        i = lo
+        while i < hi:
+            ev = events[i]
+            cls = ev.__class__
+            if cls is Call:
+                self.call(ev)
+            elif cls is LoopStep:
+                loopmod.step(ctx, loops[ev.loop], ev.value)
+            elif cls is LoopEnter:
+                loop = loops[ev.loop] = Loop(ev.kind, ev.start, ev.stop, ev.step)
+                loopmod.enter(ctx, loop)
+                if ev.once:
+                    end = self.ends[i]
+                    self.iterate(loop, range(ev.start, ev.stop, ev.step), i + 1, end)
+                    loopmod.leave(ctx, loop)
+                    i = end
+            elif cls is LoopLeave:
+                loopmod.leave(ctx, loops[ev.loop])
+            elif cls is Instance:
+                ctx.program, ctx.instance, ctx.core = ev.index, ev.number, ev.core
+            gone = drops.get(i)
+            if gone:
+                for pid in gone:
+                    tensors.pop(pid, None)
+            i += 1
+
+    def iterate(self, loop: Loop, values: range, lo: int, hi: int) -> None:
+        """The body ``lo`` .. ``hi - 1`` of a loop traced once, for each of ``values``."""
+        ctx = self.ctx
+        for v in values:
+            loopmod.step(ctx, loop, v)
+            self.run(lo, hi)
+
+    def call(self, ev: Call) -> None:
+        dec = self.dec
+        self.at(ev.loc)
+        try:
+            result = CALLS[ev.fn](*[dec.value(a) for a in ev.args], **{k: dec.value(v) for k, v in ev.kwargs})
+        except ProgramError:
+            raise
+        except (NKIError, MemoryError) as err:  # the compiler's error, or the run's own limit
+            if getattr(err, "nki_location", None) is None:
+                err.nki_location = ev.loc  # type: ignore[union-attr]
+            raise
+        except Exception as err:  # only a program no trace made gets here, or the kernel's own failure
+            if self.traced_here:
+                raise
+            raise ProgramError(f"invalid program: {ev.fn} at line {ev.loc[1]} failed: "
+                               f"{type(err).__name__}: {err}") from None
+        made = result_tensors(result)
+        if len(made) != len(ev.out):
+            raise ProgramError(f"call {ev.fn} at line {ev.loc[1]} made {len(made)} tensors, the program "
+                               f"says {len(ev.out)}")
+        tensors = dec.tensors
+        for pid, t in zip(ev.out, made):
+            tensors[pid] = t
