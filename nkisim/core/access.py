@@ -20,6 +20,7 @@ from nkisim.core.context import active
 from nkisim.core.dynamic import DynamicIndex
 from nkisim.core.errors import nki_error, shape_str
 from nkisim.core.indexing import Affine, DynSlice, slice_bound, slice_step
+from nkisim.core.storage import storage
 from nkisim.core.syntax import METHODS, TileSyntax
 from nkisim.core.whole import whole_parts_of_shape
 
@@ -35,7 +36,7 @@ class Access(TileSyntax):
       ('dyn', DynamicIndex)           a free-axis position read from one tile element at run time
     """
 
-    __slots__ = ("tensor", "comps", "shape", "advanced", "loops", "done", "par_axis", "_np", "_box", "_whole")
+    __slots__ = ("tensor", "comps", "shape", "advanced", "loops", "done", "par_axis", "_np", "box", "is_whole")
 
     def __init__(self, tensor: Any, key: Any) -> None:
         if key is Ellipsis:  # ``tile[...]`` is the whole tensor: reuse the shared normalisation
@@ -44,8 +45,8 @@ class Access(TileSyntax):
         self.tensor = tensor
         self.done = False
         self._np: tuple | None = None
-        self._box: tuple | None = None  # region box for the trace, see ops.base.region
-        self._whole = False  # built by _fill_whole: every dimension is a full slice
+        self.box: tuple | None = None  # region box for the trace, see ops.base.region
+        self.is_whole = False  # built by _fill_whole: every dimension is a full slice
         if key.__class__ is not tuple and not isinstance(key, tuple):
             key = (key,)
         # expand Ellipsis (a plain loop: no generator per index, and ``in`` would call a tile's __eq__)
@@ -175,7 +176,7 @@ class Access(TileSyntax):
                     idx.append(v)
                     box.append((v, v + 1))
             self._np = tuple(idx)
-            self._box = tuple(box)
+            self.box = tuple(box)
         else:
             for axis, c in enumerate(comps):
                 if c[0] == "slice":
@@ -185,19 +186,20 @@ class Access(TileSyntax):
         self.shape = tuple(shape)
         self.par_axis = 0 if par is None else par
 
-    @classmethod
-    def whole(cls, tensor: Any) -> Access:
+    @staticmethod
+    def whole(tensor: Any) -> Access:
         """``Access(tensor, ())`` without re-normalising: every op result is accessed whole, so the
         (immutable) components, shape and NumPy index depend only on shape and partition axis and
-        are built once per such pair and shared."""
-        acc = cls.__new__(cls)
+        are built once per such pair and shared.  A plain function, so ``Tensor.full`` is this one
+        (no call in between)."""
+        acc: Access = Access.__new__(Access)
         acc._fill_whole(tensor)
         return acc
 
     def _fill_whole(self, tensor: Any) -> None:
-        parts = tensor._whole_parts
+        parts = tensor.whole_parts
         if parts is None:
-            parts = tensor._whole_parts = whole_parts(tensor)
+            parts = tensor.whole_parts = whole_parts(tensor)
         self.tensor = tensor
         self.done = False
         self.comps = parts[0]  # shared: components are only ever read
@@ -206,8 +208,8 @@ class Access(TileSyntax):
         self.shape = parts[1]
         self.par_axis = parts[2]
         self._np = parts[3]
-        self._box = parts[4]
-        self._whole = True
+        self.box = parts[4]
+        self.is_whole = True
 
     # --- description ---------------------------------------------------------------------------
     @property
@@ -260,7 +262,7 @@ class Access(TileSyntax):
         §4.3), which the cost model charges; a whole tile, or any unit-step slice, is contiguous."""
         t = self.tensor
         item = t.itemsize
-        if self._whole:
+        if self.is_whole:
             return item
         shape = t.shape
         strides = [1] * len(shape)  # element strides of the tensor's C-ordered storage
@@ -286,9 +288,10 @@ class Access(TileSyntax):
         if c[0] == "adv":
             return c[1].value()
         if c[0] == "ind":
-            vals = c[1]._read()
+            indices: Access = c[1]
+            vals = indices._read()
             if vals is None:
-                return np.zeros(c[1].shape, dtype=np.int64)
+                return np.zeros(indices.shape, dtype=np.int64)
             return vals.astype(np.int64)
         if c[0] == "dyn":
             return np.asarray(c[1].value(), dtype=np.int64)
@@ -318,19 +321,19 @@ class Access(TileSyntax):
     # --- checks ------------------------------------------------------------------------------
     def check_bounds(self, valid: np.ndarray | None = None) -> None:
         """The compiler's static out-of-bound check (whole loop range unless a mask applies)."""
-        if valid is None and self._whole:
+        if valid is None and self.is_whole:
             return  # full slices [0, size) of every dimension are always in bounds
         t = self.tensor
         for dim, c in enumerate(self.comps):
             size = t.shape[dim]
             if c[0] in ("ind", "dyn"):
                 continue  # checked at run time by the gather (IndexError like the compiler's simulator)
-            if valid is None:  # (an expression's bounds are memoised once known: read them without a call)
+            if valid is None:  # (an expression's bounds are memoised once known: scalar_bounds returns them)
                 if c[0] == "slice":
-                    lo = (c[1]._bounds or c[1].scalar_bounds())[0]
-                    hi = (c[2]._bounds or c[2].scalar_bounds())[1] - 1
+                    lo = c[1].scalar_bounds()[0]
+                    hi = c[2].scalar_bounds()[1] - 1
                 else:
-                    lo, hi = c[1]._bounds or c[1].scalar_bounds()
+                    lo, hi = c[1].scalar_bounds()
                 if lo < 0 or hi >= size:
                     raise nki_error("err_tensor_access_out_of_bound",
                                     f"Out-of-bound access for tensor `{t.label()}` on dimension {dim}: index range "
@@ -382,7 +385,7 @@ class Access(TileSyntax):
     def _read(self) -> np.ndarray | None:
         """Values at this access, in storage dtype (a view for basic indexing)."""
         t = self.tensor
-        data = t._data
+        data = storage(t)
         if data is None:
             return None
         if t.unfilled:
@@ -412,7 +415,7 @@ class Access(TileSyntax):
 
     def _read_masked(self, valid: np.ndarray) -> np.ndarray | None:
         """Gather with masked-off positions clamped (they may lie out of bounds), shape ``self.shape``."""
-        data = self.tensor._data
+        data = storage(self.tensor)
         if data is None:
             return None
         self.tensor.fill_pending()
@@ -429,12 +432,12 @@ class Access(TileSyntax):
         """Store ``values`` (already ``self.shape``, any dtype) into the tensor, cast once."""
         t = self.tensor
         t.root.written = True
-        if t._data is None or values is None:
+        if values is None or storage(t) is None:
             return
         values = dt.cast(np.asarray(values), t.dtype)
         if valid is None or (valid.ndim == 0 and bool(valid)) or all_true(valid):
             if t.unfilled:  # a first write of every element needs no uninitialised pattern underneath
-                if self._whole:
+                if self.is_whole:
                     t.unfilled = False
                 else:
                     t.fill_pending()

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from nkisim.core.indexing import Affine
+from nkisim.core.storage import read
 
 
 class DynamicIndex:
@@ -46,6 +47,6 @@ class DynamicIndex:
 
     def value(self) -> Any:
         """The index at this point of the kernel: the element's current value plus the offset's."""
-        vals = self.element._read()
+        vals = read(self.element)
         base = 0 if vals is None else int(np.asarray(vals).reshape(-1)[0])
         return self.offset.value() + base

@@ -17,6 +17,11 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
+#: ``sys._getframe(n)``: the caller's frame ``n`` levels up, passing over the frames in between without
+#: making Python frame objects for them (``inspect.currentframe().f_back`` would make one per level, on
+#: every traced instruction).  Private to CPython, so reached for once, here.
+_frame = sys._getframe  # noqa: SLF001 - nothing public skips levels without frame objects (see above)
+
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _internal_cache: dict[str, bool] = {}
 
@@ -60,7 +65,7 @@ def user_frame(depth: int = 1) -> types.FrameType | None:
     """The innermost frame outside the simulator (the student's call site); None while a program runs."""
     if _REPLAYED[0] is not None:
         return None
-    f = sys._getframe(depth)
+    f = _frame(depth)
     while f is not None and is_internal(f.f_code.co_filename):
         f = f.f_back
     return f
@@ -73,7 +78,7 @@ def warn(message: str, category: type[Warning] = UserWarning) -> None:
     if replayed is not None:
         warnings.warn_explicit(message, category, replayed[0], replayed[1])
         return
-    f = sys._getframe(1)
+    f = _frame(1)
     level = 2  # stacklevel 1 is this function, 2 its caller (f)
     while f is not None and is_internal(f.f_code.co_filename):
         f = f.f_back
@@ -98,7 +103,7 @@ def user_location(skip: int = 2) -> tuple[str, int]:
     replayed = _REPLAYED[0]
     if replayed is not None:
         return replayed
-    f = sys._getframe(skip)
+    f = _frame(skip)
     cache = _internal_cache
     while f is not None:
         code = f.f_code
@@ -127,7 +132,7 @@ def user_variable(obj: object) -> str | None:
     variable they were assigned to, while the simulator only sees the object."""
     if _REPLAYED[0] is not None:
         return None
-    f = sys._getframe(1)
+    f = _frame(1)
     while f is not None and is_internal(f.f_code.co_filename):
         f = f.f_back
     if f is None:

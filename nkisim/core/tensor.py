@@ -22,6 +22,7 @@ from nkisim.core.errors import nki_error, shape_str
 from nkisim.core.indexing import Loop
 from nkisim.core.location import user_variable
 from nkisim.core.recording import recorded
+from nkisim.core.storage import read
 from nkisim.core.syntax import METHODS, TileSyntax
 
 _ids = itertools.count(1)
@@ -35,10 +36,8 @@ class Tensor(TileSyntax):
     # Slots: one tensor is created per simulated instruction, and slot attributes are set and read
     # faster than instance-dict ones.  ``__dict__`` stays for the rare per-tensor memo (buffer_info).
     __slots__ = ("shape", "dtype", "buffer", "_data", "uid", "_name", "par_axis", "loops", "base", "site",
-                 "param", "argument", "valid", "written", "producer", "_trace_facts", "unfilled", "viewed", "_whole_parts",
-                 "_record",
-                 "__dict__",
-                 "__weakref__")
+                 "param", "argument", "valid", "written", "producer", "trace_facts", "unfilled", "viewed",
+                 "whole_parts", "trace_record", "__dict__", "__weakref__")
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, buffer: Buffer, data: np.ndarray | None,
                  name: str = "", par_axis: int = 0, loops: tuple[Loop, ...] = (), base: Tensor | None = None,
@@ -61,31 +60,31 @@ class Tensor(TileSyntax):
         #: (dtype name, root tensor uid, buffer_info of the root or None in HBM): static facts the trace
         #: records for every access, computed on first use by ops.base.emit (None: not yet).  Plain
         #: values only: a reference back to a tensor would make a cycle that keeps its data alive.
-        self._trace_facts: tuple | None = None
+        self.trace_facts: tuple | None = None
         #: storage not yet filled with the uninitialised pattern (see ``fill_pending``)
         self.unfilled = False
         #: another Tensor shares this storage (reshape/view), so it can never be swapped out
         self.viewed = False
-        self._whole_parts: tuple | None = None  # see whole_parts()
+        self.whole_parts: tuple | None = None  # see core.access.whole_parts()
         #: (shape, trace facts, uid, box): the trace record of the whole tensor as an operand, the
         #: same for every instruction that reads or writes it whole (built by ops.base.emit)
-        self._record: tuple | None = None
+        self.trace_record: tuple | None = None
 
     @classmethod
     def result(cls, shape: tuple[int, ...], dtype: np.dtype, buffer: Buffer, data: np.ndarray | None,
-               loops: tuple[Loop, ...], facts: tuple) -> Tensor:
+               loops: tuple[Loop, ...], facts: tuple, name: str = "") -> Tensor:
         """A new op-result tile (what ``ops.base.new_tile`` makes once per instruction): the same
-        object as ``Tensor(shape, dtype, buffer, data, "", 0, loops)`` without re-normalising a shape
+        object as ``Tensor(shape, dtype, buffer, data, name, 0, loops)`` without re-normalising a shape
         the op already computed.  ``facts`` = (dtype name, space, bytes per partition, shape, whole-access
         parts), static per (shape, dtype, space) and memoised by the caller.  The trace record is
-        built here too: the op emits the tile as its output next."""
-        t = cls.__new__(cls)
+        built here too: the op emits the tile as its output next.  ``name``: the tile's own name, if any."""
+        t: Tensor = cls.__new__(cls)
         t.shape = shape
         t.dtype = dtype
         t.buffer = buffer
         t._data = data
         t.uid = uid = next(_ids)
-        t._name = ""
+        t._name = name
         t.par_axis = 0
         t.loops = loops
         t.base = None
@@ -95,12 +94,12 @@ class Tensor(TileSyntax):
         t.valid = None
         t.written = True
         t.producer = None
-        t._trace_facts = trace_facts = (facts[0], uid, _new_info(BufferInfo, (uid, facts[1], None, 0, bool(loops), 0,
+        t.trace_facts = trace_facts = (facts[0], uid, _new_info(BufferInfo, (uid, facts[1], None, 0, bool(loops), 0,
                                                                                  facts[2])))
         t.unfilled = False
         t.viewed = False
-        t._whole_parts = parts = facts[4]
-        t._record = (parts[1], trace_facts, uid, parts[4])  # every result is written whole by its op
+        t.whole_parts = parts = facts[4]
+        t.trace_record = (parts[1], trace_facts, uid, parts[4])  # every result is written whole by its op
         return t
 
     @property
@@ -173,13 +172,11 @@ class Tensor(TileSyntax):
     def __iter__(self):
         raise TypeError("NKI tensors cannot be iterated; index them with loops over nl.affine_range")
 
-    def full(self) -> Access:
-        acc = Access.__new__(Access)  # Access.whole(self), one call less: every op result is accessed whole
-        acc._fill_whole(self)
-        return acc
+    #: ``t.full()``: the whole tensor as an Access (``Access.whole(t)`` itself: every op result is accessed whole)
+    full = Access.whole
 
     def _read(self) -> np.ndarray | None:
-        """Values of the whole tensor, like ``self.full()._read()``.
+        """Values of the whole tensor, like ``storage.read(self.full())``.
 
         Ops take whole tiles as operands far more often than indexed ones, so they pass the tensor
         itself instead of building an Access; on small tiles, the NumPy view a whole-slice index makes
@@ -191,7 +188,7 @@ class Tensor(TileSyntax):
         if data is None:
             return None
         if self.buffer.alloc is not None or not self.shape:  # (shape, not data.ndim: a slot is cheaper)
-            return self.full()._read()
+            return read(self.full())
         if self.unfilled:
             self.fill_pending()
         return data

@@ -150,7 +150,7 @@ def buffer_info(acc: Any) -> BufferInfo:
     """The ``BufferInfo`` of an access's on-chip root tensor (what the scheduler needs to map it to physical
     buffers), memoised on the tensor."""
     root = acc.tensor.root
-    facts = root._trace_facts  # an on-chip tensor's trace facts end with its buffer_info (ops.base.emit)
+    facts = root.trace_facts  # an on-chip tensor's trace facts end with its buffer_info (ops.base.emit)
     if facts is not None and facts[2] is not None:
         return facts[2]
     hit = root.__dict__.get("_buffer_info")  # static facts of the root: computed once per tensor
@@ -168,7 +168,7 @@ def buffer_info(acc: Any) -> BufferInfo:
             per_part *= int(d)
     info = BufferInfo(root.uid, root.space, root.site, k, bool(root.loops), root.par_axis, per_part)
     if facts is None and info.space != "hbm":  # what ops.base.emit would record for it: a slot, no dict
-        root._trace_facts = (dt.name(root.dtype), root.uid, info)
+        root.trace_facts = (dt.name(root.dtype), root.uid, info)
     else:
         root.__dict__["_buffer_info"] = info
     return info

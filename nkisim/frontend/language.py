@@ -126,9 +126,10 @@ def device_print(prefix: str, x: Any, *, mask: Any = None, **_: Any) -> None:
     ctx = _current()
     if not ctx.numerics:
         return
+    from nkisim.core.storage import read
     from nkisim.core.tensor import as_access
 
-    vals = as_access(x)._read() if hasattr(x, "__nki_tile__") else np.asarray(x)
+    vals = read(as_access(x)) if hasattr(x, "__nki_tile__") else np.asarray(x)
     where_ = f" [instance {list(ctx.program)}]" if ctx.grid else ""
     print(f"{prefix}{where_} {np.asarray(vals, dtype=np.float32) if vals is not None else vals}", file=sys.stdout)
 

@@ -15,7 +15,8 @@ from nkisim.core.buffers import PMAX, Buffer, sbuf
 from nkisim.core.context import KernelContext, active
 from nkisim.core.errors import nki_error, shape_str
 from nkisim.core.indexing import check_mask
-from nkisim.core.location import user_location, user_variable
+from nkisim.core.location import user_location
+from nkisim.core.storage import read
 from nkisim.core.tensor import Tensor
 from nkisim.core.whole import whole_parts_of_shape
 from nkisim.cost.trace import Instr, Region, buffer_info, dma_run
@@ -128,7 +129,7 @@ def check_tensor_scope(t: Tensor, ctx: KernelContext | None = None) -> None:
         if ctx is None:
             ctx = active()
         if ctx is not None and loops[-1] not in ctx.loops:
-            name = t._name or user_variable(t) or t.name
+            name = t.label()
             raise nki_error("err_local_variable_used_out_of_scope",
                             f"Local variable '{name}' ({shape_str(dt.name(t.dtype), t.shape)}) is referenced "
                             f"outside of its parent scope: it was created inside a loop that has ended. Allocate "
@@ -232,9 +233,7 @@ def new_tile(ctx: KernelContext, shape: tuple[int, ...], dtype: np.dtype, values
                 data = np.full(shape, dt.fill_value(dtype), dtype=dt.storage_dtype(dtype))
     if buffer.alloc is None:
         facts = _RESULT_FACTS.get((shape, dtype, buffer.space)) or _result_facts(shape, dtype, buffer)
-        t = Tensor.result(facts[3], dtype, buffer, data, ctx.loop_tuple, facts)
-        if name:
-            t._name = name
+        t = Tensor.result(facts[3], dtype, buffer, data, ctx.loop_tuple, facts, name)
     else:
         t = Tensor(shape, dtype, buffer, data, name, 0, ctx.loop_tuple)
         t.written = True
@@ -247,7 +246,7 @@ def f32(acc: Access | Tensor | None, ctx: KernelContext) -> np.ndarray | None:
     """Operand values widened for computation (fp32 for floats, int64 for integers)."""
     if acc is None or not ctx.numerics:
         return None
-    a = acc._read()  # an Access, or a Tensor read whole
+    a = read(acc)  # an Access, or a Tensor read whole
     if a is None:
         return None
     if a.dtype == np.float32:
@@ -260,11 +259,11 @@ def f32(acc: Access | Tensor | None, ctx: KernelContext) -> np.ndarray | None:
 def region(acc: Access) -> Region:
     """(root id, tensor id, box) of an access, for the scheduler's dependency tracking."""
     t = acc.tensor
-    box = acc._box
+    box = acc.box
     if box is not None:  # basic accesses: fixed once np_index() is (whole-tile boxes are shared per shape)
         return Region(t.root.uid, t.uid, box)
     if not acc.advanced:  # the basic index holds exactly these bounds, computed once per access
-        box = acc._box = index_box(acc.np_index())
+        box = acc.box = index_box(acc.np_index())
         return Region(t.root.uid, t.uid, box)
     box = []
     for c, dim in zip(acc.comps, t.shape):
@@ -282,17 +281,17 @@ def region(acc: Access) -> Region:
 def _access_facts(a: Access) -> tuple:
     """(dtype name, root uid, buffer_info or None) of an access's tensor, memoised on the tensor."""
     t = a.tensor
-    facts = t._trace_facts = (dt.name(t.dtype), t.root.uid, buffer_info(a) if t.space != "hbm" else None)
+    facts = t.trace_facts = (dt.name(t.dtype), t.root.uid, buffer_info(a) if t.space != "hbm" else None)
     return facts
 
 
 def _tensor_record(t: Tensor) -> tuple:
     """The trace record of a whole tensor, memoised on it: shape and box of its whole access
     (shared per shape), static facts and uid never change for a tensor."""
-    parts = t._whole_parts
+    parts = t.whole_parts
     if parts is None:
-        parts = t._whole_parts = whole_parts(t)
-    rec = t._record = (parts[1], t._trace_facts or _access_facts(t.full()), t.uid, parts[4])
+        parts = t.whole_parts = whole_parts(t)
+    rec = t.trace_record = (parts[1], t.trace_facts or _access_facts(t.full()), t.uid, parts[4])
     return rec
 
 
@@ -311,12 +310,12 @@ def emit(ctx: KernelContext, name: str, engine: str | None = None, reads: Sequen
     indexed = False  # any Access operand (only those can be strided)
     for a in (*reads, *writes):
         if a.__class__ is Tensor:  # a whole tensor: its record never changes
-            recs += a._record or _tensor_record(a)
+            recs += a.trace_record or _tensor_record(a)
         else:
             indexed = True
             t = a.tensor
-            box = a._box
-            recs += (a.shape, t._trace_facts or _access_facts(a), t.uid, box if box is not None else region(a)[2])
+            box = a.box
+            recs += (a.shape, t.trace_facts or _access_facts(a), t.uid, box if box is not None else region(a)[2])
     state = ctx.loop_state
     instr = Instr(name, engine or api(name).engine, p, n, dtypes, nbytes, None, None, user_location(3), acc, extra,
                   ctx.instance, state if state is not None else ctx.current_loop_state(), (), ctx.core, 0, recs,
@@ -335,7 +334,7 @@ def _note_strided_operands(instr: Instr, reads: Sequence[Access | Tensor], write
     its ``stride_free_bytes``.  Whole tiles are contiguous and skipped without a call."""
     widest = 0
     for a in (*reads, *writes):
-        if a.__class__ is Access and not a._whole and a.tensor.buffer.family != "hbm":
+        if a.__class__ is Access and not a.is_whole and a.tensor.buffer.family != "hbm":
             stride = a.free_stride_bytes()
             if stride > a.tensor.itemsize:
                 widest = max(widest, stride)

@@ -20,6 +20,7 @@ from nkisim.core.buffers import PMAX, PSUM_BANK_BYTES, PSUM_BANKS, Buffer, ModAl
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.location import assigned_name, user_frame, user_location, warn
+from nkisim.core.storage import read, storage
 from nkisim.core.tensor import Access, Tensor, as_access, is_tile, shape_str
 from nkisim.ops.base import emit
 
@@ -261,8 +262,9 @@ def rand(shape: Any, dtype: Any = np.float32, **_: Any) -> Tensor:
     ctx = current()
     rng = ctx.generator()
     t = allocate(shape, dtype, sbuf, "", fill=0)
-    if t._data is not None:
-        t._data[...] = dt.cast(rng.random(t.shape, dtype=np.float32), t.dtype)
+    data = storage(t)
+    if data is not None:
+        data[...] = dt.cast(rng.random(t.shape, dtype=np.float32), t.dtype)
     return t
 
 
@@ -271,7 +273,7 @@ def random_seed(seed: Any, *, mask: Any = None, **_: Any) -> None:
     ctx = current()
     value = seed
     if is_tile(seed):
-        vals = as_access(seed)._read()
+        vals = read(as_access(seed))
         value = 0 if vals is None else int(np.asarray(vals).ravel()[0])
     ctx.rng = np.random.default_rng(int(value))
 

@@ -16,6 +16,7 @@ from nkisim.core import dtypes as dt
 from nkisim.core import syntax
 from nkisim.core.context import KernelContext, current
 from nkisim.core.errors import nki_error
+from nkisim.core.storage import read
 from nkisim.core.tensor import Access, Tensor, is_tile, shape_str
 from nkisim.ops.base import emit, mask_array, new_tile, one_operand, operands, two_operands
 from nkisim.ops.optable import ACTIVATIONS, ALU, BITWISE_UNARY
@@ -31,7 +32,7 @@ def values(acc: Access | Tensor | None, ctx: KernelContext, compute: np.dtype,
     """Operand values in the compute dtype, reshaped so a (P,) tile broadcasts as (P, 1, ...)."""
     if acc is None or not ctx.numerics:
         return None
-    a = acc._read()  # an Access, or a Tensor read whole
+    a = read(acc)  # an Access, or a Tensor read whole
     if a is None:
         return None
     if a.dtype is not compute and a.dtype != compute:  # identity first: dtype equality is a slow compare
@@ -103,7 +104,7 @@ def unary_op(name: str, x: Any, dtype: Any = None, mask: Any = None) -> Tensor:
     vals = None
     if ctx.numerics:
         if name in BITWISE_UNARY:
-            raw = a._read()
+            raw = read(a)
             vals = np.logical_not(raw) if name == "logical_not" or raw.dtype == np.bool_ else np.invert(raw)
         else:
             vals = ACTIVATIONS[name].fn(values(a, ctx, _FLOAT32))

@@ -11,6 +11,7 @@ from nkisim.core import dtypes as dt
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.indexing import Affine
+from nkisim.core.storage import read, read_masked, write
 from nkisim.core.tensor import Access, Tensor, as_access, is_tile, shape_str
 from nkisim.ops import memory
 from nkisim.ops import reduce as red
@@ -74,7 +75,7 @@ def activation(op: Any, data: Any, *, bias: Any = None, scale: Any = 1.0, reduce
             ctx.act_accum = res
             res = res.reshape(r.shape)
         r.check_write()
-        r._write(res)
+        write(r, res)
         tile.producer.extra["reduce"] = rop
         tile.producer.writes = tile.producer.writes + (emit_region(r),)
     return tile
@@ -210,7 +211,7 @@ def tensor_copy(src: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 
                         "'psum' instead. (GpSimd cannot access PSUM)")
     valid = mask_array(mask, a.shape, "tensor_copy")
     tile = new_tile(ctx, a.shape, a.dtype if dtype is None else dt.normalize(dtype),
-                    a._read() if ctx.numerics else None, valid, fresh=False)
+                    read(a) if ctx.numerics else None, valid, fresh=False)
     tile.producer = emit(ctx, "tensor_copy", eng, reads=[a], writes=[tile.full()])
     return tile
 
@@ -273,13 +274,13 @@ def dma_copy(*args: Any, dst: Any = None, src: Any = None, mask: Any = None, dst
     d.check_write(accumulate=dst_rmw_op is not None)
     vals = None
     if ctx.numerics:
-        raw = s._read() if valid is None or valid.ndim == 0 or s.shape != d.shape else s._read_masked(valid)
-        vals = memory._values_for(d.shape, s.shape, raw, dst_name="dst", src_name="src", expr="dma_copy")
+        raw = read(s) if valid is None or valid.ndim == 0 or s.shape != d.shape else read_masked(s, valid)
+        vals = memory.values_for(d.shape, s.shape, raw, dst_name="dst", src_name="src", expr="dma_copy")
         if dst_rmw_op is not None:
             vals = ALU[alu(dst_rmw_op, "dma_copy")].fn(f32(d, ctx), vals.astype(np.float32))
     else:
         memory.fit_shape(s.shape, d.shape, "dst", "src", "dma_copy")
-    d._write(vals, valid)
+    write(d, vals, valid)
     emit(ctx, "dma_copy", "dma", reads=[s], writes=[d], nbytes=int(np.prod(d.shape)) * s.itemsize)
 
 
@@ -310,7 +311,7 @@ def bn_stats(data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Ten
     vals = None
     if ctx.numerics:
         # the layernorm tutorial masks a ragged last chunk whose index runs past the tile: gather masked
-        raw = a._read() if valid is None or valid.ndim == 0 else a._read_masked(valid)
+        raw = read(a) if valid is None or valid.ndim == 0 else read_masked(a, valid)
         x = raw.astype(np.float64).reshape(a.shape[0], n)
         w = np.ones_like(x) if valid is None or valid.ndim == 0 else \
             np.broadcast_to(valid, a.shape).reshape(a.shape[0], n).astype(np.float64)

@@ -12,6 +12,7 @@ from nkisim.core.buffers import PMAX, psum, sbuf
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.location import warn
+from nkisim.core.storage import read
 from nkisim.core.tensor import Access, Tensor, shape_str
 from nkisim.ops.base import emit, mask_array, new_tile, operands
 from nkisim.ops.elementwise import values
@@ -93,7 +94,7 @@ def _no_pe_transpose_if_allocated(ctx: Any, api: str, pname: str) -> None:
 
 
 def _transposed_view(ctx: Any, a: Access) -> Tensor:
-    vals = None if not ctx.numerics else a._read().T
+    vals = None if not ctx.numerics else read(a).T
     t = new_tile(ctx, (a.shape[1], a.shape[0]), a.dtype, vals, fresh=False)
     return t
 
@@ -127,7 +128,7 @@ def _staged_from_psum(pname: str, acc: Access) -> Access:
     ctx = current()
     warn(f"'{pname}' of 'nc_matmul' is in PSUM: the compiler copies it to SBUF first (an extra "
          f"instruction); copy it yourself (nl.copy / nisa.tensor_copy) to control where that happens")
-    t = new_tile(ctx, acc.shape, acc.dtype, acc._read() if ctx.numerics else None, fresh=False)
+    t = new_tile(ctx, acc.shape, acc.dtype, read(acc) if ctx.numerics else None, fresh=False)
     t.producer = emit(ctx, "tensor_copy", "act", reads=[acc], writes=[t.full()], extra={"implicit": True})
     return t.full()
 
@@ -204,7 +205,7 @@ def _transpose(api: str, pname: str, x: Any, dtype: Any, mask: Any, engine: str)
         _limit(api, pname, shape, d, limit)
     out_shape = (shape[1], shape[0])
     valid = mask_array(mask, out_shape, api)
-    vals = None if not ctx.numerics else a._read().reshape(shape).T
+    vals = None if not ctx.numerics else read(a).reshape(shape).T
     out_dt = a.dtype if dtype is None else dt.normalize(dtype)
     tile = new_tile(ctx, out_shape, out_dt, vals, valid, buffer=psum if engine == "pe" else sbuf, fresh=False)
     tile.producer = emit(ctx, "nc_transpose", engine, reads=[a], writes=[tile.full()])

@@ -16,6 +16,7 @@ from nkisim.core.context import current
 from nkisim.core.errors import nki_error, shape_str
 from nkisim.core.indexing import Affine, DynSlice
 from nkisim.core.location import STORES, bytecode, user_frame
+from nkisim.core.storage import read, read_masked, set_storage, storage, write
 from nkisim.core.tensor import Tensor, as_access, is_tile
 from nkisim.cost.trace import buffer_info
 from nkisim.ops.base import (
@@ -59,8 +60,10 @@ def fit_shape(src: tuple[int, ...], dst: tuple[int, ...], dst_name: str = "a", s
                     f"broadcast together with shapes {list(dst)} and {list(src)}")
 
 
-def _values_for(dst_shape: tuple[int, ...], src_shape: tuple[int, ...], values: np.ndarray | None,
+def values_for(dst_shape: tuple[int, ...], src_shape: tuple[int, ...], values: np.ndarray | None,
                 **names: str) -> np.ndarray | None:
+    """``src_shape``-shaped ``values`` (None while tracing) as a ``dst_shape`` view, placed by ``fit_shape``
+    (whose compiler errors it raises; ``names`` are its parameter names for them)."""
     shape = fit_shape(src_shape, dst_shape, **names)
     if values is None or shape is None:
         return values
@@ -104,7 +107,7 @@ def load(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     acc.check_bounds(valid)
     values = None
     if ctx.numerics:
-        values = acc._read() if valid is None else acc._read_masked(valid)
+        values = read(acc) if valid is None else read_masked(acc, valid)
     shape = acc.shape
     if len(shape) <= 1:  # a 1-D HBM slice arrives as an (N, 1) tile, a single element as a (1, 1) one
         shape = tile_shape(acc) if shape else (1, 1)
@@ -120,7 +123,7 @@ def load(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
             values = values.view()
         values.flags.writeable = False
         tile = new_tile(ctx, shape, out_dt, None, None)
-        tile._data = values
+        set_storage(tile, values)
     else:
         tile = new_tile(ctx, shape, out_dt, values, valid, fresh=acc.advanced)
     tile.producer = emit(ctx, "load", reads=(acc,), writes=(tile,), nbytes=_nbytes(acc, valid))
@@ -144,7 +147,7 @@ def load_transpose2d(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any)
     acc.check_bounds(valid)
     values = None
     if ctx.numerics:
-        values = (acc._read() if valid is None else acc._read_masked(valid)).T
+        values = (read(acc) if valid is None else read_masked(acc, valid)).T
     tile = new_tile(ctx, shape, out_dtype(dtype, acc.dtype), values, None if valid is None or valid.ndim == 0
                     else valid.T, fresh=False)
     tile.producer = emit(ctx, "load_transpose2d", reads=[acc], writes=[tile.full()], nbytes=_nbytes(acc, valid))
@@ -167,9 +170,9 @@ def store(dst: Any, value: Any, *, mask: Any = None, **_: Any) -> None:
         v_valid = None
     d.check_bounds(valid)
     d.check_write()
-    values = _values_for(d.shape, src_shape, values, dst_name="dst", src_name="value", expr="store")
+    values = values_for(d.shape, src_shape, values, dst_name="dst", src_name="value", expr="store")
     valid = _combine(valid, _valid_for(d.shape, src_shape, v_valid))
-    d._write(values, valid)
+    write(d, values, valid)
     emit(ctx, "store", reads=[v] if v is not None else [], writes=[d], nbytes=_nbytes(d, valid))
 
 
@@ -179,16 +182,16 @@ def _hand_over(dst: Access, value: Tensor) -> bool:
     ``dst`` is replaced with the same dtype, and no other tensor or physical buffer shares either
     array.  ``t[...] = nl.load(...)`` then costs one copy of the tile instead of two."""
     t = dst.tensor
-    data, new = t._data, value._data
-    if data is None or new is None or not dst._whole or t.base is not None or t.viewed or value.base is not None \
+    data, new = storage(t), storage(value)
+    if data is None or new is None or not dst.is_whole or t.base is not None or t.viewed or value.base is not None \
             or value.viewed or value.valid is not None or t.buffer.alloc is not None \
             or value.buffer.alloc is not None or value.param or new.dtype != data.dtype or value.dtype != t.dtype \
             or new.shape != data.shape:
         return False
-    t._data = new
+    set_storage(t, new)
     t.unfilled = False
     t.written = True
-    value._data = None  # the temporary is gone after this statement; make any late use obvious
+    set_storage(value, None)  # the temporary is gone after this statement; make any late use obvious
     return True
 
 
@@ -233,7 +236,7 @@ def assign(dst: Access, value: Any, temporary: bool = False) -> None:
     if isinstance(value, Affine):
         raise nki_error("err_cannot_assign_to_index", "'index' tensor does not support item assignment; "
                         "materialise index values with nisa.iota")
-    if not dst._whole:  # (a whole access is always in bounds: no call)
+    if not dst.is_whole:  # (a whole access is always in bounds: no call)
         dst.check_bounds()
     loops = dst_tensor.loops  # in scope while the innermost loop it was created in runs (the common case)
     if loops and loops[-1] not in ctx.loops:
@@ -262,10 +265,10 @@ def assign(dst: Access, value: Any, temporary: bool = False) -> None:
             check_partitions("assign", {"dst": dst, "value": src})
         if not (temporary and ctx.numerics and value.__class__ is Tensor and src.shape == dst.shape
                 and _hand_over(dst, value)):
-            values = _values_for(dst.shape, src.shape, src._read() if ctx.numerics else None,
+            values = values_for(dst.shape, src.shape, read(src) if ctx.numerics else None,
                                  dst_name=dst.name, src_name="value", expr=f"{dst.name}[...] = value")
             valid = _valid_for(dst.shape, src.shape, src_tensor.valid if src is src_tensor else None)
-            dst._write(values, valid)
+            write(dst, values, valid)
         producer = value.producer if src is src_tensor else None
         if producer is not None and ctx.trace and ctx.trace[-1] is producer:
             # the producing instruction writes straight into the destination
@@ -274,7 +277,7 @@ def assign(dst: Access, value: Any, temporary: bool = False) -> None:
             emit(ctx, "tensor_copy", reads=(src,), writes=(dst,))
     else:
         values = None if not ctx.numerics else np.asarray(value, dtype=np.float32)
-        dst._write(values)
+        write(dst, values)
         emit(ctx, "memset", writes=[dst])
 
 
@@ -300,11 +303,11 @@ def accumulate(dst: Access, value: Any, op: str) -> None:
         src_vals = None if not ctx.numerics else np.float32(value)
     producer = value.producer if isinstance(value, Tensor) else None
     if ctx.numerics:
-        rhs = _values_for(dst.shape, src_shape, None if src_vals is None else np.asarray(src_vals),
+        rhs = values_for(dst.shape, src_shape, None if src_vals is None else np.asarray(src_vals),
                           dst_name=dst.name, src_name="value", expr=f"{dst.name} {op}= value")
         dst.tensor.root.written = True
         dst.tensor.fill_pending()
-        data = dst.tensor._data
+        data = storage(dst.tensor)
         if data is not None:
             data = dst.tensor.own_storage()
         started = None
@@ -315,11 +318,11 @@ def accumulate(dst: Access, value: Any, op: str) -> None:
             started = dst.tensor.matmul_accumulated(dst.np_index())
         if started is not None and data is not None and not started.all():
             idx = dst.np_index()
-            dst._write(np.where(started, data[idx].astype(np.float32), np.float32(0)) + rhs)
+            write(dst, np.where(started, data[idx].astype(np.float32), np.float32(0)) + rhs)
         elif data is not None and data.dtype == np.float32 and not dst.advanced and op in _INPLACE:
             _INPLACE[op](data[dst.np_index()], rhs, out=data[dst.np_index()])  # fp32 PSUM: accumulate in place
         else:
-            dst._write(ALU[op].fn(f32(dst, ctx), rhs))
+            write(dst, ALU[op].fn(f32(dst, ctx), rhs))
     else:
         fit_shape(src_shape, dst.shape, dst.name, "value")
     if producer is not None and producer.engine == "pe" and ctx.trace and ctx.trace[-1] is producer and op == "add":
@@ -334,7 +337,7 @@ def copy(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     ctx = current()
     a = one_operand("copy", "src", src, ctx)
     valid = mask_array(mask, a.shape, "copy", ctx)
-    tile = new_tile(ctx, a.shape, out_dtype(dtype, a.dtype), a._read() if ctx.numerics else None, valid, fresh=False)
+    tile = new_tile(ctx, a.shape, out_dtype(dtype, a.dtype), read(a) if ctx.numerics else None, valid, fresh=False)
     tile.producer = emit(ctx, "copy", reads=(a,), writes=(tile,))
     return tile
 
@@ -354,7 +357,7 @@ def broadcast_to(src: Any, *, shape: Any) -> Tensor:
         raise nki_error("err_param_shape_incompatible_with_numpy",
                         f"Parameter shapes ({shape_str('src', a.shape)}) could not be broadcast together with "
                         f"shapes {list(a.shape)} and {list(shape)}") from None
-    values = None if not ctx.numerics else np.broadcast_to(a._read().reshape(src_shape), shape)
+    values = None if not ctx.numerics else np.broadcast_to(read(a).reshape(src_shape), shape)
     tile = new_tile(ctx, shape, a.dtype, values, fresh=False)
     tile.producer = emit(ctx, "broadcast_to", reads=[a], writes=[tile.full()])
     return tile
@@ -368,13 +371,13 @@ def expand_dims(data: Any, axis: int) -> Tensor:
         axis += nd + 1
     if axis != nd:
         raise ValueError(f"nl.expand_dims only supports adding an axis after the last one (axis={nd})")
-    if isinstance(data, Tensor) and data._data is not None:
+    if isinstance(data, Tensor) and storage(data) is not None:
         t = data.reshape(data.shape + (1,))
         t.valid = None if data.valid is None or data.valid.ndim == 0 else data.valid.reshape(t.shape)
         t.producer = data.producer
         return t
     ctx = current()
-    return new_tile(ctx, a.shape + (1,), a.dtype, None if not ctx.numerics else a._read()[..., None], fresh=False)
+    return new_tile(ctx, a.shape + (1,), a.dtype, None if not ctx.numerics else read(a)[..., None], fresh=False)
 
 
 def subaccess(acc: Access, key: Any) -> Access:

@@ -12,6 +12,7 @@ import numpy as np
 from nkisim.core import dtypes as dt
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
+from nkisim.core.storage import read, storage
 from nkisim.core.tensor import Tensor, is_tile, shape_str
 from nkisim.ops.base import mask_array, operands
 from nkisim.ops.outputs import F32, deliver, flat, per_partition
@@ -38,7 +39,7 @@ def tensor_copy_dynamic_src(src: Any = None, *, dst: Any = None, mask: Any = Non
     ctx = current()
     s = operands("tensor_copy_dynamic_src", src=src)["src"]
     valid = mask_array(mask, s.shape, "tensor_copy_dynamic_src", ctx)
-    vals = s._read() if ctx.numerics else None
+    vals = read(s) if ctx.numerics else None
     if dst is not None:
         _same_size("tensor_copy_dynamic_src", "src", s, "dst", operands("tensor_copy_dynamic_src", dst=dst)["dst"])
     out_dt = s.dtype if dtype is None else dtype
@@ -56,7 +57,7 @@ def tensor_copy_dynamic_dst(dst: Any = None, src: Any = None, *, mask: Any = Non
     d = operands("tensor_copy_dynamic_dst", dst=dst)["dst"]
     _same_size("tensor_copy_dynamic_dst", "src", s, "dst", d)
     valid = mask_array(mask, s.shape, "tensor_copy_dynamic_dst", ctx)
-    deliver(ctx, "tensor_copy_dynamic_dst", _engine(engine), s.shape, d.dtype, s._read() if ctx.numerics else None,
+    deliver(ctx, "tensor_copy_dynamic_dst", _engine(engine), s.shape, d.dtype, read(s) if ctx.numerics else None,
             dst, reads=[s], valid=valid)
 
 
@@ -86,7 +87,7 @@ def local_gather(src_buffer: Any = None, index: Any = None, num_elem_per_idx: in
     out_shape = (s.shape[0], *ix.shape[1:], GPSIMD_PARTITIONS, k) if nvalid == per_core else (s.shape[0], nvalid, k)
     vals = None
     if ctx.numerics:
-        src = s._read().reshape(s.shape[0], -1)
+        src = read(s).reshape(s.shape[0], -1)
         offs = flat(ix, ctx, np.dtype(np.int64))
         vals = np.empty((s.shape[0], nvalid * k), dtype=src.dtype)
         span = np.arange(k)
@@ -127,7 +128,7 @@ def nc_stream_shuffle(src: Any = None, dst: Any = None, shuffle_mask: Any = None
     src_rows, dst_parts = s.shape[0] if s.shape else 1, d.shape[0]
     vals = valid = None
     if ctx.numerics:
-        x = s._read().reshape(src_rows, -1)
+        x = read(s).reshape(src_rows, -1)
         out = np.empty((dst_parts, d_n), dtype=x.dtype)
         keep = np.ones((dst_parts, 1), dtype=bool)
         for p in range(dst_parts):
@@ -204,7 +205,7 @@ def gather_flattened(data: Any = None, indices: Any = None, *, mask: Any = None,
                         f"({shape_str('data', a.shape)}, {shape_str('indices', ix.shape)}) of 'gather_flattened'")
     vals = None
     if ctx.numerics:
-        src = a._read().reshape(a.shape[0], -1)
+        src = read(a).reshape(a.shape[0], -1)
         pos = flat(ix, ctx, np.dtype(np.int64))
         if pos.size and (pos.min() < 0 or pos.max() >= src.shape[1]):
             raise nki_error("err_tensor_access_out_of_bound",
@@ -242,9 +243,10 @@ def indirect_in_bounds(acc: Any, skip: bool) -> np.ndarray | None:
     """
     if not getattr(acc, "advanced", False) or not any(c[0] == "ind" for c in acc.comps):
         return None
-    if acc.tensor._data is None:
+    data = storage(acc.tensor)
+    if data is None:
         return None
-    dims = acc.tensor._data.shape
+    dims = data.shape
     arrays = [np.broadcast_to(np.asarray(a), acc.shape) for a in acc.np_index()]
     inb = np.ones(acc.shape, dtype=bool)
     for a, n in zip(arrays, dims):

@@ -17,6 +17,7 @@ import numpy as np
 from nkisim.core import dtypes as dt
 from nkisim.core.context import KernelContext
 from nkisim.core.errors import nki_error
+from nkisim.core.storage import write
 from nkisim.core.tensor import Access, Tensor, is_tile, shape_str
 from nkisim.ops.base import emit, new_tile, operands
 from nkisim.ops.elementwise import values
@@ -75,7 +76,7 @@ def deliver(ctx: KernelContext, inst: str, engine: str, shape: tuple[int, ...], 
         d.check_write()
         if vals is not None:
             vals = np.asarray(vals).reshape(d.shape)
-        d._write(vals, None if valid is None else np.broadcast_to(valid, shape).reshape(d.shape))
+        write(d, vals, None if valid is None else np.broadcast_to(valid, shape).reshape(d.shape))
         emit(ctx, inst, engine, reads=reads, writes=[d, *extra_writes], extra=extra)
         return None
     out_dt = dt.normalize(dtype)
@@ -122,5 +123,5 @@ def write_reduce_res(inst: str, reduce_res: Any, res: np.ndarray | None) -> Acce
     """Store a per-partition reduction into the ``reduce_res`` tile (shape ``[P, 1]``)."""
     r = operands(inst, reduce_res=reduce_res)["reduce_res"]
     r.check_write()
-    r._write(None if res is None else np.asarray(res).reshape(r.shape))
+    write(r, None if res is None else np.asarray(res).reshape(r.shape))
     return r

@@ -14,6 +14,7 @@ import numpy as np
 from nkisim.core import dtypes as dt
 from nkisim.core.context import KernelContext, current
 from nkisim.core.errors import nki_error
+from nkisim.core.storage import write
 from nkisim.core.tensor import Access, Tensor, shape_str
 from nkisim.ops.base import mask_array, operands
 from nkisim.ops.outputs import F32, deliver, flat
@@ -127,7 +128,7 @@ def nc_match_replace8(data: Any = None, vals: Any = None, imm: Any = 0.0, dst_id
                             f"mismatched shapes: 'dst_idx' must hold 8 elements in each of {a.shape[0]} partitions")
         d.check_write()
         rows_ok = _rows(keep, a.shape[0])
-        d._write(None if idx is None else idx.reshape(d.shape),
+        write(d, None if idx is None else idx.reshape(d.shape),
                  None if rows_ok is None else np.broadcast_to(rows_ok, (a.shape[0], 8)).reshape(d.shape))
         extra_writes.append(d)
     out_dt = a.dtype if dtype is None else dtype

@@ -15,6 +15,7 @@ import numpy as np
 from nkisim.core import dtypes as dt
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
+from nkisim.core.storage import read, read_masked
 from nkisim.core.tensor import Access, Tensor, as_access, shape_str
 from nkisim.ops.base import check_partitions, emit, mask_array, new_tile, operand
 
@@ -40,7 +41,7 @@ def _transpose(inst: str, acc: Access, axes: tuple[int, ...], mask: Any, dtype: 
     acc.check_bounds(valid)
     vals = None
     if ctx.numerics:
-        vals = np.transpose(acc._read() if valid is None else acc._read_masked(valid), axes)
+        vals = np.transpose(read(acc) if valid is None else read_masked(acc, valid), axes)
     out_valid = None if valid is None or valid.ndim == 0 else np.transpose(np.broadcast_to(valid, acc.shape), axes)
     tile = new_tile(ctx, shape, acc.dtype if dtype is None else dt.normalize(dtype), vals, out_valid, fresh=False)
     nbytes = math.prod(acc.shape) * acc.itemsize

@@ -188,7 +188,7 @@ class Encoder:
                 "affine": bool(a.affine), "loops": sorted(self.loop(lp) for lp in a.loops)}
 
     def access(self, acc: Access) -> dict:
-        if acc._whole:
+        if acc.is_whole:
             return {"W": self.tensor(acc.tensor)}
         comps = []
         for c in acc.comps:

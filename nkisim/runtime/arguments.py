@@ -10,6 +10,7 @@ import numpy as np
 from nkisim.core import dtypes as dt
 from nkisim.core.buffers import Buffer
 from nkisim.core.errors import nki_error
+from nkisim.core.storage import storage
 from nkisim.core.tensor import Tensor
 
 
@@ -116,7 +117,7 @@ def from_tensor(value: Any, to_torch: bool, _handed_out: set[int] | None = None)
     """
     handed_out = set() if _handed_out is None else _handed_out
     if isinstance(value, Tensor):
-        data = value._data
+        data = storage(value)
         if data is None:
             return None
         root = value.root
