@@ -70,6 +70,28 @@ def test_one_sbuf_tile_over_the_usable_partition_is_an_error_naming_the_variable
              f"{USABLE_SBUF[target]} bytes available per partition on {target}", f"wide[128, {fits + 1}]"], k)
 
 
+@pytest.mark.parametrize("target", ["trn1", "trn2"])
+def test_an_op_result_over_the_usable_partition_is_the_same_error(target):
+    """A result tile is allocated like any tile: ``nl.load`` of a row wider than SBUF fails at its line."""
+    fits = USABLE_SBUF[target] // 4
+
+    def loader(cols):
+        @nki.jit(platform_target=target)
+        def k(a):
+            out = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+            row = nl.load(a[:, 0:cols])  # ERR
+            nl.store(out, value=row[:, 0:1])
+            return out
+
+        return k
+
+    a = np.ones((128, fits + 1), dtype=np.float32)
+    np.testing.assert_array_equal(loader(fits)(a), a[:, :1])  # the mutant: one column less passes
+    k = loader(fits + 1)
+    _expect(lambda: k(a), "err_sbuf_free_dim_exceed_partition_size", ValueError,
+            [f"{USABLE_SBUF[target]} bytes available per partition on {target}", f"row[128, {fits + 1}]"], k)
+
+
 def _psum_tile(cols, dtype):
     @nki.jit(platform_target="trn2")
     def k(a):

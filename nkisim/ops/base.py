@@ -15,7 +15,7 @@ from nkisim.core.buffers import PMAX, Buffer, sbuf
 from nkisim.core.context import KernelContext, active
 from nkisim.core.errors import nki_error, shape_str
 from nkisim.core.indexing import check_mask
-from nkisim.core.location import user_location
+from nkisim.core.location import assigned_name, user_frame, user_location
 from nkisim.core.storage import read
 from nkisim.core.tensor import Tensor
 from nkisim.core.whole import whole_parts_of_shape
@@ -209,6 +209,16 @@ def _result_facts(shape: tuple[int, ...], dtype: np.dtype, buffer: Buffer) -> tu
     return facts
 
 
+def _too_wide(ctx: KernelContext, facts: tuple, name: str) -> None:
+    """An op's result tile that cannot fit in SBUF at all: the allocation error ``nl.ndarray`` gives (the
+    compiler allocates a result like any tile), naming the variable the result is assigned to."""
+    label = assigned_name(user_frame()) or name or "tensor"
+    raise nki_error("err_sbuf_free_dim_exceed_partition_size",
+                    f"Size of free dimensions {facts[2] / 1024:g} KB per partition on SBUF buffer exceeds the "
+                    f"{ctx.target.sbuf_partition_bytes} bytes available per partition on {ctx.target} (tensor "
+                    f"{shape_str(label, facts[3])})")
+
+
 def new_tile(ctx: KernelContext, shape: tuple[int, ...], dtype: np.dtype, values: np.ndarray | None,
              valid: np.ndarray | None = None, buffer: Buffer = sbuf, name: str = "", fresh: bool = True) -> Tensor:
     """The tile an op returns; masked-off elements hold the uninitialised pattern.
@@ -233,6 +243,8 @@ def new_tile(ctx: KernelContext, shape: tuple[int, ...], dtype: np.dtype, values
                 data = np.full(shape, dt.fill_value(dtype), dtype=dt.storage_dtype(dtype))
     if buffer.alloc is None:
         facts = _RESULT_FACTS.get((shape, dtype, buffer.space)) or _result_facts(shape, dtype, buffer)
+        if facts[2] > ctx.target.sbuf_partition_bytes and facts[1] == "sbuf":
+            _too_wide(ctx, facts, name)
         t = Tensor.result(facts[3], dtype, buffer, data, ctx.loop_tuple, facts, name)
     else:
         t = Tensor(shape, dtype, buffer, data, name, 0, ctx.loop_tuple)
