@@ -229,6 +229,29 @@ def test_the_first_matmul_into_a_fresh_psum_tile_starts_the_accumulation_group()
 
 
 @nki.jit
+def accumulate_through_arange_indices(a, b):
+    """The same group start when the accumulator is written through ``nl.arange`` indices (as nki-samples'
+    allocated attention kernel writes ``attn_res_psum[g, ip, if] += nisa.nc_matmul(...)``)."""
+    import neuronxcc.nki.isa as nisa
+
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((2, nl.par_dim(128), 512), dtype=nl.float32, buffer=nl.psum)
+    ip, jf = nl.arange(128)[:, None], nl.arange(512)[None, :]
+    for k in nl.affine_range(2):
+        at = nl.load(a[k * 128:(k + 1) * 128, :])
+        bt = nl.load(b[k * 128:(k + 1) * 128, :])
+        acc[1, ip, jf] += nisa.nc_matmul(at, bt)
+    nl.store(out, nl.copy(acc[1, ip, jf]))
+    return out
+
+
+def test_the_first_matmul_through_arange_indices_starts_the_accumulation_group_too() -> None:
+    a = RNG.standard_normal((256, 128), dtype=np.float32)
+    b = RNG.standard_normal((256, 512), dtype=np.float32)
+    np.testing.assert_allclose(accumulate_through_arange_indices(a, b), a.T @ b, rtol=1e-4, atol=1e-4)
+
+
+@nki.jit
 def broadcast_a_partition_vector(a):
     """``[P]`` (e.g. a max over the free axis) broadcast to ``[P, F]``: each row holds its own value."""
     out = nl.ndarray((a.shape[0], a.shape[0]), dtype=a.dtype, buffer=nl.shared_hbm)

@@ -311,8 +311,7 @@ def accumulate(dst: Access, value: Any, op: str) -> None:
         if data is not None:
             data = dst.tensor.own_storage()
         started = None
-        if op == "add" and producer is not None and producer.engine == "pe" and dst.space == "psum" \
-                and not dst.advanced:
+        if op == "add" and producer is not None and producer.engine == "pe" and dst.space == "psum":
             # the first matmul into each PSUM element since its allocation starts the accumulation group:
             # it overwrites whatever the bank held (NaN fill, an earlier kernel's values), later ones add
             started = dst.tensor.matmul_accumulated(dst.np_index())
