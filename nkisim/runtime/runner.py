@@ -16,8 +16,10 @@ from nkisim.core.context import KernelContext
 from nkisim.core.errors import NKIError
 from nkisim.core.indexing import Loop
 from nkisim.core.recording import CALLS
+from nkisim.core.tensor import Tensor
 from nkisim.program.encode import Decoder, result_tensors
 from nkisim.program.ir import Call, Instance, LoopEnter, LoopLeave, LoopStep, ProgramError
+from nkisim.program.plan import CallPlan
 
 
 class Runner:
@@ -33,17 +35,21 @@ class Runner:
         #: the events come from this very launch's trace, not from outside: an op's own exception (an
         #: IndexError of a dynamic index, say) is the kernel's, as it would be in the iteration traced
         self.traced_here = traced_here
+        #: event index -> its call's operands decoded once (``program.plan``), for calls in bodies traced once
+        self.plans: dict[int, CallPlan] = {}
 
-    def run(self, lo: int, hi: int) -> None:
-        """Events ``lo`` .. ``hi - 1``."""
+    def run(self, lo: int, hi: int, planned: bool = False) -> None:
+        """Events ``lo`` .. ``hi - 1``; ``planned``: they run again and again (a body traced once), so each call
+        keeps its operands decoded (``program.plan``) instead of decoding them every time."""
         events, ctx, dec, drops = self.events, self.ctx, self.dec, self.drops
         tensors, loops = dec.tensors, dec.loops
+        call = self.call
         i = lo
         while i < hi:
             ev = events[i]
             cls = ev.__class__
             if cls is Call:
-                self.call(ev)
+                call(ev, i if planned else -1)
             elif cls is LoopStep:
                 loopmod.step(ctx, loops[ev.loop], ev.value)
             elif cls is LoopEnter:
@@ -58,24 +64,34 @@ class Runner:
                 loopmod.leave(ctx, loops[ev.loop])
             elif cls is Instance:
                 ctx.program, ctx.instance, ctx.core = ev.index, ev.number, ev.core
-            gone = drops.get(i)
-            if gone:
-                for pid in gone:
-                    tensors.pop(pid, None)
+            if drops:
+                gone = drops.get(i)
+                if gone:
+                    for pid in gone:
+                        tensors.pop(pid, None)
             i += 1
 
     def iterate(self, loop: Loop, values: range, lo: int, hi: int) -> None:
         """The body ``lo`` .. ``hi - 1`` of a loop traced once, for each of ``values``."""
-        ctx = self.ctx
+        ctx, run = self.ctx, self.run
         for v in values:
             loopmod.step(ctx, loop, v)
-            self.run(lo, hi)
+            run(lo, hi, True)
 
-    def call(self, ev: Call) -> None:
+    def call(self, ev: Call, i: int = -1) -> None:
+        """One call event; ``i``: its index when it runs again and again (its operands' ``CallPlan`` is kept
+        there while the loops it names stay the same), -1 to decode them once."""
         dec = self.dec
         self.at(ev.loc)
         try:
-            result = CALLS[ev.fn](*[dec.value(a) for a in ev.args], **{k: dec.value(v) for k, v in ev.kwargs})
+            if i < 0:
+                result = CALLS[ev.fn](*[dec.value(a) for a in ev.args], **{k: dec.value(v) for k, v in ev.kwargs})
+            else:
+                fn = CALLS[ev.fn]
+                plan = self.plans.get(i)
+                if plan is None or (plan.lids and not plan.valid(dec.loops)):
+                    plan = self.plans[i] = CallPlan(ev, dec)
+                result = plan.run(fn)
         except ProgramError:
             raise
         except (NKIError, MemoryError) as err:  # the compiler's error, or the run's own limit
@@ -87,7 +103,12 @@ class Runner:
                 raise
             raise ProgramError(f"invalid program: {ev.fn} at line {ev.loc[1]} failed: "
                                f"{type(err).__name__}: {err}") from None
-        made = result_tensors(result)
+        if result is None:
+            made: list = []
+        elif result.__class__ is Tensor:
+            made = [result]
+        else:
+            made = result_tensors(result)
         if len(made) != len(ev.out):
             raise ProgramError(f"call {ev.fn} at line {ev.loc[1]} made {len(made)} tensors, the program "
                                f"says {len(ev.out)}")
