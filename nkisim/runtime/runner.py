@@ -17,7 +17,7 @@ from nkisim.core.errors import NKIError
 from nkisim.core.indexing import Loop
 from nkisim.core.recording import CALLS
 from nkisim.core.tensor import Tensor
-from nkisim.program.encode import Decoder, result_tensors
+from nkisim.program.encode import Decoder, result_tensors, tensor_ids
 from nkisim.program.ir import Call, Instance, LoopEnter, LoopLeave, LoopStep, ProgramError
 from nkisim.program.plan import CallPlan
 
@@ -49,7 +49,7 @@ class Runner:
             ev = events[i]
             cls = ev.__class__
             if cls is Call:
-                call(ev, i if planned else -1)
+                call(ev, i, planned)
             elif cls is LoopStep:
                 loopmod.step(ctx, loops[ev.loop], ev.value)
             elif cls is LoopEnter:
@@ -78,19 +78,21 @@ class Runner:
             loopmod.step(ctx, loop, v)
             run(lo, hi, True)
 
-    def call(self, ev: Call, i: int = -1) -> None:
-        """One call event; ``i``: its index when it runs again and again (its operands' ``CallPlan`` is kept
-        there while the loops it names stay the same), -1 to decode them once."""
+    def call(self, ev: Call, at: int, planned: bool = False) -> None:
+        """Event ``at``, a call; ``planned``: it runs again and again (its operands' ``CallPlan`` is kept while
+        the loops it names stay the same), else its operands are decoded once."""
+        i = at if planned else -1
         dec = self.dec
         self.at(ev.loc)
         try:
             if i < 0:
-                result = CALLS[ev.fn](*[dec.value(a) for a in ev.args], **{k: dec.value(v) for k, v in ev.kwargs})
+                args = ev.args if ev.fn != _ASSIGN else self._last_use(ev, at).args
+                result = CALLS[ev.fn](*[dec.value(a) for a in args], **{k: dec.value(v) for k, v in ev.kwargs})
             else:
                 fn = CALLS[ev.fn]
                 plan = self.plans.get(i)
                 if plan is None or (plan.lids and not plan.valid(dec.loops)):
-                    plan = self.plans[i] = CallPlan(ev, dec)
+                    plan = self.plans[i] = CallPlan(ev if ev.fn != _ASSIGN else self._last_use(ev, i), dec)
                 result = plan.run(fn)
         except ProgramError:
             raise
@@ -103,8 +105,9 @@ class Runner:
                 raise
             raise ProgramError(f"invalid program: {ev.fn} at line {ev.loc[1]} failed: "
                                f"{type(err).__name__}: {err}") from None
+        made: list
         if result is None:
-            made: list = []
+            made = []
         elif result.__class__ is Tensor:
             made = [result]
         else:
@@ -115,3 +118,21 @@ class Runner:
         tensors = dec.tensors
         for pid, t in zip(ev.out, made):
             tensors[pid] = t
+
+    def _last_use(self, ev: Call, at: int) -> Call:
+        """``t[...] = value`` where event ``at`` is the last use of the tile ``value`` (the program lets it go
+        right after, ``Program.last_uses``): the call as if ``value`` were a temporary, so the assignment may
+        take over its storage instead of copying it (``ops.memory.assign``, which does so only where that is
+        unobservable).  A recording launch passes no last uses; nor does it hand over a tile it still holds."""
+        args = ev.args
+        if len(args) == 3 and args[2] is False and not ev.kwargs:
+            value = args[1]
+            pid = value.get("T") if type(value) is dict and len(value) == 1 else None
+            gone = self.drops.get(at) if type(pid) is int else None
+            if gone and pid in gone and pid not in tensor_ids(args[0]):
+                return Call(ev.fn, (args[0], value, True), (), ev.out, ev.loc)
+        return ev
+
+
+#: the call ``t[...] = value`` (ops.memory.assign), whose value may be a temporary
+_ASSIGN = "tile.assign"
