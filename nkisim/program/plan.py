@@ -46,9 +46,10 @@ class CallPlan:
     ``args``: the positional arguments when all are constant, else None and ``arg_getters`` builds them;
     ``kwargs``: likewise (``kw_getters``), an empty dict when the call has none."""
 
-    __slots__ = ("lids", "bound", "args", "arg_getters", "kwargs", "kw_getters")
+    __slots__ = ("fn", "lids", "bound", "args", "arg_getters", "kwargs", "kw_getters")
 
-    def __init__(self, ev: Call, dec: Decoder) -> None:
+    def __init__(self, ev: Call, dec: Decoder, fn: Callable[..., Any]) -> None:
+        self.fn = fn  # the call's implementation (core.recording.CALLS)
         comp = _Compiler(dec)
         parts = [comp.value(a) for a in ev.args]
         if all(c for c, _ in parts):
@@ -74,17 +75,15 @@ class CallPlan:
                 return False
         return True
 
-    def run(self, fn: Callable[..., Any]) -> Any:
-        """``fn`` called with this run's operands."""
+    def run(self) -> Any:
+        """The call, with this run's operands (``runtime.runner`` does the same inline)."""
         args = self.args
         if args is None:
             args = [g() for g in self.arg_getters]
         kwargs = self.kwargs
         if kwargs is None:
             kwargs = {k: g() for k, g in self.kw_getters}
-        elif not kwargs:
-            return fn(*args)
-        return fn(*args, **kwargs)
+        return self.fn(*args, **kwargs) if kwargs else self.fn(*args)
 
 
 class _Compiler:
@@ -98,11 +97,17 @@ class _Compiler:
         tensors = self.dec.tensors
 
         def get() -> Any:
-            t = tensors.get(pid)
-            if t is None:
-                raise ProgramError(f"invalid program: tensor {pid} is used before any call made it")
-            return t.full() if whole else t
-        return get
+            try:
+                return tensors[pid]
+            except KeyError:
+                raise ProgramError(f"invalid program: tensor {pid} is used before any call made it") from None
+
+        def get_whole() -> Any:
+            try:
+                return tensors[pid].full()
+            except KeyError:
+                raise ProgramError(f"invalid program: tensor {pid} is used before any call made it") from None
+        return get_whole if whole else get
 
     def value(self, x: Any) -> Part:  # noqa: C901 - one case per kind, mirroring Decoder.value
         if x is None or isinstance(x, (bool, int, float, str)):

@@ -81,19 +81,25 @@ class Runner:
     def call(self, ev: Call, at: int, planned: bool = False) -> None:
         """Event ``at``, a call; ``planned``: it runs again and again (its operands' ``CallPlan`` is kept while
         the loops it names stay the same), else its operands are decoded once."""
-        i = at if planned else -1
         dec = self.dec
         self.at(ev.loc)
         try:
-            if i < 0:
+            if not planned:
                 args = ev.args if ev.fn != _ASSIGN else self._last_use(ev, at).args
                 result = CALLS[ev.fn](*[dec.value(a) for a in args], **{k: dec.value(v) for k, v in ev.kwargs})
             else:
-                fn = CALLS[ev.fn]
-                plan = self.plans.get(i)
+                plan = self.plans.get(at)
                 if plan is None or (plan.lids and not plan.valid(dec.loops)):
-                    plan = self.plans[i] = CallPlan(ev if ev.fn != _ASSIGN else self._last_use(ev, i), dec)
-                result = plan.run(fn)
+                    fn = CALLS[ev.fn]
+                    plan = self.plans[at] = CallPlan(ev if ev.fn != _ASSIGN else self._last_use(ev, at), dec, fn)
+                # (CallPlan.run, inline: this runs once per executed instruction)
+                pargs = plan.args
+                if pargs is None:
+                    pargs = [g() for g in plan.arg_getters]
+                kwargs = plan.kwargs
+                if kwargs is None:
+                    kwargs = {k: g() for k, g in plan.kw_getters}
+                result = plan.fn(*pargs, **kwargs) if kwargs else plan.fn(*pargs)
         except ProgramError:
             raise
         except (NKIError, MemoryError) as err:  # the compiler's error, or the run's own limit
