@@ -111,18 +111,16 @@ class Runner:
                 raise
             raise ProgramError(f"invalid program: {ev.fn} at line {ev.loc[1]} failed: "
                                f"{type(err).__name__}: {err}") from None
-        made: list
-        if result is None:
-            made = []
-        elif result.__class__ is Tensor:
-            made = [result]
-        else:
-            made = result_tensors(result)
-        if len(made) != len(ev.out):
+        out = ev.out
+        if result.__class__ is Tensor and len(out) == 1:  # (the common case: one tile made)
+            dec.tensors[out[0]] = result
+            return
+        made = [] if result is None else result_tensors(result)
+        if len(made) != len(out):
             raise ProgramError(f"call {ev.fn} at line {ev.loc[1]} made {len(made)} tensors, the program "
-                               f"says {len(ev.out)}")
+                               f"says {len(out)}")
         tensors = dec.tensors
-        for pid, t in zip(ev.out, made):
+        for pid, t in zip(out, made):
             tensors[pid] = t
 
     def _last_use(self, ev: Call, at: int) -> Call:
