@@ -24,7 +24,7 @@ from nkisim.core.access import Access
 from nkisim.core.buffers import Buffer, ModAlloc
 from nkisim.core.dynamic import DynamicIndex
 from nkisim.core.indexing import Affine, DynSlice, Loop, MaskExpr
-from nkisim.program.encode import _COMPARE, Decoder
+from nkisim.program.encode import COMPARE, Decoder
 from nkisim.program.ir import Call, ProgramError
 
 #: (True, value): the part decodes to this very value every run; (False, getter): call ``getter()`` each run
@@ -159,7 +159,7 @@ class _Compiler:
         """A symbolic predicate: its index expressions decoded once, compared at every run's iterations."""
         kind = m[0]
         if kind == "cmp":
-            cmp, a, b = _COMPARE[m[1]], self.affine(m[2]), self.affine(m[3])
+            cmp, a, b = COMPARE[m[1]], self.affine(m[2]), self.affine(m[3])
             return lambda: cmp(a, b)
         if kind == "not":
             sub = _getter(self.value(m[1]))
