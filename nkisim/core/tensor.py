@@ -139,8 +139,12 @@ class Tensor(TileSyntax):
         flags = self.__dict__.get("_matmul_flags")
         if flags is None:
             flags = self.__dict__["_matmul_flags"] = np.zeros(self.shape, dtype=bool)
+        elif flags is _EVERY_STARTED:  # the K steps after the first: no per-element flags to copy and test
+            return flags
         seen = flags[idx].copy()
         flags[idx] = True
+        if seen.all() and flags.all():  # every element has started: it stays so for the tensor's life
+            self.__dict__["_matmul_flags"] = _EVERY_STARTED
         return seen
 
     # --- properties of the NKI tensor API -----------------------------------------------------
@@ -262,6 +266,12 @@ _RefProbe()[...] = object()
 #: sys.getrefcount of a value inside Tensor.__setitem__ when the statement's right-hand side is a
 #: temporary (``t[...] = nl.load(x)``); a value also bound to a name has more.
 _TEMPORARY_REFS = _RefProbe.seen[0]
+
+
+#: ``matmul_accumulated`` of a PSUM tensor whose every element has started accumulating (a 0-d True,
+#: read-only: callers only test it)
+_EVERY_STARTED = np.ones((), dtype=bool)
+_EVERY_STARTED.flags.writeable = False
 
 
 def as_access(x: Any) -> Access:

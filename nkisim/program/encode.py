@@ -217,8 +217,9 @@ def result_tensors(value: Any, found: list[Tensor] | None = None) -> list[Tensor
     return out
 
 
-_COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
-            "!=": operator.ne}
+#: a symbolic mask predicate's comparison operators (``{"M": ["cmp", op, X, X]}``), shared with ``program.plan``
+COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
+           "!=": operator.ne}
 
 
 class Decoder:
@@ -299,7 +300,7 @@ class Decoder:
         """A symbolic predicate, evaluated at the loops' current iterations."""
         kind = m[0]
         if kind == "cmp":
-            return _COMPARE[m[1]](self.affine(m[2]), self.affine(m[3]))
+            return COMPARE[m[1]](self.affine(m[2]), self.affine(m[3]))
         if kind == "not":
             return ~self.value(m[1])
         a, b = self.value(m[1]), self.value(m[2])
