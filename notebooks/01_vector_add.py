@@ -154,7 +154,8 @@ grade("vector_add_naive", "vector_add_naive.py")
 # ## 4. A long free dimension: `vector_add_stream` (4 points)
 #
 # Now `a` and `b` are `[P, F]` with 1 ≤ P ≤ 128 and a **long** free dimension: F is a multiple of 2048, up to
-# 65536 and more. One giant tile per input still "works" — the compiler spills what does not fit — but every
+# 65536 and more. One giant tile per input stops compiling once a row outgrows a partition: at F = 65536 a
+# float32 tile needs 256 KiB per partition, and SBUF has about 208 KiB (trn2). Even where it fits, every
 # step waits for the previous one: all of `a` and `b` must arrive before the add starts, and the store starts
 # only after the add. The latency adds up.
 #
