@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,30 +130,9 @@ class Program:
         next allocation has to fault in again)."""
         from nkisim.program.encode import tensor_ids
 
-        ends = once_bodies(self.body)
-        made: dict[int, int] = {}
-        last: dict[int, int] = {}
-        bodies: list[tuple[int, int]] = []  # once-loop bodies open at event i: (enter index, leave index)
-        for i, ev in enumerate(self.body):
-            while bodies and bodies[-1][1] < i:
-                bodies.pop()
-            if isinstance(ev, Call):
-                for pid in tensor_ids([list(ev.args), [v for _, v in ev.kwargs]]):
-                    # a tensor made before a body traced once is needed until its last iteration ends
-                    at = next((end for start, end in bodies if made.get(pid, -1) < start), i)
-                    last[pid] = max(last.get(pid, at), at)
-                for pid in ev.out:
-                    made.setdefault(pid, i)
-                    at = next((end for start, end in bodies if made[pid] < start), i)
-                    last[pid] = max(last.get(pid, at), at)
-            elif isinstance(ev, LoopEnter) and ev.once:
-                bodies.append((i, ends[i]))
-        keep = tensor_ids(self.outputs) | set(range(len(self.inputs)))
-        drops: dict[int, list[int]] = {}
-        for pid, i in last.items():
-            if pid not in keep:
-                drops.setdefault(i, []).append(pid)
-        return {i: tuple(p) for i, p in drops.items()}
+        outs = tensor_ids(self.outputs)
+        n_inputs = len(self.inputs)
+        return last_uses(self.body, keep=lambda pid: pid < n_inputs or pid in outs)
 
     # --- JSON ---------------------------------------------------------------------------------
     def to_json(self) -> str:
@@ -166,6 +146,36 @@ class Program:
             "body": [_event_json(e) for e in self.body],
             "outputs": self.outputs,
         }, separators=(",", ":"))
+
+
+def last_uses(body: tuple[Event, ...] | list[Event], keep: Callable[[int], bool]) -> dict[int, tuple[int, ...]]:
+    """event index in ``body`` -> the tensor ids no later event refers to (``Program.last_uses``), leaving out
+    those ``keep`` holds.  A tensor made before a body traced once and used in it lives until the body's last
+    iteration ends."""
+    from nkisim.program.encode import tensor_ids
+
+    ends = once_bodies(body)
+    made: dict[int, int] = {}
+    last: dict[int, int] = {}
+    bodies: list[tuple[int, int]] = []  # once-loop bodies open at event i: (enter index, leave index)
+    for i, ev in enumerate(body):
+        while bodies and bodies[-1][1] < i:
+            bodies.pop()
+        if isinstance(ev, Call):
+            for pid in tensor_ids([list(ev.args), [v for _, v in ev.kwargs]]):
+                at = next((end for start, end in bodies if made.get(pid, -1) < start), i)
+                last[pid] = max(last.get(pid, at), at)
+            for pid in ev.out:
+                made.setdefault(pid, i)
+                at = next((end for start, end in bodies if made[pid] < start), i)
+                last[pid] = max(last.get(pid, at), at)
+        elif isinstance(ev, LoopEnter) and ev.once:
+            bodies.append((i, ends[i]))
+    drops: dict[int, list[int]] = {}
+    for pid, i in last.items():
+        if not keep(pid):
+            drops.setdefault(i, []).append(pid)
+    return {i: tuple(p) for i, p in drops.items()}
 
 
 def once_bodies(body: tuple[Event, ...] | list[Event]) -> dict[int, int]:

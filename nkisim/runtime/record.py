@@ -32,7 +32,18 @@ from nkisim.core.location import replaying, user_frame, user_location
 from nkisim.core.recording import HOOK
 from nkisim.core.tensor import Tensor
 from nkisim.program.encode import Decoder, Encoder, result_tensors, tensor_ids
-from nkisim.program.ir import Call, Event, Input, Instance, LoopEnter, LoopLeave, LoopStep, Program, once_bodies
+from nkisim.program.ir import (
+    Call,
+    Event,
+    Input,
+    Instance,
+    LoopEnter,
+    LoopLeave,
+    LoopStep,
+    Program,
+    last_uses,
+    once_bodies,
+)
 from nkisim.runtime.runner import Runner
 
 #: the most container items looked at for a body's tiles (a list the body fills); past it the body is unrolled
@@ -49,6 +60,7 @@ class _Probe:
     names: dict[str, Any] = field(default_factory=dict)  # that frame's variables when the loop started
     steps: int = 0
     dirty: bool = False
+    first_pid: int = 0  # program ids from here on are of tensors the body made
 
 
 class ProgramRecorder:
@@ -95,7 +107,7 @@ class ProgramRecorder:
         if loop.trip > 1:
             frame = user_frame()
             names = dict(frame.f_locals) if frame is not None else {}
-            self.probes.append(_Probe(loop, len(self.body), frame, names))
+            self.probes.append(_Probe(loop, len(self.body), frame, names, first_pid=len(self.enc.tensor_ids)))
             if self.enc.seen is None:
                 self.enc.seen = {}
         self.body.append(LoopEnter(lid, loop.kind, loop.start, loop.stop, loop.step))
@@ -143,11 +155,9 @@ class ProgramRecorder:
             return True
         body = self.body[probe.enter + 2:]
         read: set[int] = set()
-        made: set[int] = set()
         for ev in body:
             if ev.__class__ is Call:
                 tensor_ids([list(ev.args), [v for _, v in ev.kwargs]], read)
-                made.update(ev.out)
         now = frame.f_locals
         for name, old in probe.names.items():
             if now.get(name, old) is not old and self._tensor_id(old) in read:
@@ -157,8 +167,9 @@ class ProgramRecorder:
             if isinstance(value, (list, tuple, dict)):
                 for item in (value.values() if isinstance(value, dict) else value):
                     scanned += 1
-                    if scanned > _SCAN_LIMIT or self._tensor_id(item) in made:
-                        return False
+                    pid = self._tensor_id(item)
+                    if scanned > _SCAN_LIMIT or (pid is not None and pid >= probe.first_pid):
+                        return False  # the body's tiles collected: later iterations would add theirs
         return True
 
     def _run_rest(self, probe: _Probe, values: range, seen: dict[int, Tensor]) -> None:
@@ -170,11 +181,15 @@ class ProgramRecorder:
         del body[probe.enter + 1]  # the first iteration's LoopStep
         events = body[probe.enter + 1:]
         dec = Decoder(tuple(self.enc.arrays), dict(seen), dict(self.loops))
+        # the tiles a replayed iteration makes are the runner's alone (the kernel's Python holds the first
+        # iteration's): it lets them go, and hands their storage over, at their last use in the body
+        first = probe.first_pid
+        drops = last_uses(events, keep=lambda pid: pid < first)
         ctx = context.current()
         HOOK.recorder = None
         try:
             with replaying() as at:
-                Runner(ctx, events, dec, {}, once_bodies(events), at, traced_here=True).iterate(probe.loop, values, 0, len(events))
+                Runner(ctx, events, dec, drops, once_bodies(events), at, traced_here=True).iterate(probe.loop, values, 0, len(events))
         finally:
             HOOK.recorder = self
 

@@ -127,7 +127,8 @@ class Runner:
         """``t[...] = value`` where event ``at`` is the last use of the tile ``value`` (the program lets it go
         right after, ``Program.last_uses``): the call as if ``value`` were a temporary, so the assignment may
         take over its storage instead of copying it (``ops.memory.assign``, which does so only where that is
-        unobservable).  A recording launch passes no last uses; nor does it hand over a tile it still holds."""
+        unobservable).  A recording launch passes the last uses of the tiles its replayed iterations make, which
+        the kernel's Python never holds."""
         args = ev.args
         if len(args) == 3 and args[2] is False and not ev.kwargs:
             value = args[1]
