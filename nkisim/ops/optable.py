@@ -237,42 +237,42 @@ def op_name(op: Any) -> str:
 
 @dataclass(frozen=True)
 class Api:
-    """What the checks and the trace need to know about one API."""
+    """What the checks and the trace need to know about one API: the engine its instruction runs on (unless the
+    call names one) and the address spaces its tile operands may live in.  (Its latency formula is the cost
+    model's, keyed by the instruction kind it emits: ``cost.costs.FORMULAS``.)"""
 
     name: str
-    params: tuple[str, ...]
     engine: str  # 'pe', 'dve', 'act', 'pool', 'dma'
-    cost: str  # key of the latency formula in the cost model
     spaces: str = "psum|sbuf"  # address spaces allowed for tile operands
 
 
 def _apis() -> dict[str, Api]:
     table = [
-        Api("load", ("src",), "dma", "dma", "hbm"),
-        Api("store", ("dst", "value"), "dma", "dma", "hbm"),
-        Api("load_transpose2d", ("src",), "dma", "dma_transpose", "hbm"),
-        Api("dma_copy", ("dst", "src"), "dma", "dma", "hbm|psum|sbuf"),
-        Api("copy", ("src",), "act", "copy"),
-        Api("tensor_copy", ("src",), "dve", "copy"),
-        Api("assign", ("dst", "value"), "dve", "copy"),
-        Api("matmul", ("x", "y"), "pe", "matmul", "sbuf"),
-        Api("nc_matmul", ("stationary", "moving"), "pe", "matmul", "sbuf"),
-        Api("transpose", ("x",), "pe", "transpose"),
-        Api("nc_transpose", ("data",), "pe", "transpose"),
-        Api("activation", ("data",), "act", "activation"),
-        Api("activation_reduce", ("data",), "act", "activation_reduce"),
-        Api("tensor_tensor", ("data1", "data2"), "dve", "tensor_tensor"),
-        Api("tensor_scalar", ("data",), "dve", "tensor_scalar"),
-        Api("tensor_reduce", ("data",), "dve", "tensor_reduce"),
-        Api("tensor_partition_reduce", ("data",), "pool", "partition_reduce", "sbuf"),
-        Api("iota", (), "pool", "iota"),
-        Api("memset", (), "dve", "memset"),
-        Api("bn_stats", ("data",), "dve", "bn_stats"),
-        Api("bn_aggr", ("data",), "dve", "bn_aggr"),
-        Api("reciprocal", ("data",), "dve", "reciprocal"),
-        Api("where", ("condition", "x", "y"), "dve", "tensor_tensor"),
-        Api("broadcast_to", ("src",), "pe", "broadcast"),
-        Api("select", ("pred", "on_true", "on_false"), "dve", "tensor_tensor"),
+        Api("load", "dma", "hbm"),
+        Api("store", "dma", "hbm"),
+        Api("load_transpose2d", "dma", "hbm"),
+        Api("dma_copy", "dma", "hbm|psum|sbuf"),
+        Api("copy", "act"),
+        Api("tensor_copy", "dve"),
+        Api("assign", "dve"),
+        Api("matmul", "pe", "sbuf"),
+        Api("nc_matmul", "pe", "sbuf"),
+        Api("transpose", "pe"),
+        Api("nc_transpose", "pe"),
+        Api("activation", "act"),
+        Api("activation_reduce", "act"),
+        Api("tensor_tensor", "dve"),
+        Api("tensor_scalar", "dve"),
+        Api("tensor_reduce", "dve"),
+        Api("tensor_partition_reduce", "pool", "sbuf"),
+        Api("iota", "pool"),
+        Api("memset", "dve"),
+        Api("bn_stats", "dve"),
+        Api("bn_aggr", "dve"),
+        Api("reciprocal", "dve"),
+        Api("where", "dve"),
+        Api("broadcast_to", "pe"),
+        Api("select", "dve"),
     ]
     return {a.name: a for a in table}
 
@@ -290,10 +290,8 @@ def api(name: str) -> Api:
     if hit is not None:
         return hit
     if name in ACTIVATIONS:
-        hit = Api(name, ("x",), "act", "activation")
-    elif name in ALU:
-        hit = Api(name, ("x", "y"), "dve", "tensor_tensor")
-    else:
-        hit = Api(name, ("x",), "dve", "tensor_reduce")
+        hit = Api(name, "act")
+    else:  # ALU operators and reductions
+        hit = Api(name, "dve")
     _GENERIC[name] = hit
     return hit
