@@ -165,7 +165,7 @@ def host_value_probe(a):
     tile = nl.load(a)
     found = []
     for name, obj in (("hbm", a), ("tile", tile), ("slice", tile[0:4, 0:2])):
-        found += [f"{name}.{attr}" for attr in ("data", "read", "write", "values", "numpy")
+        found += [f"{name}.{attr}" for attr in ("data", "read", "write", "values", "numpy", "own_storage")
                   if hasattr(obj, attr)]
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
     nl.store(out, value=tile)

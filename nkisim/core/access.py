@@ -20,7 +20,7 @@ from nkisim.core.context import active
 from nkisim.core.dynamic import DynamicIndex
 from nkisim.core.errors import nki_error, shape_str
 from nkisim.core.indexing import Affine, DynSlice, slice_bound, slice_step
-from nkisim.core.storage import storage
+from nkisim.core.storage import owned, storage
 from nkisim.core.syntax import METHODS, TileSyntax
 from nkisim.core.whole import whole_parts_of_shape
 
@@ -442,7 +442,7 @@ class Access(TileSyntax):
                 else:
                     t.fill_pending()
             idx = self.np_index()
-            data = t.own_storage()
+            data = owned(t)
             if self.advanced:  # a scatter through per-axis aranges is a strided assignment
                 idx = arange_slices(idx, data.shape) or idx
             data[idx] = np.broadcast_to(values, self.shape) if values.shape != self.shape else values
@@ -452,7 +452,7 @@ class Access(TileSyntax):
         t.fill_pending()
         vm = np.broadcast_to(valid, self.shape)
         arrays = [np.broadcast_to(a, self.shape) for a in self.grid_arrays()]
-        t.own_storage()[tuple(a[vm] for a in arrays)] = np.broadcast_to(values, self.shape)[vm]
+        owned(t)[tuple(a[vm] for a in arrays)] = np.broadcast_to(values, self.shape)[vm]
 
     # --- in-place operators: t[idx] += x ----------------------------------------------------
     def _inplace(self, other: Any, op: str) -> Access:

@@ -39,10 +39,16 @@ def write(acc: Any, values: np.ndarray | None, valid: np.ndarray | None = None) 
 
 def storage(tensor: Any) -> np.ndarray | None:
     """A ``Tensor``'s whole storage array as it is (None while tracing without values): no pending
-    uninitialised fill is applied and no read-only input view is copied (``Tensor.own_storage`` does)."""
+    uninitialised fill is applied and no read-only input view is copied (``owned`` does)."""
     return tensor._data  # noqa: SLF001 - the one door to tile values (module docstring)
 
 
 def set_storage(tensor: Any, data: np.ndarray | None) -> None:
     """Make ``data`` a ``Tensor``'s storage array (or drop it: None), as it is."""
     tensor._data = data  # noqa: SLF001 - the one door to tile values (module docstring)
+
+
+def owned(tensor: Any) -> np.ndarray:
+    """A ``Tensor``'s storage array, ready to be written: its pending uninitialised fill applied and a read-only
+    view (a kernel input's) copied first."""
+    return tensor._own_storage()  # noqa: SLF001 - the one door to tile values (module docstring)

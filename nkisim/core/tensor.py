@@ -118,7 +118,7 @@ class Tensor(TileSyntax):
         raise AttributeError(f"NKI tensor '{self.label()}' has no attribute 'data': inside a kernel, values move "
                              "only through NKI operations (nl.load from HBM into a tile, nl.store back)")
 
-    def own_storage(self) -> np.ndarray:
+    def _own_storage(self) -> np.ndarray:
         """The tensor's array, made private first if it is a read-only view of a kernel input (what
         ``nl.load`` from an immutable parameter gives: no copy until the tile is written)."""
         data = self._data
@@ -219,7 +219,7 @@ class Tensor(TileSyntax):
                             f"{list(shape)}: element counts differ (has mismatched shapes)")
         self.fill_pending()  # the view shares the storage: it must hold the pattern from now on
         self.viewed = True
-        data = None if self._data is None else (self.own_storage() if not self.param else self._data).reshape(shape)
+        data = None if self._data is None else (self._own_storage() if not self.param else self._data).reshape(shape)
         view = Tensor(shape, self.dtype, self.buffer, data, self.name, 0, self.loops, base=self, site=self.site)
         view.param = self.param
         return view
@@ -231,7 +231,7 @@ class Tensor(TileSyntax):
         self.fill_pending()
         self.viewed = True
         data = None if self._data is None else \
-            (self.own_storage() if not self.param else self._data).view(dt.storage_dtype(d))
+            (self._own_storage() if not self.param else self._data).view(dt.storage_dtype(d))
         shape = self.shape[:-1] + (self.shape[-1] * self.itemsize // dt.storage_dtype(d).itemsize,)
         v = Tensor(shape, d, self.buffer, data, self.name, self.par_axis, self.loops, base=self, site=self.site)
         v.param = self.param

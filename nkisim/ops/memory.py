@@ -16,7 +16,7 @@ from nkisim.core.context import current
 from nkisim.core.errors import nki_error, shape_str
 from nkisim.core.indexing import Affine, DynSlice
 from nkisim.core.location import STORES, bytecode, user_frame
-from nkisim.core.storage import read, read_masked, set_storage, storage, write
+from nkisim.core.storage import owned, read, read_masked, set_storage, storage, write
 from nkisim.core.tensor import Tensor, as_access, is_tile
 from nkisim.cost.trace import buffer_info
 from nkisim.ops.base import (
@@ -117,7 +117,7 @@ def load(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     out_dt = src_dt if dtype is None else dt.normalize(dtype)
     if values is not None and valid is None and acc.tensor.root.param and out_dt == src_dt and not acc.advanced:
         # kernel inputs never change during a launch: the tile may read them in place until it is
-        # written (Tensor.own_storage copies then), which saves a copy per load.  A basic index
+        # written (core.storage.owned copies then), which saves a copy per load.  A basic index
         # already gave a view of its own (base set); only that view is made read-only.
         if values.base is None:
             values = values.view()
@@ -309,7 +309,7 @@ def accumulate(dst: Access, value: Any, op: str) -> None:
         dst.tensor.fill_pending()
         data = storage(dst.tensor)
         if data is not None:
-            data = dst.tensor.own_storage()
+            data = owned(dst.tensor)
         started = None
         if op == "add" and producer is not None and producer.engine == "pe" and dst.space == "psum":
             # the first matmul into each PSUM element since its allocation starts the accumulation group:
