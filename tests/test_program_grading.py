@@ -155,6 +155,27 @@ def test_an_out_of_bounds_program_gets_the_compilers_error(tmp_path):
     assert case.status == "error" and case.error["error_id"] == "err_tensor_access_out_of_bound", case.error
 
 
+def test_a_program_looping_a_trillion_times_is_stopped_at_the_timeout(tmp_path):
+    """Two nested loop bodies of a million iterations each pass the validator (each loop is within its
+    bound) and would run for days: the executor's fork is killed at the run's timeout, and nothing is graded."""
+    path = kernel(tmp_path, "endless", HONEST, before="""
+        from nkisim import api as _api
+        from nkisim.program.ir import LoopEnter, LoopLeave
+        _real = _api.trace
+
+        def _forged(*args, **kwargs):
+            import dataclasses
+            p = _real(*args, **kwargs)
+            loops = (LoopEnter(0, "sequential", 0, 10**6, 1, True), LoopEnter(1, "sequential", 0, 10**6, 1, True))
+            return dataclasses.replace(p, body=p.body[:2] + loops + p.body[2:] + (LoopLeave(1), LoopLeave(0)))
+
+        _api.trace = _forged
+        """)
+    res = run_module(path, "vector_add_naive", [inputs()], timed=0, timeout=4, sandboxed=True)
+    assert res.timed_out  # (what the grade report shows as the run's timeout: evaluate.py)
+    assert [(c.status, c.output) for c in res.cases] == [("not_run", None)], res.cases
+
+
 @pytest.mark.parametrize("name", ["poke", "patch", "forge"])
 def test_the_same_kernels_through_the_grader_score_zero(tmp_path, name):
     bodies = {"poke": ("out._data = a", ""), "patch": (HONEST, "import nkisim.cost.model as _m"),
