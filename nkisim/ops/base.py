@@ -13,7 +13,7 @@ from nkisim.core.access import Access, whole_parts
 from nkisim.core.arrays import all_true, index_box
 from nkisim.core.buffers import PMAX, Buffer, sbuf
 from nkisim.core.context import KernelContext, active
-from nkisim.core.errors import nki_error, shape_str
+from nkisim.core.errors import NKIError, nki_error, shape_str
 from nkisim.core.indexing import check_mask
 from nkisim.core.location import assigned_name, user_frame, user_location
 from nkisim.core.storage import read
@@ -209,14 +209,20 @@ def _result_facts(shape: tuple[int, ...], dtype: np.dtype, buffer: Buffer) -> tu
     return facts
 
 
-def _too_wide(ctx: KernelContext, facts: tuple, name: str) -> None:
-    """An op's result tile that cannot fit in SBUF at all: the allocation error ``nl.ndarray`` gives (the
-    compiler allocates a result like any tile), naming the variable the result is assigned to."""
-    label = assigned_name(user_frame()) or name or "tensor"
-    raise nki_error("err_sbuf_free_dim_exceed_partition_size",
-                    f"Size of free dimensions {facts[2] / 1024:g} KB per partition on SBUF buffer exceeds the "
-                    f"{ctx.target.sbuf_partition_bytes} bytes available per partition on {ctx.target} (tensor "
-                    f"{shape_str(label, facts[3])})")
+def tensor_label(name: str) -> str:
+    """What an allocation error calls the tensor being created: the student's variable the allocating
+    call's result is assigned to (the compiler names tensors by their variable), else the ``name=``
+    given, else 'tensor'.  Error path only: it reads the caller's bytecode."""
+    return assigned_name(user_frame()) or name or "tensor"
+
+
+def sbuf_too_wide(ctx: KernelContext, per_partition: int, shape: tuple[int, ...], name: str) -> NKIError:
+    """The compiler's error for one SBUF tile wider than a partition, whether ``nl.ndarray`` allocates it or an
+    op's result is (the compiler allocates a result like any tile)."""
+    return nki_error("err_sbuf_free_dim_exceed_partition_size",
+                     f"Size of free dimensions {per_partition / 1024:g} KB per partition on SBUF buffer exceeds the "
+                     f"{ctx.target.sbuf_partition_bytes} bytes available per partition on {ctx.target} (tensor "
+                     f"{shape_str(tensor_label(name), shape)})")
 
 
 def new_tile(ctx: KernelContext, shape: tuple[int, ...], dtype: np.dtype, values: np.ndarray | None,
@@ -244,7 +250,7 @@ def new_tile(ctx: KernelContext, shape: tuple[int, ...], dtype: np.dtype, values
     if buffer.alloc is None:
         facts = _RESULT_FACTS.get((shape, dtype, buffer.space)) or _result_facts(shape, dtype, buffer)
         if facts[2] > ctx.target.sbuf_partition_bytes and facts[1] == "sbuf":
-            _too_wide(ctx, facts, name)
+            raise sbuf_too_wide(ctx, facts[2], facts[3], name)
         t = Tensor.result(facts[3], dtype, buffer, data, ctx.loop_tuple, facts, name)
     else:
         t = Tensor(shape, dtype, buffer, data, name, 0, ctx.loop_tuple)

@@ -19,10 +19,10 @@ from nkisim.core import physical
 from nkisim.core.buffers import PMAX, PSUM_BANK_BYTES, PSUM_BANKS, Buffer, ModAlloc, sbuf
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
-from nkisim.core.location import assigned_name, user_frame, user_location, warn
+from nkisim.core.location import user_location, warn
 from nkisim.core.storage import read, storage
 from nkisim.core.tensor import Access, Tensor, as_access, is_tile, shape_str
-from nkisim.ops.base import emit
+from nkisim.ops.base import emit, sbuf_too_wide, tensor_label
 
 
 class par_dim(int):
@@ -57,13 +57,6 @@ def _as_buffer(buffer: Any) -> Buffer:
     raise TypeError(f"buffer must be nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm or a mod_alloc, got {buffer!r}")
 
 
-def _label(name: str) -> str:
-    """What an allocation error calls the tensor being created: the student's variable the allocating
-    call's result is assigned to (the compiler names tensors by their variable), else the ``name=``
-    given, else 'tensor'.  Error path only: it reads the caller's bytecode."""
-    return assigned_name(user_frame()) or name or "tensor"
-
-
 def _stack_push(ctx: Any, family: str, nbytes: int, name: str) -> None:
     """``ncc.enable_stack_allocator``: a tensor lives until the loop iteration (scope) that created it
     ends, so the live tensors must fit SBUF (bytes per partition) and PSUM (8 banks) together."""
@@ -77,13 +70,13 @@ def _stack_push(ctx: Any, family: str, nbytes: int, name: str) -> None:
         if need > avail:
             raise nki_error("err_stack_overflow_sbuf",
                             f"stack overflow: required sbuf size {need} exceeds available sbuf size {avail} "
-                            f"(allocating '{_label(name)}', {nbytes} bytes per partition)")
+                            f"(allocating '{tensor_label(name)}', {nbytes} bytes per partition)")
     else:
         need = sum(-(-e[3] // PSUM_BANK_BYTES) for e in live if e[2] == "psum")
         if need > PSUM_BANKS:
             raise nki_error("err_stack_overflow_psum",
                             f"stack overflow: required psum banks {need} exceeds available psum banks {PSUM_BANKS} "
-                            f"(allocating '{_label(name)}')")
+                            f"(allocating '{tensor_label(name)}')")
 
 
 def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: Any = None,
@@ -146,10 +139,7 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
         if buf.family == "sbuf":
             limit = ctx.target.sbuf_partition_bytes
             if per_partition > limit:
-                raise nki_error("err_sbuf_free_dim_exceed_partition_size",
-                                f"Size of free dimensions {per_partition / 1024:g} KB per partition on SBUF buffer "
-                                f"exceeds the {limit} bytes available per partition on {ctx.target} (tensor "
-                                f"{shape_str(_label(name), shp)})")
+                raise sbuf_too_wide(ctx, per_partition, shp, name)
         else:
             if d not in (dt.float32, dt.int32, dt.bfloat16, dt.float16, dt.uint32):
                 raise nki_error("err_psum_dtype",
@@ -158,7 +148,7 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
             per_block = math.prod(shp[par + 1:]) * dt.storage_dtype(d).itemsize
             if per_block > PSUM_BANK_BYTES:
                 raise nki_error("err_psum_tile_exceed_bank_size",
-                                f"PSUM tile {shape_str(_label(name), shp)} needs {per_block} bytes per partition, "
+                                f"PSUM tile {shape_str(tensor_label(name), shp)} needs {per_block} bytes per partition, "
                                 f"more than one 2 KiB PSUM bank (at most 512 fp32 elements in the free dimension)")
         if key is not None:
             if len(_CHECKED) > 4096:  # bound the memo for programs with unusually many shapes
