@@ -25,7 +25,7 @@ from nkisim.core.buffers import Buffer, ModAlloc
 from nkisim.core.dynamic import DynamicIndex
 from nkisim.core.indexing import Affine, DynSlice, Loop, MaskExpr
 from nkisim.program.encode import COMPARE, Decoder
-from nkisim.program.ir import Call, ProgramError
+from nkisim.program.ir import Call
 
 #: (True, value): the part decodes to this very value every run; (False, getter): call ``getter()`` each run
 Part = tuple[bool, Any]
@@ -76,7 +76,7 @@ class CallPlan:
         return True
 
     def run(self) -> Any:
-        """The call, with this run's operands (``runtime.runner`` does the same inline)."""
+        """The call, with this run's operands."""
         args = self.args
         if args is None:
             args = [g() for g in self.arg_getters]
@@ -94,20 +94,16 @@ class _Compiler:
         self.lids: set[int] = set()
 
     def tensor(self, pid: int, whole: bool = False) -> Getter:
-        tensors = self.dec.tensors
+        """The tensor id ``pid`` names at each run (``Decoder.tensor``: a ProgramError when nothing made it)."""
+        tensors, lookup = self.dec.tensors, self.dec.tensor
 
         def get() -> Any:
-            try:
-                return tensors[pid]
-            except KeyError:
-                raise ProgramError(f"invalid program: tensor {pid} is used before any call made it") from None
+            t = tensors.get(pid)  # (the dict first: this runs for every tensor operand of every call)
+            return t if t is not None else lookup(pid)
 
-        def get_whole() -> Any:
-            try:
-                return tensors[pid].full()
-            except KeyError:
-                raise ProgramError(f"invalid program: tensor {pid} is used before any call made it") from None
-        return get_whole if whole else get
+        if whole:
+            return lambda: get().full()
+        return get
 
     def value(self, x: Any) -> Part:  # noqa: C901 - one case per kind, mirroring Decoder.value
         if x is None or isinstance(x, (bool, int, float, str)):

@@ -92,14 +92,7 @@ class Runner:
                 if plan is None or (plan.lids and not plan.valid(dec.loops)):
                     fn = CALLS[ev.fn]
                     plan = self.plans[at] = CallPlan(ev if ev.fn != _ASSIGN else self._last_use(ev, at), dec, fn)
-                # (CallPlan.run, inline: this runs once per executed instruction)
-                pargs = plan.args
-                if pargs is None:
-                    pargs = [g() for g in plan.arg_getters]
-                kwargs = plan.kwargs
-                if kwargs is None:
-                    kwargs = {k: g() for k, g in plan.kw_getters}
-                result = plan.fn(*pargs, **kwargs) if kwargs else plan.fn(*pargs)
+                result = plan.run()
         except ProgramError:
             raise
         except (NKIError, MemoryError) as err:  # the compiler's error, or the run's own limit
