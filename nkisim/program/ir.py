@@ -162,12 +162,10 @@ def last_uses(body: tuple[Event, ...] | list[Event], keep: Callable[[int], bool]
         while bodies and bodies[-1][1] < i:
             bodies.pop()
         if isinstance(ev, Call):
-            for pid in tensor_ids([list(ev.args), [v for _, v in ev.kwargs]]):
-                at = next((end for start, end in bodies if made.get(pid, -1) < start), i)
-                last[pid] = max(last.get(pid, at), at)
             for pid in ev.out:
                 made.setdefault(pid, i)
-                at = next((end for start, end in bodies if made[pid] < start), i)
+            for pid in (*tensor_ids([list(ev.args), [v for _, v in ev.kwargs]]), *ev.out):
+                at = next((end for start, end in bodies if made.get(pid, -1) < start), i)
                 last[pid] = max(last.get(pid, at), at)
         elif isinstance(ev, LoopEnter) and ev.once:
             bodies.append((i, ends[i]))
