@@ -1,7 +1,8 @@
 """The one door through which a kernel's NKI calls can be recorded into a program.
 
 Every NKI call a kernel can make (``nl.*``, ``nisa.*``, tile syntax such as ``t + u`` or ``t[...] = v``,
-``t.reshape``) is registered here under one name (``CALLS``) and wrapped by ``recorded``.  While no
+``t.reshape``) is registered here under one name (``CALLS``) and wrapped by ``recorded``; the op registry
+(``ops.registry``) does that for every op, with what the op emits.  While no
 launch records, the wrapper only reads one attribute and calls through.  While one does (``HOOK.recorder``
 is set, see ``runtime.record``), the outermost call of each statement is handed to the recorder, which
 encodes its arguments, runs it and notes the tensors it made; calls an API makes inside another API are
@@ -12,8 +13,7 @@ program validator accepts (``program.validate``): an instruction program can nam
 from __future__ import annotations
 
 import functools
-import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, Protocol
 
 
@@ -65,20 +65,6 @@ def recorded(name: str) -> Callable[[Callable], Callable]:
         return wrapper
 
     return wrap
-
-
-def record_namespace(namespace: dict[str, Any], prefix: str, skip: Iterable[str] = ()) -> None:
-    """Wrap every public function of a front-end namespace (a module's ``globals()``) as ``prefix.name``.
-
-    ``skip``: trace-time helpers that make no instruction (index expressions, loop ranges, SPMD queries):
-    their results reach a program only through the arguments of the calls that use them."""
-    skipped = set(skip)
-    for key, value in list(namespace.items()):
-        if key.startswith("_") or key in skipped or not inspect.isfunction(value):
-            continue
-        if getattr(value, "__nki_call__", None) is not None:
-            continue
-        namespace[key] = recorded(f"{prefix}.{key}")(value)
 
 
 def call_name(fn: Any) -> str | None:

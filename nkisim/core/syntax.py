@@ -16,7 +16,7 @@ from nkisim.core.dynamic import DynamicIndex
 from nkisim.core.errors import nki_error
 from nkisim.core.indexing import Affine
 from nkisim.core.location import bytecode, user_frame
-from nkisim.core.recording import recorded
+from nkisim.core.recording import call_name
 
 
 @dataclass(slots=True)
@@ -50,11 +50,13 @@ METHODS = TileMethods()
 
 def provide(**methods: Callable) -> None:
     """An ops module hands tile syntax its operations (an unknown name is an AttributeError).  Each is an NKI
-    call of its own (``tile.<name>``, see ``core.recording``): ``t + u`` is recorded like ``nl.add``."""
+    call of its own, registered as ``tile.<name>`` (``ops.registry``): ``t + u`` is recorded like ``nl.add``."""
     for name, fn in methods.items():
         if not hasattr(METHODS, name):
             raise AttributeError(f"tile syntax has no operation {name!r}")
-        setattr(METHODS, name, recorded(f"tile.{name}")(fn))
+        if call_name(fn) != f"tile.{name}":
+            raise ValueError(f"tile syntax's {name!r} must be the registered call 'tile.{name}', got {call_name(fn)!r}")
+        setattr(METHODS, name, fn)
 
 
 _VALUE_TRUTH_OPS = frozenset({"UNARY_NOT", "JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP"})

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nkisim.core.target import Target, resolve
+from nkisim.cost.instructions import NC_MATMUL
 from nkisim.cost.model import Estimate, estimate
 from nkisim.cost.scheduler import schedule
 from nkisim.cost.trace import Instr
@@ -39,7 +40,7 @@ class Event:
 
 
 def _flops(ins: Instr) -> int:
-    if ins.op == "nc_matmul" and "k" in ins.extra:
+    if ins.kind is NC_MATMUL and "k" in ins.extra:
         return 2 * int(ins.extra["k"]) * int(ins.extra["m"]) * int(ins.extra["n"])
     return 0
 
@@ -86,7 +87,7 @@ class Profile:
         prm = self.hw.params
         peak = prm.get("peak", {})
         flops = sum(_flops(i) for i in self.trace)
-        fp32 = any(i.op == "nc_matmul" and i.extra.get("in_dtype") == "float32" for i in self.trace)
+        fp32 = any(i.kind is NC_MATMUL and i.extra.get("in_dtype") == "float32" for i in self.trace)
         peak_tflops = float(peak.get("pe_tflops_fp32" if fp32 else "pe_tflops_bf16", 0.0)) * self.cores
         hbm = sum(i.nbytes for i in self.trace if i.engine == "dma")
         achieved_tflops = flops / total_s / 1e12 if total_s else 0.0

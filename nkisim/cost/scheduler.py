@@ -23,6 +23,7 @@ from typing import Any
 
 from nkisim.core.buffers import BufferInfo
 from nkisim.cost import costs, spill, unroll
+from nkisim.cost import instructions as isa
 from nkisim.cost.deps import Scoreboard
 from nkisim.cost.trace import Instr
 
@@ -355,7 +356,7 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
         if moves:  # a spilled tensor's part comes back before the instruction can use it (spill.py)
             for _root, space, _region, per in moves[0]:
                 ready = max(ready, _move(core, ins, space, per, ready, False, prm, out)[0])
-        if ins.op == "memset" and ins.extra.get("zero") and ins.writes and \
+        if ins.kind is isa.MEMSET and ins.extra.get("zero") and ins.writes and \
                 space_of.get(ins.writes[0].root) == "psum":
             # nl.zeros on PSUM before `+= matmul`: the compiler folds it into the first matmul of the
             # accumulation group (overwrite instead of accumulate), so no engine runs it
@@ -378,7 +379,7 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
                 start = dge_start
             end = fin + dma_lat
             out.busy["dma"] += dur * nq
-        elif e == "pe" and ins.op == "broadcast_to":
+        elif e == "pe" and ins.kind is isa.BROADCAST_TO:
             start, end, e = _broadcast(core, ins, ready, prm, sem, psum_port, out)
         else:
             spaces = tuple(space_of.get(r.root, "hbm") for r in (*ins.reads, *ins.writes))

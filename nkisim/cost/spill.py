@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nkisim.cost.instructions import RELOAD, SPILL
 from nkisim.cost.trace import Instr
 
 
@@ -108,7 +109,7 @@ def traffic(ins: Instr, bufs: Any, spilled: dict[int, str]) -> tuple[list, list]
 
 def transfer(ins: Instr, per_partition: int, out: bool) -> Instr:
     """The DMA that moves a spilled SBUF tensor's part on ``ins``'s partitions to HBM (``out``) or back."""
-    return Instr("spill" if out else "reload", "dma", ins.p, max(1, per_partition // 4), ("float32",),
+    return Instr(SPILL if out else RELOAD, "dma", ins.p, max(1, per_partition // 4), ("float32",),
                  ins.p * per_partition, (), (), ins.loc, run=per_partition)
 
 

@@ -46,14 +46,15 @@ class Instr:
     holds on each full collection, but stops tracking a tuple of untracked parts at the first one.
     """
 
-    __slots__ = ("op", "engine", "_p", "_n", "_dtypes", "nbytes", "_reads", "_writes", "loc", "acc",
+    __slots__ = ("kind", "op", "engine", "_p", "_n", "_dtypes", "nbytes", "_reads", "_writes", "loc", "acc",
                  "extra", "instance", "loops", "_bufs", "core", "run", "_recs", "_nr")
 
-    def __init__(self, op: str, engine: str, p: int | None, n: int | None, dtypes: tuple, nbytes: int,
+    def __init__(self, kind: Any, engine: str, p: int | None, n: int | None, dtypes: tuple, nbytes: int,
                  reads: tuple, writes: tuple, loc: tuple[str, int], acc: bool = False,
                  extra: dict | None = None, instance: int = 0, loops: tuple = (), bufs: tuple = (),
                  core: int = 0, run: int = 0, recs: tuple | None = None, nr: int = 0) -> None:
-        self.op = op
+        self.kind = kind  # its cost.instructions.Instruction: the engine it defaults to, what it costs
+        self.op = kind.name
         self.engine = engine
         self._p = p  # partitions touched
         self._n = n  # elements per partition (NEP) of the largest access pattern

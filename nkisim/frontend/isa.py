@@ -5,41 +5,10 @@ from __future__ import annotations
 import enum
 
 from nkisim.core.context import active as _active
-from nkisim.core.recording import record_namespace as _record_namespace
-from nkisim.ops.isa import (  # noqa: F401
-    activation,
-    activation_reduce,
-    bn_aggr,
-    bn_stats,
-    dma_copy,
-    iota,
-    memset,
-    reciprocal,
-    scalar_tensor_tensor,
-    tensor_copy,
-    tensor_partition_reduce,
-    tensor_reduce,
-    tensor_scalar,
-    tensor_tensor,
-)
-from nkisim.ops.matmul import nc_matmul, nc_transpose  # noqa: F401
-from nkisim.ops.movement import (  # noqa: F401
-    dropout,
-    local_gather,
-    nc_stream_shuffle,
-    sequence_bounds,
-    tensor_copy_dynamic_dst,
-    tensor_copy_dynamic_src,
-)
-from nkisim.ops.scan import tensor_scalar_cumulative, tensor_scalar_reduce, tensor_tensor_scan  # noqa: F401
-from nkisim.ops.select import (  # noqa: F401
-    affine_select,
-    range_select,
-    select_reduce,
-    tensor_copy_predicated,
-)
-from nkisim.ops.topk import max8, nc_find_index8, nc_match_replace8  # noqa: F401
-from nkisim.ops.transpose import dma_transpose  # noqa: F401
+from nkisim.ops import registry as _registry
+
+# every nisa.* instruction: generated from the op registry (ops.registry), recorded into programs
+globals().update(_registry.namespace("nisa"))
 
 
 class engine(enum.IntEnum):  # noqa: N801
@@ -88,7 +57,3 @@ def get_nc_version() -> nc_version:
     from nkisim.runtime.kernel import default_target
 
     return nc_version(default_target().nc_version)
-
-
-# every nisa.* instruction is an NKI call a program records (core.recording)
-_record_namespace(globals(), "nisa", skip=("get_nc_version",))

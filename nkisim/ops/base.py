@@ -19,13 +19,12 @@ from nkisim.core.location import assigned_name, user_frame, user_location
 from nkisim.core.storage import read
 from nkisim.core.tensor import Tensor
 from nkisim.core.whole import whole_parts_of_shape
+from nkisim.cost.instructions import Instruction
 from nkisim.cost.trace import Instr, Region, buffer_info, dma_run
-from nkisim.ops.optable import api
+from nkisim.ops.registry import spaces_of
 
 #: "psum|sbuf" -> ["psum", "sbuf"], split once per spelling.
 _ALLOWED: dict[str, list[str]] = {}
-#: API name -> the split spaces of its op-table entry (the table never changes).
-_SPACES_OF: dict[str, list[str]] = {}
 
 
 def _split_spaces(spaces: str) -> list[str]:
@@ -72,7 +71,7 @@ def one_operand(name: str, pname: str, value: Any, ctx: KernelContext | None = N
                 spaces: str | None = None) -> Access | Tensor:
     """``operands(name, spaces, pname=value)[pname]`` for the common one-tile case, without the dicts
     (and, like ``operand``, without an Access for a whole tensor)."""
-    allowed = _split_spaces(spaces) if spaces else _SPACES_OF.get(name) or allowed_spaces(name)
+    allowed = _split_spaces(spaces) if spaces else spaces_of(name)
     acc = operand(name, pname, value, allowed, ctx)
     s = acc.shape
     if s and s[0] > PMAX:
@@ -80,19 +79,11 @@ def one_operand(name: str, pname: str, value: Any, ctx: KernelContext | None = N
     return acc
 
 
-def allowed_spaces(name: str) -> list[str]:
-    """The address spaces the op table allows for API ``name``'s operands (split once per API)."""
-    allowed = _SPACES_OF.get(name)
-    if allowed is None:
-        allowed = _SPACES_OF[name] = _split_spaces(api(name).spaces)
-    return allowed
-
-
 def two_operands(name: str, xname: str, x: Any, yname: str, y: Any,
                  ctx: KernelContext | None = None) -> tuple[Access | Tensor, Access | Tensor]:
     """``operands(name, xname=x, yname=y)`` for the common two-tile case, without the dicts
     (and, like ``operand``, without an Access for a whole tensor)."""
-    allowed = _SPACES_OF.get(name) or allowed_spaces(name)
+    allowed = spaces_of(name)
     xa = operand(name, xname, x, allowed, ctx)
     ya = operand(name, yname, y, allowed, ctx)
     xs, ys = xa.shape, ya.shape
@@ -107,7 +98,7 @@ def operands(name: str, spaces: str | None = None, **named: Any) -> dict[str, Ac
     ``named`` maps parameter names to values; None values are skipped.  Returns Accesses (each
     operand checked by ``operand``; a whole tensor becomes its whole access).
     """
-    allowed = _split_spaces(spaces) if spaces else allowed_spaces(name)
+    allowed = _split_spaces(spaces) if spaces else spaces_of(name)
     out: dict[str, Access] = {}
     for pname, value in named.items():
         if value is None:
@@ -313,7 +304,7 @@ def _tensor_record(t: Tensor) -> tuple:
     return rec
 
 
-def emit(ctx: KernelContext, name: str, engine: str | None = None, reads: Sequence[Access | Tensor] = (),
+def emit(ctx: KernelContext, kind: Instruction, engine: str | None = None, reads: Sequence[Access | Tensor] = (),
          writes: Sequence[Access | Tensor] = (), p: int | None = None, n: int | None = None, nbytes: int = 0,
          dtypes: tuple = (), acc: bool = False, extra: dict | None = None) -> Instr:
     """Append one instruction to the trace (the cost model's only input).
@@ -335,7 +326,7 @@ def emit(ctx: KernelContext, name: str, engine: str | None = None, reads: Sequen
             box = a.box
             recs += (a.shape, t.trace_facts or _access_facts(a), t.uid, box if box is not None else region(a)[2])
     state = ctx.loop_state
-    instr = Instr(name, engine or api(name).engine, p, n, dtypes, nbytes, None, None, user_location(3), acc, extra,
+    instr = Instr(kind, engine or kind.engine, p, n, dtypes, nbytes, None, None, user_location(3), acc, extra,
                   ctx.instance, state if state is not None else ctx.current_loop_state(), (), ctx.core, 0, recs,
                   len(reads))
     if instr.engine == "dma":

@@ -8,6 +8,7 @@ promotion table unless ``dtype=`` is given; comparisons default to bool.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -18,8 +19,10 @@ from nkisim.core.context import KernelContext, current
 from nkisim.core.errors import nki_error
 from nkisim.core.storage import read
 from nkisim.core.tensor import Access, Tensor, is_tile, shape_str
+from nkisim.cost.instructions import ACTIVATION, TENSOR_SCALAR, TENSOR_TENSOR, WHERE
 from nkisim.ops.base import emit, mask_array, new_tile, one_operand, operands, two_operands
 from nkisim.ops.optable import ACTIVATIONS, ALU, BITWISE_UNARY
+from nkisim.ops.registry import op
 
 _FLOAT32 = np.dtype(np.float32)
 _INT64 = np.dtype(np.int64)
@@ -110,9 +113,9 @@ def unary_op(name: str, x: Any, dtype: Any = None, mask: Any = None) -> Tensor:
             vals = ACTIVATIONS[name].fn(values(a, ctx, _FLOAT32))
     tile = new_tile(ctx, a.shape, out_dt, vals, valid)
     if name in ACTIVATIONS:
-        tile.producer = emit(ctx, "activation", "act", reads=(a,), writes=(tile,), extra={"func": name})
+        tile.producer = emit(ctx, ACTIVATION, reads=(a,), writes=(tile,), extra={"func": name})
     else:
-        tile.producer = emit(ctx, "tensor_scalar", "dve", reads=(a,), writes=(tile,), extra={"func": name})
+        tile.producer = emit(ctx, TENSOR_SCALAR, reads=(a,), writes=(tile,), extra={"func": name})
     return tile
 
 
@@ -169,7 +172,7 @@ def binary_op(name: str, x: Any, y: Any, dtype: Any = None, mask: Any = None,
         scalarish = math.prod(xs[1:]) == 1
     else:
         scalarish = _is_vector(xs, out_shape) or _is_vector(ys, out_shape)
-    tile.producer = emit(ctx, "tensor_scalar" if scalarish else "tensor_tensor", "dve",
+    tile.producer = emit(ctx, TENSOR_SCALAR if scalarish else TENSOR_TENSOR,
                          reads=(xa, ya) if xt and yt else (xa if xt else ya,), writes=(tile,),
                          extra={"alu": name})
     return tile
@@ -183,6 +186,7 @@ def operator(tile: Any, other: Any, op: str, reverse: bool) -> Any:
     return binary_op(op, x, y, partition_broadcast=False)
 
 
+@op('nl.where', emits=(WHERE,))
 def where(condition: Any, x: Any, y: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
     """``nl.where``: select x where condition else y (y may be a scalar)."""
     ctx = current()
@@ -201,8 +205,50 @@ def where(condition: Any, x: Any, y: Any, *, dtype: Any = None, mask: Any = None
         ys = values(accs["y"], ctx, compute, out_shape) if "y" in accs else scalar_value(y, compute)
         vals = np.where(c != 0, xs, ys)
     tile = new_tile(ctx, out_shape, out_dt, vals, valid)
-    tile.producer = emit(ctx, "where", "dve", reads=list(accs.values()), writes=[tile.full()])
+    tile.producer = emit(ctx, WHERE, reads=list(accs.values()), writes=[tile.full()])
     return tile
 
 
-syntax.provide(binary=operator, unary=unary_op)
+# --- nl's elementwise functions, generated from the op table --------------------------------------
+def _nl_unary(name: str) -> Callable[..., Tensor]:
+    def fn(x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+        return unary_op(name, x, dtype, mask)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``nl.{name}``: elementwise {name} of a tile (computed in fp32)."
+    return fn
+
+
+def _nl_binary(name: str) -> Callable[..., Tensor]:
+    def fn(x: Any, y: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+        return binary_op(name, x, y, dtype, mask)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``nl.{name}``: elementwise {name} of two tiles or a tile and a scalar (NumPy broadcasting)."
+    return fn
+
+
+for _name in ACTIVATIONS:
+    if _name not in ("copy", "identity"):  # nl.copy is the Scalar engine's copy (ops.memory)
+        op(f"nl.{_name}", emits=(ACTIVATION,))(_nl_unary(_name))
+for _name in ("invert", "logical_not"):  # bitwise_not is an ISA operator, not an nl function
+    op(f"nl.{_name}", emits=(TENSOR_SCALAR,))(_nl_unary(_name))
+for _alu in ALU.values():
+    if _alu.nl_function:  # the op table says which operators nl offers as functions
+        op(f"nl.{_alu.name}", emits=(TENSOR_TENSOR, TENSOR_SCALAR))(_nl_binary(_alu.name))
+
+
+@op("nl.mod", emits=(TENSOR_TENSOR, TENSOR_SCALAR))
+def mod(x: Any, y: Any, dtype: Any = None, mask: Any = None) -> Tensor:
+    """``nl.mod``: remainder with the sign of the divisor (Python %)."""
+    return binary_op("mod", x, y, dtype=dtype, mask=mask)
+
+
+@op("nl.fmod", emits=(TENSOR_TENSOR, TENSOR_SCALAR))
+def fmod(x: Any, y: Any, dtype: Any = None, mask: Any = None) -> Tensor:
+    """``nl.fmod``: remainder with the sign of the dividend (C fmod)."""
+    return binary_op("fmod", x, y, dtype=dtype, mask=mask)
+
+
+syntax.provide(binary=op("tile.binary", emits=(TENSOR_TENSOR, TENSOR_SCALAR))(operator),  # t + u
+               unary=op("tile.unary", emits=(ACTIVATION, TENSOR_SCALAR))(unary_op))  # -t, abs(t), ~t

@@ -13,16 +13,33 @@ from nkisim.core.errors import nki_error
 from nkisim.core.indexing import Affine
 from nkisim.core.storage import read, read_masked, write
 from nkisim.core.tensor import Access, Tensor, as_access, is_tile, shape_str
+from nkisim.cost.instructions import (
+    ACTIVATION,
+    BN_AGGR,
+    BN_STATS,
+    DMA_COPY,
+    IOTA,
+    MEMSET,
+    RECIPROCAL,
+    SCALAR_TENSOR_TENSOR,
+    TENSOR_COPY,
+    TENSOR_PARTITION_REDUCE,
+    TENSOR_REDUCE,
+    TENSOR_SCALAR,
+    TENSOR_TENSOR,
+)
 from nkisim.ops import memory
 from nkisim.ops import reduce as red
-from nkisim.ops.base import allowed_spaces, check_partitions, emit, f32, mask_array, new_tile, operand, operands
+from nkisim.ops.base import check_partitions, emit, f32, mask_array, new_tile, operand, operands
 from nkisim.ops.elementwise import values
 from nkisim.ops.optable import ACTIVATIONS, ALU, op_name
 from nkisim.ops.outputs import alu, per_partition
+from nkisim.ops.registry import op, spaces_of
 
 F32 = np.dtype(np.float32)
 
 
+@op('nisa.activation', emits=(ACTIVATION,))
 def activation(op: Any, data: Any, *, bias: Any = None, scale: Any = 1.0, reduce_op: Any = None,
                reduce_res: Any = None, reduce_cmd: int = 0, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     """``nisa.activation``: op(data * scale + bias) on the Scalar Engine, optional free-axis reduce."""
@@ -61,7 +78,7 @@ def activation(op: Any, data: Any, *, bias: Any = None, scale: Any = 1.0, reduce
         vals = ACTIVATIONS[name].fn(x)
     tile = new_tile(ctx, a.shape, out_dt, vals, valid)
     reads = [a] + [as_access(v) for v in (bias, scale) if is_tile(v)]
-    tile.producer = emit(ctx, "activation", "act", reads=reads, writes=[tile.full()], extra={"func": name})
+    tile.producer = emit(ctx, ACTIVATION, reads=reads, writes=[tile.full()], extra={"func": name})
     if reduce_res is not None and (reduce_op is not None or int(reduce_cmd) in (2, 3)):
         r = operands("activation", reduce_res=reduce_res)["reduce_res"]
         rop = "add" if reduce_op is None else alu(reduce_op, "activation")
@@ -87,6 +104,7 @@ def emit_region(acc: Access) -> tuple:
     return region(acc)
 
 
+@op('nisa.activation_reduce', emits=(ACTIVATION,))
 def activation_reduce(op: Any, data: Any, *, reduce_op: Any, reduce_res: Any, bias: Any = None, scale: Any = 1.0,
                       mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     """``nisa.activation_reduce``: activation plus a reduction of all free axes into reduce_res."""
@@ -94,6 +112,7 @@ def activation_reduce(op: Any, data: Any, *, reduce_op: Any, reduce_res: Any, bi
                       mask=mask, dtype=dtype)
 
 
+@op('nisa.tensor_tensor', emits=(TENSOR_TENSOR,))
 def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: Any = None, engine: Any = 0,
                   **_: Any) -> Tensor:
     """``nisa.tensor_tensor``: elementwise op of two tiles with identical partitions and sizes."""
@@ -124,10 +143,11 @@ def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: A
     both_int = not dt.is_float(a.dtype) and not dt.is_float(b.dtype)
     engine_name = "pool" if int(engine or 0) == 3 or name == "power" or (both_int and name in
                                                                           ("add", "multiply", "subtract")) else "dve"
-    tile.producer = emit(ctx, "tensor_tensor", engine_name, reads=[a, b], writes=[tile.full()], extra={"alu": name})
+    tile.producer = emit(ctx, TENSOR_TENSOR, engine_name, reads=[a, b], writes=[tile.full()], extra={"alu": name})
     return tile
 
 
+@op('nisa.tensor_scalar', emits=(TENSOR_SCALAR,))
 def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False, op1: Any = None, operand1: Any = None,
                   reverse1: bool = False, *, dtype: Any = None, mask: Any = None, engine: Any = 0, **_: Any) -> Tensor:
     """``nisa.tensor_scalar``: (data op0 operand0) op1 operand1, operands scalars or [P, 1] vectors."""
@@ -157,10 +177,11 @@ def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False, op
     tile = new_tile(ctx, a.shape, out_dt, vals, valid)
     reads = [a] + [as_access(v) for v in (operand0, operand1) if is_tile(v)]
     eng = {2: "act", 3: "pool", 5: "dve"}.get(int(engine or 0), "dve")
-    tile.producer = emit(ctx, "tensor_scalar", eng, reads=reads, writes=[tile.full()], extra={"alu": (n0, n1)})
+    tile.producer = emit(ctx, TENSOR_SCALAR, eng, reads=reads, writes=[tile.full()], extra={"alu": (n0, n1)})
     return tile
 
 
+@op('nisa.scalar_tensor_tensor', emits=(SCALAR_TENSOR_TENSOR,))
 def scalar_tensor_tensor(*, data: Any, op0: Any, operand0: Any, op1: Any, operand1: Any, reverse0: bool = False,
                          reverse1: bool = False, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
     """``nisa.scalar_tensor_tensor``: (data op0 operand0) op1 operand1, operand1 a full tile."""
@@ -178,10 +199,11 @@ def scalar_tensor_tensor(*, data: Any, op0: Any, operand0: Any, op1: Any, operan
         y = values(b, ctx, F32).reshape(a.shape)
         vals = ALU[n1].fn(y, x) if reverse1 else ALU[n1].fn(x, y)
     tile = new_tile(ctx, a.shape, out_dt, vals, valid)
-    tile.producer = emit(ctx, "scalar_tensor_tensor", "dve", reads=[a, b], writes=[tile.full()])
+    tile.producer = emit(ctx, SCALAR_TENSOR_TENSOR, reads=[a, b], writes=[tile.full()])
     return tile
 
 
+@op('nisa.tensor_reduce', emits=(TENSOR_REDUCE,))
 def tensor_reduce(op: Any, data: Any, axis: Any, *, mask: Any = None, dtype: Any = None, negate: bool = False,
                   keepdims: bool = False, **_: Any) -> Tensor:
     """``nisa.tensor_reduce`` on the Vector Engine (free axes only)."""
@@ -195,11 +217,13 @@ def tensor_reduce(op: Any, data: Any, axis: Any, *, mask: Any = None, dtype: Any
                       negate=negate)
 
 
+@op('nisa.tensor_partition_reduce', emits=(TENSOR_PARTITION_REDUCE,), spaces='sbuf')
 def tensor_partition_reduce(op: Any, data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     """``nisa.tensor_partition_reduce``: reduce along the partition axis with ``op`` (GpSimd engine)."""
     return red.partition_reduce(op_name(op), data, mask=mask, dtype=dtype)
 
 
+@op('nisa.tensor_copy', emits=(TENSOR_COPY,))
 def tensor_copy(src: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 0, **_: Any) -> Tensor:
     """``nisa.tensor_copy``: copy (and cast) a tile on Vector, Scalar or GpSimd."""
     ctx = current()
@@ -212,10 +236,11 @@ def tensor_copy(src: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 
     valid = mask_array(mask, a.shape, "tensor_copy")
     tile = new_tile(ctx, a.shape, a.dtype if dtype is None else dt.normalize(dtype),
                     read(a) if ctx.numerics else None, valid, fresh=False)
-    tile.producer = emit(ctx, "tensor_copy", eng, reads=[a], writes=[tile.full()])
+    tile.producer = emit(ctx, TENSOR_COPY, eng, reads=[a], writes=[tile.full()])
     return tile
 
 
+@op('nisa.iota', emits=(IOTA,))
 def iota(expr: Any, dtype: Any, *, mask: Any = None, **_: Any) -> Tensor:
     """``nisa.iota``: materialise an index expression (computed in int32) as an SBUF tile."""
     ctx = current()
@@ -229,10 +254,11 @@ def iota(expr: Any, dtype: Any, *, mask: Any = None, **_: Any) -> Tensor:
     check_partitions("iota", {"expr": v.shape}, {"expr": v.shape})
     valid = mask_array(mask, v.shape, "iota")
     tile = new_tile(ctx, v.shape, dt.normalize(dtype), v.astype(np.int32).astype(np.int64), valid)
-    tile.producer = emit(ctx, "iota", "pool", writes=[tile.full()])
+    tile.producer = emit(ctx, IOTA, writes=[tile.full()])
     return tile
 
 
+@op('nisa.memset', emits=(MEMSET,))
 def memset(shape: Any, value: Any, dtype: Any, *, mask: Any = None, engine: Any = 0, **_: Any) -> Tensor:
     """``nisa.memset``: a new tile filled with a constant (first dim is the partition dim)."""
     from nkisim.ops import creation
@@ -243,11 +269,12 @@ def memset(shape: Any, value: Any, dtype: Any, *, mask: Any = None, engine: Any 
     valid = mask_array(mask, shape, "memset")
     tile = new_tile(ctx, shape, dt.normalize(dtype), np.full(shape, value, dtype=np.float64)
                     if ctx.numerics else None, valid)
-    tile.producer = emit(ctx, "memset", {3: "pool"}.get(int(engine or 0), "dve"), writes=[tile.full()],
+    tile.producer = emit(ctx, MEMSET, {3: "pool"}.get(int(engine or 0), "dve"), writes=[tile.full()],
                          extra={"zero": value == 0})
     return tile
 
 
+@op('nisa.dma_copy', emits=(DMA_COPY,), spaces='hbm|psum|sbuf')
 def dma_copy(*args: Any, dst: Any = None, src: Any = None, mask: Any = None, dst_rmw_op: Any = None,
              oob_mode: Any = None, dge_mode: Any = None, **_: Any) -> None:
     """``nisa.dma_copy``: DMA between any memories, with a cast and optional read-modify-write.
@@ -264,7 +291,7 @@ def dma_copy(*args: Any, dst: Any = None, src: Any = None, mask: Any = None, dst
         raise nki_error("err_min_arch_support_for_inst",
                         f"inst dma_copy with dge_mode=hwdge requires min target gen3 (trn2), got {ctx.target}")
     # only on-chip operands are limited to 128 partitions: an HBM-to-HBM copy may move any rows
-    allowed = allowed_spaces("dma_copy")
+    allowed = spaces_of("dma_copy")
     d, s = (as_access(operand("dma_copy", k, v, allowed, ctx)) for k, v in (("dst", dst), ("src", src)))
     check_partitions("dma_copy", {k: v for k, v in (("dst", d), ("src", s)) if v.space != "hbm"})
     valid = mask_array(mask, d.shape, "dma_copy")
@@ -281,7 +308,7 @@ def dma_copy(*args: Any, dst: Any = None, src: Any = None, mask: Any = None, dst
     else:
         memory.fit_shape(s.shape, d.shape, "dst", "src", "dma_copy")
     write(d, vals, valid)
-    emit(ctx, "dma_copy", "dma", reads=[s], writes=[d], nbytes=int(np.prod(d.shape)) * s.itemsize)
+    emit(ctx, DMA_COPY, reads=[s], writes=[d], nbytes=int(np.prod(d.shape)) * s.itemsize)
 
 
 def _keep_in_bounds(d: Access, s: Access, valid: np.ndarray | None, oob_mode: Any) -> np.ndarray | None:
@@ -297,6 +324,7 @@ def _keep_in_bounds(d: Access, s: Access, valid: np.ndarray | None, oob_mode: An
     return valid
 
 
+@op('nisa.bn_stats', emits=(BN_STATS,))
 def bn_stats(data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     """``nisa.bn_stats``: per partition (count, mean, var*count) of even and odd free elements."""
     ctx = current()
@@ -325,10 +353,11 @@ def bn_stats(data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Ten
         vals = np.stack(cols, axis=1).astype(np.float32)
     out_dt = dt.float32 if dtype is None else dt.normalize(dtype)
     tile = new_tile(ctx, out_shape, out_dt, vals)
-    tile.producer = emit(ctx, "bn_stats", "dve", reads=[a], writes=[tile.full()], n=n)
+    tile.producer = emit(ctx, BN_STATS, reads=[a], writes=[tile.full()], n=n)
     return tile
 
 
+@op('nisa.bn_aggr', emits=(BN_AGGR,))
 def bn_aggr(data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     """``nisa.bn_aggr``: combine bn_stats tuples into (mean, variance) per partition."""
     ctx = current()
@@ -348,10 +377,11 @@ def bn_aggr(data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tens
         vals = np.stack([mu, var], axis=1).astype(np.float32)
     out_dt = a.dtype if dtype is None else dt.normalize(dtype)
     tile = new_tile(ctx, (a.shape[0], 2), out_dt, vals)
-    tile.producer = emit(ctx, "bn_aggr", "dve", reads=[a], writes=[tile.full()], n=n)
+    tile.producer = emit(ctx, BN_AGGR, reads=[a], writes=[tile.full()], n=n)
     return tile
 
 
+@op('nisa.reciprocal', emits=(RECIPROCAL,))
 def reciprocal(data: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
     """``nisa.reciprocal``: 1/x on the Vector Engine."""
     ctx = current()
@@ -361,7 +391,7 @@ def reciprocal(data: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> T
     if ctx.numerics:
         vals = 1.0 / values(a, ctx, F32)
     tile = new_tile(ctx, a.shape, a.dtype if dtype is None else dt.normalize(dtype), vals, valid)
-    tile.producer = emit(ctx, "reciprocal", "dve", reads=[a], writes=[tile.full()])
+    tile.producer = emit(ctx, RECIPROCAL, reads=[a], writes=[tile.full()])
     return tile
 
 

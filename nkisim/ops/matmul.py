@@ -14,8 +14,10 @@ from nkisim.core.errors import nki_error
 from nkisim.core.location import warn
 from nkisim.core.storage import read
 from nkisim.core.tensor import Access, Tensor, shape_str
+from nkisim.cost.instructions import NC_MATMUL, NC_TRANSPOSE, TENSOR_COPY
 from nkisim.ops.base import emit, mask_array, new_tile, operands
 from nkisim.ops.elementwise import values
+from nkisim.ops.registry import op
 
 GEMM_STATIONARY_FMAX = 128
 GEMM_MOVING_FMAX = 512
@@ -63,12 +65,13 @@ def _pe_matmul(api: str, stat: Access, mov: Access, sname: str, mname: str, mask
         f = np.dtype(np.float32)
         vals = np.matmul(values(stat, ctx, f).T, values(mov, ctx, f))
     tile = new_tile(ctx, out_shape, dt.float32, vals, valid, buffer=psum)
-    tile.producer = emit(ctx, "nc_matmul", "pe", reads=[stat, mov], writes=[tile.full()],
+    tile.producer = emit(ctx, NC_MATMUL, reads=[stat, mov], writes=[tile.full()],
                          extra={"k": stat.shape[0], "m": stat.shape[1], "n": mov.shape[1],
                                 "in_dtype": dt.name(mov.dtype)})
     return tile
 
 
+@op('nl.matmul', emits=(NC_MATMUL, NC_TRANSPOSE, TENSOR_COPY), spaces='sbuf')
 def matmul(x: Any, y: Any, *, transpose_x: bool = False, mask: Any = None, **_: Any) -> Tensor:
     """``nl.matmul``: x @ y (or x.T @ y with transpose_x=True), result in PSUM as fp32."""
     ctx = current()
@@ -78,7 +81,7 @@ def matmul(x: Any, y: Any, *, transpose_x: bool = False, mask: Any = None, **_: 
         _no_pe_transpose_if_allocated(ctx, "matmul", "x")
         _rank2("matmul", "x", xa.shape)
         _limit("matmul", "x", xa.shape, 1, PMAX)
-        emit(ctx, "nc_transpose", "pe", reads=[xa], extra={"implicit": True}, p=xa.shape[1], n=xa.shape[0])
+        emit(ctx, NC_TRANSPOSE, reads=[xa], extra={"implicit": True}, p=xa.shape[1], n=xa.shape[0])
         xt = _transposed_view(ctx, xa)
         return _pe_matmul("matmul", xt.full(), ya, "x", "y", mask)
     return _pe_matmul("matmul", xa, ya, "x", "y", mask)
@@ -99,6 +102,7 @@ def _transposed_view(ctx: Any, a: Access) -> Tensor:
     return t
 
 
+@op('nisa.nc_matmul', emits=(NC_MATMUL, TENSOR_COPY), spaces='sbuf')
 def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = False, is_moving_onezero: bool = False,
               is_transpose: bool = False, tile_position: Any = (), tile_size: Any = (), mask: Any = None,
               perf_mode: Any = None, **_: Any) -> Tensor:
@@ -129,7 +133,7 @@ def _staged_from_psum(pname: str, acc: Access) -> Access:
     warn(f"'{pname}' of 'nc_matmul' is in PSUM: the compiler copies it to SBUF first (an extra "
          f"instruction); copy it yourself (nl.copy / nisa.tensor_copy) to control where that happens")
     t = new_tile(ctx, acc.shape, acc.dtype, read(acc) if ctx.numerics else None, fresh=False)
-    t.producer = emit(ctx, "tensor_copy", "act", reads=[acc], writes=[t.full()], extra={"implicit": True})
+    t.producer = emit(ctx, TENSOR_COPY, "act", reads=[acc], writes=[t.full()], extra={"implicit": True})
     return t.full()
 
 
@@ -168,17 +172,19 @@ def _double_row(stat: Access, mov: Access, mode: str, mask: Any) -> Tensor:
         f = np.dtype(np.float32)
         vals = np.einsum("kri,krj->ij", values(stat, ctx, f), values(mov, ctx, f))
     tile = new_tile(ctx, out_shape, dt.float32, vals, valid, buffer=psum)
-    tile.producer = emit(ctx, "nc_matmul", "pe", reads=[stat, mov], writes=[tile.full()],
+    tile.producer = emit(ctx, NC_MATMUL, reads=[stat, mov], writes=[tile.full()],
                          extra={"k": stat.shape[0], "m": out_shape[0], "n": out_shape[1],
                                 "in_dtype": dt.name(mov.dtype), "perf_mode": mode})
     return tile
 
 
+@op('nl.transpose', emits=(NC_TRANSPOSE,))
 def transpose(x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
     """``nl.transpose``: 2-D partition/free transpose on the Tensor Engine (each dim <= 128)."""
     return _transpose("transpose", "x", x, dtype, mask, "pe")
 
 
+@op('nisa.nc_transpose', emits=(NC_TRANSPOSE,))
 def nc_transpose(data: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 0, **_: Any) -> Tensor:
     """``nisa.nc_transpose``: TensorE (<=128x128, to PSUM) or VectorE (<=32x32, to SBUF)."""
     acc = operands("nc_transpose", data=data)["data"]
@@ -208,8 +214,8 @@ def _transpose(api: str, pname: str, x: Any, dtype: Any, mask: Any, engine: str)
     vals = None if not ctx.numerics else read(a).reshape(shape).T
     out_dt = a.dtype if dtype is None else dt.normalize(dtype)
     tile = new_tile(ctx, out_shape, out_dt, vals, valid, buffer=psum if engine == "pe" else sbuf, fresh=False)
-    tile.producer = emit(ctx, "nc_transpose", engine, reads=[a], writes=[tile.full()])
+    tile.producer = emit(ctx, NC_TRANSPOSE, engine, reads=[a], writes=[tile.full()])
     return tile
 
 
-syntax.provide(transpose=transpose)
+syntax.provide(transpose=op("tile.transpose", emits=(NC_TRANSPOSE,))(transpose))  # t.T

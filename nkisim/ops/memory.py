@@ -12,12 +12,22 @@ from nkisim.core import syntax
 from nkisim.core.access import Access
 from nkisim.core.arrays import compact
 from nkisim.core.buffers import PMAX
-from nkisim.core.context import current
+from nkisim.core.context import active, current
 from nkisim.core.errors import nki_error, shape_str
 from nkisim.core.indexing import Affine, DynSlice
 from nkisim.core.location import STORES, bytecode, user_frame
 from nkisim.core.storage import owned, read, read_masked, set_storage, storage, write
 from nkisim.core.tensor import Tensor, as_access, is_tile
+from nkisim.cost.instructions import (
+    BROADCAST_TO,
+    COPY,
+    LOAD,
+    LOAD_TRANSPOSE2D,
+    MEMSET,
+    STORE,
+    TENSOR_COPY,
+    TENSOR_TENSOR,
+)
 from nkisim.cost.trace import buffer_info
 from nkisim.ops.base import (
     check_partitions,
@@ -34,6 +44,7 @@ from nkisim.ops.base import (
 )
 from nkisim.ops.elementwise import binary_op, column_shape
 from nkisim.ops.optable import ALU, op_name
+from nkisim.ops.registry import op
 
 
 def fit_shape(src: tuple[int, ...], dst: tuple[int, ...], dst_name: str = "a", src_name: str = "b",
@@ -97,6 +108,7 @@ def _nbytes(acc: Access, valid: np.ndarray | None) -> int:
     return count * acc.itemsize
 
 
+@op('nl.load', emits=(LOAD,), spaces='hbm')
 def load(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     """``nl.load``: HBM -> new SBUF tile (a 1-D HBM slice arrives as an (N, 1) tile)."""
     ctx = current()
@@ -126,7 +138,7 @@ def load(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
         set_storage(tile, values)
     else:
         tile = new_tile(ctx, shape, out_dt, values, valid, fresh=acc.advanced)
-    tile.producer = emit(ctx, "load", reads=(acc,), writes=(tile,), nbytes=_nbytes(acc, valid))
+    tile.producer = emit(ctx, LOAD, reads=(acc,), writes=(tile,), nbytes=_nbytes(acc, valid))
     return tile
 
 
@@ -150,10 +162,11 @@ def load_transpose2d(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any)
         values = (read(acc) if valid is None else read_masked(acc, valid)).T
     tile = new_tile(ctx, shape, out_dtype(dtype, acc.dtype), values, None if valid is None or valid.ndim == 0
                     else valid.T, fresh=False)
-    tile.producer = emit(ctx, "load_transpose2d", reads=[acc], writes=[tile.full()], nbytes=_nbytes(acc, valid))
+    tile.producer = emit(ctx, LOAD_TRANSPOSE2D, reads=[acc], writes=[tile.full()], nbytes=_nbytes(acc, valid))
     return tile
 
 
+@op('nl.store', emits=(STORE,), spaces='hbm')
 def store(dst: Any, value: Any, *, mask: Any = None, **_: Any) -> None:
     """``nl.store``: SBUF/PSUM tile (or scalar) -> HBM, cast to the destination dtype."""
     ctx = current()
@@ -173,7 +186,7 @@ def store(dst: Any, value: Any, *, mask: Any = None, **_: Any) -> None:
     values = values_for(d.shape, src_shape, values, dst_name="dst", src_name="value", expr="store")
     valid = _combine(valid, _valid_for(d.shape, src_shape, v_valid))
     write(d, values, valid)
-    emit(ctx, "store", reads=[v] if v is not None else [], writes=[d], nbytes=_nbytes(d, valid))
+    emit(ctx, STORE, reads=[v] if v is not None else [], writes=[d], nbytes=_nbytes(d, valid))
 
 
 def _hand_over(dst: Access, value: Tensor) -> bool:
@@ -195,7 +208,8 @@ def _hand_over(dst: Access, value: Tensor) -> bool:
     return True
 
 
-def loop_reduce(x: Any, op: Any, loop_indices: Any, *, dtype: Any = None, mask: Any = None) -> Tensor:
+@op('nl.loop_reduce', emits=(COPY,))
+def loop_reduce(x: Any, op: Any, loop_indices: Any = (), *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
     """``dst[...] = nl.loop_reduce(x, op, loop_indices=(k,))``: ``dst = op(dst, x)`` on every iteration (the
     destination is also an input of ``op``).  The tile returned carries the operator; the assignment that
     consumes it (``assign``) does the combining.  Rebinding a name (``b = nl.loop_reduce(...)``) cannot
@@ -274,11 +288,11 @@ def assign(dst: Access, value: Any, temporary: bool = False) -> None:
             # the producing instruction writes straight into the destination
             producer.retarget((region(dst),), buffer_info(dst))
         else:
-            emit(ctx, "tensor_copy", reads=(src,), writes=(dst,))
+            emit(ctx, TENSOR_COPY, reads=(src,), writes=(dst,))
     else:
         values = None if not ctx.numerics else np.asarray(value, dtype=np.float32)
         write(dst, values)
-        emit(ctx, "memset", writes=[dst])
+        emit(ctx, MEMSET, writes=[dst])
 
 
 _INPLACE = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply}
@@ -328,19 +342,33 @@ def accumulate(dst: Access, value: Any, op: str) -> None:
         producer.retarget((region(dst),), buffer_info(dst))  # (records stay unexpanded until costed)
         producer.acc = True
     else:
-        emit(ctx, "tensor_tensor", reads=[dst] + ([src] if src is not None else []), writes=[dst])
+        emit(ctx, TENSOR_TENSOR, reads=[dst] + ([src] if src is not None else []), writes=[dst])
 
 
+@op('nl.copy', emits=(COPY,))
 def copy(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     """``nl.copy``: a new SBUF tile (PSUM eviction with a cast is the common use)."""
     ctx = current()
     a = one_operand("copy", "src", src, ctx)
     valid = mask_array(mask, a.shape, "copy", ctx)
     tile = new_tile(ctx, a.shape, out_dtype(dtype, a.dtype), read(a) if ctx.numerics else None, valid, fresh=False)
-    tile.producer = emit(ctx, "copy", reads=(a,), writes=(tile,))
+    tile.producer = emit(ctx, COPY, reads=(a,), writes=(tile,))
     return tile
 
 
+@op("nl.static_cast", emits=(COPY,))
+def static_cast(input_data: Any, dtype: Any) -> Any:
+    """``nl.static_cast``: a copy of the tile converted to ``dtype``.
+
+    Outside a kernel it converts a host array (test harnesses prepare bfloat16 / float8 inputs this
+    way): the result is a NumPy array of ``dtype``, rounded as the device would store it.
+    """
+    if not is_tile(input_data) and active() is None:
+        return dt.cast(np.asarray(input_data), dt.normalize(dtype))
+    return copy(input_data, dtype=dtype)
+
+
+@op('nl.broadcast_to', emits=(BROADCAST_TO,))
 def broadcast_to(src: Any, *, shape: Any) -> Tensor:
     """``nl.broadcast_to``: broadcast (mostly along partitions: [1, F] -> [P, F]) into a new tile."""
     ctx = current()
@@ -358,10 +386,11 @@ def broadcast_to(src: Any, *, shape: Any) -> Tensor:
                         f"shapes {list(a.shape)} and {list(shape)}") from None
     values = None if not ctx.numerics else np.broadcast_to(read(a).reshape(src_shape), shape)
     tile = new_tile(ctx, shape, a.dtype, values, fresh=False)
-    tile.producer = emit(ctx, "broadcast_to", reads=[a], writes=[tile.full()])
+    tile.producer = emit(ctx, BROADCAST_TO, reads=[a], writes=[tile.full()])
     return tile
 
 
+@op('nl.expand_dims')
 def expand_dims(data: Any, axis: int) -> Tensor:
     """``nl.expand_dims``: add a size-1 axis after the last one (a view, no instruction)."""
     a = as_access(data)
@@ -450,5 +479,13 @@ def _broadcast(tile: Any, shape: Any) -> Tensor:
     return broadcast_to(tile, shape=shape)
 
 
-syntax.provide(assign=assign, accumulate=accumulate, astype=_astype, broadcast_to=_broadcast,
-               expand_dims=expand_dims, subaccess=subaccess, reshape_access=reshape_access)
+syntax.provide(
+    # t[i] = v: a result lands in place; a copy, a fill, or the combine of dst[...] = nl.loop_reduce(...)
+    assign=op("tile.assign", emits=(TENSOR_COPY, MEMSET, TENSOR_TENSOR))(assign),
+    accumulate=op("tile.accumulate", emits=(TENSOR_TENSOR,))(accumulate),  # t[i] += v (PSUM: the matmul adds)
+    astype=op("tile.astype", emits=(COPY,))(_astype),
+    broadcast_to=op("tile.broadcast_to", emits=(BROADCAST_TO,))(_broadcast),
+    expand_dims=op("tile.expand_dims")(expand_dims),  # views: no instruction
+    subaccess=op("tile.subaccess")(subaccess),
+    reshape_access=op("tile.reshape_access")(reshape_access),
+)

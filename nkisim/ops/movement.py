@@ -14,8 +14,19 @@ from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.storage import read, storage
 from nkisim.core.tensor import Tensor, is_tile, shape_str
+from nkisim.cost.instructions import (
+    DMA_COPY,
+    DROPOUT,
+    GATHER_FLATTENED,
+    LOCAL_GATHER,
+    NC_STREAM_SHUFFLE,
+    SEQUENCE_BOUNDS,
+    TENSOR_COPY_DYNAMIC_DST,
+    TENSOR_COPY_DYNAMIC_SRC,
+)
 from nkisim.ops.base import mask_array, operands
 from nkisim.ops.outputs import F32, deliver, flat, per_partition
+from nkisim.ops.registry import op
 
 QUADRANT = 32  # partitions a Vector-engine shuffle moves data within
 GPSIMD_PARTITIONS = 16  # SBUF partitions each of the 8 GpSimd cores reads
@@ -32,6 +43,7 @@ def _same_size(inst: str, a_name: str, a: Any, b_name: str, b: Any) -> None:
                         f"has mismatched shapes")
 
 
+@op('nisa.tensor_copy_dynamic_src', emits=(TENSOR_COPY_DYNAMIC_SRC,))
 def tensor_copy_dynamic_src(src: Any = None, *, dst: Any = None, mask: Any = None, dtype: Any = None,
                             engine: Any = 0, **_: Any) -> Tensor | None:
     """``nisa.tensor_copy_dynamic_src``: copy a tile read at a runtime offset (``src`` indexed with a
@@ -43,10 +55,11 @@ def tensor_copy_dynamic_src(src: Any = None, *, dst: Any = None, mask: Any = Non
     if dst is not None:
         _same_size("tensor_copy_dynamic_src", "src", s, "dst", operands("tensor_copy_dynamic_src", dst=dst)["dst"])
     out_dt = s.dtype if dtype is None else dtype
-    return deliver(ctx, "tensor_copy_dynamic_src", _engine(engine), s.shape, out_dt, vals, dst, reads=[s],
-                   valid=valid)
+    return deliver(ctx, TENSOR_COPY_DYNAMIC_SRC, s.shape, out_dt, vals, dst, reads=[s], valid=valid,
+                   engine=_engine(engine))
 
 
+@op('nisa.tensor_copy_dynamic_dst', emits=(TENSOR_COPY_DYNAMIC_DST,))
 def tensor_copy_dynamic_dst(dst: Any = None, src: Any = None, *, mask: Any = None, engine: Any = 0,
                             **_: Any) -> None:
     """``nisa.tensor_copy_dynamic_dst``: copy a tile into ``dst`` indexed at a runtime offset."""
@@ -57,10 +70,11 @@ def tensor_copy_dynamic_dst(dst: Any = None, src: Any = None, *, mask: Any = Non
     d = operands("tensor_copy_dynamic_dst", dst=dst)["dst"]
     _same_size("tensor_copy_dynamic_dst", "src", s, "dst", d)
     valid = mask_array(mask, s.shape, "tensor_copy_dynamic_dst", ctx)
-    deliver(ctx, "tensor_copy_dynamic_dst", _engine(engine), s.shape, d.dtype, read(s) if ctx.numerics else None,
-            dst, reads=[s], valid=valid)
+    deliver(ctx, TENSOR_COPY_DYNAMIC_DST, s.shape, d.dtype, read(s) if ctx.numerics else None,
+            dst, reads=[s], valid=valid, engine=_engine(engine))
 
 
+@op('nisa.local_gather', emits=(LOCAL_GATHER,))
 def local_gather(src_buffer: Any = None, index: Any = None, num_elem_per_idx: int = 1,
                  num_valid_indices: int | None = None, *, dst: Any = None, mask: Any = None, dtype: Any = None,
                  **_: Any) -> Tensor | None:
@@ -101,10 +115,11 @@ def local_gather(src_buffer: Any = None, index: Any = None, num_elem_per_idx: in
             vals[c:c + GPSIMD_PARTITIONS] = src[c:c + GPSIMD_PARTITIONS][:, cols]
     shape = out_shape if dst is None else operands("local_gather", dst=dst)["dst"].shape
     valid = mask_array(mask, shape, "local_gather", ctx)
-    return deliver(ctx, "local_gather", "pool", shape, s.dtype if dtype is None else dtype, vals, dst,
+    return deliver(ctx, LOCAL_GATHER, shape, s.dtype if dtype is None else dtype, vals, dst,
                    reads=[s, ix], valid=valid)
 
 
+@op('nisa.nc_stream_shuffle', emits=(NC_STREAM_SHUFFLE,))
 def nc_stream_shuffle(src: Any = None, dst: Any = None, shuffle_mask: Any = None, *, mask: Any = None,
                       **_: Any) -> None:
     """``nisa.nc_stream_shuffle`` (Vector): within every quadrant of 32 partitions, output partition i
@@ -147,9 +162,10 @@ def nc_stream_shuffle(src: Any = None, dst: Any = None, shuffle_mask: Any = None
         vals, valid = out, (None if keep.all() else np.broadcast_to(keep, (dst_parts, d_n)))
     if mask is not None:
         mask_array(mask, d.shape, "nc_stream_shuffle", ctx)
-    deliver(ctx, "nc_stream_shuffle", "dve", d.shape, d.dtype, vals, dst, reads=[s], valid=valid)
+    deliver(ctx, NC_STREAM_SHUFFLE, d.shape, d.dtype, vals, dst, reads=[s], valid=valid)
 
 
+@op('nisa.sequence_bounds', emits=(SEQUENCE_BOUNDS,))
 def sequence_bounds(segment_ids: Any = None, *, dst: Any = None, dtype: Any = None, **_: Any) -> Tensor | None:
     """``nisa.sequence_bounds`` (GpSimd): for each element of a ``[1, n]`` row of segment ids, the
     [start, end) of its segment as shape ``[1, 2, n]``; padding (id 0) gets start n and end -1."""
@@ -168,10 +184,11 @@ def sequence_bounds(segment_ids: Any = None, *, dst: Any = None, dtype: Any = No
         end = np.minimum.accumulate(np.where(last, pos + 1, n)[:, ::-1], axis=1)[:, ::-1]
         pad = ids == 0
         vals = np.stack([np.where(pad, n, start), np.where(pad, -1, end)], axis=1).astype(np.float64)
-    return deliver(ctx, "sequence_bounds", "pool", (parts, 2, n), a.dtype if dtype is None else dtype, vals, dst,
+    return deliver(ctx, SEQUENCE_BOUNDS, (parts, 2, n), a.dtype if dtype is None else dtype, vals, dst,
                    reads=[a])
 
 
+@op('nisa.dropout', emits=(DROPOUT,))
 def dropout(data: Any = None, prob: Any = None, *, mask: Any = None, dtype: Any = None, dst: Any = None,
             **_: Any) -> Tensor | None:
     """``nisa.dropout`` (Vector): zero each element with probability ``prob`` (a scalar or a ``[P, 1]``
@@ -188,10 +205,11 @@ def dropout(data: Any = None, prob: Any = None, *, mask: Any = None, dtype: Any 
         drop = ctx.generator().random(x.shape, dtype=F32) < np.asarray(p, dtype=F32)
         vals = np.where(drop, 0, x)
     reads = [a] + ([operands("dropout", prob=prob)["prob"]] if is_tile(prob) else [])
-    return deliver(ctx, "dropout", "dve", a.shape, a.dtype if dtype is None else dtype, vals, dst, reads=reads,
+    return deliver(ctx, DROPOUT, a.shape, a.dtype if dtype is None else dtype, vals, dst, reads=reads,
                    valid=valid)
 
 
+@op('nl.gather_flattened', emits=(GATHER_FLATTENED,))
 def gather_flattened(data: Any = None, indices: Any = None, *, mask: Any = None, dtype: Any = None,
                      **_: Any) -> Tensor:
     """``nl.gather_flattened`` (GpSimd): per partition, the elements of ``data``'s flattened free axes at
@@ -213,10 +231,11 @@ def gather_flattened(data: Any = None, indices: Any = None, *, mask: Any = None,
                             f"{shape_str('data', a.shape)}")
         vals = np.take_along_axis(src, pos, axis=1)
     valid = mask_array(mask, ix.shape, "gather_flattened", ctx)
-    return deliver(ctx, "gather_flattened", "pool", ix.shape, a.dtype if dtype is None else dtype, vals,
+    return deliver(ctx, GATHER_FLATTENED, ix.shape, a.dtype if dtype is None else dtype, vals,
                    reads=[a, ix], valid=valid)
 
 
+@op('nl.atomic_rmw', emits=(DMA_COPY,))
 def atomic_rmw(dst: Any = None, value: Any = None, op: Any = None, *, mask: Any = None, **_: Any) -> None:
     """``nl.atomic_rmw``: ``dst = op(dst, value)`` on HBM as one read-modify-write DMA (the indirect
     index of ``dst`` picks the rows).  Only ``np.add`` is supported, like the hardware."""

@@ -1,10 +1,10 @@
-"""The op table: one declarative description per operation, shared by checks, numerics and cost.
+"""The operator tables: ALU operators and activation functions, shared by checks, numerics and cost.
 
 Like Triton's interpreter (which reuses the compiler's semantic layer), every API here reads the
 same entries: the ALU operators usable by Vector/Scalar/GpSimd instructions, the activation
-functions of the Scalar engine with their numerics, and per-API facts (parameter names used in
-error messages, allowed memory spaces, engine and cost formula key).  Adding an operation means
-adding a row, not a code path.
+functions of the Scalar engine with their numerics, and the names by which an ``op=`` argument may
+name them.  Adding an operator means adding a row, not a code path; the calls themselves are entries
+of ``ops.registry`` and the instructions they issue are ``cost.instructions``.
 """
 
 from __future__ import annotations
@@ -228,70 +228,3 @@ def op_name(op: Any) -> str:
     except TypeError:
         pass
     return getattr(op, "__name__", repr(op))
-
-
-# ----------------------------------------------------------------------------------------------
-# per-API facts
-# ----------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Api:
-    """What the checks and the trace need to know about one API: the engine its instruction runs on (unless the
-    call names one) and the address spaces its tile operands may live in.  (Its latency formula is the cost
-    model's, keyed by the instruction kind it emits: ``cost.costs.FORMULAS``.)"""
-
-    name: str
-    engine: str  # 'pe', 'dve', 'act', 'pool', 'dma'
-    spaces: str = "psum|sbuf"  # address spaces allowed for tile operands
-
-
-def _apis() -> dict[str, Api]:
-    table = [
-        Api("load", "dma", "hbm"),
-        Api("store", "dma", "hbm"),
-        Api("load_transpose2d", "dma", "hbm"),
-        Api("dma_copy", "dma", "hbm|psum|sbuf"),
-        Api("copy", "act"),
-        Api("tensor_copy", "dve"),
-        Api("assign", "dve"),
-        Api("matmul", "pe", "sbuf"),
-        Api("nc_matmul", "pe", "sbuf"),
-        Api("transpose", "pe"),
-        Api("nc_transpose", "pe"),
-        Api("activation", "act"),
-        Api("activation_reduce", "act"),
-        Api("tensor_tensor", "dve"),
-        Api("tensor_scalar", "dve"),
-        Api("tensor_reduce", "dve"),
-        Api("tensor_partition_reduce", "pool", "sbuf"),
-        Api("iota", "pool"),
-        Api("memset", "dve"),
-        Api("bn_stats", "dve"),
-        Api("bn_aggr", "dve"),
-        Api("reciprocal", "dve"),
-        Api("where", "dve"),
-        Api("broadcast_to", "pe"),
-        Api("select", "dve"),
-    ]
-    return {a.name: a for a in table}
-
-
-APIS = _apis()
-
-
-#: Generic entries built on first use (every op call looks its entry up, so build each once).
-_GENERIC: dict[str, Api] = {}
-
-
-def api(name: str) -> Api:
-    """Facts for an API; elementwise/reduction APIs get generic entries."""
-    hit = APIS.get(name) or _GENERIC.get(name)
-    if hit is not None:
-        return hit
-    if name in ACTIVATIONS:
-        hit = Api(name, "act")
-    else:  # ALU operators and reductions
-        hit = Api(name, "dve")
-    _GENERIC[name] = hit
-    return hit

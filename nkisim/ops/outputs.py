@@ -19,6 +19,7 @@ from nkisim.core.context import KernelContext
 from nkisim.core.errors import nki_error
 from nkisim.core.storage import write
 from nkisim.core.tensor import Access, Tensor, is_tile, shape_str
+from nkisim.cost.instructions import Instruction
 from nkisim.ops.base import emit, new_tile, operands
 from nkisim.ops.elementwise import values
 from nkisim.ops.optable import ALU, op_name
@@ -62,11 +63,13 @@ def flat(acc: Access | Tensor, ctx: KernelContext, compute: np.dtype = F32) -> n
     return None if v is None else v.reshape(acc.shape[0], -1)
 
 
-def deliver(ctx: KernelContext, inst: str, engine: str, shape: tuple[int, ...], dtype: Any, vals: Any,
+def deliver(ctx: KernelContext, kind: Instruction, shape: tuple[int, ...], dtype: Any, vals: Any,
             dst: Any = None, reads: Sequence[Access | Tensor] = (), valid: np.ndarray | None = None,
-            extra_writes: Sequence[Access] = (), extra: dict | None = None) -> Tensor | None:
+            extra_writes: Sequence[Access] = (), extra: dict | None = None, engine: str | None = None) -> Tensor | None:
     """Write ``vals`` (any shape with ``shape``'s element count) into ``dst``, or into a new tile of
-    ``shape`` / ``dtype`` (SBUF) that is returned; emit the instruction with every tile it wrote."""
+    ``shape`` / ``dtype`` (SBUF) that is returned; emit the instruction (on its own engine unless
+    ``engine`` names another) with every tile it wrote."""
+    inst = kind.name
     if dst is not None:
         d = operands(inst, dst=dst)["dst"]
         if int(np.prod(d.shape)) != int(np.prod(shape)) or d.shape[0] != shape[0]:
@@ -77,13 +80,13 @@ def deliver(ctx: KernelContext, inst: str, engine: str, shape: tuple[int, ...], 
         if vals is not None:
             vals = np.asarray(vals).reshape(d.shape)
         write(d, vals, None if valid is None else np.broadcast_to(valid, shape).reshape(d.shape))
-        emit(ctx, inst, engine, reads=reads, writes=[d, *extra_writes], extra=extra)
+        emit(ctx, kind, engine, reads=reads, writes=[d, *extra_writes], extra=extra)
         return None
     out_dt = dt.normalize(dtype)
     if vals is not None:
         vals = np.asarray(vals).reshape(shape)
     tile = new_tile(ctx, tuple(shape), out_dt, vals, None if valid is None else np.broadcast_to(valid, shape))
-    tile.producer = emit(ctx, inst, engine, reads=reads, writes=[tile.full(), *extra_writes], extra=extra)
+    tile.producer = emit(ctx, kind, engine, reads=reads, writes=[tile.full(), *extra_writes], extra=extra)
     return tile
 
 

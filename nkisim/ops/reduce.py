@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -11,9 +12,11 @@ from nkisim.core import dtypes as dt
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.tensor import Tensor
+from nkisim.cost.instructions import TENSOR_PARTITION_REDUCE, TENSOR_REDUCE
 from nkisim.ops.base import emit, mask_array, new_tile, one_operand, operands
 from nkisim.ops.elementwise import values
 from nkisim.ops.optable import ALU
+from nkisim.ops.registry import op
 
 _FLOAT32 = np.dtype(np.float32)
 _INT64 = np.dtype(np.int64)
@@ -114,9 +117,28 @@ def reduce(op: str, x: Any, axis: Any, *, dtype: Any = None, mask: Any = None, k
         if negate:
             vals = -vals
     tile = new_tile(ctx, out_shape, out_dt, vals, valid)
-    tile.producer = emit(ctx, "tensor_reduce", "dve", reads=(a,), writes=(tile,), n=n_in,
+    tile.producer = emit(ctx, TENSOR_REDUCE, reads=(a,), writes=(tile,), n=n_in,
                          extra={"alu": op, "kind": kind})
     return tile
+
+
+def _nl_reduce(call: str, alu_op: str, kind: str, default_dtype: Any, what: str) -> Callable[..., Tensor]:
+    def fn(x: Any, axis: Any, *, dtype: Any = default_dtype, mask: Any = None, keepdims: bool = False,
+           **_: Any) -> Tensor:
+        return reduce(alu_op, x, axis, dtype=dtype, mask=mask, keepdims=keepdims, api=call, kind=kind)
+
+    fn.__name__ = fn.__qualname__ = call
+    fn.__doc__ = f"``nl.{call}``: {what} over the given free axes of a tile (``keepdims`` keeps them as size 1)."
+    return fn
+
+
+# nl's reductions (functions of this module would shadow the builtins sum, max, min and all)
+for _call, _alu, _kind, _dtype, _what in (
+        ("sum", "add", "plain", None, "the sum"), ("prod", "multiply", "plain", None, "the product"),
+        ("max", "max", "plain", None, "the maximum"), ("min", "min", "plain", None, "the minimum"),
+        ("mean", "add", "mean", None, "the mean"), ("var", "add", "var", None, "the population variance"),
+        ("all", "logical_and", "plain", dt.bool_, "logical AND")):
+    op(f"nl.{_call}", emits=(TENSOR_REDUCE,))(_nl_reduce(_call, _alu, _kind, _dtype, _what))
 
 
 def partition_reduce(op: str, data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
@@ -135,6 +157,6 @@ def partition_reduce(op: str, data: Any, *, mask: Any = None, dtype: Any = None,
             v = np.where(valid, v, np.asarray(_IDENTITY.get(op, 0), dtype=compute))
         vals = reduce_values(op, v, (0,), True)
     tile = new_tile(ctx, out_shape, a.dtype if dtype is None else dt.normalize(dtype), vals)
-    tile.producer = emit(ctx, "tensor_partition_reduce", "pool", reads=[a], writes=[tile.full()],
+    tile.producer = emit(ctx, TENSOR_PARTITION_REDUCE, reads=[a], writes=[tile.full()],
                          extra={"alu": op})
     return tile

@@ -12,6 +12,7 @@ import numpy as np
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.tensor import Tensor, is_tile, shape_str
+from nkisim.cost.instructions import TENSOR_SCALAR_CUMULATIVE, TENSOR_SCALAR_REDUCE, TENSOR_TENSOR_SCAN
 from nkisim.ops.base import mask_array, operands
 from nkisim.ops.optable import ALU
 from nkisim.ops.outputs import (
@@ -25,6 +26,7 @@ from nkisim.ops.outputs import (
     register_start,
     write_reduce_res,
 )
+from nkisim.ops.registry import op
 
 _ARITH = ("add", "subtract", "multiply", "divide", "max", "min", "maximum", "minimum", "power", "mod", "fmod")
 _RUNNING = ("add", "subtract", "multiply", "max", "min", "maximum", "minimum")
@@ -40,6 +42,7 @@ def _tile_reads(inst: str, **named: Any) -> list:
     return [operands(inst, **{k: v})[k] for k, v in named.items() if is_tile(v)]
 
 
+@op('nisa.tensor_tensor_scan', emits=(TENSOR_TENSOR_SCAN,))
 def tensor_tensor_scan(data0: Any = None, data1: Any = None, initial: Any = 0.0, op0: Any = "multiply",
                        op1: Any = "add", reverse0: bool = False, reverse1: bool = False, *, dtype: Any = None,
                        mask: Any = None, dst: Any = None, **_: Any) -> Tensor | None:
@@ -70,10 +73,11 @@ def tensor_tensor_scan(data0: Any = None, data1: Any = None, initial: Any = 0.0,
             vals[:, i] = prev
     out_dt = a.dtype if dtype is None else dtype
     reads = [a, b] + _tile_reads("tensor_tensor_scan", initial=initial)
-    return deliver(ctx, "tensor_tensor_scan", "dve", a.shape, out_dt, vals, dst, reads=reads, valid=valid,
+    return deliver(ctx, TENSOR_TENSOR_SCAN, a.shape, out_dt, vals, dst, reads=reads, valid=valid,
                    extra={"alu": (n0, n1)})
 
 
+@op('nisa.tensor_scalar_cumulative', emits=(TENSOR_SCALAR_CUMULATIVE,))
 def tensor_scalar_cumulative(src: Any = None, dst: Any = None, op0: Any = "add", op1: Any = "add", imm0: Any = 0.0,
                              imm1: Any = None, reduce_cmd: Any = RESET_REDUCE, reverse0: bool = False, *,
                              dtype: Any = None, mask: Any = None, **_: Any) -> Tensor | None:
@@ -106,10 +110,11 @@ def tensor_scalar_cumulative(src: Any = None, dst: Any = None, op0: Any = "add",
     if dst is not None:
         out_dt = operands("tensor_scalar_cumulative", dst=dst)["dst"].dtype
     reads = [a] + _tile_reads("tensor_scalar_cumulative", imm0=imm0, imm1=imm1)
-    return deliver(ctx, "tensor_scalar_cumulative", "dve", a.shape, out_dt, vals, dst, reads=reads, valid=valid,
+    return deliver(ctx, TENSOR_SCALAR_CUMULATIVE, a.shape, out_dt, vals, dst, reads=reads, valid=valid,
                    extra={"alu": (n0, n1)})
 
 
+@op('nisa.tensor_scalar_reduce', emits=(TENSOR_SCALAR_REDUCE,))
 def tensor_scalar_reduce(data: Any = None, op0: Any = "add", operand0: Any = 0.0, reduce_op: Any = "add",
                          reduce_res: Any = None, reverse0: bool = False, *, dtype: Any = None, mask: Any = None,
                          dst: Any = None, **_: Any) -> Tensor | None:
@@ -133,7 +138,7 @@ def tensor_scalar_reduce(data: Any = None, op0: Any = "add", operand0: Any = 0.0
     r = write_reduce_res("tensor_scalar_reduce", reduce_res, regs)
     out_dt = a.dtype if dtype is None else dtype
     reads = [a] + _tile_reads("tensor_scalar_reduce", operand0=operand0)
-    return deliver(ctx, "tensor_scalar_reduce", "dve", a.shape, out_dt, vals, dst, reads=reads, valid=valid,
+    return deliver(ctx, TENSOR_SCALAR_REDUCE, a.shape, out_dt, vals, dst, reads=reads, valid=valid,
                    extra_writes=[r], extra={"alu": n0, "reduce": rop})
 
 

@@ -17,6 +17,7 @@ from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.indexing import check_mask
 from nkisim.core.tensor import Tensor, is_tile, shape_str
+from nkisim.cost.instructions import AFFINE_SELECT, RANGE_SELECT, SELECT_REDUCE, TENSOR_COPY_PREDICATED
 from nkisim.ops.base import mask_array, operands
 from nkisim.ops.outputs import (
     F32,
@@ -28,6 +29,7 @@ from nkisim.ops.outputs import (
     per_partition,
     write_reduce_res,
 )
+from nkisim.ops.registry import op
 
 _COMPARE = ("equal", "less", "less_equal", "greater", "greater_equal", "not_equal")
 
@@ -46,6 +48,7 @@ def _affine_pattern(pattern: Any, offset: int, channel_multiplier: int, parts: i
     return np.asarray(ALU[cmp].fn(value, 0), dtype=bool).reshape(parts, -1)
 
 
+@op('nisa.affine_select', emits=(AFFINE_SELECT,))
 def affine_select(pred: Any = None, on_true_tile: Any = None, on_false_value: Any = 0.0, *, dtype: Any = None,
                   mask: Any = None, dst: Any = None, pattern: Any = None, offset: int = 0,
                   channel_multiplier: int = 0, cmp_op: Any = "equal", **_: Any) -> Tensor | None:
@@ -87,9 +90,10 @@ def affine_select(pred: Any = None, on_true_tile: Any = None, on_false_value: An
     if ctx.numerics:
         vals = np.where(keep, flat(a, ctx).reshape(a.shape), np.float32(on_false_value))
     out_dt = a.dtype if dtype is None else dtype
-    return deliver(ctx, "affine_select", "pool", a.shape, out_dt, vals, dst, reads=[a], valid=valid)
+    return deliver(ctx, AFFINE_SELECT, a.shape, out_dt, vals, dst, reads=[a], valid=valid)
 
 
+@op('nisa.range_select', emits=(RANGE_SELECT,))
 def range_select(on_true_tile: Any = None, comp_op0: Any = None, comp_op1: Any = None, bound0: Any = None,
                  bound1: Any = None, reduce_cmd: Any = IDLE, reduce_res: Any = None, reduce_op: Any = "max",
                  range_start: float = 0.0, on_false_value: float = 0.0, *, dtype: Any = None, dst: Any = None,
@@ -123,7 +127,7 @@ def range_select(on_true_tile: Any = None, comp_op0: Any = None, comp_op1: Any =
     reads = [a] + [operands("range_select", **{k: v})[k] for k, v in (("bound0", bound0), ("bound1", bound1))
                    if is_tile(v)]
     out_dt = a.dtype if dtype is None else dtype
-    return deliver(ctx, "range_select", "dve", a.shape, out_dt, vals, dst, reads=reads, valid=valid,
+    return deliver(ctx, RANGE_SELECT, a.shape, out_dt, vals, dst, reads=reads, valid=valid,
                    extra_writes=extra_writes, extra={"reduce": rop})
 
 
@@ -140,6 +144,7 @@ def _predicate(inst: str, predicate: Any, shape: tuple[int, ...], reverse: bool,
     return p, (~keep if reverse else keep)
 
 
+@op('nisa.select_reduce', emits=(SELECT_REDUCE,))
 def select_reduce(dst: Any = None, predicate: Any = None, on_true: Any = None, on_false: Any = 0.0,
                   reduce_res: Any = None, reduce_cmd: Any = IDLE, reduce_op: Any = "max", reverse_pred: bool = False,
                   *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor | None:
@@ -168,10 +173,11 @@ def select_reduce(dst: Any = None, predicate: Any = None, on_true: Any = None, o
             extra_writes.append(write_reduce_res("select_reduce", reduce_res, regs))
     reads = [a, p] + ([operands("select_reduce", on_false=on_false)["on_false"]] if is_tile(on_false) else [])
     out_dt = a.dtype if dtype is None else dtype
-    return deliver(ctx, "select_reduce", "dve", a.shape, out_dt, vals, dst, reads=reads, valid=valid,
+    return deliver(ctx, SELECT_REDUCE, a.shape, out_dt, vals, dst, reads=reads, valid=valid,
                    extra_writes=extra_writes)
 
 
+@op('nisa.tensor_copy_predicated', emits=(TENSOR_COPY_PREDICATED,))
 def tensor_copy_predicated(src: Any = None, dst: Any = None, predicate: Any = None, reverse_pred: bool = False,
                            *, mask: Any = None, **_: Any) -> None:
     """``nisa.tensor_copy_predicated`` (Vector): copy ``src`` (a tile or a scalar) into ``dst`` where the
@@ -200,4 +206,4 @@ def tensor_copy_predicated(src: Any = None, dst: Any = None, predicate: Any = No
         compute = dt.compute_dtype(d.dtype)
         old = flat(d, ctx, compute)
         vals = np.where(keep, flat(s, ctx, compute) if s is not None else src, old)
-    return deliver(ctx, "tensor_copy_predicated", "dve", d.shape, d.dtype, vals, dst, reads=reads, valid=valid)
+    return deliver(ctx, TENSOR_COPY_PREDICATED, d.shape, d.dtype, vals, dst, reads=reads, valid=valid)

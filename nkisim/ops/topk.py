@@ -16,8 +16,10 @@ from nkisim.core.context import KernelContext, current
 from nkisim.core.errors import nki_error
 from nkisim.core.storage import write
 from nkisim.core.tensor import Access, Tensor, shape_str
+from nkisim.cost.instructions import MAX8, NC_FIND_INDEX8, NC_MATCH_REPLACE8
 from nkisim.ops.base import mask_array, operands
 from nkisim.ops.outputs import F32, deliver, flat
+from nkisim.ops.registry import op
 
 MIN_ELEMS, MAX_ELEMS = 8, 16384
 
@@ -52,6 +54,7 @@ def _rows(keep: np.ndarray | None, parts: int) -> np.ndarray | None:
     return None if keep is None else keep.any(axis=1)[:, None]
 
 
+@op('nisa.max8', emits=(MAX8,))
 def max8(src: Any = None, *, mask: Any = None, dtype: Any = None, dst: Any = None, **_: Any) -> Tensor | None:
     """``nisa.max8``: the 8 largest values of each partition, in descending order (shape ``[P, 8]``)."""
     ctx = current()
@@ -62,7 +65,7 @@ def max8(src: Any = None, *, mask: Any = None, dtype: Any = None, dst: Any = Non
         vals = -np.sort(-x, axis=1)[:, :8]
     rows = _rows(keep, a.shape[0])
     out_dt = a.dtype if dtype is None else dtype
-    return deliver(ctx, "max8", "dve", (a.shape[0], 8), out_dt, vals, dst, reads=[a],
+    return deliver(ctx, MAX8, (a.shape[0], 8), out_dt, vals, dst, reads=[a],
                    valid=None if rows is None else np.broadcast_to(rows, (a.shape[0], 8)))
 
 
@@ -86,6 +89,7 @@ def _first_matches(x: np.ndarray, vals: np.ndarray, keep: np.ndarray | None, con
     return idx
 
 
+@op('nisa.nc_find_index8', emits=(NC_FIND_INDEX8,))
 def nc_find_index8(data: Any = None, vals: Any = None, *, mask: Any = None, dtype: Any = dt.uint32, dst: Any = None,
                    **_: Any) -> Tensor | None:
     """``nisa.nc_find_index8``: per partition, the index (in the flattened free elements) of the first
@@ -101,9 +105,10 @@ def nc_find_index8(data: Any = None, vals: Any = None, *, mask: Any = None, dtyp
         raise nki_error("err_supported_operand_dtype",
                         f"'dst' of 'nc_find_index8' has dtype {dt.name(dt.normalize(out_dt))}, expected one of the "
                         f"following dtypes: uint16, uint32")
-    return deliver(ctx, "nc_find_index8", "dve", (a.shape[0], 8), out_dt, out, dst, reads=[a, v])
+    return deliver(ctx, NC_FIND_INDEX8, (a.shape[0], 8), out_dt, out, dst, reads=[a, v])
 
 
+@op('nisa.nc_match_replace8', emits=(NC_MATCH_REPLACE8,))
 def nc_match_replace8(data: Any = None, vals: Any = None, imm: Any = 0.0, dst_idx: Any = None, *, mask: Any = None,
                       dtype: Any = None, dst: Any = None, **_: Any) -> Tensor | None:
     """``nisa.nc_match_replace8``: ``data`` with the first occurrence of each of 8 values replaced by
@@ -133,5 +138,5 @@ def nc_match_replace8(data: Any = None, vals: Any = None, imm: Any = 0.0, dst_id
         extra_writes.append(d)
     out_dt = a.dtype if dtype is None else dtype
     valid = None if keep is None else keep.reshape(a.shape)
-    return deliver(ctx, "nc_match_replace8", "dve", a.shape, out_dt, out, dst, reads=[a, v], valid=valid,
+    return deliver(ctx, NC_MATCH_REPLACE8, a.shape, out_dt, out, dst, reads=[a, v], valid=valid,
                    extra_writes=extra_writes)

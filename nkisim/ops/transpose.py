@@ -17,7 +17,9 @@ from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.storage import read, read_masked
 from nkisim.core.tensor import Access, Tensor, as_access, shape_str
+from nkisim.cost.instructions import DMA_TRANSPOSE, LOAD_TRANSPOSE2D, Instruction
 from nkisim.ops.base import check_partitions, emit, mask_array, new_tile, operand
+from nkisim.ops.registry import op, spaces_of
 
 #: the permutation the hardware applies per source rank (ISA reference)
 DEFAULT_AXES = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
@@ -26,15 +28,16 @@ HWDGE = 3  # nisa.dge_mode.hwdge
 
 def _source(inst: str, src: Any) -> Access:
     """The source access (HBM or SBUF), refusing indirect indexing as the compiler does."""
-    acc = as_access(operand(inst, "src", src, ["hbm", "sbuf"]))
+    acc = as_access(operand(inst, "src", src, spaces_of(inst)))
     if acc.advanced and any(c[0] == "ind" for c in acc.comps):
         raise nki_error("err_indirect_indices_are_not_supported_with_nki_api",
                         f"cannot use indirect indexing access with the current NKI API for src {list(acc.shape)}")
     return acc
 
 
-def _transpose(inst: str, acc: Access, axes: tuple[int, ...], mask: Any, dtype: Any) -> Tensor:
+def _transpose(kind: Instruction, acc: Access, axes: tuple[int, ...], mask: Any, dtype: Any) -> Tensor:
     ctx = current()
+    inst = kind.name
     shape = tuple(acc.shape[a] for a in axes)
     check_partitions(inst, {"dst": shape}, {"dst": shape})
     valid = mask_array(mask, acc.shape, inst, ctx)
@@ -45,10 +48,11 @@ def _transpose(inst: str, acc: Access, axes: tuple[int, ...], mask: Any, dtype: 
     out_valid = None if valid is None or valid.ndim == 0 else np.transpose(np.broadcast_to(valid, acc.shape), axes)
     tile = new_tile(ctx, shape, acc.dtype if dtype is None else dt.normalize(dtype), vals, out_valid, fresh=False)
     nbytes = math.prod(acc.shape) * acc.itemsize
-    tile.producer = emit(ctx, inst, "dma", reads=[acc], writes=[tile.full()], nbytes=nbytes)
+    tile.producer = emit(ctx, kind, reads=[acc], writes=[tile.full()], nbytes=nbytes)
     return tile
 
 
+@op('nisa.dma_transpose', emits=(DMA_TRANSPOSE,), spaces='hbm|sbuf')
 def dma_transpose(src: Any = None, *, axes: Any = None, mask: Any = None, dtype: Any = None, dge_mode: Any = None,
                   **_: Any) -> Tensor:
     """``nisa.dma_transpose``: a transposed copy of an HBM or SBUF tile into SBUF; ``axes`` is
@@ -74,9 +78,10 @@ def dma_transpose(src: Any = None, *, axes: Any = None, mask: Any = None, dtype:
                             f"Parameter shapes ({shape_str('src', acc.shape)}) of 'dma_transpose' has mismatched "
                             f"shapes: a hardware-DGE transpose needs 16 rows, a last dimension that is a multiple of "
                             f"128 and a 2-byte dtype")
-    return _transpose("dma_transpose", acc, perm, mask, dtype)
+    return _transpose(DMA_TRANSPOSE, acc, perm, mask, dtype)
 
 
+@op('nl.load_transpose2d', emits=(LOAD_TRANSPOSE2D,), spaces='hbm|sbuf')
 def load_transpose2d(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     """``nl.load_transpose2d``: HBM ``[F, P]`` -> SBUF ``[P, F]`` through the DMA engines."""
     acc = _source("load_transpose2d", src)
@@ -88,4 +93,4 @@ def load_transpose2d(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any)
         raise nki_error("err_exceed_max_supported_dimension",
                         f"parameter '{shape_str('src', acc.shape)}' of 'load_transpose2d' exceed max supported "
                         f"number of dimensions of 2.")
-    return _transpose("load_transpose2d", acc, (1, 0), mask, dtype)
+    return _transpose(LOAD_TRANSPOSE2D, acc, (1, 0), mask, dtype)

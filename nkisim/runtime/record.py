@@ -31,6 +31,7 @@ from nkisim.core.indexing import Loop
 from nkisim.core.location import replaying, user_frame, user_location
 from nkisim.core.recording import HOOK
 from nkisim.core.tensor import Tensor
+from nkisim.ops.registry import check_emits
 from nkisim.program.encode import Decoder, Encoder, result_tensors, tensor_ids
 from nkisim.program.ir import (
     Call,
@@ -89,11 +90,16 @@ class ProgramRecorder:
         enc = self.enc
         eargs = tuple(enc.value(a) for a in args)
         ekw = tuple((k, enc.value(v)) for k, v in kwargs.items())
+        ctx = context.active()
+        trace = ctx.trace if ctx is not None else []
+        before = len(trace)
         HOOK.depth += 1
         try:
             result = fn(*args, **kwargs)
         finally:
             HOOK.depth -= 1
+        if len(trace) > before:
+            check_emits(name, trace, before)
         ids = []
         for t in result_tensors(result):
             pid = enc.tensor_ids.get(t.uid)

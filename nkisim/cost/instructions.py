@@ -1,0 +1,199 @@
+"""The instruction set: every kind of instruction an op may issue, its engine and what it costs.
+
+An op (``ops.registry``) names the instructions it emits by these records, never by a string, and the
+trace keeps the record on each instruction (``cost.trace.Instr.kind``), so the cost model prices an
+instruction by asking its kind (``cycles``) instead of looking its name up: a kind without a price
+cannot exist.  The engine is the one the instruction runs on unless the call names another
+(``engine=nisa.gpsimd_engine``); DMA kinds are priced by the DMA queue model (``dma_queue_ns``),
+not by a cycle formula.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from nkisim.cost.trace import Instr
+
+# ----------------------------------------------------------------------------------------------
+# cycle formulas (spec §2.9, §4.2, §4.3): engine cycles before MIN_II and the access overhead
+# ----------------------------------------------------------------------------------------------
+
+_HALF = ("bfloat16", "float16")
+
+
+def _half(ins: Instr) -> bool:
+    return bool(ins.dtypes) and all(d in _HALF for d in ins.dtypes)
+
+
+def one_input(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    """The one-input rule: N cycles, one element per partition per cycle (spec §4.3)."""
+    return max(ins.n, 1)
+
+
+def two_inputs(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    return 2 * max(ins.n, 1)
+
+
+def gpsimd_fixed(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    """GpSimd instructions that generate or select by index pay a fixed start-up on top of N."""
+    return 150 + max(ins.n, 1)
+
+
+def matmul(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    pe = prm["pe"]
+    stat, mov = ins.extra.get("m", 128), ins.extra.get("n", max(ins.n, 1))
+    c = max(min(pe["moving_floor_cycles"], stat), mov)
+    if ins.extra.get("in_dtype") == "float32":
+        c *= pe["fp32_factor"]
+    return c + pe["matmul_overhead_cycles"]
+
+
+def broadcast(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    return broadcast_pe_cycles(ins, prm) if partition_broadcast(ins) else max(ins.n, 1)
+
+
+def transpose(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    if ins.engine == "pe":
+        return max(ins.p, min(64, max(ins.n, 1))) + prm["pe"]["matmul_overhead_cycles"]
+    return max(ins.n, 1)  # a 32x32-block transpose on VectorE: the one-input rule
+
+
+def tensor_tensor(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    n, half = max(ins.n, 1), _half(ins)
+    one_pass = (spaces.count("psum") == 1) or (half and str(ins.extra.get("alu")) in ("add", "subtract", "multiply"))
+    c = n if one_pass else 2 * n
+    if prm["engine"]["dve_perf_mode"] and half:
+        c /= 2
+    return c
+
+
+def streaming(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    """tensor_scalar / copies: VectorE's perf mode streams 2- or 4-byte halves at 2x/4x (spec §4.3)."""
+    n = max(ins.n, 1)
+    if prm["engine"]["dve_perf_mode"] and _half(ins) and ins.engine == "dve":
+        return n / (4 if "psum" not in spaces else 2)
+    return n
+
+
+def memset(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    n = max(ins.n, 1)
+    return n / 2 if (_half(ins) and ins.extra.get("zero")) else n
+
+
+def reduce(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    n = max(ins.n, 1)
+    return n / 2 if _half(ins) and str(ins.extra.get("alu", "")) in ("add", "max") else n
+
+def reciprocal(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    """VectorE's reciprocal: 8 cycles per element."""
+    return 8 * max(ins.n, 1)
+
+
+def bn_aggr(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    """bn_aggr: 13/3 cycles per element of the statistics it aggregates."""
+    return 13 * max(ins.n, 1) / 3
+
+
+def partition_broadcast(ins: Instr) -> bool:
+    """A ``broadcast_to`` that copies its source to more partitions (``[1, F] -> [P, F]``), which the
+    compiler does on TensorE (spec §2.3/§2.10: a matmul with a ones vector); a free-axis broadcast
+    (``[P, 1] -> [P, F]``) is an ordinary copy."""
+    if ins.kind is not BROADCAST_TO or not ins.reads or not ins.reads[0].box:
+        return False
+    lo, hi = ins.reads[0].box[0]
+    return hi - lo < ins.p
+
+
+def broadcast_pe_cycles(ins: Instr, prm: dict[str, Any]) -> float:
+    """TensorE cycles of a partition broadcast: ``ones[K, P].T @ src[K, F]`` as matmuls whose output fits
+    one PSUM bank (at most ``psum_free_max`` columns each, spec §1.3), each ``max(min(64, P), F_chunk)``
+    cycles (spec §4.2); an fp32 source costs the fp32 factor, halved because the stationary ones
+    matrix is one-zero (spec §2.9 ``is_stationary_onezero``)."""
+    pe = prm["pe"]
+    chunk = int(prm["limits"]["psum_free_max"])
+    n = max(ins.n, 1)
+    factor = pe["fp32_factor"] / 2 if ins.dtypes and ins.dtypes[0] == "float32" else 1
+    cycles = 0.0
+    for lo in range(0, n, chunk):
+        cycles += max(min(pe["moving_floor_cycles"], ins.p), min(chunk, n - lo)) * factor + pe["matmul_overhead_cycles"]
+    return cycles
+
+
+Formula = Callable[[Instr, tuple[str, ...], dict[str, Any]], float]
+
+
+
+@dataclass(frozen=True, eq=False)
+class Instruction:
+    """One instruction kind: its name in traces and reports, its default engine and its cycle formula
+    (``None`` exactly for DMA kinds, which the queue model prices).  Compared by identity."""
+
+    name: str
+    engine: str  # 'pe', 'act', 'dve', 'pool' or 'dma'
+    cycles: Formula | None
+    doc: str
+
+    def __post_init__(self) -> None:
+        if (self.cycles is None) != (self.engine == "dma"):
+            raise ValueError(f"instruction {self.name!r}: a compute kind needs a cycle formula, a DMA kind none")
+
+    def __repr__(self) -> str:
+        return f"<instruction {self.name} on {self.engine}>"
+
+
+def _i(name: str, engine: str, cycles: Formula | None, doc: str) -> Instruction:
+    return Instruction(name, engine, cycles, doc)
+
+
+# --- TensorE ----------------------------------------------------------------------------------
+NC_MATMUL = _i("nc_matmul", "pe", matmul, "a matmul into PSUM: max(min(64, stationary), moving) cycles")
+NC_TRANSPOSE = _i("nc_transpose", "pe", transpose, "a transpose (TensorE through identity, or VectorE 32x32)")
+BROADCAST_TO = _i("broadcast_to", "pe", broadcast,
+                  "a partition broadcast as matmuls with a ones vector (a free-axis broadcast is a VectorE copy)")
+# --- ScalarE ----------------------------------------------------------------------------------
+ACTIVATION = _i("activation", "act", one_input, "an activation function, N cycles")
+COPY = _i("copy", "act", streaming, "a copy through the Scalar engine (nl.copy)")
+# --- VectorE ----------------------------------------------------------------------------------
+TENSOR_TENSOR = _i("tensor_tensor", "dve", tensor_tensor, "a binary op of two tiles, one or two passes")
+TENSOR_SCALAR = _i("tensor_scalar", "dve", streaming, "one or two ALU ops with per-partition scalars")
+TENSOR_COPY = _i("tensor_copy", "dve", streaming, "an engine copy (cast, PSUM eviction)")
+MEMSET = _i("memset", "dve", memset, "fill a tile with a constant")
+TENSOR_REDUCE = _i("tensor_reduce", "dve", reduce, "a reduction along free axes")
+SCALAR_TENSOR_TENSOR = _i("scalar_tensor_tensor", "dve", two_inputs, "(a op0 scalar) op1 b")
+WHERE = _i("where", "dve", two_inputs, "select between two operands by a predicate")
+TENSOR_TENSOR_SCAN = _i("tensor_tensor_scan", "dve", two_inputs, "a scan along the free axis")
+RECIPROCAL = _i("reciprocal", "dve", reciprocal, "1/x on VectorE, 8 cycles per element")
+BN_STATS = _i("bn_stats", "dve", one_input, "mean and variance partials")
+BN_AGGR = _i("bn_aggr", "dve", bn_aggr, "aggregate bn_stats partials")
+DROPOUT = _i("dropout", "dve", one_input, "zero elements with a probability")
+MAX8 = _i("max8", "dve", one_input, "the 8 largest values per partition")
+NC_FIND_INDEX8 = _i("nc_find_index8", "dve", one_input, "indices of 8 values per partition")
+NC_MATCH_REPLACE8 = _i("nc_match_replace8", "dve", one_input, "replace 8 matched values per partition")
+NC_STREAM_SHUFFLE = _i("nc_stream_shuffle", "dve", one_input, "move partitions within a quadrant")
+RANGE_SELECT = _i("range_select", "dve", one_input, "keep elements within per-partition bounds")
+SELECT_REDUCE = _i("select_reduce", "dve", one_input, "select by a predicate and reduce")
+TENSOR_COPY_DYNAMIC_SRC = _i("tensor_copy_dynamic_src", "dve", one_input, "copy from a runtime offset")
+TENSOR_COPY_DYNAMIC_DST = _i("tensor_copy_dynamic_dst", "dve", one_input, "copy to a runtime offset")
+TENSOR_COPY_PREDICATED = _i("tensor_copy_predicated", "dve", one_input, "copy where a predicate holds")
+TENSOR_SCALAR_CUMULATIVE = _i("tensor_scalar_cumulative", "dve", one_input, "a running tensor_scalar")
+TENSOR_SCALAR_REDUCE = _i("tensor_scalar_reduce", "dve", one_input, "tensor_scalar with a reduction")
+# --- GpSimd -----------------------------------------------------------------------------------
+IOTA = _i("iota", "pool", gpsimd_fixed, "generate index values")
+AFFINE_SELECT = _i("affine_select", "pool", gpsimd_fixed, "select by an affine predicate of the indices")
+TENSOR_PARTITION_REDUCE = _i("tensor_partition_reduce", "pool", gpsimd_fixed, "a reduction across partitions")
+GATHER_FLATTENED = _i("gather_flattened", "pool", one_input, "gather along the flattened free axes")
+LOCAL_GATHER = _i("local_gather", "pool", one_input, "gather within GpSimd's 16-partition groups")
+SEQUENCE_BOUNDS = _i("sequence_bounds", "pool", one_input, "start and end of each segment id")
+# --- DMA --------------------------------------------------------------------------------------
+LOAD = _i("load", "dma", None, "HBM to SBUF")
+STORE = _i("store", "dma", None, "SBUF to HBM")
+DMA_COPY = _i("dma_copy", "dma", None, "a DMA between any two memories")
+LOAD_TRANSPOSE2D = _i("load_transpose2d", "dma", None, "a load that transposes a 2-D block (slower DMA)")
+DMA_TRANSPOSE = _i("dma_transpose", "dma", None, "a DMA that transposes")
+SPILL = _i("spill", "dma", None, "the compiler's copy of a spilled tile out to HBM")
+RELOAD = _i("reload", "dma", None, "the compiler's copy of a spilled tile back on chip")
+
+#: every instruction kind by name (what reports and tests look up; the cost model never does)
+INSTRUCTIONS: dict[str, Instruction] = {v.name: v for v in list(globals().values()) if isinstance(v, Instruction)}

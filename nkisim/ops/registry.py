@@ -1,0 +1,109 @@
+"""The op registry: one entry per NKI call, and the front-end namespaces generated from it.
+
+An entry (``Op``) holds everything about one call in one place: the name a kernel calls it by
+(``nisa.tensor_tensor``, ``nl.add``, ``tile.binary`` for ``t + u``), its implementation (the
+compiler's trace-time checks at the student's line, then the numerics), the instructions it may issue
+(``cost.instructions``: each with its engine and its cycle formula, so the cost of an op is the cost
+of what it emits) and the address spaces its tile operands may live in.  Its docstring is the
+implementation's.  Ops register where they are implemented (``@op(...)``); ``namespace("nl")`` and
+``namespace("nisa")`` are what the legacy front end exports, so a second dialect adds a namespace of
+its own spellings over the same entries, never a second copy of an op.
+
+Registering is also what makes a call recordable (``core.recording.recorded``): the program a launch
+records, the executor and the validator name calls by these entries and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from nkisim.core.recording import CALLS, call_name, recorded
+from nkisim.cost.instructions import Instruction
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: the address spaces a tile operand may live in unless the entry says otherwise
+ON_CHIP = "psum|sbuf"
+
+
+@dataclass(frozen=True, eq=False)
+class Op:
+    """One NKI call: its name, implementation, the instructions it may emit and its operands' spaces.
+
+    ``emits`` is empty exactly for calls that issue no instruction: views (``t.reshape``), allocations
+    (``nl.ndarray``), and the generator's state (``nl.random_seed``)."""
+
+    call: str  # 'nl.add', 'nisa.tensor_tensor', 'tile.binary'
+    impl: Callable[..., Any]  # checks and numerics, unwrapped
+    emits: tuple[Instruction, ...]
+    spaces: str
+    function: Callable[..., Any]  # what the front end exports: impl wrapped for recording
+
+    @property
+    def name(self) -> str:
+        """The call's name without its namespace (what the compiler's messages call it)."""
+        return self.call.split(".", 1)[1]
+
+    @property
+    def doc(self) -> str:
+        return (self.impl.__doc__ or "").strip()
+
+
+#: call name -> entry, for every call a kernel can make
+OPS: dict[str, Op] = {}
+#: an API's name in error messages -> the address spaces of its tile operands (first entry by that name)
+_SPACES: dict[str, list[str]] = {}
+
+
+def op(call: str, *, emits: Iterable[Instruction] = (), spaces: str = ON_CHIP) -> Callable[[F], F]:
+    """Register the decorated implementation as the NKI call ``call``; returns it wrapped for recording
+    (the function the front end exports and other ops may call)."""
+
+    def register(impl: F) -> F:
+        if call in OPS:
+            raise ValueError(f"NKI call {call!r} is registered twice")
+        if call_name(impl) is not None:  # one implementation offered under a second name (nl.transpose, t.T)
+            impl = impl.__wrapped__  # type: ignore[attr-defined]
+        function = recorded(call)(impl)
+        entry = Op(call, impl, tuple(emits), spaces, function)
+        OPS[call] = entry
+        _SPACES.setdefault(entry.name, spaces.split("|"))
+        return function  # type: ignore[return-value]
+
+    return register
+
+
+def declare(call: str, *, emits: Iterable[Instruction] = (), spaces: str = ON_CHIP) -> Op:
+    """An entry for a call core registered itself (``Tensor.reshape`` & co: core cannot import ops)."""
+    impl = CALLS[call]
+    entry = Op(call, impl, tuple(emits), spaces, impl)
+    OPS[call] = entry
+    return entry
+
+
+def spaces_of(name: str) -> list[str]:
+    """The address spaces the operands of API ``name`` (as error messages name it) may live in."""
+    return _SPACES.get(name) or _ON_CHIP_LIST
+
+
+_ON_CHIP_LIST = ON_CHIP.split("|")
+
+
+def check_emits(call: str, trace: list[Any], start: int) -> None:
+    """The instructions ``call`` appended to ``trace`` from ``start`` on are ones its entry declares (the
+    recorder asks after every recorded call, so an entry cannot understate what its op costs)."""
+    emits = OPS[call].emits
+    for ins in trace[start:]:
+        if ins.kind not in emits:
+            raise AssertionError(f"internal error: NKI call {call!r} issued {ins.kind!r}, which its registry entry "
+                                 f"does not declare (ops.registry: emits={[k.name for k in emits]})")
+
+
+def namespace(prefix: str) -> dict[str, Callable[..., Any]]:
+    """The functions a front-end module exports for the calls under ``prefix`` (``nl``, ``nisa``)."""
+    from nkisim.ops import catalog  # noqa: F401  (every op module, so every entry is registered)
+
+    head = prefix + "."
+    return {e.name: e.function for e in OPS.values() if e.call.startswith(head)}

@@ -1,0 +1,108 @@
+"""The op registry (``nkisim/ops/registry.py``) and the instruction set (``nkisim/cost/instructions.py``).
+
+One entry per NKI call holds its implementation, the instructions it may issue and its operands' spaces;
+each instruction kind holds its engine and its cycle formula.  These tests hold the pieces to each other:
+the front ends export exactly the registry's calls, every kind an op may issue has a price and is issued by
+some op, and an entry that understates what its op issues is caught at the first launch that records it.
+(Per-call numerics and errors against NumPy are ``tests/test_every_call.py``.)
+"""
+
+from __future__ import annotations
+
+import math
+
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+import numpy as np
+import pytest
+
+from nkisim.core import target
+from nkisim.core.recording import CALLS, call_name
+from nkisim.cost import costs
+from nkisim.cost.instructions import ACTIVATION, INSTRUCTIONS, RELOAD, SPILL, TENSOR_COPY, Instruction
+from nkisim.cost.trace import Instr
+from nkisim.ops import registry
+from nkisim.ops.registry import OPS, namespace
+
+#: Calls that issue no instruction: views of a tile, allocations without a fill, the generator's seed and HBM
+#: constants.
+#: Listed so that a new call emitting nothing is a decision the test makes visible.
+NO_INSTRUCTION = {
+    "tile.reshape", "tile.view", "tile.assert_shape", "tile.expand_dims", "tile.subaccess", "tile.reshape_access",
+    "nl.expand_dims", "nl.ndarray", "nl.empty_like", "nl.random_seed", "nl.shared_constant",
+    "nl.shared_identity_matrix",
+}
+
+
+def test_every_call_has_one_registry_entry_and_the_front_ends_export_exactly_the_registry():
+    """A program may name only registered calls (``CALLS``); each is one registry entry, and ``nl`` / ``nisa``
+    export the entries' own functions under their names (generated, not listed by hand)."""
+    assert set(OPS) == set(CALLS)
+    for module, prefix in ((nl, "nl"), (nisa, "nisa")):
+        exported = {name: getattr(module, name) for name in dir(module) if call_name(getattr(module, name))}
+        assert exported == namespace(prefix), prefix
+        for name, fn in exported.items():
+            assert call_name(fn) == f"{prefix}.{name}"
+            assert OPS[f"{prefix}.{name}"].impl is fn.__wrapped__
+    assert {e.call.split(".")[0] for e in OPS.values()} == {"nl", "nisa", "tile"}
+    assert not [e.call for e in OPS.values() if not e.doc]
+
+
+def test_calls_that_issue_no_instruction_are_exactly_the_listed_views_and_allocations():
+    assert {e.call for e in OPS.values() if not e.emits} == NO_INSTRUCTION
+
+
+def _sample(kind: Instruction) -> Instr:
+    """One instruction of ``kind`` on 128 partitions x 512 fp32 elements (a matmul of 128x128 by 128x512)."""
+    extra = {"m": 128, "n": 512, "k": 128} if kind.name == "nc_matmul" else {}
+    return Instr(kind, kind.engine, 128, 512, ("float32", "float32"), 128 * 512 * 4, (), (), ("kernel.py", 1),
+                 extra=extra)
+
+
+@pytest.mark.parametrize("name", sorted(INSTRUCTIONS))
+def test_every_instruction_kind_has_a_price_on_every_target(name):
+    """Compute kinds cost ``max(MIN_II, cycles) + overhead`` at their engine's clock, DMA kinds their queue
+    time: a positive, finite number of ns on trn1 and trn2 alike (no kind falls through to a default)."""
+    kind = INSTRUCTIONS[name]
+    for tname in ("trn1", "trn2"):
+        prm = target.get(tname).params
+        ins = _sample(kind)
+        if kind.engine == "dma":
+            ns = costs.dma_queue_ns(ins, costs.dma_queues(ins, prm), prm)
+        else:
+            ns = costs.compute_ns(ins, ("sbuf", "sbuf"), prm)
+        assert math.isfinite(ns) and ns > 0, (tname, ns)
+
+
+def test_every_instruction_kind_is_issued_by_some_op_and_every_op_issues_known_kinds():
+    """No price is kept for an instruction nothing issues (spill and reload are the cost model's own DMAs)."""
+    issued = {k for e in OPS.values() for k in e.emits}
+    assert issued <= set(INSTRUCTIONS.values())
+    assert set(INSTRUCTIONS.values()) - issued == {SPILL, RELOAD}
+
+
+def test_an_entry_that_understates_what_its_op_issues_fails_at_the_first_recorded_launch():
+    """Mutant: an op declared to issue an activation that issues an engine copy.  The recorder checks every
+    recorded call's instructions against its entry, so the lie cannot reach the cost model."""
+    from nkisim.ops.isa import tensor_copy
+
+    liar = registry.op("nisa.lying_copy", emits=(ACTIVATION,))(tensor_copy.__wrapped__)
+    honest = registry.op("nisa.honest_copy", emits=(TENSOR_COPY,))(tensor_copy.__wrapped__)
+    try:
+        def kernel_with(copy_fn):
+            @nki.jit
+            def k(a):
+                out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+                nl.store(out, copy_fn(nl.load(a)))
+                return out
+            return k
+
+        x = np.arange(128 * 8, dtype=np.float32).reshape(128, 8)
+        np.testing.assert_array_equal(kernel_with(honest)(x), x)
+        with pytest.raises(AssertionError, match="lying_copy.*tensor_copy.*does not declare"):
+            kernel_with(liar)(x)
+    finally:
+        for call in ("nisa.lying_copy", "nisa.honest_copy"):
+            OPS.pop(call, None)
+            CALLS.pop(call, None)
