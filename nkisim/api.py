@@ -19,6 +19,8 @@ from nkisim.core.errors import NKIError
 from nkisim.core.location import attach_location
 from nkisim.core.target import Target
 from nkisim.core.tensor import Tensor
+from nkisim.cost.model import Estimate
+from nkisim.cost.model import estimate as _estimate
 from nkisim.cost.report import Profile
 from nkisim.frontend import isa as _isa  # noqa: F401  (registers the nisa.* calls a program may name)
 from nkisim.frontend import language as _language  # noqa: F401  (and the nl.* calls)
@@ -60,11 +62,19 @@ class Launch:
     def program(self) -> Program | None:
         return self.record.program
 
+    def estimate(self) -> Estimate:
+        """The cost model's estimate of this launch on its target: total latency, per-engine busy time, DMA
+        count and bytes, time per source line (all estimates, not measurements)."""
+        ctx = self.record.ctx
+        return _estimate(ctx.trace, ctx.target, cores=ctx.cores)
+
     def latency_us(self) -> float:
         """The cost model's estimate of this launch's NeuronCore latency on its target (an estimate)."""
-        from nkisim.cost import model
+        return self.estimate().total_us
 
-        return model.estimate(self.record.ctx.trace, self.record.ctx.target, cores=self.record.ctx.cores).total_us
+    def profile(self) -> Profile:
+        """The launch's profile: the estimate with its timeline (Perfetto trace, figure) and per-line table."""
+        return Profile.from_launch(self.record)
 
 
 def target(name: str) -> Target:
@@ -138,6 +148,13 @@ def execute(program: Program, inputs: list | tuple, *, target: str | None = None
     Raises ``ProgramError`` for a program the validator refuses, ``NKIError`` for one an op's check refuses."""
     res = _execute(program, inputs, target=target, numerics=numerics)
     return Launch(res.outputs, res)
+
+
+def estimate(program: Program, *, target: str | None = None) -> Estimate:
+    """The cost model's estimate of ``program`` on ``target`` (default: the program's own), computed from the
+    program alone: it runs without values on inputs of its declared shapes and dtypes."""
+    placeholders = [Placeholder(i.shape, i.dtype, i.mutable) for i in program.inputs]
+    return execute(program, placeholders, target=target, numerics=False).estimate()
 
 
 def program_from_json(text: str | bytes) -> Program:
