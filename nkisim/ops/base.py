@@ -326,9 +326,10 @@ def emit(ctx: KernelContext, kind: Instruction, engine: str | None = None, reads
             box = a.box
             recs += (a.shape, t.trace_facts or _access_facts(a), t.uid, box if box is not None else region(a)[2])
     state = ctx.loop_state
-    instr = Instr(kind, engine or kind.engine, p, n, dtypes, nbytes, None, None, user_location(3), acc, extra,
-                  ctx.instance, state if state is not None else ctx.current_loop_state(), (), ctx.core, 0, recs,
-                  len(reads))
+    instr = Instr(kind, engine or kind.engine, p, n, dtypes, nbytes, reads=None, writes=None, loc=user_location(3),
+                  acc=acc, extra=extra, instance=ctx.instance,
+                  loops=state if state is not None else ctx.current_loop_state(), core=ctx.core, recs=recs,
+                  nr=len(reads))
     if instr.engine == "dma":
         instr.run = dma_run((*reads, *writes), recs[3::4])
     elif indexed:

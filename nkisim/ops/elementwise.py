@@ -154,7 +154,7 @@ def binary_op(name: str, x: Any, y: Any, dtype: Any = None, mask: Any = None,
         out_dt = xd if xd is yd else dt.promote(xd, yd)
     if spec.bitvec:
         compute = _INT64
-    elif out_dt is _FLOAT32 or name == "divide" or dt.is_float(out_dt):
+    elif out_dt is _FLOAT32 or spec.true_division or dt.is_float(out_dt):
         compute = _FLOAT32
     else:
         compute = dt.compute_dtype(xd, yd)
@@ -163,7 +163,7 @@ def binary_op(name: str, x: Any, y: Any, dtype: Any = None, mask: Any = None,
     if ctx.numerics:
         vals = spec.fn(values(xa, ctx, compute, out_shape) if xt else scalar_value(x, compute),
                        values(ya, ctx, compute, out_shape) if yt else scalar_value(y, compute))
-        if name == "divide" and out_dt.kind in "iu":  # an integer quotient floors (pos // w), never rounds up
+        if spec.true_division and out_dt.kind in "iu":  # an integer quotient floors (pos // w), never rounds up
             vals = np.floor(vals)
     tile = new_tile(ctx, out_shape, out_dt, vals, valid)
     if not (xt and yt):

@@ -141,8 +141,7 @@ def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: A
         vals = spec.fn(values(a, ctx, compute), values(b, ctx, compute).reshape(a.shape))
     tile = new_tile(ctx, a.shape, out_dt, vals, valid)
     both_int = not dt.is_float(a.dtype) and not dt.is_float(b.dtype)
-    engine_name = "pool" if int(engine or 0) == 3 or name == "power" or (both_int and name in
-                                                                          ("add", "multiply", "subtract")) else "dve"
+    engine_name = "pool" if int(engine or 0) == 3 or spec.gpsimd or (both_int and spec.gpsimd_for_integers) else "dve"
     tile.producer = emit(ctx, TENSOR_TENSOR, engine_name, reads=[a, b], writes=[tile.full()], extra={"alu": name})
     return tile
 

@@ -125,8 +125,14 @@ class AluOp:
     compare: bool = False  # result defaults to bool
     reduce_fn: Callable[..., Any] | None = None
     #: ``nl.<name>`` is this operator as an elementwise function (nl.max/nl.min are reductions; nl.mod and
-    #: nl.fmod take their dtype and mask positionally and are written out in the front end)
+    #: nl.fmod take their dtype and mask positionally and are written out in ops.elementwise)
     nl_function: bool = True
+    #: true division: computed in fp32 whatever the operands, and an integer result floors (pos // w)
+    true_division: bool = False
+    #: ``nisa.tensor_tensor`` runs it on GpSimd: always (power), or when both operands are integers (integer
+    #: add, multiply and subtract run only on GpSimd, spec §2.8 / §2.9)
+    gpsimd: bool = False
+    gpsimd_for_integers: bool = False
 
 
 def _div(a: Any, b: Any) -> Any:
@@ -156,11 +162,11 @@ def _rshift(a: Any, b: Any) -> Any:  # logical shift on the 32-bit pattern
 
 # reductions call the ufunc's reduce directly: np.sum & co. are Python wrappers around the same call
 _ALU_LIST = [
-    AluOp("add", np.add, True, reduce_fn=np.add.reduce),
-    AluOp("subtract", np.subtract, True),
-    AluOp("multiply", np.multiply, True, reduce_fn=np.multiply.reduce),
-    AluOp("divide", _div),
-    AluOp("power", _power),
+    AluOp("add", np.add, True, reduce_fn=np.add.reduce, gpsimd_for_integers=True),
+    AluOp("subtract", np.subtract, True, gpsimd_for_integers=True),
+    AluOp("multiply", np.multiply, True, reduce_fn=np.multiply.reduce, gpsimd_for_integers=True),
+    AluOp("divide", _div, true_division=True),
+    AluOp("power", _power, gpsimd=True),
     AluOp("maximum", np.maximum, True, reduce_fn=np.maximum.reduce),
     AluOp("minimum", np.minimum, True, reduce_fn=np.minimum.reduce),
     AluOp("max", np.maximum, True, reduce_fn=np.maximum.reduce, nl_function=False),
