@@ -35,6 +35,8 @@ def test_a_programs_estimate_is_the_estimate_of_the_launch_that_made_it():
         assert (est.dma_count, est.dma_bytes, est.instructions) == (eager.dma_count, eager.dma_bytes,
                                                                      eager.instructions)
     assert launch.latency_us() == eager.total_us
+    profile = launch.profile()  # the same estimate, with a timeline: one event per instruction
+    assert profile.estimate.total_us == eager.total_us and len(profile.events) == eager.instructions
 
 
 def test_an_estimate_counts_the_bytes_the_kernel_moves():
