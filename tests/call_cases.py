@@ -15,8 +15,9 @@ are checked for properties (shape, fraction dropped, kept values unchanged, dete
 values.
 
 Where the simulator's refusal disagrees with the spec, the refusal is still written as the spec asks and
-marked ``xfail`` (strict) with the reason (the ``*_BUG`` strings below), so fixing the simulator turns
-the mark into a failure that asks for its removal.  Every call here has a refusal: no case needs the
+marked ``xfail`` (strict) with the reason, so fixing the simulator turns the mark into a failure that asks
+for its removal.  (The first run found seven such refusals -- a bare NumPy error from ``scalar_tensor_tensor``,
+``expand_dims`` and ``t.view``, an HBM seed and float64 constants accepted -- all fixed since.)  Every call here has a refusal: no case needs the
 ``no_refusal`` escape.
 """
 
@@ -723,21 +724,6 @@ def e_loop_reduce(a):
 
 ROWS = RNG.permutation(128)[:64].reshape(64, 1).astype(np.int32)
 
-# Simulator bugs found by these cases (each refusal is written as the spec asks and marked xfail(strict)).
-EXPAND_DIMS_BUG = ("expand_dims with an axis other than the last raises a bare ValueError with no nki_location, so "
-                   "the student is not shown their own line (every other refusal carries it)")
-RANDOM_SEED_BUG = ("nl.random_seed accepts an HBM tensor as the seed (docs: a 32-bit scalar, or a [1, 1] tile on "
-                   "SBUF/PSUM); it reads element 0 instead of refusing the address space")
-STT_SHAPE_BUG = ("scalar_tensor_tensor with operand1 of another shape than data leaks NumPy's 'cannot reshape "
-                 "array of size 4096 into shape (128,64)' (no error id, no nki_location) instead of the compiler's "
-                 "err_param_shape_mismatch")
-VIEW_BUG = ("t.view(float32) of an int8 tile whose last axis holds 3 bytes leaks NumPy's 'When changing to a "
-            "larger dtype, its size must be a divisor of the total size in bytes of the last axis' with no "
-            "nki_location, so the student is not shown their own line")
-CONSTANT_DTYPE_BUG = ("shared_constant / shared_identity_matrix accept dtypes outside NKI's table (float64, "
-                      "complex64); the refusal only comes later, at the first nl.ndarray made with that dtype")
-
-
 def language_cases() -> dict[str, CallCase]:
     a2 = uniform(-3, 3, (64, 32))
     col = uniform(-3, 3, (1, 64))
@@ -761,8 +747,7 @@ def language_cases() -> dict[str, CallCase]:
                                     refusal=Refusal(e_broadcast_to, (col,), *wrong("broadcast_to", "src"))),
         "nl.expand_dims": CallCase(k_expand_dims, (X,), lambda a: a[:, :, None],
                                    refusal=Refusal(e_expand_dims, HBM_IN, ValueError, None,
-                                                   "only supports adding an axis after the last one",
-                                                   xfail=EXPAND_DIMS_BUG)),
+                                                   "only supports adding an axis after the last one")),
         "nl.matmul": CallCase(k_matmul, (uniform(-1, 1, (128, 64)), uniform(-1, 1, (128, 32))),
                               lambda a, b: f32(a.astype(np.float64).T @ b), rtol=1e-5, atol=1e-5,
                               refusal=Refusal(e_matmul, (uniform(-1, 1, (128, 64)), uniform(-1, 1, (128, 32))),
@@ -786,17 +771,15 @@ def language_cases() -> dict[str, CallCase]:
                                             "number of partitions 256 exceed architecture limitation of 128.")),
         "nl.random_seed": CallCase(k_random_seed, HBM_IN, check=seed_properties,
                                    refusal=Refusal(e_random_seed, (np.ones((1, 1), np.int32),),
-                                                   *wrong("random_seed", "seed"), xfail=RANDOM_SEED_BUG)),
+                                                   *wrong("random_seed", "seed"))),
         "nl.shared_constant": CallCase(k_shared_constant, HBM_IN, lambda a: CONST,
                                        refusal=Refusal(e_shared_constant, HBM_IN, ValueError,
-                                                       "err_unsupported_dtype_value", "Unsupported dtype 'float64'",
-                                                       xfail=CONSTANT_DTYPE_BUG)),
+                                                       "err_unsupported_dtype_value", "Unsupported dtype 'float64'")),
         "nl.shared_identity_matrix": CallCase(k_shared_identity_matrix, HBM_IN,
                                               lambda a: np.eye(64, dtype=np.float32),
                                               refusal=Refusal(e_shared_identity_matrix, HBM_IN, ValueError,
                                                               "err_unsupported_dtype_value",
-                                                              "Unsupported dtype 'float64'",
-                                                              xfail=CONSTANT_DTYPE_BUG)),
+                                                              "Unsupported dtype 'float64'")),
         "nl.ndarray": CallCase(k_ndarray, (X,), lambda a: a,
                                refusal=Refusal(e_ndarray, HBM_IN, ValueError, "err_num_partition_exceed_arch_limit",
                                                "number of partitions 256 exceed architecture limitation of 128.")),
@@ -1481,8 +1464,7 @@ def isa_cases() -> dict[str, CallCase]:
         "nisa.scalar_tensor_tensor": CallCase(k_scalar_tensor_tensor, (X, Y),
                                               lambda a, b: f32(a.astype(np.float64) * 2 - b),
                                               refusal=Refusal(e_scalar_tensor_tensor, (X, Y), ValueError,
-                                                              "err_param_shape_mismatch", "has mismatched shapes",
-                                                              xfail=STT_SHAPE_BUG)),
+                                                              "err_param_shape_mismatch", "has mismatched shapes")),
         "nisa.select_reduce": CallCase(k_select_reduce, (pred, X, col), r_select_reduce,
                                        refusal=Refusal(e_select_reduce, (pred, X, col), SyntaxError,
                                                        "err_instruction_unsupported_op",
@@ -1741,8 +1723,7 @@ def tile_cases() -> dict[str, CallCase]:
                                                       "could not be broadcast together")),
         "tile.expand_dims": CallCase(k_tile_expand_dims, (X,), lambda a: a[:, :, None],
                                      refusal=Refusal(e_tile_expand_dims, (X,), ValueError, None,
-                                                     "only supports adding an axis after the last one",
-                                                     xfail=EXPAND_DIMS_BUG)),
+                                                     "only supports adding an axis after the last one")),
         "tile.reshape": CallCase(k_tile_reshape, (X,), lambda a: a.reshape(128, 8, 8),
                                  refusal=Refusal(e_tile_reshape, (X,), ValueError, "err_param_shape_mismatch",
                                                  "cannot be reshaped to [128, 65]")),
@@ -1758,7 +1739,7 @@ def tile_cases() -> dict[str, CallCase]:
                                                    "err_size_of_dimension_exceed_arch_limit",
                                                    "exceed architecture limitation of 128.")),
         "tile.view": CallCase(k_tile_view, (X,), lambda a: a.view(np.int32),
-                              refusal=Refusal(e_tile_view, (i8,), ValueError, None, "last axis", xfail=VIEW_BUG)),
+                              refusal=Refusal(e_tile_view, (i8,), ValueError, None, "last axis")),
         "tile.assert_shape": CallCase(k_tile_assert_shape, (X,), lambda a: a,
                                       refusal=Refusal(e_tile_assert_shape, (X,), TypeError,
                                                       "err_annotation_shape_mismatch",

@@ -18,7 +18,7 @@ from nkisim.core import dtypes as dt
 from nkisim.core.access import Access
 from nkisim.core.arrays import shape_argument
 from nkisim.core.buffers import Buffer, BufferInfo
-from nkisim.core.errors import nki_error, shape_str
+from nkisim.core.errors import NKIValueError, nki_error, shape_str
 from nkisim.core.indexing import Loop
 from nkisim.core.location import user_variable
 from nkisim.core.recording import recorded
@@ -228,6 +228,10 @@ class Tensor(TileSyntax):
     def view(self, dtype: Any) -> Tensor:
         """``t.view(dtype)``: the same bytes read as ``dtype`` (the last dimension scales), no instruction."""
         d = dt.normalize(dtype)
+        row_bytes, size = self.shape[-1] * self.itemsize, dt.storage_dtype(d).itemsize
+        if row_bytes % size:
+            raise NKIValueError(f"cannot view `{shape_str(self.name, self.shape)}` ({dt.name(self.dtype)}) as "
+                                f"{dt.name(d)}: its last axis holds {row_bytes} bytes, not a multiple of {size}")
         self.fill_pending()
         self.viewed = True
         data = None if self._data is None else \

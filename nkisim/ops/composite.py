@@ -11,6 +11,7 @@ from typing import Any
 from nkisim.core import dtypes as dt
 from nkisim.core.tensor import Tensor, is_tile
 from nkisim.cost.instructions import ACTIVATION, MEMSET, TENSOR_REDUCE, TENSOR_SCALAR, TENSOR_TENSOR, WHERE
+from nkisim.ops.base import one_operand
 from nkisim.ops.creation import rand
 from nkisim.ops.elementwise import binary_op, unary_op, where
 from nkisim.ops.reduce import reduce
@@ -21,9 +22,9 @@ from nkisim.ops.registry import op
 def softmax(x: Any, axis: Any, *, dtype: Any = None, compute_dtype: Any = None, mask: Any = None,
             **_: Any) -> Tensor:
     """``nl.softmax`` along free axes (max-subtracted for stability)."""
-    m = reduce("max", x, axis, mask=mask, keepdims=True, api="max")
+    m = reduce("max", x, axis, mask=mask, keepdims=True, api="softmax")
     e = unary_op("exp", binary_op("subtract", x, m, mask=mask), mask=mask)
-    return binary_op("divide", e, reduce("add", e, axis, mask=mask, keepdims=True, api="sum"),
+    return binary_op("divide", e, reduce("add", e, axis, mask=mask, keepdims=True, api="softmax"),
                      dtype=dtype, mask=mask)
 
 
@@ -31,6 +32,8 @@ def softmax(x: Any, axis: Any, *, dtype: Any = None, compute_dtype: Any = None, 
 def rms_norm(x: Any, w: Any, axis: Any, n: int, epsilon: float = 1e-6, *, dtype: Any = None,
              compute_dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
     """``nl.rms_norm``: x / sqrt(mean(x^2) + eps) * w over ``axis`` (``n`` elements)."""
+    one_operand("rms_norm", "x", x)  # its operands are named as the student wrote the call
+    one_operand("rms_norm", "w", w)
     sq = unary_op("square", x, mask=mask)
     ms = reduce("add", sq, axis, mask=mask, keepdims=True, api="sum")
     inv = unary_op("rsqrt", binary_op("add", binary_op("multiply", ms, 1.0 / n, mask=mask), epsilon, mask=mask),
@@ -41,6 +44,7 @@ def rms_norm(x: Any, w: Any, axis: Any, n: int, epsilon: float = 1e-6, *, dtype:
 @op("nl.dropout", emits=(MEMSET, TENSOR_TENSOR, TENSOR_SCALAR, WHERE))
 def dropout(x: Any, rate: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
     """``nl.dropout``: zero elements with probability ``rate`` (deterministic generator)."""
+    one_operand("dropout", "x", x)
     r = rand(x.shape, dtype=dt.float32)
     keep = binary_op("greater_equal", r, rate if is_tile(rate) else float(rate))
     return where(keep, x, 0.0, dtype=dtype, mask=mask)

@@ -23,7 +23,7 @@ from nkisim.core.location import user_location, warn
 from nkisim.core.storage import read, storage
 from nkisim.core.tensor import Access, Tensor, as_access, is_tile, shape_str
 from nkisim.cost.instructions import MEMSET
-from nkisim.ops.base import emit, sbuf_too_wide, tensor_label
+from nkisim.ops.base import emit, operands, sbuf_too_wide, tensor_label
 from nkisim.ops.registry import op
 
 
@@ -102,11 +102,7 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
             _stack_push(ctx, buf.family, per_partition, name)
         return _new_tensor(ctx, shp, d, buf, par, name, fill)
     shp = plain_shape(shape)
-    d = dt.normalize(dtype)
-    if d not in dt.SUPPORTED:
-        raise nki_error("err_unsupported_dtype_value",
-                        f"Unsupported dtype '{d}' for tensor '{name or 'tensor'}', expected one of the following "
-                        f"dtypes: {', '.join(dt.name(x) for x in dt.SUPPORTED)}")
+    d = supported_dtype(dtype, name)
     if buf.family == "hbm":
         if init_value:
             raise nki_error("err_hbm_tensor_with_init_value_not_supported",
@@ -200,6 +196,16 @@ def _new_tensor(ctx: Any, shp: tuple[int, ...], d: np.dtype, buf: Buffer, par: i
     return t
 
 
+def supported_dtype(dtype: Any, name: str) -> np.dtype:
+    """``dtype`` as a NumPy dtype, or the compiler's error for one outside NKI's table (float64, complex...)."""
+    d = dt.normalize(dtype)
+    if d not in dt.SUPPORTED:
+        raise nki_error("err_unsupported_dtype_value",
+                        f"Unsupported dtype '{d}' for tensor '{name or 'tensor'}', expected one of the following "
+                        f"dtypes: {', '.join(dt.name(x) for x in dt.SUPPORTED)}")
+    return d
+
+
 @op('nl.ndarray', spaces='hbm|psum|sbuf')
 def ndarray(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
     """``nl.ndarray``: a new tensor of ``shape`` in ``buffer`` (SBUF by default), uninitialised (reads show NaN)."""
@@ -274,8 +280,8 @@ def random_seed(seed: Any, *, mask: Any = None, **_: Any) -> None:
     """``nl.random_seed``: seed the generator ``nl.rand`` draws from (an int or a 1-element tile)."""
     ctx = current()
     value = seed
-    if is_tile(seed):
-        vals = read(as_access(seed))
+    if is_tile(seed):  # a [1, 1] tile on chip (an HBM tensor is refused like any on-chip operand)
+        vals = read(operands("random_seed", seed=seed)["seed"])
         value = 0 if vals is None else int(np.asarray(vals).ravel()[0])
     ctx.rng = np.random.default_rng(int(value))
 
@@ -285,7 +291,7 @@ def shared_constant(constant: Any, dtype: Any = None, **_: Any) -> Tensor:
     """``nl.shared_constant``: a constant HBM tensor built from a NumPy array."""
     ctx = current()
     arr = np.asarray(constant)
-    d = dt.normalize(dtype) if dtype is not None else dt.normalize(arr.dtype)
+    d = supported_dtype(dtype if dtype is not None else arr.dtype, "constant")
     t = Tensor(arr.shape, d, Buffer("shared_hbm"), dt.cast(arr, d).copy() if ctx.numerics else None, "constant",
                site=user_location())
     t.written = True

@@ -188,6 +188,10 @@ def scalar_tensor_tensor(*, data: Any, op0: Any, operand0: Any, op1: Any, operan
     n0, n1 = alu(op0, "scalar_tensor_tensor"), alu(op1, "scalar_tensor_tensor")
     accs = operands("scalar_tensor_tensor", data=data, operand1=operand1)
     a, b = accs["data"], accs["operand1"]
+    if b.shape[0] != a.shape[0] or int(np.prod(b.shape)) != int(np.prod(a.shape)):
+        raise nki_error("err_param_shape_mismatch",
+                        f"Parameter shapes ({shape_str('data', a.shape)}, {shape_str('operand1', b.shape)}) of "
+                        f"'scalar_tensor_tensor' has mismatched shapes")
     v0 = per_partition("scalar_tensor_tensor", "operand0", operand0, a.shape[0], ctx, len(a.shape))
     out_dt = dt.normalize(dtype) if dtype is not None else dt.promote(a.dtype, b.dtype)
     valid = mask_array(mask, a.shape, "scalar_tensor_tensor")

@@ -13,7 +13,7 @@ from nkisim.core.access import Access
 from nkisim.core.arrays import compact
 from nkisim.core.buffers import PMAX
 from nkisim.core.context import active, current
-from nkisim.core.errors import nki_error, shape_str
+from nkisim.core.errors import NKIValueError, nki_error, shape_str
 from nkisim.core.indexing import Affine, DynSlice
 from nkisim.core.location import STORES, bytecode, user_frame
 from nkisim.core.storage import owned, read, read_masked, set_storage, storage, write
@@ -395,10 +395,9 @@ def expand_dims(data: Any, axis: int) -> Tensor:
     """``nl.expand_dims``: add a size-1 axis after the last one (a view, no instruction)."""
     a = as_access(data)
     nd = len(a.shape)
-    if axis < 0:
-        axis += nd + 1
-    if axis != nd:
-        raise ValueError(f"nl.expand_dims only supports adding an axis after the last one (axis={nd})")
+    if (axis + nd + 1 if axis < 0 else axis) != nd:
+        raise NKIValueError(f"expand_dims only supports adding an axis after the last one (axis={nd} or -1 for a "
+                            f"{nd}-dimensional tile), got axis={axis}")
     if isinstance(data, Tensor) and storage(data) is not None:
         t = data.reshape(data.shape + (1,))
         t.valid = None if data.valid is None or data.valid.ndim == 0 else data.valid.reshape(t.shape)
