@@ -20,7 +20,16 @@ import pytest
 from nkisim.core import target
 from nkisim.core.recording import CALLS, call_name
 from nkisim.cost import costs
-from nkisim.cost.instructions import ACTIVATION, INSTRUCTIONS, RELOAD, SPILL, TENSOR_COPY, Instruction
+from nkisim.cost.instructions import (
+    ACTIVATION,
+    INSTRUCTIONS,
+    RELOAD,
+    SPILL,
+    TENSOR_COPY,
+    TENSOR_SCALAR,
+    TENSOR_TENSOR,
+    Instruction,
+)
 from nkisim.cost.trace import Instr
 from nkisim.ops import registry
 from nkisim.ops.registry import OPS, namespace
@@ -106,3 +115,25 @@ def test_an_entry_that_understates_what_its_op_issues_fails_at_the_first_recorde
         for call in ("nisa.lying_copy", "nisa.honest_copy"):
             OPS.pop(call, None)
             CALLS.pop(call, None)
+
+
+def test_an_assignment_declares_each_instruction_it_can_combine_with():
+    """``dst[...] = nl.loop_reduce(t, ...)`` combines into ``dst`` with a tensor_tensor, or with a tensor_scalar
+    when there is one element per partition (found by nki-samples' flash attention backward kernel): both are
+    in ``tile.assign``'s entry, and the column case computes the sum over the loop."""
+
+    @nki.jit
+    def column_sums(a):
+        out = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.zeros((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        for i in nl.affine_range(4):
+            t = nl.load(a[:, i:i + 1])
+            acc[...] = nl.loop_reduce(t, op=np.add, loop_indices=[i])
+        nl.store(out, acc)
+        return out
+
+    x = np.arange(128 * 4, dtype=np.float32).reshape(128, 4) / 8
+    np.testing.assert_allclose(column_sums(x), x.sum(axis=1, keepdims=True), rtol=1e-6)
+    kinds = {i.op for i in column_sums.last_launch.ctx.trace}
+    assert "tensor_scalar" in kinds
+    assert {TENSOR_SCALAR, TENSOR_TENSOR} <= set(OPS["tile.assign"].emits)

@@ -26,6 +26,7 @@ from nkisim.cost.instructions import (
     MEMSET,
     STORE,
     TENSOR_COPY,
+    TENSOR_SCALAR,
     TENSOR_TENSOR,
 )
 from nkisim.cost.trace import buffer_info
@@ -480,7 +481,7 @@ def _broadcast(tile: Any, shape: Any) -> Tensor:
 
 syntax.provide(
     # t[i] = v: a result lands in place; a copy, a fill, or the combine of dst[...] = nl.loop_reduce(...)
-    assign=op("tile.assign", emits=(TENSOR_COPY, MEMSET, TENSOR_TENSOR))(assign),
+    assign=op("tile.assign", emits=(TENSOR_COPY, MEMSET, TENSOR_TENSOR, TENSOR_SCALAR))(assign),
     accumulate=op("tile.accumulate", emits=(TENSOR_TENSOR,))(accumulate),  # t[i] += v (PSUM: the matmul adds)
     astype=op("tile.astype", emits=(COPY,))(_astype),
     broadcast_to=op("tile.broadcast_to", emits=(BROADCAST_TO,))(_broadcast),
