@@ -91,9 +91,10 @@ def test_every_instruction_kind_is_issued_by_some_op_and_every_op_issues_known_k
     assert set(INSTRUCTIONS.values()) - issued == {SPILL, RELOAD}
 
 
-def test_an_entry_that_understates_what_its_op_issues_fails_at_the_first_recorded_launch():
+def test_an_entry_that_understates_what_its_op_issues_fails_at_the_first_recorded_launch(monkeypatch):
     """Mutant: an op declared to issue an activation that issues an engine copy.  The recorder checks every
-    recorded call's instructions against its entry, so the lie cannot reach the cost model."""
+    recorded call's instructions against its entry: the test suite fails (``NKISIM_STRICT_REGISTRY=1``, set by
+    conftest); a user's launch warns once and computes the same values (the miss is the simulator's)."""
     from nkisim.ops.isa import tensor_copy
 
     liar = registry.op("nisa.lying_copy", emits=(ACTIVATION,))(tensor_copy.__wrapped__)
@@ -111,6 +112,9 @@ def test_an_entry_that_understates_what_its_op_issues_fails_at_the_first_recorde
         np.testing.assert_array_equal(kernel_with(honest)(x), x)
         with pytest.raises(AssertionError, match="lying_copy.*tensor_copy.*does not declare"):
             kernel_with(liar)(x)
+        monkeypatch.setenv("NKISIM_STRICT_REGISTRY", "0")
+        with pytest.warns(RuntimeWarning, match="lying_copy.*results are unaffected"):
+            np.testing.assert_array_equal(kernel_with(liar)(x), x)
     finally:
         for call in ("nisa.lying_copy", "nisa.honest_copy"):
             OPS.pop(call, None)

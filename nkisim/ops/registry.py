@@ -15,6 +15,8 @@ records, the executor and the validator name calls by these entries and nothing 
 
 from __future__ import annotations
 
+import os
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -93,12 +95,25 @@ _ON_CHIP_LIST = ON_CHIP.split("|")
 
 def check_emits(call: str, trace: list[Any], start: int) -> None:
     """The instructions ``call`` appended to ``trace`` from ``start`` on are ones its entry declares (the
-    recorder asks after every recorded call, so an entry cannot understate what its op costs)."""
+    recorder asks after every recorded call, so an entry cannot understate what its op costs).
+
+    A miss is the simulator's bug, not the kernel's, and cannot change a value or a price (the cost model
+    prices each instruction by its own kind): with ``NKISIM_STRICT_REGISTRY=1`` (the test suite) it is an
+    error, otherwise a warning, once per call and kind, asking for a report."""
     emits = OPS[call].emits
     for ins in trace[start:]:
-        if ins.kind not in emits:
-            raise AssertionError(f"internal error: NKI call {call!r} issued {ins.kind!r}, which its registry entry "
-                                 f"does not declare (ops.registry: emits={[k.name for k in emits]})")
+        if ins.kind not in emits and (call, ins.kind) not in _MISSES:
+            message = (f"internal error: NKI call {call!r} issued {ins.kind!r}, which its registry entry does not "
+                       f"declare (ops.registry: emits={[k.name for k in emits]}); results are unaffected, please "
+                       f"report it")
+            if os.environ.get("NKISIM_STRICT_REGISTRY") == "1":
+                raise AssertionError(message)
+            _MISSES.add((call, ins.kind))
+            warnings.warn(message, RuntimeWarning, stacklevel=2)
+
+
+#: (call, kind) misses already warned about
+_MISSES: set[tuple[str, Instruction]] = set()
 
 
 def namespace(prefix: str) -> dict[str, Callable[..., Any]]:
