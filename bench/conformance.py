@@ -63,7 +63,9 @@ class SuiteResult:
 
 
 def _env(extra_path: str | None = None) -> dict[str, str]:
-    env = dict(os.environ, NKI_SIMULATOR="1", PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg")
+    # NKISIM_STRICT_REGISTRY: an op issuing an instruction its registry entry does not declare fails the file
+    env = dict(os.environ, NKI_SIMULATOR="1", NKISIM_STRICT_REGISTRY="1", PYTHONDONTWRITEBYTECODE="1",
+               MPLBACKEND="Agg")
     if extra_path:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (extra_path, env.get("PYTHONPATH", "")) if p)
     return env
