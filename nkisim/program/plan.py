@@ -17,6 +17,8 @@ longer the one bound to its id.  Values and errors are the decoder's: every kind
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -43,30 +45,47 @@ class CallPlan:
     """One call's operands, decoded against the loops bound when it was made (see the module docstring).
 
     ``lids``/``bound``: the loop ids its index expressions name and the ``Loop`` objects they were bound to;
-    ``args``: the positional arguments when all are constant, else None and ``arg_getters`` builds them;
-    ``kwargs``: likewise (``kw_getters``), an empty dict when the call has none."""
+    ``args``: the positional arguments when all are constant, else None; ``pids``: the tensor ids its leading
+    tensor operands name; ``run()``: the call with this run's operands.
 
-    __slots__ = ("fn", "lids", "bound", "args", "arg_getters", "kwargs", "kw_getters")
+    ``run`` is built for the call's shape, because it is the executor's cost per instruction on top of the op's
+    own: most calls are leading tile operands (``{"T": id}`` or ``{"W": id}``) followed by constants, so those
+    look their tensors up straight from the executor's dict (``operator.itemgetter`` for several) and pass the
+    constants as they are, with no getter called per operand; a call without tile operands is a
+    ``functools.partial`` of its implementation.  Any other operand (an access, a mask, a mutable value) takes
+    the getters' path.  A tensor id with no tensor raises ``KeyError`` on the fast paths: ``missing`` turns it
+    into the decoder's ``ProgramError`` (the executor asks when the call raised ``KeyError``)."""
+
+    __slots__ = ("fn", "lids", "bound", "args", "pids", "run", "dec", "entered")
 
     def __init__(self, ev: Call, dec: Decoder, fn: Callable[..., Any]) -> None:
         self.fn = fn  # the call's implementation (core.recording.CALLS)
+        self.dec = dec
+        self.entered = -1  # the runner's count of loops entered when ``bound`` was last found valid (runner.Runner)
         comp = _Compiler(dec)
-        parts = [comp.value(a) for a in ev.args]
-        if all(c for c, _ in parts):
-            self.args: tuple | None = tuple(v for _, v in parts)
-            self.arg_getters: list[Getter] = []
-        else:
-            self.args = None
-            self.arg_getters = [_getter(p) for p in parts]
+        lead = []  # the leading tile operands: (tensor id, whole access)
+        for a in ev.args:
+            tid = _tile_operand(a)
+            if tid is None:
+                break
+            lead.append(tid)
+        self.pids = tuple(pid for pid, _ in lead)
+        parts = [comp.value(a) for a in ev.args[len(lead):]]
         kparts = [(k, comp.value(v)) for k, v in ev.kwargs]
-        if all(p[0] for _, p in kparts):
-            self.kwargs: dict[str, Any] | None = {k: p[1] for k, p in kparts}
-            self.kw_getters: list[tuple[str, Getter]] = []
-        else:
-            self.kwargs = None
-            self.kw_getters = [(k, _getter(p)) for k, p in kparts]
         self.lids = tuple(sorted(comp.lids))
         self.bound = tuple(dec.loops[lid] for lid in self.lids)
+        self.args: tuple | None = None
+        fresh = [(k, p[1]) for k, p in kparts if not p[0]]  # keyword values made each run (an ``axis`` list)
+        if all(c for c, _ in parts) and (not fresh or (len(lead) == 1 and not lead[0][1])):
+            tail = tuple(v for _, v in parts)
+            kwargs = {k: p[1] for k, p in kparts if p[0]}
+            if not lead:
+                self.args = tail
+            self.run: Callable[[], Any] = _leading(fn, dec.tensors, lead, tail, kwargs) if not fresh else \
+                _one_tile_fresh(fn, dec.tensors, lead[0][0], tail, kwargs, fresh)
+        else:
+            self.run = _general(fn, [comp.tensor(pid, whole) for pid, whole in lead] + [_getter(p) for p in parts],
+                                [(k, _getter(p)) for k, p in kparts])
 
     def valid(self, loops: dict[int, Loop]) -> bool:
         """Every loop the plan's index expressions name is still the one bound to its id."""
@@ -75,15 +94,95 @@ class CallPlan:
                 return False
         return True
 
-    def run(self) -> Any:
-        """The call, with this run's operands."""
-        args = self.args
-        if args is None:
-            args = [g() for g in self.arg_getters]
-        kwargs = self.kwargs
-        if kwargs is None:
-            kwargs = {k: g() for k, g in self.kw_getters}
-        return self.fn(*args, **kwargs) if kwargs else self.fn(*args)
+    def missing(self) -> None:
+        """The decoder's ``ProgramError`` for the first tensor id this call names that no call has made, if any."""
+        for pid in self.pids:
+            self.dec.tensor(pid)
+
+
+def _tile_operand(x: Any) -> tuple[int, bool] | None:
+    """``(id, whole)`` of ``{"T": id}`` (the tensor) or ``{"W": id}`` (its whole access), else None."""
+    if type(x) is dict and len(x) == 1:
+        (key, pid), = x.items()
+        if (key == "T" or key == "W") and type(pid) is int:
+            return pid, key == "W"
+    return None
+
+
+def _leading(fn: Callable[..., Any], tensors: dict[int, Any], lead: list[tuple[int, bool]], tail: tuple,
+             kwargs: dict[str, Any]) -> Callable[[], Any]:
+    """``fn(<the lead tiles>, *tail, **kwargs)`` with the tiles looked up at each run (see ``CallPlan``)."""
+    if not lead:
+        return functools.partial(fn, *tail, **kwargs)
+    whole = Access.whole  # what ``Tensor.full`` is
+    direct = None if kwargs else _direct(fn, tensors, lead, tail, whole)
+    if direct is not None:
+        return direct
+    if len(lead) == 1:
+        (p, w), = lead
+        if w:
+            return lambda: fn(whole(tensors[p]), *tail, **kwargs)
+        if kwargs:
+            return lambda: fn(tensors[p], *tail, **kwargs)
+        return lambda: fn(tensors[p], *tail)
+    if not any(w for _, w in lead):
+        get = operator.itemgetter(*[p for p, _ in lead])
+        if kwargs:
+            return lambda: fn(*get(tensors), *tail, **kwargs)
+        return lambda: fn(*get(tensors), *tail)
+    if len(lead) == 2:
+        (p, w), (q, v) = lead
+        if w and v:
+            return lambda: fn(whole(tensors[p]), whole(tensors[q]), *tail, **kwargs)
+        if w:
+            return lambda: fn(whole(tensors[p]), tensors[q], *tail, **kwargs)
+        return lambda: fn(tensors[p], whole(tensors[q]), *tail, **kwargs)
+    return lambda: fn(*[whole(tensors[p]) if w else tensors[p] for p, w in lead], *tail, **kwargs)
+
+
+def _direct(fn: Callable[..., Any], tensors: dict[int, Any], lead: list[tuple[int, bool]], tail: tuple,
+            whole: Callable[[Any], Any]) -> Callable[[], Any] | None:
+    """The commonest shapes of call without keywords as plain calls: a call that unpacks ``*args`` takes
+    CPython's slow path, about 0.1 us more per instruction.  None for any other shape."""
+    shape = (tuple(w for _, w in lead), len(tail))
+    if shape == ((False,), 0):  # nl.exp(t), nl.copy(t)
+        (p, _), = lead
+        return lambda: fn(tensors[p])
+    if shape == ((False,), 1):  # nl.multiply(t, 0.5)
+        (p, _), = lead
+        c, = tail
+        return lambda: fn(tensors[p], c)
+    if shape == ((False, False), 0):  # nl.add(t, u)
+        (p, _), (q, _) = lead
+        return lambda: fn(tensors[p], tensors[q])
+    if shape == ((False, False), 2):  # t * u (tile.binary)
+        (p, _), (q, _) = lead
+        c, d = tail
+        return lambda: fn(tensors[p], tensors[q], c, d)
+    if shape == ((True, False), 1):  # t[...] = u (tile.assign), t[...] += u (tile.accumulate)
+        (p, _), (q, _) = lead
+        c, = tail
+        return lambda: fn(whole(tensors[p]), tensors[q], c)
+    return None
+
+
+def _one_tile_fresh(fn: Callable[..., Any], tensors: dict[int, Any], pid: int, tail: tuple, kwargs: dict[str, Any],
+                    fresh: list[tuple[str, Getter]]) -> Callable[[], Any]:
+    """``fn(tensor, *tail, **kwargs)`` with keyword values made anew each run (``nl.max(t, axis=[1])``: a
+    reduction of one tile, the commonest call whose operands are not all constant)."""
+    def run() -> Any:
+        kw = kwargs.copy()
+        for k, g in fresh:
+            kw[k] = g()
+        return fn(tensors[pid], *tail, **kw)
+    return run
+
+
+def _general(fn: Callable[..., Any], getters: list[Getter], kw_getters: list[tuple[str, Getter]]) -> Callable[[], Any]:
+    """``fn`` with every operand built by its getter at each run."""
+    if kw_getters:
+        return lambda: fn(*[g() for g in getters], **{k: g() for k, g in kw_getters})
+    return lambda: fn(*[g() for g in getters])
 
 
 class _Compiler:
@@ -109,7 +208,10 @@ class _Compiler:
         if x is None or isinstance(x, (bool, int, float, str)):
             return True, x
         if isinstance(x, list):
-            getters = [_getter(self.value(v)) for v in x]
+            parts = [self.value(v) for v in x]
+            if all(c for c, _ in parts):  # a fresh list each run, of values shared as the decoder's would be
+                return False, functools.partial(list, tuple(v for _, v in parts))
+            getters = [_getter(p) for p in parts]
             return False, lambda: [g() for g in getters]
         (key, first), = list(x.items())[:1]
         dec = self.dec
