@@ -3,7 +3,9 @@
 A ``CallPlan`` builds its call for the call's shape (``program.plan``): leading tile operands looked up straight
 from the executor's tensors, constants passed as they are, a reduction's ``axis`` list made afresh.  Every shape
 must pass exactly what ``Decoder.value`` decodes; a tensor id nothing made is the decoder's ``ProgramError``
-(not a ``KeyError`` of the lookup), while a ``KeyError`` the op itself raises stays the op's failure.
+(not a ``KeyError`` of the lookup), while a ``KeyError`` the op itself raises stays the op's failure.  A plan
+whose only index expressions are its accesses' keys is re-bound, not made again, when a loop it names is entered
+again (an inner loop of few iterations), and decodes what a new plan would.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pytest
 from nkisim import api
 from nkisim.core import buffers
 from nkisim.core.access import Access
+from nkisim.core.indexing import Loop
 from nkisim.core.recording import CALLS
 from nkisim.core.tensor import Tensor
 from nkisim.program.encode import Decoder
@@ -128,3 +131,65 @@ def test_an_ops_own_key_error_is_its_failure_not_a_missing_tensor(monkeypatch):
     monkeypatch.setitem(CALLS, "nl.exp", broken)
     with pytest.raises(ProgramError, match="nl.exp at line [0-9]+ failed: KeyError"):
         api.execute(program, [a])
+
+
+def _x(const, terms=()):
+    return {"X": const, "t": [list(p) for p in terms], "g": None, "affine": True, "loops": [lp for lp, _ in terms]}
+
+
+def _loop_setup():
+    t = Tensor((256, 64), np.dtype(np.float32), buffers.sbuf, np.zeros((256, 64), np.float32), "t")
+    loops = {0: Loop("affine", 0, 2, 1)}
+    return Decoder((), {0: t}, loops), loops
+
+
+ACCESS = {"A": 0, "c": [["slice", _x(0, [(0, 128)]), _x(128, [(0, 128)]), 1], ["int", _x(3)]]}
+
+
+def test_a_plan_whose_index_expressions_are_its_accesses_rebinds_to_a_loop_entered_again():
+    dec, loops = _loop_setup()
+    plan = CallPlan(Call("f", (ACCESS,), (), (), ("x", 1)), dec, lambda a: a)
+    loops[0] = Loop("affine", 0, 2, 1)  # the loop entered again: a new Loop object, at another iteration
+    loops[0].current = 1
+    assert not plan.valid(loops) and plan.rebind(loops) and plan.valid(loops)
+    got, want = plan.run(), dec.value(ACCESS)
+    assert got.tensor is want.tensor and got.loops == want.loops == frozenset([loops[0]])
+    assert got.np_index() == want.np_index() == (slice(128, 256, 1), 3)
+
+
+def test_a_plan_with_index_expressions_elsewhere_is_made_again():
+    dec, loops = _loop_setup()
+    plan = CallPlan(Call("f", (ACCESS, _x(5, [(0, 2)])), (), (), ("x", 1)), dec, lambda *a: a)
+    loops[0] = Loop("affine", 0, 2, 1)
+    assert not plan.rebind(loops)
+
+
+@nki.jit
+def _nested(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(a.shape[0] // 128):
+        for j in nl.affine_range(a.shape[1] // 8):
+            x = nl.load(a[i * 128:(i + 1) * 128, j * 8:(j + 1) * 8])
+            nl.store(out[i * 128:(i + 1) * 128, j * 8:(j + 1) * 8], value=nl.exp(x))
+    return out
+
+
+def test_an_inner_loop_entered_again_keeps_its_plans_and_changes_nothing(monkeypatch):
+    from nkisim.runtime import runner
+
+    a = RNG.standard_normal((512, 16)).astype(np.float32)
+    eager = api.launch(_nested, [a])
+    program = api.trace(_nested, [a])
+    made = []
+
+    class Counted(CallPlan):
+        __slots__ = ()
+
+        def __init__(self, *args):
+            made.append(args[0].fn)
+            super().__init__(*args)
+
+    monkeypatch.setattr(runner, "CallPlan", Counted)
+    done = api.execute(program, [a])
+    assert np.array_equal(done.outputs, eager.outputs) and done.latency_us() == eager.latency_us()
+    assert sorted(made) == ["nl.exp", "nl.load", "nl.store"]  # one plan each, re-bound at every entry of j

@@ -56,7 +56,7 @@ class CallPlan:
     the getters' path.  A tensor id with no tensor raises ``KeyError`` on the fast paths: ``missing`` turns it
     into the decoder's ``ProgramError`` (the executor asks when the call raised ``KeyError``)."""
 
-    __slots__ = ("fn", "lids", "bound", "args", "pids", "run", "dec", "entered")
+    __slots__ = ("fn", "lids", "bound", "args", "pids", "run", "dec", "entered", "rebinders")
 
     def __init__(self, ev: Call, dec: Decoder, fn: Callable[..., Any]) -> None:
         self.fn = fn  # the call's implementation (core.recording.CALLS)
@@ -74,6 +74,7 @@ class CallPlan:
         kparts = [(k, comp.value(v)) for k, v in ev.kwargs]
         self.lids = tuple(sorted(comp.lids))
         self.bound = tuple(dec.loops[lid] for lid in self.lids)
+        self.rebinders = comp.rebinders if not comp.fixed else None
         self.args: tuple | None = None
         fresh = [(k, p[1]) for k, p in kparts if not p[0]]  # keyword values made each run (an ``axis`` list)
         if all(c for c, _ in parts) and (not fresh or (len(lead) == 1 and not lead[0][1])):
@@ -92,6 +93,18 @@ class CallPlan:
         for lid, loop in zip(self.lids, self.bound):
             if loops.get(lid) is not loop:
                 return False
+        return True
+
+    def rebind(self, loops: dict[int, Loop]) -> bool:
+        """Bind the plan to the loops now running (a loop it names was entered again), when its only index
+        expressions are its accesses' keys: they are decoded again, as a new plan would decode them, without
+        compiling the rest of the call again (a body inside a loop of few iterations is re-bound at every entry
+        of that loop).  False: the plan holds index expressions elsewhere, and a new plan is needed."""
+        if self.rebinders is None or not all(lid in loops for lid in self.lids):
+            return False
+        for rebind in self.rebinders:
+            rebind()
+        self.bound = tuple(loops[lid] for lid in self.lids)
         return True
 
     def missing(self) -> None:
@@ -191,6 +204,10 @@ class _Compiler:
     def __init__(self, dec: Decoder) -> None:
         self.dec = dec
         self.lids: set[int] = set()
+        #: what binds the plan's accesses to the loops running now again (``CallPlan.rebind``), and how many index
+        #: expressions it holds elsewhere (an ``X`` argument, a mask, a dynamic offset), which only a new plan binds
+        self.rebinders: list[Callable[[], None]] = []
+        self.fixed = 0
 
     def tensor(self, pid: int, whole: bool = False) -> Getter:
         """The tensor id ``pid`` names at each run (``Decoder.tensor``: a ProgramError when nothing made it)."""
@@ -268,13 +285,35 @@ class _Compiler:
         return lambda: p() | q()
 
     def affine(self, x: dict) -> Affine:
+        self.fixed += 1
+        self._note(x)
+        return self.dec.affine(x)
+
+    def _note(self, x: dict) -> None:
+        """The loop ids an encoded index expression names."""
         self.lids.update(lid for lid, _ in x["t"])
         self.lids.update(x["loops"])
-        return self.dec.affine(x)
 
     def access(self, x: dict) -> Getter:
         if "W" in x:
             return self.tensor(x["W"], whole=True)
+        comps = x["c"]
+        if all(c[0] in ("slice", "int", "adv") for c in comps):  # a key of index expressions only: rebindable
+            affine = self.dec.affine
+            for c in comps:
+                self._note(c[1])
+                if c[0] == "slice":
+                    self._note(c[2])
+
+            def key_now() -> tuple:
+                """The key with its index expressions bound to the loops running now."""
+                return tuple([slice(affine(c[1]), affine(c[2]), c[3]) if c[0] == "slice" else affine(c[1])
+                              for c in comps])
+
+            cell = [key_now()]
+            self.rebinders.append(lambda: cell.__setitem__(0, key_now()))
+            tensor = self.tensor(x["A"])
+            return lambda: Access(tensor(), cell[0])
         parts: list[Part] = []
         for comp in x["c"]:
             kind = comp[0]

@@ -134,9 +134,9 @@ class Runner:
         return plan
 
     def _bound(self, plan: CallPlan, loops: dict[int, Loop]) -> bool:
-        """Whether ``plan``'s loops are still bound (``CallPlan.valid``), noting that they were at this count of
-        loops entered."""
-        if plan.valid(loops):
+        """Whether ``plan`` is bound to the loops running now: still (``CallPlan.valid``), or again
+        (``CallPlan.rebind``); it notes the count of loops entered it was found bound at."""
+        if plan.valid(loops) or plan.rebind(loops):
             plan.entered = self.entered
             return True
         return False
