@@ -157,6 +157,19 @@ def test_a_plan_whose_index_expressions_are_its_accesses_rebinds_to_a_loop_enter
     assert got.np_index() == want.np_index() == (slice(128, 256, 1), 3)
 
 
+def test_a_mask_predicate_rebinds_too():
+    dec, loops = _loop_setup()
+    mask = {"M": ["cmp", "<", _x(0, [(0, 128)]), _x(100)]}
+    plan = CallPlan(Call("f", (ACCESS,), (("mask", mask),), (), ("x", 1)), dec, lambda a, mask: mask)
+    assert plan.run().value  # iteration 0: 0 < 100
+    loops[0] = Loop("affine", 0, 2, 1)
+    loops[0].current = 1
+    assert plan.rebind(loops)
+    got, want = plan.run(), dec.value(mask)
+    assert got.value == want.value and not got.value  # iteration 1: 128 < 100 no longer holds
+    assert got.loops == want.loops == frozenset([loops[0]])
+
+
 def test_a_plan_with_index_expressions_elsewhere_is_made_again():
     dec, loops = _loop_setup()
     plan = CallPlan(Call("f", (ACCESS, _x(5, [(0, 2)])), (), (), ("x", 1)), dec, lambda *a: a)

@@ -97,7 +97,7 @@ class CallPlan:
 
     def rebind(self, loops: dict[int, Loop]) -> bool:
         """Bind the plan to the loops now running (a loop it names was entered again), when its only index
-        expressions are its accesses' keys: they are decoded again, as a new plan would decode them, without
+        expressions are its accesses' keys and mask predicates: they are decoded again, as a new plan would, without
         compiling the rest of the call again (a body inside a loop of few iterations is re-bound at every entry
         of that loop).  False: the plan holds index expressions elsewhere, and a new plan is needed."""
         if self.rebinders is None or not all(lid in loops for lid in self.lids):
@@ -204,8 +204,9 @@ class _Compiler:
     def __init__(self, dec: Decoder) -> None:
         self.dec = dec
         self.lids: set[int] = set()
-        #: what binds the plan's accesses to the loops running now again (``CallPlan.rebind``), and how many index
-        #: expressions it holds elsewhere (an ``X`` argument, a mask, a dynamic offset), which only a new plan binds
+        #: what binds the plan's accesses and mask predicates to the loops running now again (``CallPlan.rebind``),
+        #: and how many index expressions it holds elsewhere (an ``X`` argument, ``nl.ds``, a dynamic offset), which
+        #: only a new plan binds
         self.rebinders: list[Callable[[], None]] = []
         self.fixed = 0
 
@@ -273,9 +274,17 @@ class _Compiler:
     def mask(self, m: list) -> Getter:
         """A symbolic predicate: its index expressions decoded once, compared at every run's iterations."""
         kind = m[0]
-        if kind == "cmp":
-            cmp, a, b = COMPARE[m[1]], self.affine(m[2]), self.affine(m[3])
-            return lambda: cmp(a, b)
+        if kind == "cmp":  # (its index expressions in a cell, re-bound as an access's key is)
+            cmp, affine, lhs, rhs = COMPARE[m[1]], self.dec.affine, m[2], m[3]
+            self._note(lhs)
+            self._note(rhs)
+            cell = [affine(lhs), affine(rhs)]
+
+            def rebind() -> None:
+                cell[:] = affine(lhs), affine(rhs)
+
+            self.rebinders.append(rebind)
+            return lambda: cmp(cell[0], cell[1])
         if kind == "not":
             sub = _getter(self.value(m[1]))
             return lambda: ~sub()
