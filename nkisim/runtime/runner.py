@@ -147,7 +147,11 @@ class Runner:
         self.at(ev.loc)
         try:
             args = ev.args if ev.fn != _ASSIGN else self._last_use(ev, at).args
-            result = CALLS[ev.fn](*[dec.value(a) for a in args], **{k: dec.value(v) for k, v in ev.kwargs})
+            value, kwargs = dec.value, ev.kwargs
+            if kwargs:
+                result = CALLS[ev.fn](*[value(a) for a in args], **{k: value(v) for k, v in kwargs})
+            else:
+                result = CALLS[ev.fn](*[value(a) for a in args])
         except Exception as err:
             self._failed(ev, err)
         out = ev.out
