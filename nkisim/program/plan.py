@@ -11,8 +11,10 @@ So a ``CallPlan`` keeps every part that depends only on the encoded text and the
 per run only what must be fresh: tensors are looked up by id, ``Access`` objects are made again (they cache
 their NumPy index and trace box for the iteration they were made in), and mutable values (lists, dicts,
 array copies, buffers with an allocation, masks, dynamic indices) are new objects as the decoder makes them.
-A plan holds the ``Loop`` objects its index expressions were bound to and is rebuilt when any of them is no
-longer the one bound to its id.  Values and errors are the decoder's: every kind mirrors ``Decoder.value``.
+A plan holds the ``Loop`` objects its index expressions were bound to; when any of them is no longer the one
+bound to its id, the index expressions of its accesses and masks are decoded again in place (``rebind``), and a
+plan holding index expressions anywhere else is made again.  Values and errors are the decoder's: every kind
+mirrors ``Decoder.value``.
 """
 
 from __future__ import annotations
