@@ -87,6 +87,11 @@ def matmul_case(rng: np.random.Generator) -> list[Row]:
           f"1,024 tile products alone, in plain NumPy on that one thread, take {t_tiles * 1e3:.1f} ms "
           f"({t_tiles / t_np:.2f}x NumPy's whole-array time);")
     print(f"        simulator bookkeeping on top of them: {(t_sim - t_tiles) * 1e3:.1f} ms")
+    goal = EXEC_GOALS["matmul"]
+    print(f"        (b*)'s goal, {goal:.1f}x NumPy = {goal * t_np * 1e3:.0f} ms, is "
+          f"{'below' if t_tiles > goal * t_np else 'above'} those one-thread tile products alone "
+          f"({t_tiles / t_np:.2f}x), which the executor runs one after another as the eager launch does "
+          f"(docs/simulator.md, \"How fast it is\")")
     err = float(np.max(np.abs(out - ref)))
     t_exec, done = median_time(executor(kernels.matmul_tiled_kernel, [lhs_t, rhs]))
     return [("(b) tiled matmul 2048^3 fp32", t_sim, t_np, err, RATIO_TARGET),
@@ -129,6 +134,11 @@ def main() -> int:
     print(f"{'(c*) same, program executed':40s} {per_exec:9.1f}us {'':>10s} {'':>7s} "
           f"{EXEC_GOALS['instr_us']:5.0f}us {verdict(per_exec, EXEC_GOALS['instr_us']):>6s}   "
           f"({n_instr} instructions in {t_exec * 1e3:.1f} ms)")
+    a = rng.standard_normal((kernels.NESTED_OUTER * 128, kernels.NESTED_INNER * 4), dtype=np.float32)
+    t_nest, _ = median_time(executor(kernels.nested_ops_kernel, [a]), repeats=max(REPEATS, 7))
+    n_nest = 4 * kernels.NESTED_OUTER * kernels.NESTED_INNER
+    print(f"{'(d*) nested loops, inner trip 2, executed':40s} {t_nest / n_nest * 1e6:9.1f}us {'':>10s} {'':>7s} "
+          f"{'-':>7s} {'info':>6s}   ({n_nest} instructions in {t_nest * 1e3:.1f} ms)")
     print("(*) rows: the kernel traced once (nkisim.api.trace), then its instruction program executed on the same "
           "inputs (nkisim.api.execute), validation included; goals of the executor, issue 11")
     return 0

@@ -65,3 +65,20 @@ def tiny_ops_kernel(a, b):
         acc[...] = nl.add(acc, c)
     nl.store(out, value=acc)
     return out
+
+
+#: Outer and inner trip counts of ``nested_ops_kernel``: an inner loop of few iterations, entered again and again.
+NESTED_OUTER, NESTED_INNER = 256, 2
+
+
+@nki.jit
+def nested_ops_kernel(a):
+    """Small tiles in a nested loop whose inner loop runs twice per entry: each entry of a loop binds the index
+    expressions of its body's accesses anew, which is bookkeeping per entry rather than per instruction."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(NESTED_OUTER):
+        for j in nl.affine_range(NESTED_INNER):
+            x = nl.load(a[i * 128:(i + 1) * 128, j * 4:(j + 1) * 4])
+            y = nl.exp(x)
+            nl.store(out[i * 128:(i + 1) * 128, j * 4:(j + 1) * 4], value=nl.add(y, x))
+    return out

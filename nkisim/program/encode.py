@@ -247,13 +247,18 @@ class Decoder:
         return t
 
     def value(self, x: Any) -> Any:  # noqa: C901 - one case per kind, mirroring Encoder.value
-        if x is None or isinstance(x, (bool, int, float, str)):
+        if x.__class__ is dict and x:  # (first: a call that runs once is decoded here, operand by operand)
+            key = next(iter(x))
+            first = x[key]
+        elif x is None or isinstance(x, (bool, int, float, str)):
             return x
-        if isinstance(x, list):
+        elif isinstance(x, list):
             return [self.value(v) for v in x]
-        (key, first), = list(x.items())[:1]
+        else:
+            (key, first), = list(x.items())[:1]
         if key == "T":
-            return self.tensor(first)
+            t = self.tensors.get(first)
+            return t if t is not None else self.tensor(first)
         if key == "A":
             return self.access(x)
         if key == "W":

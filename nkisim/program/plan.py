@@ -11,12 +11,16 @@ So a ``CallPlan`` keeps every part that depends only on the encoded text and the
 per run only what must be fresh: tensors are looked up by id, ``Access`` objects are made again (they cache
 their NumPy index and trace box for the iteration they were made in), and mutable values (lists, dicts,
 array copies, buffers with an allocation, masks, dynamic indices) are new objects as the decoder makes them.
-A plan holds the ``Loop`` objects its index expressions were bound to and is rebuilt when any of them is no
-longer the one bound to its id.  Values and errors are the decoder's: every kind mirrors ``Decoder.value``.
+A plan holds the ``Loop`` objects its index expressions were bound to; when any of them is no longer the one
+bound to its id, the index expressions of its accesses and masks are decoded again in place (``rebind``), and a
+plan holding index expressions anywhere else is made again.  Values and errors are the decoder's: every kind
+mirrors ``Decoder.value``.
 """
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -43,30 +47,48 @@ class CallPlan:
     """One call's operands, decoded against the loops bound when it was made (see the module docstring).
 
     ``lids``/``bound``: the loop ids its index expressions name and the ``Loop`` objects they were bound to;
-    ``args``: the positional arguments when all are constant, else None and ``arg_getters`` builds them;
-    ``kwargs``: likewise (``kw_getters``), an empty dict when the call has none."""
+    ``args``: the positional arguments when all are constant, else None; ``pids``: the tensor ids its leading
+    tensor operands name; ``run()``: the call with this run's operands.
 
-    __slots__ = ("fn", "lids", "bound", "args", "arg_getters", "kwargs", "kw_getters")
+    ``run`` is built for the call's shape, because it is the executor's cost per instruction on top of the op's
+    own: most calls are leading tile operands (``{"T": id}`` or ``{"W": id}``) followed by constants, so those
+    look their tensors up straight from the executor's dict (``operator.itemgetter`` for several) and pass the
+    constants as they are, with no getter called per operand; a call without tile operands is a
+    ``functools.partial`` of its implementation.  Any other operand (an access, a mask, a mutable value) takes
+    the getters' path.  A tensor id with no tensor raises ``KeyError`` on the fast paths: ``missing`` turns it
+    into the decoder's ``ProgramError`` (the executor asks when the call raised ``KeyError``)."""
+
+    __slots__ = ("fn", "lids", "bound", "args", "pids", "run", "dec", "entered", "rebinders")
 
     def __init__(self, ev: Call, dec: Decoder, fn: Callable[..., Any]) -> None:
         self.fn = fn  # the call's implementation (core.recording.CALLS)
+        self.dec = dec
+        self.entered = -1  # the runner's count of loops entered when ``bound`` was last found valid (runner.Runner)
         comp = _Compiler(dec)
-        parts = [comp.value(a) for a in ev.args]
-        if all(c for c, _ in parts):
-            self.args: tuple | None = tuple(v for _, v in parts)
-            self.arg_getters: list[Getter] = []
-        else:
-            self.args = None
-            self.arg_getters = [_getter(p) for p in parts]
+        lead = []  # the leading tile operands: (tensor id, whole access)
+        for a in ev.args:
+            tid = _tile_operand(a)
+            if tid is None:
+                break
+            lead.append(tid)
+        self.pids = tuple(pid for pid, _ in lead)
+        parts = [comp.value(a) for a in ev.args[len(lead):]]
         kparts = [(k, comp.value(v)) for k, v in ev.kwargs]
-        if all(p[0] for _, p in kparts):
-            self.kwargs: dict[str, Any] | None = {k: p[1] for k, p in kparts}
-            self.kw_getters: list[tuple[str, Getter]] = []
-        else:
-            self.kwargs = None
-            self.kw_getters = [(k, _getter(p)) for k, p in kparts]
         self.lids = tuple(sorted(comp.lids))
         self.bound = tuple(dec.loops[lid] for lid in self.lids)
+        self.rebinders = comp.rebinders if not comp.fixed else None
+        self.args: tuple | None = None
+        fresh = [(k, p[1]) for k, p in kparts if not p[0]]  # keyword values made each run (an ``axis`` list)
+        if all(c for c, _ in parts) and (not fresh or (len(lead) == 1 and not lead[0][1])):
+            tail = tuple(v for _, v in parts)
+            kwargs = {k: p[1] for k, p in kparts if p[0]}
+            if not lead:
+                self.args = tail
+            self.run: Callable[[], Any] = _leading(fn, dec.tensors, lead, tail, kwargs) if not fresh else \
+                _one_tile_fresh(fn, dec.tensors, lead[0][0], tail, kwargs, fresh)
+        else:
+            self.run = _general(fn, [comp.tensor(pid, whole) for pid, whole in lead] + [_getter(p) for p in parts],
+                                [(k, _getter(p)) for k, p in kparts])
 
     def valid(self, loops: dict[int, Loop]) -> bool:
         """Every loop the plan's index expressions name is still the one bound to its id."""
@@ -75,15 +97,107 @@ class CallPlan:
                 return False
         return True
 
-    def run(self) -> Any:
-        """The call, with this run's operands."""
-        args = self.args
-        if args is None:
-            args = [g() for g in self.arg_getters]
-        kwargs = self.kwargs
-        if kwargs is None:
-            kwargs = {k: g() for k, g in self.kw_getters}
-        return self.fn(*args, **kwargs) if kwargs else self.fn(*args)
+    def rebind(self, loops: dict[int, Loop]) -> bool:
+        """Bind the plan to the loops now running (a loop it names was entered again), when its only index
+        expressions are its accesses' keys and mask predicates: they are decoded again, as a new plan would, without
+        compiling the rest of the call again (a body inside a loop of few iterations is re-bound at every entry
+        of that loop).  False: the plan holds index expressions elsewhere, and a new plan is needed."""
+        if self.rebinders is None or not all(lid in loops for lid in self.lids):
+            return False
+        for rebind in self.rebinders:
+            rebind()
+        self.bound = tuple(loops[lid] for lid in self.lids)
+        return True
+
+    def missing(self) -> None:
+        """The decoder's ``ProgramError`` for the first tensor id this call names that no call has made, if any."""
+        for pid in self.pids:
+            self.dec.tensor(pid)
+
+
+def _tile_operand(x: Any) -> tuple[int, bool] | None:
+    """``(id, whole)`` of ``{"T": id}`` (the tensor) or ``{"W": id}`` (its whole access), else None."""
+    if type(x) is dict and len(x) == 1:
+        (key, pid), = x.items()
+        if (key == "T" or key == "W") and type(pid) is int:
+            return pid, key == "W"
+    return None
+
+
+def _leading(fn: Callable[..., Any], tensors: dict[int, Any], lead: list[tuple[int, bool]], tail: tuple,
+             kwargs: dict[str, Any]) -> Callable[[], Any]:
+    """``fn(<the lead tiles>, *tail, **kwargs)`` with the tiles looked up at each run (see ``CallPlan``)."""
+    if not lead:
+        return functools.partial(fn, *tail, **kwargs)
+    whole = Access.whole  # what ``Tensor.full`` is
+    direct = None if kwargs else _direct(fn, tensors, lead, tail, whole)
+    if direct is not None:
+        return direct
+    if len(lead) == 1:
+        (p, w), = lead
+        if w:
+            return lambda: fn(whole(tensors[p]), *tail, **kwargs)
+        if kwargs:
+            return lambda: fn(tensors[p], *tail, **kwargs)
+        return lambda: fn(tensors[p], *tail)
+    if not any(w for _, w in lead):
+        get = operator.itemgetter(*[p for p, _ in lead])
+        if kwargs:
+            return lambda: fn(*get(tensors), *tail, **kwargs)
+        return lambda: fn(*get(tensors), *tail)
+    if len(lead) == 2:
+        (p, w), (q, v) = lead
+        if w and v:
+            return lambda: fn(whole(tensors[p]), whole(tensors[q]), *tail, **kwargs)
+        if w:
+            return lambda: fn(whole(tensors[p]), tensors[q], *tail, **kwargs)
+        return lambda: fn(tensors[p], whole(tensors[q]), *tail, **kwargs)
+    return lambda: fn(*[whole(tensors[p]) if w else tensors[p] for p, w in lead], *tail, **kwargs)
+
+
+def _direct(fn: Callable[..., Any], tensors: dict[int, Any], lead: list[tuple[int, bool]], tail: tuple,
+            whole: Callable[[Any], Any]) -> Callable[[], Any] | None:
+    """The commonest shapes of call without keywords as plain calls: a call that unpacks ``*args`` takes
+    CPython's slow path, about 0.1 us more per instruction.  None for any other shape."""
+    shape = (tuple(w for _, w in lead), len(tail))
+    if shape == ((False,), 0):  # nl.exp(t), nl.copy(t)
+        (p, _), = lead
+        return lambda: fn(tensors[p])
+    if shape == ((False,), 1):  # nl.multiply(t, 0.5)
+        (p, _), = lead
+        c, = tail
+        return lambda: fn(tensors[p], c)
+    if shape == ((False, False), 0):  # nl.add(t, u)
+        (p, _), (q, _) = lead
+        return lambda: fn(tensors[p], tensors[q])
+    if shape == ((False, False), 2):  # t * u (tile.binary)
+        (p, _), (q, _) = lead
+        c, d = tail
+        return lambda: fn(tensors[p], tensors[q], c, d)
+    if shape == ((True, False), 1):  # t[...] = u (tile.assign), t[...] += u (tile.accumulate)
+        (p, _), (q, _) = lead
+        c, = tail
+        return lambda: fn(whole(tensors[p]), tensors[q], c)
+    return None
+
+
+def _one_tile_fresh(fn: Callable[..., Any], tensors: dict[int, Any], pid: int, tail: tuple, kwargs: dict[str, Any],
+                    fresh: list[tuple[str, Getter]]) -> Callable[[], Any]:
+    """``fn(tensor, *tail, **kwargs)`` with keyword values made anew each run (``nl.max(t, axis=[1])``: a
+    reduction of one tile, the commonest call whose operands are not all constant)."""
+    def run() -> Any:
+        kw = kwargs.copy()
+        for k, g in fresh:
+            kw[k] = g()
+        return fn(tensors[pid], *tail, **kw)
+    return run
+
+
+def _general(fn: Callable[..., Any], getters: list[Getter], kw_getters: list[tuple[str, Getter]]) -> Callable[[], Any]:
+    """``fn`` with every operand built by its getter at each run."""
+    if kw_getters:
+        return lambda: fn(*[g() for g in getters], **{k: g() for k, g in kw_getters})
+    return lambda: fn(*[g() for g in getters])
 
 
 class _Compiler:
@@ -92,6 +206,11 @@ class _Compiler:
     def __init__(self, dec: Decoder) -> None:
         self.dec = dec
         self.lids: set[int] = set()
+        #: what binds the plan's accesses and mask predicates to the loops running now again (``CallPlan.rebind``),
+        #: and how many index expressions it holds elsewhere (an ``X`` argument, ``nl.ds``, a dynamic offset), which
+        #: only a new plan binds
+        self.rebinders: list[Callable[[], None]] = []
+        self.fixed = 0
 
     def tensor(self, pid: int, whole: bool = False) -> Getter:
         """The tensor id ``pid`` names at each run (``Decoder.tensor``: a ProgramError when nothing made it)."""
@@ -109,7 +228,10 @@ class _Compiler:
         if x is None or isinstance(x, (bool, int, float, str)):
             return True, x
         if isinstance(x, list):
-            getters = [_getter(self.value(v)) for v in x]
+            parts = [self.value(v) for v in x]
+            if all(c for c, _ in parts):  # a fresh list each run, of values shared as the decoder's would be
+                return False, functools.partial(list, tuple(v for _, v in parts))
+            getters = [_getter(p) for p in parts]
             return False, lambda: [g() for g in getters]
         (key, first), = list(x.items())[:1]
         dec = self.dec
@@ -154,9 +276,17 @@ class _Compiler:
     def mask(self, m: list) -> Getter:
         """A symbolic predicate: its index expressions decoded once, compared at every run's iterations."""
         kind = m[0]
-        if kind == "cmp":
-            cmp, a, b = COMPARE[m[1]], self.affine(m[2]), self.affine(m[3])
-            return lambda: cmp(a, b)
+        if kind == "cmp":  # (its index expressions in a cell, re-bound as an access's key is)
+            cmp, affine, lhs, rhs = COMPARE[m[1]], self.dec.affine, m[2], m[3]
+            self._note(lhs)
+            self._note(rhs)
+            cell = [affine(lhs), affine(rhs)]
+
+            def rebind() -> None:
+                cell[:] = affine(lhs), affine(rhs)
+
+            self.rebinders.append(rebind)
+            return lambda: cmp(cell[0], cell[1])
         if kind == "not":
             sub = _getter(self.value(m[1]))
             return lambda: ~sub()
@@ -166,13 +296,35 @@ class _Compiler:
         return lambda: p() | q()
 
     def affine(self, x: dict) -> Affine:
+        self.fixed += 1
+        self._note(x)
+        return self.dec.affine(x)
+
+    def _note(self, x: dict) -> None:
+        """The loop ids an encoded index expression names."""
         self.lids.update(lid for lid, _ in x["t"])
         self.lids.update(x["loops"])
-        return self.dec.affine(x)
 
     def access(self, x: dict) -> Getter:
         if "W" in x:
             return self.tensor(x["W"], whole=True)
+        comps = x["c"]
+        if all(c[0] in ("slice", "int", "adv") for c in comps):  # a key of index expressions only: rebindable
+            affine = self.dec.affine
+            for c in comps:
+                self._note(c[1])
+                if c[0] == "slice":
+                    self._note(c[2])
+
+            def key_now() -> tuple:
+                """The key with its index expressions bound to the loops running now."""
+                return tuple([slice(affine(c[1]), affine(c[2]), c[3]) if c[0] == "slice" else affine(c[1])
+                              for c in comps])
+
+            cell = [key_now()]
+            self.rebinders.append(lambda: cell.__setitem__(0, key_now()))
+            tensor = self.tensor(x["A"])
+            return lambda: Access(tensor(), cell[0])
         parts: list[Part] = []
         for comp in x["c"]:
             kind = comp[0]

@@ -35,84 +35,159 @@ class Runner:
         #: the events come from this very launch's trace, not from outside: an op's own exception (an
         #: IndexError of a dynamic index, say) is the kernel's, as it would be in the iteration traced
         self.traced_here = traced_here
-        #: event index -> its call's operands decoded once (``program.plan``), for calls in bodies traced once
-        self.plans: dict[int, CallPlan] = {}
+        #: event index -> its call's operands decoded once (``program.plan``), for calls in bodies traced once;
+        #: a list, as ``gone`` (``drops`` by event index), because the loop of a body reads both every event
+        self.plans: list[CallPlan | None] = [None] * len(events)
+        self.gone: list[tuple[int, ...] | None] = [drops.get(i) for i in range(len(events))] if drops else []
+        #: how many loops this runner has entered: while it stays the same, so do the loops every plan was bound
+        #: to (only a ``LoopEnter`` binds a loop id to a new ``Loop``), and plans need not check them again
+        self.entered = 0
 
     def run(self, lo: int, hi: int, planned: bool = False) -> None:
         """Events ``lo`` .. ``hi - 1``; ``planned``: they run again and again (a body traced once), so each call
         keeps its operands decoded (``program.plan``) instead of decoding them every time."""
-        events, ctx, dec, drops = self.events, self.ctx, self.dec, self.drops
-        tensors, loops = dec.tensors, dec.loops
-        call = self.call
+        if planned:
+            self._body(lo, hi)
+            return
+        events, gone = self.events, self.gone
+        tensors = self.dec.tensors
         i = lo
         while i < hi:
             ev = events[i]
-            cls = ev.__class__
-            if cls is Call:
-                call(ev, i, planned)
-            elif cls is LoopStep:
-                loopmod.step(ctx, loops[ev.loop], ev.value)
-            elif cls is LoopEnter:
-                loop = loops[ev.loop] = Loop(ev.kind, ev.start, ev.stop, ev.step)
-                loopmod.enter(ctx, loop)
-                if ev.once:
-                    end = self.ends[i]
-                    self.iterate(loop, range(ev.start, ev.stop, ev.step), i + 1, end)
-                    loopmod.leave(ctx, loop)
-                    i = end
-            elif cls is LoopLeave:
-                loopmod.leave(ctx, loops[ev.loop])
-            elif cls is Instance:
-                ctx.program, ctx.instance, ctx.core = ev.index, ev.number, ev.core
-            if drops:
-                gone = drops.get(i)
-                if gone:
-                    for pid in gone:
+            if ev.__class__ is Call:
+                self.call(ev, i)
+            else:
+                i = self._loop_event(ev, i)
+            if gone:
+                dropped = gone[i]
+                if dropped:
+                    for pid in dropped:
                         tensors.pop(pid, None)
             i += 1
 
+    def _body(self, lo: int, hi: int) -> None:
+        """``run(lo, hi, planned=True)``: the events of a body that runs again and again.  The executor's cost per
+        instruction is this loop's, so a call's plan is looked up, checked and run here rather than in ``call``,
+        and its common result (one tile) stored here; everything else goes through the same helpers as ``run``."""
+        events, plans, gone, at = self.events, self.plans, self.gone, self.at
+        tensors, loops = self.dec.tensors, self.dec.loops
+        i = lo
+        while i < hi:
+            ev = events[i]
+            if ev.__class__ is Call:
+                plan = plans[i]
+                if plan is None or (plan.lids and plan.entered != self.entered and not self._bound(plan, loops)):
+                    plan = self._plan(ev, i)
+                at(ev.loc)
+                try:
+                    result = plan.run()
+                except Exception as err:
+                    self._failed(ev, err, plan)
+                out = ev.out
+                if result.__class__ is Tensor and len(out) == 1:
+                    tensors[out[0]] = result
+                elif result is not None or out:  # (None from a call that makes nothing: t[...] = v)
+                    self._results(ev, result)
+            else:
+                i = self._loop_event(ev, i)
+            if gone:
+                dropped = gone[i]
+                if dropped:
+                    for pid in dropped:
+                        tensors.pop(pid, None)
+            i += 1
+
+    def _loop_event(self, ev: Any, i: int) -> int:
+        """A loop or instance event at index ``i``; returns the index of the last event it covered (a loop traced
+        once runs its whole body here)."""
+        ctx, loops = self.ctx, self.dec.loops
+        cls = ev.__class__
+        if cls is LoopStep:
+            loopmod.step(ctx, loops[ev.loop], ev.value)
+        elif cls is LoopEnter:
+            loop = loops[ev.loop] = Loop(ev.kind, ev.start, ev.stop, ev.step)
+            self.entered += 1
+            loopmod.enter(ctx, loop)
+            if ev.once:
+                end = self.ends[i]
+                self.iterate(loop, range(ev.start, ev.stop, ev.step), i + 1, end)
+                loopmod.leave(ctx, loop)
+                return end
+        elif cls is LoopLeave:
+            loopmod.leave(ctx, loops[ev.loop])
+        elif cls is Instance:
+            ctx.program, ctx.instance, ctx.core = ev.index, ev.number, ev.core
+        return i
+
     def iterate(self, loop: Loop, values: range, lo: int, hi: int) -> None:
         """The body ``lo`` .. ``hi - 1`` of a loop traced once, for each of ``values``."""
-        ctx, run = self.ctx, self.run
+        ctx, body = self.ctx, self._body
         for v in values:
             loopmod.step(ctx, loop, v)
-            run(lo, hi, True)
+            body(lo, hi)
 
-    def call(self, ev: Call, at: int, planned: bool = False) -> None:
-        """Event ``at``, a call; ``planned``: it runs again and again (its operands' ``CallPlan`` is kept while
-        the loops it names stay the same), else its operands are decoded once."""
+    def _plan(self, ev: Call, at: int) -> CallPlan:
+        """A new plan for event ``at`` (its first run, or a loop it names was entered again)."""
+        plan = CallPlan(ev if ev.fn != _ASSIGN else self._last_use(ev, at), self.dec, CALLS[ev.fn])
+        plan.entered = self.entered
+        self.plans[at] = plan
+        return plan
+
+    def _bound(self, plan: CallPlan, loops: dict[int, Loop]) -> bool:
+        """Whether ``plan`` is bound to the loops running now: still (``CallPlan.valid``), or again
+        (``CallPlan.rebind``); it notes the count of loops entered it was found bound at."""
+        if plan.valid(loops) or plan.rebind(loops):
+            plan.entered = self.entered
+            return True
+        return False
+
+    def call(self, ev: Call, at: int) -> None:
+        """Event ``at``, a call that runs once: its operands are decoded as they are."""
         dec = self.dec
         self.at(ev.loc)
         try:
-            if not planned:
-                args = ev.args if ev.fn != _ASSIGN else self._last_use(ev, at).args
-                result = CALLS[ev.fn](*[dec.value(a) for a in args], **{k: dec.value(v) for k, v in ev.kwargs})
+            args = ev.args if ev.fn != _ASSIGN else self._last_use(ev, at).args
+            value, kwargs = dec.value, ev.kwargs
+            if kwargs:
+                result = CALLS[ev.fn](*[value(a) for a in args], **{k: value(v) for k, v in kwargs})
             else:
-                plan = self.plans.get(at)
-                if plan is None or (plan.lids and not plan.valid(dec.loops)):
-                    fn = CALLS[ev.fn]
-                    plan = self.plans[at] = CallPlan(ev if ev.fn != _ASSIGN else self._last_use(ev, at), dec, fn)
-                result = plan.run()
-        except ProgramError:
-            raise
-        except (NKIError, MemoryError) as err:  # the compiler's error, or the run's own limit
-            if getattr(err, "nki_location", None) is None:
-                err.nki_location = ev.loc  # type: ignore[union-attr]
-            raise
-        except Exception as err:  # only a program no trace made gets here, or the kernel's own failure
-            if self.traced_here:
-                raise
-            raise ProgramError(f"invalid program: {ev.fn} at line {ev.loc[1]} failed: "
-                               f"{type(err).__name__}: {err}") from None
+                result = CALLS[ev.fn](*[value(a) for a in args])
+        except Exception as err:
+            self._failed(ev, err)
         out = ev.out
         if result.__class__ is Tensor and len(out) == 1:  # (the common case: one tile made)
             dec.tensors[out[0]] = result
             return
+        self._results(ev, result)
+
+    def _failed(self, ev: Call, err: Exception, plan: CallPlan | None = None) -> None:
+        """Raises what a call's exception ``err`` means (called in its ``except`` clause): a program's error as it
+        is, the compiler's error at the call's line, any other exception a ``ProgramError`` unless the events were
+        traced in this very launch.  A ``KeyError`` of a plan that names a tensor nothing made is that error."""
+        if isinstance(err, ProgramError):
+            raise
+        if isinstance(err, KeyError) and plan is not None:
+            try:
+                plan.missing()
+            except ProgramError as missing:
+                raise missing from None
+        if isinstance(err, (NKIError, MemoryError)):  # the compiler's error, or the run's own limit
+            if getattr(err, "nki_location", None) is None:
+                err.nki_location = ev.loc  # type: ignore[union-attr]
+            raise
+        if self.traced_here:
+            raise
+        raise ProgramError(f"invalid program: {ev.fn} at line {ev.loc[1]} failed: "
+                           f"{type(err).__name__}: {err}") from None
+
+    def _results(self, ev: Call, result: Any) -> None:
+        """The tensors of a call's result bound to the ids the program gives them (the call made as many)."""
+        out = ev.out
         made = [] if result is None else result_tensors(result)
         if len(made) != len(out):
             raise ProgramError(f"call {ev.fn} at line {ev.loc[1]} made {len(made)} tensors, the program "
                                f"says {len(out)}")
-        tensors = dec.tensors
+        tensors = self.dec.tensors
         for pid, t in zip(out, made):
             tensors[pid] = t
 
