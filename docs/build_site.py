@@ -315,6 +315,9 @@ def api_page() -> Page:
     """The names each NKI module has on the simulator, with the first line of each docstring."""
     import importlib
 
+    from nkisim import api
+
+    issued = {c.call: c.instructions for c in api.calls()}  # the op registry: what each call issues
     intro, _ = markdown_html(API_INTRO)
     parts = [intro]
     for heading, module_name, how in API_MODULES:
@@ -324,20 +327,34 @@ def api_page() -> Page:
             obj = getattr(module, name)
             if inspect.ismodule(obj) or name in {"annotations", "Any"}:
                 continue
-            rows.append(f'<tr id="{heading}.{name}"><td><code>{heading}.{html.escape(name)}</code></td>'
-                        f"<td>{html.escape(_summary(obj, f'{heading}.{name}'))}</td></tr>")
+            qualified = f"{heading}.{name}"
+            rows.append(f'<tr id="{qualified}"><td><code>{heading}.{html.escape(name)}</code></td>'
+                        f"<td>{html.escape(_summary(obj, qualified))}</td>"
+                        f"<td>{html.escape(_issues(issued.get(qualified)))}</td></tr>")
         parts.append(f'<h2 id="{heading}">{heading}<a class="anchor" href="#{heading}">#</a></h2>'
-                     f"<p><code>{how}</code></p><table><tbody>{''.join(rows)}</tbody></table>")
+                     f"<p><code>{how}</code></p><table><thead><tr><th>name</th><th>what it does</th>"
+                     f"<th>instructions it issues (engine)</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
     return Page("api.html", "API on the simulator", "Reference", "".join(parts), "nkisim/frontend/")
 
 
 API_INTRO = """# API on the simulator
 
 The names `neuronxcc.nki`, `neuronxcc.nki.language` and `neuronxcc.nki.isa` have when your kernel runs
-on nkisim, generated from the simulator itself. The legacy `neuronxcc.nki` dialect is the one of the
+on nkisim, generated from the simulator itself. For each NKI call the last column says which instructions
+it may issue and on which engine (from the simulator's op registry): that is what the cost model charges
+for it. The legacy `neuronxcc.nki` dialect is the one of the
 NKI tutorials up to SDK 2.27 and of Stanford CS149's Trainium assignments; see the
 [simulator guide](simulator.md) for what each supports and what it does not do yet.
 """
+
+
+def _issues(instructions: tuple | None) -> str:
+    """The instructions an NKI call may issue, with their engines; empty for names that are not calls."""
+    if instructions is None:
+        return ""
+    if not instructions:
+        return "none (a view, an allocation or trace-time state)"
+    return ", ".join(f"{i.kind} ({i.engine})" for i in instructions)
 
 
 def _summary(obj: object, qualified: str) -> str:

@@ -24,6 +24,7 @@ from nkisim.cost.model import estimate as _estimate
 from nkisim.cost.report import Profile
 from nkisim.frontend import isa as _isa  # noqa: F401  (registers the nisa.* calls a program may name)
 from nkisim.frontend import language as _language  # noqa: F401  (and the nl.* calls)
+from nkisim.ops.registry import OPS as _OPS
 from nkisim.program.ir import Program, ProgramError  # noqa: F401
 from nkisim.program.ir import from_json as _from_json
 from nkisim.program.validate import validate as _validate
@@ -155,6 +156,35 @@ def estimate(program: Program, *, target: str | None = None) -> Estimate:
     program alone: it runs without values on inputs of its declared shapes and dtypes."""
     placeholders = [Placeholder(i.shape, i.dtype, i.mutable) for i in program.inputs]
     return execute(program, placeholders, target=target, numerics=False).estimate()
+
+
+#: an engine's name in the hardware documentation
+ENGINE_NAMES = {"pe": "TensorE", "act": "ScalarE", "dve": "VectorE", "pool": "GpSimd", "dma": "DMA"}
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """An instruction kind an NKI call may issue, and the engine it runs on unless the call names another."""
+
+    kind: str
+    engine: str  # "TensorE", "ScalarE", "VectorE", "GpSimd" or "DMA"
+
+
+@dataclass(frozen=True)
+class CallInfo:
+    """What the op registry says about one NKI call (``nl.add``, ``nisa.tensor_tensor``, ``tile.binary``)."""
+
+    call: str
+    instructions: tuple[Instruction, ...]  # empty for views and allocations
+    spaces: tuple[str, ...]  # address spaces its tile operands may live in
+    doc: str
+
+
+def calls() -> list[CallInfo]:
+    """Every NKI call a kernel can make, from the op registry (for tools and the docs' API page)."""
+    return [CallInfo(e.call, tuple(Instruction(k.name, ENGINE_NAMES[k.engine]) for k in e.emits),
+                     tuple(e.spaces.split("|")), e.doc)
+            for e in sorted(_OPS.values(), key=lambda e: e.call)]
 
 
 def program_from_json(text: str | bytes) -> Program:

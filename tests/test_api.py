@@ -63,3 +63,20 @@ def test_a_program_is_estimated_for_the_target_it_was_traced_for():
     trn1 = api.estimate(api.trace(matmul.nki_matmul_tiled_, args, target="trn1"))
     assert trn1.target == "trn1"
     assert trn1.total_us == api.launch(matmul.nki_matmul_tiled_, args, target="trn1").latency_us()
+
+
+def test_calls_lists_every_nki_call_with_what_it_issues():
+    """``api.calls()`` is the op registry as tools see it: every call a program may name, each with the
+    instructions it may issue and their engines (the docs' API page is built from it)."""
+    import neuronxcc.nki.isa as nisa
+    import neuronxcc.nki.language as nl
+
+    infos = {c.call: c for c in api.calls()}
+    assert {f"nl.{n}" for n in ("load", "store", "add", "exp", "matmul", "ndarray")} <= set(infos)
+    assert {f"nisa.{n}" for n in ("nc_matmul", "activation", "tensor_tensor", "iota")} <= set(infos)
+    assert all(callable(getattr(nl if c.startswith("nl.") else nisa, c.split(".", 1)[1]))
+               for c in infos if not c.startswith("tile."))
+    assert infos["nisa.nc_matmul"].instructions[0] == api.Instruction("nc_matmul", "TensorE")
+    assert [i.engine for i in infos["nl.exp"].instructions] == ["ScalarE"]
+    assert [i.engine for i in infos["nl.load"].instructions] == ["DMA"] and infos["nl.load"].spaces == ("hbm",)
+    assert infos["nl.ndarray"].instructions == () and all(c.doc for c in infos.values())

@@ -246,8 +246,16 @@ def test_api_page_covers_the_core_api(site):
     for name in ("nki.jit", "nki.benchmark", "nl.load", "nl.store", "nl.matmul", "nl.affine_range", "nl.arange",
                  "nl.exp", "nisa.nc_matmul", "nisa.activation", "nisa.bn_stats"):
         assert name in page.ids, name
-        summary = re.search(rf'<tr id="{re.escape(name)}"><td>.*?</td><td>(.*?)</td></tr>', text).group(1)
+        summary = re.search(rf'<tr id="{re.escape(name)}"><td>.*?</td><td>(.*?)</td><td>', text).group(1)
         assert summary and summary not in ("function", "class"), (name, summary)
+    # the engine column comes from the op registry: what each call may issue, on which engine
+    for name, issues in (("nisa.nc_matmul", "nc_matmul (TensorE)"), ("nl.exp", "activation (ScalarE)"),
+                         ("nl.load", "load (DMA)"), ("nisa.iota", "iota (GpSimd)"),
+                         ("nl.ndarray", "none (a view, an allocation")):
+        row = re.search(rf'<tr id="{re.escape(name)}">.*?</tr>', text).group(0)
+        assert issues in row, (name, row)
+    arange = re.search(r'<tr id="nl.arange">.*?</tr>', text).group(0)  # an index expression, not a call
+    assert arange.endswith("<td></td></tr>"), arange
 
 
 # ------------------------------------------------------------------------------------------------
