@@ -21,7 +21,8 @@ from nkisim.core.tensor import Tensor
 from nkisim.core.whole import whole_parts_of_shape
 from nkisim.cost.instructions import Instruction
 from nkisim.cost.trace import Instr, Region, buffer_info, dma_run
-from nkisim.ops.registry import spaces_of
+from nkisim.ops.registry import ON_CHIP_SPACES, spaces_of
+from nkisim.ops.registry import SPACES as _SPACES
 
 #: "psum|sbuf" -> ["psum", "sbuf"], split once per spelling.
 _ALLOWED: dict[str, list[str]] = {}
@@ -71,7 +72,7 @@ def one_operand(name: str, pname: str, value: Any, ctx: KernelContext | None = N
                 spaces: str | None = None) -> Access | Tensor:
     """``operands(name, spaces, pname=value)[pname]`` for the common one-tile case, without the dicts
     (and, like ``operand``, without an Access for a whole tensor)."""
-    allowed = _split_spaces(spaces) if spaces else spaces_of(name)
+    allowed = _split_spaces(spaces) if spaces else (_SPACES.get(name) or ON_CHIP_SPACES)
     acc = operand(name, pname, value, allowed, ctx)
     s = acc.shape
     if s and s[0] > PMAX:
@@ -83,7 +84,7 @@ def two_operands(name: str, xname: str, x: Any, yname: str, y: Any,
                  ctx: KernelContext | None = None) -> tuple[Access | Tensor, Access | Tensor]:
     """``operands(name, xname=x, yname=y)`` for the common two-tile case, without the dicts
     (and, like ``operand``, without an Access for a whole tensor)."""
-    allowed = spaces_of(name)
+    allowed = _SPACES.get(name) or ON_CHIP_SPACES  # (registry.spaces_of, inline: once per instruction)
     xa = operand(name, xname, x, allowed, ctx)
     ya = operand(name, yname, y, allowed, ctx)
     xs, ys = xa.shape, ya.shape
@@ -326,10 +327,11 @@ def emit(ctx: KernelContext, kind: Instruction, engine: str | None = None, reads
             box = a.box
             recs += (a.shape, t.trace_facts or _access_facts(a), t.uid, box if box is not None else region(a)[2])
     state = ctx.loop_state
-    instr = Instr(kind, engine or kind.engine, p, n, dtypes, nbytes, reads=None, writes=None, loc=user_location(3),
-                  acc=acc, extra=extra, instance=ctx.instance,
-                  loops=state if state is not None else ctx.current_loop_state(), core=ctx.core, recs=recs,
-                  nr=len(reads))
+    # positional (once per instruction): kind, engine, p, n, dtypes, nbytes, reads, writes (from recs), loc, acc,
+    # extra, instance, loops, bufs, core, run, recs, number of reads
+    instr = Instr(kind, engine or kind.engine, p, n, dtypes, nbytes, None, None, user_location(3), acc, extra,
+                  ctx.instance, state if state is not None else ctx.current_loop_state(), (), ctx.core, 0, recs,
+                  len(reads))
     if instr.engine == "dma":
         instr.run = dma_run((*reads, *writes), recs[3::4])
     elif indexed:

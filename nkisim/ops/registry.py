@@ -28,6 +28,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: the address spaces a tile operand may live in unless the entry says otherwise
 ON_CHIP = "psum|sbuf"
+ON_CHIP_SPACES = ON_CHIP.split("|")
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,8 +56,9 @@ class Op:
 
 #: call name -> entry, for every call a kernel can make
 OPS: dict[str, Op] = {}
-#: an API's name in error messages -> the address spaces of its tile operands (first entry by that name)
-_SPACES: dict[str, list[str]] = {}
+#: an API's name in error messages -> the address spaces of its tile operands (first entry by that name; ops.base
+#: reads it inline, once per instruction)
+SPACES: dict[str, list[str]] = {}
 
 
 def op(call: str, *, emits: Iterable[Instruction] = (), spaces: str = ON_CHIP) -> Callable[[F], F]:
@@ -71,7 +73,7 @@ def op(call: str, *, emits: Iterable[Instruction] = (), spaces: str = ON_CHIP) -
         function = recorded(call)(impl)
         entry = Op(call, impl, tuple(emits), spaces, function)
         OPS[call] = entry
-        _SPACES.setdefault(entry.name, spaces.split("|"))
+        SPACES.setdefault(entry.name, spaces.split("|"))
         return function  # type: ignore[return-value]
 
     return register
@@ -87,10 +89,7 @@ def declare(call: str, *, emits: Iterable[Instruction] = (), spaces: str = ON_CH
 
 def spaces_of(name: str) -> list[str]:
     """The address spaces the operands of API ``name`` (as error messages name it) may live in."""
-    return _SPACES.get(name) or _ON_CHIP_LIST
-
-
-_ON_CHIP_LIST = ON_CHIP.split("|")
+    return SPACES.get(name) or ON_CHIP_SPACES
 
 
 def check_emits(call: str, trace: list[Any], start: int) -> None:
