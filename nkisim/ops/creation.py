@@ -206,25 +206,25 @@ def supported_dtype(dtype: Any, name: str) -> np.dtype:
     return d
 
 
-@op('nl.ndarray', spaces='hbm|psum|sbuf')
+@op("nl.ndarray", spaces="hbm|psum|sbuf")
 def ndarray(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
     """``nl.ndarray``: a new tensor of ``shape`` in ``buffer`` (SBUF by default), uninitialised (reads show NaN)."""
     return allocate(shape, dtype, buffer, name)
 
 
-@op('nl.zeros', emits=(MEMSET,))
+@op("nl.zeros", emits=(MEMSET,))
 def zeros(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
     """``nl.zeros``: a new tensor filled with 0 (on chip; an HBM tensor cannot have an initial value)."""
     return allocate(shape, dtype, buffer, name, fill=0, init_value=True)
 
 
-@op('nl.ones', emits=(MEMSET,))
+@op("nl.ones", emits=(MEMSET,))
 def ones(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
     """``nl.ones``: a new tensor filled with 1 (on chip)."""
     return allocate(shape, dtype, buffer, name, fill=1, init_value=True)
 
 
-@op('nl.full', emits=(MEMSET,))
+@op("nl.full", emits=(MEMSET,))
 def full(shape: Any, fill_value: Any, dtype: Any, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
     """``nl.full``: a new tensor filled with ``fill_value`` (on chip)."""
     return allocate(shape, dtype, buffer, name, fill=fill_value, init_value=True)
@@ -235,35 +235,35 @@ def _like(a: Any, dtype: Any) -> tuple[tuple[int, ...], Any, Buffer]:
     return acc.shape, acc.dtype if dtype is None else dtype, acc.tensor.buffer
 
 
-@op('nl.empty_like', spaces='hbm|psum|sbuf')
+@op("nl.empty_like", spaces="hbm|psum|sbuf")
 def empty_like(a: Any, dtype: Any = None, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
     """``nl.empty_like``: an uninitialised tensor with ``a``'s shape (and dtype and buffer unless given)."""
     shape, d, buf = _like(a, dtype)
     return allocate(shape, d, buffer or buf, name)
 
 
-@op('nl.zeros_like', emits=(MEMSET,), spaces='hbm|psum|sbuf')
+@op("nl.zeros_like", emits=(MEMSET,), spaces="hbm|psum|sbuf")
 def zeros_like(a: Any, dtype: Any = None, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
     """``nl.zeros_like``: a tensor of zeros with ``a``'s shape (and dtype and buffer unless given)."""
     shape, d, buf = _like(a, dtype)
     return allocate(shape, d, buffer or buf, name, fill=0, init_value=True)
 
 
-@op('nl.ones_like', emits=(MEMSET,), spaces='hbm|psum|sbuf')
+@op("nl.ones_like", emits=(MEMSET,), spaces="hbm|psum|sbuf")
 def ones_like(a: Any, dtype: Any = None, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
     """``nl.ones_like``: a tensor of ones with ``a``'s shape (and dtype and buffer unless given)."""
     shape, d, buf = _like(a, dtype)
     return allocate(shape, d, buffer or buf, name, fill=1, init_value=True)
 
 
-@op('nl.full_like', emits=(MEMSET,), spaces='hbm|psum|sbuf')
+@op("nl.full_like", emits=(MEMSET,), spaces="hbm|psum|sbuf")
 def full_like(a: Any, fill_value: Any, dtype: Any = None, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
     """``nl.full_like``: a tensor of ``fill_value`` with ``a``'s shape (and dtype and buffer unless given)."""
     shape, d, buf = _like(a, dtype)
     return allocate(shape, d, buffer or buf, name, fill=fill_value, init_value=True)
 
 
-@op('nl.rand', emits=(MEMSET,))
+@op("nl.rand", emits=(MEMSET,))
 def rand(shape: Any, dtype: Any = np.float32, **_: Any) -> Tensor:
     """``nl.rand``: uniform [0, 1) values from the kernel's deterministic generator."""
     ctx = current()
@@ -275,7 +275,7 @@ def rand(shape: Any, dtype: Any = np.float32, **_: Any) -> Tensor:
     return t
 
 
-@op('nl.random_seed')
+@op("nl.random_seed")
 def random_seed(seed: Any, *, mask: Any = None, **_: Any) -> None:
     """``nl.random_seed``: seed the generator ``nl.rand`` draws from (an int or a 1-element tile)."""
     ctx = current()
@@ -286,7 +286,7 @@ def random_seed(seed: Any, *, mask: Any = None, **_: Any) -> None:
     ctx.rng = np.random.default_rng(int(value))
 
 
-@op('nl.shared_constant')
+@op("nl.shared_constant")
 def shared_constant(constant: Any, dtype: Any = None, **_: Any) -> Tensor:
     """``nl.shared_constant``: a constant HBM tensor built from a NumPy array."""
     ctx = current()
@@ -298,7 +298,7 @@ def shared_constant(constant: Any, dtype: Any = None, **_: Any) -> Tensor:
     return t
 
 
-@op('nl.shared_identity_matrix')
+@op("nl.shared_identity_matrix")
 def shared_identity_matrix(n: int, dtype: Any = np.uint8, **_: Any) -> Tensor:
     """``nl.shared_identity_matrix``: a constant n x n identity matrix in HBM (for transposes by matmul)."""
     return shared_constant(np.eye(int(n)), dtype)

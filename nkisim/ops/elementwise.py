@@ -186,7 +186,7 @@ def operator(tile: Any, other: Any, op: str, reverse: bool) -> Any:
     return binary_op(op, x, y, partition_broadcast=False)
 
 
-@op('nl.where', emits=(WHERE,))
+@op("nl.where", emits=(WHERE,))
 def where(condition: Any, x: Any, y: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
     """``nl.where``: select x where condition else y (y may be a scalar)."""
     ctx = current()

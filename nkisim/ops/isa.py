@@ -39,7 +39,7 @@ from nkisim.ops.registry import op, spaces_of
 F32 = np.dtype(np.float32)
 
 
-@op('nisa.activation', emits=(ACTIVATION,))
+@op("nisa.activation", emits=(ACTIVATION,))
 def activation(op: Any, data: Any, *, bias: Any = None, scale: Any = 1.0, reduce_op: Any = None,
                reduce_res: Any = None, reduce_cmd: int = 0, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     """``nisa.activation``: op(data * scale + bias) on the Scalar Engine, optional free-axis reduce."""
@@ -104,7 +104,7 @@ def emit_region(acc: Access) -> tuple:
     return region(acc)
 
 
-@op('nisa.activation_reduce', emits=(ACTIVATION,))
+@op("nisa.activation_reduce", emits=(ACTIVATION,))
 def activation_reduce(op: Any, data: Any, *, reduce_op: Any, reduce_res: Any, bias: Any = None, scale: Any = 1.0,
                       mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     """``nisa.activation_reduce``: activation plus a reduction of all free axes into reduce_res."""
@@ -112,7 +112,7 @@ def activation_reduce(op: Any, data: Any, *, reduce_op: Any, reduce_res: Any, bi
                       mask=mask, dtype=dtype)
 
 
-@op('nisa.tensor_tensor', emits=(TENSOR_TENSOR,))
+@op("nisa.tensor_tensor", emits=(TENSOR_TENSOR,))
 def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: Any = None, engine: Any = 0,
                   **_: Any) -> Tensor:
     """``nisa.tensor_tensor``: elementwise op of two tiles with identical partitions and sizes."""
@@ -146,7 +146,7 @@ def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: A
     return tile
 
 
-@op('nisa.tensor_scalar', emits=(TENSOR_SCALAR,))
+@op("nisa.tensor_scalar", emits=(TENSOR_SCALAR,))
 def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False, op1: Any = None, operand1: Any = None,
                   reverse1: bool = False, *, dtype: Any = None, mask: Any = None, engine: Any = 0, **_: Any) -> Tensor:
     """``nisa.tensor_scalar``: (data op0 operand0) op1 operand1, operands scalars or [P, 1] vectors."""
@@ -180,7 +180,7 @@ def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False, op
     return tile
 
 
-@op('nisa.scalar_tensor_tensor', emits=(SCALAR_TENSOR_TENSOR,))
+@op("nisa.scalar_tensor_tensor", emits=(SCALAR_TENSOR_TENSOR,))
 def scalar_tensor_tensor(*, data: Any, op0: Any, operand0: Any, op1: Any, operand1: Any, reverse0: bool = False,
                          reverse1: bool = False, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
     """``nisa.scalar_tensor_tensor``: (data op0 operand0) op1 operand1, operand1 a full tile."""
@@ -206,7 +206,7 @@ def scalar_tensor_tensor(*, data: Any, op0: Any, operand0: Any, op1: Any, operan
     return tile
 
 
-@op('nisa.tensor_reduce', emits=(TENSOR_REDUCE,))
+@op("nisa.tensor_reduce", emits=(TENSOR_REDUCE,))
 def tensor_reduce(op: Any, data: Any, axis: Any, *, mask: Any = None, dtype: Any = None, negate: bool = False,
                   keepdims: bool = False, **_: Any) -> Tensor:
     """``nisa.tensor_reduce`` on the Vector Engine (free axes only)."""
@@ -220,13 +220,13 @@ def tensor_reduce(op: Any, data: Any, axis: Any, *, mask: Any = None, dtype: Any
                       negate=negate)
 
 
-@op('nisa.tensor_partition_reduce', emits=(TENSOR_PARTITION_REDUCE,), spaces='sbuf')
+@op("nisa.tensor_partition_reduce", emits=(TENSOR_PARTITION_REDUCE,), spaces="sbuf")
 def tensor_partition_reduce(op: Any, data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     """``nisa.tensor_partition_reduce``: reduce along the partition axis with ``op`` (GpSimd engine)."""
     return red.partition_reduce(op_name(op), data, mask=mask, dtype=dtype)
 
 
-@op('nisa.tensor_copy', emits=(TENSOR_COPY,))
+@op("nisa.tensor_copy", emits=(TENSOR_COPY,))
 def tensor_copy(src: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 0, **_: Any) -> Tensor:
     """``nisa.tensor_copy``: copy (and cast) a tile on Vector, Scalar or GpSimd."""
     ctx = current()
@@ -243,7 +243,7 @@ def tensor_copy(src: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 
     return tile
 
 
-@op('nisa.iota', emits=(IOTA,))
+@op("nisa.iota", emits=(IOTA,))
 def iota(expr: Any, dtype: Any, *, mask: Any = None, **_: Any) -> Tensor:
     """``nisa.iota``: materialise an index expression (computed in int32) as an SBUF tile."""
     ctx = current()
@@ -261,7 +261,7 @@ def iota(expr: Any, dtype: Any, *, mask: Any = None, **_: Any) -> Tensor:
     return tile
 
 
-@op('nisa.memset', emits=(MEMSET,))
+@op("nisa.memset", emits=(MEMSET,))
 def memset(shape: Any, value: Any, dtype: Any, *, mask: Any = None, engine: Any = 0, **_: Any) -> Tensor:
     """``nisa.memset``: a new tile filled with a constant (first dim is the partition dim)."""
     from nkisim.ops import creation
@@ -277,7 +277,7 @@ def memset(shape: Any, value: Any, dtype: Any, *, mask: Any = None, engine: Any 
     return tile
 
 
-@op('nisa.dma_copy', emits=(DMA_COPY,), spaces='hbm|psum|sbuf')
+@op("nisa.dma_copy", emits=(DMA_COPY,), spaces="hbm|psum|sbuf")
 def dma_copy(*args: Any, dst: Any = None, src: Any = None, mask: Any = None, dst_rmw_op: Any = None,
              oob_mode: Any = None, dge_mode: Any = None, **_: Any) -> None:
     """``nisa.dma_copy``: DMA between any memories, with a cast and optional read-modify-write.
@@ -327,7 +327,7 @@ def _keep_in_bounds(d: Access, s: Access, valid: np.ndarray | None, oob_mode: An
     return valid
 
 
-@op('nisa.bn_stats', emits=(BN_STATS,))
+@op("nisa.bn_stats", emits=(BN_STATS,))
 def bn_stats(data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     """``nisa.bn_stats``: per partition (count, mean, var*count) of even and odd free elements."""
     ctx = current()
@@ -360,7 +360,7 @@ def bn_stats(data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Ten
     return tile
 
 
-@op('nisa.bn_aggr', emits=(BN_AGGR,))
+@op("nisa.bn_aggr", emits=(BN_AGGR,))
 def bn_aggr(data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     """``nisa.bn_aggr``: combine bn_stats tuples into (mean, variance) per partition."""
     ctx = current()
@@ -384,7 +384,7 @@ def bn_aggr(data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tens
     return tile
 
 
-@op('nisa.reciprocal', emits=(RECIPROCAL,))
+@op("nisa.reciprocal", emits=(RECIPROCAL,))
 def reciprocal(data: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
     """``nisa.reciprocal``: 1/x on the Vector Engine."""
     ctx = current()

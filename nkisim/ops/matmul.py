@@ -71,7 +71,7 @@ def _pe_matmul(api: str, stat: Access, mov: Access, sname: str, mname: str, mask
     return tile
 
 
-@op('nl.matmul', emits=(NC_MATMUL, NC_TRANSPOSE, TENSOR_COPY), spaces='sbuf')
+@op("nl.matmul", emits=(NC_MATMUL, NC_TRANSPOSE, TENSOR_COPY), spaces="sbuf")
 def matmul(x: Any, y: Any, *, transpose_x: bool = False, mask: Any = None, **_: Any) -> Tensor:
     """``nl.matmul``: x @ y (or x.T @ y with transpose_x=True), result in PSUM as fp32."""
     ctx = current()
@@ -102,7 +102,7 @@ def _transposed_view(ctx: Any, a: Access) -> Tensor:
     return t
 
 
-@op('nisa.nc_matmul', emits=(NC_MATMUL, TENSOR_COPY), spaces='sbuf')
+@op("nisa.nc_matmul", emits=(NC_MATMUL, TENSOR_COPY), spaces="sbuf")
 def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = False, is_moving_onezero: bool = False,
               is_transpose: bool = False, tile_position: Any = (), tile_size: Any = (), mask: Any = None,
               perf_mode: Any = None, **_: Any) -> Tensor:
@@ -178,13 +178,13 @@ def _double_row(stat: Access, mov: Access, mode: str, mask: Any) -> Tensor:
     return tile
 
 
-@op('nl.transpose', emits=(NC_TRANSPOSE,))
+@op("nl.transpose", emits=(NC_TRANSPOSE,))
 def transpose(x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
     """``nl.transpose``: 2-D partition/free transpose on the Tensor Engine (each dim <= 128)."""
     return _transpose("transpose", "x", x, dtype, mask, "pe")
 
 
-@op('nisa.nc_transpose', emits=(NC_TRANSPOSE,))
+@op("nisa.nc_transpose", emits=(NC_TRANSPOSE,))
 def nc_transpose(data: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 0, **_: Any) -> Tensor:
     """``nisa.nc_transpose``: TensorE (<=128x128, to PSUM) or VectorE (<=32x32, to SBUF)."""
     acc = operands("nc_transpose", data=data)["data"]

@@ -109,7 +109,7 @@ def _nbytes(acc: Access, valid: np.ndarray | None) -> int:
     return count * acc.itemsize
 
 
-@op('nl.load', emits=(LOAD,), spaces='hbm')
+@op("nl.load", emits=(LOAD,), spaces="hbm")
 def load(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     """``nl.load``: HBM -> new SBUF tile (a 1-D HBM slice arrives as an (N, 1) tile)."""
     ctx = current()
@@ -167,7 +167,7 @@ def load_transpose2d(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any)
     return tile
 
 
-@op('nl.store', emits=(STORE,), spaces='hbm')
+@op("nl.store", emits=(STORE,), spaces="hbm")
 def store(dst: Any, value: Any, *, mask: Any = None, **_: Any) -> None:
     """``nl.store``: SBUF/PSUM tile (or scalar) -> HBM, cast to the destination dtype."""
     ctx = current()
@@ -209,7 +209,7 @@ def _hand_over(dst: Access, value: Tensor) -> bool:
     return True
 
 
-@op('nl.loop_reduce', emits=(COPY,))
+@op("nl.loop_reduce", emits=(COPY,))
 def loop_reduce(x: Any, op: Any, loop_indices: Any = (), *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
     """``dst[...] = nl.loop_reduce(x, op, loop_indices=(k,))``: ``dst = op(dst, x)`` on every iteration (the
     destination is also an input of ``op``).  The tile returned carries the operator; the assignment that
@@ -346,7 +346,7 @@ def accumulate(dst: Access, value: Any, op: str) -> None:
         emit(ctx, TENSOR_TENSOR, reads=[dst] + ([src] if src is not None else []), writes=[dst])
 
 
-@op('nl.copy', emits=(COPY,))
+@op("nl.copy", emits=(COPY,))
 def copy(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     """``nl.copy``: a new SBUF tile (PSUM eviction with a cast is the common use)."""
     ctx = current()
@@ -369,7 +369,7 @@ def static_cast(input_data: Any, dtype: Any) -> Any:
     return copy(input_data, dtype=dtype)
 
 
-@op('nl.broadcast_to', emits=(BROADCAST_TO,))
+@op("nl.broadcast_to", emits=(BROADCAST_TO,))
 def broadcast_to(src: Any, *, shape: Any) -> Tensor:
     """``nl.broadcast_to``: broadcast (mostly along partitions: [1, F] -> [P, F]) into a new tile."""
     ctx = current()
@@ -391,7 +391,7 @@ def broadcast_to(src: Any, *, shape: Any) -> Tensor:
     return tile
 
 
-@op('nl.expand_dims')
+@op("nl.expand_dims")
 def expand_dims(data: Any, axis: int) -> Tensor:
     """``nl.expand_dims``: add a size-1 axis after the last one (a view, no instruction)."""
     a = as_access(data)

@@ -43,7 +43,7 @@ def _same_size(inst: str, a_name: str, a: Any, b_name: str, b: Any) -> None:
                         f"has mismatched shapes")
 
 
-@op('nisa.tensor_copy_dynamic_src', emits=(TENSOR_COPY_DYNAMIC_SRC,))
+@op("nisa.tensor_copy_dynamic_src", emits=(TENSOR_COPY_DYNAMIC_SRC,))
 def tensor_copy_dynamic_src(src: Any = None, *, dst: Any = None, mask: Any = None, dtype: Any = None,
                             engine: Any = 0, **_: Any) -> Tensor | None:
     """``nisa.tensor_copy_dynamic_src``: copy a tile read at a runtime offset (``src`` indexed with a
@@ -59,7 +59,7 @@ def tensor_copy_dynamic_src(src: Any = None, *, dst: Any = None, mask: Any = Non
                    engine=_engine(engine))
 
 
-@op('nisa.tensor_copy_dynamic_dst', emits=(TENSOR_COPY_DYNAMIC_DST,))
+@op("nisa.tensor_copy_dynamic_dst", emits=(TENSOR_COPY_DYNAMIC_DST,))
 def tensor_copy_dynamic_dst(dst: Any = None, src: Any = None, *, mask: Any = None, engine: Any = 0,
                             **_: Any) -> None:
     """``nisa.tensor_copy_dynamic_dst``: copy a tile into ``dst`` indexed at a runtime offset."""
@@ -74,7 +74,7 @@ def tensor_copy_dynamic_dst(dst: Any = None, src: Any = None, *, mask: Any = Non
             dst, reads=[s], valid=valid, engine=_engine(engine))
 
 
-@op('nisa.local_gather', emits=(LOCAL_GATHER,))
+@op("nisa.local_gather", emits=(LOCAL_GATHER,))
 def local_gather(src_buffer: Any = None, index: Any = None, num_elem_per_idx: int = 1,
                  num_valid_indices: int | None = None, *, dst: Any = None, mask: Any = None, dtype: Any = None,
                  **_: Any) -> Tensor | None:
@@ -119,7 +119,7 @@ def local_gather(src_buffer: Any = None, index: Any = None, num_elem_per_idx: in
                    reads=[s, ix], valid=valid)
 
 
-@op('nisa.nc_stream_shuffle', emits=(NC_STREAM_SHUFFLE,))
+@op("nisa.nc_stream_shuffle", emits=(NC_STREAM_SHUFFLE,))
 def nc_stream_shuffle(src: Any = None, dst: Any = None, shuffle_mask: Any = None, *, mask: Any = None,
                       **_: Any) -> None:
     """``nisa.nc_stream_shuffle`` (Vector): within every quadrant of 32 partitions, output partition i
@@ -165,7 +165,7 @@ def nc_stream_shuffle(src: Any = None, dst: Any = None, shuffle_mask: Any = None
     deliver(ctx, NC_STREAM_SHUFFLE, d.shape, d.dtype, vals, dst, reads=[s], valid=valid)
 
 
-@op('nisa.sequence_bounds', emits=(SEQUENCE_BOUNDS,))
+@op("nisa.sequence_bounds", emits=(SEQUENCE_BOUNDS,))
 def sequence_bounds(segment_ids: Any = None, *, dst: Any = None, dtype: Any = None, **_: Any) -> Tensor | None:
     """``nisa.sequence_bounds`` (GpSimd): for each element of a ``[1, n]`` row of segment ids, the
     [start, end) of its segment as shape ``[1, 2, n]``; padding (id 0) gets start n and end -1."""
@@ -188,7 +188,7 @@ def sequence_bounds(segment_ids: Any = None, *, dst: Any = None, dtype: Any = No
                    reads=[a])
 
 
-@op('nisa.dropout', emits=(DROPOUT,))
+@op("nisa.dropout", emits=(DROPOUT,))
 def dropout(data: Any = None, prob: Any = None, *, mask: Any = None, dtype: Any = None, dst: Any = None,
             **_: Any) -> Tensor | None:
     """``nisa.dropout`` (Vector): zero each element with probability ``prob`` (a scalar or a ``[P, 1]``
@@ -209,7 +209,7 @@ def dropout(data: Any = None, prob: Any = None, *, mask: Any = None, dtype: Any 
                    valid=valid)
 
 
-@op('nl.gather_flattened', emits=(GATHER_FLATTENED,))
+@op("nl.gather_flattened", emits=(GATHER_FLATTENED,))
 def gather_flattened(data: Any = None, indices: Any = None, *, mask: Any = None, dtype: Any = None,
                      **_: Any) -> Tensor:
     """``nl.gather_flattened`` (GpSimd): per partition, the elements of ``data``'s flattened free axes at
@@ -235,7 +235,7 @@ def gather_flattened(data: Any = None, indices: Any = None, *, mask: Any = None,
                    reads=[a, ix], valid=valid)
 
 
-@op('nl.atomic_rmw', emits=(DMA_COPY,))
+@op("nl.atomic_rmw", emits=(DMA_COPY,))
 def atomic_rmw(dst: Any = None, value: Any = None, op: Any = None, *, mask: Any = None, **_: Any) -> None:
     """``nl.atomic_rmw``: ``dst = op(dst, value)`` on HBM as one read-modify-write DMA (the indirect
     index of ``dst`` picks the rows).  Only ``np.add`` is supported, like the hardware."""

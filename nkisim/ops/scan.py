@@ -42,7 +42,7 @@ def _tile_reads(inst: str, **named: Any) -> list:
     return [operands(inst, **{k: v})[k] for k, v in named.items() if is_tile(v)]
 
 
-@op('nisa.tensor_tensor_scan', emits=(TENSOR_TENSOR_SCAN,))
+@op("nisa.tensor_tensor_scan", emits=(TENSOR_TENSOR_SCAN,))
 def tensor_tensor_scan(data0: Any = None, data1: Any = None, initial: Any = 0.0, op0: Any = "multiply",
                        op1: Any = "add", reverse0: bool = False, reverse1: bool = False, *, dtype: Any = None,
                        mask: Any = None, dst: Any = None, **_: Any) -> Tensor | None:
@@ -77,7 +77,7 @@ def tensor_tensor_scan(data0: Any = None, data1: Any = None, initial: Any = 0.0,
                    extra={"alu": (n0, n1)})
 
 
-@op('nisa.tensor_scalar_cumulative', emits=(TENSOR_SCALAR_CUMULATIVE,))
+@op("nisa.tensor_scalar_cumulative", emits=(TENSOR_SCALAR_CUMULATIVE,))
 def tensor_scalar_cumulative(src: Any = None, dst: Any = None, op0: Any = "add", op1: Any = "add", imm0: Any = 0.0,
                              imm1: Any = None, reduce_cmd: Any = RESET_REDUCE, reverse0: bool = False, *,
                              dtype: Any = None, mask: Any = None, **_: Any) -> Tensor | None:
@@ -114,7 +114,7 @@ def tensor_scalar_cumulative(src: Any = None, dst: Any = None, op0: Any = "add",
                    extra={"alu": (n0, n1)})
 
 
-@op('nisa.tensor_scalar_reduce', emits=(TENSOR_SCALAR_REDUCE,))
+@op("nisa.tensor_scalar_reduce", emits=(TENSOR_SCALAR_REDUCE,))
 def tensor_scalar_reduce(data: Any = None, op0: Any = "add", operand0: Any = 0.0, reduce_op: Any = "add",
                          reduce_res: Any = None, reverse0: bool = False, *, dtype: Any = None, mask: Any = None,
                          dst: Any = None, **_: Any) -> Tensor | None:

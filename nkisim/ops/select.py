@@ -48,7 +48,7 @@ def _affine_pattern(pattern: Any, offset: int, channel_multiplier: int, parts: i
     return np.asarray(ALU[cmp].fn(value, 0), dtype=bool).reshape(parts, -1)
 
 
-@op('nisa.affine_select', emits=(AFFINE_SELECT,))
+@op("nisa.affine_select", emits=(AFFINE_SELECT,))
 def affine_select(pred: Any = None, on_true_tile: Any = None, on_false_value: Any = 0.0, *, dtype: Any = None,
                   mask: Any = None, dst: Any = None, pattern: Any = None, offset: int = 0,
                   channel_multiplier: int = 0, cmp_op: Any = "equal", **_: Any) -> Tensor | None:
@@ -93,7 +93,7 @@ def affine_select(pred: Any = None, on_true_tile: Any = None, on_false_value: An
     return deliver(ctx, AFFINE_SELECT, a.shape, out_dt, vals, dst, reads=[a], valid=valid)
 
 
-@op('nisa.range_select', emits=(RANGE_SELECT,))
+@op("nisa.range_select", emits=(RANGE_SELECT,))
 def range_select(on_true_tile: Any = None, comp_op0: Any = None, comp_op1: Any = None, bound0: Any = None,
                  bound1: Any = None, reduce_cmd: Any = IDLE, reduce_res: Any = None, reduce_op: Any = "max",
                  range_start: float = 0.0, on_false_value: float = 0.0, *, dtype: Any = None, dst: Any = None,
@@ -144,7 +144,7 @@ def _predicate(inst: str, predicate: Any, shape: tuple[int, ...], reverse: bool,
     return p, (~keep if reverse else keep)
 
 
-@op('nisa.select_reduce', emits=(SELECT_REDUCE,))
+@op("nisa.select_reduce", emits=(SELECT_REDUCE,))
 def select_reduce(dst: Any = None, predicate: Any = None, on_true: Any = None, on_false: Any = 0.0,
                   reduce_res: Any = None, reduce_cmd: Any = IDLE, reduce_op: Any = "max", reverse_pred: bool = False,
                   *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor | None:
@@ -177,7 +177,7 @@ def select_reduce(dst: Any = None, predicate: Any = None, on_true: Any = None, o
                    extra_writes=extra_writes)
 
 
-@op('nisa.tensor_copy_predicated', emits=(TENSOR_COPY_PREDICATED,))
+@op("nisa.tensor_copy_predicated", emits=(TENSOR_COPY_PREDICATED,))
 def tensor_copy_predicated(src: Any = None, dst: Any = None, predicate: Any = None, reverse_pred: bool = False,
                            *, mask: Any = None, **_: Any) -> None:
     """``nisa.tensor_copy_predicated`` (Vector): copy ``src`` (a tile or a scalar) into ``dst`` where the

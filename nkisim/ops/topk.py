@@ -54,7 +54,7 @@ def _rows(keep: np.ndarray | None, parts: int) -> np.ndarray | None:
     return None if keep is None else keep.any(axis=1)[:, None]
 
 
-@op('nisa.max8', emits=(MAX8,))
+@op("nisa.max8", emits=(MAX8,))
 def max8(src: Any = None, *, mask: Any = None, dtype: Any = None, dst: Any = None, **_: Any) -> Tensor | None:
     """``nisa.max8``: the 8 largest values of each partition, in descending order (shape ``[P, 8]``)."""
     ctx = current()
@@ -89,7 +89,7 @@ def _first_matches(x: np.ndarray, vals: np.ndarray, keep: np.ndarray | None, con
     return idx
 
 
-@op('nisa.nc_find_index8', emits=(NC_FIND_INDEX8,))
+@op("nisa.nc_find_index8", emits=(NC_FIND_INDEX8,))
 def nc_find_index8(data: Any = None, vals: Any = None, *, mask: Any = None, dtype: Any = dt.uint32, dst: Any = None,
                    **_: Any) -> Tensor | None:
     """``nisa.nc_find_index8``: per partition, the index (in the flattened free elements) of the first
@@ -108,7 +108,7 @@ def nc_find_index8(data: Any = None, vals: Any = None, *, mask: Any = None, dtyp
     return deliver(ctx, NC_FIND_INDEX8, (a.shape[0], 8), out_dt, out, dst, reads=[a, v])
 
 
-@op('nisa.nc_match_replace8', emits=(NC_MATCH_REPLACE8,))
+@op("nisa.nc_match_replace8", emits=(NC_MATCH_REPLACE8,))
 def nc_match_replace8(data: Any = None, vals: Any = None, imm: Any = 0.0, dst_idx: Any = None, *, mask: Any = None,
                       dtype: Any = None, dst: Any = None, **_: Any) -> Tensor | None:
     """``nisa.nc_match_replace8``: ``data`` with the first occurrence of each of 8 values replaced by

@@ -52,7 +52,7 @@ def _transpose(kind: Instruction, acc: Access, axes: tuple[int, ...], mask: Any,
     return tile
 
 
-@op('nisa.dma_transpose', emits=(DMA_TRANSPOSE,), spaces='hbm|sbuf')
+@op("nisa.dma_transpose", emits=(DMA_TRANSPOSE,), spaces="hbm|sbuf")
 def dma_transpose(src: Any = None, *, axes: Any = None, mask: Any = None, dtype: Any = None, dge_mode: Any = None,
                   **_: Any) -> Tensor:
     """``nisa.dma_transpose``: a transposed copy of an HBM or SBUF tile into SBUF; ``axes`` is
@@ -81,7 +81,7 @@ def dma_transpose(src: Any = None, *, axes: Any = None, mask: Any = None, dtype:
     return _transpose(DMA_TRANSPOSE, acc, perm, mask, dtype)
 
 
-@op('nl.load_transpose2d', emits=(LOAD_TRANSPOSE2D,), spaces='hbm|sbuf')
+@op("nl.load_transpose2d", emits=(LOAD_TRANSPOSE2D,), spaces="hbm|sbuf")
 def load_transpose2d(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     """``nl.load_transpose2d``: HBM ``[F, P]`` -> SBUF ``[P, F]`` through the DMA engines."""
     acc = _source("load_transpose2d", src)
