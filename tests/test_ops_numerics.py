@@ -1062,3 +1062,18 @@ def test_activation_of_a_partition_vector_with_a_vector_bias() -> None:
     m = rng.standard_normal((128, 4), dtype=np.float32)
     prev = rng.standard_normal((128, 1), dtype=np.float32)
     np.testing.assert_allclose(k(m, prev), np.exp(-m[:, :1] + prev), rtol=1e-6)
+
+
+def test_rms_norm_takes_a_scalar_weight_as_well_as_a_tile():
+    """``nl.rms_norm(x, w, ...)``: ``w`` is multiplied in like any operand, so a Python scalar works as a tile does
+    (only tile operands are checked for their address space)."""
+
+    @nki.jit
+    def k(a):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.rms_norm(nl.load(a), 2.0, axis=1, n=a.shape[1]))
+        return out
+
+    x = np.random.default_rng(5).random((128, 64), dtype=np.float32)
+    want = x / np.sqrt((x.astype(np.float64) ** 2).mean(axis=1, keepdims=True) + 1e-6) * 2.0
+    np.testing.assert_allclose(k(x), want, rtol=1e-5)

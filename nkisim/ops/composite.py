@@ -33,7 +33,8 @@ def rms_norm(x: Any, w: Any, axis: Any, n: int, epsilon: float = 1e-6, *, dtype:
              compute_dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
     """``nl.rms_norm``: x / sqrt(mean(x^2) + eps) * w over ``axis`` (``n`` elements)."""
     one_operand("rms_norm", "x", x)  # its operands are named as the student wrote the call
-    one_operand("rms_norm", "w", w)
+    if is_tile(w):  # (a scalar weight scales like any other operand)
+        one_operand("rms_norm", "w", w)
     sq = unary_op("square", x, mask=mask)
     ms = reduce("add", sq, axis, mask=mask, keepdims=True, api="sum")
     inv = unary_op("rsqrt", binary_op("add", binary_op("multiply", ms, 1.0 / n, mask=mask), epsilon, mask=mask),
