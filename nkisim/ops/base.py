@@ -21,8 +21,8 @@ from nkisim.core.tensor import Tensor
 from nkisim.core.whole import whole_parts_of_shape
 from nkisim.cost.instructions import Instruction
 from nkisim.cost.trace import Instr, Region, buffer_info, dma_run
-from nkisim.ops.registry import ON_CHIP_SPACES, spaces_of
-from nkisim.ops.registry import SPACES as _SPACES
+from nkisim.ops.registry import ON_CHIP_SPACES
+from nkisim.ops.registry import SPACES as _SPACES  # (registry.spaces_of, read inline: once per operand check)
 
 #: "psum|sbuf" -> ["psum", "sbuf"], split once per spelling.
 _ALLOWED: dict[str, list[str]] = {}
@@ -84,7 +84,7 @@ def two_operands(name: str, xname: str, x: Any, yname: str, y: Any,
                  ctx: KernelContext | None = None) -> tuple[Access | Tensor, Access | Tensor]:
     """``operands(name, xname=x, yname=y)`` for the common two-tile case, without the dicts
     (and, like ``operand``, without an Access for a whole tensor)."""
-    allowed = _SPACES.get(name) or ON_CHIP_SPACES  # (registry.spaces_of, inline: once per instruction)
+    allowed = _SPACES.get(name) or ON_CHIP_SPACES
     xa = operand(name, xname, x, allowed, ctx)
     ya = operand(name, yname, y, allowed, ctx)
     xs, ys = xa.shape, ya.shape
@@ -99,7 +99,7 @@ def operands(name: str, spaces: str | None = None, **named: Any) -> dict[str, Ac
     ``named`` maps parameter names to values; None values are skipped.  Returns Accesses (each
     operand checked by ``operand``; a whole tensor becomes its whole access).
     """
-    allowed = _split_spaces(spaces) if spaces else spaces_of(name)
+    allowed = _split_spaces(spaces) if spaces else (_SPACES.get(name) or ON_CHIP_SPACES)
     out: dict[str, Access] = {}
     for pname, value in named.items():
         if value is None:
