@@ -61,8 +61,13 @@ def transpose(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float
 
 
 def tensor_tensor(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    """``max(MIN_II, 2N)``; one pass (N) with one input in PSUM, or for a bf16/fp16 add, subtract or multiply
+    of contiguous inputs (spec §4.3).  A column input read with a zero stride (a free-axis broadcast) is not
+    contiguous, so that fast path does not apply; N is the full tile's elements either way."""
     n, half = max(ins.n, 1), _half(ins)
-    one_pass = (spaces.count("psum") == 1) or (half and str(ins.extra.get("alu")) in ("add", "subtract", "multiply"))
+    contiguous = not ins.extra.get("broadcast")
+    one_pass = (spaces.count("psum") == 1) or \
+        (half and contiguous and str(ins.extra.get("alu")) in ("add", "subtract", "multiply"))
     c = n if one_pass else 2 * n
     if prm["engine"]["dve_perf_mode"] and half:
         c /= 2

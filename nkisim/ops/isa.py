@@ -115,7 +115,13 @@ def activation_reduce(op: Any, data: Any, *, reduce_op: Any, reduce_res: Any, bi
 @op("nisa.tensor_tensor", emits=(TENSOR_TENSOR,))
 def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: Any = None, engine: Any = 0,
                   **_: Any) -> Tensor:
-    """``nisa.tensor_tensor``: elementwise op of two tiles with identical partitions and sizes."""
+    """``nisa.tensor_tensor``: elementwise op of two tiles with identical partitions and sizes.
+
+    One input may instead be a column, ``[P, 1]`` or ``[P]`` (one value per partition): the engine reads it
+    with a zero stride along the free dimension (AWS's docstring: for "broadcasting capability in the free
+    dimension for either input tile ... consider tensor_scalar ... which has better performance"), so it
+    costs a full two-input pass over the other tile's elements.  CS149 2025's handout suggests it for a bias add.
+    """
     ctx = current()
     name = alu(op, "tensor_tensor")
     accs = operands("tensor_tensor", data1=data1, data2=data2)
@@ -124,7 +130,9 @@ def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: A
         raise nki_error("err_num_partition_mismatch",
                         f"number of partitions (dimension 0 size of a tile) mismatch in parameters "
                         f"({shape_str('data1', a.shape)}, {shape_str('data2', b.shape)}) of 'tensor_tensor'")
-    if int(np.prod(a.shape)) != int(np.prod(b.shape)):
+    na, nb = _per_partition(a.shape), _per_partition(b.shape)
+    broadcast = na != nb and min(na, nb) == 1
+    if na != nb and not broadcast:
         raise nki_error("err_param_shape_mismatch",
                         f"Parameter shapes ({shape_str('data1', a.shape)}, {shape_str('data2', b.shape)}) of "
                         f"'tensor_tensor' has mismatched shapes")
@@ -134,16 +142,29 @@ def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: A
                         "in 'psum' instead. (at most one tensor_tensor input may be in PSUM)")
     spec = ALU[name]
     out_dt = dt.normalize(dtype) if dtype is not None else dt.promote(a.dtype, b.dtype)
-    valid = mask_array(mask, a.shape, "tensor_tensor")
+    shape = b.shape if nb > na else a.shape  # the result has the full tile's shape
+    valid = mask_array(mask, shape, "tensor_tensor")
     vals = None
     if ctx.numerics:
         compute = np.dtype(np.int64) if spec.bitvec else dt.compute_dtype(a.dtype, b.dtype, out_dt)
-        vals = spec.fn(values(a, ctx, compute), values(b, ctx, compute).reshape(a.shape))
-    tile = new_tile(ctx, a.shape, out_dt, vals, valid)
+        x, y = values(a, ctx, compute), values(b, ctx, compute)
+        col = (shape[0],) + (1,) * (len(shape) - 1)  # a column operand, broadcast along the free dims
+        x = x.reshape(col) if broadcast and na == 1 else x.reshape(shape)
+        y = y.reshape(col) if broadcast and nb == 1 else y.reshape(shape)
+        vals = spec.fn(x, y)
+    tile = new_tile(ctx, shape, out_dt, vals, valid)
     both_int = not dt.is_float(a.dtype) and not dt.is_float(b.dtype)
     engine_name = "pool" if int(engine or 0) == 3 or spec.gpsimd or (both_int and spec.gpsimd_for_integers) else "dve"
-    tile.producer = emit(ctx, TENSOR_TENSOR, engine_name, reads=[a, b], writes=[tile.full()], extra={"alu": name})
+    extra: dict[str, Any] = {"alu": name}
+    if broadcast:
+        extra["broadcast"] = True
+    tile.producer = emit(ctx, TENSOR_TENSOR, engine_name, reads=[a, b], writes=[tile.full()], extra=extra)
     return tile
+
+
+def _per_partition(shape: tuple[int, ...]) -> int:
+    """Elements per partition of a tile (a ``[P]`` tile holds one)."""
+    return int(np.prod(shape[1:])) if len(shape) > 1 else 1
 
 
 @op("nisa.tensor_scalar", emits=(TENSOR_SCALAR,))
