@@ -133,7 +133,9 @@ class Buffers:
             for b in ins.bufs:
                 if b.root not in self.info and b.root in used:
                     self.info[b.root] = b
-                    if b.space == "sbuf" and not b.tiles:
+                    if b.place is not None:
+                        continue  # a direct allocation: placed by the kernel, never rotated or spilled
+                    if b.space == "sbuf":
                         if b.in_loop:
                             key = b.site or self._result_site(b.root, ins, per_line)
                             sites[key] = max(sites.get(key, 0), b.bytes_per_partition)
@@ -141,7 +143,7 @@ class Buffers:
                             self.site_key[b.root] = ("sbuf", key)
                         else:
                             fixed += b.bytes_per_partition
-                    elif b.space == "psum" and not b.tiles:
+                    elif b.space == "psum":
                         banks = -(-b.bytes_per_partition // bank_bytes)  # a PSUM tile occupies whole banks
                         if b.in_loop:
                             key = b.site or self.site_of.setdefault(b.root, ins.loc)
@@ -211,13 +213,14 @@ class Buffers:
         b = self.info.get(root)
         if b is None:
             return (root, tid), box
-        space, site, k, in_loop, par = b.space, b.site, b.tiles, b.in_loop, b.par_axis
-        if k:  # direct allocation: block index i lives in physical tile i % k
-            nb = min(par, len(box))
-            if tid == root and nb:
-                blocks = tuple((lo % k, lo % k + 1) if hi - lo == 1 else (0, k) for lo, hi in box[:nb])
-                return ("mod", root), blocks + box[nb:]
-            return (root, tid), box
+        space, site, place, in_loop = b.space, b.site, b.place, b.in_loop
+        if place is not None:  # direct allocation: the partitions and bytes of the physical memory it touches
+            if tid == root and len(box) == len(place.blocks) + 1 + len(place.free):
+                parts, span = place.span(box)
+            else:  # a view of it: every byte the tensor's tiles span
+                end_p, end_b = place.extent()
+                parts, span = (place.partition, end_p), (place.base, end_b)
+            return ("phys", space), (parts, span)
         if not in_loop:
             return (root, tid), box
         phys = self.phys.get(root)

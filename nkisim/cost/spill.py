@@ -42,7 +42,7 @@ def victims(trace: list[Instr], bufs: Any, prm: dict[str, Any]) -> dict[int, str
     bound = {"sbuf": 0, "psum": 0}  # every root allocated outside loops and every in-loop site at once
     sites = set()
     for root, b in bufs.info.items():
-        if b.tiles or b.space not in cap:
+        if b.place is not None or b.space not in cap:
             continue
         site = bufs.site_key.get(root)
         if site is None:

@@ -272,8 +272,9 @@ def region(acc: Access) -> Region:
     box = acc.box
     if box is not None:  # basic accesses: fixed once np_index() is (whole-tile boxes are shared per shape)
         return Region(t.root.uid, t.uid, box)
-    if not acc.advanced:  # the basic index holds exactly these bounds, computed once per access
-        box = acc.box = index_box(acc.np_index())
+    if not acc.advanced:  # the basic index holds exactly these bounds, computed once per access (in the
+        # tensor's own coordinates: a direct allocation's blocks are mapped to its tiles by the cost model)
+        box = acc.box = index_box(acc.logical_index())
         return Region(t.root.uid, t.uid, box)
     box = []
     for c, dim in zip(acc.comps, t.shape):

@@ -85,7 +85,7 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
              init_value: bool = False) -> Tensor:
     """Create a tensor after the compiler's allocation checks (``fill`` None = uninitialised)."""
     ctx = current()
-    buf = _as_buffer(buffer)
+    buf = physical.resolve(_as_buffer(buffer), shape, dtype, ctx.target.psum_bank_bytes)  # ncc.*.alloc(func)
     if buf.alloc is not None:  # a direct-allocation kernel (restricts PE transposes, see ops.matmul)
         ctx.direct_allocation = True
     par = _partition_axis(shape)
@@ -134,17 +134,23 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
                  "allocate one tile per block instead", DeprecationWarning)
         free_elems = math.prod(shp) // shp[par]
         per_partition = free_elems * dt.storage_dtype(d).itemsize
-        if buf.family == "sbuf":
+        if buf.family == "psum" and d not in (dt.float32, dt.int32, dt.bfloat16, dt.float16, dt.uint32):
+            raise nki_error("err_psum_dtype",
+                            f"PSUM tensor for writes must be either 4-byte (FP32/int32) or BF16, got {dt.name(d)}")
+        if buf.alloc is not None:
+            # a direct allocation holds its physical tiles, wherever the kernel placed them: those must fit (a
+            # block tensor's logical size does not matter, nki-samples' pipelined attention needs 64 KiB per
+            # partition for 4 MiB of logical blocks)
+            place = physical.placement(buf.alloc, shp, par, d, ctx.target.psum_bank_bytes)
+            physical.check(place, ctx.target, tensor_label(name), shp)
+            per_partition = place.tiles() * place.tile_bytes
+        elif buf.family == "sbuf":
             limit = ctx.target.sbuf_partition_bytes
             if per_partition > limit:
                 raise sbuf_too_wide(ctx, per_partition, shp, name)
         else:
-            if d not in (dt.float32, dt.int32, dt.bfloat16, dt.float16, dt.uint32):
-                raise nki_error("err_psum_dtype",
-                                f"PSUM tensor for writes must be either 4-byte (FP32/int32) or BF16, got "
-                                f"{dt.name(d)}")
             per_block = math.prod(shp[par + 1:]) * dt.storage_dtype(d).itemsize
-            if per_block > PSUM_BANK_BYTES:
+            if per_block > ctx.target.psum_bank_bytes:
                 raise nki_error("err_psum_tile_exceed_bank_size",
                                 f"PSUM tile {shape_str(tensor_label(name), shp)} needs {per_block} bytes per partition, "
                                 f"more than one 2 KiB PSUM bank (at most 512 fp32 elements in the free dimension)")
@@ -179,7 +185,8 @@ def _new_tensor(ctx: Any, shp: tuple[int, ...], d: np.dtype, buf: Buffer, par: i
     """The tensor of an allocation that passed its checks (``fill`` None = uninitialised)."""
     data = None
     if ctx.numerics and buf.alloc is not None and buf.family != "hbm":
-        data = physical.view(ctx, shp, par, d, buf.alloc)  # aliases whatever else lives there
+        place = physical.placement(buf.alloc, shp, par, d, ctx.target.psum_bank_bytes)
+        data = physical.view(ctx, shp, par, d, place)  # aliases whatever else lives there
         if fill is not None:
             data[...] = dt.cast(np.asarray(fill, dtype=np.float32), d)
     elif ctx.numerics and fill is not None:

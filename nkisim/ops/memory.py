@@ -329,7 +329,9 @@ def accumulate(dst: Access, value: Any, op: str) -> None:
         if op == "add" and producer is not None and producer.engine == "pe" and dst.space == "psum":
             # the first matmul into each PSUM element since its allocation starts the accumulation group:
             # it overwrites whatever the bank held (NaN fill, an earlier kernel's values), later ones add
-            started = dst.tensor.matmul_accumulated(dst.np_index())
+            # (per logical element: a block of a direct allocation that shares its PSUM bank with an earlier
+            # block is a new accumulation group, AWS's attention tutorial v9/v10)
+            started = dst.tensor.matmul_accumulated(dst.logical_index())
         if started is not None and data is not None and not started.all():
             idx = dst.np_index()
             write(dst, np.where(started, data[idx].astype(np.float32), np.float32(0)) + rhs)
