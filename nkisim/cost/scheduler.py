@@ -243,6 +243,10 @@ class Schedule:
         self.end = [0.0] * n
         self.busy: dict[str, float] = {e: 0.0 for e in (*COMPUTE, "dma")}
         self.core_end: dict[int, float] = {}
+        #: DMA transfers (and their bytes) the schedule added to the trace's: spilled SBUF tensors moved out to
+        #: HBM and back (spill.py), which the DMA statistics count like any other transfer
+        self.spill_dmas = 0
+        self.spill_bytes = 0
 
 
 def _on_core(region: tuple[Any, tuple], root: int, core: int, space_of: dict[int, str]) -> tuple[Any, tuple]:
@@ -285,6 +289,8 @@ def _move(core: Core, ins: Instr, space: str, per: int, ready: float, outwards: 
         dur = costs.dma_queue_ns(t, nq, prm)
         _start, fin = core.dma.place(ready, dur)
         out.busy["dma"] += dur * nq
+        out.spill_dmas += 1
+        out.spill_bytes += t.nbytes
         return fin + float(prm["dma"]["fixed_latency_ns"]), "dma"
     ev = min(("act", "dve"), key=lambda k: core.free[k])
     ns = spill.copy_cycles(per, prm) / prm["clock_ghz"][ev]

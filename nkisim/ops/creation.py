@@ -16,14 +16,14 @@ import numpy as np
 
 from nkisim.core import dtypes as dt
 from nkisim.core import physical
-from nkisim.core.buffers import PMAX, PSUM_BANK_BYTES, PSUM_BANKS, Buffer, ModAlloc, sbuf
+from nkisim.core.buffers import PMAX, Buffer, ModAlloc, sbuf
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.location import user_location, warn
 from nkisim.core.storage import read, storage
 from nkisim.core.tensor import Access, Tensor, as_access, is_tile, shape_str
 from nkisim.cost.instructions import MEMSET
-from nkisim.ops.base import emit, operands, sbuf_too_wide, tensor_label
+from nkisim.ops.base import emit, operands, sbuf_too_wide, stack_push, tensor_label
 from nkisim.ops.registry import op
 
 
@@ -59,28 +59,6 @@ def _as_buffer(buffer: Any) -> Buffer:
     raise TypeError(f"buffer must be nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm or a mod_alloc, got {buffer!r}")
 
 
-def _stack_push(ctx: Any, family: str, nbytes: int, name: str) -> None:
-    """``ncc.enable_stack_allocator``: a tensor lives until the loop iteration (scope) that created it
-    ends, so the live tensors must fit SBUF (bytes per partition) and PSUM (8 banks) together."""
-    frame = tuple((lp, lp.current) for lp in ctx.loops)
-    live = [e for e in ctx.stack if e[0] == ctx.instance
-            and all(lp in ctx.loops and lp.current == cur for lp, cur in e[1])]
-    live.append((ctx.instance, frame, family, nbytes))
-    ctx.stack = live
-    if family == "sbuf":
-        need, avail = sum(e[3] for e in live if e[2] == "sbuf"), ctx.target.sbuf_partition_bytes
-        if need > avail:
-            raise nki_error("err_stack_overflow_sbuf",
-                            f"stack overflow: required sbuf size {need} exceeds available sbuf size {avail} "
-                            f"(allocating '{tensor_label(name)}', {nbytes} bytes per partition)")
-    else:
-        need = sum(-(-e[3] // PSUM_BANK_BYTES) for e in live if e[2] == "psum")
-        if need > PSUM_BANKS:
-            raise nki_error("err_stack_overflow_psum",
-                            f"stack overflow: required psum banks {need} exceeds available psum banks {PSUM_BANKS} "
-                            f"(allocating '{tensor_label(name)}')")
-
-
 def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: Any = None,
              init_value: bool = False) -> Tensor:
     """Create a tensor after the compiler's allocation checks (``fill`` None = uninitialised)."""
@@ -99,7 +77,7 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
     if hit is not None and hit[0] is dtype:  # this allocation passed every check below before
         shp, d, per_partition = hit[1], hit[2], hit[3]
         if ctx.stack_allocator:
-            _stack_push(ctx, buf.family, per_partition, name)
+            stack_push(ctx, buf.family, per_partition, tensor_label(name))
         return _new_tensor(ctx, shp, d, buf, par, name, fill)
     shp = plain_shape(shape)
     d = supported_dtype(dtype, name)
@@ -159,7 +137,7 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
                 _CHECKED.clear()
             _CHECKED[key] = (dtype, shp, d, per_partition)
         if ctx.stack_allocator:
-            _stack_push(ctx, buf.family, per_partition, name)
+            stack_push(ctx, buf.family, per_partition, tensor_label(name))
     t = _new_tensor(ctx, shp, d, buf, par, name, fill)
     if buf.space == "shared_hbm":
         ctx.shared[site] = t

@@ -41,6 +41,7 @@ from nkisim.ops.base import (
     operands,
     out_dtype,
     region,
+    stack_forget,
     tile_shape,
 )
 from nkisim.ops.elementwise import binary_op, column_shape
@@ -288,6 +289,8 @@ def assign(dst: Access, value: Any, temporary: bool = False) -> None:
         if producer is not None and ctx.trace and ctx.trace[-1] is producer:
             # the producing instruction writes straight into the destination
             producer.retarget((region(dst),), buffer_info(dst))
+            if ctx.stack_allocator:
+                stack_forget(ctx, value)
         else:
             emit(ctx, TENSOR_COPY, reads=(src,), writes=(dst,))
     else:
@@ -344,6 +347,8 @@ def accumulate(dst: Access, value: Any, op: str) -> None:
     if producer is not None and producer.engine == "pe" and ctx.trace and ctx.trace[-1] is producer and op == "add":
         producer.retarget((region(dst),), buffer_info(dst))  # (records stay unexpanded until costed)
         producer.acc = True
+        if ctx.stack_allocator:
+            stack_forget(ctx, value)
     else:
         emit(ctx, TENSOR_TENSOR, reads=[dst] + ([src] if src is not None else []), writes=[dst])
 
