@@ -50,15 +50,27 @@ def dma_queues(ins: Instr, prm: dict[str, Any]) -> int:
 
 
 def dma_queue_ns(ins: Instr, nq: int, prm: dict[str, Any]) -> float:
-    """Time one of the ``nq`` DMA queues is busy with its share of the transfer."""
+    """Time one of the ``nq`` DMA queues is busy with its share of the transfer.
+
+    A read-modify-write (``dma_copy(dst_rmw_op=...)``) streams at the target's ``rmw_throughput`` of the DMA
+    rate (it reads the destination too); a transfer that reads and writes HBM (HBM to HBM, or a read-modify-write
+    of an HBM destination) takes at least its HBM bytes (``hbm_bytes``: reads plus writes) at the core's HBM
+    bandwidth, whichever is longer (issue 19: no instruction is cheaper than its work)."""
     d = prm["dma"]
     eff = 1.0
     if ins.run:
         eff = min(1.0, max(d["strided_efficiency"], ins.run / d["full_rate_run_bytes"]))
     if ins.kind is isa.LOAD_TRANSPOSE2D:
         eff *= d["transpose_efficiency"]
-    return d["issue_ns"] + d.get("descriptor_ns", 0.0) * descriptors(ins) / nq + \
+    extra = ins.extra
+    if extra and extra.get("rmw"):
+        eff *= d["rmw_throughput"]
+    t = d["issue_ns"] + d.get("descriptor_ns", 0.0) * descriptors(ins) / nq + \
         (ins.nbytes / nq) / (d["bytes_per_ns"] * eff)
+    hbm = extra.get("hbm_bytes") if extra else None
+    if hbm:
+        t = max(t, hbm / d["hbm_gbps"])  # GB/s = B/ns
+    return t
 
 
 def descriptors(ins: Instr) -> int:

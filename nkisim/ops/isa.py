@@ -332,7 +332,21 @@ def dma_copy(*args: Any, dst: Any = None, src: Any = None, mask: Any = None, dst
     else:
         memory.fit_shape(s.shape, d.shape, "dst", "src", "dma_copy")
     write(d, vals, valid)
-    emit(ctx, DMA_COPY, reads=[s], writes=[d], nbytes=int(np.prod(d.shape)) * s.itemsize)
+    # what the DMA moves: the source's bytes (and, with dst_rmw_op, the destination's read as well: a
+    # read-modify-write reads dst, reads src and writes dst); what it reads and writes in HBM bounds it too
+    nbytes = int(np.prod(d.shape)) * s.itemsize
+    dst_bytes = int(np.prod(d.shape)) * d.itemsize
+    src_bytes = int(np.prod(s.shape)) * s.itemsize
+    hbm = (src_bytes if s.space == "hbm" else 0) + (dst_bytes if d.space == "hbm" else 0)
+    extra: dict[str, Any] = {}
+    reads = [s]
+    if dst_rmw_op is not None:
+        extra["rmw"] = alu(dst_rmw_op, "dma_copy")
+        reads.append(d)
+        hbm += dst_bytes if d.space == "hbm" else 0
+    if hbm > max(src_bytes, dst_bytes):  # only a DMA with HBM on both sides (or a read-modify-write of HBM)
+        extra["hbm_bytes"] = hbm
+    emit(ctx, DMA_COPY, reads=reads, writes=[d], nbytes=nbytes, extra=extra or None)
 
 
 def _keep_in_bounds(d: Access, s: Access, valid: np.ndarray | None, oob_mode: Any) -> np.ndarray | None:
