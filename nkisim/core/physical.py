@@ -33,10 +33,11 @@ import numpy as np
 
 from nkisim.core import dtypes as dt
 from nkisim.core.buffers import PSUM_BANK_BYTES, Buffer, ModAlloc, PlacementFunction
+from nkisim.core.context import active
 from nkisim.core.errors import nki_error, shape_str
 
 #: most logical blocks whose placement ``fit`` checks one by one (beyond it, a deterministic sample)
-_FIT_CHECKS = 1 << 16
+_FIT_CHECKS = 65536
 
 
 class Placement(NamedTuple):
@@ -210,7 +211,9 @@ def of(tensor: Any) -> Placement | None:
         return None
     hit = root.__dict__.get("_placement")
     if hit is None:
-        hit = root.__dict__["_placement"] = placement(alloc, root.shape, root.par_axis, root.dtype, PSUM_BANK_BYTES)
+        ctx = active()
+        bank = ctx.target.psum_bank_bytes if ctx is not None else PSUM_BANK_BYTES
+        hit = root.__dict__["_placement"] = placement(alloc, root.shape, root.par_axis, root.dtype, bank)
     return hit
 
 

@@ -54,6 +54,11 @@ class Target:
         """A plain, deep copy of ``params`` to change (bench/calibrate.py --fit scans candidate values)."""
         return {k: dict(v) if isinstance(v, Mapping) else v for k, v in self.params.items()}
 
+    def limit(self, key: str) -> int:
+        """A limit of the target file's ``[limits]`` table by name (``bn_stats_free_max``,
+        ``quadrant_partitions``...): the compiler's checks read every hardware number from here."""
+        return int(self.params["limits"][key])
+
     @property
     def psum_partition_bytes(self) -> int:
         """PSUM bytes per partition: every bank."""

@@ -123,7 +123,7 @@ class Buffers:
         site_roots: dict[Any, list[int]] = {}
         fixed = 0
         bp = prm["buffers"]
-        bank_bytes = int(bp.get("psum_bank_bytes", 2048))
+        bank_bytes = int(bp["psum_bank_bytes"])
         psum_sites: dict[Any, int] = {}
         psum_fixed = 0
         # an op's result tile that was assigned into another tile (tile[...] = nl.load(...)) never
@@ -173,7 +173,7 @@ class Buffers:
                                  prm["buffers"]["sbuf_rotation"], want)
         # PSUM has 8 banks per partition (spec §4.3): in-loop accumulators rotate over psum_rotation banks
         # each unless together they would need more banks than are left
-        self.psum_k = self._rotations(psum_sites, int(bp.get("psum_banks", 8)) - psum_fixed,
+        self.psum_k = self._rotations(psum_sites, int(bp["psum_banks"]) - psum_fixed,
                                       bp["psum_rotation"], {})
         #: bytes per partition of one rotation step of each in-loop site (all the tiles it makes in one
         #: iteration), keyed like site_key's values

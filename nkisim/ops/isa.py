@@ -368,10 +368,11 @@ def bn_stats(data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Ten
     ctx = current()
     a = operands("bn_stats", data=data)["data"]
     n = int(np.prod(a.shape[1:])) if len(a.shape) > 1 else 1
-    if n > 512:
+    limit = ctx.target.limit("bn_stats_free_max")
+    if n > limit:
         raise nki_error("err_size_of_dimension_exceed_arch_limit",
                         f"size of dimension 1 in '{shape_str('data', a.shape)}' of 'bn_stats' exceed architecture "
-                        f"limitation of 512.")
+                        f"limitation of {limit}.")
     valid = mask_array(mask, a.shape, "bn_stats")
     out_shape = (a.shape[0], 6)
     vals = None

@@ -8,7 +8,7 @@ import numpy as np
 
 from nkisim.core import dtypes as dt
 from nkisim.core import syntax
-from nkisim.core.buffers import PMAX, psum, sbuf
+from nkisim.core.buffers import psum, sbuf
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.location import warn
@@ -218,7 +218,8 @@ def nc_transpose(data: Any, *, mask: Any = None, dtype: Any = None, engine: Any 
     shape = acc.shape
     eng = int(engine or 0)
     if eng == 0:
-        eng = 5 if len(shape) >= 2 and shape[0] <= 32 and int(np.prod(shape[1:])) <= 32 else 1
+        small = current().target.limit("dve_transpose_max")
+        eng = 5 if len(shape) >= 2 and shape[0] <= small and int(np.prod(shape[1:])) <= small else 1
     return _transpose("nc_transpose", "data", data, dtype, mask, "dve" if eng == 5 else "pe")
 
 
@@ -233,7 +234,7 @@ def _transpose(api: str, pname: str, x: Any, dtype: Any, mask: Any, engine: str)
             shape = (shape[0], int(np.prod(shape[1:])))
         else:
             _rank2(api, pname, shape)
-    limit = 32 if engine == "dve" else PMAX
+    limit = ctx.target.limit("dve_transpose_max") if engine == "dve" else ctx.target.partitions
     for d in range(2):
         _limit(api, pname, shape, d, limit)
     out_shape = (shape[1], shape[0])
