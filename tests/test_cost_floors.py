@@ -34,7 +34,7 @@ from nkisim.cost import costs, scheduler
 from nkisim.cost.instructions import INSTRUCTIONS, RELOAD, SPILL
 from nkisim.ops.registry import OPS
 
-TARGETS = ("trn1", "trn2")
+TARGETS = ("trn1", "trn2", "trn3")
 HALF = ("bfloat16", "float16")
 FP8 = ("float8_e4m3", "float8_e5m2")
 

@@ -64,7 +64,7 @@ def dma_queue_ns(ins: Instr, nq: int, prm: dict[str, Any]) -> float:
         eff *= d["transpose_efficiency"]
     extra = ins.extra
     if extra and extra.get("rmw"):
-        eff *= d["rmw_throughput"]
+        eff *= d["rmw_sbuf_throughput"] if extra.get("rmw_sbuf") else d["rmw_throughput"]
     t = d["issue_ns"] + d.get("descriptor_ns", 0.0) * descriptors(ins) / nq + \
         (ins.nbytes / nq) / (d["bytes_per_ns"] * eff)
     hbm = extra.get("hbm_bytes") if extra else None

@@ -82,6 +82,8 @@ def streaming(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float
     eng = prm["engine"]
     if eng["dve_perf_mode"] and _half(ins) and ins.engine == "dve":
         return n / (eng["dve_perf_copy_speedup"] if "psum" not in spaces else eng["dve_perf_psum_speedup"])
+    if ins.engine == "act" and _half(ins) and ins.kind is not COPY:  # ScalarE's tensor_scalar/tensor_copy (NC-v4)
+        return n / eng["act_perf_copy_speedup"]
     return n
 
 

@@ -31,6 +31,8 @@ class Estimate:
     line_us: dict[tuple[str, int], float] = field(default_factory=dict)
     core_us: dict[int, float] = field(default_factory=dict)
     instructions: int = 0
+    #: the target's cost model has been checked against published figures (False for trn3: "uncalibrated")
+    calibrated: bool = True
 
     def top_lines(self, k: int = 5) -> list[tuple[tuple[str, int], float]]:
         """The ``k`` source lines with the most engine time (ties broken by location)."""
@@ -67,4 +69,4 @@ def estimate(trace: list[Instr], target: Target | str = "trn2", cores: int = 1,
                     engine_busy_us={e: v / 1000.0 for e, v in sched.busy.items()},
                     dma_count=dma_count + sched.spill_dmas, dma_bytes=dma_bytes + sched.spill_bytes,
                     spill_dma_count=sched.spill_dmas, spill_bytes=sched.spill_bytes, line_us=line_us,
-                    core_us=core_us, instructions=len(trace))
+                    core_us=core_us, instructions=len(trace), calibrated=hw.calibrated)

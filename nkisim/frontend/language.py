@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools as _functools
-import inspect as _inspect
 import sys
 from typing import Any
 
@@ -11,8 +9,6 @@ import ml_dtypes as _ml_dtypes
 import numpy as np
 
 from nkisim.core import dtypes as _dt
-from nkisim.core import physical as _physical
-from nkisim.core.buffers import PlacementFunction as _PlacementFunction
 from nkisim.core.buffers import hbm, private_hbm, psum, sbuf, shared_hbm  # noqa: F401
 from nkisim.core.context import current as _current
 from nkisim.core.errors import nki_error as _nki_error
@@ -133,30 +129,6 @@ def spmd_dim(*dims: Any) -> _SpmdDim:
 # the calls' arguments; an operator passed as ``op=nl.add`` is known by its registered name)
 globals().update(_registry.namespace("nl"))
 
-
-def _placing(fn: Any) -> Any:
-    """An allocation call whose ``buffer=ncc.sbuf.alloc(func)`` (or ``psum``) is first resolved against the
-    requested shape into the modulo allocation it equals (core.physical.fit): the call is then recorded with
-    data a program can hold, never the kernel's function."""
-    sig = _inspect.signature(_registry.OPS["nl." + fn.__name__].impl)
-
-    @_functools.wraps(fn)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        buf = kwargs.get("buffer")
-        if isinstance(getattr(buf, "alloc", None), _PlacementFunction):
-            given = sig.bind_partial(*args, **kwargs).arguments
-            like = given.get("a")
-            shape = given["shape"] if "shape" in given else like.shape
-            dtype = given.get("dtype") if given.get("dtype") is not None else like.dtype
-            kwargs["buffer"] = _physical.resolve(buf, shape, dtype, _current().target.psum_bank_bytes)
-        return fn(*args, **kwargs)
-
-    call.__wrapped__ = fn.__wrapped__  # the registered implementation, as for every recorded nl call
-    return call
-
-
-for _name in ("ndarray", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like"):
-    globals()[_name] = _placing(globals()[_name])
 
 __all__ = [n for n in list(globals()) if not n.startswith("_")]
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from nkisim.core import dtypes as dt
 from nkisim.core import physical
-from nkisim.core.buffers import PMAX, Buffer, ModAlloc, sbuf
+from nkisim.core.buffers import PMAX, Buffer, ModAlloc, PlacementFunction, sbuf
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.location import user_location, warn
@@ -191,25 +191,45 @@ def supported_dtype(dtype: Any, name: str) -> np.dtype:
     return d
 
 
-@op("nl.ndarray", spaces="hbm|psum|sbuf")
+def _placing(dtype_at: int, like: bool = False) -> Any:
+    """An allocation call's ``prepare`` step (ops.registry): a ``buffer=ncc.sbuf.alloc(func)`` (or psum) is
+    resolved against the requested shape into the modulo allocation it equals (core.physical.fit) before the
+    call is recorded, so a program holds data, never the kernel's function.  ``dtype_at``: the dtype's
+    position among the positional arguments; ``like``: the shape (and default dtype) come from a tensor."""
+
+    def prepare(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        buf = kwargs.get("buffer")
+        if not isinstance(getattr(buf, "alloc", None), PlacementFunction):
+            return args, kwargs
+        first = args[0] if args else kwargs.get("a" if like else "shape")
+        dtype = kwargs.get("dtype", args[dtype_at] if len(args) > dtype_at else None)
+        shape = first.shape if like else first
+        if dtype is None and like:
+            dtype = first.dtype
+        return args, {**kwargs, "buffer": physical.resolve(buf, shape, dtype, current().target.psum_bank_bytes)}
+
+    return prepare
+
+
+@op("nl.ndarray", spaces="hbm|psum|sbuf", prepare=_placing(1))
 def ndarray(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
     """``nl.ndarray``: a new tensor of ``shape`` in ``buffer`` (SBUF by default), uninitialised (reads show NaN)."""
     return allocate(shape, dtype, buffer, name)
 
 
-@op("nl.zeros", emits=(MEMSET,))
+@op("nl.zeros", emits=(MEMSET,), prepare=_placing(1))
 def zeros(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
     """``nl.zeros``: a new tensor filled with 0 (on chip; an HBM tensor cannot have an initial value)."""
     return allocate(shape, dtype, buffer, name, fill=0, init_value=True)
 
 
-@op("nl.ones", emits=(MEMSET,))
+@op("nl.ones", emits=(MEMSET,), prepare=_placing(1))
 def ones(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
     """``nl.ones``: a new tensor filled with 1 (on chip)."""
     return allocate(shape, dtype, buffer, name, fill=1, init_value=True)
 
 
-@op("nl.full", emits=(MEMSET,))
+@op("nl.full", emits=(MEMSET,), prepare=_placing(2))
 def full(shape: Any, fill_value: Any, dtype: Any, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
     """``nl.full``: a new tensor filled with ``fill_value`` (on chip)."""
     return allocate(shape, dtype, buffer, name, fill=fill_value, init_value=True)
@@ -220,28 +240,28 @@ def _like(a: Any, dtype: Any) -> tuple[tuple[int, ...], Any, Buffer]:
     return acc.shape, acc.dtype if dtype is None else dtype, acc.tensor.buffer
 
 
-@op("nl.empty_like", spaces="hbm|psum|sbuf")
+@op("nl.empty_like", spaces="hbm|psum|sbuf", prepare=_placing(1, like=True))
 def empty_like(a: Any, dtype: Any = None, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
     """``nl.empty_like``: an uninitialised tensor with ``a``'s shape (and dtype and buffer unless given)."""
     shape, d, buf = _like(a, dtype)
     return allocate(shape, d, buffer or buf, name)
 
 
-@op("nl.zeros_like", emits=(MEMSET,), spaces="hbm|psum|sbuf")
+@op("nl.zeros_like", emits=(MEMSET,), spaces="hbm|psum|sbuf", prepare=_placing(1, like=True))
 def zeros_like(a: Any, dtype: Any = None, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
     """``nl.zeros_like``: a tensor of zeros with ``a``'s shape (and dtype and buffer unless given)."""
     shape, d, buf = _like(a, dtype)
     return allocate(shape, d, buffer or buf, name, fill=0, init_value=True)
 
 
-@op("nl.ones_like", emits=(MEMSET,), spaces="hbm|psum|sbuf")
+@op("nl.ones_like", emits=(MEMSET,), spaces="hbm|psum|sbuf", prepare=_placing(1, like=True))
 def ones_like(a: Any, dtype: Any = None, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
     """``nl.ones_like``: a tensor of ones with ``a``'s shape (and dtype and buffer unless given)."""
     shape, d, buf = _like(a, dtype)
     return allocate(shape, d, buffer or buf, name, fill=1, init_value=True)
 
 
-@op("nl.full_like", emits=(MEMSET,), spaces="hbm|psum|sbuf")
+@op("nl.full_like", emits=(MEMSET,), spaces="hbm|psum|sbuf", prepare=_placing(2, like=True))
 def full_like(a: Any, fill_value: Any, dtype: Any = None, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
     """``nl.full_like``: a tensor of ``fill_value`` with ``a``'s shape (and dtype and buffer unless given)."""
     shape, d, buf = _like(a, dtype)

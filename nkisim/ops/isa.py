@@ -342,6 +342,8 @@ def dma_copy(*args: Any, dst: Any = None, src: Any = None, mask: Any = None, dst
     reads = [s]
     if dst_rmw_op is not None:
         extra["rmw"] = alu(dst_rmw_op, "dma_copy")
+        if d.space == "sbuf":
+            extra["rmw_sbuf"] = True  # NeuronCore-v4 adds a read-add-write unit beside SBUF (trainium3_arch.rst)
         reads.append(d)
         hbm += dst_bytes if d.space == "hbm" else 0
     if hbm > max(src_bytes, dst_bytes):  # only a DMA with HBM on both sides (or a read-modify-write of HBM)
