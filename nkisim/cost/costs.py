@@ -84,3 +84,34 @@ def descriptors(ins: Instr) -> int:
     if ins.run:
         piece = min(piece, ins.run)
     return max(1, math.ceil(ins.nbytes / max(piece, 1)))
+
+
+def psum_broadcasts(trace: list[Instr], spaces: dict[int, str], prm: dict[str, Any]) -> set[int]:
+    """Roots of partition broadcasts the compiler leaves in PSUM instead of copying them to SBUF.
+
+    A partition broadcast is a TensorE matmul with a ones vector (spec §2.10), so its result is written to PSUM;
+    ScalarE and VectorE read PSUM like SBUF (spec §1.1), and an elementwise op with one input in PSUM takes one
+    pass (``tensor_tensor`` max(MIN_II, N), spec §4.3).  So when the result fits one PSUM bank and only ScalarE and
+    VectorE instructions read it, each reading at most one PSUM operand (the ISA allows one), no copy to SBUF is
+    needed and none is charged; its readers read PSUM.  ``spaces``: root -> memory space of the on-chip roots."""
+    limit = int(prm["limits"]["psum_free_max"])
+    made: dict[int, bool] = {}
+    for ins in trace:
+        if ins.kind is isa.BROADCAST_TO and ins.writes and partition_broadcast(ins):
+            root = ins.writes[0].root
+            made[root] = ins.n <= limit and root not in made  # made once, one bank
+    if not made:
+        return set()
+    for ins in trace:
+        reads = {r.root for r in ins.reads}
+        ours = reads & made.keys()
+        if not ours:
+            if any(w.root in made for w in ins.writes) and ins.kind is not isa.BROADCAST_TO:
+                for w in ins.writes:
+                    made[w.root] = made.get(w.root, True) and w.root not in made
+            continue
+        in_psum = len(ours) + sum(1 for r in reads - ours if spaces.get(r) == "psum")
+        if engine_of(ins) not in ("act", "dve") or in_psum > 1 or any(w.root in made for w in ins.writes):
+            for r in ours:
+                made[r] = False
+    return {r for r, ok in made.items() if ok}

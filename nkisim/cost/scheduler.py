@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from nkisim.core.buffers import BufferInfo
-from nkisim.cost import costs, spill, unroll
+from nkisim.cost import costs, hoist, spill, unroll
 from nkisim.cost import instructions as isa
 from nkisim.cost.deps import Scoreboard
 from nkisim.cost.trace import Instr
@@ -129,9 +129,14 @@ class Buffers:
         # an op's result tile that was assigned into another tile (tile[...] = nl.load(...)) never
         # exists on chip: only roots that appear in some region occupy SBUF
         used = {r.root for ins in trace for r in (*ins.reads, *ins.writes)}
+        spaces = {b.root: b.space for ins in trace for b in ins.bufs}
+        #: partition broadcasts whose result stays in PSUM, read there (costs.psum_broadcasts)
+        self.psum_resident = costs.psum_broadcasts(trace, spaces, prm)
         for ins in trace:
             for b in ins.bufs:
                 if b.root not in self.info and b.root in used:
+                    if b.root in self.psum_resident:
+                        b = b._replace(space="psum")
                     self.info[b.root] = b
                     if b.place is not None:
                         continue  # a direct allocation: placed by the kernel, never rotated or spilled
@@ -259,14 +264,17 @@ def _on_core(region: tuple[Any, tuple], root: int, core: int, space_of: dict[int
 
 
 def _broadcast(core: Core, ins: Instr, ready: float, prm: dict[str, Any], sem: float, psum_port: bool,
-               out: Schedule) -> tuple[float, float, str]:
+               out: Schedule, evict: bool = True) -> tuple[float, float, str]:
     """A partition broadcast (spec §2.10: a TensorE matmul with a ones vector): the matmuls write PSUM,
-    then ScalarE or VectorE (whichever is free first) copies the result into the SBUF tile.  Returns
-    (start, end, the engine that writes the tile)."""
+    then ScalarE or VectorE (whichever is free first) copies the result into the SBUF tile, unless it stays in
+    PSUM for its readers (``evict`` False, costs.psum_broadcasts).  Returns (start, end, the engine that
+    writes the tile)."""
     pe_ns = costs.broadcast_pe_cycles(ins, prm) / prm["clock_ghz"]["pe"]
     start = max(ready, core.free["pe"])
     core.free["pe"] = pe_end = start + pe_ns
     out.busy["pe"] += pe_ns
+    if not evict:
+        return start, pe_end, "pe"
     ev = min(("act", "dve"), key=lambda k: core.free[k])
     ev_ns = costs.evict_ns(ins, ev, prm)
     ev_start = max(pe_end + sem, core.free[ev])
@@ -335,6 +343,7 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
 
     board = Scoreboard(sync)
     bufs = Buffers(trace, prm)
+    invariant = hoist.hoisted(trace, bufs.info)  # computed once by the first iteration (cost/hoist.py)
     cores: dict[int, Core] = {}
     written = {w.root for ins in trace for w in ins.writes}
     space_of = {root: b.space for root, b in bufs.info.items()}
@@ -388,8 +397,11 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
                 start = dge_start
             end = fin + dma_lat
             out.busy["dma"] += dur * nq
+        elif i in invariant:  # the compiler computed it before the loop: its result is ready with its inputs
+            start = end = ready
         elif e == "pe" and ins.kind is isa.BROADCAST_TO:
-            start, end, e = _broadcast(core, ins, ready, prm, sem, psum_port, out)
+            start, end, e = _broadcast(core, ins, ready, prm, sem, psum_port, out,
+                                       not (ins.writes and ins.writes[0].root in bufs.psum_resident))
         else:
             spaces = tuple(space_of.get(r.root, "hbm") for r in (*ins.reads, *ins.writes))
             dur = costs.compute_ns(ins, spaces, prm, e)
