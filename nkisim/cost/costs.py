@@ -106,9 +106,10 @@ def psum_broadcasts(trace: list[Instr], spaces: dict[int, str], prm: dict[str, A
         reads = {r.root for r in ins.reads}
         ours = reads & made.keys()
         if not ours:
-            if any(w.root in made for w in ins.writes) and ins.kind is not isa.BROADCAST_TO:
+            if ins.kind is not isa.BROADCAST_TO:  # another instruction writing it: it needs its SBUF tile
                 for w in ins.writes:
-                    made[w.root] = made.get(w.root, True) and w.root not in made
+                    if w.root in made:
+                        made[w.root] = False
             continue
         in_psum = len(ours) + sum(1 for r in reads - ours if spaces.get(r) == "psum")
         if engine_of(ins) not in ("act", "dve") or in_psum > 1 or any(w.root in made for w in ins.writes):
