@@ -1,0 +1,252 @@
+"""The compiler-error pages: ``docs/errors/<error id>.md``, one per id of nkisim's catalogue
+(``nkisim.core.errors.CATALOGUE``).
+
+A page says what the error means on the hardware, shows a minimal kernel that raises it and the fix.  Both
+are directives whose code runs while the site builds, as the file ``kernel.py`` a reader would save:
+
+- ``nki-reproducer <error id>`` must raise exactly that error; the page shows the code and the end of the
+  traceback it printed (the frames in ``kernel.py`` and the message, verbatim);
+- ``nki-fix`` must run without any error.
+
+Anything else stops the build, and so does an id of the catalogue without a page (or a page for an id the
+catalogue does not have).  ``nki-error-table`` is the catalogue on the index page, from the pages' front matter
+(``summary:``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import runpy
+import tempfile
+import traceback
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.errors import ExtensionError
+from sphinx.util.docutils import SphinxDirective
+
+from nkisim.core.errors import CATALOGUE, UNDOCUMENTED, NKIError, docs_link
+
+FILE = "kernel.py"
+#: the imports a reproducer gets, each when its code uses the name
+IMPORTS = (("np", "import numpy as np"), ("nki", "import neuronxcc.nki as nki"),
+           ("nl", "import neuronxcc.nki.language as nl"), ("nisa", "import neuronxcc.nki.isa as nisa"),
+           ("nt", "import neuronxcc.nki.typing as nt"), ("ncc", "import neuronxcc.nki.compiler as ncc"))
+
+
+@dataclass
+class Outcome:
+    """What running one example printed: the traceback's end (empty if it ran clean), its error, its warnings."""
+
+    text: str
+    error: BaseException | None
+    warnings: list[warnings.WarningMessage]
+
+
+def full_source(code: str) -> str:
+    """``code`` with the imports it uses put on top: the whole ``kernel.py``."""
+    used = [line for name, line in IMPORTS if re.search(rf"\b{name}\.", code)]
+    return "\n".join(used) + "\n\n\n" + code.strip("\n") + "\n"
+
+
+@contextmanager
+def _clean_target() -> Iterator[None]:
+    """The default target (trn2), whatever the builder's environment says."""
+    saved = os.environ.pop("NEURON_PLATFORM_TARGET_OVERRIDE", None)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ["NEURON_PLATFORM_TARGET_OVERRIDE"] = saved
+
+
+def run_example(source: str) -> Outcome:
+    """Run ``source`` as ``python kernel.py`` would, in a scratch folder; what it printed, as text with the
+    folder left out of the file names."""
+    with tempfile.TemporaryDirectory(prefix="nkidocs-error-") as tmp, _clean_target():
+        path = Path(tmp) / FILE
+        path.write_text(source)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                runpy.run_path(str(path), run_name="__main__")
+            except Exception as err:  # noqa: BLE001  (any error is an outcome to report)
+                return Outcome(traceback_end(err, str(path)), err, list(caught))
+    return Outcome("", None, list(caught))
+
+
+def traceback_end(err: BaseException, path: str) -> str:
+    """The traceback Python prints for ``err``, from the first frame of the reader's file: frames of
+    ``kernel.py`` as printed, each run of frames inside the simulator as one line saying so, and the error."""
+    tb = err.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != path:
+        tb = tb.tb_next
+    lines = ["Traceback (most recent call last):\n"]
+    inside = 0
+    for frame in traceback.extract_tb(tb):
+        if frame.filename != path:
+            inside += 1
+            continue
+        if inside:
+            lines.append(f"  [{inside} frame{'s' if inside > 1 else ''} inside the simulator]\n")
+            inside = 0
+        lines.extend(traceback.format_list([frame]))
+    if inside:
+        lines.append(f"  [{inside} frame{'s' if inside > 1 else ''} inside the simulator]\n")
+    lines.extend(traceback.format_exception_only(type(err), err))
+    return "".join(lines).replace(path, FILE).rstrip("\n")
+
+
+def _code_block(text: str, language: str, caption: str) -> nodes.container:
+    block = nodes.literal_block(text, text, language=language)
+    block["classes"].append("nkidocs-" + caption.split()[0].lower())
+    container = nodes.container("", literal_block=True, classes=["literal-block-wrapper"])
+    container += nodes.caption(caption, "", nodes.Text(caption))
+    container += block
+    return container
+
+
+class Reproducer(SphinxDirective):
+    """``nki-reproducer <error id>``: a kernel that must raise that error; the code and what it printed."""
+
+    required_arguments = 1
+    has_content = True
+
+    def run(self) -> list[nodes.Node]:
+        error_id = self.arguments[0]
+        if error_id not in CATALOGUE:
+            raise ExtensionError(f"{self.get_location()}: {error_id} is not in nkisim's error catalogue")
+        source = full_source("\n".join(self.content))
+        outcome = run_example(source)
+        found = getattr(outcome.error, "error_id", None) if isinstance(outcome.error, NKIError) else None
+        shown = outcome.text
+        if error_id in WARNS:  # an error the compiler, like nkisim, gives as a deprecation warning first
+            hits = [w for w in outcome.warnings if issubclass(w.category, DeprecationWarning)
+                    and WARNS[error_id] in str(w.message)]
+            if not hits:
+                raise ExtensionError(f"{self.get_location()}: the reproducer of {error_id} gave no deprecation "
+                                     f"warning ({outcome.text or 'it ran clean'})")
+            warning = hits[0]
+            line = warnings.formatwarning(warning.message, warning.category, FILE, warning.lineno,
+                                          source.splitlines()[warning.lineno - 1]).rstrip("\n")
+            shown = line + ("\n" + outcome.text if outcome.text else "")
+        elif found != error_id:
+            raise ExtensionError(f"{self.get_location()}: the reproducer of {error_id} did not raise it: "
+                                 f"{outcome.text or 'it ran clean'}")
+        self.env.nkidocs_errors[self.env.docname] = error_id  # type: ignore[attr-defined]
+        return [_code_block(source, "python", FILE),
+                _code_block(shown, "pytb" if error_id not in WARNS else "text",
+                            f"What python {FILE} prints (the end)")]
+
+
+#: ids nkisim reports as a DeprecationWarning, as neuronx-cc 2.23+ does, with a phrase of the warning
+WARNS = {"err_leading_dimension_of_tensor_must_be_partition": "Block dimension is deprecated"}
+
+
+class Fix(SphinxDirective):
+    """``nki-fix``: the corrected kernel, which must run without any error."""
+
+    has_content = True
+
+    def run(self) -> list[nodes.Node]:
+        source = full_source("\n".join(self.content))
+        outcome = run_example(source)
+        if outcome.error is not None:
+            raise ExtensionError(f"{self.get_location()}: the fix raises an error:\n{outcome.text}")
+        bad = [w for w in outcome.warnings if issubclass(w.category, DeprecationWarning)]
+        if bad:
+            raise ExtensionError(f"{self.get_location()}: the fix still warns: {bad[0].message}")
+        return [_code_block(source, "python", f"{FILE}, fixed")]
+
+
+class ErrorTablePlaceholder(nodes.General, nodes.Element):
+    """Where ``nki-error-table`` goes; filled in once every page's front matter is known."""
+
+
+class ErrorTable(SphinxDirective):
+    """``nki-error-table``: every error id, its page, the class a traceback shows, when it happens, and the
+    compiler documentation's entry."""
+
+    def run(self) -> list[nodes.Node]:
+        return [ErrorTablePlaceholder()]
+
+
+def _fill_tables(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    for placeholder in list(doctree.findall(ErrorTablePlaceholder)):
+        table = nodes.table(classes=["nkidocs-errors"])
+        group = nodes.tgroup(cols=4)
+        table += group
+        for width in (3, 1, 4, 1):
+            group += nodes.colspec(colwidth=width)
+        head, body = nodes.thead(), nodes.tbody()
+        group += head
+        group += body
+        head += _row([nodes.Text(t) for t in ("error", "shown as", "when", "compiler docs")])
+        for error_id in sorted(CATALOGUE):
+            page = f"errors/{error_id}"
+            ref = nodes.reference("", "", internal=True, refuri=app.builder.get_relative_uri(docname, page))
+            ref += nodes.literal(error_id, error_id)
+            summary = str(app.env.metadata.get(page, {}).get("summary", ""))
+            if error_id in UNDOCUMENTED:
+                docs: nodes.Node = nodes.Text("none (simulator only)")
+            else:
+                docs = nodes.reference("", "nki.errors", refuri=docs_link(error_id))
+            shown = CATALOGUE[error_id].__qualname__
+            body += _row([ref, nodes.literal(shown, shown), nodes.Text(summary), docs])
+        placeholder.replace_self(table)
+
+
+def _row(cells: list[nodes.Node]) -> nodes.row:
+    row = nodes.row()
+    for cell in cells:
+        entry = nodes.entry()
+        entry += nodes.paragraph("", "", cell)
+        row += entry
+    return row
+
+
+def _check_catalogue(app: Sphinx, env: Any) -> None:
+    """Every id of the catalogue has its page with a reproducer of that id, and no page is for another id."""
+    pages = {doc: eid for doc, eid in env.nkidocs_errors.items() if doc in env.all_docs}
+    problems = [f"errors/{doc.split('/')[-1]}.md reproduces {eid}" for doc, eid in pages.items()
+                if doc != f"errors/{eid}"]
+    missing = sorted(set(CATALOGUE) - set(pages.values()))
+    if missing:
+        problems.append("no page with a reproducer for " + ", ".join(missing))
+    for error_id in sorted(CATALOGUE):
+        if not str(env.metadata.get(f"errors/{error_id}", {}).get("summary", "")):
+            problems.append(f"errors/{error_id}.md has no `summary:` in its front matter")
+    if problems and not os.environ.get('NKIDOCS_DEV'):
+        raise ExtensionError("the error pages do not match nkisim's catalogue:\n  " + "\n  ".join(problems))
+
+
+def _init(app: Sphinx, env: Any, docnames: list[str]) -> None:
+    if not hasattr(env, "nkidocs_errors"):
+        env.nkidocs_errors = {}
+
+
+def _purge(app: Sphinx, env: Any, docname: str) -> None:
+    getattr(env, "nkidocs_errors", {}).pop(docname, None)
+
+
+def _merge(app: Sphinx, env: Any, docnames: list[str], other: Any) -> None:
+    env.nkidocs_errors.update({d: e for d, e in other.nkidocs_errors.items() if d in docnames})
+
+
+def setup(app: Sphinx) -> None:
+    app.add_directive("nki-reproducer", Reproducer)
+    app.add_directive("nki-fix", Fix)
+    app.add_directive("nki-error-table", ErrorTable)
+    app.add_node(ErrorTablePlaceholder)
+    app.connect("env-before-read-docs", _init)
+    app.connect("env-purge-doc", _purge)
+    app.connect("env-merge-info", _merge)
+    app.connect("env-check-consistency", _check_catalogue)
+    app.connect("doctree-resolved", _fill_tables)
