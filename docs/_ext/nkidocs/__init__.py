@@ -14,9 +14,9 @@ from sphinx.application import Sphinx
 
 
 def setup(app: Sphinx) -> dict[str, object]:
-    from . import errors, lessons, links, mathml
+    from . import apiref, errors, lessons, links, mathml
 
-    for module in (errors, lessons, links, mathml):
+    for module in (apiref, errors, lessons, links, mathml):
         module.setup(app)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
 

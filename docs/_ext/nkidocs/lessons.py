@@ -70,6 +70,7 @@ def lesson_page(nb: nbformat.NotebookNode, stem: str, outputs: dict[str, list] |
                 cell.outputs, n = scrub_outputs(outputs.get(cell.get("id"), []), _fingerprints())
                 hidden += n
                 cell.outputs = [_short_error(out) for out in cell.outputs]
+                cell.metadata.setdefault("mystnb", {})["image"] = {"alt": "plot made by this cell"}
             tags = cell.metadata.setdefault("tags", [])
             tags.append(f"nkidocs-{kind}")
         cells.append(cell)
