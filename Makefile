@@ -65,7 +65,7 @@ gradescope: setup
 SITE     ?= build/site
 DOCTREES ?= build/docs-doctrees
 docs: $(STAMP)
-	$(PY) -m sphinx -E -W --keep-going -b html -d $(DOCTREES) docs $(SITE)
+	$(PY) -m sphinx -j auto -E -W --keep-going -b html -d $(DOCTREES) docs $(SITE)
 
 # Students work on copies in work/ (never overwritten, not tracked), so `git pull` and `make release`
 # never collide with their answers.

@@ -15,14 +15,13 @@ catalogue does not have).  ``nki-error-table`` is the catalogue on the index pag
 
 from __future__ import annotations
 
+import json
 import os
 import re
-import runpy
+import subprocess
+import sys
 import tempfile
-import traceback
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,9 +31,12 @@ from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.util.docutils import SphinxDirective
 
-from nkisim.core.errors import CATALOGUE, UNDOCUMENTED, NKIError, docs_link
+from nkisim.core.errors import CATALOGUE, UNDOCUMENTED, docs_link
+
+from .lessons import CACHE, cache_key
 
 FILE = "kernel.py"
+RUNNER = Path(__file__).with_name("runexample.py")
 #: the imports a reproducer gets, each when its code uses the name
 IMPORTS = (("np", "import numpy as np"), ("nki", "import neuronxcc.nki as nki"),
            ("nl", "import neuronxcc.nki.language as nl"), ("nisa", "import neuronxcc.nki.isa as nisa"),
@@ -43,11 +45,13 @@ IMPORTS = (("np", "import numpy as np"), ("nki", "import neuronxcc.nki as nki"),
 
 @dataclass
 class Outcome:
-    """What running one example printed: the traceback's end (empty if it ran clean), its error, its warnings."""
+    """What running one example printed: the traceback's end (empty if it ran clean), the id of its error in
+    nkisim's catalogue (None for none or another error), and its warnings."""
 
     text: str
-    error: BaseException | None
-    warnings: list[warnings.WarningMessage]
+    error_id: str | None
+    error_class: str | None
+    warnings: list[dict]
 
 
 def full_source(code: str) -> str:
@@ -56,52 +60,24 @@ def full_source(code: str) -> str:
     return "\n".join(used) + "\n\n\n" + code.strip("\n") + "\n"
 
 
-@contextmanager
-def _clean_target() -> Iterator[None]:
-    """The default target (trn2), whatever the builder's environment says."""
-    saved = os.environ.pop("NEURON_PLATFORM_TARGET_OVERRIDE", None)
-    try:
-        yield
-    finally:
-        if saved is not None:
-            os.environ["NEURON_PLATFORM_TARGET_OVERRIDE"] = saved
-
-
 def run_example(source: str) -> Outcome:
-    """Run ``source`` as ``python kernel.py`` would, in a scratch folder; what it printed, as text with the
-    folder left out of the file names."""
-    with tempfile.TemporaryDirectory(prefix="nkidocs-error-") as tmp, _clean_target():
-        path = Path(tmp) / FILE
-        path.write_text(source)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                runpy.run_path(str(path), run_name="__main__")
-            except Exception as err:  # noqa: BLE001  (any error is an outcome to report)
-                return Outcome(traceback_end(err, str(path)), err, list(caught))
-    return Outcome("", None, list(caught))
-
-
-def traceback_end(err: BaseException, path: str) -> str:
-    """The traceback Python prints for ``err``, from the first frame of the reader's file: frames of
-    ``kernel.py`` as printed, each run of frames inside the simulator as one line saying so, and the error."""
-    tb = err.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename != path:
-        tb = tb.tb_next
-    lines = ["Traceback (most recent call last):\n"]
-    inside = 0
-    for frame in traceback.extract_tb(tb):
-        if frame.filename != path:
-            inside += 1
-            continue
-        if inside:
-            lines.append(f"  [{inside} frame{'s' if inside > 1 else ''} inside the simulator]\n")
-            inside = 0
-        lines.extend(traceback.format_list([frame]))
-    if inside:
-        lines.append(f"  [{inside} frame{'s' if inside > 1 else ''} inside the simulator]\n")
-    lines.extend(traceback.format_exception_only(type(err), err))
-    return "".join(lines).replace(path, FILE).rstrip("\n")
+    """Run ``source`` as ``python kernel.py`` in a scratch folder, in a fresh interpreter (``runexample.py``), on
+    the default target whatever the builder's environment says.  The record is cached in build/docs-cache/
+    under the source and everything else it depends on (``lessons.cache_key``)."""
+    cached = CACHE / "examples" / f"{cache_key(source.encode())}.json"
+    if cached.is_file():
+        return Outcome(**json.loads(cached.read_text()))
+    with tempfile.TemporaryDirectory(prefix="nkidocs-error-") as tmp:
+        (Path(tmp) / FILE).write_text(source)
+        env = {k: v for k, v in os.environ.items() if k != "NEURON_PLATFORM_TARGET_OVERRIDE"}
+        run = subprocess.run([sys.executable, str(RUNNER), FILE, "record.json"], cwd=tmp, env=env,
+                             capture_output=True, text=True, timeout=300)
+        record = Path(tmp) / "record.json"
+        if run.returncode != 0 or not record.is_file():
+            raise ExtensionError(f"could not run an error example:\n{run.stdout}{run.stderr}")
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        record.replace(cached)
+    return Outcome(**json.loads(cached.read_text()))
 
 
 def _code_block(text: str, language: str, caption: str, kind: str) -> nodes.container:
@@ -126,19 +102,19 @@ class Reproducer(SphinxDirective):
             raise ExtensionError(f"{self.get_location()}: {error_id} is not in nkisim's error catalogue")
         source = full_source("\n".join(self.content))
         outcome = run_example(source)
-        found = getattr(outcome.error, "error_id", None) if isinstance(outcome.error, NKIError) else None
         shown = outcome.text
         if error_id in WARNS:  # an error the compiler, like nkisim, gives as a deprecation warning first
-            hits = [w for w in outcome.warnings if issubclass(w.category, DeprecationWarning)
-                    and WARNS[error_id] in str(w.message)]
+            hits = [w for w in outcome.warnings if w["category"] == "DeprecationWarning" and w["in_kernel"]
+                    and WARNS[error_id] in w["message"]]
             if not hits:
                 raise ExtensionError(f"{self.get_location()}: the reproducer of {error_id} gave no deprecation "
                                      f"warning ({outcome.text or 'it ran clean'})")
             warning = hits[0]
-            line = warnings.formatwarning(warning.message, warning.category, FILE, warning.lineno,
-                                          source.splitlines()[warning.lineno - 1]).rstrip("\n")
+            # the form Python's default warning display takes: file:line: Category: message, then the line
+            line = warnings.formatwarning(warning["message"], DeprecationWarning, FILE, warning["lineno"],
+                                          source.splitlines()[warning["lineno"] - 1]).rstrip("\n")
             shown = line + ("\n" + outcome.text if outcome.text else "")
-        elif found != error_id:
+        elif outcome.error_id != error_id:
             raise ExtensionError(f"{self.get_location()}: the reproducer of {error_id} did not raise it: "
                                  f"{outcome.text or 'it ran clean'}")
         self.env.nkidocs_errors[self.env.docname] = error_id  # type: ignore[attr-defined]
@@ -158,11 +134,11 @@ class Fix(SphinxDirective):
     def run(self) -> list[nodes.Node]:
         source = full_source("\n".join(self.content))
         outcome = run_example(source)
-        if outcome.error is not None:
+        if outcome.error_class is not None:
             raise ExtensionError(f"{self.get_location()}: the fix raises an error:\n{outcome.text}")
-        bad = [w for w in outcome.warnings if issubclass(w.category, DeprecationWarning)]
+        bad = [w for w in outcome.warnings if w["in_kernel"]]
         if bad:
-            raise ExtensionError(f"{self.get_location()}: the fix still warns: {bad[0].message}")
+            raise ExtensionError(f"{self.get_location()}: the fix still warns: {bad[0]['message']}")
         return [_code_block(source, "python", f"{FILE}, fixed", "fix")]
 
 

@@ -100,7 +100,7 @@ def _caption(cell: nbformat.NotebookNode) -> tuple[str, str]:
     elif meta.get("grade"):
         points = meta.get("points")
         kind, label = "graded", f"graded cell ({points:g} points)" if points else "graded cell"
-    elif not _is_demo(cell):
+    elif not is_demo(cell):
         kind, label = "check", "check your answer on the public cases"
     else:
         kind, label = "demo", "run me"
@@ -110,7 +110,7 @@ def _caption(cell: nbformat.NotebookNode) -> tuple[str, str]:
     return kind, label
 
 
-def _is_demo(cell: nbformat.NotebookNode) -> bool:
+def is_demo(cell: nbformat.NotebookNode) -> bool:
     """A cell every reader runs as it is: not an answer, not graded, not a self-check of an answer."""
     meta = cell.metadata.get("nbgrader", {})
     return not (meta.get("solution") or meta.get("grade") or re.match(r"\s*check\(", cell.source))
@@ -157,10 +157,22 @@ def demo_outputs(stem: str) -> dict[str, list]:
 
 def _key(source: Path) -> str:
     """A digest of everything the outputs of ``source`` depend on."""
-    digest = hashlib.sha256(f"{sys.version_info[:2]}\n".encode())
-    for path in [source, *sorted(p for part in INPUTS for p in _files(REPO / part))]:
-        digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
+    return cache_key(str(source.relative_to(REPO)).encode() + b"\0" + source.read_bytes())
+
+
+_INPUTS_DIGEST: bytes | None = None
+
+
+def cache_key(content: bytes) -> str:
+    """A digest of ``content`` and of everything a run of course code depends on besides it: the simulator, the
+    grader, the pinned requirements and Python's version (read once per build)."""
+    global _INPUTS_DIGEST
+    if _INPUTS_DIGEST is None:
+        digest = hashlib.sha256(f"{sys.version_info[:2]}\n".encode())
+        for path in sorted(p for part in INPUTS for p in _files(REPO / part)):
+            digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes() + b"\0")
+        _INPUTS_DIGEST = digest.digest()
+    return hashlib.sha256(_INPUTS_DIGEST + content).hexdigest()[:16]
 
 
 def _files(path: Path) -> list[Path]:
@@ -180,4 +192,4 @@ def run_lesson(source: Path, timeout: float = 600) -> dict[str, list]:
     with tempfile.TemporaryDirectory(prefix="nkidocs-lesson-") as tmp:
         NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
                        resources={"metadata": {"path": tmp}}).execute()
-    return {cell["id"]: cell.outputs for cell in nb.cells if cell.cell_type == "code" and _is_demo(cell)}
+    return {cell["id"]: cell.outputs for cell in nb.cells if cell.cell_type == "code" and is_demo(cell)}
