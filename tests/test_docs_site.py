@@ -406,7 +406,7 @@ def test_error_pages_show_what_python_prints(site, tmp_path):
         fixed = _run(_block(markup, "fix"), tmp_path / f"{error_id}-fix")
         assert fixed.returncode == 0 and "Error" not in fixed.stderr and "Warning" not in fixed.stderr, \
             (error_id, fixed.stderr)
-        row = re.search(rf'<a class="reference internal" href="{error_id}.html"><code[^>]*>.*?</tr>', table, re.S)
+        row = re.search(rf'<a class="reference internal" href="{error_id}.html"><code[^>]*>.*?</li>', table, re.S)
         assert row, error_id
         assert "<code" in row.group(0) and cls.__qualname__ in row.group(0)
         assert ("simulator only" in row.group(0)) == (error_id in UNDOCUMENTED)

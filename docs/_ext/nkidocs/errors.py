@@ -9,7 +9,7 @@ are directives whose code runs while the site builds, as the file ``kernel.py`` 
 - ``nki-fix`` must run without any error.
 
 Anything else stops the build, and so does an id of the catalogue without a page (or a page for an id the
-catalogue does not have).  ``nki-error-table`` is the catalogue on the index page, from the pages' front matter
+catalogue does not have).  ``nki-error-list`` is the catalogue on the index page, from the pages' front matter
 (``summary:``).
 """
 
@@ -142,50 +142,45 @@ class Fix(SphinxDirective):
         return [_code_block(source, "python", f"{FILE}, fixed", "fix")]
 
 
-class ErrorTablePlaceholder(nodes.General, nodes.Element):
-    """Where ``nki-error-table`` goes; filled in once every page's front matter is known."""
+class ErrorListPlaceholder(nodes.General, nodes.Element):
+    """Where ``nki-error-list`` goes; filled in once every page's front matter is known."""
 
 
-class ErrorTable(SphinxDirective):
-    """``nki-error-table``: every error id, its page, the class a traceback shows, when it happens, and the
+class ErrorList(SphinxDirective):
+    """``nki-error-list``: every error id, its page, the class a traceback shows, when it happens, and the
     compiler documentation's entry."""
 
     def run(self) -> list[nodes.Node]:
-        return [ErrorTablePlaceholder()]
+        return [ErrorListPlaceholder()]
 
 
-def _fill_tables(app: Sphinx, doctree: nodes.document, docname: str) -> None:
-    for placeholder in list(doctree.findall(ErrorTablePlaceholder)):
-        table = nodes.table(classes=["nkidocs-errors"])
-        group = nodes.tgroup(cols=4)
-        table += group
-        for width in (3, 1, 4, 1):
-            group += nodes.colspec(colwidth=width)
-        head, body = nodes.thead(), nodes.tbody()
-        group += head
-        group += body
-        head += _row([nodes.Text(t) for t in ("error", "shown as", "when", "compiler docs")])
+def _fill_lists(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    """The catalogue as a list (it reads at any width): each id linked to its page, the class a traceback
+    shows, when it happens, and the compiler documentation's entry."""
+    for placeholder in list(doctree.findall(ErrorListPlaceholder)):
+        listing = nodes.bullet_list(classes=["nkidocs-errors"])
         for error_id in sorted(CATALOGUE):
             page = f"errors/{error_id}"
             ref = nodes.reference("", "", internal=True, refuri=app.builder.get_relative_uri(docname, page))
             ref += nodes.literal(error_id, error_id)
-            summary = str(app.env.metadata.get(page, {}).get("summary", ""))
-            if error_id in UNDOCUMENTED:
-                docs: nodes.Node = nodes.Text("none (simulator only)")
-            else:
-                docs = nodes.reference("", "nki.errors", refuri=docs_link(error_id))
             shown = CATALOGUE[error_id].__qualname__
-            body += _row([ref, nodes.literal(shown, shown), nodes.Text(summary), docs])
-        placeholder.replace_self(table)
+            para = nodes.paragraph("", "", nodes.strong("", "", ref), nodes.Text(" "),
+                                   nodes.literal(shown, shown), nodes.Text(": "))
+            para += _inline(str(app.env.metadata.get(page, {}).get("summary", "")))
+            if error_id in UNDOCUMENTED:
+                para += nodes.Text(" (simulator only)")
+            else:
+                para += nodes.Text(" (")
+                para += nodes.reference("", "compiler docs", refuri=docs_link(error_id))
+                para += nodes.Text(")")
+            listing += nodes.list_item("", para)
+        placeholder.replace_self(listing)
 
 
-def _row(cells: list[nodes.Node]) -> nodes.row:
-    row = nodes.row()
-    for cell in cells:
-        entry = nodes.entry()
-        entry += nodes.paragraph("", "", cell)
-        row += entry
-    return row
+def _inline(text: str) -> list[nodes.Node]:
+    """A front-matter summary with its `code` spans as code."""
+    parts = text.split("`")
+    return [nodes.literal(p, p) if k % 2 else nodes.Text(p) for k, p in enumerate(parts) if p]
 
 
 def _check_catalogue(app: Sphinx, env: Any) -> None:
@@ -219,10 +214,10 @@ def _merge(app: Sphinx, env: Any, docnames: list[str], other: Any) -> None:
 def setup(app: Sphinx) -> None:
     app.add_directive("nki-reproducer", Reproducer)
     app.add_directive("nki-fix", Fix)
-    app.add_directive("nki-error-table", ErrorTable)
-    app.add_node(ErrorTablePlaceholder)
+    app.add_directive("nki-error-list", ErrorList)
+    app.add_node(ErrorListPlaceholder)
     app.connect("env-before-read-docs", _init)
     app.connect("env-purge-doc", _purge)
     app.connect("env-merge-info", _merge)
     app.connect("env-check-consistency", _check_catalogue)
-    app.connect("doctree-resolved", _fill_tables)
+    app.connect("doctree-resolved", _fill_lists)
