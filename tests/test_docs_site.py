@@ -158,7 +158,7 @@ def test_home_page_says_how_to_get_the_course(site):
     assert "make lab" in text
     # the stage table's markers survive for the generator that fills them from the course manifest
     source = (REPO / "docs" / "index.md").read_text()
-    assert source.count("<!-- stages:begin") == 1 and source.count("<!-- stages:end -->") == 1
+    assert source.count("<!-- course:stages -->") == 1 and source.count("<!-- /course:stages -->") == 1
     for stage in STAGES:
         assert f'href="lessons/{stage}.html"' in (site / "index.html").read_text(), stage
 
