@@ -32,6 +32,8 @@ import nkidocs  # noqa: E402  (docs/_ext/nkidocs)
 from nkidocs import lessons  # noqa: E402
 
 STAGES = sorted(nb.stem for nb in (REPO / "assignments").glob("[0-9][0-9]_*.ipynb"))
+#: the first test to use the site builds it: from a fresh clone that runs every lesson (minutes on a busy machine)
+pytestmark = pytest.mark.timeout(1800)
 
 
 class _Page(HTMLParser):

@@ -75,9 +75,12 @@ def run_example(source: str) -> Outcome:
         record = Path(tmp) / "record.json"
         if run.returncode != 0 or not record.is_file():
             raise ExtensionError(f"could not run an error example:\n{run.stdout}{run.stderr}")
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        record.replace(cached)
-    return Outcome(**json.loads(cached.read_text()))
+        text = record.read_text()
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    partial = cached.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text(text)
+    partial.replace(cached)
+    return Outcome(**json.loads(text))
 
 
 def _code_block(text: str, language: str, caption: str, kind: str) -> nodes.container:
