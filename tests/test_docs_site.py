@@ -423,8 +423,9 @@ def _mini_site(tmp_path: Path, pages: dict[str, str]) -> subprocess.CompletedPro
     (src / "index.md").write_text("# x\n\n```{toctree}\n:glob:\n\nerrors/*\n```\n")
     for name, text in pages.items():
         (src / "errors" / f"{name}.md").write_text(text)
+    env = {**os.environ, "NKIDOCS_CACHE": str(tmp_path / "cache")}
     return subprocess.run([sys.executable, "-m", "sphinx", "-W", "-b", "html", str(src), str(tmp_path / "out")],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, env=env)
 
 
 PAGE = """---

@@ -21,6 +21,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +67,7 @@ def run_example(source: str) -> Outcome:
     under the source and everything else it depends on (``lessons.cache_key``)."""
     cached = CACHE / "examples" / f"{cache_key(source.encode())}.json"
     if cached.is_file():
+        os.utime(cached)  # still in use: _prune keeps it
         return Outcome(**json.loads(cached.read_text()))
     with tempfile.TemporaryDirectory(prefix="nkidocs-error-") as tmp:
         (Path(tmp) / FILE).write_text(source)
@@ -201,6 +203,18 @@ def _check_catalogue(app: Sphinx, env: Any) -> None:
         raise ExtensionError("the error pages do not match nkisim's catalogue:\n  " + "\n  ".join(problems))
 
 
+def _started(app: Sphinx) -> None:
+    app.nkidocs_started = time.time()  # type: ignore[attr-defined]
+
+
+def _prune(app: Sphinx, exception: Exception | None) -> None:
+    """After a good build, drop the example records it did not use (old sources, an older simulator)."""
+    if exception is None:
+        for record in (CACHE / "examples").glob("*.json"):
+            if record.stat().st_mtime < app.nkidocs_started - 1:  # type: ignore[attr-defined]
+                record.unlink(missing_ok=True)
+
+
 def _init(app: Sphinx, env: Any, docnames: list[str]) -> None:
     if not hasattr(env, "nkidocs_errors"):
         env.nkidocs_errors = {}
@@ -224,3 +238,5 @@ def setup(app: Sphinx) -> None:
     app.connect("env-merge-info", _merge)
     app.connect("env-check-consistency", _check_catalogue)
     app.connect("doctree-resolved", _fill_lists)
+    app.connect("builder-inited", _started)
+    app.connect("build-finished", _prune)
