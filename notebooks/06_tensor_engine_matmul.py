@@ -24,8 +24,8 @@
 # 3. read in a profile that the straightforward kernel is limited by **data movement**, not by the Tensor Engine;
 # 4. make it about twice as fast by **reusing** every loaded tile for several matmuls (blocking).
 #
-# Stages 1–5 used the Vector and Scalar engines. Matrix multiplication is what the fifth engine, the Tensor
-# Engine (TensorE, or PE array), exists for: almost all of a transformer's arithmetic runs there. As before, each
+# Stages 1–5 used the Vector and Scalar engines. Matrix multiplication is what the fourth of the
+# {{trn2:compute_engines}} compute engines of stage 1, the Tensor Engine (TensorE, or PE array), exists for: almost all of a transformer's arithmetic runs there. As before, each
 # `%%writefile` cell saves your kernel, `check(...)` runs the public cases, and the grade cells add hidden cases
 # (float32 and bfloat16, K from 128 to 2048).
 
@@ -42,7 +42,7 @@ try:
 except ImportError:  # a Neuron machine without the course simulator installed
     ON_SIMULATOR = False
 
-from nkilab import check, latency_label, latency_us, load_kernel  # load_kernel: the kernel a %%writefile cell saved
+from nkilab import check, latency_label, latency_us, load_kernel, peak  # load_kernel: the kernel a %%writefile cell saved
 
 TARGET = "trn2"  # the target the cost model estimates for (and the course grades on)
 LABEL = latency_label(TARGET)  # "estimate: nkisim cost model, trn2" on the simulator
@@ -65,7 +65,7 @@ print("neuronxcc.nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR
 # to pass it that way: `lhsT` is `[K, M]` in HBM, and `nl.matmul(lhsT_tile, rhs_tile, transpose_x=True)` is
 # `lhsT_tile.T @ rhs_tile`.
 #
-# The result goes to **PSUM**, a small memory next to the array (16 KiB per partition in 8 banks of 2 KiB), always
+# The result goes to **PSUM**, a small memory next to the array ({{trn2:psum_partition_kib}} KiB per partition in {{trn2:psum_banks}} banks of {{trn2:psum_bank_kib}} KiB), always
 # as **float32**, whatever the inputs' dtype: a `[128, 512]` float32 tile fills exactly one bank. A result in PSUM
 # has to be copied to SBUF (`nl.copy`, with the output dtype) before it can be stored to HBM.
 
@@ -192,7 +192,7 @@ else:
 # *block* covers BM × BN output tiles (BM·128 rows, BN·512 columns), one pass over K loads BM `lhsT` tiles and BN
 # `rhs` tiles per K slice and feeds BM·BN matmuls with them. The cell counts the bytes each block shape moves and
 # compares two lower bounds on the time: moving those bytes at the peak DMA rate, and doing the 2·K·M·N flops at the
-# PE array's peak rate (trn2: 368 GB/s and 79 bfloat16 TFLOPS per NeuronCore).
+# PE array's peak rate (trn2: {{trn2:dma_gbps}} GB/s and {{trn2:pe_tflops_bf16}} bfloat16 TFLOPS per NeuronCore).
 
 # %% nbgrader={"grade": false, "grade_id": "reuse_demo", "locked": true, "schema_version": 3, "solution": false, "task": false}
 def bytes_moved(K, M, N, bm, bn, itemsize=2):
@@ -202,7 +202,8 @@ def bytes_moved(K, M, N, bm, bn, itemsize=2):
     return (lhsT_loads + rhs_loads + M * N) * itemsize
 
 
-DMA_GBPS, PE_TFLOPS = 368.0, 79.0  # trn2 peak rates per NeuronCore (the cost model's figures)
+PEAK = peak(TARGET)  # trn2's peak rates per NeuronCore, read from the cost model's target file
+DMA_GBPS, PE_TFLOPS = PEAK.dma_gbps, PEAK.pe_tflops_for("bfloat16")
 pe_bound_us = 2 * SIZE**3 / (PE_TFLOPS * 1e6)
 print(f"K = M = N = {SIZE}, bfloat16; PE-array bound {pe_bound_us:.0f} us")
 print(f"{'block BM x BN':>14} {'MB moved':>9} {'DMA bound (us)':>15}")
@@ -213,7 +214,7 @@ for bm, bn in [(1, 1), (2, 1), (1, 2), (2, 2), (4, 2)]:
 # %% [markdown] nbgrader={"grade": false, "grade_id": "q2_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # With 1 × 1 blocks the data movement alone takes more than twice as long as the PE array needs for all the
 # arithmetic; with 2 × 2 blocks the data-movement bound comes down to within about 15% of the PE-array bound. Bigger blocks need more SBUF and, above all, more PSUM: every output tile of a
-# block is a live `[128, 512]` float32 accumulator, i.e. one of PSUM's 8 banks.
+# block is a live `[128, 512]` float32 accumulator, i.e. one of PSUM's {{trn2:psum_banks}} banks.
 #
 # ## 4. Reuse what you load: `matmul_fast` (4 points)
 #

@@ -41,7 +41,7 @@ try:
 except ImportError:  # a Neuron machine without the course simulator installed
     ON_SIMULATOR = False
 
-from nkilab import check, latency_label, latency_us, load_kernel  # load_kernel: the kernel a %%writefile cell saved
+from nkilab import check, latency_label, latency_us, load_kernel, peak  # load_kernel: the kernel a %%writefile cell saved
 
 TARGET = "trn2"  # the target the cost model estimates for (and the course grades on)
 LABEL = latency_label(TARGET)  # "estimate: nkisim cost model, trn2" on the simulator
@@ -255,11 +255,11 @@ grade("rmsnorm_linear_fast", "rmsnorm_linear_fast.py")
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ladder_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## 6. How close to the Tensor Engine's limit?
 #
-# The matmuls alone are 2·R·C·N flops; at the PE array's peak (79 bfloat16 TFLOPS per trn2 NeuronCore) that is
+# The matmuls alone are 2·R·C·N flops; at the PE array's peak ({{trn2:pe_tflops_bf16}} bfloat16 TFLOPS per trn2 NeuronCore) that is
 # the bound below. The cell estimates both of your kernels next to it.
 
 # %% nbgrader={"grade": false, "grade_id": "ladder_demo", "locked": true, "schema_version": 3, "solution": false, "task": false}
-PE_TFLOPS = 79.0  # trn2 bfloat16 peak per NeuronCore (the cost model's figure)
+PE_TFLOPS = peak(TARGET).pe_tflops_for("bfloat16")  # trn2's peak, read from the cost model's target file
 big, g_big = np.zeros((SIZE, SIZE), dtype=BF16), np.zeros(SIZE, dtype=BF16)  # only shapes and dtypes matter
 print(f"R = C = N = {SIZE}, bfloat16, latency ({LABEL})")
 print(f"  {'PE-array bound':20s} {2 * SIZE**3 / (PE_TFLOPS * 1e6):8.1f} us")
@@ -278,8 +278,8 @@ for path, name in (("rmsnorm_linear.py", "rmsnorm_linear"), ("rmsnorm_linear_fas
 # * Folding `g` into `w` changes where bfloat16 rounding happens (once on `g·w` instead of on every normalised
 #   activation); both stay well within the tolerances, but a real model would fold it offline, once, when the
 #   weights are loaded.
-# * The fast kernel keeps all of `w` in SBUF. For weights larger than SBUF (24 MiB on trn2, about 12 million
-#   bfloat16 values, less what the other tiles need) the next step is blocking over N as well, as in stage 6: a
+# * The fast kernel keeps all of `w` in SBUF. For weights larger than SBUF ({{trn2:sbuf_usable_mib}} MiB usable on trn2, less what
+#   the other tiles need) the next step is blocking over N as well, as in stage 6: a
 #   block of `w` stays resident while every row tile passes through it.
 #
-# RMSNorm's backward pass and FP8 matmuls are the stages that follow.
+# Two stages follow: a convolution fused with max pooling (stage 8), and RMSNorm's backward pass with FP8 (stage 9).

@@ -71,8 +71,14 @@ def speed_lines(ev: Evaluation) -> list[str]:
         return [line + (f" ({ev.speed_note})" if ev.speed_note else "")]
     verdict = {"full": "full speed points", "partial": "partial speed points (half)",
                "none": "no speed points yet"}[ev.tier or "none"]
+    if q.relaxed is not None:
+        relaxed = "unavailable" if ev.relaxed_us is None else f"{ev.relaxed_us:.1f} us"
+        tiers = (f"full points at <= {q.full_tier:g}x the reference, half at <= {q.partial_tier:g}x the relaxed "
+                 f"reference ({q.relaxed}'s reference solution: {relaxed})")
+    else:
+        tiers = f"full points at <= {q.full_tier:g}x, half at <= {q.partial_tier:g}x"
     return [line + f"; reference solution {ev.reference_us:.1f} us -> {ev.ratio:.2f}x the reference.",
-            f"  Tiers: full points at <= {q.full_tier:g}x, half at <= {q.partial_tier:g}x. You would get: {verdict}."]
+            f"  Tiers: {tiers}. You would get: {verdict}."]
 
 
 def check(question_id: str, kernel: str | os.PathLike | object | None = None, *, timeout: float | None = None,

@@ -15,7 +15,7 @@ import numpy as np
 
 from nkilab import gate
 from nkilab.compare import Verdict, describe_error, diagnose
-from nkilab.questions import COURSE_TARGET, Case, Question, hidden_cases
+from nkilab.questions import COURSE_TARGET, Case, Question, hidden_cases, relaxed_reference
 from nkilab.runner import CaseRun, RunResult, run_inprocess, run_module
 
 #: a case whose arguments have at most this many elements each also runs on its negated inputs: on so
@@ -43,6 +43,7 @@ class Evaluation:
     problem: str | None = None  # a whole-run problem: missing file, import error, timeout, crash
     latency_us: float | None = None
     reference_us: float | None = None
+    relaxed_us: float | None = None  # the relaxed reference's latency, for a question with two references
     target: str | None = None
     simulator: bool = True
     speed_note: str | None = None
@@ -69,7 +70,11 @@ class Evaluation:
         if r is None:
             return None
         q = self.question
-        return "full" if r <= q.full_tier else "partial" if r <= q.partial_tier else "none"
+        if q.relaxed is not None:  # half the points within partial_tier x the relaxed reference's latency
+            partial = self.relaxed_us is not None and self.latency_us <= q.partial_tier * self.relaxed_us
+        else:
+            partial = r <= q.partial_tier
+        return "full" if r <= q.full_tier else "partial" if partial else "none"
 
     def speed_fraction(self) -> float:
         return {"full": 1.0, "partial": 0.5}.get(self.tier or "none", 0.0)
@@ -249,4 +254,8 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
             ev.reference_us = ref["latency_us"]
         else:
             ev.speed_note = "reference latency unavailable: " + (ref.get("error") or {}).get("message", "")
+        relaxed = relaxed_reference(q)
+        if relaxed is not None:
+            rel = reference_latency(relaxed, target, max(timeout, 60.0))
+            ev.relaxed_us = rel["latency_us"] if rel.get("status") == "ok" else None
     return ev
