@@ -4,6 +4,7 @@ the lessons quote all agree with it, or with the target files it points to.  Fas
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -20,6 +21,7 @@ COURSE = manifest.course()
 def test_the_lessons_are_the_manifests_stages_in_order():
     assert [p.stem for p in stages(REPO / "notebooks")] == [s.slug for s in COURSE.stages]
     assert [s.number for s in COURSE.stages] == list(range(1, len(COURSE.stages) + 1))
+    assert len(COURSE.stages) == 9
 
 
 def test_the_grading_registry_is_the_manifests():
@@ -97,6 +99,29 @@ def test_a_broken_manifest_is_refused():
         manifest.parse(text.replace('qid = "vector_add_stream"', 'qid = "vector_add_naive"'))
     with pytest.raises(manifest.ManifestError, match="dialects"):
         manifest.parse(text.replace('legacy = "01_vector_add/vector_add_naive.py"', 'nki = "x.py"'))
+
+
+def test_the_example_class_hands_in_every_stage():
+    students = json.loads((REPO / "autograder/example_class/submissions.json").read_text())["students"]
+    slugs = [s.slug for s in COURSE.stages]
+    for slug in slugs:
+        handed = [st for st, entry in students.items() if slug in entry]
+        assert len(handed) >= 3, (slug, handed)  # the reference, and at least two students' own work
+        assert students["ada"][slug] == {}, slug  # ada: the lesson's answers, every stage
+    for qid in COURSE.questions():  # every question answered by someone's own kernel, not only the reference
+        stage = COURSE.stage_of(qid)
+        gid = next(q.grade_id for q in stage.questions if q.qid == qid).replace("_grade", "_kernel")
+        own = [st for st, entry in students.items() if gid in entry.get(stage.slug, {}).get("answers", {})]
+        assert own, qid
+
+
+def test_the_class_grade_test_covers_every_stage():
+    import test_grade_class as tgc
+
+    assert tgc.STAGES == [s.slug for s in COURSE.stages]
+    assert all(len(points) == len(COURSE.stages) for points in tgc.EXPECTED_KERNEL_POINTS.values())
+    assert set(tgc.EXPECTED_KERNEL_POINTS) == set(json.loads(
+        (REPO / "autograder/example_class/submissions.json").read_text())["students"])
 
 
 def test_every_relaxed_reference_is_timed_on_its_questions_speed_case():

@@ -1,6 +1,7 @@
 """Hardware facts a lesson quotes, rendered from the simulator's target files when the lesson is released.
 
-A lesson's markdown writes ``{{trn2:sbuf_partition_kib}}`` where it states a number about the hardware; ``make
+A lesson's markdown writes ``{{trn2:sbuf_partition_kib}}`` where it states a number about the hardware (or
+``{{float8_e4m3:max}}`` about a number format, from ``ml_dtypes.finfo``); ``make
 release`` (``nkilab.release.load_source``) replaces it with the value read through ``nkisim.api.target`` from
 ``nkisim/targets/trn2.toml``, the one file that holds it (each number there cites its source).  So two lessons
 cannot disagree about SBUF, and a corrected target file corrects every lesson at the next release.  Code cells
@@ -60,15 +61,43 @@ FACTS: dict[str, Callable[[str], str]] = {
 }
 
 
+def _finfo(dtype: str):  # noqa: ANN202  (ml_dtypes' finfo)
+    import ml_dtypes
+    import numpy as np
+
+    return ml_dtypes.finfo(np.dtype(dtype))
+
+
+def _pow2(x: float) -> str:
+    import math
+
+    return f"2^{int(math.log2(x))}"
+
+
+#: facts of a number format (``{{float8_e4m3:max}}``), from ``ml_dtypes.finfo``: the same dtypes NKI names
+DTYPE_FACTS: dict[str, Callable[[str], str]] = {
+    "max": lambda d: _num(float(_finfo(d).max)),
+    "mantissa_bits": lambda d: str(_finfo(d).nmant),
+    "exponent_bits": lambda d: str(_finfo(d).nexp),
+    "eps": lambda d: _num(float(_finfo(d).eps)),
+    "eps_pow2": lambda d: _pow2(float(_finfo(d).eps)),
+    "smallest_normal_pow2": lambda d: _pow2(float(_finfo(d).smallest_normal)),
+    "smallest_subnormal_pow2": lambda d: _pow2(float(_finfo(d).smallest_subnormal)),
+}
+DTYPES = ("float8_e4m3", "float8_e5m2", "bfloat16", "float16", "float32")
+
+
 class FactError(KeyError):
     pass
 
 
 def fact(target: str, name: str) -> str:
-    """The fact ``name`` of ``target`` as a lesson prints it."""
-    if name not in FACTS:
-        raise FactError(f"no lesson fact {name!r}; known: {', '.join(sorted(FACTS))}")
-    return FACTS[name](target)
+    """The fact ``name`` of ``target`` (a target file, or a number format such as ``float8_e4m3``) as a lesson
+    prints it."""
+    table = DTYPE_FACTS if target in DTYPES else FACTS
+    if name not in table:
+        raise FactError(f"no lesson fact {name!r} of {target}; known: {', '.join(sorted(table))}")
+    return table[name](target)
 
 
 def render(text: str) -> str:

@@ -69,6 +69,25 @@ class Case:
 
 
 @dataclass(frozen=True)
+class Work:
+    """The least a computation must do on one case, whatever the kernel (``nkilab.bounds`` prices it on a target):
+    HBM traffic, matmul flops and the elementwise engine passes it cannot avoid over ``elements`` values."""
+
+    hbm_bytes: float
+    pe_flops: float = 0.0
+    pe_dtype: str = ""  # the matmuls' input dtype (its PE peak)
+    elements: float = 0.0
+    one_input_passes: float = 0.0
+    two_input_passes: float = 0.0
+
+
+def io_bytes(case: Case, n_args: int, out_shape: tuple[int, ...], out_dtype: str | None = None) -> float:
+    """Every argument read once and the output written once, in bytes."""
+    ins = sum(int(np.prod(s)) * np.dtype(d).itemsize for s, d in zip(case.shapes(n_args), case.dtypes(n_args)))
+    return float(ins + int(np.prod(out_shape)) * np.dtype(out_dtype or case.dtype).itemsize)
+
+
+@dataclass(frozen=True)
 class Question:
     qid: str
     title: str
@@ -101,6 +120,8 @@ class Question:
     #: named kinds of case beyond the dtype (``"ragged rows"``), each a predicate on a case: the course manifest
     #: lists the kinds a question's public and hidden cases cover, and a test holds the two to each other
     kinds: dict[str, Callable[[Case], bool]] = field(default_factory=dict)
+    #: the least work of a case (``nkilab.bounds``); None: an elementwise kernel's traffic, output shaped as input 1
+    work: Callable[[Case], Work] | None = None
 
     @property
     def default_module(self) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from nkilab.manifest import question_fields
-from nkilab.questions import Case, Question
+from nkilab.questions import Case, Question, Work, io_bytes
 
 
 def matmul_reference(lhsT: np.ndarray, rhs: np.ndarray) -> np.ndarray:  # noqa: N803  (NKI tutorial names)
@@ -20,6 +20,11 @@ def _case(k: int, m: int, n: int, dtype: str = "float32") -> Case:
 #: fp32 sums of up to 2048 products of O(1) normals, accumulated tile by tile in PSUM, differ from the
 #: float64 reference by up to ~5e-5 (measured); bfloat16 results are rounded once, as usual
 TOLERANCES = {"float32": (1e-4, 1e-4)}
+def _work(c: Case) -> Work:
+    (k, m), (_, n) = c.arg_shapes  # type: ignore[misc]
+    return Work(io_bytes(c, 2, (m, n)), pe_flops=2.0 * k * m * n, pe_dtype=c.dtype)
+
+
 KINDS = {"several K tiles": lambda c: c.arg_shapes[0][0] > 128, "K = 2048": lambda c: c.arg_shapes[0][0] == 2048}
 
 QUESTIONS = [
@@ -36,6 +41,7 @@ QUESTIONS = [
         speed_case=_case(1024, 1024, 1024, "bfloat16"),
         tolerances=TOLERANCES,
         kinds=KINDS,
+        work=_work,
     ),
     Question(
         **question_fields("matmul_fast"),
@@ -49,5 +55,6 @@ QUESTIONS = [
         speed_case=_case(2048, 2048, 2048, "bfloat16"),
         tolerances=TOLERANCES,
         kinds=KINDS,
+        work=_work,
     ),
 ]

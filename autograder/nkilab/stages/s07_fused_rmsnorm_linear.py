@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from nkilab.manifest import question_fields
-from nkilab.questions import Case, Question, row_kinds
+from nkilab.questions import Case, Question, Work, io_bytes, row_kinds
 from nkilab.stages.s04_masked_rmsnorm import rmsnorm_reference
 from nkilab.stages.s06_tensor_engine import TOLERANCES as MATMUL_TOLERANCES
 
@@ -25,6 +25,11 @@ def _case(r: int, c: int, n: int, dtype: str = "float32") -> Case:
 TOLERANCES = {**MATMUL_TOLERANCES, "bfloat16": (2e-2, 0.5)}
 RULES = ("x is [R, C], g is [C], w is [C, N]; R and C multiples of 128, N a multiple of 512 (each up to 2048); all "
          "float32 or bfloat16; return rmsnorm(x, g) @ w (eps 1e-6), shape [R, N], with x's dtype")
+def _work(c: Case) -> Work:
+    (r, cc), _, (_, n) = c.arg_shapes  # type: ignore[misc]
+    return Work(io_bytes(c, 3, (r, n)), pe_flops=2.0 * r * cc * n, pe_dtype=c.dtype)
+
+
 KINDS = {**row_kinds("several row tiles"), "C = 2048": lambda c: c.arg_shapes[0][1] == 2048}
 PUBLIC = (_case(128, 128, 512), _case(256, 384, 1024, "bfloat16"))
 HIDDEN = (_case(128, 128, 512, "bfloat16"), _case(128, 2048, 512), _case(1024, 256, 512), _case(256, 512, 2048),
@@ -41,6 +46,7 @@ QUESTIONS = [
         speed_case=_case(1024, 1024, 1024, "bfloat16"),
         tolerances=TOLERANCES,
         kinds=KINDS,
+        work=_work,
     ),
     Question(
         **question_fields("rmsnorm_linear_fast"),
@@ -52,5 +58,6 @@ QUESTIONS = [
         speed_case=_case(2048, 2048, 2048, "bfloat16"),
         tolerances=TOLERANCES,
         kinds=KINDS,
+        work=_work,
     ),
 ]

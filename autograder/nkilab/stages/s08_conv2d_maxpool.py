@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from nkilab.manifest import question_fields
-from nkilab.questions import Case, Question
+from nkilab.questions import Case, Question, Work, io_bytes
 
 
 def conv2d_maxpool_reference(x: np.ndarray, w: np.ndarray, bias: np.ndarray) -> np.ndarray:
@@ -27,6 +27,14 @@ def _case(b: int, c_in: int, c_out: int, h: int, w: int, k: int, dtype: str = "f
 def _dims(c: Case) -> tuple[int, int, int, int, int, int]:
     (b, c_in, h, w), (c_out, _, k, _), _ = c.arg_shapes  # type: ignore[misc]
     return b, c_in, c_out, h, w, k
+
+
+def _work(c: Case) -> Work:
+    """The convolution's multiply-adds on the PE array (pooling and bias are a small share of engine work)."""
+    b, c_in, c_out, h, w, k = _dims(c)
+    ho, wo = h - k + 1, w - k + 1
+    return Work(io_bytes(c, 3, (b, c_out, ho // 2, wo // 2)), pe_flops=2.0 * b * c_out * ho * wo * c_in * k * k,
+                pe_dtype=c.dtype)
 
 
 #: float32: sums of up to C_in * K^2 = 12800 products of O(1) normals accumulated in PSUM differ from the float64
@@ -60,6 +68,7 @@ QUESTIONS = [
                 _case(1, 512, 64, 6, 6, 3), _case(1, 16, 16, 4, 514, 3, "float16")),
         speed_case=_case(1, 256, 256, 10, 514, 3),
         tolerances=TOLERANCES,
+        work=_work,
         kinds=KINDS,
     ),
     Question(
@@ -76,6 +85,7 @@ QUESTIONS = [
                 _case(1, 512, 128, 6, 6, 3, "float16"), _case(1, 128, 384, 9, 17, 2)),
         speed_case=_case(2, 256, 256, 34, 128, 3, "float16"),
         tolerances=TOLERANCES,
+        work=_work,
         kinds=FAST_KINDS,
     ),
 ]
