@@ -18,8 +18,7 @@ from course_testing import (
 )
 
 from nkilab import grade_report
-from nkilab.check import speed_lines
-from nkilab.evaluate import evaluate
+from nkilab.evaluate import evaluate, record
 from nkilab.modules import load_kernel
 from nkilab.questions import QUESTIONS, Case, Question
 from nkilab.stages.s08_conv2d_maxpool import conv2d_maxpool_reference
@@ -169,7 +168,7 @@ def test_speed_tiers_against_the_relaxed_and_the_optimised_reference(tmp_path):
         assert r.correctness == q.correctness_points, (path.name, r.evaluation.cases[0].verdict)
         ev = r.evaluation
         got[path.stem] = (r.speed, round(ev.latency_us / ev.relaxed_us, 2), round(ev.ratio, 2))
-        said[path.stem] = " ".join(speed_lines(ev))
+        said[path.stem] = " ".join(record(ev, correctness=r.correctness, speed=r.speed).speed_lines())
     assert got["fast"][0] == 3.0 and got["fast"][2] == 1.0
     assert got["relaxed"][0] == 1.5 and got["relaxed"][1] == 1.0 and got["relaxed"][2] > 1.3  # relaxed: half
     assert got["slow"][0] == 0.0 and got["slow"][1] > 1.2, got  # slower than 1.2x the relaxed reference: none
