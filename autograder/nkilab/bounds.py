@@ -4,14 +4,16 @@ Every question's speed tiers compare a student's kernel with the reference solut
 near the hardware's limit at the graded shape (``Question.speed_case``). The limit here is a lower bound on any
 kernel's latency on the target, from the target file's peak rates (``nkisim.api.target``):
 
-* **launch**: the fixed cost of starting a kernel (``[kernel] fixed_us``);
+* **launch**: the fixed cost of starting a kernel (``[kernel] fixed_us``), and two DMA latencies (``[dma]
+  fixed_latency_ns``): every output depends on an input, so some load must land before the first store starts, and
+  that store takes a latency of its own;
 * **DMA**: the least HBM traffic -- every input read once, the output written once -- at the peak DMA rate;
 * **PE**: the computation's matmul flops at the Tensor Engine's peak for its input dtype;
 * **engines**: the elementwise passes the computation cannot do without, at the cost model's cycles per element (a
   one-input pass 1 cycle, a two-input pass 2) spread perfectly over the Scalar, Vector and GpSimd engines at their
   clocks (a two-input pass on Vector and GpSimd only).
 
-bound = launch + max(DMA, PE, engines). ``bench/course_speed.py`` prints each reference's estimate against it.
+bound = launch + 2 DMA latencies + max(DMA, PE, engines). ``bench/course_speed.py`` prints each reference's estimate against it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class Bound:
     qid: str
     target: str
     launch_us: float
+    latency_us: float
     dma_us: float
     pe_us: float
     engines_us: float
@@ -38,7 +41,7 @@ class Bound:
 
     @property
     def total_us(self) -> float:
-        return self.launch_us + max(self.dma_us, self.pe_us, self.engines_us)
+        return self.launch_us + self.latency_us + max(self.dma_us, self.pe_us, self.engines_us)
 
     @property
     def limit(self) -> str:
@@ -83,7 +86,8 @@ def bound(q: Question, target: str, case: Case | None = None) -> Bound:
     two = 2 * w.two_input_passes * per_partition / ((clocks["dve"] + clocks["pool"]) * 1e3)
     every = (w.one_input_passes + 2 * w.two_input_passes) * per_partition / (
         (clocks["act"] + clocks["dve"] + clocks["pool"]) * 1e3)
-    return Bound(q.qid, target, float(p["kernel"]["fixed_us"]), w.hbm_bytes / (dma_gbps * 1e3),
+    return Bound(q.qid, target, float(p["kernel"]["fixed_us"]), 2 * float(p["dma"]["fixed_latency_ns"]) / 1e3,
+                 w.hbm_bytes / (dma_gbps * 1e3),
                  w.pe_flops / (pe_tflops * 1e6) if w.pe_flops else 0.0, max(two, every), w.hbm_bytes, w.pe_flops,
                  pe_tflops, dma_gbps)
 
