@@ -102,8 +102,8 @@ print("equal to block.T:", np.array_equal(transpose_block(block), block.T))
 #
 # Write `rmsnorm_linear(x, g, w)`:
 #
-# * `x` is `[R, C]`, `g` is `[C]`, `w` is `[C, N]`; R and C are multiples of 128, N a multiple of 512 (each up to
-#   2048); all three float32 or bfloat16. Return `rmsnorm(x, g) @ w`, shape `[R, N]`, with `x`'s dtype.
+# * `x` is `[R, C]`, `g` is `[C]`, `w` is `[C, N]`; R and C are multiples of 128, N a multiple of 512 (R up to
+#   4096, C and N up to 2048); all three float32 or bfloat16. Return `rmsnorm(x, g) @ w`, shape `[R, N]`, with `x`'s dtype.
 # * For each 128-row tile: normalise it as in stage 4 (load `g` and broadcast it once, before the loop), then for
 #   each 512-column block of the output accumulate over the C/128 blocks in PSUM as in stage 6, with the
 #   transposed `[128, 128]` block of the normalised tile as the stationary operand and the matching
@@ -190,7 +190,10 @@ else:
 #   by its 128 values of `g` as a `(128, 1)` per-partition column (free on the engines), and keep the scaled `w`
 #   in SBUF for every row tile: `C/128 × N` values per partition, 64 KiB for C = N = 2048 in bfloat16.
 # * **Transpose `x` itself**, once per row tile, before the output-column loop: `x` needs no normalising first.
-#   This is the biggest single saving (about half the time, estimated).
+#   This is the biggest single saving (about half the time, estimated). And since `x` comes straight from HBM, the
+#   DMA can transpose it while loading it: `nl.load_transpose2d(x[rows, cols])` turns an `[128, 128]` block of `x`
+#   into its transpose in SBUF. A transposing DMA is slower than a plain one, but the DMA queues have time to
+#   spare here, and the Tensor Engine is left with the matmuls alone.
 # * **Scale by `s[r]` on the way out.** `s` has one value per row, i.e. per partition of the `[128, 512]`
 #   result, so `nl.multiply(res_psum, inv_rms, dtype=x.dtype)` applies it while evicting PSUM to SBUF: the
 #   eviction was needed anyway.
@@ -204,7 +207,8 @@ else:
 # the transposed blocks of a row tile as `nl.ndarray((128, C // 128, 128), ...)`.
 #
 # Same tolerances as `rmsnorm_linear`. Correctness earns 1 point and speed 3: full speed points at ≤ 1.2× the
-# reference's estimated latency on R = C = N = 2048 bfloat16, half at ≤ 2× (the kernel of section 3 is about 2.5×).
+# reference's estimated latency on R = 4096, C = N = 2048 bfloat16, half at ≤ 2× (the kernel of section 3 is
+# several times slower).
 
 # %% nbgrader={"grade": false, "grade_id": "q2_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
 # %%writefile rmsnorm_linear_fast.py
@@ -228,10 +232,10 @@ def rmsnorm_linear_fast(x, g, w):
     for r in nl.affine_range(R // 128):
         x_tile = nl.load(x[r * 128:(r + 1) * 128, :])
         inv_rms = nl.rsqrt(nl.mean(nl.square(x_tile, dtype=nl.float32), axis=[1]) + 1e-6)
-        # the row tile's [128, 128] blocks transposed once, for every output column block
+        # the row tile's [128, 128] blocks, transposed by the DMA while loading, once for every output column block
         x_T = nl.ndarray((128, KT, 128), dtype=x.dtype, buffer=nl.sbuf)
         for k in nl.affine_range(KT):
-            x_T[:, k, :] = nl.copy(nl.transpose(x_tile[:, k * 128:(k + 1) * 128]), dtype=x.dtype)
+            x_T[:, k, :] = nl.load_transpose2d(x[r * 128:(r + 1) * 128, k * 128:(k + 1) * 128])
         for n in nl.affine_range(N // 512):
             res_psum = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
             for k in nl.affine_range(KT):
