@@ -111,6 +111,8 @@ class Question:
     target: str | None = None
     #: (rtol, atol) per output dtype where the question needs its own (e.g. long fp32 sums); else TOLERANCES
     tolerances: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: the lesson section that teaches this kernel's speed (speed feedback points there), e.g. "lesson 2, section 3"
+    speed_lesson: str = ""
     #: the question whose reference kernel is this one's *relaxed* reference: when set, half the speed points
     #: need a latency within ``partial_tier`` x that kernel's on this question's speed case (CS149's two tiers)
     relaxed: str | None = None
