@@ -32,13 +32,14 @@ from nkisim.core.location import replaying, user_frame, user_location
 from nkisim.core.recording import HOOK
 from nkisim.core.tensor import Tensor
 from nkisim.ops.registry import check_emits
-from nkisim.program.encode import Decoder, Encoder, result_tensors, tensor_ids
+from nkisim.program.encode import Decoder, Encoder, result_tensors
 from nkisim.program.ir import (
     Call,
     Event,
     Input,
     Instance,
     LoopEnter,
+    LoopKind,
     LoopLeave,
     LoopStep,
     Program,
@@ -116,7 +117,7 @@ class ProgramRecorder:
             self.probes.append(_Probe(loop, len(self.body), frame, names, first_pid=len(self.enc.tensor_ids)))
             if self.enc.seen is None:
                 self.enc.seen = {}
-        self.body.append(LoopEnter(lid, loop.kind, loop.start, loop.stop, loop.step))
+        self.body.append(LoopEnter(lid, LoopKind(loop.kind), loop.start, loop.stop, loop.step))
 
     def loop_step(self, loop: Loop, value: int) -> bool:
         probe = self.probes[-1] if self.probes else None
@@ -163,7 +164,7 @@ class ProgramRecorder:
         read: set[int] = set()
         for ev in body:
             if ev.__class__ is Call:
-                tensor_ids([list(ev.args), [v for _, v in ev.kwargs]], read)
+                read |= ev.tensors()
         now = frame.f_locals
         for name, old in probe.names.items():
             if now.get(name, old) is not old and self._tensor_id(old) in read:

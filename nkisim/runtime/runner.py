@@ -17,8 +17,10 @@ from nkisim.core.errors import NKIError
 from nkisim.core.indexing import Loop
 from nkisim.core.recording import CALLS
 from nkisim.core.tensor import Tensor
-from nkisim.program.encode import Decoder, result_tensors, tensor_ids
+from nkisim.program.encode import Decoder, result_tensors
+from nkisim.program.indexing import TensorRef
 from nkisim.program.ir import Call, Instance, LoopEnter, LoopLeave, LoopStep, ProgramError
+from nkisim.program.operands import operand_tensors
 from nkisim.program.plan import CallPlan
 
 
@@ -105,7 +107,7 @@ class Runner:
         if cls is LoopStep:
             loopmod.step(ctx, loops[ev.loop], ev.value)
         elif cls is LoopEnter:
-            loop = loops[ev.loop] = Loop(ev.kind, ev.start, ev.stop, ev.step)
+            loop = loops[ev.loop] = Loop(ev.kind.value, ev.start, ev.stop, ev.step)
             self.entered += 1
             loopmod.enter(ctx, loop)
             if ev.once:
@@ -200,10 +202,11 @@ class Runner:
         args = ev.args
         if len(args) == 3 and args[2] is False and not ev.kwargs:
             value = args[1]
-            pid = value.get("T") if type(value) is dict and len(value) == 1 else None
-            gone = self.drops.get(at) if type(pid) is int else None
-            if gone and pid in gone and pid not in tensor_ids(args[0]):
-                return Call(ev.fn, (args[0], value, True), (), ev.out, ev.loc)
+            if value.__class__ is TensorRef:
+                pid = value.id  # type: ignore[union-attr]
+                gone = self.drops.get(at)
+                if gone and pid in gone and pid not in operand_tensors(args[0], set()):
+                    return Call(ev.fn, (args[0], value, True), (), ev.out, ev.loc)
         return ev
 
 
