@@ -530,7 +530,7 @@ class Symbolic(Kind):
         need(isinstance(m, list) and bool(m) and isinstance(m[0], str), "malformed mask expression")
         word, n = m[0], len(m)
         if word == "cmp" and n == 4:
-            need(m[1] in COMPARE, "a mask compares with < <= > >= == or !=")
+            need(isinstance(m[1], str) and m[1] in COMPARE, "a mask compares with < <= > >= == or !=")
             return Cmp(m[1], _index(m[2], depth + 1, "a mask's side"), _index(m[3], depth + 1, "a mask's side"))
         need((word in ("and", "or") and n == 3) or (word == "not" and n == 2), "malformed mask expression")
         subs = [parse_operand(sub, depth + 1) for sub in m[1:]]

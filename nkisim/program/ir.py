@@ -306,7 +306,7 @@ def _event(raw: Any, i: int) -> Event:
                         integer(rest[2], f"{where} core"))
     if word == "loop":
         need(len(rest) == 6, f"{where}: a loop has 6 fields")
-        need(rest[1] in LoopKind._value2member_map_, f"{where}: a loop is affine or sequential")
+        need(isinstance(rest[1], str) and rest[1] in LoopKind._value2member_map_, f"{where}: a loop is affine or sequential")
         return LoopEnter(integer(rest[0], where, 0), LoopKind(rest[1]), integer(rest[2], where),
                          integer(rest[3], where), integer(rest[4], where), flag(rest[5], where))
     if word == "iter":
@@ -353,7 +353,7 @@ def from_json(data: str | bytes) -> Program:
     ins = []
     for k, item in enumerate(inputs):
         need(isinstance(item, list) and len(item) == 4, f"inputs[{k}] must be [name, shape, dtype, mutable]")
-        need(item[2] in DTYPES, f"inputs[{k}] has no NKI dtype")
+        need(isinstance(item[2], str) and item[2] in DTYPES, f"inputs[{k}] has no NKI dtype")
         ins.append(Input(text(item[0], "input name", MAX_NAME), integers(item[1], "input shape", 1),
                          item[2], flag(item[3], "input mutable")))
     arrays = raw.get("arrays")
@@ -362,7 +362,7 @@ def from_json(data: str | bytes) -> Program:
     total = 0
     for k, item in enumerate(arrays):
         need(isinstance(item, list) and len(item) == 3, f"arrays[{k}] must be [dtype, shape, base64]")
-        need(item[0] in ARRAY_DTYPES, f"arrays[{k}] has no array dtype")
+        need(isinstance(item[0], str) and item[0] in ARRAY_DTYPES, f"arrays[{k}] has no array dtype")
         need(isinstance(item[2], str), f"arrays[{k}] data must be base64 text")
         try:
             data = base64.b64decode(item[2], validate=True)

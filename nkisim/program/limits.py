@@ -20,7 +20,7 @@ class RecordError(TypeError):
 
 
 #: The JSON text of a program.  A kernel's program follows its text, not its trip counts (loop bodies are traced
-#: once): every course question's reference solution traces to at most 52 KB (mostly mask constants), and a
+#: once): every course question's reference solution traces to at most 52 KB on its public cases, and a
 #: 4096x4096 elementwise kernel tiled by Python ``range`` loops, unrolled into 1,536 calls, to 180 KB (about 230
 #: bytes a call), so 8 MB holds some 35,000 unrolled calls.  Parsing a program peaks at about 20 times its size in
 #: Python objects (measured), so 8 MB keeps a hostile program's parse under ~160 MB of the grading process.
@@ -43,8 +43,9 @@ MAX_TRIP = 2**22
 MAX_DEPTH = 24
 #: Dimensions of an access, an array or an input (NKI tiles have at most 5).
 MAX_DIMS = 8
-#: Bytes of the constant arrays (index grids, mask values) together; they are base64 inside the 8 MB text.
-MAX_ARRAY_BYTES = 6 * 2**20
+#: Bytes of the constant arrays (index grids, mask values) together: base64 inside the text, 4 MB of them take
+#: 5.3 MB of it.  The course's reference solutions hold at most 7 KB of them (on public cases).
+MAX_ARRAY_BYTES = 4 * 2**20
 #: Elements of one kernel input (the executor is handed inputs of the declared shapes).
 MAX_INPUT_ELEMENTS = 2**31
 #: Integers anywhere in a program.

@@ -380,7 +380,7 @@ class Float(Kind):
     @classmethod
     def parse(cls, raw: dict[str, Any], depth: int) -> Operand:
         fields(raw, "float")
-        need(raw["float"] in _FLOAT_WORDS, "float words are nan, inf and -inf")
+        need(isinstance(raw["float"], str) and raw["float"] in _FLOAT_WORDS, "float words are nan, inf and -inf")
         return cls(raw["float"])
 
     def decode(self, dec: Decoding) -> Any:
@@ -538,7 +538,7 @@ class DType(Kind):
     @classmethod
     def parse(cls, raw: dict[str, Any], depth: int) -> Operand:
         fields(raw, "dtype")
-        need(raw["dtype"] in DTYPES, f"unknown dtype {text(raw['dtype'], 'a dtype', MAX_NAME)!r}")
+        need(isinstance(raw["dtype"], str) and raw["dtype"] in DTYPES, f"unknown dtype {text(raw['dtype'], 'a dtype', MAX_NAME)!r}")
         return cls(raw["dtype"])
 
     @classmethod
@@ -573,7 +573,7 @@ class NpScalar(Kind):
     @classmethod
     def parse(cls, raw: dict[str, Any], depth: int) -> Operand:
         fields(raw, "np", "v")
-        need(raw["np"] in SCALAR_DTYPES, f"unknown dtype {text(raw['np'], 'a dtype', MAX_NAME)!r}")
+        need(isinstance(raw["np"], str) and raw["np"] in SCALAR_DTYPES, f"unknown dtype {text(raw['np'], 'a dtype', MAX_NAME)!r}")
         v = raw["v"]
         need(type(v) in (int, float, bool) or (isinstance(v, dict) and list(v) == ["float"]),
              "a NumPy scalar holds a number")
