@@ -381,16 +381,23 @@ class AccessOf(Kind):
         keys = self.keys
         if all(k.__class__ in (IntKey, AdvKey, SliceKey) for k in keys):
             dec = comp.dec
+            # (index, None, 0) for a position, (start, stop, step) for a slice: bound again at every entry of a
+            # loop they name, so decoded here without a method call per key
+            bounds: list[tuple[Index, Index | None, int]] = []
             for k in keys:
-                if k.__class__ is SliceKey:
+                if isinstance(k, SliceKey):
+                    bounds.append((k.start, k.stop, k.step))
                     comp.note(k.start)
                     comp.note(k.stop)
-                else:
-                    comp.note(k.at)  # type: ignore[attr-defined]
+                elif isinstance(k, IntKey):
+                    bounds.append((k.at, None, 0))
+                    comp.note(k.at)
+            decode = Index.decode
 
             def key_now() -> tuple[Any, ...]:
                 """The key with its index expressions bound to the loops running now."""
-                return tuple([k.decode(dec) for k in keys])
+                return tuple([decode(a, dec) if b is None else slice(decode(a, dec), decode(b, dec), step)
+                              for a, b, step in bounds])
 
             cell = [key_now()]
             comp.rebinders.append(lambda: cell.__setitem__(0, key_now()))

@@ -19,6 +19,7 @@ else dispatches on kinds.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -271,8 +272,7 @@ class ListOf(Kind):
     def plan(self, comp: Planning) -> Part:
         parts = [comp.value(v) for v in self.items]
         if all(c for c, _ in parts):  # a fresh list each run, of values shared as the decoder's would be
-            values = tuple(v for _, v in parts)
-            return False, lambda: list(values)
+            return False, functools.partial(list, tuple(v for _, v in parts))
         getters = [getter(p) for p in parts]
         return False, lambda: [g() for g in getters]
 
