@@ -18,10 +18,10 @@ from nkisim.core.indexing import Loop
 from nkisim.core.recording import CALLS
 from nkisim.core.tensor import Tensor
 from nkisim.program.encode import Decoder, result_tensors
-from nkisim.program.indexing import TensorRef
-from nkisim.program.ir import Call, Instance, LoopEnter, LoopLeave, LoopStep, ProgramError
+from nkisim.program.indexing import Cmp, TensorRef, truth
+from nkisim.program.ir import Call, Instance, LoopEnter, LoopLeave, LoopStep, Path, ProgramError
 from nkisim.program.operands import operand_tensors
-from nkisim.program.plan import CallPlan
+from nkisim.program.plan import CallPlan, Compiler
 
 
 class Runner:
@@ -112,7 +112,10 @@ class Runner:
             loopmod.enter(ctx, loop)
             if ev.once:
                 end = self.ends[i]
-                self.iterate(loop, range(ev.start, ev.stop, ev.step), i + 1, end)
+                if i + 1 < end and self.events[i + 1].__class__ is Path:
+                    self._paths(loop, range(ev.start, ev.stop, ev.step), i + 1, end)
+                else:
+                    self.iterate(loop, range(ev.start, ev.stop, ev.step), i + 1, end)
                 loopmod.leave(ctx, loop)
                 return end
         elif cls is LoopLeave:
@@ -127,6 +130,35 @@ class Runner:
         for v in values:
             loopmod.step(ctx, loop, v)
             body(lo, hi)
+
+    def _paths(self, loop: Loop, values: range, lo: int, hi: int) -> None:
+        """The body ``lo`` .. ``hi - 1`` of a loop traced once in paths (``program.ir.Path``), for each of
+        ``values``: each iteration runs the first path whose guards hold as they did when it was traced (a path
+        whose first guard is ``loop == value`` is looked up by its value).  The guards' predicates are bound to the
+        loops running now, once per entry of the loop."""
+        events = self.events
+        starts = [k for k in range(lo, hi) if events[k].__class__ is Path] + [hi]
+        comp = Compiler(self.dec)
+        exact: dict[int, tuple[list, int, int]] = {}
+        general: list[tuple[list, int, int]] = []
+        for a, b in zip(starts, starts[1:]):
+            guards = events[a].guards
+            checks = [(truth(comp.value(g.condition)[1]), g.held) for g in guards]
+            value = _exact(guards[0], loop, self.dec.loops) if guards else None
+            if value is not None and value not in exact:
+                exact[value] = (checks[1:], a + 1, b)
+            else:
+                general.append((checks, a + 1, b))
+        ctx, body = self.ctx, self._body
+        for v in values:
+            loopmod.step(ctx, loop, v)
+            path = exact.get(v)
+            if path is None or not all(check() == held for check, held in path[0]):
+                path = next((p for p in general if all(check() == held for check, held in p[0])), None)
+                if path is None:
+                    raise ProgramError(f"invalid program: no path of the loop body at event {lo - 1} holds at "
+                                       f"iteration {v}")
+            body(path[1], path[2])
 
     def _plan(self, ev: Call, at: int) -> CallPlan:
         """A new plan for event ``at`` (its first run, or a loop it names was entered again)."""
@@ -212,3 +244,16 @@ class Runner:
 
 #: the call ``t[...] = value`` (ops.memory.assign), whose value may be a temporary
 _ASSIGN = "tile.assign"
+
+
+def _exact(guard: Any, loop: Loop, loops: dict[int, Loop]) -> int | None:
+    """The iteration a guard ``loop == value`` (held) picks, else None."""
+    cond = guard.condition
+    if not guard.held or cond.__class__ is not Cmp or cond.op != "==":
+        return None
+    lhs, rhs = cond.lhs, cond.rhs
+    if lhs.const == 0 and len(lhs.terms) == 1 and lhs.terms[0][1] == 1 and lhs.grid is None and lhs.affine and \
+            loops.get(lhs.terms[0][0]) is loop and not rhs.terms and rhs.grid is None and rhs.affine and \
+            not rhs.loops and lhs.loops == (lhs.terms[0][0],):
+        return rhs.const
+    return None
