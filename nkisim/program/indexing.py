@@ -81,6 +81,15 @@ class Index(Kind):
     def parse(cls, raw: dict[str, Any], depth: int) -> Index:
         need(isinstance(raw, dict), "an index expression is an object")
         fields(raw, "X", "t", "g", "affine", "loops")
+        const = raw["X"]
+        if not raw["t"] and raw["g"] is None and raw["affine"] is True and not raw["loops"] and type(const) is int \
+                and raw["t"] == [] and raw["loops"] == []:  # a constant (most index expressions): shared
+            hit = _CONSTANTS.get(const)
+            if hit is None:
+                hit = cls(integer(const, "an index constant"), (), None, True, ())
+                if len(_CONSTANTS) < 4096:
+                    _CONSTANTS[const] = hit
+            return hit
         t = raw["t"]
         need(isinstance(t, list) and len(t) <= _MAX_TERMS and all(isinstance(p, list) and len(p) == 2 for p in t),
              "index terms are at most 32 [loop, coefficient] pairs")
@@ -123,8 +132,13 @@ class Index(Kind):
         return [lid for lid, _ in self.terms] + list(self.loops)
 
 
+#: Index.parse's memo of constant index expressions (records are immutable)
+_CONSTANTS: dict[int, Index] = {}
+
+
 def _index(raw: Any, depth: int, what: str) -> Index:
-    need(isinstance(raw, dict) and next(iter(raw), None) == "X", f"{what} is an index expression")
+    if raw.__class__ is not dict or next(iter(raw), None) != "X":
+        need(False, f"{what} is an index expression")
     return Index.parse(raw, depth)
 
 

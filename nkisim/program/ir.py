@@ -296,8 +296,8 @@ def _event(raw: Any, i: int) -> Event:
         need(isinstance(kwargs, list) and all(isinstance(p, list) and len(p) == 2 for p in kwargs),
              f"{where}: keyword arguments must be [name, value]")
         need(isinstance(loc, list) and len(loc) == 2, f"{where}: location must be [file, line]")
-        return Call(text(fn, f"{where} name", MAX_NAME), tuple(parse_operand(a) for a in args),
-                    tuple((text(k, f"{where} keyword", MAX_NAME), parse_operand(v)) for k, v in kwargs),
+        return Call(text(fn, f"{where} name", MAX_NAME), tuple([parse_operand(a) for a in args]),
+                    tuple([(text(k, f"{where} keyword", MAX_NAME), parse_operand(v)) for k, v in kwargs]),
                     integers(out, f"{where} outputs", 0, MAX_TENSORS - 1, MAX_TENSORS),
                     (text(loc[0], f"{where} file"), integer(loc[1], f"{where} line", 0, 2**31)))
     if word == "instance":

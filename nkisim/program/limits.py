@@ -88,9 +88,17 @@ def text(x: Any, what: str, limit: int = MAX_TEXT) -> str:
     """``x`` as a string of at most ``limit`` characters on one line, with no control characters: a string from
     a program may end up in a student's feedback or a TA's table, so it can carry no newline, escape sequence,
     bidirectional override or other invisible character there (``str.isprintable``)."""
+    if x.__class__ is str and x in _TEXTS and len(x) <= limit:  # (a program repeats its file names, call names)
+        return x
     need(isinstance(x, str) and len(x) <= limit and x.isprintable(),
          f"{what} must be a string of at most {limit} printable characters on one line")
+    if len(_TEXTS) < 4096:
+        _TEXTS.add(x)
     return str(x)
+
+
+#: strings ``text`` has found printable (a bounded memo: a string's validity never changes)
+_TEXTS: set[str] = set()
 
 
 def text_ok(x: str, limit: int = MAX_TEXT) -> bool:

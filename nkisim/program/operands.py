@@ -207,10 +207,16 @@ def parse_operand(raw: Any, depth: int = 0) -> Operand:
     return parser(raw, depth)  # type: ignore[misc]
 
 
+_FIELDS: dict[tuple[str, ...], frozenset[str]] = {}
+
+
 def fields(raw: dict[str, Any], *names: str) -> None:
     """The JSON object of a kind has exactly these fields."""
-    need(len(raw) == len(names) and all(n in raw for n in names),
-         f"operand {next(iter(raw))!r} has exactly the fields {list(names)}")
+    want = _FIELDS.get(names)
+    if want is None:
+        want = _FIELDS[names] = frozenset(names)
+    if raw.keys() != want:
+        need(False, f"operand {next(iter(raw))!r} has exactly the fields {list(names)}")
 
 
 def operand_json(x: Operand) -> Any:
