@@ -329,8 +329,8 @@ class ProgramRecorder:
             dec.arrays = tuple(self.enc.arrays)
             dec.loops.update(self.loops)
         runner = seg.runner
-        events = self.body[seg.marker + 1:seg.end]
         if runner is None:
+            events = self.body[seg.marker + 1:seg.end]
             first = seg.first_pid
             runner = seg.runner = Runner(context.current(), events, dec, last_uses(events, keep=lambda pid: pid < first),
                                          once_bodies(events), None, traced_here=True)
@@ -338,7 +338,7 @@ class ProgramRecorder:
         try:
             with replaying() as at:
                 runner.at = at
-                runner.iterate(probe.loop, values, 0, len(events))
+                runner.iterate(probe.loop, values, 0, len(runner.events))
         finally:
             HOOK.recorder = self
         seg.replayed = True
