@@ -298,6 +298,13 @@ def test_each_cap_refuses_a_program_just_past_it():
     refused(raw, "would run more than 16777216 calls")
     inner[4] -= 2  # (just under the cap, the top-level allocation counted: valid)
     api.validate(api.program_from_json(json.dumps(raw)), "trn2")
+    # guards tried: 5,000 paths of one guard each, in a loop of 4,000 iterations, run no call but would try 20M guards
+    raw = copy.deepcopy(host)
+    enter = raw["body"].index(next(e for e in raw["body"] if e[0] == "loop"))
+    raw["body"][enter][4] = 4000
+    path = ["path", [[{"M": ["cmp", "<", _x(0, [(0, 1)]), _x(5)]}, True]]]
+    raw["body"][enter + 1:enter + 1] = [path] * 5000
+    refused(raw, "would run more than 16777216 calls")
     # constant arrays
     raw = copy.deepcopy(host)
     import base64

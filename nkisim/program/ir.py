@@ -43,7 +43,7 @@ FORMAT = "nkisim-program/2"
 _FORMAT_FAMILY = "nkisim-program/"
 
 __all__ = ["FORMAT", "Array", "Call", "Event", "Guard", "Input", "Instance", "LoopEnter", "LoopKind", "LoopLeave",
-           "LoopStep", "Path", "Program", "ProgramError", "from_json", "last_uses", "once_bodies"]
+           "LoopStep", "Path", "Program", "ProgramError", "exact_iteration", "from_json", "last_uses", "once_bodies"]
 
 
 class LoopKind(str, Enum):
@@ -125,6 +125,19 @@ class Guard:
 
     condition: indexing.Symbolic
     held: bool
+
+
+def exact_iteration(guard: Guard, lid: int) -> int | None:
+    """The iteration of loop ``lid`` a guard ``i == value`` (held) picks, else None: a path that holds for one
+    iteration only is looked up by its value rather than tried (``runtime.runner``)."""
+    cond = guard.condition
+    if not guard.held or not isinstance(cond, indexing.Cmp) or cond.op != "==":
+        return None
+    lhs, rhs = cond.lhs, cond.rhs
+    if lhs.const == 0 and lhs.terms == ((lid, 1),) and lhs.grid is None and lhs.affine and lhs.loops == (lid,) \
+            and not rhs.terms and rhs.grid is None and rhs.affine and not rhs.loops:
+        return rhs.const
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,9 +29,9 @@ MAX_PROGRAM_BYTES = 8 * 2**20
 MAX_EVENTS = 500_000
 #: Tensors a program names (its allocations: every tile, tensor and view a call makes gets one id).
 MAX_TENSORS = 500_000
-#: Calls the executor would run, every iteration of every loop traced once counted: about 7 us each, so 2^24
-#: is half an hour of the executor's time, far past any grading time limit.  A program that asks for more is
-#: refused before it runs rather than stopped by the clock.
+#: Calls the executor would run, every iteration of every loop traced once counted, and the guards an iteration
+#: may try to find its path: about 7 us each, so 2^24 is half an hour of the executor's time, far past any grading
+#: time limit.  A program that asks for more is refused before it runs rather than stopped by the clock.
 MAX_EXECUTED_CALLS = 2**24
 #: SPMD instances of a launch grid.
 MAX_INSTANCES = 4096

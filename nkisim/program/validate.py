@@ -19,7 +19,7 @@ import math
 from nkisim.core import dtypes as dt
 from nkisim.core.recording import CALLS
 from nkisim.core.target import Target
-from nkisim.program.ir import Array, Call, Instance, LoopEnter, LoopLeave, LoopStep, Path, Program
+from nkisim.program.ir import Array, Call, Instance, LoopEnter, LoopLeave, LoopStep, Path, Program, exact_iteration
 from nkisim.program.limits import (
     MAX_ARRAY_BYTES,
     MAX_EVENTS,
@@ -70,7 +70,7 @@ class _Scope:
 class _Loop:
     """A loop open at the current point of the body, with what the executor will run of it."""
 
-    __slots__ = ("enter", "values", "last", "paths", "calls", "best", "at_top")
+    __slots__ = ("enter", "values", "last", "paths", "calls", "best", "tried")
 
     def __init__(self, enter: LoopEnter) -> None:
         self.enter = enter
@@ -79,6 +79,7 @@ class _Loop:
         self.paths = 0  # paths of a body traced once
         self.calls = 0  # calls run by one iteration of the body (of the current path)
         self.best = 0  # of the paths before the current one, the most calls one iteration runs
+        self.tried = 0  # guards an iteration may evaluate to find its path (a path for one iteration: one lookup)
 
 
 def _check_header(program: Program, target: Target) -> None:
@@ -201,18 +202,19 @@ def _path(ev: Path, stack: list[_Loop], st: _Scope, program: Program, i: int) ->
     lp.best = max(lp.best, lp.calls)
     lp.calls = 0
     lp.paths += 1
+    lp.tried += 1 if ev.guards and exact_iteration(ev.guards[0], lp.enter.loop) is not None else len(ev.guards)
     for g in ev.guards:
         g.condition.check(st, 0)
 
 
 def _leave(ev: LoopLeave, stack: list[_Loop], st: _Scope, executed: list[int]) -> None:
-    """The loop ends: the calls it runs (a body traced once: its trip count times its longest path's) count
-    toward the enclosing body's, or the program's."""
+    """The loop ends: the calls it runs (a body traced once: its trip count times its longest path's, and the
+    guards an iteration may try to find its path) count toward the enclosing body's, or the program's."""
     if not stack or stack[-1].enter.loop != ev.loop:
         st.fail(f"loop {ev.loop} ends but is not the innermost running loop")
     lp = stack.pop()
     st.running.discard(ev.loop)
-    runs = max(lp.best, lp.calls) * (len(lp.values) if lp.enter.once else 1)
+    runs = (max(lp.best, lp.calls) + lp.tried) * (len(lp.values) if lp.enter.once else 1)
     if stack:
         stack[-1].calls += runs
     else:

@@ -18,8 +18,8 @@ from nkisim.core.indexing import Loop
 from nkisim.core.recording import CALLS
 from nkisim.core.tensor import Tensor
 from nkisim.program.encode import Decoder, result_tensors
-from nkisim.program.indexing import Cmp, TensorRef, truth
-from nkisim.program.ir import Call, Instance, LoopEnter, LoopLeave, LoopStep, Path, ProgramError
+from nkisim.program.indexing import TensorRef, truth
+from nkisim.program.ir import Call, Instance, LoopEnter, LoopLeave, LoopStep, Path, ProgramError, exact_iteration
 from nkisim.program.operands import operand_tensors
 from nkisim.program.plan import CallPlan, Compiler
 
@@ -113,7 +113,7 @@ class Runner:
             if ev.once:
                 end = self.ends[i]
                 if i + 1 < end and self.events[i + 1].__class__ is Path:
-                    self._paths(loop, range(ev.start, ev.stop, ev.step), i + 1, end)
+                    self._paths(loop, ev.loop, range(ev.start, ev.stop, ev.step), i + 1, end)
                 else:
                     self.iterate(loop, range(ev.start, ev.stop, ev.step), i + 1, end)
                 loopmod.leave(ctx, loop)
@@ -131,7 +131,7 @@ class Runner:
             loopmod.step(ctx, loop, v)
             body(lo, hi)
 
-    def _paths(self, loop: Loop, values: range, lo: int, hi: int) -> None:
+    def _paths(self, loop: Loop, lid: int, values: range, lo: int, hi: int) -> None:
         """The body ``lo`` .. ``hi - 1`` of a loop traced once in paths (``program.ir.Path``), for each of
         ``values``: each iteration runs the first path whose guards hold as they did when it was traced (a path
         whose first guard is ``loop == value`` is looked up by its value).  The guards' predicates are bound to the
@@ -144,7 +144,7 @@ class Runner:
         for a, b in zip(starts, starts[1:]):
             guards = events[a].guards
             checks = [(truth(comp.value(g.condition)[1]), g.held) for g in guards]
-            value = _exact(guards[0], loop, self.dec.loops) if guards else None
+            value = exact_iteration(guards[0], lid) if guards else None
             if value is not None and value not in exact:
                 exact[value] = (checks[1:], a + 1, b)
             else:
@@ -245,15 +245,3 @@ class Runner:
 #: the call ``t[...] = value`` (ops.memory.assign), whose value may be a temporary
 _ASSIGN = "tile.assign"
 
-
-def _exact(guard: Any, loop: Loop, loops: dict[int, Loop]) -> int | None:
-    """The iteration a guard ``loop == value`` (held) picks, else None."""
-    cond = guard.condition
-    if not guard.held or cond.__class__ is not Cmp or cond.op != "==":
-        return None
-    lhs, rhs = cond.lhs, cond.rhs
-    if lhs.const == 0 and len(lhs.terms) == 1 and lhs.terms[0][1] == 1 and lhs.grid is None and lhs.affine and \
-            loops.get(lhs.terms[0][0]) is loop and not rhs.terms and rhs.grid is None and rhs.affine and \
-            not rhs.loops and lhs.loops == (lhs.terms[0][0],):
-        return rhs.const
-    return None
