@@ -1,6 +1,6 @@
 """Every kind of operand, held to its own table, and the trust boundary fed hostile records of every kind.
 
-A kind of operand is one class (``program.operands``, ``program.indexing``) with its JSON form, parser, encoder,
+A kind of operand is one class (``program.kinds``, see ``program.operands``) with its JSON form, parser, encoder,
 check, decoder and plan.  These tests know no kind by name beyond ``SAMPLES``: a kind added without a sample fails
 ``test_every_kind_has_a_sample``, and from there every sample is round-tripped through JSON and through
 decode-then-encode, planned against its decoder, and mutated field by field into malformed records that the
@@ -25,9 +25,10 @@ from nkisim.core.access import Access
 from nkisim.core.errors import NKIError
 from nkisim.core.indexing import Affine, DynSlice, Loop, MaskExpr
 from nkisim.core.tensor import Tensor
-from nkisim.program import indexing, limits, operands
+from nkisim.program import limits, operands
 from nkisim.program.encode import Decoder, Encoder
 from nkisim.program.ir import Array, Call, ProgramError
+from nkisim.program.kinds import constants, containers, indexing
 from nkisim.program.operands import Kind, parse_operand
 from nkisim.program.plan import CallPlan
 
@@ -340,6 +341,6 @@ def test_the_accessors_a_grader_reads():
     assert program.signature() == (("a", (256, 64), "float32"),)
     (out,) = program.output_ids()
     maker = program.made_by()[out]
-    assert maker.fn == "nl.ndarray" and dict(maker.kwargs)["buffer"] == operands.Buf(buffers.Space.SHARED_HBM, None)
-    assert isinstance(maker.args[0], operands.TupleOf) and maker.args[0].items == (256, 64)
+    assert maker.fn == "nl.ndarray" and dict(maker.kwargs)["buffer"] == constants.Buf(buffers.Space.SHARED_HBM, None)
+    assert isinstance(maker.args[0], containers.TupleOf) and maker.args[0].items == (256, 64)
     assert indexing.TensorRef(out) == program.outputs

@@ -1,8 +1,8 @@
 """A call's operands recorded as typed records, and the records decoded back into live values.
 
-The kinds of operand and their JSON forms are in ``program.operands`` (values, containers, dtypes, buffers) and
-``program.indexing`` (tensors, accesses, index expressions, masks): each kind is one class that knows how to
-encode, decode, plan, check and serialise itself.  This module holds the two tables that kinds are looked up in:
+The kinds of operand and their JSON forms are in ``program.kinds`` (containers, constants, tensors and accesses,
+masks; ``program.operands`` says what a kind holds): each kind is one class that knows how to encode, decode,
+plan, check and serialise itself.  This module holds the two tables that kinds are looked up in:
 the ``Encoder`` (a recording: tensors and loops by program id, constant arrays) and the ``Decoder`` (the
 executor's live tensors and loops).  Nothing else is encodable: a call with any other argument cannot be
 recorded (``RecordError``), and a decoder meets only what ``program.validate`` let through.
@@ -20,10 +20,11 @@ from nkisim.core.access import Access
 from nkisim.core.buffers import Buffer, Space
 from nkisim.core.indexing import Affine, Loop
 from nkisim.core.tensor import Tensor
-from nkisim.program import indexing
 from nkisim.program.ir import Array
+from nkisim.program.kinds.constants import plain
+from nkisim.program.kinds.indexing import Index
 from nkisim.program.limits import ProgramError, RecordError
-from nkisim.program.operands import ARRAY_DTYPES, ENCODERS, FALLBACKS, PLAIN, Operand, plain
+from nkisim.program.operands import ARRAY_DTYPES, ENCODERS, FALLBACKS, PLAIN, Operand
 
 __all__ = ["Decoder", "Encoder", "RecordError", "result_tensors"]
 
@@ -94,8 +95,8 @@ class Encoder:
                 return k.encode(x, self)
         raise RecordError(f"an argument of type {type(x).__name__} cannot be recorded into a program")
 
-    def affine(self, a: Affine) -> indexing.Index:
-        return indexing.Index.encode(a, self)
+    def affine(self, a: Affine) -> Index:
+        return Index.encode(a, self)
 
 
 def result_tensors(value: Any, found: list[Tensor] | None = None) -> list[Tensor]:
@@ -141,5 +142,5 @@ class Decoder:
             return x
         return x.decode(self)  # type: ignore[union-attr]
 
-    def affine(self, x: indexing.Index) -> Affine:
+    def affine(self, x: Index) -> Affine:
         return x.decode(self)

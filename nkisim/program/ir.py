@@ -1,6 +1,6 @@
 """The program records and their JSON form.
 
-Records are immutable.  A ``Call``'s operands are typed records (``program.operands``, ``program.indexing``):
+Records are immutable.  A ``Call``'s operands are typed records (``program.kinds``):
 what the serialiser writes, the validator checks and the executor decodes against live tensors.  ``from_json``
 parses the text into records and raises ``ProgramError`` for anything that is not shaped like a program (every
 field typed and bounded, ``program.limits``); ``program.validate`` then checks what the records say.
@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from nkisim.program import indexing
+from nkisim.program import kinds  # noqa: F401  (registers every kind of operand: a program's parser needs them)
+from nkisim.program.kinds.masks import Cmp, Symbolic
 from nkisim.program.limits import (
     MAX_ARRAY_BYTES,
     MAX_DIMS,
@@ -121,9 +122,9 @@ class LoopLeave:
 @dataclass(frozen=True, slots=True)
 class Guard:
     """A branch the kernel's Python took on a loop's index (``if i == 0:``): the condition, a mask predicate kept
-    symbolic (``indexing.Cmp`` and the and/or/not of them), and whether it held."""
+    symbolic (``Cmp`` and the and/or/not of them), and whether it held."""
 
-    condition: indexing.Symbolic
+    condition: Symbolic
     held: bool
 
 
@@ -131,7 +132,7 @@ def exact_iteration(guard: Guard, lid: int) -> int | None:
     """The iteration of loop ``lid`` a guard ``i == value`` (held) picks, else None: a path that holds for one
     iteration only is looked up by its value rather than tried (``runtime.runner``)."""
     cond = guard.condition
-    if not guard.held or not isinstance(cond, indexing.Cmp) or cond.op != "==":
+    if not guard.held or not isinstance(cond, Cmp) or cond.op != "==":
         return None
     lhs, rhs = cond.lhs, cond.rhs
     if lhs.const == 0 and lhs.terms == ((lid, 1),) and lhs.grid is None and lhs.affine and lhs.loops == (lid,) \
@@ -335,7 +336,7 @@ def _event(raw: Any, i: int) -> Event:
         for g in rest[0]:
             need(isinstance(g, list) and len(g) == 2, f"{where}: a guard is [condition, held]")
             cond = parse_operand(g[0])
-            need(isinstance(cond, indexing.Symbolic), f"{where}: a guard's condition is a mask predicate")
+            need(isinstance(cond, Symbolic), f"{where}: a guard's condition is a mask predicate")
             guards.append(Guard(cond, flag(g[1], f"{where}: held")))  # type: ignore[arg-type]
         return Path(tuple(guards))
     need(False, f"{where} has unknown kind {text(word, 'an event kind', MAX_NAME)!r}")

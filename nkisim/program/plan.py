@@ -14,7 +14,7 @@ array copies, buffers with an allocation, masks, dynamic indices) are new object
 A plan holds the ``Loop`` objects its index expressions were bound to; when any of them is no longer the one
 bound to its id, the index expressions of its accesses and masks are decoded again in place (``rebind``), and a
 plan holding index expressions anywhere else is made again.  Values and errors are the decoder's: each kind's
-``plan`` (``program.operands``, ``program.indexing``) mirrors its ``decode``.
+``plan`` (``program.kinds``) mirrors its ``decode``.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from typing import Any
 from nkisim.core.access import Access
 from nkisim.core.indexing import Affine, Loop
 from nkisim.program.encode import Decoder
-from nkisim.program.indexing import Index, TensorRef, Whole
 from nkisim.program.ir import Call
+from nkisim.program.kinds.indexing import Index, TensorRef, Whole
 from nkisim.program.operands import PLAIN, Getter, Operand, Part, getter
 
 

@@ -49,7 +49,6 @@ from nkisim.core.recording import HOOK, RUN, SKIP, STOP
 from nkisim.core.tensor import Tensor
 from nkisim.ops.registry import check_emits
 from nkisim.program.encode import Decoder, Encoder, result_tensors
-from nkisim.program.indexing import Cmp, Index, MaskConst, Symbolic
 from nkisim.program.ir import (
     Call,
     Event,
@@ -65,6 +64,8 @@ from nkisim.program.ir import (
     last_uses,
     once_bodies,
 )
+from nkisim.program.kinds.indexing import Index
+from nkisim.program.kinds.masks import Cmp, MaskConst, Symbolic
 from nkisim.runtime.runner import Runner
 
 #: the most container items looked at for a body's tiles (a list the body fills); past it the body is unrolled

@@ -18,8 +18,9 @@ from nkisim.core.indexing import Loop
 from nkisim.core.recording import CALLS
 from nkisim.core.tensor import Tensor
 from nkisim.program.encode import Decoder, result_tensors
-from nkisim.program.indexing import TensorRef, truth
 from nkisim.program.ir import Call, Instance, LoopEnter, LoopLeave, LoopStep, Path, ProgramError, exact_iteration
+from nkisim.program.kinds.indexing import TensorRef
+from nkisim.program.kinds.masks import truth
 from nkisim.program.operands import operand_tensors
 from nkisim.program.plan import CallPlan, Compiler
 

@@ -1,22 +1,20 @@
-"""Operand kinds that name tensors and loops: tensors, accesses, index expressions, dynamic indices and masks.
+"""Operand kinds that name tensors and loops: tensors, accesses, index expressions and dynamic indices.
 
 Each kind is one class with its whole table (JSON, parser, encoder, check, tensor ids, decoder, plan), as in
 ``program.operands``.  Index expressions name loops by their program ids and arange/mgrid grids by their place
-in the program's table of arrays; a mask predicate over index expressions stays symbolic (``Cmp`` and the
-``and``/``or``/``not`` of predicates), so a loop body traced once masks every iteration by its own values.
+in the program's table of arrays.
 """
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar
 
 import numpy as np
 
 from nkisim.core.access import Access
 from nkisim.core.dynamic import DynamicIndex
-from nkisim.core.indexing import Affine, MaskExpr
+from nkisim.core.indexing import Affine
 from nkisim.core.tensor import Tensor
 from nkisim.program.limits import (
     MAX_DIMS,
@@ -28,12 +26,10 @@ from nkisim.program.limits import (
     integer,
     need,
     text,
-    text_ok,
 )
 from nkisim.program.operands import (
     Decoding,
     Encoding,
-    Getter,
     Kind,
     Operand,
     Part,
@@ -45,9 +41,6 @@ from nkisim.program.operands import (
     parse_operand,
 )
 
-#: a symbolic mask predicate's comparison operators
-COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
-           "!=": operator.ne}
 #: loop ids (and index terms) an index expression may name: at most one per loop open at once
 _MAX_TERMS = MAX_LOOP_DEPTH
 
@@ -136,7 +129,7 @@ class Index(Kind):
 _CONSTANTS: dict[int, Index] = {}
 
 
-def _index(raw: Any, depth: int, what: str) -> Index:
+def index(raw: Any, depth: int, what: str) -> Index:
     if raw.__class__ is not dict or next(iter(raw), None) != "X":
         need(False, f"{what} is an index expression")
     return Index.parse(raw, depth)
@@ -315,12 +308,12 @@ def _key(raw: Any, depth: int) -> Key:
     need(isinstance(raw, list) and bool(raw) and isinstance(raw[0], str), "an access component is [kind, ...]")
     word, n = raw[0], len(raw)
     if word in ("int", "adv") and n == 2:
-        at = _index(raw[1], depth, "an index")
+        at = index(raw[1], depth, "an index")
         return IntKey(at) if word == "int" else AdvKey(at)
     if word == "slice" and n == 4:
         step = integer(raw[3], "a slice step")
         need(step != 0, "a slice step cannot be zero")
-        return SliceKey(_index(raw[1], depth, "a slice start"), _index(raw[2], depth, "a slice stop"), step)
+        return SliceKey(index(raw[1], depth, "a slice start"), index(raw[2], depth, "a slice stop"), step)
     if word == "ind" and n == 2:
         by = parse_operand(raw[1], depth + 1)
         need(isinstance(by, (AccessOf, Whole)), "an indirect index reads a tile")
@@ -455,7 +448,7 @@ class Dynamic(Kind):
         fields(raw, "D", "off")
         element = parse_operand(raw["D"], depth + 1)
         need(isinstance(element, (TensorRef, Whole, AccessOf)), "a dynamic index reads a tile")
-        return cls(element, _index(raw["off"], depth + 1, "a dynamic offset"))  # type: ignore[arg-type]
+        return cls(element, index(raw["off"], depth + 1, "a dynamic offset"))  # type: ignore[arg-type]
 
     @classmethod
     def encode(cls, x: Any, enc: Encoding) -> Dynamic:
@@ -477,188 +470,3 @@ class Dynamic(Kind):
     def plan(self, comp: Planning) -> Part:
         element, offset = getter(self.element.plan(comp)), comp.affine(self.offset)
         return False, lambda: DynamicIndex(element(), offset)
-
-
-# --- masks ---------------------------------------------------------------------------------------------------
-Predicate = Union["Cmp", "Both", "Either", "Negation", "MaskConst"]
-
-
-@kind
-@dataclass(frozen=True, slots=True)
-class MaskConst(Kind):
-    """A mask predicate's value, when it is a constant (or was frozen at its iteration): ``{"mask": array,
-    "ok": bool, "reason": str | null, "grid": bool}``."""
-
-    array: int
-    ok: bool
-    reason: str | None
-    grid: bool
-    tag = "mask"
-    encodes = (MaskExpr,)
-    exact = True
-
-    def json(self) -> Any:
-        return {"mask": self.array, "ok": self.ok, "reason": self.reason, "grid": self.grid}
-
-    @classmethod
-    def parse(cls, raw: dict[str, Any], depth: int) -> Operand:
-        fields(raw, "mask", "ok", "reason", "grid")
-        return cls(integer(raw["mask"], "an array number", 0), flag(raw["ok"], "ok"),
-                   None if raw["reason"] is None else text(raw["reason"], "a mask's reason", MAX_NAME),
-                   flag(raw["grid"], "grid"))
-
-    @classmethod
-    def encode(cls, x: Any, enc: Encoding) -> Operand:
-        """A predicate over index expressions stays one, so a loop body traced once masks each iteration by its own
-        values; a constant predicate is its value."""
-        e = x.expr
-        if e is None:
-            if x.loops:
-                enc.frozen |= x.loops
-            if x.reason is not None and not text_ok(x.reason, MAX_NAME):
-                raise RecordError("a mask's reason must be a short line")
-            return cls(enc.array(np.asarray(x.value, dtype=bool)), bool(x.ok), x.reason, bool(x.has_grid))
-        if e[0] == "cmp":
-            return Cmp(e[1], Index.encode(e[2], enc), Index.encode(e[3], enc))
-        subs = [cls.encode(sub, enc) for sub in e[1:]]
-        if e[0] == "not":
-            return Negation(subs[0])  # type: ignore[arg-type]
-        return (Both if e[0] == "and" else Either)(subs[0], subs[1])  # type: ignore[arg-type]
-
-    def check(self, scope: Scope, depth: int) -> None:
-        if scope.array(self.array).dtype != "bool":
-            scope.fail("a mask's value is a bool array")
-
-    def decode(self, dec: Decoding) -> Any:
-        return MaskExpr(dec.array(self.array), self.ok, self.reason, self.grid)
-
-    def plan(self, comp: Planning) -> Part:
-        arr, ok, reason, grid = comp.dec.array(self.array), self.ok, self.reason, self.grid
-        return False, lambda: MaskExpr(arr, ok, reason, grid)
-
-
-class Symbolic(Kind):
-    """A mask predicate kept symbolic: ``{"M": ["cmp", op, X, X]}``, ``{"M": ["and" | "or", P, P]}``,
-    ``{"M": ["not", P]}``, of predicates ``P`` (symbolic or constant)."""
-
-    __slots__ = ()
-    tag = "M"
-
-    @classmethod
-    def parse(cls, raw: dict[str, Any], depth: int) -> Operand:
-        fields(raw, "M")
-        m = raw["M"]
-        need(isinstance(m, list) and bool(m) and isinstance(m[0], str), "malformed mask expression")
-        word, n = m[0], len(m)
-        if word == "cmp" and n == 4:
-            need(isinstance(m[1], str) and m[1] in COMPARE, "a mask compares with < <= > >= == or !=")
-            return Cmp(m[1], _index(m[2], depth + 1, "a mask's side"), _index(m[3], depth + 1, "a mask's side"))
-        need((word in ("and", "or") and n == 3) or (word == "not" and n == 2), "malformed mask expression")
-        subs = [parse_operand(sub, depth + 1) for sub in m[1:]]
-        need(all(isinstance(s, (Symbolic, MaskConst)) for s in subs), f"{word} joins mask expressions")
-        if word == "not":
-            return Negation(subs[0])  # type: ignore[arg-type]
-        return (Both if word == "and" else Either)(subs[0], subs[1])  # type: ignore[arg-type]
-
-
-kind(Symbolic)
-
-
-@dataclass(frozen=True, slots=True)
-class Cmp(Symbolic):
-    """``lhs <op> rhs`` of two index expressions, compared at every iteration it runs in."""
-
-    op: str
-    lhs: Index
-    rhs: Index
-
-    def json(self) -> Any:
-        return {"M": ["cmp", self.op, self.lhs.json(), self.rhs.json()]}
-
-    def check(self, scope: Scope, depth: int) -> None:
-        self.lhs.check(scope, depth + 1)
-        self.rhs.check(scope, depth + 1)
-
-    def decode(self, dec: Decoding) -> Any:
-        return COMPARE[self.op](self.lhs.decode(dec), self.rhs.decode(dec))
-
-    def plan(self, comp: Planning) -> Part:
-        """Its index expressions decoded once (in a cell re-bound as an access's key is), compared every run."""
-        cmp, lhs, rhs, dec = COMPARE[self.op], self.lhs, self.rhs, comp.dec
-        comp.note(lhs)
-        comp.note(rhs)
-        cell = [lhs.decode(dec), rhs.decode(dec)]
-
-        def rebind() -> None:
-            cell[:] = lhs.decode(dec), rhs.decode(dec)
-
-        comp.rebinders.append(rebind)
-        return False, lambda: cmp(cell[0], cell[1])
-
-
-@dataclass(frozen=True, slots=True)
-class Both(Symbolic):
-    """Both predicates hold (``&``, or ``and`` in a mask)."""
-
-    a: Predicate
-    b: Predicate
-
-    def json(self) -> Any:
-        return {"M": [self.word(), self.a.json(), self.b.json()]}
-
-    def word(self) -> str:
-        return "and"
-
-    def check(self, scope: Scope, depth: int) -> None:
-        self.a.check(scope, depth + 1)
-        self.b.check(scope, depth + 1)
-
-    def tensors(self, out: set[int]) -> None:
-        """(Predicates name loops and arrays, never tensors.)"""
-
-    def decode(self, dec: Decoding) -> Any:
-        return self.a.decode(dec) & self.b.decode(dec)
-
-    def plan(self, comp: Planning) -> Part:
-        p, q = getter(self.a.plan(comp)), getter(self.b.plan(comp))
-        return False, lambda: p() & q()
-
-
-@dataclass(frozen=True, slots=True)
-class Either(Both):
-    """Either predicate holds (``|``, which NKI refuses in a mask: the op says so when it reads it)."""
-
-    def word(self) -> str:
-        return "or"
-
-    def decode(self, dec: Decoding) -> Any:
-        return self.a.decode(dec) | self.b.decode(dec)
-
-    def plan(self, comp: Planning) -> Part:
-        p, q = getter(self.a.plan(comp)), getter(self.b.plan(comp))
-        return False, lambda: p() | q()
-
-
-@dataclass(frozen=True, slots=True)
-class Negation(Symbolic):
-    """The predicate does not hold (``~``)."""
-
-    a: Predicate
-
-    def json(self) -> Any:
-        return {"M": ["not", self.a.json()]}
-
-    def check(self, scope: Scope, depth: int) -> None:
-        self.a.check(scope, depth + 1)
-
-    def decode(self, dec: Decoding) -> Any:
-        return ~self.a.decode(dec)
-
-    def plan(self, comp: Planning) -> Part:
-        p = getter(self.a.plan(comp))
-        return False, lambda: ~p()
-
-
-def truth(predicate: Getter) -> Getter:
-    """A predicate's getter as one that says whether it holds (a branch of a loop body on its index)."""
-    return lambda: bool(np.all(predicate().value))
