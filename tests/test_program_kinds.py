@@ -344,3 +344,19 @@ def test_the_accessors_a_grader_reads():
     assert maker.fn == "nl.ndarray" and dict(maker.kwargs)["buffer"] == constants.Buf(buffers.Space.SHARED_HBM, None)
     assert isinstance(maker.args[0], containers.TupleOf) and maker.args[0].items == (256, 64)
     assert indexing.TensorRef(out) == program.outputs
+
+
+def test_programs_shaped_to_make_the_parser_work_are_refused_before_it_does():
+    """Nesting to the byte cap, and bodies or tables far past their caps, are refused by a check on their length
+    or depth, before any record is made of them."""
+    for text in ("[" * limits.MAX_PROGRAM_BYTES, '{"a":' * (limits.MAX_PROGRAM_BYTES // 5)):
+        with pytest.raises(ProgramError, match="not JSON"):
+            api.program_from_json(text)
+    raw, _ = _host_json()
+    raw["body"] = [0] * (limits.MAX_EVENTS + 1)
+    with pytest.raises(ProgramError, match="at most 500000 events"):
+        api.program_from_json(json.dumps(raw))
+    raw, at = _host_json()
+    raw["body"][at][4] = list(range(limits.MAX_TENSORS + 1))
+    with pytest.raises(ProgramError, match="outputs must be a list of at most"):
+        api.program_from_json(json.dumps(raw))
