@@ -47,7 +47,7 @@ ARRAY_DTYPES = tuple(dt.name(d) for d in dt.SUPPORTED if d is not dt.tfloat32) +
 #: dtypes a tile may have (``{"dtype": name}``)
 DTYPES = frozenset(dt.name(d) for d in dt.SUPPORTED)
 #: dtypes of a NumPy scalar argument (``{"np": dtype, "v": number}``): a tile's, or a host integer or double
-SCALAR_DTYPES = DTYPES | {"int64", "float64"}
+SCALAR_DTYPES = DTYPES | {"int64", "uint64", "float64"}
 
 
 # --- what a kind's methods are handed ------------------------------------------------------------------------
