@@ -99,6 +99,8 @@ class _Probe:
     frame: types.FrameType | None  # the kernel frame running the ``for``
     first_pid: int  # program ids from here on are of tensors the body made
     segments: list[_Segment] = field(default_factory=list)
+    candidates: list[_Segment] = field(default_factory=list)  # the replayable segments, in order
+    carried: set[int] = field(default_factory=set)  # tiles an iteration read that were made before it started
     open: _Segment | None = None  # the iteration the kernel's Python is running
     replays: int = 0
     dec: Decoder | None = None  # the replays' live tensors and loops
@@ -232,9 +234,7 @@ class ProgramRecorder:
     def _match(self, probe: _Probe) -> _Segment | None:
         """The first traced iteration whose events this iteration can run from: every guard holds as it did."""
         dec: Decoder | None = None
-        for seg in probe.segments:
-            if not seg.replayable:
-                continue
+        for seg in probe.candidates:
             if seg.guards:
                 if dec is None:
                     dec = Decoder(tuple(self.enc.arrays), {}, self.loops)
@@ -259,24 +259,22 @@ class ProgramRecorder:
         self.enc.frozen.discard(probe.loop)
         earlier = {pid for pid in reads if probe.first_pid <= pid < seg.first_pid}
         self._stale(probe, seg, earlier, events)
-        seg.replayable = not (seg.dirty or frozen or earlier) and self._independent(probe, seg, reads)
+        probe.carried |= {pid for pid in reads if pid < seg.first_pid}
+        seg.replayable = not (seg.dirty or frozen or earlier) and self._independent(probe, seg)
+        if seg.replayable:
+            probe.candidates.append(seg)
         if probe.dec is not None:  # the replays' tensors: what the kernel's Python just made is the newest
             probe.dec.tensors.update((pid, t) for pid, t in (self.enc.seen or {}).items()
                                      if pid < probe.first_pid or pid >= seg.first_pid)
 
-    def _independent(self, probe: _Probe, seg: _Segment, reads: set[int]) -> bool:
+    def _independent(self, probe: _Probe, seg: _Segment) -> bool:
         """Whether the segment left nothing in the kernel's variables that another iteration would read: no variable
         was rebound whose old tile some iteration reads without having made it (``acc = acc + t``), and no
         container holds a tile it made."""
         frame = probe.frame
         if frame is None:
             return True
-        carried = {pid for pid in reads if pid < seg.first_pid}  # the tiles an iteration reads from before it
-        for other in probe.segments:
-            if other is not seg and other.end >= 0:
-                for ev in self.body[other.marker + 1:other.end]:
-                    if isinstance(ev, Call):
-                        carried |= {pid for pid in ev.tensors() if pid < other.first_pid}
+        carried = probe.carried
         now = frame.f_locals
         for name, old in seg.names.items():
             if now.get(name, old) is not old and self._tensor_id(old) in carried:
@@ -294,7 +292,7 @@ class ProgramRecorder:
     def _stale(self, probe: _Probe, seg: _Segment, earlier: set[int], events: list[Event]) -> None:
         """The compiler's scope error, if the kernel's Python just read a tile an earlier iteration made whose
         later copies ran from the traced body: what it read is not what that iteration would have read."""
-        for other in probe.segments:
+        for other in probe.candidates:  # (only a replayable segment is ever replayed)
             if other is seg or not other.replayed:
                 continue
             made = sorted(pid for pid in earlier if other.first_pid <= pid < other.made_end)
