@@ -231,6 +231,15 @@ def _branchy(kind: str, runs: list):
             elif kind == "both":
                 if i >= 1 and i < n - 1:
                     t = nl.multiply(t, 0.5)
+            elif kind == "inner":  # branches on both indices: the inner loop's paths inside the outer's
+                for j in nl.affine_range(4):
+                    u = t[:, j * 4:(j + 1) * 4]
+                    if j == 0:
+                        u = nl.multiply(u, 2.0)
+                    if i == 0:
+                        u = nl.add(u, 1.0)
+                    nl.store(out[i * 128:(i + 1) * 128, j * 4:(j + 1) * 4], value=u)
+                continue
             elif kind == "nested":  # a branch on the outer index inside an inner loop traced once
                 for j in nl.affine_range(2):
                     if i == 1:
@@ -262,12 +271,18 @@ def _reference(kind: str, a: np.ndarray) -> np.ndarray:
             tiles[i] = t * f(0.5)
         elif kind == "nested" and i == 1:
             tiles[i] = t * f(4.0)
+        elif kind == "inner":
+            t = t.copy()
+            t[:, :4] *= f(2.0)
+            if i == 0:
+                t += f(1.0)
+            tiles[i] = t
     return np.concatenate(tiles)
 
 
 #: kind -> (paths of the loop, runs of the body's Python): one run per way the branches go
 BRANCHES = {"first": (2, 2), "not_first": (2, 2), "last": (2, 2), "truthy": (2, 2), "both": (3, 3),
-            "nested": (2, 2)}
+            "nested": (2, 2), "inner": (2, 2)}
 
 
 @counts_python_runs
@@ -287,6 +302,8 @@ def test_a_branch_on_the_index_is_traced_once_per_way_it_goes(kind):
         _both(kernel, [a])
         assert len(runs) == python_runs + tiles  # (the unrolled reference runs the Python every iteration)
         assert _once_loops(traced.program)[0] is True and _paths(traced.program)[0] == paths
+        if kind == "inner":  # the inner loop, in each of the outer loop's two paths, has two of its own
+            assert _once_loops(traced.program) == [True] * 3 and _paths(traced.program) == [2, 2, 2]
     assert len(traced.program.to_json()) < 2 * len(api.trace(kernel, [a[:512]]).to_json())
 
 

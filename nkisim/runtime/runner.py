@@ -138,7 +138,16 @@ class Runner:
         whose first guard is ``loop == value`` is looked up by its value).  The guards' predicates are bound to the
         loops running now, once per entry of the loop."""
         events = self.events
-        starts = [k for k in range(lo, hi) if events[k].__class__ is Path] + [hi]
+        starts = [hi]  # the paths of this body (not those of a loop inside it)
+        depth = 0
+        for k in range(lo, hi):
+            cls = events[k].__class__
+            if cls is LoopEnter:
+                depth += 1
+            elif cls is LoopLeave:
+                depth -= 1
+            elif cls is Path and not depth:
+                starts.insert(-1, k)
         comp = Compiler(self.dec)
         exact: dict[int, tuple[list, int, int]] = {}
         general: list[tuple[list, int, int]] = []
