@@ -40,13 +40,16 @@ class Encoder:
         #: loops whose variables an encoded operand holds only as a value frozen at the current iteration
         #: (``i % 2``, a predicate computed by Python): a body that encodes one cannot be traced once
         self.frozen: set[Any] = set()
-        #: program id -> tensor, for every tensor encoded while ``seen`` is a dict (``runtime.record``)
+        #: program id -> tensor, for every tensor with an id below ``seen_below`` encoded while ``seen`` is a dict:
+        #: the tensors made before the loops being traced that their bodies read (``runtime.record``; the tiles a
+        #: body makes are not kept, so a loop run iteration by iteration holds no more tiles than the kernel does)
         self.seen: dict[int, Tensor] | None = None
+        self.seen_below = 0
 
     # --- tables --------------------------------------------------------------------------------
     def new_tensor(self, t: Tensor) -> int:
         pid = self.tensor_ids[t.uid] = len(self.tensor_ids)
-        if self.seen is not None:
+        if self.seen is not None and pid < self.seen_below:
             self.seen[pid] = t
         return pid
 
@@ -54,7 +57,7 @@ class Encoder:
         pid = self.tensor_ids.get(t.uid)
         if pid is None:
             raise RecordError(f"tensor `{t.label()}` was not made by an NKI call the program recorded")
-        if self.seen is not None:
+        if self.seen is not None and pid < self.seen_below:
             self.seen[pid] = t
         return pid
 

@@ -79,7 +79,9 @@ class _Segment:
     value: int  # the iteration
     marker: int  # index of its LoopStep in the body (its Path, if the loop is traced once)
     first_pid: int  # program ids from here on are of tensors its Python made
-    names: dict[str, Any]  # the kernel frame's variables when it started
+    #: the kernel frame's variables when it started: name -> (id of the value, its tensor id or None); ids rather
+    #: than the values, so a segment keeps none of its iteration's tiles alive
+    names: dict[str, tuple[int, int | None]]
     end: int = -1  # index after its last event, once it has ended
     made_end: int = -1  # the first program id it did not make, once it has ended
     guards: list[Guard] = field(default_factory=list)
@@ -156,6 +158,7 @@ class ProgramRecorder:
             self.probes.append(_Probe(loop, lid, len(self.body), user_frame(), len(self.enc.tensor_ids)))
             if self.enc.seen is None:
                 self.enc.seen = {}
+            self.enc.seen_below = self.probes[-1].first_pid
         self.body.append(LoopEnter(lid, LoopKind(loop.kind), loop.start, loop.stop, loop.step))
 
     def loop_step(self, loop: Loop, value: int) -> int:
@@ -174,8 +177,8 @@ class ProgramRecorder:
             self._replay(probe, seg, range(value, value + 1))
             return SKIP
         frame = probe.frame
-        probe.open = _Segment(int(value), len(self.body), len(self.enc.tensor_ids),
-                              dict(frame.f_locals) if frame is not None else {})
+        names = {} if frame is None else {n: (id(v), self._tensor_id(v)) for n, v in frame.f_locals.items()}
+        probe.open = _Segment(int(value), len(self.body), len(self.enc.tensor_ids), names)
         probe.segments.append(probe.open)
         self.body.append(LoopStep(probe.lid, int(value)))
         return RUN
@@ -188,6 +191,12 @@ class ProgramRecorder:
             self.probes.pop()
             if not self.probes:
                 self.enc.seen = None
+            else:  # (the enclosing iteration's tiles read inside the loop are no longer needed for replays)
+                below = self.enc.seen_below = self.probes[-1].first_pid
+                seen = self.enc.seen
+                if seen is not None:
+                    for pid in [pid for pid in seen if pid >= below]:
+                        del seen[pid]
             if probe.replays:
                 self._traced_once(probe)
         self.enc.frozen.discard(loop)
@@ -263,9 +272,9 @@ class ProgramRecorder:
         seg.replayable = not (seg.dirty or frozen or earlier) and self._independent(probe, seg)
         if seg.replayable:
             probe.candidates.append(seg)
-        if probe.dec is not None:  # the replays' tensors: what the kernel's Python just made is the newest
-            probe.dec.tensors.update((pid, t) for pid, t in (self.enc.seen or {}).items()
-                                     if pid < probe.first_pid or pid >= seg.first_pid)
+        seg.names = {}
+        if probe.dec is not None:  # the replays' tensors: those made before the loop its Python read first
+            probe.dec.tensors.update((pid, t) for pid, t in (self.enc.seen or {}).items() if pid < probe.first_pid)
 
     def _independent(self, probe: _Probe, seg: _Segment) -> bool:
         """Whether the segment left nothing in the kernel's variables that another iteration would read: no variable
@@ -276,8 +285,8 @@ class ProgramRecorder:
             return True
         carried = probe.carried
         now = frame.f_locals
-        for name, old in seg.names.items():
-            if now.get(name, old) is not old and self._tensor_id(old) in carried:
+        for name, (old, pid) in seg.names.items():
+            if pid is not None and pid in carried and name in now and id(now[name]) != old:
                 return False  # ``acc = acc + t``: the next iteration would read this one's tile
         scanned = 0
         for value in now.values():
