@@ -105,6 +105,10 @@ class LoopEnter:
     step: int
     once: bool = False
 
+    def __post_init__(self) -> None:
+        if self.kind.__class__ is not LoopKind:  # (a loop's kind given by its name: "affine", "sequential")
+            object.__setattr__(self, "kind", LoopKind(self.kind))
+
 
 @dataclass(frozen=True, slots=True)
 class LoopStep:
