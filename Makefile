@@ -28,6 +28,7 @@ sandbox-tool:
 test: setup
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports --no-cache
+	$(PY) -m mypy
 	$(PY) -m pytest -q
 
 test-fast: $(STAMP)
@@ -75,10 +76,11 @@ lab: $(STAMP)
 	for nb in assignments/*.ipynb; do test -e $(LAB_DIR)/$$(basename $$nb) || cp $$nb $(LAB_DIR)/; done
 	$(VENV)/bin/jupyter lab --notebook-dir=$(LAB_DIR)
 
-# ruff, and the import-linter contracts in pyproject.toml (layers import downwards only).
+# ruff, the import-linter contracts in pyproject.toml (layers import downwards only), mypy on the program package.
 lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports --no-cache
+	$(PY) -m mypy
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info
