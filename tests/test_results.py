@@ -1,6 +1,7 @@
 """Grade records (``nkilab.results``): one typed record per question, rendered for each reader, never parsed back.
 
-A student reads public cases in full and hidden cases as a count and verdict categories; the TA reads everything.
+A student reads public cases in full and hidden cases as a count, kinds and verdict categories; the TA reads
+everything.
 The JSON form round-trips exactly and refuses anything that is not a record; CSV cells never start a formula."""
 
 from __future__ import annotations

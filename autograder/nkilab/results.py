@@ -246,7 +246,7 @@ class GradeRecord:
 
     # ------------------------------------------------------------------ text
     def render_text(self, audience: Audience) -> str:
-        """The grade cell's report: every case for the TA; hidden cases as a count and categories for a student."""
+        """The grade cell's report: every case for the TA; hidden cases as a count, kinds and categories for a student."""
         lines = list(self.warnings)
         lines.append(f"{self.question} -- {self.title}")
         if self.problem is not None:
@@ -264,7 +264,8 @@ class GradeRecord:
         return "\n".join(lines) + "\n"
 
     def case_lines(self, audience: Audience) -> list[str]:
-        """One line per case a reader may see; a student sees hidden cases as a count and their categories."""
+        """One line per case a reader may see; a student sees hidden cases as a count, and each failing one by its kinds
+        and category."""
         n = len(self.cases)
         shown = [c for c in self.cases if audience is Audience.TA or not c.hidden]
         messages = {c.message for c in self.cases}
