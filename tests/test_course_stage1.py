@@ -119,12 +119,14 @@ def test_check_diagnoses_in_plain_words(tmp_path, capsys):
     result = check("vector_add_stream", path)
     text = capsys.readouterr().out
     assert not result.passed
-    assert "public case 1/2" in text and "first at index [0, 2048] = row 0 (row tile 0, partition 0), column 2048" in text
+    assert "public case 1/4" in text and "first at index [0, 2048] = row 0 (row tile 0, partition 0), column 2048" in text
     assert "Public checks passed" not in text and "Speed" not in text
 
     path = write(tmp_path, "m2.py", MUTANTS["float32_output"][1])
-    check("vector_add_naive", path)  # public cases are float32: passes them
-    assert "Public checks passed; hidden tests run at grading." in capsys.readouterr().out
+    assert not check("vector_add_naive", path).passed  # the public float16 and bfloat16 cases catch it (issue 22)
+    text = capsys.readouterr().out
+    assert "[FAIL] public case 3/4  a, b: float16 [1, 4096]: output dtype float32 but expected float16" in text
+    assert "Public checks passed" not in text
 
     path = write(tmp_path, "m3.py", MUTANTS["partition_256"][1])
     check("vector_add_naive", path)

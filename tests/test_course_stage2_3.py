@@ -240,7 +240,7 @@ def test_check_explains_ragged_and_free_dim_mistakes(tmp_path, capsys):
     path = write(tmp_path, "f2000.py", MUTANTS["free_dim_2000"][1])
     assert not check("stream_add_1d", path).passed  # public n = 384000 is no multiple of 128 * 2000
     text = capsys.readouterr().out
-    assert "[ok  ] public case 1/2" in text and "cannot be reshaped" in text
+    assert "[ok  ] public case 1/4" in text and "cannot be reshaped" in text
 
     path = write(tmp_path, "offset.py", MUTANTS["stream_wrong_tile_offset"][1])
     assert not check("stream_add_1d", path).passed  # a 1-D output: the element, not a "row tile", is named

@@ -212,7 +212,7 @@ def test_check_explains_the_missing_mask(tmp_path, capsys):
     result = check("rmsnorm", path)
     text = capsys.readouterr().out
     assert not result.passed
-    assert "[ok  ] public case 1/3" in text  # 256 rows: two whole tiles
+    assert "[ok  ] public case 1/5" in text  # 256 rows: two whole tiles
     assert "NKIIndexError at nomask.py line" in text and "Out-of-bound access" in text
 
     path = write(tmp_path, "dropped.py", MUTANTS["rms_ragged_tile_dropped"][1])

@@ -118,7 +118,7 @@ def test_check_explains_a_lost_accumulation(tmp_path, capsys):
     name, body = MUTANTS["overwrite_instead_of_accumulate"]
     check(name, write(tmp_path, "overwrite.py", body))
     out = capsys.readouterr().out
-    assert "[ok  ] public case 1/2" in out
+    assert "[ok  ] public case 1/3" in out
     assert "NKISyntaxError at overwrite.py line 18 (`res_psum[...] = nl.matmul(" in out
     assert "Unexpected output dependencies" in out and "#err-unexpected-output-dependencies" in out
     assert "Public checks passed" not in out

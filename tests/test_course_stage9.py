@@ -57,7 +57,10 @@ def test_reference_kernels_full_marks(qid):
 def test_the_backward_reference_is_torch_autograd():
     torch = pytest.importorskip("torch")
     q = QUESTIONS["rmsnorm_backward"]
+    # (not a one-column case: there 1 - xhat^2 cancels, and the float32 rstd's rounding is all that is left)
     for i, case in enumerate(q.public + q.hidden[:4]):
+        if "one column" in q.kinds_of(case):
+            continue
         x, w, dy, rstd = (a.astype(np.float64) for a in q.inputs(case, 5, i))
         xt, wt = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
         torch.nn.functional.rms_norm(xt, (x.shape[1],), weight=wt, eps=s9.EPS).backward(torch.tensor(dy))

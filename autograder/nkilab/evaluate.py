@@ -286,7 +286,7 @@ def record(ev: Evaluation, *, correctness: float, speed: float, sandboxed: bool 
     """The evaluation as a typed grade record (``nkilab.results``): what reports, feedback and tables render."""
     q = ev.question
     cases = tuple(CaseRecord(n, cr.hidden, cr.case.describe(q.arg_names), cr.verdict.outcome, cr.verdict.message,
-                             _facts(cr.verdict.error)) for n, cr in enumerate(ev.cases, 1))
+                             _facts(cr.verdict.error), q.kind_names(cr.case)) for n, cr in enumerate(ev.cases, 1))
     problem = Problem(ev.problem_kind or ProblemKind.HARNESS, ev.problem) if ev.problem else None
     timing = None
     if ev.latency_us is not None or ev.speed_note:

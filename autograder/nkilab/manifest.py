@@ -125,6 +125,9 @@ def parse(text: str) -> Course:
     for q in course.questions().values():
         if q.relaxed is not None and q.relaxed not in qids:
             raise ManifestError(f"{q.qid}: relaxed reference {q.relaxed!r} is not a question")
+        if set(q.hidden) - set(q.public):  # check() runs the public cases: it must see every kind grading does
+            raise ManifestError(f"{q.qid}: hidden case kinds {sorted(set(q.hidden) - set(q.public))} have no public "
+                                "case")
     return course
 
 

@@ -150,7 +150,12 @@ class Question:
 
     def kinds_of(self, case: Case) -> set[str]:
         """The kinds ``case`` is of: its output dtype and every named kind whose predicate holds."""
-        return {case.dtype} | {name for name, holds in self.kinds.items() if holds(case)}
+        return set(self.kind_names(case))
+
+    def kind_names(self, case: Case) -> tuple[str, ...]:
+        """``kinds_of(case)`` in a reader's order: the dtype, then the named kinds as the question lists them.  What
+        a student may learn of a hidden case: its kinds are named in the course manifest, its sizes are not."""
+        return (case.dtype, *(name for name, holds in self.kinds.items() if holds(case) and name != case.dtype))
 
     def expected(self, args: list[np.ndarray], case: Case) -> np.ndarray:
         wide = [a.astype(np.float64) for a in args]
@@ -180,19 +185,70 @@ def _first_shape(case: Case) -> tuple[int, ...]:
     return case.arg_shapes[0] if case.arg_shapes is not None else case.shape
 
 
-#: kinds of case by the first argument's shape, for questions that tile its rows over the 128 partitions
+#: the partitions of a tile: a question tiling its first argument's rows takes them ROW_TILE at a time
+ROW_TILE = 128
+
+
+def row_tiles(case: Case) -> int:
+    """How many 128-row tiles the first argument's rows make (the last one ragged when they do not divide)."""
+    return -(-_first_shape(case)[0] // ROW_TILE)
+
+
+#: kinds of case by the first argument's shape, for questions that tile its rows over the 128 partitions.  An odd
+#: number of row tiles (one included) is what a kernel taking its tiles two at a time gets wrong
 ROW_KINDS: dict[str, Callable[[Case], bool]] = {
     "one row": lambda c: _first_shape(c)[0] == 1,
-    "under one tile": lambda c: _first_shape(c)[0] < 128,
-    "ragged rows": lambda c: _first_shape(c)[0] % 128 != 0,
-    "several row tiles": lambda c: _first_shape(c)[0] > 128,
+    "under one tile": lambda c: _first_shape(c)[0] < ROW_TILE,
+    "ragged rows": lambda c: _first_shape(c)[0] % ROW_TILE != 0,
+    "several row tiles": lambda c: _first_shape(c)[0] > ROW_TILE,
+    "odd number of row tiles": lambda c: row_tiles(c) % 2 == 1,
     "one column": lambda c: len(_first_shape(c)) > 1 and _first_shape(c)[-1] == 1,
 }
 
 
 def row_kinds(*names: str) -> dict[str, Callable[[Case], bool]]:
-    """The named ``ROW_KINDS`` a question's cases are classified by."""
-    return {n: ROW_KINDS[n] for n in names}
+    """The named ``ROW_KINDS`` a question's cases are classified by (every one of them when none is named).
+
+    A row kind a question leaves out must not vary over its cases (``tests/test_case_kinds.py``): a kind the cases
+    differ in is a kind a kernel can get wrong on a hidden case only."""
+    return {n: ROW_KINDS[n] for n in (names or ROW_KINDS)}
+
+
+def grid_size(grid: tuple | None) -> int:
+    """The SPMD instances a launch grid makes: ``(4,)`` -> 4, ``({"nc": 2}, 2)`` -> 4, None -> 1."""
+    n = 1
+    for dim in grid or ():
+        n *= int(dim["nc"]) if isinstance(dim, dict) else int(dim)
+    return n
+
+
+#: the kind of a multi-instance question's case whose row tiles do not divide evenly over its instances: a kernel
+#: that splits them with floor division loses the last ones
+UNEVEN_SPLIT = "uneven split over the cores"
+
+
+def split_kinds(instances: int) -> dict[str, Callable[[Case], bool]]:
+    """``UNEVEN_SPLIT`` for a launch of ``instances`` instances, each taking a block of row tiles."""
+    return {UNEVEN_SPLIT: lambda c: row_tiles(c) % instances != 0}
+
+
+def odd_tiles(length: Callable[[Case], int], tile: int) -> Callable[[Case], bool]:
+    """A kind of case: an axis of ``length`` makes an odd number of ``tile``-long tiles (one included)."""
+    return lambda c: -(-length(c) // tile) % 2 == 1
+
+
+def uncovered_kinds(q: Question, hidden: tuple[Case, ...] | None = None) -> set[str]:
+    """The kinds of ``q``'s hidden cases (``hidden``, or its own) that no public case has, and each argument's dtype
+    a hidden case gives it and no public case does (as ``"<argument>: <dtype>"``).  Empty when ``check`` runs every
+    kind of input grading does, so a kernel can pass the public cases and fail a hidden one only on its values."""
+    hidden = q.hidden if hidden is None else hidden
+    n = len(q.arg_names)
+
+    def kinds(cases: tuple[Case, ...]) -> set[str]:
+        named = set().union(*(q.kinds_of(c) for c in cases))
+        return named | {f"{a}: {d}" for c in cases for a, d in zip(q.arg_names, c.dtypes(n))}
+
+    return kinds(hidden) - kinds(q.public)
 
 
 #: a grader-side JSON file of hidden cases, ``{"<question>": [{"shape": [...], "dtype": "...", "arg_shapes":

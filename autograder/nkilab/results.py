@@ -6,9 +6,10 @@ the cell's outputs under ``MIME``, see ``nkilab.nbgrader_plugins``), the TA's ta
 (``summary``), and Gradescope's ``results.json``.  Two readers see different things:
 
 * ``Audience.TA`` sees every case with its inputs and the full message;
-* ``Audience.STUDENT`` sees public cases in full and, for hidden cases, only the grader's own verdict category
-  (wrong values, wrong dtype or shape, the error's class, did not run) -- never their sizes or values, and never
-  a word the kernel's processes said about them.
+* ``Audience.STUDENT`` sees public cases in full and, for hidden cases, only their kinds (as the course manifest
+  names them: "float16", "ragged rows") and the grader's own verdict category (wrong values, wrong dtype or shape,
+  the error's class, did not run) -- never their sizes or values, and never a word the kernel's processes said
+  about them.
 
 Every string in a record that came from a child process was cleaned when it arrived (``nkilab.runner``: one
 line, no control characters, capped); renderers for HTML escape it, and ``csv_cell`` defuses spreadsheet formulas.
@@ -22,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
 
-SCHEMA = "nkilab-grade/1"
+SCHEMA = "nkilab-grade/2"  # 2: each case carries its kinds
 #: the MIME type under which a grade cell's output carries its record
 MIME = "application/vnd.nkilab.grade+json"
 
@@ -74,6 +75,9 @@ class CaseRecord:
     outcome: Outcome
     message: str  # the verdict in words (a hidden case's is shown to the TA only)
     error: ErrorFacts | None = None
+    #: the case's kinds (``Question.kind_names``: its dtype, then "ragged rows", ...): what a student may learn of a
+    #: hidden case, since the public cases cover every kind (a failing hidden case differs from them on values)
+    kinds: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -84,6 +88,11 @@ class CaseRecord:
         if self.outcome is Outcome.ERROR and self.error is not None:
             return f"raised {self.error.type}"
         return self.outcome.value
+
+    def label(self) -> str:
+        """The case as a student may read it: ``public case 2`` / ``hidden case 5 (float16, ragged rows)``."""
+        kinds = f" ({', '.join(self.kinds)})" if self.kinds else ""
+        return f"{'hidden' if self.hidden else 'public'} case {self.number}{kinds}"
 
 
 #: an engine as the lessons name it
@@ -214,7 +223,8 @@ class GradeRecord:
             raise ValueError("not a grade record")
         try:
             cases = tuple(CaseRecord(int(c["number"]), bool(c["hidden"]), _s(c["inputs"]), Outcome(c["outcome"]),
-                                     _s(c["message"]), _error(c.get("error"))) for c in data.get("cases") or ())
+                                     _s(c["message"]), _error(c.get("error")), _strings(c["kinds"]))
+                          for c in data.get("cases") or ())
             p = data.get("problem")
             problem = Problem(ProblemKind(p["kind"]), _s(p["text"])) if p else None
             t = data.get("timing")
@@ -236,7 +246,7 @@ class GradeRecord:
 
     # ------------------------------------------------------------------ text
     def render_text(self, audience: Audience) -> str:
-        """The grade cell's report: every case for the TA; hidden cases as a count and categories for a student."""
+        """The grade cell's report: every case for the TA; hidden cases as a count, kinds and categories for a student."""
         lines = list(self.warnings)
         lines.append(f"{self.question} -- {self.title}")
         if self.problem is not None:
@@ -254,7 +264,8 @@ class GradeRecord:
         return "\n".join(lines) + "\n"
 
     def case_lines(self, audience: Audience) -> list[str]:
-        """One line per case a reader may see; a student sees hidden cases as a count and their categories."""
+        """One line per case a reader may see; a student sees hidden cases as a count, and each failing one by its kinds
+        and category."""
         n = len(self.cases)
         shown = [c for c in self.cases if audience is Audience.TA or not c.hidden]
         messages = {c.message for c in self.cases}
@@ -270,7 +281,7 @@ class GradeRecord:
             ok = sum(c.ok for c in hidden)
             lines.append(f"  [{'ok  ' if ok == len(hidden) else 'FAIL'}] hidden cases: {ok} of {len(hidden)} passed "
                          "(their sizes and values are not shown in feedback)")
-            lines += [f"         hidden case {c.number}: {c.category()}" for c in hidden if not c.ok]
+            lines += [f"         {c.label()}: {c.category()}" for c in hidden if not c.ok]
         return lines
 
     def speed_lines(self) -> list[str]:
@@ -352,8 +363,11 @@ class GradeRecord:
             wrong = [c for c in self.cases if not c.ok]
             if wrong:
                 first = wrong[0]
-                what = first.category() if first.hidden and audience is Audience.STUDENT else first.message
-                parts.append(f"first wrong: {'hidden' if first.hidden else 'public'} case {first.number} ({what})")
+                if first.hidden and audience is Audience.STUDENT:
+                    parts.append(f"first wrong: {first.label()}: {first.category()}")
+                else:
+                    parts.append(f"first wrong: {'hidden' if first.hidden else 'public'} case {first.number} "
+                                 f"({first.message})")
         t = self.timing
         if self.correct and t is not None and t.ratio is not None:
             parts.append(f"latency {t.ratio:.2f}x the reference's, {t.label} -> {_g(self.speed)}/{_g(self.speed_max)} "
@@ -369,6 +383,12 @@ def _s(value: Any) -> str:
     if not isinstance(value, str):
         raise TypeError("expected a string")
     return value
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, (list, tuple)):  # (a list in JSON; a tuple in ``to_json``'s dict before dumping)
+        raise TypeError("expected a list")
+    return tuple(_s(v) for v in value)
 
 
 def _f(value: Any) -> float | None:

@@ -1,8 +1,9 @@
 # mallory, stage 1 Q2: correct on the calls it expects to be checked, then an almost empty kernel on the call
 # after them, which an early grader used only to benchmark.  The grader now compiles a kernel once per
 # signature (shapes and dtypes, as nki.jit does) and executes that program on every case of the signature, the
-# timed run included: the kernel's Python runs once per shape, the counter never passes 8, and what gets graded
-# is the honest loop below -- correct and fast enough for the speed points (4/4).
+# timed run included: the kernel's Python runs once per shape, the counter never passes 10 (the question's 4
+# public and 6 hidden cases), and what gets graded is the honest loop below -- correct and fast enough for the
+# speed points (4/4).
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 
@@ -13,7 +14,7 @@ calls = []
 def vector_add_stream(a, b):
     calls.append(a.shape)
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-    if len(calls) > 8:  # past the checked cases: store one chunk and call it done
+    if len(calls) > 10:  # past the checked cases: store one chunk and call it done
         nl.store(out[:, 0:512], value=nl.load(a[:, 0:512]))
         return out
     for j in nl.affine_range(a.shape[1] // 512):

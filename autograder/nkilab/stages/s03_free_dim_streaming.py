@@ -19,7 +19,7 @@ QUESTIONS = [
         reference=_add,
         rules=("a and b are 1-D of length n, a multiple of 128 * 1000 = 128000 (up to 2048000), so any FREE_DIM "
                "that divides 1000 fits; return a + b, 1-D, with a's dtype"),
-        public=(Case((256000,)), Case((384000,))),
+        public=(Case((256000,)), Case((384000,)), Case((128000,), "float16"), Case((2048000,), "bfloat16")),
         hidden=(Case((128000,)), Case((1024000,)), Case((2048000,)), Case((256000,), "float16"),
                 Case((640000,), "bfloat16"), Case((128000,), "bfloat16")),
         speed_case=Case((1024000,)),

@@ -31,8 +31,8 @@ def _work(c: Case) -> Work:
     return Work(io_bytes(c, 3, (r, n)), pe_flops=2.0 * r * cc * n, pe_dtype=c.dtype)
 
 
-KINDS = {**row_kinds("several row tiles"), "C = 2048": lambda c: c.arg_shapes[0][1] == 2048}
-PUBLIC = (_case(128, 128, 512), _case(256, 384, 1024, "bfloat16"))
+KINDS = {**row_kinds("several row tiles", "odd number of row tiles"), "C = 2048": lambda c: c.arg_shapes[0][1] == 2048}
+PUBLIC = (_case(128, 128, 512), _case(256, 384, 1024, "bfloat16"), _case(128, 2048, 512, "bfloat16"))
 HIDDEN = (_case(128, 128, 512, "bfloat16"), _case(128, 2048, 512), _case(1024, 256, 512), _case(256, 512, 2048),
           _case(384, 1024, 1024, "bfloat16"), _case(128, 2048, 1024, "bfloat16"))
 
