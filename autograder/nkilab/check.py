@@ -94,9 +94,18 @@ def check(question_id: str, kernel: str | os.PathLike | object | None = None, *,
     for line in case_lines(ev):
         print(line)
     passed = ev.correct
+    # the timed run is the question's speed case, as public as the others: a kernel that fails it (a load too
+    # big for SBUF at that size) is not passing, whatever the smaller cases said
+    timed_failed = passed and ev.latency_us is None and bool(ev.speed_note)
     if passed:
         for line in speed_lines(ev):
             print("  " + line)
+    if timed_failed:
+        passed = False
+        print(f"Not passing yet: the public cases match, but the timed run on {q.speed_case.describe(q.arg_names)} "
+              "failed (see Speed above), so this kernel would get no speed points and may fail hidden cases of "
+              "that size. Fix it and run the %%writefile cell and this check again.")
+    elif passed:
         print("Public checks passed; hidden tests run at grading.")
     else:
         if q.rules:

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from nkisim.core import conjunction
-from nkisim.core.errors import nki_error
+from nkisim.core.errors import NKIError, nki_error
+from nkisim.core.location import bytecode, user_frame, user_variable
 from nkisim.core.recording import HOOK
 
 _loop_ids = itertools.count()
@@ -49,6 +50,36 @@ def _concrete(loops: frozenset) -> None:
     rec = HOOK.recorder
     if rec is not None and not HOOK.depth:
         rec.concrete(loops)
+
+
+def _branch_on_affine_loop(loops: frozenset, subject: Any) -> NKIError | None:
+    """The error for an ``if`` (``while``, ``x if c else y``) whose condition reads an ``nl.affine_range``
+    loop variable, None for any other truth test.
+
+    The legacy compiler traces a loop body once for all its iterations, so such a branch takes one side in
+    every iteration: AWS's NKI migration guide calls ``if i == 0:`` inside a loop undefined behaviour in NKI
+    Beta 1 (the front end this course teaches; Beta 2 fixed it).  Not in the compiler's error catalogue, so it
+    is raised with the id of its nearest rule (control flow on a symbolic index) and says what to write."""
+    if not any(loop.kind == "affine" for loop in loops):
+        return None
+    f = user_frame()
+    step = bytecode(f.f_code).get(f.f_lasti) if f is not None else None
+    op = step and (step.next_opname if step.opname == "TO_BOOL" else step.opname)
+    if not op or not op.startswith("POP_JUMP"):
+        return None
+    name = None
+    for part in (subject, *(subject.expr[2:] if isinstance(subject, MaskExpr) and subject.expr else ())):
+        if isinstance(part, Affine) and part.loops:
+            name = user_variable(part)
+            if name:
+                break
+    var = f"variable `{name}`" if name else "variable"
+    return nki_error("err_control_flow_condition_depending_on_arange",
+                     f"Control-flow depending on the nl.affine_range loop {var} is not supported: the compiler "
+                     f"compiles the loop body once for all iterations, so this `if` would take the same branch in "
+                     f"every iteration (undefined behaviour in NKI). Keep the body the same for every iteration: "
+                     f"handle the special iteration before or after the loop, or loop with nl.static_range, whose "
+                     f"variable is a plain Python int.")
 
 
 def _is_int(x: Any) -> bool:
@@ -313,6 +344,9 @@ class Affine:
             raise nki_error("err_control_flow_condition_depending_on_arange",
                             "Control-flow depending on `nl.arange` or `nl.mgrid` is not supported.")
         if self.loops:
+            err = _branch_on_affine_loop(self.loops, self)
+            if err is not None:
+                raise err
             _concrete(self.loops)
         return bool(self.value())
 
@@ -377,6 +411,9 @@ class MaskExpr:
             raise nki_error("err_control_flow_condition_depending_on_arange",
                             "Control-flow depending on `nl.arange` or `nl.mgrid` is not supported.")
         if self.loops:
+            err = _branch_on_affine_loop(self.loops, self)
+            if err is not None:
+                raise err
             _concrete(self.loops)
         return bool(np.all(self.value))
 
