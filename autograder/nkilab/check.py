@@ -46,6 +46,31 @@ class CheckResult:
         state = "passed" if self.passed else "not passed yet"
         return f"<check {self.question}: public checks {state}>"
 
+    def wrong_tiles_figure(self) -> object | None:
+        """The picture of which tiles of the first wrong output are wrong (None when no output was wrong)."""
+        ev = self.evaluation
+        for i, cr in enumerate(ev.cases, 1):
+            if not cr.verdict.ok and cr.verdict.wrong_map is not None:
+                from nkilab import figures
+
+                wm = cr.verdict.wrong_map
+                return figures.wrong_tiles(wm.fractions, wm.shape, f"Which tiles are wrong: public case {i}, "
+                                           f"{cr.case.describe(ev.question.arg_names)}, output {list(wm.shape)}")
+        return None
+
+
+def _show_in_notebook(result: CheckResult) -> None:
+    """In a notebook, draw the wrong tiles under the text (a script or test asks ``wrong_tiles_figure()``)."""
+    if "ipykernel" not in sys.modules:
+        return
+    fig = result.wrong_tiles_figure()
+    if fig is not None:
+        import matplotlib.pyplot as plt
+        from IPython.display import display
+
+        display(fig)
+        plt.close(fig)
+
 
 def case_lines(ev: Evaluation) -> list[str]:
     """One line per case; when every case failed with the same message, one line for all of them."""
@@ -111,7 +136,10 @@ def check(question_id: str, kernel: str | os.PathLike | object | None = None, *,
         if q.rules:
             print(f"  Reminder: {q.rules}.")
         print("Not passing yet: fix the first problem above and run the %%writefile cell and this check again.")
-    return CheckResult(q.qid, passed, ev)
+    result = CheckResult(q.qid, passed, ev)
+    if not ev.correct:
+        _show_in_notebook(result)
+    return result
 
 
 def hide_hidden_cases(text: str) -> str:

@@ -232,7 +232,7 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
         if i < len(ev.cases) and ev.cases[i].verdict.ok:  # a case passes only if its mirror passes too
             verdict = judge(ev.cases[i].case, d, crun)
             if not verdict.ok:
-                ev.cases[i].verdict = Verdict(False, f"with every input negated: {verdict.message}")
+                ev.cases[i].verdict = Verdict(False, f"with every input negated: {verdict.message}", verdict.wrong_map)
     if timed is not None and ev.correct:
         verdict = judge(q.speed_case, runs[timed], run.cases[timed])
         if not verdict.ok:
