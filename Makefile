@@ -64,12 +64,13 @@ docs: $(STAMP)
 	$(PY) docs/build_site.py --out build/site
 
 # Students work on copies in work/ (never overwritten, not tracked), so `git pull` and `make release`
-# never collide with their answers.
+# never collide with their answers; the lab warns when a lesson changed since its copy was made. nbgrader's
+# instructor tools are switched off for the lab (its own Jupyter config in build/lab-config); as root,
+# --allow-root is added. LAB_ARGS go to jupyter lab, e.g. make lab LAB_ARGS="--no-browser --port 8899".
 LAB_DIR ?= work
+LAB_ARGS ?=
 lab: $(STAMP)
-	mkdir -p $(LAB_DIR)
-	for nb in assignments/*.ipynb; do test -e $(LAB_DIR)/$$(basename $$nb) || cp $$nb $(LAB_DIR)/; done
-	$(VENV)/bin/jupyter lab --notebook-dir=$(LAB_DIR)
+	$(PY) -m nkilab.lab --dir $(LAB_DIR) $(LAB_ARGS)
 
 # ruff, and the import-linter contracts in pyproject.toml (layers import downwards only).
 lint: $(STAMP)
