@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: sandbox-tool gradescope setup test test-fast bench lint clean release release-check lab grade docs
+.PHONY: sandbox-tool gradescope setup test test-fast bench lint clean release release-check lab grade docs course
 
 setup: $(STAMP)
 	@command -v bwrap >/dev/null 2>&1 || $(MAKE) --no-print-directory sandbox-tool
@@ -15,6 +15,7 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install -q -r requirements.txt
 	$(PY) -m pip install -q --no-deps -e .
 	$(PY) -m nkisim --install-hook
+	$(PY) -m nkilab.course install-path-hook
 	touch $(STAMP)
 
 # Student code is graded inside Debian's bubblewrap sandbox (autograder/nkilab/sandbox.py).
@@ -54,6 +55,14 @@ COURSE ?=
 GRADE_ARGS ?=
 grade: setup
 	$(PY) -m nkilab.classgrade $(if $(COURSE),--course $(COURSE)) $(GRADE_ARGS)
+
+# A TA's own nbgrader course from the lessons (source/, release/, gradebook.db, roster): see autograder/README.md.
+# make course COURSE=path/to/course COURSE_ARGS="--roster roster.csv --course-id cs-nki-2026"
+COURSE_ARGS ?=
+course: setup
+	@test -n "$(COURSE)" || { echo "make course: say where, e.g. make course COURSE=../my-course" >&2; exit 2; }
+	$(PY) -m nkilab.course install-path-hook
+	$(PY) -m nkilab.course build --course $(COURSE) $(COURSE_ARGS)
 
 # Gradescope autograder bundles, one per assignment: build/gradescope/<assignment>.zip (see nkilab/gradescope.py).
 gradescope: setup
