@@ -157,9 +157,11 @@ def _submitted_notebook(submission: Path, expected: str) -> tuple[Path | None, s
     return (None, f"{found[0].name} {why}") if why else (found[0], "")
 
 
-def _test(name: str, score: float, max_score: float, output: str, visibility: str) -> dict:
+def _test(name: str, score: float, max_score: float, output: str, visibility: str, passed: bool | None = None) -> dict:
+    """One Gradescope test; ``passed`` overrides the score's verdict (a 0-point test would always "pass")."""
+    ok = score >= max_score if passed is None else passed
     return {"name": name, "score": round(score, 4), "max_score": max_score, "output": truncate_text(output, OUTPUT_CHARS),
-            "visibility": visibility, "status": "passed" if score >= max_score else "failed"}
+            "visibility": visibility, "status": "passed" if ok else "failed"}
 
 
 def grade_submission(root: Path, source: Path) -> dict:
@@ -200,7 +202,10 @@ def grade_submission(root: Path, source: Path) -> dict:
             with contextlib.redirect_stdout(text):
                 report = grade_report(q.qid, kernel)
             tests.append(_test(q.title, report.points, q.points, hide_hidden_cases(text.getvalue()), "visible"))
-            tests.append(_test(f"{q.title}: hidden case details", 0.0, 0.0, text.getvalue(), "after_published"))
+            # worth no points (its cases count in the visible test), so its status is whether every case passed
+            every_case = report.evaluation is not None and report.evaluation.correct
+            tests.append(_test(f"{q.title}: hidden case details", 0.0, 0.0, text.getvalue(), "after_published",
+                               passed=every_case))
     return {"score": round(sum(t["score"] for t in tests), 4), "execution_time": round(time.monotonic() - start),
             "output": "\n".join(notes) or "Kernel questions graded; written answers are graded by the course staff.",
             "visibility": "visible", "stdout_visibility": "hidden", "tests": tests}
