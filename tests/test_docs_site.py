@@ -330,7 +330,8 @@ def test_lesson_pages_show_what_the_demos_print(docs_site):
     body = page.body
     assert "number of partitions in src[256, 4] of &#x27;load&#x27; exceed architecture limitation of 128" in body
     assert "latency (estimate: nkisim cost model, trn2)" in body  # the sweep's table names estimate and target
-    assert body.count('src="data:image/png;base64,') == 1  # the tile-height plot
+    # the tile-height plot, the DMA-queue diagram, two engine timelines and the ragged tiling (nkilab.figures)
+    assert body.count('src="data:image/png;base64,') == 5
     for figure in re.findall(r'<figure class="cell (answer|check|graded)">(.*?)</figure>', body, re.S):
         assert 'class="outputs"' not in figure[1], figure[0]
     assert "reference solutions in place" in body
