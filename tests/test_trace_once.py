@@ -123,13 +123,16 @@ def test_an_address_counter_in_a_body_advances_once_as_on_a_device():
 def test_a_body_whose_python_depends_on_the_iteration_runs_every_iteration(body):
     """What the compiler could not trace once either falls back to the unrolled launch, and computes what the
     unrolled launch computes: a branch on the loop variable, a tile variable rebound to the last iteration's
-    tile, tiles collected in a list, an index frozen at one iteration (``i % 2``)."""
+    tile, tiles collected in a list, an index frozen at one iteration (``i % 2``).  The branch is on a
+    ``sequential_range`` variable: on an ``affine_range`` one it is refused (tests/test_errors_teach.py)."""
+    loop = nl.sequential_range if body == "if" else nl.affine_range
+
     @nki.jit
     def kernel(a):
         out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
         acc = nl.zeros((128, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
         kept = []
-        for i in nl.affine_range(a.shape[0] // 128):
+        for i in loop(a.shape[0] // 128):
             t = nl.load(a[i * 128:(i + 1) * 128, :])
             if body == "if":
                 if i == 0:
