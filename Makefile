@@ -68,9 +68,13 @@ course: setup
 gradescope: setup
 	$(PY) -m nkilab.gradescope build $(GRADE_ARGS)
 
-# The course site: build/site/index.html (lessons run once for their demo outputs, about a minute).
+# The course site: build/site/index.html. Sphinx + MyST-NB (docs/conf.py), warnings are errors, every page read
+# afresh (-E: the error pages' reproducers and the API pages follow the simulator). The lessons run once for their
+# demo outputs (about a minute), then come from build/docs-cache/ until the lesson, the simulator or the grader changes.
+SITE     ?= build/site
+DOCTREES ?= build/docs-doctrees
 docs: $(STAMP)
-	$(PY) docs/build_site.py --out build/site
+	$(PY) -m sphinx -j auto -E -W --keep-going -b html -d $(DOCTREES) docs $(SITE)
 
 # Students work on copies in work/ (never overwritten, not tracked), so `git pull` and `make release`
 # never collide with their answers; the lab warns when a lesson changed since its copy was made. nbgrader's

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from nkilab.results import Outcome
 from nkilab.runner import CaseRun
 
 PMAX = 128
@@ -33,6 +34,8 @@ class WrongMap:
 class Verdict:
     ok: bool
     message: str
+    outcome: Outcome = Outcome.PASSED
+    error: dict | None = None  # the error's facts when the run raised (``nkilab.runner.error_facts``)
     wrong_map: WrongMap | None = None
 
 
@@ -42,7 +45,7 @@ def tile_map(wrong: np.ndarray) -> WrongMap:
     shape = tuple(int(d) for d in np.shape(wrong))
     w = np.asarray(wrong, dtype=np.float64)
     if w.ndim == 0:
-        return w.reshape(1, 1)
+        return WrongMap(w.reshape(1, 1), shape)
     if w.ndim == 1:
         w = w.reshape(1, -1)
         row_block = 1
@@ -80,20 +83,21 @@ def _fmt(x: float) -> str:
 def diagnose(run: CaseRun, expected: np.ndarray, inputs: list[np.ndarray], rtol: float, atol: float,
              module_name: str | None = None) -> Verdict:
     if run.status == "not_run":
-        return Verdict(False, "did not run (the kernel timed out or crashed before reaching this case)")
+        return Verdict(False, "did not run (the kernel timed out or crashed before reaching this case)",
+                       Outcome.NOT_RUN)
     if run.status == "error":
-        return Verdict(False, describe_error(run.error or {}, module_name))
+        return Verdict(False, describe_error(run.error or {}, module_name), Outcome.ERROR, run.error)
     if run.status == "bad_return" or run.output is None:
         what = run.returned or "nothing"
         hint = " -- did you forget `return out`?" if what == "NoneType" else ""
-        return Verdict(False, f"the kernel returned {what}, not an array{hint}")
+        return Verdict(False, f"the kernel returned {what}, not an array{hint}", Outcome.NO_ARRAY)
     got = run.output
     if got.shape != expected.shape:
         return Verdict(False, f"output shape {tuple(got.shape)} but expected {tuple(expected.shape)} "
-                              f"(the same shape as the inputs)")
+                              f"(the same shape as the inputs)", Outcome.WRONG_SHAPE)
     if got.dtype != expected.dtype:
         return Verdict(False, f"output dtype {got.dtype} but expected {expected.dtype} "
-                              f"(create the output with the input's dtype)")
+                              f"(create the output with the input's dtype)", Outcome.WRONG_SHAPE)
     g = got.astype(np.float64)
     e = expected.astype(np.float64)
     if got.size == 0:
@@ -105,9 +109,11 @@ def diagnose(run: CaseRun, expected: np.ndarray, inputs: list[np.ndarray], rtol:
         return Verdict(False, f"output has {int(bad_nan.sum())} NaN/Inf values where the answer is finite; "
                               f"first at {_where(idx)}" + (f"; {span}" if span else "") +
                        " -- were those elements ever stored? (the simulator reads never-stored output as NaN)",
-                       tile_map(bad_nan | ~np.isclose(g, e, rtol=rtol, atol=atol, equal_nan=True)))
+                       Outcome.WRONG_VALUES,
+                       wrong_map=tile_map(bad_nan | ~np.isclose(g, e, rtol=rtol, atol=atol, equal_nan=True)))
     if not np.any(g) and np.any(e):
-        return Verdict(False, "output is all zeros -- was anything stored to it (nl.store)?", tile_map(e != 0))
+        return Verdict(False, "output is all zeros -- was anything stored to it (nl.store)?", Outcome.WRONG_VALUES,
+                       wrong_map=tile_map(e != 0))
     close = np.isclose(g, e, rtol=rtol, atol=atol)
     if close.all():
         return Verdict(True, "matches")
@@ -125,7 +131,8 @@ def diagnose(run: CaseRun, expected: np.ndarray, inputs: list[np.ndarray], rtol:
     zeros = wrong & (g == 0) & (e != 0)
     if zeros.any() and zeros.sum() == wrong.sum():
         parts.append("every wrong element is 0 -- part of the output was never stored")
-    return Verdict(False, "; ".join(parts) + f" (tolerance rtol={rtol:g}, atol={atol:g})", tile_map(wrong))
+    return Verdict(False, "; ".join(parts) + f" (tolerance rtol={rtol:g}, atol={atol:g})", Outcome.WRONG_VALUES,
+                   wrong_map=tile_map(wrong))
 
 
 def _first(mask: np.ndarray) -> tuple[int, ...]:
