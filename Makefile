@@ -29,6 +29,7 @@ sandbox-tool:
 test: setup
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports --no-cache
+	$(PY) -m mypy
 	$(PY) -m pytest -q
 
 test-fast: $(STAMP)
@@ -85,10 +86,11 @@ LAB_ARGS ?=
 lab: $(STAMP)
 	$(PY) -m nkilab.lab --dir $(LAB_DIR) $(LAB_ARGS)
 
-# ruff, and the import-linter contracts in pyproject.toml (layers import downwards only).
+# ruff, the import-linter contracts in pyproject.toml (layers import downwards only), mypy on the program package.
 lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports --no-cache
+	$(PY) -m mypy
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -26,9 +26,11 @@ from nkisim.cost.model import estimate as _estimate
 from nkisim.cost.report import Profile
 from nkisim.frontend import isa as _isa  # noqa: F401  (registers the nisa.* calls a program may name)
 from nkisim.frontend import language as _language  # noqa: F401  (and the nl.* calls)
+from nkisim.frontend.lint import AFFINE_BRANCH_ADVICE, AffineBranch, affine_branches  # noqa: F401  (for check())
 from nkisim.ops.registry import OPS as _OPS
 from nkisim.program.ir import Program, ProgramError  # noqa: F401
 from nkisim.program.ir import from_json as _from_json
+from nkisim.program.limits import MAX_PROGRAM_BYTES  # noqa: F401  (what a grader may read from a child)
 from nkisim.program.validate import validate as _validate
 from nkisim.runtime.arguments import Placeholder
 from nkisim.runtime.execute import execute as _execute

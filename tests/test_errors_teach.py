@@ -3,7 +3,8 @@ with what to write instead, in a plain launch and in ``check()``.
 
 * ``acc = nl.matmul(...)`` in the K loop where ``acc += nl.matmul(...)`` was meant;
 * ``np.add`` (any NumPy function) on tiles;
-* ``if t == 0:`` on an ``nl.affine_range`` variable (undefined in the legacy compiler: the body is traced once);
+* ``if t == 0:`` on an ``nl.affine_range`` variable: undefined in the legacy compiler (its body is traced once)
+  though not one of its errors, so warned at the line, by the simulator and by ``check()``;
 * a kernel that passes the small public cases but fails the timed run (one load too big for SBUF): check() must
   not say "passed".
 """
@@ -21,7 +22,9 @@ from course_testing import HEADER, write
 
 import nkisim
 from nkilab import check
+from nkisim.api import affine_branches
 from nkisim.core.errors import NKIError
+from nkisim.core.indexing import AffineBranchWarning
 
 nkisim.install()
 import neuronxcc.nki as nki  # noqa: E402
@@ -218,16 +221,80 @@ def truth_of_affine(a):
 
 
 @pytest.mark.parametrize("kernel", [branches_on_affine, truth_of_affine])
-def test_branch_on_affine_range_variable_is_refused_at_the_line(kernel):
-    with pytest.raises(NKIError) as info:
-        kernel(np.ones((256, 4), np.float32))
-    err = info.value
-    assert err.error_id == "err_control_flow_condition_depending_on_arange"
-    assert isinstance(err, SyntaxError)
-    assert err.nki_location == (HERE, line_of(kernel, "# BRANCH"))
-    text = str(err)
-    assert "Control-flow depending on the nl.affine_range loop variable `t` is not supported" in text
-    assert "handle the special iteration before or after the loop" in text and "nl.static_range" in text
+def test_branch_on_affine_range_variable_is_warned_at_the_line(kernel):
+    """Undefined in the legacy compiler (the body is traced once), not one of its errors: warned at the student's
+    line, naming the variable and what to write instead; the result is what an unrolled loop computes."""
+    a = np.arange(256 * 4, dtype=np.float32).reshape(256, 4)
+    with pytest.warns(AffineBranchWarning) as caught:
+        got = kernel(a)
+    w = caught[0]
+    assert (w.filename, w.lineno) == (HERE, line_of(kernel, "# BRANCH"))
+    text = str(w.message)
+    assert text.startswith("control flow depends on the nl.affine_range loop variable `t`")
+    assert "undefined behaviour" in text and "handle the special iteration before or after the loop" in text
+    want = a.copy()
+    if kernel is branches_on_affine:
+        want[:128] *= 2
+    else:
+        want[128:] *= 2
+    np.testing.assert_array_equal(got, want)
+
+
+def test_check_warns_about_a_branch_on_the_loop_variable(tmp_path, capsys):
+    path = write(tmp_path, "tiled_add.py", """
+        @nki.jit
+        def tiled_add(a, b):
+            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            for t in nl.affine_range(a.shape[0] // 128):
+                x = nl.load(a[t * 128:(t + 1) * 128, :])
+                y = nl.load(b[t * 128:(t + 1) * 128, :])
+                if t == 0:
+                    z = nl.add(x, y)
+                else:
+                    z = nl.add(y, x)
+                nl.store(out[t * 128:(t + 1) * 128, :], value=z)
+            return out
+        """)
+    line = next(i for i, text in enumerate(Path(path).read_text().splitlines(), 1) if "if t == 0" in text)
+    check("tiled_add", path)
+    out = capsys.readouterr().out
+    assert (f"  Warning: line {line} (`if t == 0:`): control flow depends on the nl.affine_range loop variable `t`: "
+            "the compiler traces an nl.affine_range body once") in out
+    # a kernel object gets the same warning, with the line in its file
+    assert check("tiled_add", branches_on_affine_as_tiled_add) is not None
+    out = capsys.readouterr().out
+    assert f"Warning: line {line_of(branches_on_affine_as_tiled_add, '# BRANCH')} (`if t == 0:  # BRANCH`)" in out
+
+
+@nki.jit
+def branches_on_affine_as_tiled_add(a, b):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for t in nl.affine_range(a.shape[0] // 128):
+        x = nl.load(a[t * 128:(t + 1) * 128, :])
+        if t == 0:  # BRANCH
+            x = nl.add(x, 0.0)
+        nl.store(out[t * 128:(t + 1) * 128, :], value=nl.add(x, nl.load(b[t * 128:(t + 1) * 128, :])))
+    return out
+
+
+def test_affine_branch_scan_finds_only_branches_on_the_loop_variable():
+    src = textwrap.dedent("""
+        def k(a, n):
+            for i in nl.affine_range(4):
+                if i == 0:
+                    pass
+                y = 1 if i else 2
+                if n > 3:
+                    pass
+                for j in nl.sequential_range(2):
+                    if j == 0:
+                        pass
+            for s in nl.static_range(2):
+                if s:
+                    pass
+    """).lstrip("\n")
+    found = affine_branches(src, first_line=10)  # the def is line 10
+    assert [(b.line, b.code, b.variable) for b in found] == [(12, "if i == 0:", "i"), (14, "y = 1 if i else 2", "i")]
 
 
 def test_loop_variables_that_are_not_branched_on_still_work():

@@ -24,11 +24,10 @@ import numpy as np
 
 from nkilab._child import make_grid, memory_cap_mb
 from nkilab._io import read_message, write_message
+from nkisim.api import MAX_PROGRAM_BYTES  # the format's cap on program text; the grader reads no more than this
 
-#: the largest program text accepted, in bytes.  The course's traced programs are a few kB (loop bodies are
-#: traced once, so a program follows the kernel's text, not its trip counts); 4 MiB leaves three orders of
-#: magnitude for honest kernels while a forged one cannot make the grader hold or parse hundreds of MB
-MAX_PROGRAM_BYTES = 4 * 2**20
+__all__ = ["MAX_PROGRAM_BYTES", "MESSAGE_CHARS", "error_facts", "run_cases", "timing_facts"]
+
 #: characters of an error message kept
 MESSAGE_CHARS = 2000
 

@@ -8,10 +8,13 @@ latency against the speed tiers.  Hidden cases run at grading time, not here.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import sys
+import textwrap
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 from nkilab.evaluate import Evaluation, evaluate, record
 from nkilab.questions import get
@@ -89,6 +92,8 @@ def check(question_id: str, kernel: str | os.PathLike | object | None = None, *,
         print(f"  Problem: {ev.problem}")
     for line in rec.case_lines(Audience.STUDENT):
         print(line)
+    for line in undefined_branch_lines(kernel):
+        print(line)
     passed = ev.correct
     # the timed run is the question's speed case, as public as the others: a kernel that fails it (a load too
     # big for SBUF at that size) is not passing, whatever the smaller cases said
@@ -111,6 +116,24 @@ def check(question_id: str, kernel: str | os.PathLike | object | None = None, *,
     if not ev.correct:
         _show_in_notebook(result)
     return result
+
+
+def undefined_branch_lines(kernel: object) -> list[str]:
+    """A warning per ``if`` on an ``nl.affine_range`` loop variable in the kernel's source: the compiler accepts it
+    but its result is undefined (``nkisim.api.AFFINE_BRANCH_ADVICE``).  The kernel runs in another process with
+    warnings off, so the file is read here."""
+    from nkisim import api
+
+    try:
+        if callable(kernel):
+            lines, first = inspect.getsourcelines(getattr(kernel, "func", kernel))
+            source = textwrap.dedent("".join(lines))
+        else:
+            source, first = Path(kernel).read_text(), 1
+    except (OSError, TypeError, UnicodeDecodeError):
+        return []
+    return [f"  Warning: line {b.line} (`{b.code}`): control flow depends on the nl.affine_range loop variable "
+            f"`{b.variable}`: {api.AFFINE_BRANCH_ADVICE}." for b in api.affine_branches(source, first)]
 
 
 def truncate_text(text: str, limit: int) -> str:

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from nkisim.core import conjunction
-from nkisim.core.errors import NKIError, nki_error
-from nkisim.core.location import bytecode, user_frame, user_variable
+from nkisim.core.errors import nki_error
+from nkisim.core.location import bytecode, user_frame, user_variable, warn
 from nkisim.core.recording import HOOK
 
 _loop_ids = itertools.count()
@@ -43,30 +43,42 @@ class Loop:
         return b
 
 
-def _concrete(loops: frozenset) -> None:
-    """The kernel's Python took a concrete value of loop variables (an ``if``, a Python int): a recording
-    launch is told, so a loop body that did so is not traced once (``runtime.record``).  Inside an NKI call
-    (``HOOK.depth``) it is the op reading its operand, which the program keeps symbolic."""
+def _concrete(loops: frozenset, condition: Any = None) -> None:
+    """The kernel's Python took a concrete value of loop variables (a Python int, or ``condition``'s truth in an
+    ``if``): a recording launch is told, so a loop body that did so is traced once per way its branches go, or
+    not at all (``runtime.record``).  Inside an NKI call (``HOOK.depth``) it is the op reading its operand, which
+    the program keeps symbolic."""
     rec = HOOK.recorder
     if rec is not None and not HOOK.depth:
-        rec.concrete(loops)
+        rec.concrete(loops, condition)
 
 
-def _branch_on_affine_loop(loops: frozenset, subject: Any) -> NKIError | None:
-    """The error for an ``if`` (``while``, ``x if c else y``) whose condition reads an ``nl.affine_range``
-    loop variable, None for any other truth test.
+#: what a branch on an ``nl.affine_range`` variable is told (``branch_on_affine_loop``); check() says the same
+AFFINE_BRANCH_ADVICE = ("the compiler traces an nl.affine_range body once for all its iterations, so a branch on "
+                        "its loop variable is undefined behaviour in NKI (AWS's migration guide: `if i == 0:` in a loop "
+                        "gives an undefined result in Beta 1); the simulator runs each way the branch goes, the "
+                        "hardware may not. Keep the body the same for every iteration: handle the special iteration "
+                        "before or after the loop, use a mask, or loop with nl.static_range (plain Python ints)")
 
-    The legacy compiler traces a loop body once for all its iterations, so such a branch takes one side in
-    every iteration: AWS's NKI migration guide calls ``if i == 0:`` inside a loop undefined behaviour in NKI
-    Beta 1 (the front end this course teaches; Beta 2 fixed it).  Not in the compiler's error catalogue, so it
-    is raised with the id of its nearest rule (control flow on a symbolic index) and says what to write."""
+
+class AffineBranchWarning(UserWarning):
+    """A kernel's ``if`` reads an ``nl.affine_range`` loop variable (see ``AFFINE_BRANCH_ADVICE``)."""
+
+
+def branch_on_affine_loop(loops: frozenset, subject: Any) -> None:
+    """Warn, at the student's line, when an ``if`` (``while``, ``x if c else y``) tests an ``nl.affine_range``
+    loop variable; any other truth test passes silently.
+
+    Not a compile error in the legacy compiler (nor in the compiler's error catalogue), but undefined there: the
+    body is traced once.  The recording launch traces it once per way the branch goes (``runtime.record``), which
+    computes what an unrolled loop would; the warning says the hardware may not."""
     if not any(loop.kind == "affine" for loop in loops):
-        return None
+        return
     f = user_frame()
     step = bytecode(f.f_code).get(f.f_lasti) if f is not None else None
     op = step and (step.next_opname if step.opname == "TO_BOOL" else step.opname)
     if not op or not op.startswith("POP_JUMP"):
-        return None
+        return
     name = None
     for part in (subject, *(subject.expr[2:] if isinstance(subject, MaskExpr) and subject.expr else ())):
         if isinstance(part, Affine) and part.loops:
@@ -74,12 +86,7 @@ def _branch_on_affine_loop(loops: frozenset, subject: Any) -> NKIError | None:
             if name:
                 break
     var = f"variable `{name}`" if name else "variable"
-    return nki_error("err_control_flow_condition_depending_on_arange",
-                     f"Control-flow depending on the nl.affine_range loop {var} is not supported: the compiler "
-                     f"compiles the loop body once for all iterations, so this `if` would take the same branch in "
-                     f"every iteration (undefined behaviour in NKI). Keep the body the same for every iteration: "
-                     f"handle the special iteration before or after the loop, or loop with nl.static_range, whose "
-                     f"variable is a plain Python int.")
+    warn(f"control flow depends on the nl.affine_range loop {var}: {AFFINE_BRANCH_ADVICE}.", AffineBranchWarning)
 
 
 def _is_int(x: Any) -> bool:
@@ -344,10 +351,8 @@ class Affine:
             raise nki_error("err_control_flow_condition_depending_on_arange",
                             "Control-flow depending on `nl.arange` or `nl.mgrid` is not supported.")
         if self.loops:
-            err = _branch_on_affine_loop(self.loops, self)
-            if err is not None:
-                raise err
-            _concrete(self.loops)
+            branch_on_affine_loop(self.loops, self)
+            _concrete(self.loops, self)
         return bool(self.value())
 
     # --- reshaping of grids: nl.arange(128)[:, None] ------------------------------------------
@@ -411,10 +416,8 @@ class MaskExpr:
             raise nki_error("err_control_flow_condition_depending_on_arange",
                             "Control-flow depending on `nl.arange` or `nl.mgrid` is not supported.")
         if self.loops:
-            err = _branch_on_affine_loop(self.loops, self)
-            if err is not None:
-                raise err
-            _concrete(self.loops)
+            branch_on_affine_loop(self.loops, self)
+            _concrete(self.loops, self)
         return bool(np.all(self.value))
 
     def validated(self, api: str = "") -> np.ndarray:
