@@ -144,7 +144,10 @@ print("SCRIPT OUT", sys.argv[1:])
 
 def test_help_documents_every_option() -> None:
     out = ok(run_py(["-m", "nkisim", "--help"]))
-    for option in ("--target", "{trn1,trn2}", "--benchmark", "--profile DIR", "--json FILE", "--full-traceback",
+    from nkisim.api import targets
+
+    assert {"trn1", "trn2"} <= set(targets())
+    for option in ("--target", "{" + ",".join(targets()) + "}", "--benchmark", "--profile DIR", "--json FILE", "--full-traceback",
                    "--install-hook", "nki.benchmark", "nki.profile", "save_trace_name=NAME",
                    "NEURON_PLATFORM_TARGET_OVERRIDE", "NKI_SIMULATOR", "estimate"):
         assert option in out, option

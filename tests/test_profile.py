@@ -231,3 +231,37 @@ def test_queue_lanes_show_how_many_queues_a_transfer_uses() -> None:
     assert len({i for _a, _b, i in wide["DMA queue 0"].slices}) == 3
     assert len({i for _a, _b, i in narrow["DMA queue 0"].slices}) == 3 * 128
     assert all(not narrow[f"DMA queue {q}"].slices for q in range(1, 16))
+
+
+@nki.jit
+def eight_live_tiles(a):
+    """Eight [128, 8192] fp32 tiles live at once (256 KiB per partition): more than SBUF holds, so spilled."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    tiles = [nl.load(a) for _ in range(8)]
+    acc = tiles[0]
+    for t in tiles[1:]:
+        acc = nl.add(acc, t)
+    nl.store(out, value=acc)
+    return out
+
+
+def test_spill_traffic_is_on_the_timeline_and_in_the_active_times() -> None:
+    """The compiler's spills are work the estimate charges (DMA transfers to HBM and back): the timeline draws them
+    on the DMA queues, "DMA active" counts them, and the queue lanes add up to the queue time the summary gives."""
+    from nkisim.cost import timeline
+
+    prof = profile_kernel(eight_live_tiles, nt.tensor[[128, 8192], nl.float32])
+    s = prof.summary()
+    spills = prof.estimate.spill_dma_count
+    assert spills > 0 and s["dma_transfer_count"] == len([i for i in prof.trace if i.engine == "dma"]) + spills
+    assert sum(1 for q in prof.queue_spans if q.index is None and q.queue == 0) >= spills
+    lanes = {lane.name: lane for lane in timeline.lanes(prof, 0)}
+    queue_us = sum(b - a for q in range(16) for a, b, _ in lanes[f"DMA queue {q}"].slices)
+    assert queue_us == pytest.approx(s["dma_queue_time_us"], rel=1e-6)  # every queue-microsecond drawn, spills too
+    trace_only = [(ev.start_ns, ev.end_ns) for ev in prof.events if ev.engine == "dma"]
+    from nkisim.cost.report import union_length
+
+    assert s["dma_active_us"] > union_length([(a / 1000, b / 1000) for a, b in trace_only])
+    assert s["dma_active_us"] <= s["total_time_us"]
+    doc = prof.perfetto()
+    assert any(e.get("name", "").startswith("spill") for e in doc["traceEvents"] if e["ph"] == "X")

@@ -60,7 +60,7 @@ class Event:
 class QueueSpan:
     """A DMA transfer's data moving on one DMA queue: ns from kernel start."""
 
-    index: int  # the DMA instruction
+    index: int | None  # the DMA instruction (None: a spill's transfer, which the trace does not hold)
     core: int
     queue: int
     start_ns: float
@@ -84,7 +84,7 @@ class Profile:
     def __init__(self, trace: list[Instr], target: Target | str, cores: int = 1) -> None:
         self.trace = trace
         self.hw = resolve(target)
-        self.target = self.hw.name
+        self.target = self.hw.label  # trn3's estimates say "uncalibrated" wherever the target is named
         self.cores = max(1, cores)
         sched = schedule(trace, self.hw.params)
         self.estimate: Estimate = estimate(trace, self.hw, cores=cores, sched=sched)
@@ -96,6 +96,11 @@ class Profile:
         self.queue_spans = [QueueSpan(i, trace[i].core, q, s, e)
                             for i, (pieces, nq) in sorted(sched.dma_queues.items()) for s, e in pieces
                             for q in range(nq)]
+        #: what the compiler's spills add (spill.py): DMA transfers to HBM and back, PSUM copies; no instruction
+        #: of the trace, so their index is None
+        self.spill_events = [(core, eng, s, e) for core, eng, s, e, _p, _n in sched.spill_spans]
+        self.queue_spans += [QueueSpan(None, core, q, s, e) for core, _eng, _s, _e, pieces, nq in sched.spill_spans
+                             for s, e in pieces for q in range(nq)]
         self.dma_queue_busy_us = self.estimate.engine_busy_us.get("dma", 0.0)
 
     @classmethod
@@ -111,7 +116,8 @@ class Profile:
         flight."""
         off = self.launch_us
         return [(off + ev.start_ns / 1000.0, off + ev.end_ns / 1000.0) for ev in self.events
-                if ev.instr.core == core and ev.engine == engine]
+                if ev.instr.core == core and ev.engine == engine] + \
+            [(off + s / 1000.0, off + e / 1000.0) for c, eng, s, e in self.spill_events if c == core and eng == engine]
 
     def queue_spans_us(self, core: int, queue: int) -> list[tuple[float, float]]:
         off = self.launch_us
@@ -232,6 +238,8 @@ class Profile:
                     end = te
                     ev: dict[str, Any] = {"ph": "X", "name": lane.slice_name, "cat": lane.engine, "pid": core,
                                           "tid": tid, "ts": round(ts, 4), "dur": round(te - ts, 4)}
+                    if idx is None and lane.engine in (*ENGINE_ORDER, "queue") and lane.engine != "dma":
+                        ev["name"] = "spill (the compiler moving a tensor that does not fit)"
                     if idx is not None:
                         ins = self.trace[idx]
                         ev["name"] = ins.op

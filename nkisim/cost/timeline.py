@@ -40,12 +40,17 @@ def merged(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
 @dataclass
 class Lane:
     """One row of the timeline: its label, what it shows, and its slices (µs from the launch's start, and the
-    instruction each one is, None for a lane's own intervals)."""
+    instruction each one is: None for a lane's own intervals and for the compiler's spill traffic)."""
 
     name: str
     engine: str  # "launch", an engine, or "queue"
     slice_name: str
     slices: list[tuple[float, float, int | None]] = field(default_factory=list)
+
+
+def _order(span: tuple[float, float, int | None]) -> tuple[float, float, int]:
+    """Slices by time (a spill's, with no instruction index, sorts among them as -1)."""
+    return span[0], span[1], -1 if span[2] is None else span[2]
 
 
 def lanes(prof: Any, core: int) -> list[Lane]:
@@ -56,16 +61,18 @@ def lanes(prof: Any, core: int) -> list[Lane]:
     off = prof.launch_us
     for eng in COMPUTE:
         lane = Lane(pre + ENGINE_NAMES[eng], eng, eng)
-        lane.slices = sorted((off + ev.start_ns / 1000.0, off + ev.end_ns / 1000.0, ev.index)
-                             for ev in prof.events if ev.instr.core == core and ev.engine == eng)
+        lane.slices = sorted([(off + ev.start_ns / 1000.0, off + ev.end_ns / 1000.0, ev.index)
+                              for ev in prof.events if ev.instr.core == core and ev.engine == eng] +
+                             [(off + s / 1000.0, off + e / 1000.0, None) for c, spilled_on, s, e in prof.spill_events
+                              if c == core and spilled_on == eng], key=_order)
         out.append(lane)
     active = Lane(f"{pre}DMA active (a transfer in flight)", "dma", "DMA active")
     active.slices = [(a, b, None) for a, b in merged(prof.spans(core, "dma"))]
     out.append(active)
     for q in range(prof.queues):
         lane = Lane(f"{pre}DMA queue {q}", "queue", f"queue {q}")
-        lane.slices = sorted((off + s.start_ns / 1000.0, off + s.end_ns / 1000.0, s.index)
-                             for s in prof.queue_spans if s.core == core and s.queue == q)
+        lane.slices = sorted(((off + s.start_ns / 1000.0, off + s.end_ns / 1000.0, s.index)
+                              for s in prof.queue_spans if s.core == core and s.queue == q), key=_order)
         out.append(lane)
     return out
 

@@ -73,11 +73,14 @@ def dma_transpose(src: Any = None, *, axes: Any = None, mask: Any = None, dtype:
         if ctx.nc_version < 3:
             raise nki_error("err_min_arch_support_for_inst",
                             f"inst dma_transpose with dge_mode=hwdge requires min target gen3 (trn2), got {ctx.target}")
-        if acc.shape[0] != 16 or acc.shape[-1] % 128 or acc.itemsize != 2:
+        tgt = ctx.target
+        rows, multiple = tgt.limit("hwdge_transpose_rows"), tgt.limit("hwdge_transpose_row_multiple")
+        itemsize = tgt.limit("hwdge_transpose_itemsize")
+        if acc.shape[0] != rows or acc.shape[-1] % multiple or acc.itemsize != itemsize:
             raise nki_error("err_param_shape_mismatch",
                             f"Parameter shapes ({shape_str('src', acc.shape)}) of 'dma_transpose' has mismatched "
-                            f"shapes: a hardware-DGE transpose needs 16 rows, a last dimension that is a multiple of "
-                            f"128 and a 2-byte dtype")
+                            f"shapes: a hardware-DGE transpose needs {rows} rows, a last dimension that is a multiple "
+                            f"of {multiple} and a {itemsize}-byte dtype")
     return _transpose(DMA_TRANSPOSE, acc, perm, mask, dtype)
 
 
