@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: sandbox-tool gradescope setup test test-fast bench lint clean release release-check lab grade docs
+.PHONY: sandbox-tool gradescope setup test test-fast bench lint clean release release-check lab grade docs course
 
 setup: $(STAMP)
 	@command -v bwrap >/dev/null 2>&1 || $(MAKE) --no-print-directory sandbox-tool
@@ -15,6 +15,7 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install -q -r requirements.txt
 	$(PY) -m pip install -q --no-deps -e .
 	$(PY) -m nkisim --install-hook
+	$(PY) -m nkilab.course install-path-hook
 	touch $(STAMP)
 
 # Student code is graded inside Debian's bubblewrap sandbox (autograder/nkilab/sandbox.py).
@@ -56,6 +57,14 @@ GRADE_ARGS ?=
 grade: setup
 	$(PY) -m nkilab.classgrade $(if $(COURSE),--course $(COURSE)) $(GRADE_ARGS)
 
+# A TA's own nbgrader course from the lessons (source/, release/, gradebook.db, roster): see autograder/README.md.
+# make course COURSE=path/to/course COURSE_ARGS="--roster roster.csv --course-id cs-nki-2026"
+COURSE_ARGS ?=
+course: setup
+	@test -n "$(COURSE)" || { echo "make course: say where, e.g. make course COURSE=../my-course" >&2; exit 2; }
+	$(PY) -m nkilab.course install-path-hook
+	$(PY) -m nkilab.course build --course $(COURSE) $(COURSE_ARGS)
+
 # Gradescope autograder bundles, one per assignment: build/gradescope/<assignment>.zip (see nkilab/gradescope.py).
 gradescope: setup
 	$(PY) -m nkilab.gradescope build $(GRADE_ARGS)
@@ -69,12 +78,13 @@ docs: $(STAMP)
 	$(PY) -m sphinx -j auto -E -W --keep-going -b html -d $(DOCTREES) docs $(SITE)
 
 # Students work on copies in work/ (never overwritten, not tracked), so `git pull` and `make release`
-# never collide with their answers.
+# never collide with their answers; the lab warns when a lesson changed since its copy was made. nbgrader's
+# instructor tools are switched off for the lab (its own Jupyter config in build/lab-config); as root,
+# --allow-root is added. LAB_ARGS go to jupyter lab, e.g. make lab LAB_ARGS="--no-browser --port 8899".
 LAB_DIR ?= work
+LAB_ARGS ?=
 lab: $(STAMP)
-	mkdir -p $(LAB_DIR)
-	for nb in assignments/*.ipynb; do test -e $(LAB_DIR)/$$(basename $$nb) || cp $$nb $(LAB_DIR)/; done
-	$(VENV)/bin/jupyter lab --notebook-dir=$(LAB_DIR)
+	$(PY) -m nkilab.lab --dir $(LAB_DIR) $(LAB_ARGS)
 
 # ruff, the import-linter contracts in pyproject.toml (layers import downwards only), mypy on the program package.
 lint: $(STAMP)

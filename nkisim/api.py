@@ -10,13 +10,15 @@ import-linter contract (``make lint``) keeps ``nkilab`` on this module, so the s
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import types
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from nkisim.core import target as _target
 from nkisim.core.errors import NKIError
-from nkisim.core.location import attach_location
+from nkisim.core.location import attach_location, trim_traceback
 from nkisim.core.target import Target
 from nkisim.core.tensor import Tensor
 from nkisim.cost.model import Estimate
@@ -24,6 +26,7 @@ from nkisim.cost.model import estimate as _estimate
 from nkisim.cost.report import Profile
 from nkisim.frontend import isa as _isa  # noqa: F401  (registers the nisa.* calls a program may name)
 from nkisim.frontend import language as _language  # noqa: F401  (and the nl.* calls)
+from nkisim.frontend.lint import AFFINE_BRANCH_ADVICE, AffineBranch, affine_branches  # noqa: F401  (for check())
 from nkisim.ops.registry import OPS as _OPS
 from nkisim.program.ir import Program, ProgramError  # noqa: F401
 from nkisim.program.ir import from_json as _from_json
@@ -31,6 +34,7 @@ from nkisim.program.limits import MAX_PROGRAM_BYTES  # noqa: F401  (what a grade
 from nkisim.program.validate import validate as _validate
 from nkisim.runtime.arguments import Placeholder
 from nkisim.runtime.execute import execute as _execute
+from nkisim.runtime.kernel import OBSERVERS as _OBSERVERS
 from nkisim.runtime.kernel import GridLaunch, Kernel, LaunchResult, run
 from nkisim.runtime.kernel import launch as _launch
 
@@ -237,3 +241,28 @@ def profile_kernel(kernel: Any, *args: Any, grid: Any = None, target: str | None
     except NKIError as err:
         raise err.with_traceback(attach_location(err)) from None
     return Profile.from_launch(res)
+
+
+def targets() -> tuple[str, ...]:
+    """The names of the targets the simulator models (one ``nkisim/targets/<name>.toml`` each)."""
+    return _target.names()
+
+
+@contextlib.contextmanager
+def watching_launches(callback: Callable[[str, Launch], None]) -> Iterator[None]:
+    """Call ``callback(kernel name, launch)`` after each kernel launch made inside the block (a kernel called
+    directly or on a grid; ``nki.benchmark``/``nki.profile`` report for themselves).  ``python -m nkisim
+    --benchmark`` and ``--profile`` use it on scripts they did not write."""
+    def observe(kernel: Kernel, result: LaunchResult) -> None:
+        callback(getattr(kernel.func, "__name__", "kernel"), Launch(result.outputs, result))
+
+    _OBSERVERS.append(observe)
+    try:
+        yield
+    finally:
+        _OBSERVERS.remove(observe)
+
+
+def user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
+    """``tb`` without the simulator's frames: what a student's script should show for any error it raised."""
+    return trim_traceback(tb)

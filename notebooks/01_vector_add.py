@@ -68,6 +68,16 @@ print("neuronxcc.nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR
 # in parallel. The other dimensions are the **free dimension** (F), processed over time by each lane.
 # Here is a complete kernel that doubles a `[P, F]` array — not your exercise, but the same skeleton.
 
+# %% nbgrader={"grade": false, "grade_id": "figure_memory", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# The memories and engines of one NeuronCore, and one SBUF tile: 128 partitions side by side, each going along
+# the free dimension. (Drawn by nkilab.figures from the simulator's trn2 target file.)
+import matplotlib.pyplot as plt
+from nkilab import figures
+
+figures.memory_hierarchy("trn2")
+figures.partitions_and_free(rows=128, cols=2048, target="trn2")
+plt.show()
+
 # %% nbgrader={"grade": false, "grade_id": "demo_double", "locked": true, "schema_version": 3, "solution": false, "task": false}
 @nki.jit
 def double_kernel(x):

@@ -189,12 +189,35 @@ plt.show()
 # and in the 2025 lab 37318 and 378 µs on trn2; the cost model's estimates for those kernels are within about
 # 10% of all four (docs/cost-model.md, "Calibration").
 
+# %% nbgrader={"grade": false, "grade_id": "figure_queues", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# Which DMA queues move a 1-row and a 128-row tile, then the engine timelines of the add with tile heights 1 and
+# 128 on a [256, 512] input: in the 1-row kernel only queue 0 ever moves data; in the 128-row kernel every
+# transfer spreads over all 16 queues (each light-orange bar is one transfer's data on that queue).
+from nkilab import figures
+
+figures.dma_queues((1, 128), target=TARGET)
+if ON_SIMULATOR:
+    from nkisim.api import profile_kernel
+
+    small = np.zeros((256, 512), dtype=np.float32)
+    for h in (1, 128):
+        prof = profile_kernel(add_tiles_of(h), small, small, target=TARGET)
+        prof.figure(title=f"tile height {h}: {prof.estimate.total_us:.1f} us on {TARGET} "
+                          f"({prof.estimate.dma_count} DMA transfers; {LABEL})")
+plt.show()
+
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ragged_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## 4. A ragged last tile: masks
 #
 # With N = 1000 rows, 1000 = 7 × 128 + 104: seven full tiles and a last tile of 104 rows. Rounding the
 # loop count up and slicing 128 rows as before reads past the end of the tensor. The compiler checks every
 # access against the tensor's shape and refuses:
+
+# %% nbgrader={"grade": false, "grade_id": "figure_ragged", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# N = 1000 rows in 128-row tiles: seven full tiles and a last one of 104 rows; the hatched rows of the last
+# tile lie past the end of the tensor.
+figures.partitions_and_free(rows=1000, cols=512, target=TARGET)
+plt.show()
 
 # %% nbgrader={"grade": false, "grade_id": "demo_ragged", "locked": true, "schema_version": 3, "solution": false, "task": false}
 @nki.jit

@@ -214,10 +214,12 @@ else:
     print("Engine timelines: capture a profile with nki.profile and open it in neuron-profile.")
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "pipeline_explain", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# How to read a timeline: time runs left to right; the blue bar is the Vector engine's `nl.add`, each orange
-# bar one DMA transfer (two loads and a store per tile), on as many rows as there are transfers in flight
-# at once. The axis covers the kernel's body; the title's total also includes the fixed launch cost (about
-# 15 µs on trn1 in the model), which no FREE_DIM can remove.
+# How to read a timeline: time runs left to right from the launch, and the axis ends where the title's total
+# does. The grey hatched bar is the fixed launch cost (15 µs on trn1 in the model), which no FREE_DIM can
+# remove; the instructions start after it. The blue bar is the Vector engine's `nl.add`. The dark orange row,
+# *DMA active*, shows when any transfer is in flight; below it each of the 16 DMA queues shows when it moves
+# data, each light orange bar one transfer (two loads and a store per tile). A 128-partition tile spreads over
+# all 16 queues, 8 partitions each, so every transfer appears on every queue row.
 #
 # * **FREE_DIM = 2000 (one tile):** strictly one thing after another. The add cannot start before *both*
 #   loads have finished, and the store cannot start before the add has. The DMA queues idle during the add,

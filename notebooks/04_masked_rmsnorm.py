@@ -261,6 +261,17 @@ if ON_SIMULATOR:
 else:
     print("on hardware: nki.profile(working_directory=...)(kernel) and neuron-profile")
 
+# %% nbgrader={"grade": false, "grade_id": "figure_timeline", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# The profile above as an engine timeline: the fixed launch cost, then each engine's instructions and the 16 DMA
+# queues. Look for the engine that is busy almost all the time.
+import matplotlib.pyplot as plt
+
+if ON_SIMULATOR and "prof" in globals():
+    prof.figure()
+    plt.show()
+else:
+    print("no profile to draw (write rmsnorm.py and run the profile cell first)")
+
 # %% [markdown] nbgrader={"grade": false, "grade_id": "q2_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## 6. A faster RMSNorm: `rmsnorm_fast` (4 points)
 #

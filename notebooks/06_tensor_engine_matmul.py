@@ -69,6 +69,15 @@ print("neuronxcc.nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR
 # as **float32**, whatever the inputs' dtype: a `[128, 512]` float32 tile fills exactly one bank. A result in PSUM
 # has to be copied to SBUF (`nl.copy`, with the output dtype) before it can be stored to HBM.
 
+# %% nbgrader={"grade": false, "grade_id": "figure_pe_array", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# The matmul on the PE array, and the PSUM bank its [128, 512] float32 result fills.
+import matplotlib.pyplot as plt
+from nkilab import figures
+
+figures.pe_array(n=512, target=TARGET)
+figures.psum_banks([("res_psum", 512, "float32")], target=TARGET)
+plt.show()
+
 # %% nbgrader={"grade": false, "grade_id": "demo_one_tile", "locked": true, "schema_version": 3, "solution": false, "task": false}
 @nki.jit
 def one_tile_matmul(lhsT, rhs):
@@ -300,6 +309,20 @@ for path, name in (("matmul_tiled.py", "matmul_tiled"), ("matmul_fast.py", "matm
         print(f"  {name:16s} {us:8.1f} us")
     except Exception as err:  # not written yet
         print(f"  {name:16s} not measured ({type(err).__name__}: {err})")
+
+# %% nbgrader={"grade": false, "grade_id": "figure_roofline", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# The roofline of one NeuronCore: below the ridge a kernel cannot beat the DMA bandwidth times its arithmetic
+# intensity (FLOPs per byte it moves), above it the PE array's peak. Your kernels are points (intensity and rate
+# from the profile, estimates for trn2); "every byte once" moves each input and the output exactly once.
+points = [figures.KernelPoint("every byte once, at the PE peak", 2 * SIZE**3, 3 * SIZE * SIZE * 2,
+                              2 * SIZE**3 / (79.0 * 1e6))]
+for path, name in (("matmul_tiled.py", "matmul_tiled"), ("matmul_fast.py", "matmul_fast")):
+    try:
+        points.append(figures.kernel_point(f"your {name}", load_kernel(path, name), big, big, target=TARGET))
+    except Exception as err:  # not written yet
+        print(f"{name}: not on the roofline ({type(err).__name__}: {err})")
+figures.roofline(points, target=TARGET, dtype="bfloat16")
+plt.show()
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "hardware", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## On real hardware

@@ -274,6 +274,21 @@ for path, name in (("rmsnorm_linear.py", "rmsnorm_linear"), ("rmsnorm_linear_fas
     except Exception as err:  # not written yet
         print(f"  {name:20s} not measured ({type(err).__name__}: {err})")
 
+# %% nbgrader={"grade": false, "grade_id": "figure_roofline", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# Your two kernels on the roofline of one NeuronCore (the Tensor Engine's FLOPs per byte the DMAs moved, and the
+# rate they reach; estimates for trn2). Folding and keeping w resident move fewer bytes per FLOP: the point moves right.
+import matplotlib.pyplot as plt
+from nkilab import figures
+
+points = []
+for path, name in (("rmsnorm_linear.py", "rmsnorm_linear"), ("rmsnorm_linear_fast.py", "rmsnorm_linear_fast")):
+    try:
+        points.append(figures.kernel_point(f"your {name}", load_kernel(path, name), big, g_big, big, target=TARGET))
+    except Exception as err:  # not written yet
+        print(f"{name}: not on the roofline ({type(err).__name__}: {err})")
+figures.roofline(points, target=TARGET, dtype="bfloat16")
+plt.show()
+
 # %% [markdown] nbgrader={"grade": false, "grade_id": "hardware", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## On real hardware
 #

@@ -227,6 +227,17 @@ if ON_SIMULATOR:
 else:
     print("on hardware: nki.profile(working_directory=...)(kernel) and neuron-profile")
 
+# %% nbgrader={"grade": false, "grade_id": "figure_timeline", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# The profile as an engine timeline (the fixed launch cost, each engine, the 16 DMA queues): how much of the time
+# is the Tensor Engine busy, and what fills the gaps?
+import matplotlib.pyplot as plt
+
+if ON_SIMULATOR and "prof" in globals():
+    prof.figure()
+    plt.show()
+else:
+    print("no profile to draw (write conv2d_maxpool.py and run the profile cell first)")
+
 # %% [markdown] nbgrader={"grade": false, "grade_id": "fill_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # The Tensor Engine is busy most of the time, yet it runs at well under its peak rate. The reason is the size of
 # each matmul. In the cost model a matmul whose moving operand has `N` columns takes

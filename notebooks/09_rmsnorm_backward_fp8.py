@@ -342,6 +342,22 @@ else:
     print("on hardware: time both with nki.benchmark")
 print(f"peaks on {TARGET}: {peak(TARGET).pe_tflops}")
 
+# %% nbgrader={"grade": false, "grade_id": "figure_fp8_timelines", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# The two contractions as engine timelines: the FP8 one issues half the matmuls, each contracting two rows.
+import matplotlib.pyplot as plt
+
+if ON_SIMULATOR:
+    from nkisim.api import profile_kernel
+
+    for name, kern, args in (("bfloat16", contract_bf16, (a8.astype(ml_dtypes.bfloat16), b8.astype(ml_dtypes.bfloat16))),
+                             ("fp8", contract_fp8, (a8, b8))):
+        p = profile_kernel(kern, *args, target=TARGET)
+        p.figure(title=f"{name}: {p.estimate.total_us:.1f} us on {TARGET}, Tensor Engine busy "
+                       f"{p.estimate.engine_busy_us['pe']:.2f} us ({LABEL})")
+    plt.show()
+else:
+    print("on hardware: capture both with nki.profile and open them in neuron-profile")
+
 # %% [markdown] nbgrader={"grade": false, "grade_id": "w1_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ### Written question (1 point)
 #

@@ -71,6 +71,8 @@ def run_reference_notebook(stage: str, cwd: Path, grade_ids: set[str]) -> nbform
         assert "Public checks passed; hidden tests run at grading." in text, (stage, cell["id"], text)
         assert "estimate (nkisim cost model, trn2)" in text and "1.00x the reference" in text
     assert seconds < NOTEBOOK_BUDGET_S, f"{stage} reference notebook took {seconds:.0f} s"
+    figures = sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert figures >= 1, f"{stage}: every lesson shows at least one figure (issue 22)"
     return nb
 
 

@@ -7,6 +7,7 @@ PYTHONPATH, NKI_SIMULATOR) that an in-process test would already have settled.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -117,3 +118,120 @@ def test_pypi_placeholder_is_replaced(tmp_path: Path) -> None:
             "import neuronxcc.nki as nki; print('SIM', nki.SIMULATED, nl.__name__)")
     out = ok(run_py(["-c", code], pythonpath=[str(root)]))
     assert "INSTALLED True" in out and "SIM True nkisim.frontend.language" in out
+
+
+# --- options: target, benchmark, profile, output; tracebacks ------------------------------------------
+LAUNCHES = '''
+import sys
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def add_kernel(a, b):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.add(nl.load(a), nl.load(b)))
+    return out
+
+
+a = np.ones((128, 512), np.float32)
+for _ in range(2):
+    add_kernel(a, a)
+print("SCRIPT OUT", sys.argv[1:])
+'''
+
+
+def test_help_documents_every_option() -> None:
+    out = ok(run_py(["-m", "nkisim", "--help"]))
+    from nkisim.api import targets
+
+    assert {"trn1", "trn2"} <= set(targets())
+    for option in ("--target", "{" + ",".join(targets()) + "}", "--benchmark", "--profile DIR", "--json FILE", "--full-traceback",
+                   "--install-hook", "nki.benchmark", "nki.profile", "save_trace_name=NAME",
+                   "NEURON_PLATFORM_TARGET_OVERRIDE", "NKI_SIMULATOR", "estimate"):
+        assert option in out, option
+    # no script: the help, and a usage error's exit status
+    bare = run_py(["-m", "nkisim"])
+    assert bare.returncode == 2 and "usage: python -m nkisim" in bare.stdout
+
+
+def test_benchmark_profile_and_json_report_every_launch(tmp_path: Path) -> None:
+    script = tmp_path / "two_launches.py"
+    script.write_text(LAUNCHES)
+    prof_dir, out_json = tmp_path / "prof", tmp_path / "launches.json"
+    proc = run_py(["-m", "nkisim", "--target", "trn1", "--benchmark", "--profile", str(prof_dir), "--json",
+                   str(out_json), str(script), "--flag"], cwd=tmp_path)
+    stdout = ok(proc)
+    assert "SCRIPT OUT ['--flag']" in stdout and "nkisim:" not in stdout  # the script's output is its own
+    assert proc.stderr.count("nkisim: add_kernel launch") == 2 and "on trn1" in proc.stderr
+    records = json.loads(out_json.read_text())
+    assert [(r["kernel"], r["launch"], r["target"]) for r in records] == [("add_kernel", 1, "trn1"),
+                                                                         ("add_kernel", 2, "trn1")]
+    # the numbers are the cost model's for that launch on trn1 (independent of the CLI: computed here again)
+    import neuronxcc.nki.typing as nt
+
+    from nkisim.api import profile_kernel
+
+    scope: dict = {}
+    exec(compile(LAUNCHES.split("a = np.ones")[0], "k.py", "exec"), scope)
+    expected = profile_kernel(scope["add_kernel"], nt.tensor[[128, 512], "float32"],
+                              nt.tensor[[128, 512], "float32"], target="trn1").estimate
+    assert records[0]["estimated_latency_us"] == pytest.approx(expected.total_us, abs=1e-3)
+    assert records[0]["dma_transfers"] == expected.dma_count == 3
+    assert "estimate" in records[0]["label"]
+    assert {p.name for p in prof_dir.iterdir()} == {f"add_kernel_{n}{s}" for n in (1, 2) for s in
+                                                   (".json", "_summary.json", "_lines.txt", "_timeline.png")}
+    summary = json.loads((prof_dir / "add_kernel_1_summary.json").read_text())
+    assert summary["target"] == "trn1" and summary["total_time_us"] == pytest.approx(expected.total_us, abs=1e-3)
+
+
+def test_target_option_sets_the_launch_target(tmp_path: Path) -> None:
+    script = tmp_path / "which.py"
+    script.write_text(LAUNCHES + "print('TARGET', add_kernel.last_launch.ctx.target.name)\n")
+    assert "TARGET trn1" in ok(run_py(["-m", "nkisim", "--target", "trn1", str(script)]))
+    assert "TARGET trn2" in ok(run_py(["-m", "nkisim", str(script)]))
+    bad = run_py(["-m", "nkisim", "--target", "trn9", str(script)])
+    assert bad.returncode == 2 and "invalid choice: 'trn9'" in bad.stderr
+
+
+ERRORS = '''
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def bad_kernel(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    nl.store(out, value={value})
+    return out
+
+
+bad_kernel(np.ones((128, 4), np.float32))
+'''
+
+
+@pytest.mark.parametrize("value, last_line", [
+    ("np.exp(x)", "TypeError: np.exp cannot compute on an NKI tile"),  # not an NKI error: trimmed all the same
+    ("nl.add(x, nl.ndarray((256, 4), dtype=a.dtype, buffer=nl.sbuf))", "exceed architecture limitation of 128"),
+])
+def test_traceback_starts_at_the_users_script(tmp_path: Path, value: str, last_line: str) -> None:
+    script = tmp_path / "bad.py"
+    script.write_text(ERRORS.replace("{value}", value))
+    proc = run_py(["-m", "nkisim", str(script)])
+    assert proc.returncode == 1 and proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert lines[0] == "Traceback (most recent call last):"
+    files = [line.split('"')[1] for line in lines if line.startswith('  File "')]
+    assert files and all(f == str(script) for f in files), proc.stderr  # no runpy, nkisim or <frozen> frames
+    assert "line 15, in <module>" in lines[1] and last_line in lines[-1]
+    full = run_py(["-m", "nkisim", "--full-traceback", str(script)])
+    assert "runpy" in full.stderr and "nkisim" in full.stderr  # the debugging view keeps them
+
+
+def test_script_exit_status_passes_through(tmp_path: Path) -> None:
+    script = tmp_path / "exits.py"
+    script.write_text("import sys\nsys.exit(3)\n")
+    assert run_py(["-m", "nkisim", str(script)]).returncode == 3

@@ -198,10 +198,11 @@ def test_lesson_pages_show_the_student_notebook_with_demo_outputs(site):
     assert "Stage 2 — Partition tiling" in text
     assert "your answer" in text and "graded cell (3 points)" in text and "saved as tiled_add.py" in text
     # the demo cells ran (reference answers in place) and show what they printed: the compiler's error, the sweep
-    # table naming estimate and target, and the tile-height plot
+    # table naming estimate and target, and the plots: tile heights, then (nkilab.figures) the DMA queues, the
+    # timelines of 1-row and 128-row tiles and the ragged tiling
     assert "number of partitions in src[256, 4] of 'load' exceed architecture limitation of 128" in text
     assert "latency (estimate: nkisim cost model, trn2)" in text
-    assert len(re.findall(r'<img alt="plot made by this cell" src="../_images/', stage2)) == 1
+    assert len(re.findall(r'<img alt="plot made by this cell" src="../_images/', stage2)) == 5
     assert "reference solutions in place" in text
     for stage in STAGES:
         markup = (site / f"lessons/{stage}.html").read_text()

@@ -57,7 +57,8 @@ def error_info(err: BaseException, module_path: str | None) -> dict:
             if frame.filename and str(Path(frame.filename).resolve()) == target:
                 info.setdefault("file", frame.filename)
                 info.setdefault("line", frame.lineno)
-                info["code"] = (frame.line or "").strip()
+                if info["line"] == frame.lineno:  # an error blamed on another line (nki_location) shows that one
+                    info["code"] = (frame.line or "").strip()
                 break
     if loc and "code" not in info:  # a whole-kernel error, found after the kernel returned: no frame of its own
         info["code"] = linecache.getline(str(loc[0]), int(loc[1])).strip()[:MESSAGE_CHARS]

@@ -8,10 +8,13 @@ latency against the speed tiers.  Hidden cases run at grading time, not here.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import sys
+import textwrap
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 from nkilab.evaluate import Evaluation, evaluate, record
 from nkilab.questions import get
@@ -44,6 +47,31 @@ class CheckResult:
         state = "passed" if self.passed else "not passed yet"
         return f"<check {self.question}: public checks {state}>"
 
+    def wrong_tiles_figure(self) -> object | None:
+        """The picture of which tiles of the first wrong output are wrong (None when no output was wrong)."""
+        ev = self.evaluation
+        for i, cr in enumerate(ev.cases, 1):
+            if not cr.verdict.ok and cr.verdict.wrong_map is not None:
+                from nkilab import figures
+
+                wm = cr.verdict.wrong_map
+                return figures.wrong_tiles(wm.fractions, wm.shape, f"Which tiles are wrong: public case {i}, "
+                                           f"{cr.case.describe(ev.question.arg_names)}, output {list(wm.shape)}")
+        return None
+
+
+def _show_in_notebook(result: CheckResult) -> None:
+    """In a notebook, draw the wrong tiles under the text (a script or test asks ``wrong_tiles_figure()``)."""
+    if "ipykernel" not in sys.modules:
+        return
+    fig = result.wrong_tiles_figure()
+    if fig is not None:
+        import matplotlib.pyplot as plt
+        from IPython.display import display
+
+        display(fig)
+        plt.close(fig)
+
 
 def check(question_id: str, kernel: str | os.PathLike | object | None = None, *, timeout: float | None = None,
           target: str | None = None) -> CheckResult:
@@ -64,16 +92,48 @@ def check(question_id: str, kernel: str | os.PathLike | object | None = None, *,
         print(f"  Problem: {ev.problem}")
     for line in rec.case_lines(Audience.STUDENT):
         print(line)
+    for line in undefined_branch_lines(kernel):
+        print(line)
     passed = ev.correct
+    # the timed run is the question's speed case, as public as the others: a kernel that fails it (a load too
+    # big for SBUF at that size) is not passing, whatever the smaller cases said
+    timed_failed = passed and ev.latency_us is None and bool(ev.speed_note)
     if passed:
         for line in rec.speed_lines():
             print("  " + line)
+    if timed_failed:
+        passed = False
+        print(f"Not passing yet: the public cases match, but the timed run on {q.speed_case.describe(q.arg_names)} "
+              "failed (see Speed above), so this kernel would get no speed points and may fail hidden cases of "
+              "that size. Fix it and run the %%writefile cell and this check again.")
+    elif passed:
         print("Public checks passed; hidden tests run at grading.")
     else:
         if q.rules:
             print(f"  Reminder: {q.rules}.")
         print("Not passing yet: fix the first problem above and run the %%writefile cell and this check again.")
-    return CheckResult(q.qid, passed, ev)
+    result = CheckResult(q.qid, passed, ev)
+    if not ev.correct:
+        _show_in_notebook(result)
+    return result
+
+
+def undefined_branch_lines(kernel: object) -> list[str]:
+    """A warning per ``if`` on an ``nl.affine_range`` loop variable in the kernel's source: the compiler accepts it
+    but its result is undefined (``nkisim.api.AFFINE_BRANCH_ADVICE``).  The kernel runs in another process with
+    warnings off, so the file is read here."""
+    from nkisim import api
+
+    try:
+        if callable(kernel):
+            lines, first = inspect.getsourcelines(getattr(kernel, "func", kernel))
+            source = textwrap.dedent("".join(lines))
+        else:
+            source, first = Path(kernel).read_text(), 1
+    except (OSError, TypeError, UnicodeDecodeError):
+        return []
+    return [f"  Warning: line {b.line} (`{b.code}`): control flow depends on the nl.affine_range loop variable "
+            f"`{b.variable}`: {api.AFFINE_BRANCH_ADVICE}." for b in api.affine_branches(source, first)]
 
 
 def truncate_text(text: str, limit: int) -> str:

@@ -372,10 +372,25 @@ def grade_assignment(course: Path, nbg: Nbgrader, assignment: str, notebooks: li
                 notes.append(f"{reason}; salvaging failed too ({type(err).__name__}: {err})")
                 status = "failed"
         results[r.student] = (status, notes)
-    ok = sum(s == "graded" for s, _ in results.values())
-    _log(f"  autograde {assignment}: {ok} graded, {sum(s == 'salvaged' for s, _ in results.values())} salvaged, "
-         f"{len(results) - ok} other, in {time.monotonic() - start:.0f} s (nbgrader exit code {code})")
+    _log(f"  autograde {assignment}: {outcome_counts(results)}, in {time.monotonic() - start:.0f} s "
+         f"(nbgrader exit code {code})")
     return results
+
+
+#: what each outcome of a hand-in means in the grading log (intake statuses, then grading's own)
+OUTCOMES = {"graded": "graded", "salvaged": "salvaged (its notebook kernel died; graded cell by cell)",
+            "failed": "could not be graded (see the table's notes)", "missing": "nothing handed in",
+            "unreadable": "unreadable (not a notebook, or its folder or timestamp could not be read)"}
+
+
+def outcome_counts(results: dict[str, tuple[str, list[str]]]) -> str:
+    """'12 graded, 1 salvaged, 11 nothing handed in': every outcome named, none lumped together as 'other'."""
+    counts: dict[str, int] = {}
+    for status, _notes in results.values():
+        counts[status] = counts.get(status, 0) + 1
+    order = [*OUTCOMES, *sorted(set(counts) - set(OUTCOMES))]
+    parts = [f"{counts[s]} {OUTCOMES.get(s, s)}" for s in order if counts.get(s)]
+    return ", ".join(parts) or "no hand-ins"
 
 
 def grade_class(course: Path, *, example: bool, only: list[str] | None = None, limits: Limits,

@@ -17,12 +17,48 @@ from nkilab.runner import CaseRun
 PMAX = 128
 
 
+#: at most this many column (or element) blocks across a ``tile_map``
+MAP_COLUMNS = 32
+
+
+@dataclass(frozen=True)
+class WrongMap:
+    """Where an output of the right shape is wrong: the fraction of wrong elements per 128-row tile (rows) x
+    column block (columns), and the output's shape.  check()'s picture of the wrong tiles draws it."""
+
+    fractions: np.ndarray
+    shape: tuple[int, ...]
+
+
 @dataclass
 class Verdict:
     ok: bool
     message: str
     outcome: Outcome = Outcome.PASSED
     error: dict | None = None  # the error's facts when the run raised (``nkilab.runner.error_facts``)
+    wrong_map: WrongMap | None = None
+
+
+def tile_map(wrong: np.ndarray) -> WrongMap:
+    """Fraction of ``wrong`` elements per block: 128-row tiles down, at most MAP_COLUMNS column blocks across (the
+    trailing dimensions flattened); a 1-D output is one row of element blocks."""
+    shape = tuple(int(d) for d in np.shape(wrong))
+    w = np.asarray(wrong, dtype=np.float64)
+    if w.ndim == 0:
+        return WrongMap(w.reshape(1, 1), shape)
+    if w.ndim == 1:
+        w = w.reshape(1, -1)
+        row_block = 1
+    else:
+        w = w.reshape(w.shape[0], -1)
+        row_block = PMAX
+    r, c = w.shape
+    col_block = max(1, -(-c // MAP_COLUMNS))
+    nr, nc = -(-r // row_block), -(-c // col_block)
+    padded = np.full((nr * row_block, nc * col_block), np.nan)
+    padded[:r, :c] = w
+    blocks = padded.reshape(nr, row_block, nc, col_block)
+    return WrongMap(np.nanmean(blocks, axis=(1, 3)), shape)
 
 
 def describe_error(err: dict, module_name: str | None = None) -> str:
@@ -73,9 +109,11 @@ def diagnose(run: CaseRun, expected: np.ndarray, inputs: list[np.ndarray], rtol:
         return Verdict(False, f"output has {int(bad_nan.sum())} NaN/Inf values where the answer is finite; "
                               f"first at {_where(idx)}" + (f"; {span}" if span else "") +
                        " -- were those elements ever stored? (the simulator reads never-stored output as NaN)",
-                       Outcome.WRONG_VALUES)
+                       Outcome.WRONG_VALUES,
+                       wrong_map=tile_map(bad_nan | ~np.isclose(g, e, rtol=rtol, atol=atol, equal_nan=True)))
     if not np.any(g) and np.any(e):
-        return Verdict(False, "output is all zeros -- was anything stored to it (nl.store)?", Outcome.WRONG_VALUES)
+        return Verdict(False, "output is all zeros -- was anything stored to it (nl.store)?", Outcome.WRONG_VALUES,
+                       wrong_map=tile_map(e != 0))
     close = np.isclose(g, e, rtol=rtol, atol=atol)
     if close.all():
         return Verdict(True, "matches")
@@ -93,7 +131,8 @@ def diagnose(run: CaseRun, expected: np.ndarray, inputs: list[np.ndarray], rtol:
     zeros = wrong & (g == 0) & (e != 0)
     if zeros.any() and zeros.sum() == wrong.sum():
         parts.append("every wrong element is 0 -- part of the output was never stored")
-    return Verdict(False, "; ".join(parts) + f" (tolerance rtol={rtol:g}, atol={atol:g})", Outcome.WRONG_VALUES)
+    return Verdict(False, "; ".join(parts) + f" (tolerance rtol={rtol:g}, atol={atol:g})", Outcome.WRONG_VALUES,
+                   wrong_map=tile_map(wrong))
 
 
 def _first(mask: np.ndarray) -> tuple[int, ...]:

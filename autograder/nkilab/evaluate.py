@@ -255,7 +255,7 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
             verdict = judge(ev.cases[i].case, d, crun)
             if not verdict.ok:
                 ev.cases[i].verdict = Verdict(False, f"with every input negated: {verdict.message}", verdict.outcome,
-                                              verdict.error)
+                                              verdict.error, verdict.wrong_map)
     if timed is not None and ev.correct:
         verdict = judge(q.speed_case, runs[timed], run.cases[timed])
         if not verdict.ok:

@@ -36,14 +36,16 @@ from pathlib import Path
 
 import bleach
 import nbformat
+import nbgrader
 from jinja2 import pass_context
 from nbconvert.exporters import HTMLExporter
 from nbconvert.exporters.exporter import ResourcesDict
 from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbformat import NotebookNode
+from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
-from traitlets import Bool, Integer, default
+from traitlets import Bool, Integer, default, validate
 
 from nkilab.check import truncate_text
 from nkilab.results import MIME, Audience, GradeRecord
@@ -56,9 +58,15 @@ SANITIZE = ["nbgrader.preprocessors.ClearOutput", f"{_HERE}.RestoreSubmission",
 AUTOGRADE = ["nkilab.direct_grade.DirectGrade", "nbgrader.preprocessors.IgnorePattern", f"{_HERE}.GradeCellStderrToStdout",
              "nbgrader.preprocessors.LimitOutput", "nbgrader.preprocessors.SaveAutoGrades",
              "nbgrader.preprocessors.AssignLatePenalties", "nbgrader.preprocessors.CheckCellMetadata"]
-FEEDBACK = ["nbgrader.preprocessors.GetGrades", "nbgrader.preprocessors.ClearHiddenTests", f"{_HERE}.RenderGradeRecords",
+FEEDBACK = ["nbgrader.preprocessors.GetGrades", f"{_HERE}.MarkPendingGrades", "nbgrader.preprocessors.ClearHiddenTests",
+            f"{_HERE}.RenderGradeRecords",
             f"{_HERE}.TruncateOutputs", f"{_HERE}.SanitizeStudentHTML", "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor"]
 FEEDBACK_EXPORTER = f"{_HERE}.FeedbackHTMLExporter"
+#: our feedback template (nbgrader's, with unmarked written answers shown as waiting for a TA) and where it and
+#: nbgrader's own (which it extends) are found
+FEEDBACK_TEMPLATE = "nkilab_feedback"
+TEMPLATE_DIRS = [str(Path(__file__).resolve().parent / "templates"),
+                 str(Path(nbgrader.__file__).resolve().parent / "server_extensions" / "formgrader" / "templates")]
 
 
 
@@ -120,6 +128,28 @@ class GradeCellStderrToStdout(NbGraderPreprocessor):
                     out["name"] = "stdout"
                     out["text"] = "".join("[stderr] " + line for line in out.get("text", "").splitlines(True))
         return cell, resources
+
+
+class MarkPendingGrades(NbGraderPreprocessor):
+    """A graded cell nobody has scored yet (a written answer before a TA marks it: neither an automatic nor a
+    manual score in the gradebook, which nbgrader reports as a score of 0) is marked ``pending``, and the
+    notebook's pending points go in ``resources``: the feedback template then says "waiting for a TA" where
+    nbgrader's would print ``Score: 0.0 / 1.0``, and its total says how many points still wait."""
+
+    def preprocess(self, nb: NotebookNode, resources: ResourcesDict) -> tuple[NotebookNode, ResourcesDict]:
+        info = resources["nbgrader"]
+        pending = 0.0
+        with Gradebook(info["db_url"]) as gb:
+            for cell in nb.cells:
+                meta = cell.get("metadata", {}).get("nbgrader", {})
+                if not meta.get("grade"):
+                    continue
+                grade = gb.find_grade(meta["grade_id"], info["notebook"], info["assignment"], info["student"])
+                if grade.auto_score is None and grade.manual_score is None:
+                    meta["pending"] = True
+                    pending += float(grade.max_score or 0.0)
+        info["pending_points"] = pending
+        return nb, resources
 
 
 class RenderGradeRecords(NbGraderPreprocessor):
@@ -260,6 +290,26 @@ class FeedbackHTMLExporter(HTMLExporter):
     def _sanitize_html_default(self) -> bool:
         return True
 
+    @default("extra_template_basedirs")
+    def _template_dirs_default(self) -> list[str]:
+        return list(TEMPLATE_DIRS)
+
+    @validate("extra_template_basedirs")
+    def _with_our_templates(self, proposal: dict) -> list[str]:
+        """Our feedback template and nbgrader's, whatever else is configured (nbgrader sets this trait for every
+        ``HTMLExporter``, and a list cannot be given to a class nbgrader does not know on its command line)."""
+        dirs = [d for d in proposal["value"] if d not in TEMPLATE_DIRS]
+        return [*TEMPLATE_DIRS, *dirs]
+
+    @validate("extra_template_paths")
+    def _with_template_roots(self, proposal: dict) -> list[str]:
+        """The same folders as roots of template names too: our template extends ``feedback/index.html.j2``."""
+        return [*proposal["value"], *[d for d in TEMPLATE_DIRS if d not in proposal["value"]]]
+
+    @default("extra_template_paths")
+    def _template_roots_default(self) -> list[str]:
+        return list(TEMPLATE_DIRS)
+
     @pass_context
     def markdown2html(self, context, source: str) -> str:
         return clean_markdown_html(super().markdown2html(context, source))
@@ -288,4 +338,5 @@ def feedback_flags() -> list[str]:
     """``nbgrader generate_feedback`` options: hidden test regions and hidden-case details stripped, outputs
     capped, and nothing from a student's cells active in the page (scripts, event handlers, ``javascript:``)."""
     return [f"--GenerateFeedback.preprocessors={_list(FEEDBACK)}",
-            f"--GenerateFeedback.exporter_class={FEEDBACK_EXPORTER}"]
+            f"--GenerateFeedback.exporter_class={FEEDBACK_EXPORTER}",
+            f"--FeedbackHTMLExporter.template_name={FEEDBACK_TEMPLATE}"]

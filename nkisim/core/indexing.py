@@ -17,6 +17,7 @@ import numpy as np
 
 from nkisim.core import conjunction
 from nkisim.core.errors import nki_error
+from nkisim.core.location import bytecode, user_frame, user_variable, warn
 from nkisim.core.recording import HOOK
 
 _loop_ids = itertools.count()
@@ -50,6 +51,42 @@ def _concrete(loops: frozenset, condition: Any = None) -> None:
     rec = HOOK.recorder
     if rec is not None and not HOOK.depth:
         rec.concrete(loops, condition)
+
+
+#: what a branch on an ``nl.affine_range`` variable is told (``branch_on_affine_loop``); check() says the same
+AFFINE_BRANCH_ADVICE = ("the compiler traces an nl.affine_range body once for all its iterations, so a branch on "
+                        "its loop variable is undefined behaviour in NKI (AWS's migration guide: `if i == 0:` in a loop "
+                        "gives an undefined result in Beta 1); the simulator runs each way the branch goes, the "
+                        "hardware may not. Keep the body the same for every iteration: handle the special iteration "
+                        "before or after the loop, use a mask, or loop with nl.static_range (plain Python ints)")
+
+
+class AffineBranchWarning(UserWarning):
+    """A kernel's ``if`` reads an ``nl.affine_range`` loop variable (see ``AFFINE_BRANCH_ADVICE``)."""
+
+
+def branch_on_affine_loop(loops: frozenset, subject: Any) -> None:
+    """Warn, at the student's line, when an ``if`` (``while``, ``x if c else y``) tests an ``nl.affine_range``
+    loop variable; any other truth test passes silently.
+
+    Not a compile error in the legacy compiler (nor in the compiler's error catalogue), but undefined there: the
+    body is traced once.  The recording launch traces it once per way the branch goes (``runtime.record``), which
+    computes what an unrolled loop would; the warning says the hardware may not."""
+    if not any(loop.kind == "affine" for loop in loops):
+        return
+    f = user_frame()
+    step = bytecode(f.f_code).get(f.f_lasti) if f is not None else None
+    op = step and (step.next_opname if step.opname == "TO_BOOL" else step.opname)
+    if not op or not op.startswith("POP_JUMP"):
+        return
+    name = None
+    for part in (subject, *(subject.expr[2:] if isinstance(subject, MaskExpr) and subject.expr else ())):
+        if isinstance(part, Affine) and part.loops:
+            name = user_variable(part)
+            if name:
+                break
+    var = f"variable `{name}`" if name else "variable"
+    warn(f"control flow depends on the nl.affine_range loop {var}: {AFFINE_BRANCH_ADVICE}.", AffineBranchWarning)
 
 
 def _is_int(x: Any) -> bool:
@@ -314,6 +351,7 @@ class Affine:
             raise nki_error("err_control_flow_condition_depending_on_arange",
                             "Control-flow depending on `nl.arange` or `nl.mgrid` is not supported.")
         if self.loops:
+            branch_on_affine_loop(self.loops, self)
             _concrete(self.loops, self)
         return bool(self.value())
 
@@ -378,6 +416,7 @@ class MaskExpr:
             raise nki_error("err_control_flow_condition_depending_on_arange",
                             "Control-flow depending on `nl.arange` or `nl.mgrid` is not supported.")
         if self.loops:
+            branch_on_affine_loop(self.loops, self)
             _concrete(self.loops, self)
         return bool(np.all(self.value))
 

@@ -83,12 +83,68 @@ def truth_value_error(t: Any) -> Exception:
                      "dynamic control-flow depending on tensor value is not supported.")
 
 
+#: NumPy ufunc -> (the tile's operator, its reflected form) for operator syntax with a NumPy value on the left
+#: (``np.float32(2) * t`` reaches the tile through NumPy's ``__mul__``, which calls ``np.multiply``)
+_UFUNC_OPERATORS = {
+    "add": ("__add__", "__radd__"), "subtract": ("__sub__", "__rsub__"), "multiply": ("__mul__", "__rmul__"),
+    "true_divide": ("__truediv__", "__rtruediv__"), "divide": ("__truediv__", "__rtruediv__"),
+    "power": ("__pow__", "__rpow__"), "bitwise_and": ("__and__", "__and__"), "bitwise_or": ("__or__", "__or__"),
+    "bitwise_xor": ("__xor__", "__xor__"), "less": ("__lt__", "__gt__"), "less_equal": ("__le__", "__ge__"),
+    "greater": ("__gt__", "__lt__"), "greater_equal": ("__ge__", "__le__"), "equal": ("__eq__", "__eq__"),
+    "not_equal": ("__ne__", "__ne__"),
+}
+#: NumPy's name -> the NKI call that does the same on tiles, where the names differ
+_NKI_NAMES = {"true_divide": "divide", "absolute": "abs", "dot": "matmul", "amax": "max", "amin": "min",
+              "fmax": "maximum", "fmin": "minimum", "conjugate": "copy", "copyto": "copy", "array": "copy",
+              "asarray": "copy"}
+_OPERATOR_SYMBOLS = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/", "divide": "/",
+                     "power": "**", "matmul": "@"}
+_OPERATOR_STEPS = frozenset({"BINARY_OP", "COMPARE_OP"})
+
+
+def numpy_on_tile(name: str, method: str = "__call__") -> TypeError:
+    """What ``np.add(x, y)`` (any NumPy function given a tile) raises: NumPy computes on the host, and inside a
+    kernel a tile's values exist only on the chip, so the NKI call of the same job is what to write."""
+    shown = f"np.{name}" + (f".{method}" if method != "__call__" else "")
+    nki = "sum" if method == "reduce" and name == "add" else _NKI_NAMES.get(name, name)
+    symbol = _OPERATOR_SYMBOLS.get(name)
+    also = f" (or the operator: x {symbol} y)" if symbol and method == "__call__" else ""
+    return TypeError(f"{shown} cannot compute on an NKI tile: NumPy runs on the host, and inside a kernel a tile's "
+                     f"values exist only on the NeuronCore. Use the NKI call that does this on tiles, "
+                     f"nl.{nki}(...){also}; NumPy is for host-side values such as shapes and constants.")
+
+
+def _operator_syntax() -> bool:
+    """The student's line is executing an operator (``a * t``, ``a < t``), not calling a NumPy function."""
+    f = user_frame()
+    if f is None:
+        return False
+    step = bytecode(f.f_code).get(f.f_lasti)
+    return step is not None and step.opname in _OPERATOR_STEPS
+
+
 class TileSyntax:
     """Operators of NKI tiles: the nl ops, without partition broadcasting (what the compiler allows)."""
 
     __slots__ = ()
     __nki_tile__ = True
     __array_priority__ = 1000
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """A NumPy scalar or array on the left of an operator (``np.float32(2) * t``) is the tile's own
+        operator; a NumPy function called on a tile (``np.add(x, y)``, ``np.exp(x)``) is refused, naming the
+        NKI call to use (without this, NumPy tries to read the tile as a sequence and fails obscurely)."""
+        ops = _UFUNC_OPERATORS.get(ufunc.__name__)
+        if ops is not None and method == "__call__" and not kwargs and len(inputs) == 2 and _operator_syntax():
+            forward = inputs[0] is self
+            other = inputs[1] if forward else inputs[0]
+            if getattr(other, "ndim", None) == 0:  # NumPy hands a scalar over as a 0-d array
+                other = other[()]
+            return getattr(self, ops[0] if forward else ops[1])(other)
+        raise numpy_on_tile(ufunc.__name__, method)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        raise numpy_on_tile(getattr(func, "__name__", "function"))
 
     def __bool__(self) -> bool:
         # A kernel argument is a Python object the kernel was handed: ``imm = nl.load(imm) if imm else None``

@@ -34,11 +34,13 @@ _GAPS = 16  # idle gaps remembered by the DMA reservation table
 class Queue:
     """The DMA queues' reservation table: end of the last reservation plus a few earlier idle gaps."""
 
-    __slots__ = ("free", "gaps")
+    __slots__ = ("free", "gaps", "pieces")
 
     def __init__(self) -> None:
         self.free = 0.0
         self.gaps: list[list[float]] = []
+        #: the (start, end) pieces of the last ``place`` (a profile draws the queues from them)
+        self.pieces: list[tuple[float, float]] = []
 
     def place(self, ready: float, dur: float) -> tuple[float, float]:
         """Reserve ``dur`` ns of queue time from ``ready`` on; returns (start, finish).
@@ -48,12 +50,14 @@ class Queue:
         """
         left, start, fin = dur, None, ready
         kept: list[list[float]] = []
+        pieces = self.pieces = []
         for g in self.gaps:
             s0 = max(g[0], ready)
             if left > 0 and s0 < g[1]:
                 take = min(left, g[1] - s0)
                 start = s0 if start is None else start
                 fin = s0 + take
+                pieces.append((s0, fin))
                 left -= take
                 if s0 > g[0]:
                     kept.append([g[0], s0])
@@ -68,6 +72,7 @@ class Queue:
                 self.gaps.append([self.free, s0])
             start = s0 if start is None else start
             fin = s0 + left
+            pieces.append((s0, fin))
             self.free = fin
         while len(self.gaps) > _GAPS:  # forget the shortest gap (the oldest among equals)
             self.gaps.pop(min(range(len(self.gaps)), key=lambda k: (self.gaps[k][1] - self.gaps[k][0], k)))
@@ -248,10 +253,17 @@ class Schedule:
         self.end = [0.0] * n
         self.busy: dict[str, float] = {e: 0.0 for e in (*COMPUTE, "dma")}
         self.core_end: dict[int, float] = {}
+        #: per DMA instruction: the (start, end) pieces in which its data moves on the queues (a transfer may
+        #: fill earlier idle gaps piecewise), and how many of the 16 queues carry it (its ``start``/``end``
+        #: above also cover descriptor generation and the fixed completion latency)
+        self.dma_queues: dict[int, tuple[tuple[tuple[float, float], ...], int]] = {}
         #: DMA transfers (and their bytes) the schedule added to the trace's: spilled SBUF tensors moved out to
         #: HBM and back (spill.py), which the DMA statistics count like any other transfer
         self.spill_dmas = 0
         self.spill_bytes = 0
+        #: the work spills add, for a profile's timeline: (core, engine, start, end, queue pieces, queues used);
+        #: a copy on ScalarE/VectorE has no queue pieces
+        self.spill_spans: list[tuple[int, str, float, float, tuple[tuple[float, float], ...], int]] = []
 
 
 def _on_core(region: tuple[Any, tuple], root: int, core: int, space_of: dict[int, str]) -> tuple[Any, tuple]:
@@ -295,16 +307,19 @@ def _move(core: Core, ins: Instr, space: str, per: int, ready: float, outwards: 
         t = spill.transfer(ins, per, outwards)
         nq = costs.dma_queues(t, prm)
         dur = costs.dma_queue_ns(t, nq, prm)
-        _start, fin = core.dma.place(ready, dur)
+        start, fin = core.dma.place(ready, dur)
         out.busy["dma"] += dur * nq
         out.spill_dmas += 1
         out.spill_bytes += t.nbytes
-        return fin + float(prm["dma"]["fixed_latency_ns"]), "dma"
+        done = fin + float(prm["dma"]["fixed_latency_ns"])
+        out.spill_spans.append((ins.core, "dma", start, done, tuple(core.dma.pieces), nq))
+        return done, "dma"
     ev = min(("act", "dve"), key=lambda k: core.free[k])
     ns = spill.copy_cycles(per, prm) / prm["clock_ghz"][ev]
     start = max(ready + float(prm["engine"]["sem_ns"]), core.free[ev])
     core.free[ev] = start + ns
     out.busy[ev] += ns
+    out.spill_spans.append((ins.core, ev, start, start + ns, (), 0))
     return start + ns, ev
 
 
@@ -393,6 +408,7 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
             # every transfer writes a completion semaphore on all 16 queues (spec §4.4), so the queues
             # are modelled as one reservation table; the data rate still scales with the queues used
             start, fin = core.dma.place(ready, dur)
+            out.dma_queues[i] = (tuple(core.dma.pieces), nq)
             if dge_start is not None:
                 start = dge_start
             end = fin + dma_lat

@@ -19,7 +19,7 @@ from nkisim.core.location import assigned_name, user_frame, user_location
 from nkisim.core.storage import read
 from nkisim.core.tensor import Tensor
 from nkisim.core.whole import whole_parts_of_shape
-from nkisim.cost.instructions import Instruction
+from nkisim.cost.instructions import NC_MATMUL, Instruction
 from nkisim.cost.trace import Instr, Region, buffer_info, dma_run
 from nkisim.ops.registry import ON_CHIP_SPACES
 from nkisim.ops.registry import SPACES as _SPACES  # (registry.spaces_of, read inline: once per operand check)
@@ -122,10 +122,33 @@ def check_tensor_scope(t: Tensor, ctx: KernelContext | None = None) -> None:
             ctx = active()
         if ctx is not None and loops[-1] not in ctx.loops:
             name = t.label()
+            made = t.producer
+            if made is not None and made.kind is NC_MATMUL and made.loc[1]:
+                raise _rebound_accumulator(name, t, made.loc)
             raise nki_error("err_local_variable_used_out_of_scope",
                             f"Local variable '{name}' ({shape_str(dt.name(t.dtype), t.shape)}) is referenced "
                             f"outside of its parent scope: it was created inside a loop that has ended. Allocate "
                             f"it before the loop and update it in place with '{name}[...] = ...'")
+
+
+def _rebound_accumulator(name: str, t: Tensor, made: tuple[str, int]) -> NKIError:
+    """err_local_variable_used_out_of_scope for ``acc = nl.matmul(...)`` in a loop where ``acc += ...`` was
+    meant: the mistake is the assignment, so the error points there (the use after the loop is only where the
+    compiler notices) and says what to write instead."""
+    import linecache
+
+    used = user_location()
+    err = nki_error("err_local_variable_used_out_of_scope",
+                    f"Local variable '{name}' ({shape_str(dt.name(t.dtype), t.shape)}) is referenced outside of its "
+                    f"parent scope: line {made[1]} assigns '{name}' a new PSUM tile in every iteration of the "
+                    f"loop, so after the loop (line {used[1]}) it names only the last iteration's product. To sum the "
+                    f"products over the loop, allocate the accumulator before the loop "
+                    f"(`{name} = nl.zeros(({', '.join(map(str, t.shape))}), nl.float32, buffer=nl.psum)`) and "
+                    f"accumulate into it: `{name} += nl.matmul(...)`")
+    err.nki_location = made
+    if isinstance(err, SyntaxError):
+        err.filename, err.lineno, err.text = made[0], made[1], linecache.getline(*made) or None
+    return err
 
 
 def partitions(acc: Access | Tensor) -> int:

@@ -100,6 +100,11 @@ class GridLaunch:
         return launch(self.kernel, self.grid, args, kwargs)
 
 
+#: called as ``observer(kernel, result)`` after every completed ``launch`` (``python -m nkisim --benchmark`` /
+#: ``--profile`` register one through ``nkisim.api.watching_launches``); empty otherwise
+OBSERVERS: list[Callable[[Kernel, LaunchResult], None]] = []
+
+
 def launch(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool | None = None,
            target: str | None = None, record: bool = True) -> Any:
     """Run all SPMD instances of ``kernel`` and return converted outputs (see LaunchResult)."""
@@ -114,6 +119,8 @@ def launch(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bo
                 if isinstance(err, SyntaxError):
                     err.filename, err.lineno = err.nki_location
         raise err.with_traceback(tb) from None
+    for observe in OBSERVERS:
+        observe(kernel, result)
     return result.outputs
 
 

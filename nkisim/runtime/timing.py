@@ -116,26 +116,30 @@ def profile(func: Callable | None = None, **options: Any) -> Any:
 
 class Profiled(Benchmarked):
     def _write_artefacts(self, kern: Kernel, res: LaunchResult, latency: float) -> None:
-        """``nki.profile``'s files, all in ``working_directory``: the profile (cost.report), and the files
-        neuron-profile leaves when asked for them explicitly: the NEFF (a JSON stand-in) under
-        ``save_neff_name``, and with ``num_execs``/``profile_nth`` one trace per profiled execution
-        (``<name>.ntff`` for the first, ``<name>_exec_<n>.ntff`` after) plus a ``json_reports`` entry each.
+        """``nki.profile``'s files: the trace exactly where ``save_trace_name`` says (default ``profile.ntff``
+        in ``working_directory``; a Perfetto JSON, as the simulator writes no binary NTFF) with the summary,
+        per-line table and timeline beside it (cost.report); the NEFF (a JSON stand-in) under
+        ``save_neff_name``; and with ``num_execs``/``profile_nth`` one trace per profiled execution (the first
+        at ``save_trace_name``, ``<name>_exec_<n><ext>`` beside it after) plus a ``json_reports`` entry each.
         The model is deterministic, so every profiled execution has the same trace."""
         from nkisim.cost import report
 
         opts = self.options
-        report.write_profile(res, **opts)
+        paths = report.write_profile(res, **opts)
         wd = opts["working_directory"]
         if opts.get("save_neff_name"):
             _write_neff(os.path.join(wd, os.path.basename(opts["save_neff_name"])), kern, res, latency)
         if "num_execs" not in opts and "profile_nth" not in opts:
             return
         execs, nth = int(opts.get("num_execs", 1)), max(int(opts.get("profile_nth", 1)), 1)
-        base = os.path.splitext(os.path.basename(opts.get("save_trace_name") or "profile.ntff"))[0]
+        first = paths["perfetto"]
+        stem, ext = os.path.splitext(first)
         prof = report.Profile.from_launch(res)
         os.makedirs(os.path.join(wd, "json_reports"), exist_ok=True)
         for n in range(nth, max(execs, nth) + 1, nth):
-            name = base if n == 1 else f"{base}_exec_{n}"
-            prof.write_perfetto(os.path.join(wd, f"{name}.ntff"))
+            path = first if n == 1 else f"{stem}_exec_{n}{ext}"
+            if n != 1:
+                prof.write_perfetto(path)
+            name = os.path.splitext(os.path.basename(path))[0]
             with open(os.path.join(wd, "json_reports", f"{name}.json"), "w", encoding="utf-8") as fh:
                 json.dump(prof.summary(), fh, indent=1)

@@ -1,0 +1,144 @@
+"""A TA's own class (issue 22, scope 6): ``make course`` builds a real nbgrader course from the lessons (source,
+release, gradebook, roster), nbgrader runs from the venv without PATH surgery, ``make grade`` grades it and the
+feedback shows written answers as waiting for a TA until one marks them; the grading log names every outcome."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import nbformat
+import pytest
+from course_testing import REPO
+from nbgrader.api import Gradebook
+
+from nkilab import course
+from nkilab.classgrade import outcome_counts
+from nkilab.nbgrader_plugins import feedback_flags
+from nkilab.release import load_source
+
+ROSTER = "id,first_name,last_name,email\nzoe,Zoe,Li,zoe@example.edu\nyan,Yan,Ko,yan@example.edu\n"
+BARE_PATH = "/usr/local/bin:/usr/bin:/bin"  # no virtualenv on it
+
+
+def bare_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env["PATH"] = BARE_PATH
+    return env
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("course")
+    (root / "roster.csv").write_text(ROSTER)
+    proc = subprocess.run(["make", "--no-print-directory", "course", f"COURSE={root / 'c'}",
+                           f"COURSE_ARGS=--roster {root / 'roster.csv'} --course-id cs-nki-test "
+                           "--assignment 01_vector_add"], cwd=REPO, capture_output=True, text=True, timeout=900,
+                          env=bare_env())
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "make course: generated 01_vector_add" in proc.stdout and "make grade COURSE=" in proc.stdout
+    return root / "c"
+
+
+def test_make_course_builds_source_release_gradebook_and_roster(built: Path) -> None:
+    src = nbformat.read(built / "source" / "01_vector_add" / "01_vector_add.ipynb", as_version=4)
+    lesson = load_source(REPO / "notebooks" / "01_vector_add.py")
+    assert [c.source for c in src.cells] == [c.source for c in lesson.cells]  # the lesson, as make release reads it
+    released = nbformat.read(built / "release" / "01_vector_add" / "01_vector_add.ipynb", as_version=4)
+    student = nbformat.read(REPO / "assignments" / "01_vector_add.ipynb", as_version=4)
+    assert [c.source for c in released.cells] == [c.source for c in student.cells]  # what students get
+    assert 'c.CourseDirectory.course_id = "cs-nki-test"' in (built / "nbgrader_config.py").read_text()
+    with Gradebook(f"sqlite:///{built / 'gradebook.db'}") as gb:
+        assert sorted(s.id for s in gb.students) == ["yan", "zoe"]
+        (a,) = gb.assignments
+        assert a.name == "01_vector_add"
+        points = {g.name: g.max_score for nb in a.notebooks for g in nb.grade_cells}
+    expected = {c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"]["points"] for c in lesson.cells
+                if c.metadata.get("nbgrader", {}).get("grade")}
+    assert points == expected and "w1_answer" in points  # the written answer is in the gradebook too
+
+
+def test_rebuilding_keeps_the_course_and_adds_lessons(built: Path) -> None:
+    release = built / "release" / "01_vector_add" / "01_vector_add.ipynb"
+    before = release.stat().st_mtime_ns
+    made = course.build(built, only=["01_vector_add", "02_partition_tiling"])
+    assert made == ["02_partition_tiling"] and release.stat().st_mtime_ns == before
+    assert (built / "release" / "02_partition_tiling" / "02_partition_tiling.ipynb").exists()
+    with pytest.raises(course.CourseError, match="no lesson named 99_nothing"):
+        course.build(built, only=["99_nothing"])
+
+
+def test_bare_venv_nbgrader_finds_alembic(tmp_path: Path) -> None:
+    """nbgrader starts `alembic` by name when it makes a gradebook: with the venv's bin/ not on PATH that failed
+    ("No such file or directory: 'alembic'"); make setup's path hook fixes it for every interpreter of the venv."""
+    hook = Path(sysconfig.get_paths()["purelib"]) / course.PATH_HOOK
+    assert hook.read_text() == course.PATH_HOOK_LINE
+    (tmp_path / "source" / "x").mkdir(parents=True)
+    nbformat.write(load_source(REPO / "notebooks" / "01_vector_add.py"), tmp_path / "source" / "x" / "x.ipynb")
+    nbgrader = Path(sys.executable).with_name("nbgrader")
+    proc = subprocess.run([str(nbgrader), "generate_assignment", "x"], cwd=tmp_path, capture_output=True, text=True,
+                          env=bare_env(), timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "release" / "x" / "x.ipynb").exists() and (tmp_path / "gradebook.db").exists()
+
+
+def test_grading_log_names_every_outcome() -> None:
+    results = {"a": ("graded", []), "b": ("graded", []), "c": ("missing", ["nothing handed in"]),
+               "d": ("salvaged", []), "e": ("unreadable", []), "f": ("failed", [])}
+    text = outcome_counts(results)
+    assert text == ("2 graded, 1 salvaged (its notebook kernel died; graded cell by cell), 1 could not be graded "
+                    "(see the table's notes), 1 nothing handed in, 1 unreadable (not a notebook, or its folder or "
+                    "timestamp could not be read)")
+    assert "other" not in text and outcome_counts({}) == "no hand-ins"
+
+
+def _submit(built: Path, student: str) -> None:
+    """The release with the reference kernels and a written answer filled in, as the student hands it in."""
+    nb = nbformat.read(built / "release" / "01_vector_add" / "01_vector_add.ipynb", as_version=4)
+    for cell in nb.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid in ("q1_kernel", "q2_kernel"):
+            name = re.match(r"%%writefile (\S+)", cell.source).group(1)
+            cell.source = f"%%writefile {name}\n" + (REPO / "solutions" / "01_vector_add" / name).read_text()
+        elif gid == "w1_answer":
+            cell.source = "The 128 partitions are lanes that work side by side."
+    folder = built / "submitted" / student / "01_vector_add"
+    folder.mkdir(parents=True)
+    nbformat.write(nb, folder / "01_vector_add.ipynb")
+
+
+def _feedback_scores(built: Path) -> list[str]:
+    html = (built / "feedback" / "zoe" / "01_vector_add" / "01_vector_add.html").read_text()
+    return re.findall(r"(?:Score[^:<]*|Waiting for a TA): [^<]*", html)
+
+
+@pytest.mark.slow
+def test_make_grade_on_the_course_and_feedback_waits_for_a_ta(built: Path) -> None:
+    _submit(built, "zoe")  # yan hands in nothing
+    proc = subprocess.run(["make", "--no-print-directory", "grade", f"COURSE={built}",
+                           "GRADE_ARGS=--assignment 01_vector_add"], cwd=REPO, capture_output=True, text=True,
+                          timeout=900, env=bare_env())
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "autograde 01_vector_add: 1 graded, 1 nothing handed in," in proc.stdout + proc.stderr
+    scores = _feedback_scores(built)
+    # the kernels' 7 points are in; the written answer's point is not a zero but waits for a TA
+    assert scores[0] == ("Score so far: 7.0 / 8.0; 1.0 points of written answers are waiting for a TA to mark "
+                         "them)")
+    waiting = [s for s in scores if s.startswith("Waiting for a TA")]
+    assert len(waiting) == 2 and all(s.startswith("Waiting for a TA: not marked yet (1.0 points)") for s in waiting)
+    assert not any(s.startswith("Score: 0.0 / 1.0") for s in scores)
+    # a TA marks it (as formgrader does: a manual score in the gradebook); the feedback then shows the score
+    with Gradebook(f"sqlite:///{built / 'gradebook.db'}") as gb:
+        grade = gb.find_grade("w1_answer", "01_vector_add", "01_vector_add", "zoe")
+        grade.manual_score = 1.0
+        gb.db.commit()
+    regen = subprocess.run([sys.executable, "-m", "nbgrader", "generate_feedback", "01_vector_add", "--force",
+                            *feedback_flags()], cwd=built, capture_output=True, text=True, timeout=300)
+    assert regen.returncode == 0, regen.stderr[-3000:]
+    scores = _feedback_scores(built)
+    assert scores[0] == "Score: 8.0 / 8.0)" and not any(s.startswith("Waiting") for s in scores)
+    assert sum(s.startswith("Score: 1.0 / 1.0") for s in scores) == 2  # the table of contents and the cell
