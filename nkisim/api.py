@@ -10,7 +10,8 @@ import-linter contract (``make lint``) keeps ``nkilab`` on this module, so the s
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,7 @@ from nkisim.program.ir import from_json as _from_json
 from nkisim.program.validate import validate as _validate
 from nkisim.runtime.arguments import Placeholder
 from nkisim.runtime.execute import execute as _execute
+from nkisim.runtime.kernel import OBSERVERS as _OBSERVERS
 from nkisim.runtime.kernel import GridLaunch, Kernel, LaunchResult, run
 from nkisim.runtime.kernel import launch as _launch
 
@@ -208,3 +210,26 @@ def profile_kernel(kernel: Any, *args: Any, grid: Any = None, target: str | None
     except NKIError as err:
         raise err.with_traceback(attach_location(err)) from None
     return Profile.from_launch(res)
+
+
+@contextlib.contextmanager
+def watching(callback: Callable[[str, Launch], None] | None = None) -> Iterator[list[Launch]]:
+    """Every kernel launch that completes inside the block (a script's ``kernel(...)`` or
+    ``nki.simulate(kernel)(...)`` calls, either dialect), as ``Launch`` records with their estimate and profile:
+    ``callback(kernel name, launch)`` is called for each; without a callback the list yielded collects them."""
+    seen: list[Launch] = []
+
+    def observe(kernel: Kernel, result: LaunchResult) -> None:
+        done = Launch(result.outputs, result)
+        if callback is None:
+            seen.append(done)
+        else:
+            name = getattr(getattr(kernel, "original", None), "__name__", None) or getattr(kernel.func, "__name__",
+                                                                                            "kernel")
+            callback(name, done)
+
+    _OBSERVERS.append(observe)
+    try:
+        yield seen
+    finally:
+        _OBSERVERS.remove(observe)

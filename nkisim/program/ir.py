@@ -23,6 +23,10 @@ class ProgramError(ValueError):
     """A program that is malformed or breaks a rule of the instruction set (the validator's verdict)."""
 
 
+#: the NKI dialects a program may be written in (``Program.dialect``)
+DIALECTS = ("legacy", "0.6")
+
+
 @dataclass(frozen=True, slots=True)
 class Input:
     """A kernel argument that is a tensor: its parameter name, shape and dtype; ``mutable`` when the kernel
@@ -119,6 +123,9 @@ class Program:
     on_chip_outputs: bool = False
     #: tensors the program names (ids 0 .. tensors-1; inputs first)
     tensors: int = 0
+    #: the NKI dialect the kernel was written in ("legacy" or "0.6"): its whole-kernel rules on inputs and outputs
+    #: differ (0.6 kernels may write their inputs, and return shared_hbm tensors)
+    dialect: str = "legacy"
 
     @property
     def calls(self) -> list[Call]:
@@ -140,7 +147,7 @@ class Program:
             "format": FORMAT, "kernel": self.kernel, "target": self.target, "grid": list(self.grid),
             "cores": self.cores, "tensors": self.tensors,
             "flags": {"skip_middle_end": self.skip_middle_end, "stack_allocator": self.stack_allocator,
-                      "on_chip_outputs": self.on_chip_outputs},
+                      "on_chip_outputs": self.on_chip_outputs, "dialect": self.dialect},
             "inputs": [[i.name, list(i.shape), i.dtype, i.mutable] for i in self.inputs],
             "arrays": [[a.dtype, list(a.shape), base64.b64encode(a.data).decode()] for a in self.arrays],
             "body": [_event_json(e) for e in self.body],
@@ -272,6 +279,8 @@ def from_json(text: str | bytes) -> Program:
     _need(raw.get("format") == FORMAT, f"format must be {FORMAT!r}")
     flags = raw.get("flags")
     _need(isinstance(flags, dict), "flags must be an object")
+    dialect = flags.get("dialect", "legacy")
+    _need(dialect in DIALECTS, f"flags.dialect must be one of {DIALECTS}")
     inputs = raw.get("inputs")
     _need(isinstance(inputs, list), "inputs must be a list")
     ins = []
@@ -299,6 +308,6 @@ def from_json(text: str | bytes) -> Program:
             skip_middle_end=_bool(flags.get("skip_middle_end"), "skip_middle_end"),
             stack_allocator=_bool(flags.get("stack_allocator"), "stack_allocator"),
             on_chip_outputs=_bool(flags.get("on_chip_outputs"), "on_chip_outputs"),
-            tensors=_int(raw.get("tensors"), "tensors"))
+            tensors=_int(raw.get("tensors"), "tensors"), dialect=dialect)
     except RecursionError:
         raise ProgramError("malformed program: nested too deeply") from None

@@ -201,8 +201,8 @@ class ProgramRecorder:
 
     # --- the result ---------------------------------------------------------------------------
     def program(self, kernel: str, target: str, grid: tuple[int, ...], cores: int, outputs: Any, *,
-                skip_middle_end: bool, stack_allocator: bool, on_chip_outputs: bool) -> Program:
+                skip_middle_end: bool, stack_allocator: bool, on_chip_outputs: bool, dialect: str = "legacy") -> Program:
         return Program(kernel=kernel, target=target, grid=tuple(grid), cores=cores, inputs=tuple(self.inputs),
                        arrays=tuple(self.enc.arrays), body=tuple(self.body), outputs=self.enc.value(outputs),
                        skip_middle_end=skip_middle_end, stack_allocator=stack_allocator,
-                       on_chip_outputs=on_chip_outputs, tensors=len(self.enc.tensor_ids))
+                       on_chip_outputs=on_chip_outputs, tensors=len(self.enc.tensor_ids), dialect=dialect)

@@ -1,0 +1,455 @@
+"""``nki.language`` (``nl``) of NKI 0.6: dtypes, buffers, tile sizes, tensor creation, the convenience compute
+functions, loops and SPMD queries.
+
+The compute functions (``nl.add``, ``nl.exp``, ``nl.sum``, ``nl.load``...) take exactly the arguments AWS
+documents for 0.6 (``nki/api/nki/language/__init__.py``: no ``mask=``; an unknown keyword is an error) and call
+the op registry's entry of the same name, which allocates the result tile, checks and computes it and prices
+what it issues, as for legacy kernels; the result comes back as an ``NkiTensor``.  Where 0.6 differs from
+legacy, the adapter says how (comparisons default to the input dtype; ``nl.copy`` is the Vector engine's
+``tensor_copy``; the deprecated loop helpers are Python's ``range``).  The same functions are the operator
+constants passed to ``nisa`` calls (``op=nl.add``): each carries its op-table name.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from nkisim.core import dtypes as _dt
+from nkisim.core.buffers import Buffer
+from nkisim.core.buffers import hbm as _hbm
+from nkisim.core.buffers import private_hbm as _private_hbm
+from nkisim.core.buffers import psum as _psum
+from nkisim.core.buffers import sbuf as _sbuf
+from nkisim.core.buffers import shared_hbm as _shared_hbm
+from nkisim.core.context import active as _active
+from nkisim.core.context import current as _current
+from nkisim.core.indexing import DynSlice
+from nkisim.frontend import language as _legacy_nl
+from nkisim.frontend.v06 import binding as _b
+from nkisim.frontend.v06.errors import error as _error
+from nkisim.frontend.v06.tensor import NkiTensor
+
+# --- dtypes ---------------------------------------------------------------------------------------------------
+DType = np.dtype
+bool_ = _dt.bool_
+bool = _dt.bool_  # noqa: A001 - real 0.6 code writes nl.bool
+int8, int16, int32, uint8, uint16, uint32 = _dt.int8, _dt.int16, _dt.int32, _dt.uint8, _dt.uint16, _dt.uint32
+float16, float32, bfloat16, tfloat32 = _dt.float16, _dt.float32, _dt.bfloat16, _dt.tfloat32
+float8_e4m3, float8_e5m2 = _dt.float8_e4m3, _dt.float8_e5m2
+float8_e4m3fn, float8_e8m0fnu = _dt.float8_e4m3fn, _dt.float8_e8m0fnu
+
+
+# --- memory ---------------------------------------------------------------------------------------------------
+class MemoryRegion:
+    """The memories a tensor lives in (``nl.sbuf`` & co are these members)."""
+
+    sbuf = _sbuf
+    psum = _psum
+    private_hbm = _private_hbm
+    shared_hbm = _shared_hbm
+
+
+sbuf, psum, hbm, private_hbm, shared_hbm = _sbuf, _psum, _hbm, _private_hbm, _shared_hbm
+
+
+def _family(buffer: Any) -> str:
+    if isinstance(buffer, str):
+        raise _error("err_string_buffer", f"buffer {buffer!r}: NKI 0.6 takes buffers as nl.sbuf, nl.psum, nl.hbm or "
+                                          f"nl.shared_hbm, not strings")
+    if not isinstance(buffer, Buffer):
+        raise TypeError(f"expected a buffer (nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm), got {buffer!r}")
+    return buffer.family
+
+
+def is_hbm(buffer: Any) -> builtins.bool:
+    return _family(buffer) == "hbm"
+
+
+def is_sbuf(buffer: Any) -> builtins.bool:
+    return _family(buffer) == "sbuf"
+
+
+def is_psum(buffer: Any) -> builtins.bool:
+    return _family(buffer) == "psum"
+
+
+def is_on_chip(buffer: Any) -> builtins.bool:
+    return _family(buffer) != "hbm"
+
+
+def _target() -> Any:
+    ctx = _active()
+    if ctx is not None:
+        return ctx.target
+    from nkisim.runtime.kernel import default_target
+
+    return default_target()
+
+
+class _TileSize:
+    """``nl.tile_size``: the hardware's tile limits, for the kernel's target."""
+
+    pmax = 128
+    psum_fmax = 512
+    psum_bank_fmax = 512
+    psum_bank_fmax_bytes = 2048
+    gemm_stationary_fmax = 128
+    gemm_moving_fmax = 512
+    bn_stats_fmax = 512
+    psum_min_align = 4
+    sbuf_min_align = 1
+
+    @property
+    def psum_num_banks(self) -> int:
+        banks = _target().psum_banks
+        pe_transpose = os.environ.get("NKI_DMA_TRANSPOSE_AS_PE_TRANSPOSE", "").lower() in ("1", "true")
+        return banks - 1 if pe_transpose and _target().nc_version >= 3 else banks
+
+    @property
+    def sbuf_fmax_bytes(self) -> int:
+        return _target().sbuf_partition_bytes
+
+    @property
+    def sbuf_fmax(self) -> int:
+        return self.sbuf_fmax_bytes // 4
+
+    @property
+    def sbuf_size_bytes(self) -> int:
+        return self.sbuf_fmax_bytes * self.pmax
+
+    @property
+    def total_available_sbuf_size(self) -> int:
+        return self.sbuf_fmax_bytes
+
+
+tile_size = _TileSize()
+
+
+class NKIObject:
+    """Base class of the plain classes a kernel may pass as compile-time arguments."""
+
+    def __init__(self, **fields: Any) -> None:
+        for k, v in fields.items():
+            setattr(self, k, v)
+
+
+# --- operator constants ---------------------------------------------------------------------------------------
+class _OpToken:
+    """An operator that is not a function (``nl.bypass``, ``nl.prelu``, ``nl.average``)."""
+
+    def __init__(self, name: str) -> None:
+        self.__nki_op__ = name
+
+    def __repr__(self) -> str:
+        return f"nl.{self.__nki_op__}"
+
+
+average, prelu, bypass = _OpToken("average"), _OpToken("prelu"), _OpToken("bypass")
+
+
+def _named(fn: Callable, name: str, op_name: str | None) -> Callable:
+    fn.__name__ = name
+    fn.__qualname__ = f"nki.language.{name}"
+    if op_name is not None:
+        fn.__nki_op__ = op_name  # type: ignore[attr-defined]
+    return fn
+
+
+def _tile(x: Any, api: str, pname: str = "x") -> Any:
+    return _b.tensor(x, api, pname)
+
+
+def _first_dtype(x: Any, y: Any) -> Any:
+    return x.dtype if isinstance(x, NkiTensor) else y.dtype
+
+
+# --- compute functions: one adapter per registry entry ----------------------------------------------------------
+_COMPARE = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+            "logical_and", "logical_or", "logical_xor")
+
+
+def _binary(name: str) -> Callable:
+    def fn(x: Any, y: Any, dtype: Any = None) -> NkiTensor:
+        if not isinstance(x, NkiTensor) and not isinstance(y, NkiTensor):
+            raise _error("err_operand_type", f"nl.{name} needs at least one tile operand")
+        d = _b.dtype(dtype, name)
+        if d is None and name in _COMPARE:
+            d = _first_dtype(x, y)  # NKI 0.3+: comparisons and logical ops produce 1/0 in the input dtype
+        return _b.wrap(_b.call(f"nl.{name}", _b.tensor_or_scalar(x, name, "x"), _b.tensor_or_scalar(y, name, "y"),
+                               dtype=d))
+
+    return _named(fn, name, name)
+
+
+def _unary(name: str, call: str | None = None) -> Callable:
+    def fn(x: Any, dtype: Any = None) -> NkiTensor:
+        return _b.wrap(_b.call(call or f"nl.{name}", _tile(x, name), dtype=_b.dtype(dtype, name)))
+
+    return _named(fn, name, name)
+
+
+def _reduction(name: str, op_name: str) -> Callable:
+    def fn(x: Any, axis: Any, dtype: Any = None, keepdims: builtins.bool = False) -> NkiTensor:
+        if name == "var":
+            keepdims = True  # NKI 0.6's nl.var always keeps the reduced dims
+        return _b.wrap(_b.call(f"nl.{name}", _tile(x, name), _axes(axis, x, name), dtype=_b.dtype(dtype, name),
+                               keepdims=builtins.bool(keepdims)))
+
+    return _named(fn, name, op_name)
+
+
+def _axes(axis: Any, x: Any, api: str) -> tuple[int, ...]:
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    rank = x.ndim
+    norm = sorted(int(a) + rank if int(a) < 0 else int(a) for a in axes)
+    if not norm or norm[0] == 0 or norm != list(range(norm[0], rank)):
+        raise _error("err_reduce_axis", f"axis={axis!r} of 'nl.{api}' on a rank-{rank} tile: reductions run over "
+                                        f"trailing free dimensions ending at the last one, e.g. [{rank - 1}] or "
+                                        f"[1, ..., {rank - 1}]")
+    return tuple(norm)
+
+
+for _name in ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "equal", "not_equal", "less",
+              "less_equal", "greater", "greater_equal", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
+              "right_shift", "logical_and", "logical_or", "logical_xor", "mod", "fmod"):
+    globals()[_name] = _binary(_name)
+for _name in ("abs", "square", "invert", "logical_not", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu",
+              "gelu", "gelu_apprx_sigmoid", "gelu_apprx_tanh", "gelu_dx", "silu", "silu_dx", "softplus", "mish",
+              "erf", "erf_dx", "reciprocal", "sin", "cos", "tan", "arctan", "ceil", "floor", "trunc", "negative",
+              "sign"):
+    globals()[_name] = _unary(_name)
+for _name, _op in (("sum", "add"), ("max", "max"), ("min", "min"), ("mean", "add"), ("prod", "multiply"),
+                   ("var", "add")):
+    globals()[_name] = _reduction(_name, _op)
+
+
+def all(x: Any, axis: Any, dtype: Any = None) -> NkiTensor:  # noqa: A001 - NKI's name
+    return _b.wrap(_b.call("nl.all", _tile(x, "all"), _axes(axis, x, "all"),
+                           dtype=_b.dtype(dtype, "all") or x.dtype))
+
+
+def copy(x: Any, dtype: Any = None) -> NkiTensor:
+    """``nl.copy``: a new SBUF tile with ``x``'s values; NKI 0.6 runs it as the Vector engine's ``tensor_copy``
+    (bit-exact when the dtypes match), not the Scalar engine's copy of legacy ``nl.copy``."""
+    return _b.wrap(_b.call("nisa.tensor_copy", _tile(x, "copy"), dtype=_b.dtype(dtype, "copy")))
+
+
+def softmax(x: Any, axis: Any = -1, dtype: Any = None) -> NkiTensor:
+    return _b.wrap(_b.call("nl.softmax", _tile(x, "softmax"), _axes(axis, x, "softmax"),
+                           dtype=_b.dtype(dtype, "softmax")))
+
+
+def rms_norm(x: Any, w: Any, axis: Any, n: Any, epsilon: Any = 1e-06, dtype: Any = None,
+             compute_dtype: Any = None) -> NkiTensor:
+    return _b.wrap(_b.call("nl.rms_norm", _tile(x, "rms_norm"), _b.tensor_or_scalar(w, "rms_norm", "w"),
+                           _axes(axis, x, "rms_norm"), n, epsilon, dtype=_b.dtype(dtype, "rms_norm"),
+                           compute_dtype=_b.dtype(compute_dtype, "rms_norm", "compute_dtype")))
+
+
+def where(condition: Any, x: Any, y: Any, dtype: Any = None) -> NkiTensor:
+    return _b.wrap(_b.call("nl.where", _tile(condition, "where", "condition"), _b.tensor_or_scalar(x, "where", "x"),
+                           _b.tensor_or_scalar(y, "where", "y"), dtype=_b.dtype(dtype, "where")))
+
+
+def dropout(x: Any, rate: Any, dtype: Any = None) -> NkiTensor:
+    return _b.wrap(_b.call("nl.dropout", _tile(x, "dropout"), _b.tensor_or_scalar(rate, "dropout", "rate"),
+                           dtype=_b.dtype(dtype, "dropout")))
+
+
+def transpose(x: Any, dtype: Any = None) -> NkiTensor:
+    """``nl.transpose``: P <-> F transpose of a 2-D tile on the Tensor Engine; the result is in PSUM."""
+    return _b.wrap(_b.call("nl.transpose", _tile(x, "transpose"), dtype=_b.dtype(dtype, "transpose")))
+
+
+def matmul(x: Any, y: Any, transpose_x: builtins.bool = False) -> NkiTensor:
+    """``nl.matmul``: ``x @ y`` (``x.T @ y`` with ``transpose_x=True``) on the Tensor Engine; fp32 result in PSUM."""
+    return _b.wrap(_b.call("nl.matmul", _tile(x, "matmul"), _tile(y, "matmul", "y"),
+                           transpose_x=builtins.bool(transpose_x)))
+
+
+def gather_flattened(data: Any, indices: Any, axis: Any = 0, dtype: Any = None) -> NkiTensor:
+    if axis != 0:
+        raise NotImplementedError("nl.gather_flattened is simulated along axis 0 only")
+    return _b.wrap(_b.call("nl.gather_flattened", _tile(data, "gather_flattened", "data"),
+                           _tile(indices, "gather_flattened", "indices"), dtype=_b.dtype(dtype, "gather_flattened")))
+
+
+def broadcast_to(x: Any, shape: Any, dtype: Any = None) -> NkiTensor:
+    """``nl.broadcast_to``: ``x`` repeated to ``shape`` (same rank; each dimension equal or broadcast from 1, the
+    partition dimension included).  ``x`` itself when the shape is unchanged and no dtype is asked for."""
+    shape = tuple(int(s) for s in shape)
+    if len(shape) != x.ndim or builtins.any(a != b and a != 1 for a, b in zip(x.shape, shape)):
+        raise _error("err_invalid_view", f"nl.broadcast_to: shape {list(shape)} is not a broadcast of "
+                                         f"{list(x.shape)} (same rank; each dimension equal or from 1)")
+    d = _b.dtype(dtype, "broadcast_to")
+    out = x if shape == x.shape else _b.wrap(_b.call("nl.broadcast_to", _tile(x, "broadcast_to"), shape=shape))
+    if d is not None and d != out.dtype:
+        out = _b.wrap(_b.call("nisa.tensor_copy", out.lower(), dtype=d))
+    return out
+
+
+def expand_dims(x: Any, axis: Any) -> NkiTensor:
+    """``nl.expand_dims``: a view of ``x`` with a new size-1 dimension at ``axis`` (no instruction)."""
+    _tile(x, "expand_dims")
+    return x.expand_dim(axis)
+
+
+# --- tensor creation and data movement ---------------------------------------------------------------------------
+def _buffer(buffer: Any) -> Buffer:
+    _family(buffer)
+    return buffer
+
+
+def ndarray(shape: Any, dtype: Any, buffer: Any = sbuf, name: Any = "", address: Any = None) -> NkiTensor:
+    if address is not None:
+        raise NotImplementedError("nl.ndarray(address=...) placement is not supported by the simulator yet")
+    return _b.wrap(_b.call("nl.ndarray", _shape(shape), _b.dtype(dtype, "ndarray"), buffer=_buffer(buffer), name=name))
+
+
+def _shape(shape: Any) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    return tuple(int(s) for s in shape)
+
+
+def zeros(shape: Any, dtype: Any, buffer: Any = sbuf, name: Any = "") -> NkiTensor:
+    return _b.wrap(_b.call("nl.zeros", _shape(shape), _b.dtype(dtype, "zeros"), buffer=_buffer(buffer), name=name))
+
+
+def ones(shape: Any, dtype: Any, buffer: Any = sbuf, name: Any = "") -> NkiTensor:
+    return _b.wrap(_b.call("nl.ones", _shape(shape), _b.dtype(dtype, "ones"), buffer=_buffer(buffer), name=name))
+
+
+def full(shape: Any, fill_value: Any, dtype: Any, buffer: Any = sbuf, name: Any = "") -> NkiTensor:
+    return _b.wrap(_b.call("nl.full", _shape(shape), fill_value, _b.dtype(dtype, "full"), buffer=_buffer(buffer),
+                           name=name))
+
+
+def zeros_like(x: Any, dtype: Any = None, buffer: Any = None, name: Any = "") -> NkiTensor:
+    return zeros(x.shape, x.dtype if dtype is None else dtype, sbuf if buffer is None else buffer, name)
+
+
+def empty_like(x: Any, dtype: Any = None, buffer: Any = None, name: Any = "") -> NkiTensor:
+    return ndarray(x.shape, x.dtype if dtype is None else dtype, x.buffer if buffer is None else buffer, name)
+
+
+def rand(shape: Any, dtype: Any, buffer: Any = sbuf, name: Any = "") -> NkiTensor:
+    if not is_sbuf(buffer):
+        raise NotImplementedError("nl.rand is simulated into SBUF only")
+    return _b.wrap(_b.call("nl.rand", _shape(shape), _b.dtype(dtype, "rand")))
+
+
+def random_seed(seed: Any) -> None:
+    """``nl.random_seed``: seed ``nl.rand`` from a ``[1, 1]`` SBUF/PSUM tensor (NKI 0.6 takes no Python int)."""
+    t = _tile(seed, "random_seed", "seed")
+    if seed.size != 1 or not seed.on_chip:
+        raise _error("err_operand_type", f"'seed' of 'random_seed' must be a [1, 1] tensor in SBUF or PSUM, got shape "
+                                         f"{list(seed.shape)} in {seed.buffer}")
+    _b.call("nl.random_seed", t)
+
+
+def load(src: Any, dtype: Any = None) -> NkiTensor:
+    return _b.wrap(_b.call("nl.load", _tile(src, "load", "src"), dtype=_b.dtype(dtype, "load")))
+
+
+def store(dst: Any, value: Any) -> None:
+    _b.call("nl.store", _tile(dst, "store", "dst"), _b.tensor_or_scalar(value, "store", "value"))
+
+
+def load_transpose2d(src: Any, dtype: Any = None) -> NkiTensor:
+    return _b.wrap(_b.call("nl.load_transpose2d", _tile(src, "load_transpose2d", "src"),
+                           dtype=_b.dtype(dtype, "load_transpose2d")))
+
+
+def shared_constant(constant: Any) -> NkiTensor:
+    """``nl.shared_constant``: a ``shared_hbm`` tensor holding ``constant`` (an array or a ``.npy`` path)."""
+    if isinstance(constant, (str, os.PathLike)):
+        constant = np.load(constant)
+    return _b.wrap(_b.call("nl.shared_constant", np.asarray(constant)))
+
+
+def shared_identity_matrix(n: Any, dtype: Any = uint8, dst: Any = None) -> NkiTensor:
+    """``nl.shared_identity_matrix``: an ``n x n`` identity in SBUF (into ``dst`` when given)."""
+    eye = _b.wrap(_b.call("nl.shared_identity_matrix", int(n), _b.dtype(dtype, "shared_identity_matrix")))
+    out = ndarray((int(n), int(n)), dtype) if dst is None else dst
+    _b.call("nisa.dma_copy", dst=_tile(out, "shared_identity_matrix", "dst"), src=eye.lower())
+    return out
+
+
+def device_print(print_prefix: Any, tensor: Any) -> None:
+    if not isinstance(print_prefix, str):
+        raise TypeError("nl.device_print: the prefix must be a constant string")
+    _legacy_nl.device_print(print_prefix, _tile(tensor, "device_print", "tensor"))
+
+
+def ds(start: Any, size: Any) -> DynSlice:
+    return DynSlice(start, size)
+
+
+# --- loops -----------------------------------------------------------------------------------------------------
+def affine_range(start: Any, stop: Any = None, step: Any = 1) -> range:
+    """Deprecated alias of Python's ``range`` (NKI 0.6 unrolls static loops)."""
+    return range(start, stop, step) if stop is not None else range(start)
+
+
+def sequential_range(start: Any, stop: Any = None, step: Any = 1) -> range:
+    """Deprecated alias of Python's ``range``."""
+    return affine_range(start, stop, step)
+
+
+def static_range(start: Any, stop: Any = None, step: Any = 1) -> range:
+    """Deprecated alias of Python's ``range``."""
+    return affine_range(start, stop, step)
+
+
+def dynamic_range(start: Any, stop: Any = None, step: Any = 1) -> Any:
+    raise NotImplementedError("nl.dynamic_range (a hardware loop) is not supported by the simulator yet")
+
+
+def fori_loop(lower: Any, upper: Any, body_fun: Any, step: Any = 1) -> None:
+    raise NotImplementedError("nl.fori_loop (a hardware loop) is not supported by the simulator yet")
+
+
+def while_loop(init: Any, body_fun: Any) -> None:
+    raise NotImplementedError("nl.while_loop (a hardware loop) is not supported by the simulator yet")
+
+
+@contextlib.contextmanager
+def no_reorder() -> Iterator[None]:
+    """Keep the instructions of the block in program order (the simulator issues them in program order)."""
+    yield
+
+
+# --- SPMD / LNC ------------------------------------------------------------------------------------------------
+def program_id(axis: Any = 0) -> int:
+    """This logical core's index (0 or 1 under ``kernel[2]``)."""
+    ctx = _current()
+    if int(axis) != 0 and int(axis) >= len(ctx.grid):
+        raise IndexError(f"nl.program_id: axis {axis} is out of range for a launch of rank {len(ctx.grid)}")
+    return ctx.program[int(axis)] if ctx.grid else 0
+
+
+def num_programs(axes: Any = 0) -> int:
+    """The number of logical cores along ``axes`` (1 without a bracket, 2 under ``kernel[2]``)."""
+    ctx = _current()
+    if not ctx.grid:
+        return 1
+    if axes is None:
+        return int(np.prod(ctx.grid))
+    axes = (axes,) if isinstance(axes, (int, np.integer)) else tuple(axes)
+    return int(np.prod([ctx.grid[int(a)] for a in axes]))
+
+
+def program_ndim() -> int:
+    return len(_current().grid)
+
+
+__all__ = [n for n in list(globals()) if not n.startswith("_") and n not in (
+    "annotations", "builtins", "contextlib", "enum", "os", "np", "Any", "Callable", "Iterator", "Buffer",
+    "DynSlice")]

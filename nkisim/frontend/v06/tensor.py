@@ -1,0 +1,514 @@
+"""``nl.NkiTensor``: NKI 0.6's tensor, a view of a core tensor's storage.
+
+A view is the storage it reads (a core ``Tensor``, the ``base``), an element offset into that storage read as
+one flat array, and one ``[stride, count]`` pair per dimension, exactly the ``.ap()`` form AWS documents
+(nki/deep-dives/nki-aps.rst): element ``v[i0, i1, ...]`` is ``flat[offset + i0*s0 + i1*s1 + ...]``.  Indexing,
+``permute``, ``broadcast``, ``reshape`` and the other view methods only compute a new offset and pattern, as on
+the device, where they cost nothing.  When an instruction takes a view as an operand, ``lower`` turns it into
+what the ops take: the base itself, an index of basic slices (the common case), or per-axis coordinate
+arrays for patterns no slice expresses (a transposed or broadcast view, a pooling window).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from nkisim.core.access import Access
+from nkisim.core.errors import nki_error
+from nkisim.core.indexing import Affine, DynSlice
+from nkisim.core.tensor import Tensor
+from nkisim.frontend.v06.errors import error
+
+Pattern = tuple[tuple[int, int], ...]
+
+
+def contiguous(shape: tuple[int, ...]) -> Pattern:
+    """The row-major pattern of ``shape``."""
+    out: list[tuple[int, int]] = []
+    stride = 1
+    for count in reversed(shape):
+        out.append((stride, int(count)))
+        stride *= int(count)
+    return tuple(reversed(out))
+
+
+def _view_error(message: str) -> Exception:
+    return error("err_invalid_view", message)
+
+
+def _as_int(x: Any, what: str) -> int:
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        raise TypeError(f"{what} must be an integer, got {type(x).__name__}")
+    return int(x)
+
+
+class NkiTensor:
+    """A tensor in HBM, SBUF or PSUM, or a view of one (``nl.ndarray``, a kernel argument, ``t[...]``, ``t.ap()``).
+
+    Shape, strides and offset are in elements of ``dtype``; every view method returns a new ``NkiTensor`` over
+    the same storage.  On-chip tensors keep their partition dimension first."""
+
+    __slots__ = ("_base", "_offset", "_pattern", "_lowered", "__weakref__")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("create tensors with nl.ndarray (or nl.zeros, nl.load, ...); NkiTensor(...) cannot bind "
+                        "storage on the simulator")
+
+    @classmethod
+    def over(cls, base: Tensor, offset: int = 0, pattern: Pattern | None = None) -> NkiTensor:
+        """A view of ``base``'s storage (the whole tensor when no pattern is given)."""
+        t = object.__new__(cls)
+        t._base = base
+        t._offset = int(offset)
+        t._pattern = contiguous(base.shape) if pattern is None else tuple((int(s), int(c)) for s, c in pattern)
+        t._lowered = None
+        return t
+
+    # --- attributes --------------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(c for _, c in self._pattern)
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return tuple(s for s, _ in self._pattern)
+
+    @property
+    def offset(self) -> int:
+        return self._offset
+
+    @property
+    def name(self) -> str:
+        return self._base.root.name
+
+    @property
+    def dtype(self) -> Any:
+        return self._base.dtype
+
+    @property
+    def buffer(self) -> Any:
+        return self._base.root.buffer
+
+    @property
+    def ndim(self) -> int:
+        return len(self._pattern)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def on_chip(self) -> bool:
+        return self._base.buffer.family != "hbm"
+
+    def __repr__(self) -> str:
+        return f"NkiTensor({self.name}, shape={self.shape}, dtype={self.dtype}, buffer={self.buffer})"
+
+    def __iter__(self) -> Any:
+        raise TypeError("an NkiTensor cannot be iterated: loop over indices and index it")
+
+    def __bool__(self) -> bool:
+        raise TypeError("the truth value of an NkiTensor is not known when the kernel is compiled: its values exist "
+                        "only on the device (compare with nl.equal into a tile, or branch on registers with "
+                        "nl.while_loop)")
+
+    # --- queries -------------------------------------------------------------------------------------
+    def is_contiguous(self) -> bool:
+        """Row-major over the view's dimensions; on chip, over the free dimensions only."""
+        pat = self._pattern[1:] if self.on_chip else self._pattern
+        expected = 1
+        for s, c in reversed(pat):
+            if c != 1 and s != expected:
+                return False
+            expected *= c
+        return True
+
+    def get_pattern(self) -> list[list[int]]:
+        return [[s, c] for s, c in self._pattern]
+
+    def is_indirect(self) -> bool:
+        return False
+
+    # --- indexing -------------------------------------------------------------------------------------
+    def __getitem__(self, key: Any) -> NkiTensor:
+        if not isinstance(key, tuple):
+            key = (key,)
+        if any(k is Ellipsis for k in key):
+            i = next(j for j, k in enumerate(key) if k is Ellipsis)
+            key = key[:i] + (slice(None),) * (self.ndim - len(key) + 1) + key[i + 1:]
+        if len(key) > self.ndim:
+            raise IndexError(f"too many indices for tensor '{self.name}' of shape {list(self.shape)}: {len(key)}")
+        offset = self._offset
+        kept: list[tuple[int, int] | None] = []  # None: a dimension an integer removed
+        dropped: list[tuple[int, int]] = []  # (position, stride) of each removed dimension
+        for axis, (k, (s, c)) in enumerate(zip(key + (slice(None),) * (self.ndim - len(key)), self._pattern)):
+            if isinstance(k, DynSlice):
+                k = slice(_as_int(k.start, "nl.ds start"), _as_int(k.start, "nl.ds start") + int(k.size))
+            if isinstance(k, slice):
+                start, stop, step = self._slice_bounds(axis, c, k)
+                offset += start * s
+                kept.append((s * step, len(range(start, stop, step))))
+            elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
+                i = int(k) + c if int(k) < 0 else int(k)
+                if not 0 <= i < c:
+                    raise error("err_view_out_of_bounds",
+                                    f"index {int(k)} is out of bounds for dimension {axis} of '{self.name}' with size "
+                                    f"{c}")
+                offset += i * s
+                if self.on_chip and axis == 0:
+                    kept.append((s, 1))  # on chip, an integer keeps the partition dimension (size 1)
+                else:
+                    kept.append(None)
+                    dropped.append((axis, s))
+            else:
+                raise TypeError(f"unsupported index {k!r} for tensor '{self.name}': NKI 0.6 indexes with integers, "
+                                f"slices and nl.ds (index tensors go through .ap(), .select() or .vector_select())")
+        floor = 2 if self.on_chip else 1
+        while sum(1 for d in kept if d is not None) < floor and dropped:
+            axis, s = dropped.pop()  # the last integer-indexed dimension stays, with size 1
+            kept[axis] = (s, 1)
+        return NkiTensor.over(self._base, offset, tuple(d for d in kept if d is not None))
+
+    def _slice_bounds(self, axis: int, size: int, k: slice) -> tuple[int, int, int]:
+        step = 1 if k.step is None else _as_int(k.step, "slice step")
+        if step < 1:
+            raise _view_error(f"slice step {step} on dimension {axis} of '{self.name}': NKI views step forward (>= 1)")
+        start = 0 if k.start is None else _as_int(k.start, "slice start")
+        stop = size if k.stop is None else _as_int(k.stop, "slice stop")
+        start = start + size if start < 0 else start
+        stop = stop + size if stop < 0 else stop
+        if not 0 <= start < stop <= size:
+            raise error("err_view_out_of_bounds",
+                            f"slice {start}:{stop} is out of bounds for dimension {axis} of '{self.name}' with size "
+                            f"{size} (a slice must satisfy 0 <= start < stop <= size)")
+        return start, stop, step
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        from nkisim.frontend.v06 import binding
+
+        binding.assign(self[key], value)
+
+    # --- view methods ---------------------------------------------------------------------------------
+    def _dim(self, dim: Any, what: str, allow_partition: bool = False, extra: int = 0) -> int:
+        d = _as_int(dim, "dim")
+        n = self.ndim + extra
+        d = d + n if d < 0 else d
+        if not 0 <= d < n:
+            raise _view_error(f"{what}: dimension {dim} is out of range for a tensor of {self.ndim} dimensions")
+        if d == 0 and self.on_chip and not allow_partition:
+            raise _view_error(f"{what}: dimension 0 of on-chip tensor '{self.name}' is its partition dimension, "
+                              f"which a view cannot change")
+        return d
+
+    def _with(self, pattern: Pattern, offset: int | None = None) -> NkiTensor:
+        return NkiTensor.over(self._base, self._offset if offset is None else offset, pattern)
+
+    def permute(self, dims: Any) -> NkiTensor:
+        dims = tuple(_as_int(d, "permute dims") for d in dims)
+        if sorted(dims) != list(range(self.ndim)):
+            raise _view_error(f"permute: {dims} is not a permutation of the {self.ndim} dimensions of '{self.name}'")
+        if self.on_chip and dims[0] != 0:
+            raise _view_error(f"permute: dims[0] must be 0 for on-chip tensor '{self.name}' (the partition dimension "
+                              f"stays first), got {dims}")
+        return self._with(tuple(self._pattern[d] for d in dims))
+
+    def broadcast(self, dim: Any, size: Any) -> NkiTensor:
+        d = self._dim(dim, "broadcast")
+        if self._pattern[d][1] != 1:
+            raise _view_error(f"broadcast: dimension {d} of '{self.name}' has size {self._pattern[d][1]}, not 1")
+        pat = list(self._pattern)
+        pat[d] = (0, _as_int(size, "broadcast size"))
+        return self._with(tuple(pat))
+
+    def expand_dim(self, dim: Any) -> NkiTensor:
+        d = self._dim(dim, "expand_dim", extra=1)
+        pat = list(self._pattern)
+        pat.insert(d, (pat[d][0] * pat[d][1] if d < len(pat) else 1, 1))
+        return self._with(tuple(pat))
+
+    def squeeze_dim(self, dim: Any) -> NkiTensor:
+        d = self._dim(dim, "squeeze_dim")
+        if self._pattern[d][1] != 1:
+            raise _view_error(f"squeeze_dim: dimension {d} of '{self.name}' has size {self._pattern[d][1]}, not 1")
+        return self._with(self._pattern[:d] + self._pattern[d + 1:])
+
+    def reshape_dim(self, dim: Any, shape: Any) -> NkiTensor:
+        shape = tuple(_as_int(s, "reshape_dim shape") for s in shape)
+        s, c = self._pattern[self._dim(dim, "reshape_dim", allow_partition=True)]
+        d = self._dim(dim, "reshape_dim", allow_partition=True)
+        if d == 0 and self.on_chip and len(shape) != 1:
+            raise _view_error(f"reshape_dim: dimension 0 of on-chip tensor '{self.name}' is its partition dimension")
+        shape = _infer(shape, c, "reshape_dim")
+        split = []
+        stride = s
+        for n in reversed(shape):
+            split.append((stride, n))
+            stride *= n
+        return self._with(self._pattern[:d] + tuple(reversed(split)) + self._pattern[d + 1:])
+
+    def flatten_dims(self, start_dim: Any, end_dim: Any) -> NkiTensor:
+        a = self._dim(start_dim, "flatten_dims")
+        b = self._dim(end_dim, "flatten_dims")
+        if b < a:
+            raise _view_error(f"flatten_dims: end_dim {b} comes before start_dim {a}")
+        group = self._pattern[a:b + 1]
+        for (s0, _), (s1, c1) in zip(group, group[1:]):
+            if s0 != s1 * c1:
+                raise _view_error(f"flatten_dims: dimensions {a}..{b} of '{self.name}' are not contiguous in memory "
+                                  f"(strides {[s for s, _ in group]})")
+        merged = (group[-1][0], math.prod(c for _, c in group))
+        return self._with(self._pattern[:a] + (merged,) + self._pattern[b + 1:])
+
+    def reshape(self, shape: Any) -> NkiTensor:
+        if isinstance(shape, (int, np.integer)):
+            shape = (shape,)
+        shape = _infer(tuple(_as_int(s, "reshape shape") for s in shape), self.size, "reshape")
+        if self.on_chip and shape[0] != self.shape[0]:
+            raise _view_error(f"reshape: on-chip tensor '{self.name}' keeps its partition dimension {self.shape[0]}, "
+                              f"got shape {list(shape)}")
+        if self.on_chip:
+            free = _restride(self._pattern[1:], shape[1:])
+            pattern = None if free is None else (self._pattern[0],) + free
+        else:
+            pattern = _restride(self._pattern, shape)
+        if pattern is None:
+            raise _view_error(f"reshape: the layout of '{self.name}' (pattern {self.get_pattern()}) cannot be viewed "
+                              f"as shape {list(shape)} without a copy")
+        return self._with(pattern)
+
+    def rearrange(self, src_pattern: Any, dst_pattern: Any, fixed_sizes: dict | None = None) -> NkiTensor:
+        """einops-style: split the grouped source dimensions, reorder, merge the grouped destination ones."""
+        sizes = dict(fixed_sizes or {})
+        if len(src_pattern) != self.ndim:
+            raise _view_error(f"rearrange: source pattern {src_pattern} names {len(src_pattern)} dimensions, "
+                              f"'{self.name}' has {self.ndim}")
+        names: list[str] = []
+        view = self
+        pos = 0
+        for entry, (_, count) in zip(src_pattern, self._pattern):
+            group = (entry,) if isinstance(entry, str) else tuple(entry)
+            if len(group) > 1:
+                known = [sizes.get(n, -1) for n in group]
+                view = view.reshape_dim(pos, tuple(known))
+                for n, c in zip(group, view.shape[pos:pos + len(group)]):
+                    sizes[n] = c
+            else:
+                sizes[group[0]] = count
+            names += list(group)
+            pos += len(group)
+        flat_dst = [n for e in dst_pattern for n in ((e,) if isinstance(e, str) else tuple(e))]
+        if sorted(flat_dst) != sorted(names):
+            raise _view_error(f"rearrange: {dst_pattern} does not name the same dimensions as {src_pattern}")
+        view = view.permute(tuple(names.index(n) for n in flat_dst))
+        pos = 0
+        for entry in dst_pattern:
+            group = (entry,) if isinstance(entry, str) else tuple(entry)
+            if len(group) > 1:
+                view = view.flatten_dims(pos, pos + len(group) - 1)
+            pos += 1
+        return view
+
+    def slice(self, dim: Any, start: Any, end: Any, step: Any = 1) -> NkiTensor:
+        d = self._dim(dim, "slice", allow_partition=True)
+        key = [slice(None)] * self.ndim
+        key[d] = slice(_as_int(start, "start"), _as_int(end, "end"), _as_int(step, "step"))
+        return self[tuple(key)]
+
+    def select(self, dim: Any, index: Any) -> NkiTensor:
+        d = self._dim(dim, "select")
+        if not isinstance(index, (int, np.integer)) or isinstance(index, (bool, np.bool_)):
+            raise NotImplementedError("select with a dynamic index (a tile or register) is not supported by the "
+                                      "simulator yet; use a static integer index")
+        c = self._pattern[d][1]
+        i = int(index) + c if int(index) < 0 else int(index)
+        if not 0 <= i < c:
+            raise error("err_view_out_of_bounds",
+                            f"select: index {int(index)} is out of bounds for dimension {d} of '{self.name}' with "
+                            f"size {c}")
+        return self._with(self._pattern[:d] + self._pattern[d + 1:], self._offset + i * self._pattern[d][0])
+
+    def vector_select(self, dim: Any, vector_offset: Any) -> NkiTensor:
+        raise NotImplementedError("vector_select (per-partition indirect addressing) is not supported by the "
+                                  "simulator yet")
+
+    def ap(self, pattern: Any, offset: Any = None, scalar_offset: Any = None, vector_offset: Any = None,
+           indirect_dim: Any = 0, dtype: Any = None) -> NkiTensor:
+        """A view by explicit ``[[stride, count], ...]`` pairs over the raw storage (its shape, strides and
+        offset of this view are disregarded, except the offset when ``offset`` is None)."""
+        if scalar_offset is not None or vector_offset is not None:
+            raise NotImplementedError(".ap() with scalar_offset / vector_offset (dynamic access) is not supported "
+                                      "by the simulator yet")
+        pairs = tuple((_as_int(p[0], "ap stride"), _as_int(p[1], "ap count")) for p in pattern)
+        base = self._base
+        start = self._offset
+        if dtype is not None:
+            from nkisim.frontend.v06 import binding
+
+            base, start = binding.reinterpret(base, start, dtype)
+        if offset is not None:
+            start += _as_int(offset, "ap offset")
+        if base.buffer.family != "hbm" and pairs:
+            row = math.prod(base.shape[1:])
+            if pairs[0][0] != row and pairs[0][1] > 1:
+                raise _view_error(f".ap(): the first pair of a pattern over on-chip tensor '{self.name}' is its "
+                                  f"partition dimension, whose stride must be the storage's free size {row}, got "
+                                  f"{pairs[0][0]}")
+        view = NkiTensor.over(base, start, pairs)
+        view.check_in_storage()
+        return view
+
+    def view(self, dtype: Any) -> NkiTensor:
+        """The same bytes read as ``dtype``: the last dimension scales by the ratio of the element sizes."""
+        from nkisim.frontend.v06 import binding
+
+        if not self._pattern or self._pattern[-1][0] != 1:
+            raise _view_error(f"view: the last dimension of '{self.name}' must be contiguous (stride 1)")
+        base, start = binding.reinterpret(self._base, self._offset, dtype)
+        ratio_num, ratio_den = self._base.itemsize, base.itemsize  # old elements -> new elements
+        pattern = []
+        for i, (s, c) in enumerate(self._pattern):
+            last = i == len(self._pattern) - 1
+            if (s * ratio_num) % ratio_den or (last and (c * ratio_num) % ratio_den):
+                raise _view_error(f"view: '{self.name}' cannot be read as {dtype}: its layout does not divide into "
+                                  f"{base.itemsize}-byte elements")
+            pattern.append((s * ratio_num // ratio_den if not last else 1, c * ratio_num // ratio_den if last else c))
+        return NkiTensor.over(base, start, tuple(pattern))
+
+    reinterpret_cast = view
+
+    def indirect(self, index: Any, num_elem: Any = None) -> NkiTensor:
+        raise NotImplementedError("tensor indirection (.indirect, NeuronCore-v4) is not supported by the simulator "
+                                  "yet")
+
+    # --- lowering ------------------------------------------------------------------------------------
+    def check_in_storage(self) -> None:
+        """Every element the view addresses lies inside its storage."""
+        lo = hi = self._offset
+        for s, c in self._pattern:
+            if c <= 0:
+                return
+            lo += min(0, s * (c - 1))
+            hi += max(0, s * (c - 1))
+        size = math.prod(self._base.shape)
+        if lo < 0 or hi >= size:
+            raise error("err_view_out_of_bounds",
+                            f"access pattern {self.get_pattern()} at offset {self._offset} addresses elements "
+                            f"[{lo}, {hi}] of '{self.name}', whose storage holds {size}")
+
+    def lower(self) -> Tensor | Access:
+        """What the ops take for this view: the base itself when the view is all of it, else an ``Access``."""
+        low = self._lowered
+        if low is None:
+            low = self._lowered = _lower(self._base, self._offset, self._pattern)
+        return low
+
+
+def _infer(shape: tuple[int, ...], total: int, what: str) -> tuple[int, ...]:
+    if shape.count(-1) > 1:
+        raise _view_error(f"{what}: at most one dimension may be -1, got {list(shape)}")
+    if -1 in shape:
+        known = math.prod(s for s in shape if s != -1)
+        if known == 0 or total % known:
+            raise _view_error(f"{what}: cannot infer -1 in {list(shape)} for {total} elements")
+        shape = tuple(total // known if s == -1 else s for s in shape)
+    if math.prod(shape) != total:
+        raise nki_error("err_param_shape_mismatch",
+                        f"{what}: shape {list(shape)} has {math.prod(shape)} elements, the tensor has {total} "
+                        f"(a reshape keeps the element count)")
+    return shape
+
+
+def _restride(pattern: Pattern, shape: tuple[int, ...]) -> Pattern | None:
+    """Strides giving ``shape`` over the same elements as ``pattern`` in row-major order, or None when the
+    layout would need a copy (NumPy's no-copy reshape rule)."""
+    old = [(s, c) for s, c in pattern if c != 1]
+    new_shape = list(shape)
+    out: list[int] = [0] * len(new_shape)
+    oi = ni = 0
+    while ni < len(new_shape) and oi < len(old):
+        np_, op = new_shape[ni], old[oi][1]
+        nj, oj = ni + 1, oi + 1
+        while np_ != op:
+            if np_ < op:
+                if nj >= len(new_shape):
+                    return None
+                np_ *= new_shape[nj]
+                nj += 1
+            else:
+                if oj >= len(old):
+                    return None
+                op *= old[oj][1]
+                oj += 1
+        for k in range(oi, oj - 1):  # the old dims merged here must be contiguous with each other
+            if old[k][0] != old[k + 1][0] * old[k + 1][1]:
+                return None
+        out[nj - 1] = old[oj - 1][0]
+        for k in range(nj - 1, ni, -1):
+            out[k - 1] = out[k] * new_shape[k]
+        ni, oi = nj, oj
+    for k in range(ni, len(new_shape)):  # trailing size-1 dimensions
+        out[k] = 1
+    if oi != len(old) or any(new_shape[k] != 1 for k in range(ni, len(new_shape))):
+        return None
+    return tuple((out[k] if new_shape[k] != 1 else (out[k] or 1), new_shape[k]) for k in range(len(new_shape)))
+
+
+def _strides(shape: tuple[int, ...]) -> list[int]:
+    return [s for s, _ in contiguous(shape)]
+
+
+def _basic_key(shape: tuple[int, ...], offset: int, pattern: Pattern) -> tuple | None:
+    """An index of integers and basic slices of a tensor of ``shape`` that addresses exactly the view, with one
+    slice per view dimension in order (so the access has the view's shape), or None."""
+    n = len(shape)
+    size = math.prod(shape)
+    if not 0 <= offset < max(size, 1) or len(pattern) > n:
+        return None
+    st = _strides(shape)
+    coords = [int(c) for c in np.unravel_index(offset, shape)] if size else [0] * n
+    key: list[Any] = list(coords)
+    d = 0
+    for k, (s, c) in enumerate(pattern):
+        chosen = None
+        for dd in range(d, n - (len(pattern) - k - 1)):
+            if c == 1:
+                chosen = (dd, 1)
+                break
+            if s <= 0 or s % st[dd]:
+                continue
+            step = s // st[dd]
+            if coords[dd] + step * (c - 1) < shape[dd]:
+                chosen = (dd, step)
+                break
+        if chosen is None:
+            return None
+        dd, step = chosen
+        lo = coords[dd]
+        key[dd] = slice(lo, lo + step * (c - 1) + 1, step)
+        d = dd + 1
+    return tuple(key)
+
+
+def _lower(base: Tensor, offset: int, pattern: Pattern) -> Tensor | Access:
+    shape = base.shape
+    if offset == 0 and pattern == contiguous(shape):
+        return base
+    key = _basic_key(shape, offset, pattern)
+    if key is not None:
+        return Access(base, key)
+    counts = tuple(c for _, c in pattern)
+    flat = np.full(counts, offset, dtype=np.int64)
+    for k, (s, c) in enumerate(pattern):
+        flat += (np.arange(c, dtype=np.int64) * s).reshape([c if j == k else 1 for j in range(len(counts))])
+    if flat.size and (flat.min() < 0 or flat.max() >= math.prod(shape)):
+        raise error("err_view_out_of_bounds",
+                        f"access pattern {[list(p) for p in pattern]} at offset {offset} leaves the storage of "
+                        f"'{base.root.name}'")
+    if len(counts) < 2:
+        raise NotImplementedError(f"a 1-D view with pattern {[list(p) for p in pattern]} is not supported by the "
+                                  f"simulator; give it a second dimension")
+    coords = np.unravel_index(flat, shape)
+    return Access(base, tuple(Affine(0, grid=np.ascontiguousarray(c, dtype=np.int64)) for c in coords))
