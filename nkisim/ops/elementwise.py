@@ -187,7 +187,7 @@ def operator(tile: Any, other: Any, op: str, reverse: bool) -> Any:
 
 
 @op("nl.where", emits=(WHERE,))
-def where(condition: Any, x: Any, y: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+def where(condition: Any, x: Any, y: Any, *, dtype: Any = None, mask: Any = None) -> Tensor:
     """``nl.where``: select x where condition else y (y may be a scalar)."""
     ctx = current()
     named = {k: v for k, v in (("condition", condition), ("x", x), ("y", y)) if is_tile(v)}
@@ -211,7 +211,7 @@ def where(condition: Any, x: Any, y: Any, *, dtype: Any = None, mask: Any = None
 
 # --- nl's elementwise functions, generated from the op table --------------------------------------
 def _nl_unary(name: str) -> Callable[..., Tensor]:
-    def fn(x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+    def fn(x: Any, *, dtype: Any = None, mask: Any = None) -> Tensor:
         return unary_op(name, x, dtype, mask)
 
     fn.__name__ = fn.__qualname__ = name
@@ -220,7 +220,7 @@ def _nl_unary(name: str) -> Callable[..., Tensor]:
 
 
 def _nl_binary(name: str) -> Callable[..., Tensor]:
-    def fn(x: Any, y: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+    def fn(x: Any, y: Any, *, dtype: Any = None, mask: Any = None) -> Tensor:
         return binary_op(name, x, y, dtype, mask)
 
     fn.__name__ = fn.__qualname__ = name

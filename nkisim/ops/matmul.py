@@ -93,19 +93,19 @@ def _into_psum(ctx: Any, api: str, dst: Any, shape: tuple[int, ...], vals: Any, 
     adds = accumulate is not False and (accumulate is True or started is None or bool(np.any(started)))
     if accumulate is True and started is not None and not bool(np.all(started)):
         warn(f"'{api}' with accumulate=True adds onto PSUM elements of '{d.label()}' that no matmul has written since "
-             f"it was allocated: the result is undefined on the hardware (use accumulate=None or False for the first "
-             f"matmul of a group)")
+             f"it was allocated (a memset does not start an accumulation group): the result is undefined on the "
+             f"hardware; use accumulate=None or False for the first matmul of a group")
     if vals is not None and adds:
         old = read(d).astype(np.float32).reshape(shape)
         keep = np.ones((), dtype=bool) if accumulate is True or started is None else np.asarray(started).reshape(
             shape) if np.ndim(started) else np.asarray(started)
         vals = np.where(keep, old, np.float32(0)) + vals
     out = write_dst(ctx, api, d, shape, vals, valid, "psum")
-    emit(ctx, NC_MATMUL, reads=reads + ([out] if adds else []), writes=[out], extra=extra, acc=adds)
+    emit(ctx, NC_MATMUL, reads=reads, writes=[out], extra=extra, acc=adds)  # (reads as a legacy `psum += ...`)
 
 
 @op("nl.matmul", emits=(NC_MATMUL, NC_TRANSPOSE, TENSOR_COPY), spaces="sbuf")
-def matmul(x: Any, y: Any, *, transpose_x: bool = False, mask: Any = None, **_: Any) -> Tensor:
+def matmul(x: Any, y: Any, *, transpose_x: bool = False, mask: Any = None) -> Tensor:
     """``nl.matmul``: x @ y (or x.T @ y with transpose_x=True), result in PSUM as fp32."""
     ctx = current()
     accs = operands("matmul", x=x, y=y)
@@ -138,7 +138,7 @@ def _transposed_view(ctx: Any, a: Access) -> Tensor:
 @op("nisa.nc_matmul", emits=(NC_MATMUL, TENSOR_COPY), spaces="sbuf")
 def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = False, is_moving_onezero: bool = False,
               is_transpose: bool = False, tile_position: Any = (), tile_size: Any = (), mask: Any = None,
-              perf_mode: Any = None, dst: Any = None, accumulate: bool | None = None, **_: Any) -> Tensor | None:
+              perf_mode: Any = None, dst: Any = None, accumulate: bool | None = None) -> Tensor | None:
     """``nisa.nc_matmul``: stationary.T @ moving on the PE array (PSUM fp32 output).
 
     ``perf_mode='double_row_gen3'`` (trn2, fp8 operands) feeds two rows of each partition per pass:
@@ -219,14 +219,13 @@ def _double_row(stat: Access, mov: Access, mode: str, mask: Any, dst: Any = None
 
 
 @op("nl.transpose", emits=(NC_TRANSPOSE,))
-def transpose(x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+def transpose(x: Any, *, dtype: Any = None, mask: Any = None) -> Tensor:
     """``nl.transpose``: 2-D partition/free transpose on the Tensor Engine (each dim <= 128)."""
     return _transpose("transpose", "x", x, dtype, mask, "pe")
 
 
 @op("nisa.nc_transpose", emits=(NC_TRANSPOSE,))
-def nc_transpose(data: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 0, dst: Any = None,
-                 **_: Any) -> Tensor | None:
+def nc_transpose(data: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 0, dst: Any = None) -> Tensor | None:
     """``nisa.nc_transpose``: TensorE (<=128x128, to PSUM) or VectorE (<=32x32, to SBUF)."""
     acc = operands("nc_transpose", data=data)["data"]
     shape = acc.shape

@@ -110,7 +110,7 @@ def _nbytes(acc: Access, valid: np.ndarray | None) -> int:
 
 
 @op("nl.load", emits=(LOAD,), spaces="hbm")
-def load(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
+def load(src: Any, *, mask: Any = None, dtype: Any = None) -> Tensor:
     """``nl.load``: HBM -> new SBUF tile (a 1-D HBM slice arrives as an (N, 1) tile)."""
     ctx = current()
     acc = one_operand("load", "src", src, ctx)  # (the checks of operands(), without its dicts)
@@ -143,7 +143,7 @@ def load(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     return tile
 
 
-def load_transpose2d(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
+def load_transpose2d(src: Any, *, mask: Any = None, dtype: Any = None) -> Tensor:
     """``nl.load_transpose2d``: HBM [F, P] -> SBUF [P, F] through the DMA engines."""
     ctx = current()
     acc = operands("load_transpose2d", src=src)["src"]
@@ -168,7 +168,7 @@ def load_transpose2d(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any)
 
 
 @op("nl.store", emits=(STORE,), spaces="hbm")
-def store(dst: Any, value: Any, *, mask: Any = None, **_: Any) -> None:
+def store(dst: Any, value: Any, *, mask: Any = None) -> None:
     """``nl.store``: SBUF/PSUM tile (or scalar) -> HBM, cast to the destination dtype."""
     ctx = current()
     d = as_access(one_operand("store", "dst", dst, ctx, "hbm"))  # (operands() without its dicts)
@@ -210,7 +210,7 @@ def _hand_over(dst: Access, value: Tensor) -> bool:
 
 
 @op("nl.loop_reduce", emits=(COPY,))
-def loop_reduce(x: Any, op: Any, loop_indices: Any = (), *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+def loop_reduce(x: Any, op: Any, loop_indices: Any = (), *, dtype: Any = None, mask: Any = None) -> Tensor:
     """``dst[...] = nl.loop_reduce(x, op, loop_indices=(k,))``: ``dst = op(dst, x)`` on every iteration (the
     destination is also an input of ``op``).  The tile returned carries the operator; the assignment that
     consumes it (``assign``) does the combining.  Rebinding a name (``b = nl.loop_reduce(...)``) cannot
@@ -347,7 +347,7 @@ def accumulate(dst: Access, value: Any, op: str) -> None:
 
 
 @op("nl.copy", emits=(COPY,))
-def copy(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
+def copy(src: Any, *, mask: Any = None, dtype: Any = None) -> Tensor:
     """``nl.copy``: a new SBUF tile (PSUM eviction with a cast is the common use)."""
     ctx = current()
     a = one_operand("copy", "src", src, ctx)

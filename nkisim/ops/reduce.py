@@ -127,8 +127,7 @@ def reduce(op: str, x: Any, axis: Any, *, dtype: Any = None, mask: Any = None, k
 
 
 def _nl_reduce(call: str, alu_op: str, kind: str, default_dtype: Any, what: str) -> Callable[..., Tensor]:
-    def fn(x: Any, axis: Any, *, dtype: Any = default_dtype, mask: Any = None, keepdims: bool = False,
-           **_: Any) -> Tensor:
+    def fn(x: Any, axis: Any, *, dtype: Any = default_dtype, mask: Any = None, keepdims: bool = False) -> Tensor:
         return reduce(alu_op, x, axis, dtype=dtype, mask=mask, keepdims=keepdims, api=call, kind=kind)
 
     fn.__name__ = fn.__qualname__ = call
@@ -145,8 +144,7 @@ for _call, _alu, _kind, _dtype, _what in (
     op(f"nl.{_call}", emits=(TENSOR_REDUCE,))(_nl_reduce(_call, _alu, _kind, _dtype, _what))
 
 
-def partition_reduce(op: str, data: Any, *, mask: Any = None, dtype: Any = None, dst: Any = None,
-                     **_: Any) -> Tensor | None:
+def partition_reduce(op: str, data: Any, *, mask: Any = None, dtype: Any = None, dst: Any = None) -> Tensor | None:
     """``nisa.tensor_partition_reduce``: reduce across partitions on GpSimd -> a [1, F] tile."""
     ctx = current()
     if op not in ("add", "max", "maximum", "bitwise_or", "bitwise_and"):

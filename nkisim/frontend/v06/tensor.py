@@ -52,6 +52,8 @@ class NkiTensor:
     the same storage.  On-chip tensors keep their partition dimension first."""
 
     __slots__ = ("_base", "_offset", "_pattern", "_lowered", "__weakref__")
+    #: error messages name a tensor by the kernel's variable holding a view of it (``core.location.user_variable``)
+    __nki_view__ = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("create tensors with nl.ndarray (or nl.zeros, nl.load, ...); NkiTensor(...) cannot bind "
@@ -66,6 +68,10 @@ class NkiTensor:
         t._pattern = contiguous(base.shape) if pattern is None else tuple((int(s), int(c)) for s, c in pattern)
         t._lowered = None
         return t
+
+    def view_base(self) -> Tensor:
+        """The core tensor whose storage this view reads."""
+        return self._base
 
     # --- attributes --------------------------------------------------------------------------------
     @property
