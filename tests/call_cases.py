@@ -100,6 +100,7 @@ def from_torch(fn: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[np.ndarr
 
 X = uniform(-3, 3)  # the usual float input
 Y = uniform(-3, 3)
+INT_PAIR = np.array([[41, -3]], dtype=np.int32)
 HBM_IN = (X,)  # the input of a kernel that passes the HBM tensor itself where a tile is required (or reads none)
 
 
@@ -1017,6 +1018,27 @@ def e_max8(a):
     return r
 
 
+def k_register(a):
+    """A register loaded from one int32 element, stored back with 7 added (NKI 0.6's sequencer registers)."""
+    v = nisa.register_load(a[0:1, 0:1])
+    t = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.register_store(t, v + 7)
+    out = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.shared_hbm)
+    nl.store(out, t)
+    return out
+
+
+def e_register_load(a):
+    v = nisa.register_load(a[0:1, 0:2])  # ERR
+    return v
+
+
+def e_register_store(a):
+    t = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.register_store(t, 3)  # ERR
+    return t
+
+
 def k_memset(a):
     r = nisa.memset((128, 64), 2.5, nl.float32)
     out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
@@ -1459,6 +1481,12 @@ def isa_cases() -> dict[str, CallCase]:
                                       refusal=Refusal(e_range_select, (X, LO, HI), SyntaxError,
                                                       "err_min_arch_support_for_inst", "requires min target gen3",
                                                       target="trn1")),
+        "nisa.register_load": CallCase(k_register, (INT_PAIR,), lambda a: a[0:1, 0:1] + 7,
+                                       refusal=Refusal(e_register_load, (INT_PAIR,), ValueError,
+                                                       "err_param_shape_mismatch", "a register moves one 32-bit")),
+        "nisa.register_store": CallCase(k_register, (INT_PAIR,), lambda a: a[0:1, 0:1] + 7,
+                                        refusal=Refusal(e_register_store, (INT_PAIR,), ValueError,
+                                                        "err_param_shape_mismatch", "one 32-bit integer element")),
         "nisa.reciprocal": CallCase(k_isa_reciprocal, (NONZERO,), lambda a: f32(1 / a.astype(np.float64)),
                                     refusal=Refusal(e_isa_reciprocal, HBM_IN, *wrong("reciprocal", "data"))),
         "nisa.scalar_tensor_tensor": CallCase(k_scalar_tensor_tensor, (X, Y),

@@ -15,6 +15,7 @@ from nkisim.ops import (  # noqa: F401
     memory,
     movement,
     reduce,
+    registers,
     scan,
     select,
     topk,

@@ -13,9 +13,8 @@ constants passed to ``nisa`` calls (``op=nl.add``): each carries its op-table na
 from __future__ import annotations
 
 import builtins
-import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -32,6 +31,7 @@ from nkisim.core.context import current as _current
 from nkisim.core.indexing import DynSlice
 from nkisim.frontend import language as _legacy_nl
 from nkisim.frontend.v06 import binding as _b
+from nkisim.frontend.v06.control import dynamic_range, fori_loop, no_reorder, while_loop  # noqa: F401
 from nkisim.frontend.v06.errors import error as _error
 from nkisim.frontend.v06.tensor import NkiTensor
 
@@ -408,22 +408,6 @@ def static_range(start: Any, stop: Any = None, step: Any = 1) -> range:
     return affine_range(start, stop, step)
 
 
-def dynamic_range(start: Any, stop: Any = None, step: Any = 1) -> Any:
-    raise NotImplementedError("nl.dynamic_range (a hardware loop) is not supported by the simulator yet")
-
-
-def fori_loop(lower: Any, upper: Any, body_fun: Any, step: Any = 1) -> None:
-    raise NotImplementedError("nl.fori_loop (a hardware loop) is not supported by the simulator yet")
-
-
-def while_loop(init: Any, body_fun: Any) -> None:
-    raise NotImplementedError("nl.while_loop (a hardware loop) is not supported by the simulator yet")
-
-
-@contextlib.contextmanager
-def no_reorder() -> Iterator[None]:
-    """Keep the instructions of the block in program order (the simulator issues them in program order)."""
-    yield
 
 
 # --- SPMD / LNC ------------------------------------------------------------------------------------------------
@@ -451,5 +435,5 @@ def program_ndim() -> int:
 
 
 __all__ = [n for n in list(globals()) if not n.startswith("_") and n not in (
-    "annotations", "builtins", "contextlib", "enum", "os", "np", "Any", "Callable", "Iterator", "Buffer",
+    "annotations", "builtins", "enum", "os", "np", "Any", "Callable", "Buffer",
     "DynSlice")]

@@ -51,7 +51,7 @@ class NkiTensor:
     Shape, strides and offset are in elements of ``dtype``; every view method returns a new ``NkiTensor`` over
     the same storage.  On-chip tensors keep their partition dimension first."""
 
-    __slots__ = ("_base", "_offset", "_pattern", "_lowered", "__weakref__")
+    __slots__ = ("_base", "_offset", "_pattern", "_dyn", "_lowered", "__weakref__")
     #: error messages name a tensor by the kernel's variable holding a view of it (``core.location.user_variable``)
     __nki_view__ = True
 
@@ -60,12 +60,14 @@ class NkiTensor:
                         "storage on the simulator")
 
     @classmethod
-    def over(cls, base: Tensor, offset: int = 0, pattern: Pattern | None = None) -> NkiTensor:
-        """A view of ``base``'s storage (the whole tensor when no pattern is given)."""
+    def over(cls, base: Tensor, offset: int = 0, pattern: Pattern | None = None, dyn: tuple = ()) -> NkiTensor:
+        """A view of ``base``'s storage (the whole tensor when no pattern is given).  ``dyn``: (loop index, stride)
+        terms added to the offset, from a dynamic loop's register (``.ap(scalar_offset=i)``, ``.select(d, i)``)."""
         t = object.__new__(cls)
         t._base = base
         t._offset = int(offset)
         t._pattern = contiguous(base.shape) if pattern is None else tuple((int(s), int(c)) for s, c in pattern)
+        t._dyn = dyn
         t._lowered = None
         return t
 
@@ -136,7 +138,7 @@ class NkiTensor:
         return [[s, c] for s, c in self._pattern]
 
     def is_indirect(self) -> bool:
-        return False
+        return bool(self._dyn)
 
     # --- indexing -------------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> NkiTensor:
@@ -176,7 +178,7 @@ class NkiTensor:
         while sum(1 for d in kept if d is not None) < floor and dropped:
             axis, s = dropped.pop()  # the last integer-indexed dimension stays, with size 1
             kept[axis] = (s, 1)
-        return NkiTensor.over(self._base, offset, tuple(d for d in kept if d is not None))
+        return NkiTensor.over(self._base, offset, tuple(d for d in kept if d is not None), self._dyn)
 
     def _slice_bounds(self, axis: int, size: int, k: slice) -> tuple[int, int, int]:
         step = 1 if k.step is None else _as_int(k.step, "slice step")
@@ -209,8 +211,11 @@ class NkiTensor:
                               f"which a view cannot change")
         return d
 
-    def _with(self, pattern: Pattern, offset: int | None = None) -> NkiTensor:
-        return NkiTensor.over(self._base, self._offset if offset is None else offset, pattern)
+    def _with(self, pattern: Pattern, offset: int | None = None, dyn: tuple | None = None) -> NkiTensor:
+        return NkiTensor.over(self._base, self._offset if offset is None else offset, pattern,
+                              self._dyn if dyn is None else dyn)
+
+
 
     def permute(self, dims: Any) -> NkiTensor:
         dims = tuple(_as_int(d, "permute dims") for d in dims)
@@ -326,8 +331,13 @@ class NkiTensor:
     def select(self, dim: Any, index: Any) -> NkiTensor:
         d = self._dim(dim, "select")
         if not isinstance(index, (int, np.integer)) or isinstance(index, (bool, np.bool_)):
-            raise NotImplementedError("select with a dynamic index (a tile or register) is not supported by the "
-                                      "simulator yet; use a static integer index")
+            if getattr(type(index), "__name__", "") != "VirtualRegister":
+                raise NotImplementedError("select with an index read from a tile is not supported by the simulator "
+                                          "yet; use an integer or a register (nisa.register_load the tile first)")
+            if self._dyn:
+                raise _view_error(f"select: '{self.name}' already has a dynamic offset (one per view)")
+            offset, dyn = _plus(self._offset, self._dyn, index, self._pattern[d][0])
+            return self._with(self._pattern[:d] + self._pattern[d + 1:], offset, dyn)
         c = self._pattern[d][1]
         i = int(index) + c if int(index) < 0 else int(index)
         if not 0 <= i < c:
@@ -344,9 +354,12 @@ class NkiTensor:
            indirect_dim: Any = 0, dtype: Any = None) -> NkiTensor:
         """A view by explicit ``[[stride, count], ...]`` pairs over the raw storage (its shape, strides and
         offset of this view are disregarded, except the offset when ``offset`` is None)."""
-        if scalar_offset is not None or vector_offset is not None:
-            raise NotImplementedError(".ap() with scalar_offset / vector_offset (dynamic access) is not supported "
-                                      "by the simulator yet")
+        if vector_offset is not None:
+            raise NotImplementedError(".ap() with vector_offset (per-partition indirect DMA) is not supported by the "
+                                      "simulator yet")
+        if scalar_offset is not None and getattr(type(scalar_offset), "__name__", "") != "VirtualRegister":
+            raise NotImplementedError(".ap(scalar_offset=) with a tile is not supported by the simulator yet: load "
+                                      "it into a register (nisa.register_load) and pass the register")
         pairs = tuple((_as_int(p[0], "ap stride"), _as_int(p[1], "ap count")) for p in pattern)
         base = self._base
         start = self._offset
@@ -362,8 +375,15 @@ class NkiTensor:
                 raise _view_error(f".ap(): the first pair of a pattern over on-chip tensor '{self.name}' is its "
                                   f"partition dimension, whose stride must be the storage's free size {row}, got "
                                   f"{pairs[0][0]}")
-        view = NkiTensor.over(base, start, pairs)
-        view.check_in_storage()
+        dyn: tuple = ()
+        if scalar_offset is not None:
+            d = _as_int(indirect_dim, "indirect_dim")
+            if not 0 <= d < base.ndim:
+                raise _view_error(f".ap(): indirect_dim {d} is out of range for '{self.name}' of rank {base.ndim}")
+            start, dyn = _plus(start, (), scalar_offset, math.prod(base.shape[d + 1:]))
+        view = NkiTensor.over(base, start, pairs, dyn)
+        if not dyn:
+            view.check_in_storage()
         return view
 
     def view(self, dtype: Any) -> NkiTensor:
@@ -408,8 +428,19 @@ class NkiTensor:
         """What the ops take for this view: the base itself when the view is all of it, else an ``Access``."""
         low = self._lowered
         if low is None:
-            low = self._lowered = _lower(self._base, self._offset, self._pattern)
+            low = self._lowered = _lower(self._base, self._offset, self._pattern, self._dyn)
         return low
+
+
+def _plus(offset: int, dyn: tuple, value: Any, stride: int) -> tuple[int, tuple]:
+    """(static offset, dynamic terms) after adding ``value * stride`` elements: ``value`` a register (holding an
+    int, or a dynamic loop's index) or an int."""
+    from nkisim.frontend.v06.control import register_value
+
+    v = register_value(value, "scalar offset", "offset")
+    if isinstance(v, Affine):
+        return offset, dyn + ((v, int(stride)),)
+    return offset + int(v) * int(stride), dyn
 
 
 def _infer(shape: tuple[int, ...], total: int, what: str) -> tuple[int, ...]:
@@ -498,13 +529,31 @@ def _basic_key(shape: tuple[int, ...], offset: int, pattern: Pattern) -> tuple |
     return tuple(key)
 
 
-def _lower(base: Tensor, offset: int, pattern: Pattern) -> Tensor | Access:
+def _dyn_dim(shape: tuple[int, ...], stride: int) -> tuple[int, int]:
+    """(storage dimension, multiplier) a dynamic offset of ``stride`` elements moves along: the dimension whose
+    stride it is (or divides), so the access stays a basic index whose bound the loop's range checks."""
+    st = _strides(shape)
+    for d, s in enumerate(st):
+        if s <= stride and stride % s == 0:
+            return d, stride // s
+    return len(shape) - 1, stride
+
+
+def _lower(base: Tensor, offset: int, pattern: Pattern, dyn: tuple = ()) -> Tensor | Access:
     shape = base.shape
-    if offset == 0 and pattern == contiguous(shape):
+    if offset == 0 and pattern == contiguous(shape) and not dyn:
         return base
     key = _basic_key(shape, offset, pattern)
     if key is not None:
-        return Access(base, key)
+        key = list(key)
+        for value, stride in dyn:
+            d, mult = _dyn_dim(shape, stride)
+            k, move = key[d], value * mult
+            key[d] = slice(k.start + move, k.stop + move, k.step) if isinstance(k, slice) else move + k
+        return Access(base, tuple(key))
+    if dyn:
+        raise NotImplementedError(f"a dynamic offset on a view with pattern {[list(p) for p in pattern]} is not "
+                                  f"supported by the simulator; give the view a basic layout")
     counts = tuple(c for _, c in pattern)
     flat = np.full(counts, offset, dtype=np.int64)
     for k, (s, c) in enumerate(pattern):
