@@ -51,6 +51,8 @@ def operand(name: str, pname: str, value: Any, allowed: list[str], ctx: KernelCo
     elif isinstance(value, Tensor):
         t = value
     else:
+        if getattr(type(value), "__nki_view__", False):  # an NKI 0.6 tensor handed to a legacy neuronxcc.nki call
+            raise legacy_call_in_06_kernel(f"'{pname}' of '{name}'")
         raise TypeError(f"'{pname}' of '{name}' must be an NKI tile, got {type(value).__name__}")
     acc = value
     space = t.buffer.family
@@ -66,6 +68,13 @@ def operand(name: str, pname: str, value: Any, allowed: list[str], ctx: KernelCo
     if loops and (ctx is None or loops[-1] not in ctx.loops):
         check_tensor_scope(t, ctx)
     return acc
+
+
+def legacy_call_in_06_kernel(what: str) -> NKIError:
+    """The error for an NKI 0.6 tensor handed to a legacy ``neuronxcc.nki`` call (``what`` names the operand)."""
+    return nki_error("err_unsupported_kernel_argument",
+                     f"{what} is an NKI 0.6 tensor: neuronxcc.nki APIs cannot be used inside an NKI 0.6 kernel (a "
+                     f"compile error since NKI 0.4); call nki.language / nki.isa instead")
 
 
 def one_operand(name: str, pname: str, value: Any, ctx: KernelContext | None = None,

@@ -31,8 +31,9 @@ from nkisim.core.indexing import Loop
 from nkisim.core.location import replaying, user_frame, user_location
 from nkisim.core.recording import HOOK
 from nkisim.core.tensor import Tensor
+from nkisim.ops.base import legacy_call_in_06_kernel
 from nkisim.ops.registry import check_emits
-from nkisim.program.encode import Decoder, Encoder, result_tensors, tensor_ids
+from nkisim.program.encode import Decoder, Encoder, RecordError, result_tensors, tensor_ids
 from nkisim.program.ir import (
     Call,
     Event,
@@ -88,8 +89,13 @@ class ProgramRecorder:
     def call(self, name: str, fn: Callable, args: tuple, kwargs: dict) -> Any:
         loc = user_location(3)
         enc = self.enc
-        eargs = tuple(enc.value(a) for a in args)
-        ekw = tuple((k, enc.value(v)) for k, v in kwargs.items())
+        try:
+            eargs = tuple(enc.value(a) for a in args)
+            ekw = tuple((k, enc.value(v)) for k, v in kwargs.items())
+        except RecordError:
+            if any(getattr(type(v), "__nki_view__", False) for v in (*args, *kwargs.values())):
+                raise legacy_call_in_06_kernel(f"an argument of '{name}'") from None  # a legacy call in a 0.6 kernel
+            raise
         ctx = context.active()
         trace = ctx.trace if ctx is not None else []
         before = len(trace)

@@ -9,30 +9,25 @@ raising the legacy catalogue's errors (``core.errors``): the hardware rules they
 
 from __future__ import annotations
 
-from nkisim.core.errors import NKIError, NKIIndexError, NKIRuntimeError, NKITypeError, NKIValueError
+from nkisim.core.errors import NKIError, NKIIndexError, NKIRuntimeError, NKISyntaxError, NKITypeError, NKIValueError
 
 CATALOGUE: dict[str, type[NKIError]] = {
-    "err_unexpected_keyword": NKITypeError,  # E4: an unknown keyword to any NKI API
     "err_enum_argument": NKITypeError,  # E9: a raw int (or string) where an enum member is expected
     "err_string_buffer": NKITypeError,  # E9: a string buffer name
     "err_operand_type": NKITypeError,  # an operand of the wrong kind (a list where a tensor is expected)
     "err_platform_target_argument": NKIValueError,  # E2: nki.jit(platform_target=...)
-    "err_output_not_shared_hbm": NKIValueError,  # E11: a kernel output outside shared_hbm
     "err_dma_psum_source": NKITypeError,  # E5: dma_copy from PSUM
     "err_dma_hwdge_cast": NKITypeError,  # E6: dma_copy(dge_mode=hwdge) between different dtypes
     "err_dma_engine": NKIValueError,  # dma_copy(engine=...) without hwdge, or not scalar/sync
     "err_memset_value_type": NKITypeError,  # E7: memset value type differs from dst's
     "err_transpose_dtype": NKITypeError,  # nc_transpose: dst.dtype must equal data.dtype
-    "err_dma_transpose_shape": NKIValueError,  # E12: dst shape must equal the permuted src shape
     "err_reduce_axis": NKIValueError,  # E8: reduce axes not the trailing dims of the actual rank
     "err_invalid_view": NKIValueError,  # a view method's precondition (partition dim, contiguity, ...)
     "err_view_out_of_bounds": NKIIndexError,  # an index, slice or pattern outside the tensor
-    "err_lnc_degree": NKIValueError,  # E30: kernel[n] with n not 1 or 2
-    "err_legacy_entry_point": NKIRuntimeError,  # E25 companion: legacy-only features used from NKI 0.6
     "err_jit_sub_kernel": NKIRuntimeError,  # E24: a @nki.jit kernel called from inside a kernel
     "err_kernel_argument": NKITypeError,  # E10: list kernel arguments, keyword-only parameters
+    "err_unsupported_syntax": NKISyntaxError,  # E10: ``is`` / ``is not`` in a kernel
     "err_no_arguments": NKIValueError,  # E26: a kernel called with no arguments
-    "err_psum_address": NKIValueError,  # E31: a PSUM address= not at the start of a bank
     "err_activation_bias_shape": NKIValueError,  # E27: activation bias whose free size is not 1
     "err_unsupported_target": NKIValueError,  # an instruction the target's NeuronCore generation lacks
 }

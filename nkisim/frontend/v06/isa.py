@@ -117,7 +117,9 @@ def dma_transpose(dst: Any, src: Any, axes: Any = None, priority: Any = None, dg
                   oob_mode: Any = oob_mode.error, name: Any = None) -> NkiInstruction:
     api = "dma_transpose"
     dge = _b.enum_value(dge_mode, _Dge, api, "dge_mode")
-    _b.enum_value(oob_mode, _Oob, api, "oob_mode")
+    if _b.enum_value(oob_mode, _Oob, api, "oob_mode") is _Oob.skip:
+        raise _error("err_operand_type", "oob_mode=skip of 'dma_transpose' needs an indirect source (NKI 0.5+); a "
+                                         "static transpose cannot go out of bounds")
     if dst.dtype != src.dtype:
         raise _error("err_transpose_dtype", f"'dst' ({dt.name(dst.dtype)}) and 'src' ({dt.name(src.dtype)}) of "
                                             f"'dma_transpose' must have the same dtype")
@@ -176,6 +178,9 @@ def nc_matmul(dst: Any, stationary: Any, moving: Any, is_stationary_onezero: boo
     mode = _b.enum_value(perf_mode, matmul_perf_mode, api, "perf_mode")
     if accumulate is not None and not isinstance(accumulate, bool):
         raise TypeError(f"'accumulate' of 'nc_matmul' must be None, True or False, got {accumulate!r}")
+    if {stationary.dtype, moving.dtype} == {dt.float8_e4m3, dt.float8_e4m3fn}:
+        raise _error("err_operand_type", "'stationary' and 'moving' of 'nc_matmul' mix float8_e4m3 with "
+                                         "float8_e4m3fn, which NKI 0.4+ refuses: use one of the two")
     _b.call("nisa.nc_matmul", _t(stationary, api, "stationary"), _t(moving, api, "moving"),
             is_stationary_onezero=is_stationary_onezero, is_moving_onezero=is_moving_onezero,
             is_transpose=is_transpose, tile_position=tile_position, tile_size=tile_size,
@@ -298,11 +303,6 @@ def tensor_scalar_reduce(dst: Any, data: Any, op0: Any, operand0: Any, reduce_op
             _b.op(reduce_op, api, "reduce_op"), _t(reduce_res, api, "reduce_res"), bool(reverse0),
             dst=_t(dst, api, "dst"))
     return _done(name)
-
-
-def tensor_copy_dynamic_src(*args: Any, **kwargs: Any) -> None:
-    raise AttributeError("nisa.tensor_copy_dynamic_src was removed in NKI 0.4: use nisa.tensor_copy with "
-                         ".ap(scalar_offset=...)")
 
 
 def reciprocal(dst: Any, data: Any, name: Any = None) -> NkiInstruction:
@@ -439,6 +439,20 @@ NOT_SIMULATED: dict[str, str] = {
     "core_barrier": "LNC2 core synchronisation",
     "sendrecv": "LNC2 core-to-core transfers",
 }
+
+
+#: legacy instructions NKI 0.6 removed, and what replaces them (asking for one is an AttributeError that says so)
+REMOVED = {
+    "tensor_copy_dynamic_src": "removed in NKI 0.4: use nisa.tensor_copy with .ap(scalar_offset=register)",
+    "tensor_copy_dynamic_dst": "removed in NKI 0.4: use nisa.tensor_copy with .ap(scalar_offset=register)",
+    "builtin_custom_op": "not part of NKI 0.6",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in REMOVED:
+        raise AttributeError(f"module 'nki.isa' has no attribute '{name}': {REMOVED[name]}")
+    raise AttributeError(f"module 'nki.isa' has no attribute '{name}'")
 
 
 def _refusal(api: str, what: str) -> Any:

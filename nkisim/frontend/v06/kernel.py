@@ -10,8 +10,10 @@ from ``nkisim.api`` exactly as for legacy ones.
 
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
+import textwrap
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -44,8 +46,32 @@ class Entry:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         fn = self.__wrapped__  # type: ignore[attr-defined]
+        _check_python_subset(fn)
         out = fn(*(_argument(a) for a in args), **{k: _argument(v) for k, v in kwargs.items()})
         return _result(out, fn)
+
+
+@functools.lru_cache(maxsize=512)
+def _identity_tests(fn: Callable) -> tuple[int, ...]:
+    """Lines of the kernel's ``is`` / ``is not`` comparisons (the NKI 0.3+ compiler refuses them)."""
+    try:
+        lines, start = inspect.getsourcelines(fn)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):
+        return ()
+    return tuple(sorted(start + node.lineno - 1 for node in ast.walk(tree) if isinstance(node, ast.Compare)
+                        and any(isinstance(o, (ast.Is, ast.IsNot)) for o in node.ops)))
+
+
+def _check_python_subset(fn: Callable) -> None:
+    lines = _identity_tests(fn)
+    if lines:
+        err = error("err_unsupported_syntax", "the 'is' / 'is not' operators are not supported in NKI kernels (NKI "
+                                              "0.3+): object identity means nothing while the compiler traces the "
+                                              "kernel; compare with == / != instead")
+        err.nki_location = (fn.__code__.co_filename, lines[0])
+        err.filename, err.lineno = err.nki_location  # type: ignore[attr-defined]
+        raise err
 
 
 def _argument(value: Any) -> Any:

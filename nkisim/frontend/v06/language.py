@@ -219,7 +219,7 @@ for _name in ("add", "subtract", "multiply", "divide", "maximum", "minimum", "po
               "less_equal", "greater", "greater_equal", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
               "right_shift", "logical_and", "logical_or", "logical_xor", "mod", "fmod"):
     globals()[_name] = _binary(_name)
-for _name in ("abs", "square", "invert", "logical_not", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu",
+for _name in ("abs", "square", "invert", "logical_not", "exp", "log", "sqrt", "tanh", "sigmoid", "relu",
               "gelu", "gelu_apprx_sigmoid", "gelu_apprx_tanh", "gelu_dx", "silu", "silu_dx", "softplus", "mish",
               "erf", "erf_dx", "reciprocal", "sin", "cos", "tan", "arctan", "ceil", "floor", "trunc", "negative",
               "sign"):
@@ -227,6 +227,17 @@ for _name in ("abs", "square", "invert", "logical_not", "exp", "log", "sqrt", "r
 for _name, _op in (("sum", "add"), ("max", "max"), ("min", "min"), ("mean", "add"), ("prod", "multiply"),
                    ("var", "add")):
     globals()[_name] = _reduction(_name, _op)
+
+
+def rsqrt(x: Any, dtype: Any = None) -> NkiTensor:
+    """``nl.rsqrt``: 1/sqrt(x).  NKI 0.5 moved it to GpSimd, which cannot read PSUM, so a PSUM input is refused."""
+    if isinstance(x, NkiTensor) and is_psum(x.buffer):
+        raise _error("err_operand_type", "'x' of 'nl.rsqrt' is in PSUM: nl.rsqrt runs on GpSimd, which cannot read "
+                                         "PSUM (NKI 0.5+); copy it to SBUF first")
+    return _b.wrap(_b.call("nl.rsqrt", _tile(x, "rsqrt"), dtype=_b.dtype(dtype, "rsqrt")))
+
+
+rsqrt.__nki_op__ = "rsqrt"  # type: ignore[attr-defined]
 
 
 def all(x: Any, axis: Any, dtype: Any = None) -> NkiTensor:  # noqa: A001 - NKI's name
@@ -432,6 +443,12 @@ def num_programs(axes: Any = 0) -> int:
 
 def program_ndim() -> int:
     return len(_current().grid)
+
+
+for _name, _fn in list(globals().items()):  # TypeErrors name the API as NKI does: nki.language.ndarray() got ...
+    if callable(_fn) and getattr(_fn, "__module__", None) == __name__ and not isinstance(_fn, type) \
+            and not _name.startswith("_"):
+        _fn.__qualname__ = f"nki.language.{_name}"
 
 
 __all__ = [n for n in list(globals()) if not n.startswith("_") and n not in (
