@@ -1039,6 +1039,37 @@ def e_register_store(a):
     return t
 
 
+def k_sendrecv(a, b):
+    """The pair form the registry records for NKI 0.6's nisa.sendrecv: a's tile lands in d1, b's in d0."""
+    d0 = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    d1 = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.sendrecv(nl.load(a), d0, nl.load(b), d1)
+    out = nl.ndarray((2, 128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out[0], d0)
+    nl.store(out[1], d1)
+    return out
+
+
+def e_sendrecv(a, b):
+    d0 = nl.ndarray((128, 32), dtype=nl.float32, buffer=nl.sbuf)
+    d1 = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.sendrecv(nl.load(a), d0, nl.load(b), d1)  # ERR
+    return d0
+
+
+def k_core_barrier(a):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, nl.load(a))
+    nisa.core_barrier(out, 0)  # one core's semaphore write: the values stay
+    return out
+
+
+def e_core_barrier(a):
+    scratch = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.private_hbm)
+    nisa.core_barrier(scratch, 0)  # ERR
+    return scratch
+
+
 def k_memset(a):
     r = nisa.memset((128, 64), 2.5, nl.float32)
     out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
@@ -1487,6 +1518,12 @@ def isa_cases() -> dict[str, CallCase]:
         "nisa.register_store": CallCase(k_register, (INT_PAIR,), lambda a: a[0:1, 0:1] + 7,
                                         refusal=Refusal(e_register_store, (INT_PAIR,), ValueError,
                                                         "err_param_shape_mismatch", "one 32-bit integer element")),
+        "nisa.sendrecv": CallCase(k_sendrecv, (X, Y), lambda a, b: np.stack([b, a]),
+                                  refusal=Refusal(e_sendrecv, (X, Y), ValueError, "err_param_shape_mismatch",
+                                                  "must match in shape and dtype")),
+        "nisa.core_barrier": CallCase(k_core_barrier, (X,), lambda a: a,
+                                      refusal=Refusal(e_core_barrier, (X,), TypeError, "err_unsupported_memory",
+                                                      "address space 'shared_hbm'")),
         "nisa.reciprocal": CallCase(k_isa_reciprocal, (NONZERO,), lambda a: f32(1 / a.astype(np.float64)),
                                     refusal=Refusal(e_isa_reciprocal, HBM_IN, *wrong("reciprocal", "data"))),
         "nisa.scalar_tensor_tensor": CallCase(k_scalar_tensor_tensor, (X, Y),

@@ -328,3 +328,60 @@ def test_collectives_are_refused_with_a_clear_error():
     with pytest.raises(NotImplementedError, match="nki.collectives.all_reduce: collectives across devices are not "
                                                   "supported"):
         run(body, rand(128, 4))
+
+
+# --- LNC2: the two cores talk ---------------------------------------------------------------------------------
+@nki.jit
+def swap_halves(x):
+    """Each core loads its half, sends it to the other core and stores what it received: the halves swap."""
+    rows = x.shape[0] // 2
+    pid = nl.program_id(0)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    mine = nl.load(x[pid * rows:(pid + 1) * rows, :])
+    theirs = nl.ndarray(mine.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.sendrecv(src=mine, dst=theirs, send_to_rank=1 - pid, recv_from_rank=1 - pid, pipe_id=0)
+    nl.store(out[pid * rows:(pid + 1) * rows, :], theirs)
+    return out
+
+
+def test_sendrecv_exchanges_tiles_between_the_two_cores():
+    x = rand(256, 16)
+    got = swap_halves[2](x)
+    np.testing.assert_array_equal(got, np.concatenate([x[128:], x[:128]]))
+    launch = api.launch(swap_halves, [x], grid=2, target="trn2")
+    program = api.program_from_json(launch.program.to_json())
+    done = api.execute(program, [x])  # the program replays the cores' turns
+    np.testing.assert_array_equal(done.outputs, got)
+    assert done.latency_us() == launch.latency_us()
+    with pytest.raises(TypeError, match="launch the kernel as kernel\\[2\\]"):
+        swap_halves(x[:128])
+
+
+@nki.jit
+def barrier_then_read(x):
+    """Core 1 writes its half of a shared scratch tensor; after the barrier core 0 reads it back."""
+    rows = x.shape[0] // 2
+    pid = nl.program_id(0)
+    scratch = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    out = nl.ndarray((rows, x.shape[1]), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=scratch[pid * rows:(pid + 1) * rows, :], src=x[pid * rows:(pid + 1) * rows, :])
+    nisa.core_barrier(scratch, (0, 1))
+    if pid == 0:
+        nisa.dma_copy(dst=out, src=scratch[rows:, :])
+    return out
+
+
+def test_core_barrier_orders_the_cores_and_a_missing_partner_is_an_error():
+    x = rand(256, 8)
+    np.testing.assert_array_equal(barrier_then_read[2](x), x[128:])
+
+    @nki.jit
+    def one_sided(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.load(x[0:128, :]))
+        if nl.program_id(0) == 1:
+            nisa.core_barrier(out, (0, 1))
+        return out
+
+    with pytest.raises(RuntimeError, match="wait for each other forever"):
+        one_sided[2](x[:128])

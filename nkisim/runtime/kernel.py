@@ -31,7 +31,7 @@ from nkisim.core.target import Target
 from nkisim.core.tensor import Tensor
 from nkisim.cost.trace import Trace
 from nkisim.program.ir import Program
-from nkisim.runtime import arguments, heap
+from nkisim.runtime import arguments, heap, lnc
 from nkisim.runtime import grid as gridmod
 from nkisim.runtime.record import ProgramRecorder
 
@@ -131,6 +131,41 @@ def launch(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bo
     return result.outputs
 
 
+def _run_instances(kernel: Kernel, bound: Any, ctx: KernelContext, instances: list, specs: list,
+                   recorder: ProgramRecorder | None, sizes: tuple[int, ...]) -> Any:
+    """The SPMD instances one after another (legacy grids, and NKI 0.6 on one logical core)."""
+    out: Any = None
+    for i, idx in enumerate(instances):
+        ctx.program = tuple(int(v) for v in idx)
+        ctx.instance = i
+        ctx.core = gridmod.core_of(ctx.program, specs)
+        if recorder is not None:
+            recorder.instance(ctx.program, i, ctx.core)
+        try:
+            out = kernel.func(*bound.args, **bound.kwargs)
+        except NKIError as err:
+            if len(instances) > 1:
+                err.add_note(f"(raised in SPMD instance {list(ctx.program)} of grid {list(sizes)})")
+            raise
+    return out
+
+
+def _run_cores(kernel: Kernel, bound: Any, ctx: KernelContext, instances: list, specs: list,
+               recorder: ProgramRecorder | None) -> Any:
+    """An NKI 0.6 LNC2 launch: each logical core's Python in its own thread, one at a time (``runtime.lnc``); every
+    switch is an ``Instance`` event of the program, so executing it interleaves the cores the same way."""
+
+    def switch_to(i: int) -> None:
+        ctx.program = tuple(int(v) for v in instances[i])
+        ctx.instance = i
+        ctx.core = gridmod.core_of(ctx.program, specs)
+        if recorder is not None:
+            recorder.instance(ctx.program, i, ctx.core)
+
+    outs = lnc.Cores(len(instances), switch_to).run(lambda i: kernel.func(*bound.args, **bound.kwargs))
+    return outs[-1]
+
+
 def _drop_legacy_link(err: NKIError) -> None:
     """An error of a shared op, raised in an NKI 0.6 kernel: without the legacy error guide's link (AWS removed that
     guide in SDK 2.27; its fixes are written in the legacy dialect)."""
@@ -192,18 +227,10 @@ def run(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool 
     try:
         instances = list(np.ndindex(*sizes)) if sizes else [()]
         with engine_numerics(numerics):
-            for i, idx in enumerate(instances):
-                ctx.program = tuple(int(v) for v in idx)
-                ctx.instance = i
-                ctx.core = gridmod.core_of(ctx.program, specs)
-                if recorder is not None:
-                    recorder.instance(ctx.program, i, ctx.core)
-                try:
-                    out = kernel.func(*bound.args, **bound.kwargs)
-                except NKIError as err:
-                    if len(instances) > 1:
-                        err.add_note(f"(raised in SPMD instance {list(ctx.program)} of grid {list(sizes)})")
-                    raise
+            if nki06 and len(instances) > 1:  # logical cores run concurrently, taking turns where they wait
+                out = _run_cores(kernel, bound, ctx, instances, specs, recorder)
+            else:
+                out = _run_instances(kernel, bound, ctx, instances, specs, recorder, sizes)
         check_outputs(out, converted, kernel.func, on_chip_ok=kernel.mode == "simulation", dialect=kernel.dialect)
     finally:
         HOOK.recorder = None

@@ -14,6 +14,7 @@ from typing import Any
 
 from nkisim.core import dtypes as dt
 from nkisim.core.context import active as _active
+from nkisim.core.context import current as _current
 from nkisim.frontend.v06 import binding as _b
 from nkisim.frontend.v06.control import (  # noqa: F401  (nisa's register instructions)
     VirtualRegister,
@@ -38,9 +39,10 @@ from nkisim.frontend.v06.isa_constants import (  # noqa: F401  (re-exported: nis
     unknown_engine,
     vector_engine,
 )
+from nkisim.runtime import lnc as _lnc
 
 # the enums under names no parameter shadows (``dma_copy(..., engine=...)`` names its argument ``engine``)
-_Engine, _Cmd, _Dge, _Oob = engine, reduce_cmd, dge_mode, oob_mode
+_Engine, _Cmd, _Dge, _Oob, _DmaEngine = engine, reduce_cmd, dge_mode, oob_mode, dma_engine
 
 
 class NkiInstruction:
@@ -394,6 +396,50 @@ def nc_match_replace8(dst: Any, data: Any, vals: Any, imm: Any, dst_idx: Any = N
     return _done(name)
 
 
+# --- the two logical cores of kernel[2] ----------------------------------------------------------------------------
+def sendrecv(src: Any, dst: Any, send_to_rank: Any, recv_from_rank: Any, pipe_id: Any,
+             dma_engine: Any = dma_engine.dma, name: Any = None) -> NkiInstruction:
+    """Send ``src`` to the other logical core and receive its tile into ``dst`` (LNC2); both cores call it with the
+    same ``pipe_id`` and the transfer happens when both have."""
+    api = "sendrecv"
+    eng = _b.enum_value(dma_engine, _DmaEngine, api, "dma_engine")
+    s, d = _t(src, api, "src"), _t(dst, api, "dst")
+    _needs_gen(3, "sendrecv")
+    ctx = _current()
+    me = _lnc.current_core(ctx)
+    for pname, rank in (("send_to_rank", send_to_rank), ("recv_from_rank", recv_from_rank)):
+        if isinstance(rank, bool) or not isinstance(rank, int) or rank != 1 - me:
+            raise _error("err_operand_type", f"'{pname}' of 'sendrecv' on logical core {me} must be {1 - me}, the "
+                                             f"other core of the LNC2 pair, got {rank!r}")
+    if eng is _DmaEngine.gpsimd_dma:
+        cap = {4: 1024, 2: 512, 1: 256}.get(src.dtype.itemsize, 256)
+        per_partition = src.size // src.shape[0] * src.dtype.itemsize
+        if per_partition > cap:
+            raise _error("err_operand_type", f"sendrecv over dma_engine.gpsimd_dma moves at most {cap} bytes per "
+                                             f"partition for {src.dtype.itemsize * 8}-bit data, got {per_partition}")
+    if not _lnc.meet(ctx, ("sendrecv", pipe_id), (s, d),
+                     lambda got: _b.call("nisa.sendrecv", got[0][0], got[0][1], got[1][0], got[1][1])):
+        raise _error("err_operand_type", "nisa.sendrecv exchanges tiles between the two logical cores of an LNC2 "
+                                         "launch: launch the kernel as kernel[2](...)")
+    return _done(name)
+
+
+def core_barrier(data: Any, cores: Any, engine: Any = engine.gpsimd, name: Any = None) -> NkiInstruction:
+    """Wait until both logical cores of an LNC2 launch reach the barrier (``cores=(0, 1)``), through the
+    ``shared_hbm`` tensor ``data``."""
+    api = "core_barrier"
+    _b.enum_value(engine, _Engine, api, "engine")
+    d = _t(data, api, "data")
+    _needs_gen(3, "core_barrier")
+    if tuple(cores) != (0, 1):
+        raise _error("err_operand_type", f"'cores' of 'core_barrier' must be (0, 1), got {cores!r}")
+    ctx = _current()
+    if not _lnc.meet(ctx, ("core_barrier",), d,
+                     lambda got: [_b.call("nisa.core_barrier", got[c], c) for c in sorted(got)]):
+        _b.call("nisa.core_barrier", d, 0)  # one logical core: the barrier is only its semaphore write
+    return _done(name)
+
+
 # --- target queries -------------------------------------------------------------------------------------------
 def _nc_version_number() -> int:
     ctx = _active()
@@ -436,8 +482,6 @@ NOT_SIMULATED: dict[str, str] = {
     "set_rng_seed": "random generator seeding",
     "nonzero_with_count": "nonzero index compaction",
     "topk": "the GpSimd top-k",
-    "core_barrier": "LNC2 core synchronisation",
-    "sendrecv": "LNC2 core-to-core transfers",
 }
 
 
