@@ -41,7 +41,8 @@ F32 = np.dtype(np.float32)
 
 @op("nisa.activation", emits=(ACTIVATION,))
 def activation(op: Any, data: Any, *, bias: Any = None, scale: Any = 1.0, reduce_op: Any = None,
-               reduce_res: Any = None, reduce_cmd: int = 0, mask: Any = None, dtype: Any = None, dst: Any = None) -> Tensor | None:
+               reduce_res: Any = None, reduce_cmd: int = 0, mask: Any = None, dtype: Any = None, dst: Any = None,
+               name: str = "") -> Tensor | None:
     """``nisa.activation``: op(data * scale + bias) on the Scalar Engine, optional free-axis reduce."""
     ctx = current()
     name = op_name(op)
@@ -110,7 +111,7 @@ def emit_region(acc: Access) -> tuple:
 
 @op("nisa.activation_reduce", emits=(ACTIVATION,))
 def activation_reduce(op: Any, data: Any, *, reduce_op: Any, reduce_res: Any, bias: Any = None, scale: Any = 1.0,
-                      mask: Any = None, dtype: Any = None, dst: Any = None) -> Tensor | None:
+                      mask: Any = None, dtype: Any = None, dst: Any = None, name: str = "") -> Tensor | None:
     """``nisa.activation_reduce``: activation plus a reduction of all free axes into reduce_res."""
     return activation(op, data, bias=bias, scale=scale, reduce_op=reduce_op, reduce_res=reduce_res, reduce_cmd=3,
                       mask=mask, dtype=dtype, dst=dst)
@@ -118,7 +119,7 @@ def activation_reduce(op: Any, data: Any, *, reduce_op: Any, reduce_res: Any, bi
 
 @op("nisa.tensor_tensor", emits=(TENSOR_TENSOR,))
 def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: Any = None, engine: Any = 0,
-                  dst: Any = None) -> Tensor | None:
+                  dst: Any = None, name: str = "") -> Tensor | None:
     """``nisa.tensor_tensor``: elementwise op of two tiles with identical partitions and sizes."""
     ctx = current()
     name = alu(op, "tensor_tensor")
@@ -158,7 +159,8 @@ def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: A
 
 @op("nisa.tensor_scalar", emits=(TENSOR_SCALAR,))
 def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False, op1: Any = None, operand1: Any = None,
-                  reverse1: bool = False, *, dtype: Any = None, mask: Any = None, engine: Any = 0, dst: Any = None) -> Tensor | None:
+                  reverse1: bool = False, *, dtype: Any = None, mask: Any = None, engine: Any = 0, dst: Any = None,
+                  name: str = "") -> Tensor | None:
     """``nisa.tensor_scalar``: (data op0 operand0) op1 operand1, operands scalars or [P, 1] vectors."""
     ctx = current()
     n0 = alu(op0, "tensor_scalar")
@@ -196,7 +198,8 @@ def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False, op
 
 @op("nisa.scalar_tensor_tensor", emits=(SCALAR_TENSOR_TENSOR,))
 def scalar_tensor_tensor(*, data: Any, op0: Any, operand0: Any, op1: Any, operand1: Any, reverse0: bool = False,
-                         reverse1: bool = False, dtype: Any = None, mask: Any = None, dst: Any = None) -> Tensor | None:
+                         reverse1: bool = False, dtype: Any = None, mask: Any = None, dst: Any = None,
+                         name: str = "") -> Tensor | None:
     """``nisa.scalar_tensor_tensor``: (data op0 operand0) op1 operand1, operand1 a full tile."""
     ctx = current()
     n0, n1 = alu(op0, "scalar_tensor_tensor"), alu(op1, "scalar_tensor_tensor")
@@ -226,7 +229,7 @@ def scalar_tensor_tensor(*, data: Any, op0: Any, operand0: Any, op1: Any, operan
 
 @op("nisa.tensor_reduce", emits=(TENSOR_REDUCE,))
 def tensor_reduce(op: Any, data: Any, axis: Any, *, mask: Any = None, dtype: Any = None, negate: bool = False,
-                  keepdims: bool = False, dst: Any = None) -> Tensor | None:
+                  keepdims: bool = False, dst: Any = None, name: str = "") -> Tensor | None:
     """``nisa.tensor_reduce`` on the Vector Engine (free axes only)."""
     name = alu(op, "tensor_reduce")
     if not ALU[name].reducible or name == "subtract":
@@ -239,13 +242,15 @@ def tensor_reduce(op: Any, data: Any, axis: Any, *, mask: Any = None, dtype: Any
 
 
 @op("nisa.tensor_partition_reduce", emits=(TENSOR_PARTITION_REDUCE,), spaces="sbuf")
-def tensor_partition_reduce(op: Any, data: Any, *, mask: Any = None, dtype: Any = None, dst: Any = None) -> Tensor | None:
+def tensor_partition_reduce(op: Any, data: Any, *, mask: Any = None, dtype: Any = None, dst: Any = None,
+                            name: str = "") -> Tensor | None:
     """``nisa.tensor_partition_reduce``: reduce along the partition axis with ``op`` (GpSimd engine)."""
     return red.partition_reduce(op_name(op), data, mask=mask, dtype=dtype, dst=dst)
 
 
 @op("nisa.tensor_copy", emits=(TENSOR_COPY,))
-def tensor_copy(src: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 0, dst: Any = None) -> Tensor | None:
+def tensor_copy(src: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 0, dst: Any = None,
+                name: str = "") -> Tensor | None:
     """``nisa.tensor_copy``: copy (and cast) a tile on Vector, Scalar or GpSimd."""
     ctx = current()
     a = operands("tensor_copy", src=src)["src"]
@@ -267,7 +272,7 @@ def tensor_copy(src: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 
 
 @op("nisa.iota", emits=(IOTA,))
 def iota(expr: Any = None, dtype: Any = None, *, mask: Any = None, dst: Any = None, pattern: Any = None,
-         offset: Any = 0, channel_multiplier: Any = 0) -> Tensor | None:
+         offset: Any = 0, channel_multiplier: Any = 0, name: str = "") -> Tensor | None:
     """``nisa.iota``: an integer index pattern (computed in int32) as an SBUF tile.
 
     Legacy form: an index expression built from ``nl.arange`` / ``nl.mgrid``.  Pattern form (``dst`` given):
@@ -315,7 +320,7 @@ def iota(expr: Any = None, dtype: Any = None, *, mask: Any = None, dst: Any = No
 
 @op("nisa.memset", emits=(MEMSET,))
 def memset(shape: Any = None, value: Any = 0, dtype: Any = None, *, mask: Any = None, engine: Any = 0,
-           dst: Any = None) -> Tensor | None:
+           dst: Any = None, name: str = "") -> Tensor | None:
     """``nisa.memset``: fill ``dst`` with a constant (NKI 0.6), or a new tile of ``shape`` (legacy; its first
     dim is the partition dim)."""
     from nkisim.ops import creation
@@ -340,7 +345,7 @@ def memset(shape: Any = None, value: Any = 0, dtype: Any = None, *, mask: Any = 
 
 @op("nisa.dma_copy", emits=(DMA_COPY,), spaces="hbm|psum|sbuf")
 def dma_copy(*args: Any, dst: Any = None, src: Any = None, mask: Any = None, dst_rmw_op: Any = None,
-             oob_mode: Any = None, dge_mode: Any = None) -> None:
+             oob_mode: Any = None, dge_mode: Any = None, name: str = "") -> None:
     """``nisa.dma_copy``: DMA between any memories, with a cast and optional read-modify-write.
 
     Accepts the keyword form of SDK 2.22+ and the positional ``dma_copy(src, dst)`` of SDK 2.21.
@@ -389,7 +394,7 @@ def _keep_in_bounds(d: Access, s: Access, valid: np.ndarray | None, oob_mode: An
 
 
 @op("nisa.bn_stats", emits=(BN_STATS,))
-def bn_stats(data: Any, *, mask: Any = None, dtype: Any = None, dst: Any = None) -> Tensor | None:
+def bn_stats(data: Any, *, mask: Any = None, dtype: Any = None, dst: Any = None, name: str = "") -> Tensor | None:
     """``nisa.bn_stats``: per partition (count, mean, var*count) of even and odd free elements."""
     ctx = current()
     a = operands("bn_stats", data=data)["data"]
@@ -425,7 +430,7 @@ def bn_stats(data: Any, *, mask: Any = None, dtype: Any = None, dst: Any = None)
 
 
 @op("nisa.bn_aggr", emits=(BN_AGGR,))
-def bn_aggr(data: Any, *, mask: Any = None, dtype: Any = None, dst: Any = None) -> Tensor | None:
+def bn_aggr(data: Any, *, mask: Any = None, dtype: Any = None, dst: Any = None, name: str = "") -> Tensor | None:
     """``nisa.bn_aggr``: combine bn_stats tuples into (mean, variance) per partition."""
     ctx = current()
     a = operands("bn_aggr", data=data)["data"]
@@ -452,7 +457,7 @@ def bn_aggr(data: Any, *, mask: Any = None, dtype: Any = None, dst: Any = None) 
 
 
 @op("nisa.reciprocal", emits=(RECIPROCAL,))
-def reciprocal(data: Any, *, dtype: Any = None, mask: Any = None, dst: Any = None) -> Tensor | None:
+def reciprocal(data: Any, *, dtype: Any = None, mask: Any = None, dst: Any = None, name: str = "") -> Tensor | None:
     """``nisa.reciprocal``: 1/x on the Vector Engine."""
     ctx = current()
     a = operands("reciprocal", data=data)["data"]

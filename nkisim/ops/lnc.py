@@ -27,7 +27,7 @@ def _on_core(ctx: Any, core: int) -> tuple[int, int]:
 
 
 @op("nisa.sendrecv", emits=(DMA_COPY,), spaces="sbuf")
-def sendrecv(src0: Any, dst0: Any, src1: Any, dst1: Any) -> None:
+def sendrecv(src0: Any, dst0: Any, src1: Any, dst1: Any, name: str = "") -> None:
     """Both halves of an LNC2 exchange: core 0's ``src0`` lands in core 1's ``dst1`` and core 1's ``src1`` in core
     0's ``dst0`` (each a DMA on the sending core).  A tile and its destination have the same shape and dtype."""
     ctx = current()
@@ -53,7 +53,7 @@ def sendrecv(src0: Any, dst0: Any, src1: Any, dst1: Any) -> None:
 
 
 @op("nisa.core_barrier", emits=(DMA_COPY,), spaces="hbm")
-def core_barrier(data: Any, core: int) -> None:
+def core_barrier(data: Any, core: int, name: str = "") -> None:
     """Core ``core``'s side of an LNC2 barrier: its semaphore write to the shared tensor ``data`` (values
     unchanged), issued once both cores have reached the barrier."""
     ctx = current()

@@ -105,7 +105,7 @@ def _into_psum(ctx: Any, api: str, dst: Any, shape: tuple[int, ...], vals: Any, 
 
 
 @op("nl.matmul", emits=(NC_MATMUL, NC_TRANSPOSE, TENSOR_COPY), spaces="sbuf")
-def matmul(x: Any, y: Any, *, transpose_x: bool = False, mask: Any = None) -> Tensor:
+def matmul(x: Any, y: Any, *, transpose_x: bool = False, mask: Any = None, name: str = "") -> Tensor:
     """``nl.matmul``: x @ y (or x.T @ y with transpose_x=True), result in PSUM as fp32."""
     ctx = current()
     accs = operands("matmul", x=x, y=y)
@@ -138,7 +138,7 @@ def _transposed_view(ctx: Any, a: Access) -> Tensor:
 @op("nisa.nc_matmul", emits=(NC_MATMUL, TENSOR_COPY), spaces="sbuf")
 def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = False, is_moving_onezero: bool = False,
               is_transpose: bool = False, tile_position: Any = (), tile_size: Any = (), mask: Any = None,
-              perf_mode: Any = None, dst: Any = None, accumulate: bool | None = None) -> Tensor | None:
+              perf_mode: Any = None, dst: Any = None, accumulate: bool | None = None, name: str = "") -> Tensor | None:
     """``nisa.nc_matmul``: stationary.T @ moving on the PE array (PSUM fp32 output).
 
     ``perf_mode='double_row_gen3'`` (trn2, fp8 operands) feeds two rows of each partition per pass:
@@ -219,13 +219,14 @@ def _double_row(stat: Access, mov: Access, mode: str, mask: Any, dst: Any = None
 
 
 @op("nl.transpose", emits=(NC_TRANSPOSE,))
-def transpose(x: Any, *, dtype: Any = None, mask: Any = None) -> Tensor:
+def transpose(x: Any, *, dtype: Any = None, mask: Any = None, name: str = "") -> Tensor:
     """``nl.transpose``: 2-D partition/free transpose on the Tensor Engine (each dim <= 128)."""
     return _transpose("transpose", "x", x, dtype, mask, "pe")
 
 
 @op("nisa.nc_transpose", emits=(NC_TRANSPOSE,))
-def nc_transpose(data: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 0, dst: Any = None) -> Tensor | None:
+def nc_transpose(data: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 0, dst: Any = None,
+                 name: str = "") -> Tensor | None:
     """``nisa.nc_transpose``: TensorE (<=128x128, to PSUM) or VectorE (<=32x32, to SBUF)."""
     acc = operands("nc_transpose", data=data)["data"]
     shape = acc.shape

@@ -110,7 +110,7 @@ def _nbytes(acc: Access, valid: np.ndarray | None) -> int:
 
 
 @op("nl.load", emits=(LOAD,), spaces="hbm")
-def load(src: Any, *, mask: Any = None, dtype: Any = None) -> Tensor:
+def load(src: Any, *, mask: Any = None, dtype: Any = None, name: str = "") -> Tensor:
     """``nl.load``: HBM -> new SBUF tile (a 1-D HBM slice arrives as an (N, 1) tile)."""
     ctx = current()
     acc = one_operand("load", "src", src, ctx)  # (the checks of operands(), without its dicts)
@@ -168,7 +168,7 @@ def load_transpose2d(src: Any, *, mask: Any = None, dtype: Any = None) -> Tensor
 
 
 @op("nl.store", emits=(STORE,), spaces="hbm")
-def store(dst: Any, value: Any, *, mask: Any = None) -> None:
+def store(dst: Any, value: Any, *, mask: Any = None, name: str = "") -> None:
     """``nl.store``: SBUF/PSUM tile (or scalar) -> HBM, cast to the destination dtype."""
     ctx = current()
     d = as_access(one_operand("store", "dst", dst, ctx, "hbm"))  # (operands() without its dicts)
@@ -210,7 +210,8 @@ def _hand_over(dst: Access, value: Tensor) -> bool:
 
 
 @op("nl.loop_reduce", emits=(COPY,))
-def loop_reduce(x: Any, op: Any, loop_indices: Any = (), *, dtype: Any = None, mask: Any = None) -> Tensor:
+def loop_reduce(x: Any, op: Any, loop_indices: Any = (), *, dtype: Any = None, mask: Any = None,
+                name: str = "") -> Tensor:
     """``dst[...] = nl.loop_reduce(x, op, loop_indices=(k,))``: ``dst = op(dst, x)`` on every iteration (the
     destination is also an input of ``op``).  The tile returned carries the operator; the assignment that
     consumes it (``assign``) does the combining.  Rebinding a name (``b = nl.loop_reduce(...)``) cannot
@@ -347,7 +348,7 @@ def accumulate(dst: Access, value: Any, op: str) -> None:
 
 
 @op("nl.copy", emits=(COPY,))
-def copy(src: Any, *, mask: Any = None, dtype: Any = None) -> Tensor:
+def copy(src: Any, *, mask: Any = None, dtype: Any = None, name: str = "") -> Tensor:
     """``nl.copy``: a new SBUF tile (PSUM eviction with a cast is the common use)."""
     ctx = current()
     a = one_operand("copy", "src", src, ctx)
@@ -358,7 +359,7 @@ def copy(src: Any, *, mask: Any = None, dtype: Any = None) -> Tensor:
 
 
 @op("nl.static_cast", emits=(COPY,))
-def static_cast(input_data: Any, dtype: Any) -> Any:
+def static_cast(input_data: Any, dtype: Any, name: str = "") -> Any:
     """``nl.static_cast``: a copy of the tile converted to ``dtype``.
 
     Outside a kernel it converts a host array (test harnesses prepare bfloat16 / float8 inputs this
@@ -370,7 +371,7 @@ def static_cast(input_data: Any, dtype: Any) -> Any:
 
 
 @op("nl.broadcast_to", emits=(BROADCAST_TO,))
-def broadcast_to(src: Any, *, shape: Any) -> Tensor:
+def broadcast_to(src: Any, *, shape: Any, name: str = "") -> Tensor:
     """``nl.broadcast_to``: broadcast (mostly along partitions: [1, F] -> [P, F]) into a new tile."""
     ctx = current()
     a = operands("broadcast_to", src=src)["src"]
@@ -392,7 +393,7 @@ def broadcast_to(src: Any, *, shape: Any) -> Tensor:
 
 
 @op("nl.expand_dims")
-def expand_dims(data: Any, axis: int) -> Tensor:
+def expand_dims(data: Any, axis: int, name: str = "") -> Tensor:
     """``nl.expand_dims``: add a size-1 axis after the last one (a view, no instruction)."""
     a = as_access(data)
     nd = len(a.shape)

@@ -127,7 +127,8 @@ def reduce(op: str, x: Any, axis: Any, *, dtype: Any = None, mask: Any = None, k
 
 
 def _nl_reduce(call: str, alu_op: str, kind: str, default_dtype: Any, what: str) -> Callable[..., Tensor]:
-    def fn(x: Any, axis: Any, *, dtype: Any = default_dtype, mask: Any = None, keepdims: bool = False) -> Tensor:
+    def fn(x: Any, axis: Any, *, dtype: Any = default_dtype, mask: Any = None, keepdims: bool = False,
+           name: str = "") -> Tensor:
         return reduce(alu_op, x, axis, dtype=dtype, mask=mask, keepdims=keepdims, api=call, kind=kind)
 
     fn.__name__ = fn.__qualname__ = call

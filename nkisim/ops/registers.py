@@ -37,7 +37,7 @@ def _element(api: str, pname: str, x: Any) -> Any:
 
 
 @op("nisa.register_load", emits=(REGISTER_LOAD,), spaces="hbm|sbuf")
-def register_load(src: Any) -> int | None:
+def register_load(src: Any, name: str = "") -> int | None:
     """``nisa.register_load``: the value of a one-element int32/uint32 tensor, read into a register (None while
     tracing without values)."""
     ctx = current()
@@ -50,7 +50,7 @@ def register_load(src: Any) -> int | None:
 
 
 @op("nisa.register_store", emits=(REGISTER_STORE,), spaces="hbm|sbuf")
-def register_store(dst: Any, value: Any) -> None:
+def register_store(dst: Any, value: Any, name: str = "") -> None:
     """``nisa.register_store``: a register's value (an integer, or a loop's index) written into a one-element
     int32/uint32 tensor."""
     ctx = current()

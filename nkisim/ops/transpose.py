@@ -65,7 +65,7 @@ def _transpose(kind: Instruction, acc: Access, axes: tuple[int, ...], mask: Any,
 
 @op("nisa.dma_transpose", emits=(DMA_TRANSPOSE,), spaces="hbm|sbuf")
 def dma_transpose(src: Any = None, *, axes: Any = None, mask: Any = None, dtype: Any = None, dge_mode: Any = None,
-                  dst: Any = None) -> Tensor | None:
+                  dst: Any = None, name: str = "") -> Tensor | None:
     """``nisa.dma_transpose``: a transposed copy of an HBM or SBUF tile into SBUF; ``axes`` is
     ``(1, 0)``, ``(2, 1, 0)`` or ``(3, 1, 2, 0)`` (the default for the source's rank).  The hardware
     DGE form (``dge_mode=hwdge``) needs trn2 and 2-byte data; the legacy form (a new tile) also needs a
@@ -103,7 +103,7 @@ def dma_transpose(src: Any = None, *, axes: Any = None, mask: Any = None, dtype:
 
 
 @op("nl.load_transpose2d", emits=(LOAD_TRANSPOSE2D,), spaces="hbm|sbuf")
-def load_transpose2d(src: Any, *, mask: Any = None, dtype: Any = None) -> Tensor:
+def load_transpose2d(src: Any, *, mask: Any = None, dtype: Any = None, name: str = "") -> Tensor:
     """``nl.load_transpose2d``: HBM ``[F, P]`` -> SBUF ``[P, F]`` through the DMA engines."""
     acc = _source("load_transpose2d", src)
     if acc.space != "hbm":

@@ -45,6 +45,23 @@ float8_e4m3, float8_e5m2 = _dt.float8_e4m3, _dt.float8_e5m2
 float8_e4m3fn, float8_e8m0fnu = _dt.float8_e4m3fn, _dt.float8_e8m0fnu
 
 
+class _PackedDType:
+    """An x4 packed MX dtype (four fp8 or fp4 values in one 32-bit container, for NeuronCore-v4's MX matmul): not
+    simulated yet, so a tensor of one is refused with a clear error."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.__nki06_refused__ = "x4 packed MX dtypes (NeuronCore-v4 MX matmul)"
+
+    def __repr__(self) -> str:
+        return f"nl.{self.name}"
+
+
+float8_e5m2_x4 = _PackedDType("float8_e5m2_x4")
+float8_e4m3fn_x4 = _PackedDType("float8_e4m3fn_x4")
+float4_e2m1fn_x4 = _PackedDType("float4_e2m1fn_x4")
+
+
 # --- memory ---------------------------------------------------------------------------------------------------
 class MemoryRegion:
     """The memories a tensor lives in (``nl.sbuf`` & co are these members)."""
@@ -181,6 +198,9 @@ def _binary(name: str) -> Callable:
         d = _b.dtype(dtype, name)
         if d is None and name in _COMPARE:
             d = _first_dtype(x, y)  # NKI 0.3+: comparisons and logical ops produce 1/0 in the input dtype
+        if name in ("abs_max", "abs_min") and _target().nc_version < 4:
+            raise _error("err_unsupported_target", f"nl.{name} needs NeuronCore-v4 (trn3); the target is "
+                                                   f"{_target()}")
         return _b.wrap(_b.call(f"nl.{name}", _b.tensor_or_scalar(x, name, "x"), _b.tensor_or_scalar(y, name, "y"),
                                dtype=d))
 
@@ -217,10 +237,11 @@ def _axes(axis: Any, x: Any, api: str) -> tuple[int, ...]:
 
 for _name in ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "equal", "not_equal", "less",
               "less_equal", "greater", "greater_equal", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
-              "right_shift", "logical_and", "logical_or", "logical_xor", "mod", "fmod"):
+              "right_shift", "logical_and", "logical_or", "logical_xor", "mod", "fmod", "abs_max", "abs_min"):
     globals()[_name] = _binary(_name)
 for _name in ("abs", "square", "invert", "logical_not", "exp", "log", "sqrt", "tanh", "sigmoid", "relu",
-              "gelu", "gelu_apprx_sigmoid", "gelu_apprx_tanh", "gelu_dx", "silu", "silu_dx", "softplus", "mish",
+              "gelu", "gelu_apprx_sigmoid", "gelu_apprx_tanh", "gelu_dx", "gelu_apprx_sigmoid_dx", "silu", "silu_dx",
+              "softplus", "mish",
               "erf", "erf_dx", "reciprocal", "sin", "cos", "tan", "arctan", "ceil", "floor", "trunc", "negative",
               "sign"):
     globals()[_name] = _unary(_name)

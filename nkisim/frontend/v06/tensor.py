@@ -350,6 +350,8 @@ class NkiTensor:
         raise NotImplementedError("vector_select (per-partition indirect addressing) is not supported by the "
                                   "simulator yet")
 
+    vector_select.__nki06_refused__ = "per-partition indirect DMA addressing"  # type: ignore[attr-defined]
+
     def ap(self, pattern: Any, offset: Any = None, scalar_offset: Any = None, vector_offset: Any = None,
            indirect_dim: Any = 0, dtype: Any = None) -> NkiTensor:
         """A view by explicit ``[[stride, count], ...]`` pairs over the raw storage (its shape, strides and
@@ -408,6 +410,8 @@ class NkiTensor:
     def indirect(self, index: Any, num_elem: Any = None) -> NkiTensor:
         raise NotImplementedError("tensor indirection (.indirect, NeuronCore-v4) is not supported by the simulator "
                                   "yet")
+
+    indirect.__nki06_refused__ = "tensor indirection of NeuronCore-v4"  # type: ignore[attr-defined]
 
     # --- lowering ------------------------------------------------------------------------------------
     def check_in_storage(self) -> None:
