@@ -33,7 +33,6 @@ NOT_COVERED = {
            "a known issue, not a rule: the simulator runs such loops",
     "E23": "with_schedule / depends_on edges are accepted but not modelled, so an edge crossing a dynamic loop is "
            "not detected",
-    "E31": "nl.ndarray(address=...) is refused as a whole (not simulated yet), so its PSUM bank rule cannot arise",
     "E32": "JAX dtype arguments: the simulator takes NumPy and torch inputs",
     "E33": "known issues that fail only on hardware (nl.divide, nl.power(tile, scalar)...): AWS's simulator runs them",
 }
@@ -313,6 +312,14 @@ def test_e30_the_lnc_degree():
 
     with pytest.raises(ValueError, match="logical NeuronCore degree"):
         k[8](np.ones((128, 8), np.float32))
+
+
+def test_e31_a_psum_address_off_a_bank_boundary():
+    def body(x):
+        p = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.psum, address=(0, 1024))  # ERR
+        return p
+
+    refused(body, TypeError, "must start at a bank boundary")
 
 
 def test_w1_accumulate_true_onto_psum_no_matmul_started():

@@ -385,3 +385,45 @@ def test_core_barrier_orders_the_cores_and_a_missing_partner_is_an_error():
 
     with pytest.raises(RuntimeError, match="wait for each other forever"):
         one_sided[2](x[:128])
+
+
+# --- explicit placement ------------------------------------------------------------------------------------------
+def test_address_places_tensors_and_overlapping_bytes_alias():
+    """Two SBUF tensors at the same address share their bytes: a write to one is read through the other; a tensor
+    elsewhere does not see it."""
+    x = rand(128, 16)
+
+    def body(a):
+        first = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.sbuf, address=(0, 1024))
+        alias = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.sbuf, address=(0, 1024))
+        half = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf, address=(0, 1024 + 32))  # bytes 32.. = cols 8..
+        apart = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.sbuf, address=(0, 4096))
+        nisa.memset(dst=apart, value=0.0)
+        nisa.dma_copy(dst=first, src=a)
+        outs = []
+        for t in (alias, half, apart):
+            o = nl.ndarray(t.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+            nisa.dma_copy(dst=o, src=t)
+            outs.append(o)
+        return tuple(outs)
+
+    alias, half, apart = run(body, x)
+    np.testing.assert_array_equal(alias, x)
+    np.testing.assert_array_equal(half, x[:, 8:])
+    np.testing.assert_array_equal(apart, 0)
+
+
+@pytest.mark.parametrize("shape, buffer, address, message", [
+    ((128, 16), "psum", (0, 100), "bank boundary"),
+    ((128, 16), "sbuf", (32, 0), "starts at partition 0"),
+    ((32, 16), "sbuf", (16, 0), "starts at partition 0 or 32 or 64 or 96"),
+    ((128, 16), "hbm", (0, 0), "SBUF or PSUM tensors only"),
+    ((128, 16), "sbuf", (0, 10 ** 7), "does not fit"),
+])
+def test_placement_rules(shape, buffer, address, message):
+    def body(a):
+        nl.ndarray(shape, dtype=nl.float32, buffer=getattr(nl, buffer), address=address)
+        return a
+
+    with pytest.raises(Exception, match=message):
+        run(body, rand(128, 4))

@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT / "bench"))
     ("nki.isa", "tensor_tensor", "implemented"),
     ("nki.isa", "topk", "refused"),
     ("nki.collectives", "all_reduce", "refused"),
-    ("nki.language", "ndarray", "partial"),
+    ("nki.language", "rand", "partial"),
     ("nki.language", "NkiTensor.vector_select", "refused"),
     ("nki.language", "NkiTensor.permute", "implemented"),
     ("nki.language", "float8_e4m3fn_x4", "refused"),

@@ -339,9 +339,34 @@ def _buffer(buffer: Any) -> Buffer:
 
 
 def ndarray(shape: Any, dtype: Any, buffer: Any = sbuf, name: Any = "", address: Any = None) -> NkiTensor:
+    """``nl.ndarray``: a new, uninitialised tensor.  ``address=(partition, free byte offset)`` places an SBUF or PSUM
+    tensor explicitly: tensors whose bytes overlap share them (as on the device); a PSUM tensor starts a bank."""
+    shape = _shape(shape)
+    buf = _buffer(buffer)
     if address is not None:
-        raise NotImplementedError("nl.ndarray(address=...) placement is not supported by the simulator yet")
-    return _b.wrap(_b.call("nl.ndarray", _shape(shape), _b.dtype(dtype, "ndarray"), buffer=_buffer(buffer), name=name))
+        buf = _placed(buf, shape, address)
+    return _b.wrap(_b.call("nl.ndarray", shape, _b.dtype(dtype, "ndarray"), buffer=buf, name=name))
+
+
+def _placed(buffer: Buffer, shape: tuple[int, ...], address: Any) -> Buffer:
+    """The buffer of an explicitly placed tensor (``address=``), after the documented placement rules."""
+    from nkisim.core.buffers import ModAlloc
+
+    if not is_on_chip(buffer):
+        raise _error("err_operand_type", "nl.ndarray(address=...) places SBUF or PSUM tensors only")
+    if not (isinstance(address, tuple) and len(address) == 2 and builtins.all(isinstance(a, int) and not isinstance(a, builtins.bool)
+                                                                      and a >= 0 for a in address)):
+        raise _error("err_operand_type", f"address must be (partition offset, free byte offset), got {address!r}")
+    part, free = address
+    n = shape[0]
+    starts = (0,) if n > 64 else (0, 64) if n > 32 else (0, 32, 64, 96)
+    if part not in starts:
+        raise _error("err_operand_type", f"a tensor of {n} partitions starts at partition {' or '.join(map(str, starts))}"
+                                         f", not {part}")
+    if is_psum(buffer) and free % tile_size.psum_bank_fmax_bytes:
+        raise _error("err_operand_type", f"a PSUM tensor must start at a bank boundary (a multiple of "
+                                         f"{tile_size.psum_bank_fmax_bytes} bytes), not byte {free}")
+    return Buffer(buffer.space, ModAlloc(buffer.space, base_addr=free, base_partition=part))
 
 
 def _shape(shape: Any) -> tuple[int, ...]:

@@ -21,7 +21,6 @@ MODULES = {
 
 #: names that run with limits, and the limits
 PARTIAL = {
-    "nki.language.ndarray": "address= (explicit placement) is refused",
     "nki.language.rand": "SBUF only",
     "nki.language.abs_max": "NeuronCore-v4 (trn3) only: refused on trn1/trn2 targets",
     "nki.language.abs_min": "NeuronCore-v4 (trn3) only: refused on trn1/trn2 targets",
