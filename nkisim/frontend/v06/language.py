@@ -272,6 +272,9 @@ def copy(x: Any, dtype: Any = None) -> NkiTensor:
     return _b.wrap(_b.call("nisa.tensor_copy", _tile(x, "copy"), dtype=_b.dtype(dtype, "copy")))
 
 
+copy.__nki_op__ = "copy"  # type: ignore[attr-defined]  (as an operator: the identity activation)
+
+
 def softmax(x: Any, axis: Any = -1, dtype: Any = None) -> NkiTensor:
     return _b.wrap(_b.call("nl.softmax", _tile(x, "softmax"), _axes(axis, x, "softmax"),
                            dtype=_b.dtype(dtype, "softmax")))
