@@ -13,8 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from nkisim.core import dtypes as dt
-from nkisim.core.context import active as _active
-from nkisim.core.context import current as _current
 from nkisim.frontend.v06 import binding as _b
 from nkisim.frontend.v06.control import (  # noqa: F401  (nisa's register instructions)
     VirtualRegister,
@@ -23,7 +21,18 @@ from nkisim.frontend.v06.control import (  # noqa: F401  (nisa's register instru
     register_move,
     register_store,
 )
+from nkisim.frontend.v06.cores import core_barrier, sendrecv  # noqa: F401  (LNC2's instructions)
 from nkisim.frontend.v06.errors import error as _error
+from nkisim.frontend.v06.instruction import (  # noqa: F401  (nisa's classes and target queries)
+    NkiInstruction,
+    NkiValidationError,
+    get_nc_sub_version,
+    get_nc_version,
+)
+from nkisim.frontend.v06.instruction import done as _done
+from nkisim.frontend.v06.instruction import needs_gen as _needs_gen
+from nkisim.frontend.v06.instruction import tensor as _t
+from nkisim.frontend.v06.instruction import tensor_or_scalar as _ts
 from nkisim.frontend.v06.isa_constants import (  # noqa: F401  (re-exported: nisa.engine, ...)
     canonical,
     dge_mode,
@@ -39,38 +48,9 @@ from nkisim.frontend.v06.isa_constants import (  # noqa: F401  (re-exported: nis
     unknown_engine,
     vector_engine,
 )
-from nkisim.runtime import lnc as _lnc
 
 # the enums under names no parameter shadows (``dma_copy(..., engine=...)`` names its argument ``engine``)
 _Engine, _Cmd, _Dge, _Oob, _DmaEngine = engine, reduce_cmd, dge_mode, oob_mode, dma_engine
-
-
-class NkiInstruction:
-    """What an ``nisa`` call returns: a handle on the instruction it issued (``name=`` labels it)."""
-
-    def __init__(self, name: str | None) -> None:
-        self.name = name
-
-    def depends_on(self, *producers: NkiInstruction) -> NkiInstruction:
-        """Schedule this instruction after ``producers``.  The simulator runs instructions in program order, so
-        the edge holds already; the cost model does not add it yet."""
-        for p in producers:
-            if not isinstance(p, NkiInstruction):
-                raise TypeError(f"depends_on takes the NkiInstruction handles nisa calls return, got {p!r}")
-        return self
-
-    def __repr__(self) -> str:
-        return f"NkiInstruction({self.name!r})"
-
-
-class NkiValidationError(Exception):
-    """Raised for a violated hardware constraint (the simulator raises its catalogued errors instead)."""
-
-
-def _done(name: str | None) -> NkiInstruction:
-    if name is not None and not isinstance(name, str):
-        raise TypeError(f"name= must be a string, got {type(name).__name__}")
-    return NkiInstruction(name)
 
 
 def _eng(value: Any, api: str) -> int:
@@ -79,14 +59,6 @@ def _eng(value: Any, api: str) -> int:
 
 def _cmd(value: Any, api: str) -> int:
     return canonical(_b.enum_value(value, _Cmd, api, "reduce_cmd"))
-
-
-def _t(x: Any, api: str, pname: str) -> Any:
-    return _b.tensor(x, api, pname)
-
-
-def _ts(x: Any, api: str, pname: str) -> Any:
-    return _b.tensor_or_scalar(x, api, pname)
 
 
 # --- data movement ----------------------------------------------------------------------------------------
@@ -396,76 +368,6 @@ def nc_match_replace8(dst: Any, data: Any, vals: Any, imm: Any, dst_idx: Any = N
     return _done(name)
 
 
-# --- the two logical cores of kernel[2] ----------------------------------------------------------------------------
-def sendrecv(src: Any, dst: Any, send_to_rank: Any, recv_from_rank: Any, pipe_id: Any,
-             dma_engine: Any = dma_engine.dma, name: Any = None) -> NkiInstruction:
-    """Send ``src`` to the other logical core and receive its tile into ``dst`` (LNC2); both cores call it with the
-    same ``pipe_id`` and the transfer happens when both have."""
-    api = "sendrecv"
-    eng = _b.enum_value(dma_engine, _DmaEngine, api, "dma_engine")
-    s, d = _t(src, api, "src"), _t(dst, api, "dst")
-    _needs_gen(3, "sendrecv")
-    ctx = _current()
-    me = _lnc.current_core(ctx)
-    for pname, rank in (("send_to_rank", send_to_rank), ("recv_from_rank", recv_from_rank)):
-        if isinstance(rank, bool) or not isinstance(rank, int) or rank != 1 - me:
-            raise _error("err_operand_type", f"'{pname}' of 'sendrecv' on logical core {me} must be {1 - me}, the "
-                                             f"other core of the LNC2 pair, got {rank!r}")
-    if eng is _DmaEngine.gpsimd_dma:
-        cap = {4: 1024, 2: 512, 1: 256}.get(src.dtype.itemsize, 256)
-        per_partition = src.size // src.shape[0] * src.dtype.itemsize
-        if per_partition > cap:
-            raise _error("err_operand_type", f"sendrecv over dma_engine.gpsimd_dma moves at most {cap} bytes per "
-                                             f"partition for {src.dtype.itemsize * 8}-bit data, got {per_partition}")
-    if not _lnc.meet(ctx, ("sendrecv", pipe_id), (s, d),
-                     lambda got: _b.call("nisa.sendrecv", got[0][0], got[0][1], got[1][0], got[1][1])):
-        raise _error("err_operand_type", "nisa.sendrecv exchanges tiles between the two logical cores of an LNC2 "
-                                         "launch: launch the kernel as kernel[2](...)")
-    return _done(name)
-
-
-def core_barrier(data: Any, cores: Any, engine: Any = engine.gpsimd, name: Any = None) -> NkiInstruction:
-    """Wait until both logical cores of an LNC2 launch reach the barrier (``cores=(0, 1)``), through the
-    ``shared_hbm`` tensor ``data``."""
-    api = "core_barrier"
-    _b.enum_value(engine, _Engine, api, "engine")
-    d = _t(data, api, "data")
-    _needs_gen(3, "core_barrier")
-    if tuple(cores) != (0, 1):
-        raise _error("err_operand_type", f"'cores' of 'core_barrier' must be (0, 1), got {cores!r}")
-    ctx = _current()
-    if not _lnc.meet(ctx, ("core_barrier",), d,
-                     lambda got: [_b.call("nisa.core_barrier", got[c], c) for c in sorted(got)]):
-        _b.call("nisa.core_barrier", d, 0)  # one logical core: the barrier is only its semaphore write
-    return _done(name)
-
-
-# --- target queries -------------------------------------------------------------------------------------------
-def _nc_version_number() -> int:
-    ctx = _active()
-    if ctx is not None:
-        return ctx.nc_version
-    from nkisim.runtime.kernel import default_target
-
-    return default_target().nc_version
-
-
-def get_nc_version() -> nc_version:
-    """The target's NeuronCore generation: gen2 (trn1), gen3 (trn2) or gen4 (trn3)."""
-    return nc_version(_nc_version_number())
-
-
-def get_nc_sub_version() -> int:
-    """The silicon revision (0 or 1): the simulator models revision 0."""
-    return 0
-
-
-def _needs_gen(gen: int, what: str) -> None:
-    have = _nc_version_number()
-    if have < gen:
-        raise _error("err_unsupported_target", f"{what} needs NeuronCore-v{gen} (gen{gen}); the target is gen{have}")
-
-
 # --- instructions the simulator does not model yet ------------------------------------------------------------
 #: 0.6 instructions that exist in the API but that the simulator refuses with a clear error, and why
 NOT_SIMULATED: dict[str, str] = {
@@ -514,5 +416,6 @@ for _api, _what in NOT_SIMULATED.items():
 
 for _name, _fn in list(globals().items()):
     if callable(_fn) and getattr(_fn, "__module__", None) == __name__ and not _name.startswith("_") \
-            and not isinstance(_fn, type) and _name not in ("canonical",) or _name.startswith("register_"):
+            and not isinstance(_fn, type) and _name not in ("canonical",) or _name.startswith("register_") \
+            or _name in ("sendrecv", "core_barrier", "get_nc_version", "get_nc_sub_version"):
         _fn.__qualname__ = f"nki.isa.{_name}"

@@ -32,6 +32,18 @@ from nkisim.core.indexing import DynSlice
 from nkisim.frontend import language as _legacy_nl
 from nkisim.frontend.v06 import binding as _b
 from nkisim.frontend.v06.control import dynamic_range, fori_loop, no_reorder, while_loop  # noqa: F401
+from nkisim.frontend.v06.creation import (  # noqa: F401  (nl's tensor creation)
+    empty_like,
+    full,
+    ndarray,
+    ones,
+    rand,
+    random_seed,
+    shared_constant,
+    shared_identity_matrix,
+    zeros,
+    zeros_like,
+)
 from nkisim.frontend.v06.errors import error as _error
 from nkisim.frontend.v06.tensor import NkiTensor
 
@@ -110,17 +122,33 @@ def _target() -> Any:
 
 
 class _TileSize:
-    """``nl.tile_size``: the hardware's tile limits, for the kernel's target."""
+    """``nl.tile_size``: the hardware's tile limits, read from the kernel's target (``nkisim/targets/``)."""
 
-    pmax = 128
-    psum_fmax = 512
-    psum_bank_fmax = 512
-    psum_bank_fmax_bytes = 2048
-    gemm_stationary_fmax = 128
-    gemm_moving_fmax = 512
-    bn_stats_fmax = 512
+    bn_stats_fmax = 512  # as the legacy front end (nkisim.frontend.language.tile_size)
     psum_min_align = 4
     sbuf_min_align = 1
+
+    @property
+    def pmax(self) -> int:
+        return _target().partitions
+
+    @property
+    def psum_bank_fmax(self) -> int:
+        return _target().psum_free_max
+
+    psum_fmax = psum_bank_fmax  # deprecated in 0.4: the same number
+
+    @property
+    def psum_bank_fmax_bytes(self) -> int:
+        return _target().psum_bank_bytes
+
+    @property
+    def gemm_stationary_fmax(self) -> int:
+        return _target().gemm_stationary_free_max
+
+    @property
+    def gemm_moving_fmax(self) -> int:
+        return _target().gemm_moving_free_max
 
     @property
     def psum_num_banks(self) -> int:
@@ -336,84 +364,6 @@ def expand_dims(x: Any, axis: Any) -> NkiTensor:
 
 
 # --- tensor creation and data movement ---------------------------------------------------------------------------
-def _buffer(buffer: Any) -> Buffer:
-    _family(buffer)
-    return buffer
-
-
-def ndarray(shape: Any, dtype: Any, buffer: Any = sbuf, name: Any = "", address: Any = None) -> NkiTensor:
-    """``nl.ndarray``: a new, uninitialised tensor.  ``address=(partition, free byte offset)`` places an SBUF or PSUM
-    tensor explicitly: tensors whose bytes overlap share them (as on the device); a PSUM tensor starts a bank."""
-    shape = _shape(shape)
-    buf = _buffer(buffer)
-    if address is not None:
-        buf = _placed(buf, shape, address)
-    return _b.wrap(_b.call("nl.ndarray", shape, _b.dtype(dtype, "ndarray"), buffer=buf, name=name))
-
-
-def _placed(buffer: Buffer, shape: tuple[int, ...], address: Any) -> Buffer:
-    """The buffer of an explicitly placed tensor (``address=``), after the documented placement rules."""
-    from nkisim.core.buffers import ModAlloc
-
-    if not is_on_chip(buffer):
-        raise _error("err_operand_type", "nl.ndarray(address=...) places SBUF or PSUM tensors only")
-    if not (isinstance(address, tuple) and len(address) == 2 and builtins.all(isinstance(a, int) and not isinstance(a, builtins.bool)
-                                                                      and a >= 0 for a in address)):
-        raise _error("err_operand_type", f"address must be (partition offset, free byte offset), got {address!r}")
-    part, free = address
-    n = shape[0]
-    starts = (0,) if n > 64 else (0, 64) if n > 32 else (0, 32, 64, 96)
-    if part not in starts:
-        raise _error("err_operand_type", f"a tensor of {n} partitions starts at partition {' or '.join(map(str, starts))}"
-                                         f", not {part}")
-    if is_psum(buffer) and free % tile_size.psum_bank_fmax_bytes:
-        raise _error("err_operand_type", f"a PSUM tensor must start at a bank boundary (a multiple of "
-                                         f"{tile_size.psum_bank_fmax_bytes} bytes), not byte {free}")
-    return Buffer(buffer.space, ModAlloc(buffer.space, base_addr=free, base_partition=part))
-
-
-def _shape(shape: Any) -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)):
-        return (int(shape),)
-    return tuple(int(s) for s in shape)
-
-
-def zeros(shape: Any, dtype: Any, buffer: Any = sbuf, name: Any = "") -> NkiTensor:
-    return _b.wrap(_b.call("nl.zeros", _shape(shape), _b.dtype(dtype, "zeros"), buffer=_buffer(buffer), name=name))
-
-
-def ones(shape: Any, dtype: Any, buffer: Any = sbuf, name: Any = "") -> NkiTensor:
-    return _b.wrap(_b.call("nl.ones", _shape(shape), _b.dtype(dtype, "ones"), buffer=_buffer(buffer), name=name))
-
-
-def full(shape: Any, fill_value: Any, dtype: Any, buffer: Any = sbuf, name: Any = "") -> NkiTensor:
-    return _b.wrap(_b.call("nl.full", _shape(shape), fill_value, _b.dtype(dtype, "full"), buffer=_buffer(buffer),
-                           name=name))
-
-
-def zeros_like(x: Any, dtype: Any = None, buffer: Any = None, name: Any = "") -> NkiTensor:
-    return zeros(x.shape, x.dtype if dtype is None else dtype, sbuf if buffer is None else buffer, name)
-
-
-def empty_like(x: Any, dtype: Any = None, buffer: Any = None, name: Any = "") -> NkiTensor:
-    return ndarray(x.shape, x.dtype if dtype is None else dtype, x.buffer if buffer is None else buffer, name)
-
-
-def rand(shape: Any, dtype: Any, buffer: Any = sbuf, name: Any = "") -> NkiTensor:
-    if not is_sbuf(buffer):
-        raise NotImplementedError("nl.rand is simulated into SBUF only")
-    return _b.wrap(_b.call("nl.rand", _shape(shape), _b.dtype(dtype, "rand")))
-
-
-def random_seed(seed: Any) -> None:
-    """``nl.random_seed``: seed ``nl.rand`` from a ``[1, 1]`` SBUF/PSUM tensor (NKI 0.6 takes no Python int)."""
-    t = _tile(seed, "random_seed", "seed")
-    if seed.size != 1 or not seed.on_chip:
-        raise _error("err_operand_type", f"'seed' of 'random_seed' must be a [1, 1] tensor in SBUF or PSUM, got shape "
-                                         f"{list(seed.shape)} in {seed.buffer}")
-    _b.call("nl.random_seed", t)
-
-
 def load(src: Any, dtype: Any = None) -> NkiTensor:
     return _b.wrap(_b.call("nl.load", _tile(src, "load", "src"), dtype=_b.dtype(dtype, "load")))
 
@@ -425,21 +375,6 @@ def store(dst: Any, value: Any) -> None:
 def load_transpose2d(src: Any, dtype: Any = None) -> NkiTensor:
     return _b.wrap(_b.call("nl.load_transpose2d", _tile(src, "load_transpose2d", "src"),
                            dtype=_b.dtype(dtype, "load_transpose2d")))
-
-
-def shared_constant(constant: Any) -> NkiTensor:
-    """``nl.shared_constant``: a ``shared_hbm`` tensor holding ``constant`` (an array or a ``.npy`` path)."""
-    if isinstance(constant, (str, os.PathLike)):
-        constant = np.load(constant)
-    return _b.wrap(_b.call("nl.shared_constant", np.asarray(constant)))
-
-
-def shared_identity_matrix(n: Any, dtype: Any = uint8, dst: Any = None) -> NkiTensor:
-    """``nl.shared_identity_matrix``: an ``n x n`` identity in SBUF (into ``dst`` when given)."""
-    eye = _b.wrap(_b.call("nl.shared_identity_matrix", int(n), _b.dtype(dtype, "shared_identity_matrix")))
-    out = ndarray((int(n), int(n)), dtype) if dst is None else dst
-    _b.call("nisa.dma_copy", dst=_tile(out, "shared_identity_matrix", "dst"), src=eye.lower())
-    return out
 
 
 def device_print(print_prefix: Any, tensor: Any) -> None:

@@ -21,18 +21,7 @@ from nkisim.core.errors import nki_error
 from nkisim.core.indexing import Affine, DynSlice
 from nkisim.core.tensor import Tensor
 from nkisim.frontend.v06.errors import error
-
-Pattern = tuple[tuple[int, int], ...]
-
-
-def contiguous(shape: tuple[int, ...]) -> Pattern:
-    """The row-major pattern of ``shape``."""
-    out: list[tuple[int, int]] = []
-    stride = 1
-    for count in reversed(shape):
-        out.append((stride, int(count)))
-        stride *= int(count)
-    return tuple(reversed(out))
+from nkisim.frontend.v06.layout import Pattern, contiguous, lower, restride
 
 
 def _view_error(message: str) -> Exception:
@@ -281,10 +270,10 @@ class NkiTensor:
             raise _view_error(f"reshape: on-chip tensor '{self.name}' keeps its partition dimension {self.shape[0]}, "
                               f"got shape {list(shape)}")
         if self.on_chip:
-            free = _restride(self._pattern[1:], shape[1:])
+            free = restride(self._pattern[1:], shape[1:])
             pattern = None if free is None else (self._pattern[0],) + free
         else:
-            pattern = _restride(self._pattern, shape)
+            pattern = restride(self._pattern, shape)
         if pattern is None:
             raise _view_error(f"reshape: the layout of '{self.name}' (pattern {self.get_pattern()}) cannot be viewed "
                               f"as shape {list(shape)} without a copy")
@@ -432,7 +421,7 @@ class NkiTensor:
         """What the ops take for this view: the base itself when the view is all of it, else an ``Access``."""
         low = self._lowered
         if low is None:
-            low = self._lowered = _lower(self._base, self._offset, self._pattern, self._dyn)
+            low = self._lowered = lower(self._base, self._offset, self._pattern, self._dyn)
         return low
 
 
@@ -460,114 +449,3 @@ def _infer(shape: tuple[int, ...], total: int, what: str) -> tuple[int, ...]:
                         f"{what}: shape {list(shape)} has {math.prod(shape)} elements, the tensor has {total} "
                         f"(a reshape keeps the element count)")
     return shape
-
-
-def _restride(pattern: Pattern, shape: tuple[int, ...]) -> Pattern | None:
-    """Strides giving ``shape`` over the same elements as ``pattern`` in row-major order, or None when the
-    layout would need a copy (NumPy's no-copy reshape rule)."""
-    old = [(s, c) for s, c in pattern if c != 1]
-    new_shape = list(shape)
-    out: list[int] = [0] * len(new_shape)
-    oi = ni = 0
-    while ni < len(new_shape) and oi < len(old):
-        np_, op = new_shape[ni], old[oi][1]
-        nj, oj = ni + 1, oi + 1
-        while np_ != op:
-            if np_ < op:
-                if nj >= len(new_shape):
-                    return None
-                np_ *= new_shape[nj]
-                nj += 1
-            else:
-                if oj >= len(old):
-                    return None
-                op *= old[oj][1]
-                oj += 1
-        for k in range(oi, oj - 1):  # the old dims merged here must be contiguous with each other
-            if old[k][0] != old[k + 1][0] * old[k + 1][1]:
-                return None
-        out[nj - 1] = old[oj - 1][0]
-        for k in range(nj - 1, ni, -1):
-            out[k - 1] = out[k] * new_shape[k]
-        ni, oi = nj, oj
-    for k in range(ni, len(new_shape)):  # trailing size-1 dimensions
-        out[k] = 1
-    if oi != len(old) or any(new_shape[k] != 1 for k in range(ni, len(new_shape))):
-        return None
-    return tuple((out[k] if new_shape[k] != 1 else (out[k] or 1), new_shape[k]) for k in range(len(new_shape)))
-
-
-def _strides(shape: tuple[int, ...]) -> list[int]:
-    return [s for s, _ in contiguous(shape)]
-
-
-def _basic_key(shape: tuple[int, ...], offset: int, pattern: Pattern) -> tuple | None:
-    """An index of integers and basic slices of a tensor of ``shape`` that addresses exactly the view, with one
-    slice per view dimension in order (so the access has the view's shape), or None."""
-    n = len(shape)
-    size = math.prod(shape)
-    if not 0 <= offset < max(size, 1) or len(pattern) > n:
-        return None
-    st = _strides(shape)
-    coords = [int(c) for c in np.unravel_index(offset, shape)] if size else [0] * n
-    key: list[Any] = list(coords)
-    d = 0
-    for k, (s, c) in enumerate(pattern):
-        chosen = None
-        for dd in range(d, n - (len(pattern) - k - 1)):
-            if c == 1:
-                chosen = (dd, 1)
-                break
-            if s <= 0 or s % st[dd]:
-                continue
-            step = s // st[dd]
-            if coords[dd] + step * (c - 1) < shape[dd]:
-                chosen = (dd, step)
-                break
-        if chosen is None:
-            return None
-        dd, step = chosen
-        lo = coords[dd]
-        key[dd] = slice(lo, lo + step * (c - 1) + 1, step)
-        d = dd + 1
-    return tuple(key)
-
-
-def _dyn_dim(shape: tuple[int, ...], stride: int) -> tuple[int, int]:
-    """(storage dimension, multiplier) a dynamic offset of ``stride`` elements moves along: the dimension whose
-    stride it is (or divides), so the access stays a basic index whose bound the loop's range checks."""
-    st = _strides(shape)
-    for d, s in enumerate(st):
-        if s <= stride and stride % s == 0:
-            return d, stride // s
-    return len(shape) - 1, stride
-
-
-def _lower(base: Tensor, offset: int, pattern: Pattern, dyn: tuple = ()) -> Tensor | Access:
-    shape = base.shape
-    if offset == 0 and pattern == contiguous(shape) and not dyn:
-        return base
-    key = _basic_key(shape, offset, pattern)
-    if key is not None:
-        key = list(key)
-        for value, stride in dyn:
-            d, mult = _dyn_dim(shape, stride)
-            k, move = key[d], value * mult
-            key[d] = slice(k.start + move, k.stop + move, k.step) if isinstance(k, slice) else move + k
-        return Access(base, tuple(key))
-    if dyn:
-        raise NotImplementedError(f"a dynamic offset on a view with pattern {[list(p) for p in pattern]} is not "
-                                  f"supported by the simulator; give the view a basic layout")
-    counts = tuple(c for _, c in pattern)
-    flat = np.full(counts, offset, dtype=np.int64)
-    for k, (s, c) in enumerate(pattern):
-        flat += (np.arange(c, dtype=np.int64) * s).reshape([c if j == k else 1 for j in range(len(counts))])
-    if flat.size and (flat.min() < 0 or flat.max() >= math.prod(shape)):
-        raise error("err_view_out_of_bounds",
-                        f"access pattern {[list(p) for p in pattern]} at offset {offset} leaves the storage of "
-                        f"'{base.root.name}'")
-    if len(counts) < 2:
-        raise NotImplementedError(f"a 1-D view with pattern {[list(p) for p in pattern]} is not supported by the "
-                                  f"simulator; give it a second dimension")
-    coords = np.unravel_index(flat, shape)
-    return Access(base, tuple(Affine(0, grid=np.ascontiguousarray(c, dtype=np.int64)) for c in coords))
