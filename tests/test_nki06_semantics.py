@@ -421,3 +421,21 @@ def test_placement_rules(shape, buffer, address, message):
 
     with pytest.raises(Exception, match=message):
         run(body, rand(128, 4))
+
+
+def test_setitem_copies_into_the_view():
+    """``t[idx] = value``: a copy into the view (on chip: tensor_copy; with HBM on either side: a DMA), or a fill."""
+    x = rand(128, 8)
+
+    def body(a):
+        t = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.sbuf)
+        t[:, 0:8] = nl.load(a)
+        t[:, 8:16] = 0.5
+        out = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+        out[...] = t
+        assert not t.is_indirect()
+        return out
+
+    got = run(body, x)
+    np.testing.assert_array_equal(got[:, :8], x)
+    np.testing.assert_array_equal(got[:, 8:], 0.5)
