@@ -199,6 +199,34 @@ def validate(program: Program, target: str | None = None) -> None:
     _validate(program, _target.get(target or program.target))
 
 
+def check_request(program: Program, *, inputs: list[tuple[tuple[int, ...], str]], grid: Any = None,
+                  target: str, on_chip_outputs: bool = False) -> None:
+    """Raise ``ProgramError`` unless ``program`` is the launch a tool asked for: traced for ``target``, launched
+    on ``grid`` (sizes and cores as ``kernel[grid]`` gives them), taking exactly ``inputs`` (shape, dtype) in
+    order, and -- unless ``on_chip_outputs`` -- returning only HBM tensors.
+
+    ``validate`` checks that a program is well formed; this checks it against the request.  A grader hands a
+    sandboxed child only shapes and dtypes and gets a program back: every field of it is the child's word, so a
+    program traced for two cores on a one-core question, or for other shapes, or flagged to return an SBUF
+    tile, must be refused here rather than believed."""
+    from nkisim.runtime.grid import cores as _cores
+    from nkisim.runtime.grid import parse_grid
+
+    tgt = _target.get(target)
+    if program.target != tgt.name:
+        raise ProgramError(f"the program was traced for {program.target!r}, not {tgt.name!r}")
+    sizes, specs = parse_grid(grid, tgt) if grid is not None else ((), [])
+    if tuple(program.grid) != tuple(sizes) or program.cores != _cores(specs):
+        raise ProgramError(f"the program was launched on grid {list(program.grid)} with {program.cores} core(s), "
+                           f"not the requested grid {list(sizes)} with {_cores(specs)} core(s)")
+    got = [(tuple(i.shape), str(i.dtype)) for i in program.inputs]
+    want = [(tuple(int(d) for d in s), str(d)) for s, d in inputs]
+    if got != want:
+        raise ProgramError("the program's inputs are not the requested shapes and dtypes")
+    if program.on_chip_outputs and not on_chip_outputs:
+        raise ProgramError("the program returns on-chip tensors; outputs must be HBM tensors here")
+
+
 def profile_kernel(kernel: Any, *args: Any, grid: Any = None, target: str | None = None, **kwargs: Any) -> Profile:
     """Trace ``kernel`` on ``args`` (arrays or ``nki.typing`` placeholders) for the cost model only and return
     its ``Profile``: summary, per-line table, Perfetto trace and timeline figure, all estimates for the target."""

@@ -130,9 +130,11 @@ def mutant_grading_test(mutants: dict[str, tuple[str, str]], *, seed: int,
     return test_mutants_lose_correctness_points
 
 
-def processes_under(folder: Path, markers: tuple[str, ...] = ()) -> list[str]:
+def processes_under(folder: Path, markers: tuple[str, ...] = (), repo: Path | None = None) -> list[str]:
     """Processes working for a grading run in ``folder``: their working directory or command line is in it, or
-    their command line holds one of ``markers`` (a grading child, a sandbox).  For "nothing outlives grading"."""
+    their command line holds one of ``markers`` (a grading child, a sandbox) -- and, given ``repo``, their command
+    line or environment names that checkout (other checkouts' test runs on the same machine are not this run's).
+    For "nothing outlives grading"."""
     import os
 
     found = []
@@ -144,6 +146,18 @@ def processes_under(folder: Path, markers: tuple[str, ...] = ()) -> list[str]:
             cwd = os.readlink(p / "cwd")
         except OSError:
             continue
-        if cwd.startswith(str(folder)) or str(folder) in cmd or any(m in cmd for m in markers):
+        if cwd.startswith(str(folder)) or str(folder) in cmd:
+            found.append(f"{p.name}: {cmd[:120]}")
+        elif any(m in cmd for m in markers) and (repo is None or _names(p, cmd, repo)):
             found.append(f"{p.name}: {cmd[:120]}")
     return found
+
+
+def _names(proc: Path, cmd: str, repo: Path) -> bool:
+    """Whether a process's command line or environment mentions the checkout ``repo``."""
+    if str(repo) in cmd:
+        return True
+    try:
+        return str(repo).encode() in (proc / "environ").read_bytes()
+    except OSError:
+        return True  # cannot tell: count it

@@ -28,7 +28,9 @@ ALLOWED = [
     "import numpy as np\nx = np.float32(1.0) + np.zeros((2, 2)).sum()",
     "import math\nx = math.ceil(3 / 2)",
     "import warnings\nwarnings.warn('tracing')",
-    "from __future__ import annotations",
+    "from __future__ import annotations",  # annotations kept as the text of code the screen has read
+    "import numpy as np\nx = np.random.default_rng(0).standard_normal(3).copy()",  # NumPy's own random, copy
+    "import neuronxcc.nki.typing as nt\nimport neuronxcc.nki.language as nl\ndef k(a: nt.tensor[[128, 512], nl.float32]): pass",
     "import neuronxcc.nki.language as nl\nt = nl.load(a)",  # NKI's load is not NumPy's
     "print(__name__)",
     "def f():\n    raise SystemExit(1)",
@@ -65,6 +67,22 @@ REFUSED = [  # (source, line, words in the reason)
     ("v = vars(nl)", 1, "`vars`"),
     ("def f():\n    global counter\n    counter = 1", 2, "`global`"),
     ("x = 1\ny = __spec__", 2, "special name `__spec__`"),
+    # the class of bypass, not the instance: code in strings, modules re-exported under their names
+    ("import typing", 1, "`import typing`"),
+    ("from typing import get_type_hints", 1, "importing from `typing`"),
+    ("def k(a: 'nki.typing.tensor'): pass", 1, "a string annotation"),
+    ("def k(a) -> '__import__(\"os\")': pass", 1, "a string annotation"),
+    ("def k(a):\n    x: 'eval(1)' = a", 2, "a string annotation"),
+    ("def k(a: nt.tensor['os.system(1)']): pass", 1, "a string annotation"),
+    ("import numpy as np\nb = np.ma.MaskedArray", 2, "`.ma` is not allowed"),
+    ("import numpy as np\nm = np.random.bit_generator.abc", 2, "`.abc` (a standard-library module's name)"),
+    ("import neuronxcc.nki as nki\nlog = nki.logging", 2, "`.logging` (a standard-library module's name)"),
+    ("import neuronxcc.nki.isa as nisa\ne = nisa.enum", 2, "`.enum` (a standard-library module's name)"),
+    ("x = t.operator.attrgetter", 1, "`.operator`"),
+    ("x = t.inspect.currentframe()", 1, "`.inspect`"),
+    ("x = t.builtins.eval", 1, "`.builtins`"),
+    ("x = t.gc.get_objects()", 1, "`.gc`"),
+    ("g = (i for i in ())\nf = g.ag_frame", 2, "`.ag_frame`"),
 ]
 
 
@@ -98,3 +116,109 @@ def test_unparseable_or_binary_files(tmp_path):
     path.write_text("x = " + "1 + " * 100_000 + "1")
     refusal = gate.screen(path)
     assert refusal is not None and ("too deeply" in refusal.reason or "cannot be parsed" in refusal.reason)
+
+
+# --------------------------------------------------------------------------- the class of bypass, closed
+
+#: modules a kernel may reach by name through allowed objects: they hold no way to files, frames or code in strings
+SAFE_MODULES = ("numpy", "math", "warnings", "neuronxcc", "nki", "ml_dtypes")
+#: builtins that run strings, open files, reach attributes by name or read frames and globals
+DANGEROUS_BUILTINS = ("eval", "exec", "compile", "open", "getattr", "setattr", "delattr", "__import__", "globals",
+                      "locals", "vars", "breakpoint", "input")
+
+
+def _kernel_values() -> list[tuple[str, object]]:
+    """What a kernel holds while it runs: its input tensors, a tile, an index, a loop variable, a mask."""
+    import neuronxcc.nki as nki
+    import neuronxcc.nki.language as nl
+    import numpy as np
+
+    held: list[tuple[str, object]] = []
+
+    @nki.jit
+    def kernel(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        for i in nl.affine_range(1):
+            ix = nl.arange(128)[:, None]
+            t = nl.load(a[ix, nl.arange(4)[None, :]])
+            held.extend([("tensor", a), ("tile", t), ("index", ix), ("loop", i), ("mask", ix < 3), ("out", out)])
+            nl.store(out[ix, nl.arange(4)[None, :]], value=t)
+        return out
+
+    kernel(np.zeros((128, 4), np.float32))
+    return held
+
+
+def test_nothing_reachable_through_allowed_names_leaves_the_kernel():
+    assert not _leaks()
+
+
+def test_the_walk_finds_the_leaks_the_name_rules_close(monkeypatch):
+    """The mutant: without the standard-library-name rule and the ``.ma`` refusal, the walk finds
+    ``np.ma.core.builtins`` (whose ``eval`` any kernel could then call) and the front ends' re-exports."""
+    monkeypatch.setattr(gate, "MODULE_ATTRIBUTES", frozenset())
+    monkeypatch.setattr(gate, "FORBIDDEN_ATTRIBUTES", gate.FORBIDDEN_ATTRIBUTES - {"ma"})
+    leaks = _leaks()
+    assert "np.ma.core.builtins -> module builtins" in leaks and "np.ma.core.inspect -> module inspect" in leaks
+    assert "nki.logging -> module logging" in leaks
+
+
+def _leaks() -> list[str]:
+    """Every object reachable from the allowed modules and from a running kernel's values through attribute
+    names the screen lets through: no module outside ``SAFE_MODULES`` and no dangerous builtin is reachable.  A
+    new re-export anywhere (a front end importing ``logging``, a NumPy submodule importing ``builtins``) fails
+    the test above until its name is refused or the module vetted."""
+    import builtins
+    import math
+    import types
+    import warnings
+    from collections import deque
+
+    import neuronxcc.nki as nki
+    import neuronxcc.nki.compiler as ncc
+    import neuronxcc.nki.isa as nisa
+    import neuronxcc.nki.language as nl
+    import neuronxcc.nki.typing as nt
+    import numpy as np
+
+    danger = {id(getattr(builtins, n)): n for n in DANGEROUS_BUILTINS}
+    roots = [("np", np), ("math", math), ("warnings", warnings), ("nki", nki), ("nl", nl), ("nisa", nisa),
+             ("nt", nt), ("ncc", ncc), *_kernel_values()]
+    try:
+        import nki as nki06  # the NKI 0.6 front end, where this checkout has it
+
+        roots.append(("nki06", nki06))
+    except ImportError:
+        pass
+    seen: set[int] = set()
+    queue = deque((path, obj, 0) for path, obj in roots)
+    leaks = []
+    while queue:
+        path, obj, depth = queue.popleft()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, types.ModuleType) and not obj.__name__.startswith(SAFE_MODULES):
+            leaks.append(f"{path} -> module {obj.__name__}")
+            continue
+        if id(obj) in danger:
+            leaks.append(f"{path} -> builtin {danger[id(obj)]}")
+            continue
+        if depth >= 5 or isinstance(obj, (str, bytes, int, float, bool, type(None))):
+            continue
+        try:
+            names = dir(obj)
+        except Exception:  # noqa: BLE001  (an object that refuses dir() offers no names)
+            continue
+        for name in names:
+            if name.startswith("_") or gate.screen_source(f"x = y.{name}") is not None:
+                continue  # a name the screen refuses cannot be written in a kernel
+            try:
+                value = getattr(obj, name)
+            except Exception:  # noqa: BLE001  (a property that raises gives nothing)
+                continue
+            if callable(value) and not isinstance(value, type) and id(value) not in danger:
+                continue  # functions and methods: their only ways further are dunder names
+            queue.append((f"{path}.{name}", value, depth + 1))
+    assert len(seen) > 200  # the walk did reach into NumPy and the front end
+    return leaks

@@ -103,18 +103,22 @@ def test_reference_answers_get_full_marks_with_hidden_details_held_back(bundle, 
     results = run_autograder(bundle, tmp_path, submission({}))
     assert results["score"] == 7.0
     visible = [t for t in results["tests"] if t["visibility"] == "visible"]
-    held = [t for t in results["tests"] if t["visibility"] == "after_published"]
+    held = [t for t in results["tests"] if t["visibility"] == "hidden"]  # course staff only
     assert [t["max_score"] for t in visible] == [QUESTIONS["vector_add_naive"].points,
                                                  QUESTIONS["vector_add_stream"].points]
     assert all(t["score"] == t["max_score"] and t["status"] == "passed" for t in visible)
     for t in visible:
         assert "hidden case 3/8" not in t["output"] and "hidden cases: 6 of 6 passed" in t["output"]
         assert "estimate (nkisim cost model, trn2)" in t["output"]
-    assert len(held) == 2 and all(t["max_score"] == 0 and "hidden case 3/8" in t["output"] for t in held)
+    assert len(held) == 2 and all(t["max_score"] == 0 and "hidden case 3/8" in t["output"] and t["status"] == "passed"
+                                  for t in held)
 
 
 def test_the_stub_a_cheat_and_an_empty_submission(bundle, tmp_path):
-    assert run_autograder(bundle, tmp_path / "stub", submission({"default": "stub"}))["score"] == 0.0
+    stub = run_autograder(bundle, tmp_path / "stub", submission({"default": "stub"}))
+    assert stub["score"] == 0.0
+    # the staff-only test of hidden details fails when a hidden case failed, though it is worth 0 points
+    assert [t["status"] for t in stub["tests"] if t["visibility"] == "hidden"] == ["failed", "failed"]
     cheat = run_autograder(bundle, tmp_path / "cheat", submission({"answers": {
         "q1_kernel": "kernels/mallory_patch_the_runner.py", "q2_kernel": "kernels/mallory_detect_the_timed_run.py"}}))
     assert [t["score"] for t in cheat["tests"] if t["visibility"] == "visible"] == [0.0, 4.0]

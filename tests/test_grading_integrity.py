@@ -28,19 +28,29 @@ from nbgrader.api import Gradebook
 from nbgrader.converters import GenerateFeedback
 from nbgrader.coursedir import CourseDirectory
 
-from nkilab import gradebook_audit
+from nkilab import gradebook_audit, intake
 from nkilab.gradebook_audit import Change
-from nkilab.intake import MAX_BYTES, MAX_DEPTH, inspect, nesting_depth, readable, take_in
+from nkilab.intake import (
+    MAX_BYTES,
+    MAX_DEPTH,
+    STRIPPED_NOTE,
+    drop_outputs,
+    inspect,
+    nesting_depth,
+    readable,
+    take_in,
+)
 from nkilab.nbgrader_plugins import (
     FEEDBACK,
     FEEDBACK_EXPORTER,
     FeedbackHTMLExporter,
-    HideHiddenCaseDetails,
+    RenderGradeRecords,
     SanitizeStudentHTML,
     TruncateOutputs,
     feedback_flags,
     truncate_text,
 )
+from nkilab.results import MIME, Audience, CaseRecord, ErrorFacts, GradeRecord, Outcome
 
 GOOD = nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]))
 CELL = {"cell_type": "markdown", "source": "x", "metadata": {}}
@@ -97,7 +107,7 @@ def test_every_malformed_notebook_is_reported_and_the_batch_goes_on(tmp_path):
         _hand_in(incoming, student, content)
     _hand_in(incoming, "zoe", GOOD)
     with open(_hand_in(incoming, "too_large", b""), "r+b") as fh:
-        fh.truncate(MAX_BYTES + 1)  # sparse: 20 MB + 1 byte of zeros, never read
+        fh.truncate(MAX_BYTES + 1)  # sparse: 20 MB + 1 byte of zeros, no outputs to drop
     students = [*MALFORMED, "too_large", "zoe"]
     records = {r.student: r for r in take_in(incoming, submitted, students, {"lab": ["lab"]})}
     for student, (_, words) in MALFORMED.items():
@@ -105,7 +115,8 @@ def test_every_malformed_notebook_is_reported_and_the_batch_goes_on(tmp_path):
         assert not records[student].gradable
         assert records[student].note.startswith("lab.ipynb is ") and words in records[student].note, records[student]
     assert records["too_large"].status == "unreadable"
-    assert records["too_large"].note == "lab.ipynb is too large (20.0 MB; the limit is 20.0 MB), not read"
+    assert records["too_large"].note == ("lab.ipynb is too large even without its outputs (20.0 MB; the limit is "
+                                         "20.0 MB), not graded")
     assert records["zoe"].status == "ok" and records["zoe"].gradable
     assert sorted(p.name for p in submitted.iterdir()) == ["zoe"]  # only what intake accepted reaches nbgrader
     assert (submitted / "zoe" / "lab" / "lab.ipynb").read_text() == GOOD
@@ -113,6 +124,59 @@ def test_every_malformed_notebook_is_reported_and_the_batch_goes_on(tmp_path):
     checked = inspect(incoming, students, {"lab": ["lab"]})
     assert [r.student for r in checked if r.gradable] == ["zoe"]
     assert {r.student: r.note for r in checked} == {s: r.note for s, r in records.items()}
+
+
+def _notebook_with_output(text: str, answer: str = "x = 1") -> str:
+    cells = [nbformat.v4.new_markdown_cell("# Lab"),
+             nbformat.v4.new_code_cell(answer, outputs=[nbformat.v4.new_output("stream", text=text)]),
+             nbformat.v4.new_code_cell("print('}{\\\"outputs\\\": [')", outputs=[
+                 nbformat.v4.new_output("stream", text='"outputs": [{"nested": [1, 2]}] \\ " ]')])]
+    return nbformat.writes(nbformat.v4.new_notebook(cells=cells))
+
+
+def test_a_notebook_too_large_for_its_outputs_is_graded_without_them(tmp_path):
+    """A student printed a 30 MB array: the hand-in is graded with every output dropped, byte for byte otherwise,
+    and the report says so; the same in a TA's own course, where a copy is graded and submitted/ is not touched."""
+    big = _notebook_with_output("9" * (21 * 2**20), answer="%%writefile k.py\ndef k(a):\n    return a  # }]{[")
+    incoming, submitted = tmp_path / "in", tmp_path / "sub"
+    _hand_in(incoming, "pat", big)
+    [rec] = take_in(incoming, submitted, ["pat"], {"lab": ["lab"]})
+    assert rec.status == "ok" and rec.stripped and rec.folder == "submitted"
+    assert rec.note == f"lab.ipynb was {STRIPPED_NOTE}"
+    kept = json.loads((submitted / "pat" / "lab" / "lab.ipynb").read_text())
+    expected = json.loads(big)
+    for cell in expected["cells"]:
+        if cell["cell_type"] == "code":
+            cell["outputs"] = []
+    assert kept == expected  # the answers and everything else as handed in, only the outputs gone
+    course = tmp_path / "course"
+    _hand_in(course / "submitted", "pat", big)
+    [rec] = inspect(course / "submitted", ["pat"], {"lab": ["lab"]})
+    assert rec.status == "ok" and rec.folder == "nkilab-stripped"
+    assert json.loads((course / "nkilab-stripped" / "pat" / "lab" / "lab.ipynb").read_text()) == expected
+    assert (course / "submitted" / "pat" / "lab" / "lab.ipynb").read_text() == big
+
+
+def test_drop_outputs_touches_only_the_cells_outputs():
+    nb = _notebook_with_output("tail")
+    dropped = drop_outputs(nb.encode())
+    assert dropped is not None and dropped.count(b'"outputs": []') == 2
+    assert json.loads(dropped)["cells"][2]["source"] == json.loads(nb)["cells"][2]["source"]
+    assert drop_outputs(b'{"cells": [{"outputs": [') is None and drop_outputs(b"]]") is None
+    # "outputs" anywhere but a cell (metadata) stays
+    meta = json.dumps({"cells": [], "metadata": {"outputs": [1]}, "nbformat": 4, "nbformat_minor": 5}).encode()
+    assert drop_outputs(meta) == meta
+
+
+def test_a_notebook_too_large_to_read_or_to_shrink_gets_a_reason(tmp_path, monkeypatch):
+    monkeypatch.setattr(intake, "MAX_STRIP_BYTES", 25 * 2**20)
+    incoming, submitted = tmp_path / "in", tmp_path / "sub"
+    _hand_in(incoming, "huge", _notebook_with_output("9" * (26 * 2**20)))
+    pasted = nbformat.v4.new_markdown_cell("![x](attachment:x.png)", attachments={"x.png": {"image/png": "A" * (21 * 2**20)}})
+    _hand_in(incoming, "pasted", nbformat.writes(nbformat.v4.new_notebook(cells=[pasted])))
+    records = {r.student: r for r in take_in(incoming, submitted, ["huge", "pasted"], {"lab": ["lab"]})}
+    assert records["huge"].status == "unreadable" and "the limit is 25.0 MB" in records["huge"].note
+    assert records["pasted"].status == "unreadable" and "too large even without its outputs" in records["pasted"].note
 
 
 def test_links_fifos_and_bad_time_stamps_are_not_graded(tmp_path):
@@ -192,21 +256,36 @@ LONG = "report\n" + "E" * 1_000_000 + "\n  Correctness: 0/8 cases -> 0/2 points\
 LONG_CUT = f"[... {len(LONG) - TruncateOutputs().max_chars:,} characters truncated]"
 
 
+#: a grade record as a hostile kernel can shape it: an error message with markup on a public case, a hidden case
+#: whose inputs (a TA's private shape) and message must not reach the student
+HOSTILE_RECORD = GradeRecord(
+    "q1", "Vector add", 0.0, 2.0, 0.0, 2.0, 0.0, 0.0, cases=(
+        CaseRecord(1, False, "a, b: float32 [128, 512]", Outcome.ERROR,
+                   "your kernel raised ValueError at lab.py line 3: <script>alert(8)</script>",
+                   ErrorFacts("ValueError", "<script>alert(8)</script>", None, 3, "x = 1")),
+        CaseRecord(2, True, "a, b: float16 [4099, 77]", Outcome.WRONG_SHAPE,
+                   "output shape (4099, 77) but expected (4099, 78)")))
+
+
 def hostile_feedback_notebook() -> nbformat.NotebookNode:
     """What an autograded notebook can carry into feedback: a written answer and outputs with markup, 1 MB text."""
     written = nbformat.v4.new_markdown_cell(ANSWER, metadata={"nbgrader": {
         "solution": True, "grade": True, "grade_id": "w1", "points": 1, "score": 1,
         "comment": "<script>alert('comment')</script>Nice."}})
-    graded = nbformat.v4.new_code_cell("grade('q1')", metadata={"nbgrader": {
-        "grade": True, "grade_id": "q1", "points": 2, "score": 0}}, outputs=[
+    noisy = nbformat.v4.new_code_cell("print(report)", outputs=[
         nbformat.v4.new_output("stream", text=LONG),
         nbformat.v4.new_output("display_data", data={
             "text/html": "<b onclick=alert(5)>x</b><script>alert(6)</script>",
             "application/javascript": "alert(7)", "text/plain": "x"}),
         nbformat.v4.new_output("error", ename="ValueError", evalue="v" * 100_000, traceback=["tb " * 100_000])])
+    graded = nbformat.v4.new_code_cell("grade('q1')", metadata={"nbgrader": {
+        "grade": True, "grade_id": "q1", "points": 2, "score": 0}}, outputs=[
+        nbformat.v4.new_output("stream", text=HOSTILE_RECORD.render_text(Audience.TA)),
+        nbformat.v4.new_output("display_data", data={MIME: HOSTILE_RECORD.to_json(), "text/plain": ""}),
+        nbformat.v4.new_output("execute_result", data={"text/plain": "0.0"}, execution_count=2)])
     pasted = nbformat.v4.new_markdown_cell("![sketch](attachment:sketch.png)", attachments={
         "sketch.png": {"image/png": "iVBORw0KGgo="}})  # an image pasted into an answer must survive
-    return nbformat.v4.new_notebook(cells=[written, graded, pasted])
+    return nbformat.v4.new_notebook(cells=[written, noisy, graded, pasted])
 
 
 def assert_inert(html: str) -> BeautifulSoup:
@@ -228,14 +307,14 @@ def test_feedback_flags_install_the_sanitiser_after_hiding_and_truncating():
     flags = feedback_flags()
     assert f"--GenerateFeedback.exporter_class={FEEDBACK_EXPORTER}" in flags
     names = [n.rsplit(".", 1)[1] for n in FEEDBACK]
-    assert names.index("HideHiddenCaseDetails") < names.index("TruncateOutputs") < names.index("SanitizeStudentHTML")
+    assert names.index("RenderGradeRecords") < names.index("TruncateOutputs") < names.index("SanitizeStudentHTML")
 
 
 def test_feedback_html_has_no_active_markup_and_long_outputs_are_cut():
     """nbgrader's own feedback set-up (template, CSS) with our exporter and preprocessors, without a course."""
     converter = GenerateFeedback(coursedir=CourseDirectory())
     exporter = FeedbackHTMLExporter(parent=converter, config=converter.config)
-    for pp in (HideHiddenCaseDetails, TruncateOutputs, SanitizeStudentHTML):
+    for pp in (RenderGradeRecords, TruncateOutputs, SanitizeStudentHTML):
         exporter.register_preprocessor(pp, enabled=True)
     html, _ = exporter.from_notebook_node(hostile_feedback_notebook(), resources={
         "nbgrader": {"notebook": "lab", "score": 1, "max_score": 3, "late_penalty": 0}})
@@ -246,7 +325,8 @@ def test_feedback_html_has_no_active_markup_and_long_outputs_are_cut():
     assert '<a href="https://example.com">docs</a>' in answer  # ordinary links and markdown still work
     assert "<code>a &lt; b &amp;&amp; c</code>" in answer and "<blockquote>" in answer and "$a&lt;b$" in answer
     assert "&lt;script&gt;alert('xss1')&lt;/script&gt;" in answer  # shown as the text the student wrote
-    assert LONG_CUT in html and "Correctness: 0/8 cases -&gt; 0/2 points" in html
+    assert LONG_CUT in html and "Correctness: 0/2 cases -&gt; 0/2 points" in html
+    assert "hidden case 2: wrong dtype or shape" in html and "4099" not in html  # the category, never the sizes
     assert html.count("characters truncated]") == 2  # the stream and the traceback
     assert len(html) < 200_000 and "Nice." in html and 'src="data:image/png;base64,iVBORw0KGgo="' in html
 
@@ -292,6 +372,7 @@ def test_real_nbgrader_generate_feedback_is_inert(tmp_path):
     assert "onerror=" not in html and "<script>alert" not in html
     assert_inert(html)
     assert LONG_CUT in html and "Nice." in html and len(html) < 200_000
+    assert "4099" not in html and "hidden case 2: wrong dtype or shape" in html
 
 
 # --------------------------------------------------------------------------- gradebook audit

@@ -4,9 +4,11 @@ Run as ``python -m nkilab._child`` (normally inside ``nkilab.sandbox``).  It rea
 answers on the pipe whose fd the job names: an ``import`` message, then per the job's role
 
 * ``trace`` (on the simulator): one ``program`` message per signature (shapes and dtypes, no values): the
-  kernel compiled to its instruction program (``nkisim.api.trace``), serialised.  The child never sees an
-  input value; the grading parent validates each program and has it executed on inputs it drew itself
-  (``nkilab._execute``), so what a kernel does to this process, to NumPy or to the simulator stays here;
+  kernel compiled to its instruction program (``nkisim.api.trace``), serialised.  The job holds the public
+  cases' signatures; once their programs are sent the child says ``phase`` and only then reads the hidden
+  cases' signatures from stdin, so nothing it said before can hold them.  The child never sees an input value;
+  the grading parent has each program checked and executed on inputs it drew itself (``nkilab._execute``, in a
+  sandbox of its own), so what a kernel does to this process, to NumPy or to the simulator stays here;
 * ``run`` (on a Neuron device, or for ``run_inprocess``): one ``case`` message per case (facts + the output
   array), and on a device the benchmark;
 
@@ -193,12 +195,13 @@ class _Signature:
         self.shape, self.dtype = tuple(int(s) for s in shape), str(dtype)
 
 
-def trace_programs(fn: Any, job: dict, module_path: str | None, emit: Any) -> None:
-    """Compile the kernel once per signature and send each program (its JSON as bytes) or the error."""
+def trace_programs(fn: Any, job: dict, module_path: str | None, emit: Any, first: int = 0) -> None:
+    """Compile the kernel once per signature and send each program (its JSON as bytes) or the error; the
+    signatures are numbered from ``first``."""
     from nkisim import api
 
     grid = make_grid(job.get("grid"))
-    for k, sig in enumerate(job["signatures"]):
+    for k, sig in enumerate(job["signatures"], first):
         start = time.perf_counter()
         try:
             program = api.trace(fn, [_Signature(shape, dtype) for shape, dtype in sig], grid=grid,
@@ -229,7 +232,14 @@ def main() -> int:
         return 0
     emit({"kind": "import", "status": "ok"}, [])
     if job.get("role") == "trace":
+        # The job's signatures are the public cases'.  Only once their programs (and any error text) are sent
+        # does the parent send the hidden cases' signatures: what this process says before then cannot hold them.
         trace_programs(fn, job, module_path, emit)
+        if job.get("more"):
+            emit({"kind": "phase"}, [])
+            more, _ = read_message(sys.stdin.buffer, [1 << 24]) or ({}, [])
+            trace_programs(fn, dict(job, signatures=more.get("signatures", [])), module_path, emit,
+                           first=len(job["signatures"]))
         emit({"kind": "done"}, [])
         return 0
     cases, k = [], 0

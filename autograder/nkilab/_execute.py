@@ -1,12 +1,15 @@
-"""The executor process: run validated instruction programs on the grader's own inputs.
+"""The executor process: run instruction programs that came back from a sandboxed child on the grader's inputs.
 
-Run in a fork of the grading process (``nkilab.runner``; or as ``python -m nkilab._execute`` where a different
-interpreter runs the kernels), never with student code: its job holds the programs the sandboxed child traced
-(bytes of JSON, untrusted) and the inputs the parent drew.  Each
-program is parsed and validated (``nkisim.api``: the trust boundary) and executed on every case of its
-signature; the answer is the same ``case`` messages the device path sends (facts + the output array, the timed
-case with its cost-model estimate).  It is a process of its own, under the same hard limits and timeout as the
-child, so a valid but enormous program runs out of its memory or time budget there, not in the grader.
+Run as ``python -m nkilab._execute`` inside a bubblewrap sandbox of its own (``nkilab.runner``): the programs it
+runs are hostile data (the child that traced them ran the student's code), so the process that parses and
+executes them holds nothing worth reading -- no course directory, no environment, no seed, no kernel file, only
+the simulator's code.  Its job names, per program, the request the grader made (target, launch grid, input
+shapes and dtypes); each program is parsed, validated (``nkisim.api.validate``: the form) and checked against
+that request (``nkisim.api.check_request``: the launch, inputs and outputs are the question's), then executed on
+every case of its signature.  The answer is one ``case`` message per case: facts and the output array, the timed
+case with its cost-model estimate.  Errors are reported as facts only (class, error id, a line number, the
+message); nothing a program names is ever opened, and the parent maps a line number to the student's file from
+text it already holds.
 """
 
 from __future__ import annotations
@@ -19,15 +22,44 @@ from typing import Any
 
 import numpy as np
 
-from nkilab._child import MESSAGE_CHARS, OUTPUT_BUDGET, error_info
+from nkilab._child import make_grid, memory_cap_mb
 from nkilab._io import read_message, write_message
 
+#: the largest program text accepted, in bytes.  The course's traced programs are a few kB (loop bodies are
+#: traced once, so a program follows the kernel's text, not its trip counts); 4 MiB leaves three orders of
+#: magnitude for honest kernels while a forged one cannot make the grader hold or parse hundreds of MB
+MAX_PROGRAM_BYTES = 4 * 2**20
+#: characters of an error message kept
+MESSAGE_CHARS = 2000
 
-def _program(text: np.ndarray, target: str | None) -> Any:
+
+def error_facts(err: BaseException) -> dict:
+    """What the parent may learn of an exception: its class, NKI error id, the line it names, its message.
+    The location's file is the program's word and is dropped; only the line number (an int) is kept."""
+    info: dict[str, Any] = {"type": type(err).__name__[:60], "message": str(err).strip()[:MESSAGE_CHARS]}
+    capped_mb = memory_cap_mb()
+    if isinstance(err, MemoryError) and capped_mb:
+        info["message"] += (f" (a kernel run gets at most {capped_mb} MiB of memory here, and the course's "
+                            "kernels need far less: is a shape or a loop much larger than intended?)")
+    error_id = getattr(err, "error_id", None)
+    info["error_id"] = str(error_id)[:80] if error_id else None
+    loc = getattr(err, "nki_location", None)
+    if isinstance(loc, tuple) and len(loc) == 2 and type(loc[1]) is int and 0 < loc[1] < 10**7:
+        info["line"] = loc[1]
+    return info
+
+
+def _program(text: np.ndarray, request: dict) -> Any:
+    """Parse, validate and check one program against the grader's request (``ProgramError`` otherwise)."""
     from nkisim import api
 
+    if text.dtype != np.uint8 or text.ndim != 1 or text.size > MAX_PROGRAM_BYTES:
+        raise api.ProgramError(f"a program must be at most {MAX_PROGRAM_BYTES} bytes of text")
     program = api.program_from_json(text.tobytes())
+    target = request.get("target") or program.target  # None: a student's own check, on their default target
     api.validate(program, target)
+    api.check_request(program, inputs=[(tuple(s), d) for s, d in request["inputs"]], grid=make_grid(request.get("grid")),
+                      target=target)
     return program
 
 
@@ -35,44 +67,46 @@ def _output(out: Any) -> tuple[dict, np.ndarray | None]:
     if isinstance(out, (tuple, list)) and len(out) == 1:
         out = out[0]
     if not isinstance(out, np.ndarray):
-        return {"status": "bad_return", "returned": type(out).__name__}, None
+        return {"status": "bad_return", "returned": type(out).__name__[:40]}, None
     return {"status": "ok"}, out
 
 
-def run_cases(job: dict, texts: list[np.ndarray], cases: list[list[np.ndarray]], emit: Any,
-              source: str | None = None) -> None:
+def run_cases(job: dict, texts: list[np.ndarray], cases: list[list[np.ndarray]], emit: Any) -> None:
     """Execute each case's program (``job["case_program"]``; None: the parent reports that case) and emit it.
-    ``source``: the student's file on this machine, for the line of code an error message quotes."""
+
+    ``job["requests"][k]`` is what the grader asked program ``k`` to be (target, grid, inputs)."""
     from nkisim import api
 
     programs: dict[int, Any] = {}
+    refused: dict[int, dict] = {}
     for i, args in enumerate(cases):
         k = job["case_program"][i]
         if k is None:
             continue
         start = time.perf_counter()
         try:
+            if k in refused:
+                raise api.ProgramError(refused[k]["message"])
             if k not in programs:
-                programs[k] = _program(texts[k], job.get("target"))
-            launch = api.execute(programs[k], args, target=job.get("target"))
+                try:
+                    programs[k] = _program(texts[k], job["requests"][k])
+                except Exception as err:
+                    refused[k] = error_facts(err)
+                    raise
+            launch = api.execute(programs[k], args, target=programs[k].target)
             facts, out = _output(launch.outputs)
             if i == job.get("timed") and facts["status"] == "ok":
                 facts["timing"] = {"latency_us": float(launch.latency_us()), "target": launch.target,
                                    "simulator": True}
         except Exception as err:  # the program's error (an op's check, or the validator's verdict)
-            info = error_info(err, None)
-            if source and "line" in info and "code" in info and not info["code"]:
-                import linecache
-
-                info["code"] = linecache.getline(source, int(info["line"])).strip()[:MESSAGE_CHARS]
-            facts, out = {"status": "error", "error": info}, None
+            facts, out = {"status": "error", "error": error_facts(err)}, None
         facts["seconds"] = time.perf_counter() - start
         emit({"kind": "case", "index": i, **facts}, [out] if out is not None else [])
 
 
 def main() -> int:
     warnings.simplefilter("ignore")
-    job, arrays = read_message(sys.stdin.buffer, [OUTPUT_BUDGET]) or ({}, [])
+    job, arrays = read_message(sys.stdin.buffer, [1 << 31]) or ({}, [])
     channel = os.fdopen(int(job["channel"]), "wb")
     os.set_inheritable(channel.fileno(), False)
 
@@ -85,7 +119,7 @@ def main() -> int:
     for count in job["cases"]:
         cases.append(arrays[k:k + count])
         k += count
-    run_cases(job, texts, cases, emit, job.get("source"))
+    run_cases(job, texts, cases, emit)
     emit({"kind": "done"}, [])
     return 0
 

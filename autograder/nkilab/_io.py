@@ -62,7 +62,8 @@ def _meta(m: object) -> tuple[np.dtype, tuple[int, ...], int]:
 
 
 def read_message(fh: BinaryIO, budget: list[int]) -> tuple[dict, list[np.ndarray]] | None:
-    """The next message, or None at a clean end of stream.  ``budget`` ([bytes left]) caps all arrays read."""
+    """The next message, or None at a clean end of stream.  ``budget`` ([bytes left]) caps every byte read
+    (headers and arrays): what the other side sends cannot make this process hold more than it allowed."""
     first = fh.read(len(MAGIC))
     if not first:
         return None
@@ -72,6 +73,9 @@ def read_message(fh: BinaryIO, budget: list[int]) -> tuple[dict, list[np.ndarray
     (size,) = struct.unpack("<Q", _read_exact(fh, 8))
     if size > MAX_HEADER:
         raise ProtocolError(f"header of {size} bytes")
+    if size > budget[0]:
+        raise ProtocolError("more data than allowed")
+    budget[0] -= size
     try:
         header = json.loads(_read_exact(fh, size))
     except (ValueError, RecursionError) as err:

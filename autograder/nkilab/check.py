@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import sys
 import warnings
 from dataclasses import dataclass
 
-from nkilab.evaluate import Evaluation, evaluate
+from nkilab.evaluate import Evaluation, evaluate, record
 from nkilab.questions import get
+from nkilab.results import Audience
 
 PUBLIC_SEED = 0
-#: a per-hidden-case line of a grading report (``case_lines``); feedback shows them only as a count
-HIDDEN_CASE_LINE = re.compile(r"^\s*\[(ok  |FAIL)\] hidden case \d+/\d+\b.*$")
 
 
 @dataclass
@@ -47,34 +45,6 @@ class CheckResult:
         return f"<check {self.question}: public checks {state}>"
 
 
-def case_lines(ev: Evaluation) -> list[str]:
-    """One line per case; when every case failed with the same message, one line for all of them."""
-    q, n = ev.question, len(ev.cases)
-    messages = {cr.verdict.message for cr in ev.cases}
-    if n > 1 and len(messages) == 1 and not ev.cases[0].verdict.ok:
-        return [f"  [FAIL] all {n} cases: {messages.pop()}"]
-    lines = []
-    for i, cr in enumerate(ev.cases, 1):
-        mark = "ok  " if cr.verdict.ok else "FAIL"
-        kind = "hidden" if cr.hidden else "public"
-        lines.append(f"  [{mark}] {kind} case {i}/{n}  {cr.case.describe(q.arg_names)}: {cr.verdict.message}")
-    return lines
-
-
-def speed_lines(ev: Evaluation) -> list[str]:
-    q = ev.question
-    c = q.speed_case
-    if ev.latency_us is None:
-        return [f"Speed: {ev.speed_note}"] if ev.speed_note else []
-    line = (f"Speed, {ev.latency_label()}, on {c.describe(q.arg_names)}: {ev.latency_us:.1f} us")
-    if ev.reference_us is None:
-        return [line + (f" ({ev.speed_note})" if ev.speed_note else "")]
-    verdict = {"full": "full speed points", "partial": "partial speed points (half)",
-               "none": "no speed points yet"}[ev.tier or "none"]
-    return [line + f"; reference solution {ev.reference_us:.1f} us -> {ev.ratio:.2f}x the reference.",
-            f"  Tiers: full points at <= {q.full_tier:g}x, half at <= {q.partial_tier:g}x. You would get: {verdict}."]
-
-
 def check(question_id: str, kernel: str | os.PathLike | object | None = None, *, timeout: float | None = None,
           target: str | None = None) -> CheckResult:
     """Run the public cases of ``question_id`` on ``kernel`` and print what is right or wrong.
@@ -88,14 +58,15 @@ def check(question_id: str, kernel: str | os.PathLike | object | None = None, *,
         warnings.simplefilter("ignore")
         ev = evaluate(q, kernel, hidden=False, seed=PUBLIC_SEED, target=target, timeout=timeout)
     name = ev.module if not callable(kernel) else f"kernel {getattr(kernel, '__name__', '?')}"
+    rec = record(ev, correctness=0.0, speed=0.0)
     print(f"check {q.qid} -- {q.title} ({name})")
     if ev.problem:
         print(f"  Problem: {ev.problem}")
-    for line in case_lines(ev):
+    for line in rec.case_lines(Audience.STUDENT):
         print(line)
     passed = ev.correct
     if passed:
-        for line in speed_lines(ev):
+        for line in rec.speed_lines():
             print("  " + line)
         print("Public checks passed; hidden tests run at grading.")
     else:
@@ -103,26 +74,6 @@ def check(question_id: str, kernel: str | os.PathLike | object | None = None, *,
             print(f"  Reminder: {q.rules}.")
         print("Not passing yet: fix the first problem above and run the %%writefile cell and this check again.")
     return CheckResult(q.qid, passed, ev)
-
-
-def hide_hidden_cases(text: str) -> str:
-    """Replace the per-hidden-case lines of a grading report by one count, in place of the first of them."""
-    lines = text.splitlines(True)
-    hidden = [line for line in lines if HIDDEN_CASE_LINE.match(line)]
-    if not hidden:
-        return text
-    passed = sum("[ok  ]" in line for line in hidden)
-    summary = (f"  [{'ok  ' if passed == len(hidden) else 'FAIL'}] hidden cases: {passed} of {len(hidden)} passed "
-               "(their sizes and values are not shown in feedback)\n")
-    out: list[str] = []
-    for line in lines:
-        if HIDDEN_CASE_LINE.match(line):
-            if summary:
-                out.append(summary)
-                summary = ""
-            continue
-        out.append(line)
-    return "".join(out)
 
 
 def truncate_text(text: str, limit: int) -> str:

@@ -16,14 +16,16 @@ For the example class everything is built at run time in a fresh course director
 ``notebooks/``, the release with ``nbgrader generate_assignment``, the roster from
 ``autograder/example_class/roster.csv`` and the submissions from the current ``assignments/`` plus each
 student's recipe (``nkilab.example_class``).  With ``--course`` nothing outside nbgrader's own folders is
-written but the CSVs, the run's lock and the course's seed (``.nkilab-grade.lock``, ``.nkilab-seed``: a re-run
-grades the same hidden inputs, so it gives the same grades), and ``submitted/`` is only read.  ``--resume``
-keeps every submission whose autograded scores an earlier (stopped) run already recorded.
+written but the CSVs and the run's lock (``.nkilab-grade.lock``), and ``submitted/`` is only read.  Each run
+draws a fresh hidden-case seed unless the TA pins one (``--seed``), and keeps it in a file only the TA can read,
+outside the course (``nkilab.seeds``); ``--resume`` keeps every submission whose autograded scores an earlier
+(stopped) run already recorded and grades the rest with that run's seed.
 """
 
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import os
 import re
@@ -41,7 +43,7 @@ import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins import CsvExportPlugin
 
-from nkilab import example_class, gradebook_audit, intake, sandbox
+from nkilab import example_class, gradebook_audit, intake, sandbox, seeds
 from nkilab.batch_control import CHILDREN, CourseBusy, course_lock, on_signals
 from nkilab.evaluate import PRESET_ENV, grading_target, reference_key, reference_latency
 from nkilab.grade import GRADING_ENV
@@ -55,7 +57,7 @@ from nkilab.sanitize import grade_id, is_grade, restore
 
 EXAMPLE_DIR = REPO / "build" / "example_class"
 EXAMPLE_MARK = ".nkilab-example-class"  # only a directory carrying this file is ever wiped
-SEED_FILE = ".nkilab-seed"  # the course's hidden-case seed, kept so a re-run grades the same inputs
+OLD_SEED_FILE = ".nkilab-seed"  # where earlier versions kept the seed, inside the course: removed when found
 EXAMPLE_KERNEL_TIMEOUT = 20.0  # s per kernel run: the example kernels need ~1 s; keeps the endless loop short
 
 
@@ -111,11 +113,12 @@ def reference_presets() -> str:
     return json.dumps(found)
 
 
-def grading_env(limits: Limits, seed: int, sandboxed: bool) -> dict[str, str]:
+def grading_env(limits: Limits, seed_path: Path, sandboxed: bool) -> dict[str, str]:
     env = dict(os.environ)
     if not sandboxed:
         env[sandbox.NO_SANDBOX_ENV] = "1"
-    env["NKILAB_SEED"] = str(seed)
+    env.pop("NKILAB_SEED", None)  # the seed is read from the TA's file (its path below), never the environment
+    env[seeds.SEED_FILE_ENV] = str(seed_path)
     env[GRADING_ENV] = "1"
     if limits.kernel is not None:
         env["NKILAB_TIMEOUT_S"] = f"{limits.kernel:g}"
@@ -150,6 +153,28 @@ def prepare_example(course: Path, nbg: Nbgrader,
     example_class.build_submissions(course / "incoming", class_dir=class_dir)
     records = intake.take_in(course / "incoming", course / "submitted", students, {s: [s] for s in stages})
     return students, stages, records
+
+
+def feedback_note(course: Path, student: str, assignment: str, notebooks: list[str], record: intake.Intake) -> None:
+    """Say on the student's feedback page what happened to their hand-in: a notebook that could not be read gets a
+    page of its own with the reason (nbgrader makes none); one graded without its outputs gets a note on top."""
+    folder = course / "feedback" / student / assignment
+    if record.status == "unreadable":
+        text = (f"Your hand-in for {assignment} could not be graded: {record.note}. It scored 0 points; hand in the "
+                "notebook again (File > Save, then submit the .ipynb file) or ask the course staff.")
+    else:
+        text = f"Your notebook was {intake.STRIPPED_NOTE}."
+    note = f'<div class="nkilab-note" style="border:2px solid #c60;padding:1em;margin:1em">{html.escape(text)}</div>'
+    for nb in notebooks:
+        page = folder / f"{nb}.html"
+        if page.exists():
+            body = page.read_text()
+            at = body.find(">", body.find("<body")) + 1 if "<body" in body else 0
+            page.write_text(body[:at] + note + body[at:])
+        else:
+            folder.mkdir(parents=True, exist_ok=True)
+            page.write_text(f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{html.escape(assignment)}"
+                            f"</title></head><body>{note}</body></html>\n")
 
 
 def fresh_example_dir(course: Path) -> None:
@@ -207,16 +232,15 @@ def already_graded(db_url: str, student: str, assignment: str, notebooks: list[s
         return bool(grades) and all(g.auto_score is not None for g in grades)
 
 
-def course_seed(course: Path, given: int | None) -> int:
-    """``--seed``, else ``NKILAB_SEED``, else the seed an earlier run of this course recorded, else a fresh one."""
+def course_seed(course: Path, given: int | None, resume: bool) -> int:
+    """``--seed``, else ``NKILAB_SEED`` (both pinned by the TA), else on ``--resume`` the stopped run's seed from the
+    TA's seed file, else a fresh one."""
     if given is not None:
         return given
     if os.environ.get("NKILAB_SEED"):
         return int(os.environ["NKILAB_SEED"])
-    try:
-        return int((course / SEED_FILE).read_text().strip())
-    except (OSError, ValueError):
-        return secrets.randbits(32)
+    found = seeds.read_seed(seeds.seed_file(course)) if resume else None
+    return found if found is not None else secrets.randbits(32)
 
 
 def _attempted(log: str, student: str, assignment: str) -> bool:
@@ -235,9 +259,10 @@ def _failure_reason(log: str, student: str) -> str:
     return "nbgrader could not grade it"
 
 
-def _restored_from_gradebook(course: Path, db_url: str, student: str, assignment: str, notebook: str):
+def _restored_from_gradebook(course: Path, db_url: str, student: str, assignment: str, notebook: str,
+                             folder: str = "submitted"):
     """The submission rebuilt exactly as RestoreSubmission + OverwriteCells would (grade cells from the DB)."""
-    submitted = nbformat.read(course / "submitted" / student / assignment / f"{notebook}.ipynb", as_version=4)
+    submitted = nbformat.read(course / folder / student / assignment / f"{notebook}.ipynb", as_version=4)
     release = nbformat.read(course / "release" / assignment / f"{notebook}.ipynb", as_version=4)
     restored = restore(submitted, release)
     with Gradebook(db_url) as gb:
@@ -251,11 +276,11 @@ def _restored_from_gradebook(course: Path, db_url: str, student: str, assignment
 
 
 def salvage_submission(course: Path, db_url: str, student: str, assignment: str, notebooks: list[str],
-                       limits: Limits, env: dict[str, str], reason: str) -> list[str]:
+                       limits: Limits, env: dict[str, str], reason: str, folder: str = "submitted") -> list[str]:
     """Grade a discarded submission outside Jupyter; scores go to the gradebook.  Returns notes."""
     notes = [f"{reason}, so nbgrader discarded the submission: graded outside the notebook kernel instead"]
     for notebook in notebooks:
-        restored = _restored_from_gradebook(course, db_url, student, assignment, notebook)
+        restored = _restored_from_gradebook(course, db_url, student, assignment, notebook, folder)
         work = course / "salvage" / student / assignment
         outcomes = salvage(restored.notebook, work, timeout=limits.notebook, env=env)
         unchanged = answer_cells_unchanged(restored.notebook)
@@ -278,11 +303,12 @@ def salvage_submission(course: Path, db_url: str, student: str, assignment: str,
     return notes
 
 
-def sanitize_notes(course: Path, student: str, assignment: str, notebooks: list[str]) -> list[str]:
+def sanitize_notes(course: Path, student: str, assignment: str, notebooks: list[str],
+                   folder: str = "submitted") -> list[str]:
     """What RestoreSubmission changed (recomputed: it is a pure function of submission and release)."""
     notes = []
     for notebook in notebooks:
-        path = course / "submitted" / student / assignment / f"{notebook}.ipynb"
+        path = course / folder / student / assignment / f"{notebook}.ipynb"
         release = course / "release" / assignment / f"{notebook}.ipynb"
         if path.exists() and release.exists():
             restored = restore(nbformat.read(path, as_version=4), nbformat.read(release, as_version=4))
@@ -303,8 +329,9 @@ def grade_assignment(course: Path, nbg: Nbgrader, assignment: str, notebooks: li
         kept = [r for r in records if r.gradable and already_graded(db_url, r.student, assignment, notebooks)]
         results.update({r.student: ("graded", ["kept the scores an earlier run recorded (--resume)"]) for r in kept})
         records = [r for r in records if r not in kept]
-    gradable = [r.student for r in records if r.gradable]
-    if not gradable:
+    gradable = [r.student for r in records if r.gradable and r.folder == "submitted"]
+    elsewhere = [r for r in records if r.gradable and r.folder != "submitted"]  # oversized: an outputs-free copy
+    if not gradable and not elsewhere:
         return results
     flags = grading_flags(cell_timeout=limits.cell, notebook_timeout=limits.notebook)
     start = time.monotonic()
@@ -318,22 +345,28 @@ def grade_assignment(course: Path, nbg: Nbgrader, assignment: str, notebooks: li
         return nbg.run(["autograde", assignment, "--force", "--create", *flags, *exclude], name,
                        len(shard) * limits.notebook + 300)
 
-    with ThreadPoolExecutor(max_workers=len(shards)) as pool:  # nbgrader processes side by side, one per core
+    with ThreadPoolExecutor(max_workers=max(len(shards), 1)) as pool:  # nbgrader processes side by side
         done = list(pool.map(autograde, range(len(shards)), shards))
-    code = max((c for c, _ in done), key=abs)
+    for r in elsewhere:
+        done.append(nbg.run(["autograde", assignment, "--student", r.student, "--force", "--create", *flags,
+                             f"--CourseDirectory.submitted_directory={r.folder}"],
+                            f"autograde-{assignment}-{r.student}", limits.notebook + 300))
+    code = max((c for c, _ in done), key=abs, default=0)
     log = "\n".join(text for _, text in done)
     for r in (r for r in records if r.gradable):
-        notes = ([r.note] if r.note else []) + sanitize_notes(course, r.student, assignment, notebooks)
+        notes = ([r.note] if r.note else []) + sanitize_notes(course, r.student, assignment, notebooks, r.folder)
         status = "graded"
         if not _autograded(course, r.student, assignment, notebooks) and not _attempted(log, r.student, assignment):
-            _, log1 = nbg.run(["autograde", assignment, "--student", r.student, "--force", "--create", *flags],
+            _, log1 = nbg.run(["autograde", assignment, "--student", r.student, "--force", "--create", *flags,
+                               f"--CourseDirectory.submitted_directory={r.folder}"],
                               f"autograde-{assignment}-{r.student}", limits.notebook + 300)
             log += log1
             notes.append("not reached by the class-wide run: graded on its own")
         if not _autograded(course, r.student, assignment, notebooks):
             reason = _failure_reason(log, r.student)
             try:
-                notes += salvage_submission(course, db_url, r.student, assignment, notebooks, limits, env, reason)
+                notes += salvage_submission(course, db_url, r.student, assignment, notebooks, limits, env, reason,
+                                            r.folder)
                 status = "salvaged"
             except Exception as err:  # the batch goes on; the TA sees why
                 notes.append(f"{reason}; salvaging failed too ({type(err).__name__}: {err})")
@@ -368,11 +401,14 @@ def _grade_class(course: Path, *, example: bool, only: list[str] | None, limits:
             raise ClassGradeError(str(err)) from None
     else:
         _log(sandbox.WARNING)
-    seed = course_seed(course, seed)
+    seed = course_seed(course, seed, resume)
+    seed_path = seeds.seed_file(course)
+    seeds.write_seed(seed_path, seed)
+    (course / OLD_SEED_FILE).unlink(missing_ok=True)
     bin_dir = str(Path(sys.executable).parent)  # nbgrader's Gradebook runs `alembic` from PATH, here too
     if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
-    env = grading_env(limits, seed, sandboxed)
+    env = grading_env(limits, seed_path, sandboxed)
     t0 = time.monotonic()
     if example:
         fresh_example_dir(course)
@@ -393,7 +429,6 @@ def _grade_class(course: Path, *, example: bool, only: list[str] | None, limits:
     db_url = f"sqlite:///{course / 'gradebook.db'}"
     before = gradebook_audit.snapshot(db_url)  # a TA's manual scores, to prove grading left them alone
     env[PRESET_ENV] = reference_presets()
-    (course / SEED_FILE).write_text(f"{seed}\n")
     results = {a: grade_assignment(course, nbg, a, layout[a], [r for r in records if r.assignment == a], limits, env,
                                    resume)
                for a in assignments}
@@ -403,6 +438,10 @@ def _grade_class(course: Path, *, example: bool, only: list[str] | None, limits:
                           60 * len(students) * len(assignments) + 300)
         if code != 0:
             _log(f"  generate_feedback {which}: exit code {code} (see {course / 'logs' / f'{name}.log'})")
+    for a in assignments:  # no hand-in goes without a feedback page saying what happened to it
+        for r in records:
+            if r.assignment == a and (r.status == "unreadable" or r.stripped):
+                feedback_note(course, r.student, a, layout[a], r)
     tampered = gradebook_audit.changes(before, gradebook_audit.snapshot(db_url))
     for ch in tampered:
         _log(f"  gradebook: {ch} during this grading run")
@@ -454,13 +493,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=None,
                     help="students graded side by side, one nbgrader process each (default: the number of cores)")
     ap.add_argument("--seed", type=int, default=None,
-                    help=f"hidden-case data seed (default: NKILAB_SEED, else the course's {SEED_FILE} from an earlier "
-                         "run, else random)")
+                    help="pin the hidden-case data seed (default: NKILAB_SEED, else a fresh one per run, kept in a "
+                         "file only you can read, outside the course: see nkilab.seeds)")
     ap.add_argument("--hidden-cases", type=Path, default=None,
                     help="a JSON file of your own hidden cases per question (kept private; see nkilab.questions)")
     ap.add_argument("--resume", action="store_true",
                     help="keep every submission whose autograded scores are already recorded (after a stopped run); "
-                         "grade the rest with the course's recorded seed")
+                         "grade the rest with the stopped run's seed")
     ap.add_argument("--no-sandbox", action="store_true",
                     help="grade without the bubblewrap sandbox (only on a machine you can lose: student code then "
                          "runs as your user); every report says so")

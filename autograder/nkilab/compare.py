@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from nkilab.results import Outcome
 from nkilab.runner import CaseRun
 
 PMAX = 128
@@ -20,6 +21,8 @@ PMAX = 128
 class Verdict:
     ok: bool
     message: str
+    outcome: Outcome = Outcome.PASSED
+    error: dict | None = None  # the error's facts when the run raised (``nkilab.runner.error_facts``)
 
 
 def describe_error(err: dict, module_name: str | None = None) -> str:
@@ -44,20 +47,21 @@ def _fmt(x: float) -> str:
 def diagnose(run: CaseRun, expected: np.ndarray, inputs: list[np.ndarray], rtol: float, atol: float,
              module_name: str | None = None) -> Verdict:
     if run.status == "not_run":
-        return Verdict(False, "did not run (the kernel timed out or crashed before reaching this case)")
+        return Verdict(False, "did not run (the kernel timed out or crashed before reaching this case)",
+                       Outcome.NOT_RUN)
     if run.status == "error":
-        return Verdict(False, describe_error(run.error or {}, module_name))
+        return Verdict(False, describe_error(run.error or {}, module_name), Outcome.ERROR, run.error)
     if run.status == "bad_return" or run.output is None:
         what = run.returned or "nothing"
         hint = " -- did you forget `return out`?" if what == "NoneType" else ""
-        return Verdict(False, f"the kernel returned {what}, not an array{hint}")
+        return Verdict(False, f"the kernel returned {what}, not an array{hint}", Outcome.NO_ARRAY)
     got = run.output
     if got.shape != expected.shape:
         return Verdict(False, f"output shape {tuple(got.shape)} but expected {tuple(expected.shape)} "
-                              f"(the same shape as the inputs)")
+                              f"(the same shape as the inputs)", Outcome.WRONG_SHAPE)
     if got.dtype != expected.dtype:
         return Verdict(False, f"output dtype {got.dtype} but expected {expected.dtype} "
-                              f"(create the output with the input's dtype)")
+                              f"(create the output with the input's dtype)", Outcome.WRONG_SHAPE)
     g = got.astype(np.float64)
     e = expected.astype(np.float64)
     if got.size == 0:
@@ -68,9 +72,10 @@ def diagnose(run: CaseRun, expected: np.ndarray, inputs: list[np.ndarray], rtol:
         span = _span(bad_nan)
         return Verdict(False, f"output has {int(bad_nan.sum())} NaN/Inf values where the answer is finite; "
                               f"first at {_where(idx)}" + (f"; {span}" if span else "") +
-                       " -- were those elements ever stored? (the simulator reads never-stored output as NaN)")
+                       " -- were those elements ever stored? (the simulator reads never-stored output as NaN)",
+                       Outcome.WRONG_VALUES)
     if not np.any(g) and np.any(e):
-        return Verdict(False, "output is all zeros -- was anything stored to it (nl.store)?")
+        return Verdict(False, "output is all zeros -- was anything stored to it (nl.store)?", Outcome.WRONG_VALUES)
     close = np.isclose(g, e, rtol=rtol, atol=atol)
     if close.all():
         return Verdict(True, "matches")
@@ -88,7 +93,7 @@ def diagnose(run: CaseRun, expected: np.ndarray, inputs: list[np.ndarray], rtol:
     zeros = wrong & (g == 0) & (e != 0)
     if zeros.any() and zeros.sum() == wrong.sum():
         parts.append("every wrong element is 0 -- part of the output was never stored")
-    return Verdict(False, "; ".join(parts) + f" (tolerance rtol={rtol:g}, atol={atol:g})")
+    return Verdict(False, "; ".join(parts) + f" (tolerance rtol={rtol:g}, atol={atol:g})", Outcome.WRONG_VALUES)
 
 
 def _first(mask: np.ndarray) -> tuple[int, ...]:

@@ -30,6 +30,7 @@ from traitlets import Bool
 
 from nkilab.grade import grade_report
 from nkilab.nbgrader_plugins import TimeLimitedExecute
+from nkilab.results import MIME
 from nkilab.sanitize import SKIP_TAG, WRITEFILE, is_grade, writefile_target
 
 
@@ -106,6 +107,9 @@ class DirectGrade(TimeLimitedExecute):
                 with contextlib.redirect_stdout(text):
                     report = grade_report(step.question, folder / step.file)
                 cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=text.getvalue()))
+                if report.record is not None:  # what feedback and the TA's table read (``nkilab.results``)
+                    cell.outputs.append(nbformat.v4.new_output("display_data", data={MIME: report.record.to_json(),
+                                                                                     "text/plain": ""}))
                 cell.outputs.append(nbformat.v4.new_output("execute_result", data={"text/plain": repr(report.points)},
                                                            execution_count=count))
         return nb, resources

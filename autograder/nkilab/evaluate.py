@@ -16,6 +16,7 @@ import numpy as np
 from nkilab import gate
 from nkilab.compare import Verdict, describe_error, diagnose
 from nkilab.questions import COURSE_TARGET, Case, Question, hidden_cases
+from nkilab.results import CaseRecord, ErrorFacts, GradeRecord, Problem, ProblemKind, SpeedRecord
 from nkilab.runner import CaseRun, RunResult, run_inprocess, run_module
 
 #: a case whose arguments have at most this many elements each also runs on its negated inputs: on so
@@ -41,6 +42,7 @@ class Evaluation:
     module: str
     cases: list[CaseResult] = field(default_factory=list)
     problem: str | None = None  # a whole-run problem: missing file, import error, timeout, crash
+    problem_kind: ProblemKind | None = None
     latency_us: float | None = None
     reference_us: float | None = None
     target: str | None = None
@@ -191,16 +193,21 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
     path = Path(getattr(module, "__name__", "kernel") if inproc else module)
     ev = Evaluation(q, str(path))
     if not inproc and not path.exists():
-        ev.problem = (f"no file {path} -- run the %%writefile cell that writes your kernel first")
+        ev.problem = (f"no file {path.name} -- run the %%writefile cell that writes your kernel first")
+        ev.problem_kind = ProblemKind.MISSING
         return ev
     refusal = None if inproc else gate.screen(path)
     if refusal is not None:
         ev.problem = "the grader refused your file before running it: " + refusal.message(path.name)
+        ev.problem_kind = ProblemKind.REFUSED
         return ev
     cases = [(c, False) for c in q.public] + ([(c, True) for c in hidden_cases(q)] if hidden else [])
     data = [case_data(q, c, seed, i) for i, (c, _) in enumerate(cases)]
     mirrored = [i for i, d in enumerate(data) if max(a.size for a in d.args) <= MIRROR_MAX_ELEMENTS]
     runs = data + [case_data(q, cases[i][0], seed, i, negated=True) for i in mirrored]
+    # a hidden case's runs (and their mirrors) are traced only after the public ones, and said nothing of
+    hidden_runs = frozenset(i for i, (_, h) in enumerate(cases) if h) | \
+        frozenset(len(data) + j for j, i in enumerate(mirrored) if cases[i][1])
     timed = len(runs) if speed else None
     if speed:  # the run whose latency counts, on inputs of this seed, its output checked like any case
         runs.append(case_data(q, q.speed_case, seed, TIMED_INDEX))
@@ -211,18 +218,22 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
                                 grid=q.grid)
     else:
         run = run_module(path, q.function, [d.args for d in runs], timed=timed, bench=bench, target=target,
-                         timeout=timeout, grid=q.grid, sandboxed=sandboxed)
+                         timeout=timeout, grid=q.grid, sandboxed=sandboxed, hidden=hidden_runs)
     ev.run = run
     if run.import_error is not None:
         ev.problem = "your file did not import: " + describe_error(run.import_error, path.name).replace(
             "your kernel raised ", "")
+        ev.problem_kind = ProblemKind.IMPORT
         return ev
     if run.timed_out:
         ev.problem = f"timed out after {timeout:g} s (an endless loop, or far too much work?)"
+        ev.problem_kind = ProblemKind.TIMEOUT
     elif run.garbled:
-        ev.problem = f"the kernel process sent back something that is not a result ({run.garbled})"
+        ev.problem = "the kernel process sent back something that is not a result"
+        ev.problem_kind = ProblemKind.GARBLED
     elif run.crashed:
-        ev.problem = f"the kernel process died (exit code {run.returncode}) before finishing"
+        ev.problem = "the kernel process died before finishing"
+        ev.problem_kind = ProblemKind.CRASHED
     def judge(case: Case, d: CaseData, crun: Any) -> Verdict:
         return diagnose(crun, d.expected, list(d.args), *q.tolerance(case.dtype), path.name)
 
@@ -232,7 +243,8 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
         if i < len(ev.cases) and ev.cases[i].verdict.ok:  # a case passes only if its mirror passes too
             verdict = judge(ev.cases[i].case, d, crun)
             if not verdict.ok:
-                ev.cases[i].verdict = Verdict(False, f"with every input negated: {verdict.message}")
+                ev.cases[i].verdict = Verdict(False, f"with every input negated: {verdict.message}", verdict.outcome,
+                                              verdict.error)
     if timed is not None and ev.correct:
         verdict = judge(q.speed_case, runs[timed], run.cases[timed])
         if not verdict.ok:
@@ -250,3 +262,27 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
         else:
             ev.speed_note = "reference latency unavailable: " + (ref.get("error") or {}).get("message", "")
     return ev
+
+
+def record(ev: Evaluation, *, correctness: float, speed: float, sandboxed: bool = True,
+           warnings: tuple[str, ...] = ()) -> GradeRecord:
+    """The evaluation as a typed grade record (``nkilab.results``): what reports, feedback and tables render."""
+    q = ev.question
+    cases = tuple(CaseRecord(n, cr.hidden, cr.case.describe(q.arg_names), cr.verdict.outcome, cr.verdict.message,
+                             _facts(cr.verdict.error)) for n, cr in enumerate(ev.cases, 1))
+    problem = Problem(ev.problem_kind or ProblemKind.HARNESS, ev.problem) if ev.problem else None
+    timing = None
+    if ev.latency_us is not None or ev.speed_note:
+        timing = SpeedRecord(q.speed_case.describe(q.arg_names), ev.latency_label(), ev.latency_us, ev.reference_us,
+                             ev.tier, q.full_tier, q.partial_tier, ev.speed_note)
+    return GradeRecord(q.qid, q.title, round(correctness + speed, 4), q.points, round(correctness, 4),
+                       q.correctness_points, round(speed, 4), q.speed_points, cases, problem, timing, sandboxed,
+                       warnings)
+
+
+def _facts(err: dict | None) -> ErrorFacts | None:
+    if not err:
+        return None
+    line = err.get("line")
+    return ErrorFacts(str(err.get("type") or "Exception"), str(err.get("message") or ""), err.get("error_id"),
+                      line if type(line) is int else None, err.get("code"))

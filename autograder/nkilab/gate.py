@@ -10,11 +10,16 @@ kernel legitimately uses -- ``neuronxcc.nki`` (or ``nki``), NumPy for dtypes and
 from __future__ import annotations
 
 import ast
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 #: top-level modules a kernel file may import (``neuronxcc`` only for its ``nki`` package)
-ALLOWED_MODULES = frozenset({"neuronxcc", "nki", "numpy", "math", "warnings", "typing", "__future__"})
+ALLOWED_MODULES = frozenset({"neuronxcc", "nki", "numpy", "math", "warnings", "__future__"})
+#: standard-library module names that NKI, NumPy or a tensor also use as attribute names of their own
+KERNEL_ATTRIBUTE_NAMES = frozenset({"array", "copy", "math", "profile", "random", "select", "trace"})
+#: an attribute with a standard-library module's name reaches that module wherever an object re-exports it
+MODULE_ATTRIBUTES = frozenset(n for n in sys.stdlib_module_names if not n.startswith("_")) - KERNEL_ATTRIBUTE_NAMES
 #: builtins that reach past the kernel: code from strings, files, attribute access by name, frames
 FORBIDDEN_NAMES = frozenset({"exec", "eval", "compile", "open", "getattr", "setattr", "delattr", "__import__",
                              "globals", "locals", "vars", "breakpoint", "input", "memoryview", "help",
@@ -23,9 +28,10 @@ FORBIDDEN_NAMES = frozenset({"exec", "eval", "compile", "open", "getattr", "seta
 FORBIDDEN_ATTRIBUTES = frozenset({"tofile", "fromfile", "dump", "dumps", "ctypes", "ctypeslib", "memmap",
                                   "save", "savez", "savez_compressed", "savetxt", "loadtxt", "genfromtxt",
                                   "fromregex", "DataSource", "lib", "f2py", "distutils", "testing", "os", "sys",
-                                  "gi_frame", "f_back", "f_globals", "f_locals", "cr_frame", "tb_frame"})
+                                  "gi_frame", "f_back", "f_globals", "f_locals", "cr_frame", "tb_frame", "ag_frame",
+                                  "ma"})  # numpy.ma's modules re-export builtins, inspect and operator
 NUMPY_FILE_FUNCTIONS = frozenset({"load"})  # np.load reads files; nl.load is NKI's, so only numpy's is refused
-HINT = "kernel files may import only neuronxcc.nki, numpy and math, and use no private names, files or exec"
+HINT = "kernel files may import only neuronxcc.nki (or nki), numpy and math, and use no private names, files or exec"
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,8 @@ class _Screen(ast.NodeVisitor):
             self.refuse(node, f"the private attribute `.{node.attr}` is not allowed")
         elif node.attr in FORBIDDEN_ATTRIBUTES:
             self.refuse(node, f"`.{node.attr}` is not allowed")
+        elif node.attr in MODULE_ATTRIBUTES:
+            self.refuse(node, f"`.{node.attr}` (a standard-library module's name) is not allowed")
         elif node.attr in NUMPY_FILE_FUNCTIONS and isinstance(node.value, ast.Name) \
                 and node.value.id in self.numpy_aliases:
             self.refuse(node, f"`{node.value.id}.{node.attr}` (NumPy file access) is not allowed")
@@ -92,6 +100,28 @@ class _Screen(ast.NodeVisitor):
             self.refuse(node, f"`{node.id}` is not allowed")
         elif node.id.startswith("__") and node.id != "__name__":
             self.refuse(node, f"the special name `{node.id}` is not allowed")
+
+    def _annotation(self, node: ast.AST | None) -> None:
+        if node is None:
+            return
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+                self.refuse(sub, "a string annotation is not allowed (annotate with nki.typing objects)")
+                return
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
+        args = node.args
+        for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+            if a is not None:
+                self._annotation(a.annotation)
+        self._annotation(getattr(node, "returns", None))
+        self.generic_visit(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # noqa: N815  (ast.NodeVisitor's naming)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._annotation(node.annotation)
+        self.generic_visit(node)
 
     def visit_Global(self, node: ast.Global) -> None:
         self.refuse(node, "`global` is not allowed in a kernel file")

@@ -15,10 +15,10 @@ import sys
 import warnings
 from dataclasses import dataclass
 
-from nkilab import sandbox
-from nkilab.check import case_lines, hide_hidden_cases, speed_lines
-from nkilab.evaluate import Evaluation, evaluate, grading_target
+from nkilab import sandbox, seeds
+from nkilab.evaluate import Evaluation, evaluate, grading_target, record
 from nkilab.questions import get
+from nkilab.results import MIME, Audience, GradeRecord, Problem, ProblemKind
 
 #: set (to 1) by the grading tools (make grade, Gradescope): reports then list every hidden case for the TA.  A
 #: student running a grade cell in their own notebook sees the hidden cases only as a count, as in feedback.
@@ -26,9 +26,13 @@ GRADING_ENV = "NKILAB_GRADING"
 
 
 def grading_seed() -> int:
-    """``NKILAB_SEED`` when set (reproducible regrades), otherwise fresh randomness per grading run."""
+    """The run's seed: ``NKILAB_SEED`` when a TA pins it by hand, else the TA-only seed file ``make grade`` names
+    (``nkilab.seeds``), otherwise fresh randomness (a student's own grade cell, each Gradescope submission)."""
     env = os.environ.get("NKILAB_SEED")
-    return int(env) if env else secrets.randbits(32)
+    if env:
+        return int(env)
+    found = seeds.read_seed(os.environ.get(seeds.SEED_FILE_ENV))
+    return found if found is not None else secrets.randbits(32)
 
 
 def grading_timeout() -> float | None:
@@ -46,6 +50,17 @@ class GradeReport:
     speed: float
     evaluation: Evaluation | None
     seed: int
+    record: GradeRecord | None = None
+
+    def text(self, audience: Audience | None = None) -> str:
+        """The report as printed: every hidden case for the grading tools, a count of them for a student."""
+        assert self.record is not None
+        return self.record.render_text(audience or report_audience())
+
+
+def report_audience() -> Audience:
+    """Who reads a printed report: the TA under the grading tools (``NKILAB_GRADING``), else the student."""
+    return Audience.TA if os.environ.get(GRADING_ENV) else Audience.STUDENT
 
 
 def grade_report(question_id: str, module_path: str | os.PathLike | None = None, *, seed: int | None = None,
@@ -62,42 +77,44 @@ def grade_report(question_id: str, module_path: str | os.PathLike | None = None,
         with warnings.catch_warnings(), contextlib.redirect_stderr(out):
             warnings.simplefilter("ignore")
             sandboxed = sandbox.require()
-            if not sandboxed:
-                print(sandbox.WARNING, file=out)
             ev = evaluate(q, module_path, hidden=True, seed=seed, target=target or grading_target(q), timeout=timeout,
                           sandboxed=sandboxed)
             # in proportion to the cases passed (after a timeout or crash, the cases that finished right)
             cpts = q.correctness_points * (ev.passed / len(ev.cases)) if ev.cases else 0.0
             spts = q.speed_points * ev.speed_fraction() if ev.correct else 0.0
-            report = GradeReport(q.qid, round(cpts + spts, 4), q.points, round(cpts, 4), round(spts, 4), ev, seed)
-            _print(report, out)
+            rec = record(ev, correctness=cpts, speed=spts, sandboxed=sandboxed,
+                         warnings=() if sandboxed else (sandbox.WARNING,))
+            report = GradeReport(q.qid, rec.points, q.points, rec.correctness, rec.speed, ev, seed, rec)
+            print(report.text(), end="", file=out)
     except Exception as err:  # a harness failure must not zero the cell through stderr
+        why = f"grading failed ({type(err).__name__}); 0 points -- tell the course staff"
+        rec = GradeRecord(q.qid, q.title, 0.0, q.points, 0.0, q.correctness_points, 0.0, q.speed_points,
+                          problem=Problem(ProblemKind.HARNESS, why))
         print(f"{q.qid}: grading failed ({type(err).__name__}: {err}); 0 points -- tell the course staff.", file=out)
-        report = GradeReport(q.qid, 0.0, q.points, 0.0, 0.0, None, seed)
+        report = GradeReport(q.qid, 0.0, q.points, 0.0, 0.0, None, seed, rec)
     finally:
         if out is not sys.stdout:
             out.close()
+    LAST[0] = rec
+    if verbose:
+        _display(rec)
     return report
 
 
-def _print(r: GradeReport, out) -> None:
-    ev = r.evaluation
-    assert ev is not None
-    q = ev.question
-    print(f"{q.qid} -- {q.title}", file=out)
-    if ev.problem:
-        print(f"  Problem: {ev.problem}", file=out)
-    n = len(ev.cases)
-    lines = "".join(line + "\n" for line in case_lines(ev))
-    print(lines if os.environ.get(GRADING_ENV) else hide_hidden_cases(lines), end="", file=out)
-    print(f"  Correctness: {ev.passed}/{n} cases -> {r.correctness:g}/{q.correctness_points:g} points", file=out)
-    if ev.correct:
-        for line in speed_lines(ev):
-            print("  " + line, file=out)
-        print(f"  Speed: {r.speed:g}/{q.speed_points:g} points", file=out)
-    else:
-        print(f"  Speed: 0/{q.speed_points:g} points (speed counts only when every case is correct)", file=out)
-    print(f"Score: {r.points:g} / {r.max_points:g}", file=out)
+#: the latest record this process made (``nkilab.salvage`` logs the one its grade cell made)
+LAST: list[GradeRecord | None] = [None]
+
+
+def _display(rec: GradeRecord) -> None:
+    """In a notebook, the record goes into the cell's outputs too (under ``MIME``, invisible): feedback and the
+    TA's table are rendered from it, never from the printed text."""
+    ipython = sys.modules.get("IPython")
+    shell = getattr(ipython, "get_ipython", lambda: None)() if ipython is not None else None
+    if shell is None:
+        return
+    from IPython.display import display
+
+    display({MIME: rec.to_json(), "text/plain": ""}, raw=True)
 
 
 def grade(question_id: str, module_path: str | os.PathLike | None = None, **kwargs) -> float:

@@ -2,15 +2,15 @@
 
 nbgrader's ``export`` has totals only, and it shows 0 both for "nothing handed in" and for "the grader
 failed", so the scores here come from the gradebook per grade cell, joined with what happened on the way:
-the intake status, the repairs the sanitizer made, a salvaged submission, and -- read from the grade cell's
-own report in the autograded notebook -- why a kernel question lost points (cases failed, the latency ratio
-that set the speed tier, a time-out or crash).
+the intake status, the repairs the sanitizer made, a salvaged submission, and -- read from the grade record
+(``nkilab.results``) the grade cell left in the autograded notebook, never from its printed text -- why a
+kernel question lost points (cases failed, the latency ratio that set the speed tier, a time-out or crash).
+Every cell of the CSVs goes through ``results.csv_cell``: a student's words cannot become a spreadsheet formula.
 """
 
 from __future__ import annotations
 
 import csv
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +18,7 @@ import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 
 from nkilab.questions import QUESTION_CALL
+from nkilab.results import MIME, Audience, GradeRecord, csv_cell
 from nkilab.sanitize import grade_id, is_grade
 
 CSV_FIELDS = ["student", "assignment", "notebook", "grade_id", "question", "kind", "points", "max_points",
@@ -60,25 +61,9 @@ def question_of(source: str, fallback: str) -> str:
     return m.group(1) if m else fallback
 
 
-def why(text: str) -> str:
-    """A one-line reason from a grade cell's printed report (nkilab.grade's format)."""
-    parts = []
-    problem = re.search(r"Problem: (.+)", text)
-    if problem:
-        parts.append(problem.group(1).strip())
-    cases = re.search(r"Correctness: (\d+)/(\d+) cases", text)
-    if cases and not (problem and cases.group(1) == "0"):
-        parts.append(f"{cases.group(1)}/{cases.group(2)} cases right")
-    ratio = re.search(r"Speed, (estimate \([^)]*\)|measured \([^)]*\)).*?-> ([0-9.]+)x the reference", text)
-    if ratio:
-        tier = re.search(r"Speed: ([0-9.]+)/([0-9.]+) points", text)
-        got = f" -> {tier.group(1)}/{tier.group(2)} speed points" if tier else ""
-        parts.append(f"latency {ratio.group(2)}x the reference's, {ratio.group(1)}{got}")
-    elif "speed counts only when every case is correct" in text and not problem:
-        parts.append("no speed points until every case is right")
-    elif not parts and text.strip():
-        parts.append(text.strip().splitlines()[-1][:160])
-    return "; ".join(parts)
+def why(rec: GradeRecord | None) -> str:
+    """A one-line reason from a grade cell's record (what the TA's table and CSV show)."""
+    return "no grading report (the grade cell did not finish)" if rec is None else rec.summary(Audience.TA)
 
 
 def release_grade_cells(course: Path, assignment: str) -> dict[str, list[tuple[str, str, float, str]]]:
@@ -97,13 +82,25 @@ def release_grade_cells(course: Path, assignment: str) -> dict[str, list[tuple[s
     return found
 
 
-def _outputs_text(course: Path, student: str, assignment: str, notebook: str) -> dict[str, str]:
+def _records(course: Path, student: str, assignment: str, notebook: str) -> dict[str, GradeRecord | None]:
+    """grade id -> the record its grade cell left in the autograded notebook (None: it left none)."""
     path = course / "autograded" / student / assignment / f"{notebook}.ipynb"
     if not path.exists():
         return {}
     nb = nbformat.read(path, as_version=4)
-    return {grade_id(c) or "": "".join(o.get("text", "") for o in c.get("outputs", []) if o.get("output_type") == "stream")
-            for c in nb.cells if c.cell_type == "code" and is_grade(c)}
+    found: dict[str, GradeRecord | None] = {}
+    for c in nb.cells:
+        if c.cell_type != "code" or not is_grade(c):
+            continue
+        rec = None
+        for out in c.get("outputs", []):
+            if MIME in out.get("data", {}):
+                try:
+                    rec = GradeRecord.from_json(out["data"][MIME])
+                except ValueError:
+                    rec = None
+        found[grade_id(c) or ""] = rec
+    return found
 
 
 def collect(course: Path, db_url: str, student: str, assignment: str, status: str, notes: list[str]) -> Submission:
@@ -112,7 +109,7 @@ def collect(course: Path, db_url: str, student: str, assignment: str, status: st
     layout = release_grade_cells(course, assignment)
     with Gradebook(db_url) as gb:
         for notebook, rows in layout.items():
-            texts = _outputs_text(course, student, assignment, notebook) if status in ("graded", "salvaged") else {}
+            records = _records(course, student, assignment, notebook) if status in ("graded", "salvaged") else {}
             for gid, kind, points, question in rows:
                 score: float | None = 0.0
                 detail = ""
@@ -123,7 +120,7 @@ def collect(course: Path, db_url: str, student: str, assignment: str, status: st
                     except MissingEntry:
                         score, detail = 0.0, "no grade recorded"
                     if kind == "kernel":
-                        detail = detail or why(texts.get(gid, ""))
+                        detail = detail or why(records.get(gid))
                     elif score is None:
                         detail = "answered: waiting for a TA"
                     else:
@@ -200,11 +197,11 @@ def write_csv(subs: list[Submission], path: Path) -> None:
         out.writeheader()
         for s in subs:
             for c in s.cells:
-                out.writerow({"student": s.student, "assignment": s.assignment, "notebook": c.notebook,
-                              "grade_id": c.grade_id, "question": c.question, "kind": c.kind,
-                              "points": "" if c.points is None else f"{c.points:g}", "max_points": f"{c.max_points:g}",
-                              "status": s.status if c.points is not None else "needs manual grade",
-                              "detail": c.detail})
+                row = {"student": s.student, "assignment": s.assignment, "notebook": c.notebook,
+                       "grade_id": c.grade_id, "question": c.question, "kind": c.kind,
+                       "points": "" if c.points is None else f"{c.points:g}", "max_points": f"{c.max_points:g}",
+                       "status": s.status if c.points is not None else "needs manual grade", "detail": c.detail}
+                out.writerow({k: csv_cell(v) for k, v in row.items()})
 
 
 def write_lms_csv(subs: list[Submission], students: list[str], assignments: list[str], path: Path) -> None:
@@ -216,10 +213,10 @@ def write_lms_csv(subs: list[Submission], students: list[str], assignments: list
                 for a in assignments}
     with open(path, "w", newline="") as fh:
         out = csv.writer(fh)
-        out.writerow(["student", *assignments, "total", "pending"])
+        out.writerow([csv_cell(v) for v in ["student", *assignments, "total", "pending"]])
         out.writerow(["points possible", *(f"{possible[a]:g}" for a in assignments), f"{sum(possible.values()):g}",
                       ""])
         for st in students:
             got = [by.get((st, a)) or Submission(st, a, "missing") for a in assignments]
             points = [sum(c.points or 0.0 for c in s.cells) for s in got]
-            out.writerow([st, *(f"{p:g}" for p in points), f"{sum(points):g}", sum(s.pending() for s in got)])
+            out.writerow([csv_cell(st), *(f"{p:g}" for p in points), f"{sum(points):g}", sum(s.pending() for s in got)])

@@ -9,9 +9,11 @@ A bundle (``build/gradescope/<assignment>.zip``) holds ``setup.sh``, ``run_autog
 them.  ``run`` takes the student's notebook from ``<root>/submission``, rebuilds it on the release (only the
 answer cells' sources are the student's, as in ``make grade``), writes each kernel answer to a scratch folder,
 grades it with ``nkilab.grade`` (the same screen, sandbox, cases, seed handling and speed tiers) and writes
-``<root>/results/results.json`` in Gradescope's format: per question one visible test (public cases in full,
-hidden cases as a count) and one zero-point test with the hidden cases' details, shown only once the
-instructor publishes grades (``after_published``).  Written answers are left to the course staff.
+``<root>/results/results.json`` in Gradescope's format, rendered from each question's grade record
+(``nkilab.results``): per question one visible test (public cases in full, hidden cases as a count and their
+verdict categories) and one zero-point test with the hidden cases' details for the course staff only
+(``hidden``: a TA's private hidden cases never reach a student).  Written answers are left to the course staff.
+The grading seed is drawn afresh for every submission.
 """
 
 from __future__ import annotations
@@ -32,10 +34,11 @@ from pathlib import Path
 import nbformat
 
 from nkilab import intake, sandbox
-from nkilab.check import hide_hidden_cases, truncate_text
+from nkilab.check import truncate_text
 from nkilab.evaluate import PRESET_ENV, grading_target, reference_key, reference_latency
 from nkilab.grade import GRADING_ENV, grade_report
 from nkilab.questions import HIDDEN_CASES_ENV, QUESTION_CALL, QUESTIONS, REPO
+from nkilab.results import Audience
 from nkilab.sanitize import grade_id, is_grade, restore, writefile_target
 
 CONFIG = "gradescope.json"  # in the bundle: the assignment, the sandbox policy
@@ -144,8 +147,9 @@ def build(assignment: str, out: Path, *, sandboxed: bool = True, hidden: Path | 
 # --------------------------------------------------------------------------- grading one submission
 
 
-def _submitted_notebook(submission: Path, expected: str) -> tuple[Path | None, str]:
-    """The student's notebook in Gradescope's submission folder, or None and why not."""
+def _submitted_notebook(submission: Path, expected: str) -> tuple[nbformat.NotebookNode | None, str]:
+    """The student's notebook in Gradescope's submission folder (its outputs dropped if it was too large with
+    them), or None; and a note saying why not, or what was dropped."""
     exact = submission / expected
     found = [exact] if exact.is_file() else sorted(p for p in submission.rglob("*.ipynb")
                                                    if ".ipynb_checkpoints" not in p.parts)
@@ -153,13 +157,17 @@ def _submitted_notebook(submission: Path, expected: str) -> tuple[Path | None, s
         return None, f"no notebook in the submission (expected {expected})"
     if len(found) > 1:
         return None, f"{len(found)} notebooks in the submission; hand in only {expected}"
-    why = intake.readable(found[0])
-    return (None, f"{found[0].name} {why}") if why else (found[0], "")
+    data, note = intake.load(found[0])
+    if data is None:
+        return None, f"{found[0].name} is {note}"
+    return nbformat.reads(data.decode("utf-8"), as_version=4), (f"{found[0].name} was {note}" if note else "")
 
 
-def _test(name: str, score: float, max_score: float, output: str, visibility: str) -> dict:
+def _test(name: str, score: float, max_score: float, output: str, visibility: str, passed: bool | None = None) -> dict:
+    """One Gradescope test; ``passed`` defaults to full marks (a 0-point test says whether its cases passed)."""
+    ok = score >= max_score if passed is None else passed
     return {"name": name, "score": round(score, 4), "max_score": max_score, "output": truncate_text(output, OUTPUT_CHARS),
-            "visibility": visibility, "status": "passed" if score >= max_score else "failed"}
+            "visibility": visibility, "status": "passed" if ok else "failed"}
 
 
 def grade_submission(root: Path, source: Path) -> dict:
@@ -175,13 +183,13 @@ def grade_submission(root: Path, source: Path) -> dict:
     release = nbformat.read(source / config["notebook"], as_version=4)
     questions = kernel_questions(release)
     notes = [sandbox.WARNING] if not config.get("sandbox", True) else []
-    path, why = _submitted_notebook(root / "submission", config["notebook"])
+    submitted, why = _submitted_notebook(root / "submission", config["notebook"])
     tests = []
     with tempfile.TemporaryDirectory(prefix="nkilab-gs-") as tmp:
         answers: dict[str, str] = {}
-        if path is not None:
-            restored = restore(nbformat.read(path, as_version=4), release, skip_teaching_cells=False)
-            notes += restored.notes
+        if submitted is not None:
+            restored = restore(submitted, release, skip_teaching_cells=False)
+            notes += ([why] if why else []) + restored.notes
             for cell in restored.notebook.cells:
                 target = writefile_target(cell.source) if cell.cell_type == "code" else None
                 if target:
@@ -191,16 +199,19 @@ def grade_submission(root: Path, source: Path) -> dict:
         for kq in questions:
             q = QUESTIONS[kq.qid]
             if kq.file not in answers:
-                tests.append(_test(q.title, 0.0, q.points, f"no answer for {q.qid} ({why or 'cell missing'})",
+                tests.append(_test(q.title, 0.0, q.points, f"no answer for {q.qid} ({why if submitted is None else 'cell missing'})",
                                    "visible"))
                 continue
             kernel = Path(tmp) / kq.file
             kernel.write_text(answers[kq.file])
-            text = io.StringIO()
-            with contextlib.redirect_stdout(text):
+            with contextlib.redirect_stdout(io.StringIO()):
                 report = grade_report(q.qid, kernel)
-            tests.append(_test(q.title, report.points, q.points, hide_hidden_cases(text.getvalue()), "visible"))
-            tests.append(_test(f"{q.title}: hidden case details", 0.0, 0.0, text.getvalue(), "after_published"))
+            rec = report.record
+            assert rec is not None
+            tests.append(_test(q.title, report.points, q.points, rec.render_text(Audience.STUDENT), "visible"))
+            hidden_ok = rec.problem is None and all(c.ok for c in rec.cases if c.hidden)
+            tests.append(_test(f"{q.title}: hidden case details (course staff only)", 0.0, 0.0,
+                               rec.render_text(Audience.TA), "hidden", passed=hidden_ok))
     return {"score": round(sum(t["score"] for t in tests), 4), "execution_time": round(time.monotonic() - start),
             "output": "\n".join(notes) or "Kernel questions graded; written answers are graded by the course staff.",
             "visibility": "visible", "stdout_visibility": "hidden", "tests": tests}

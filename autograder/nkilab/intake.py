@@ -38,6 +38,9 @@ import nbformat
 
 STATUSES = ("ok", "renamed", "unreadable", "missing")
 MAX_BYTES = 20 * 1024 * 1024  # the course's notebooks with outputs are < 2 MB
+#: a larger notebook is read only to drop its outputs (they are regenerated at grading anyway: a student who
+#: printed a large array loses nothing); past this, it is not read at all
+MAX_STRIP_BYTES = 512 * 1024 * 1024
 # Real notebooks nest < 20 levels (widget state included).  100 keeps every recursive step that later
 # walks the notebook (nbformat.from_dict, copy.deepcopy, json's indenting encoder) far below Python's
 # recursion limit of 1000, whatever the caller's own stack depth.
@@ -53,13 +56,18 @@ _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?( ?([+-]\d{2}:?\d{2}|[A-Za-z]{1,6}))?")
 
 
+#: where ``inspect`` puts the outputs-dropped copy of a TA's oversized hand-in (``submitted/`` is only read)
+STRIPPED_DIR = "nkilab-stripped"
+
+
 @dataclass
 class Intake:
     student: str
     assignment: str
     status: str
     note: str = ""
-
+    stripped: bool = False  # graded from a copy with its outputs dropped
+    folder: str = "submitted"  # the course folder nbgrader reads this hand-in from
     @property
     def gradable(self) -> bool:
         return self.status in ("ok", "renamed")
@@ -67,10 +75,12 @@ class Intake:
 
 @dataclass
 class _Chosen:
-    """A notebook picked for grading and the exact bytes that were checked (what ``take_in`` copies)."""
+    """A notebook picked for grading and the exact bytes that were checked (what ``take_in`` copies); ``stripped``
+    when those are the hand-in with its outputs dropped."""
 
     path: Path
     content: bytes
+    stripped: bool = False
 
 
 def nesting_depth(text: str) -> int:
@@ -211,18 +221,105 @@ def check_notebook(data: bytes) -> str | None:
     return None
 
 
-def _load(path: Path) -> bytes | str:
-    """The checked bytes of ``path``, or why it cannot be graded."""
+_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}:,]', re.S)  # a string (escapes kept), or punctuation
+
+
+def drop_outputs(data: bytes | memoryview) -> bytes | None:
+    """The notebook JSON ``data`` with every cell's ``outputs`` emptied, or None if it is not shaped like one.
+
+    One pass over the JSON tokens (strings and punctuation; a regex, no recursion, no parser): the value of
+    ``"outputs"`` in an object that is an element of the top-level ``"cells"`` array is replaced by ``[]``,
+    everything else is kept byte for byte.  The result is then checked like any hand-in."""
+    kept: list[bytes] = []
+    pos = 0
+    stack: list[bytes] = []  # per open container: b"{" or b"[", plus below the key it is the value of
+    keys: list[bytes | None] = []
+    key: bytes | None = None  # the last key read in the innermost object
+    expect_key = False
+    skipping_from = -1
+    for m in _TOKEN.finditer(data):
+        tok = m.group()
+        if skipping_from >= 0:
+            if tok in (b"[", b"{"):
+                stack.append(tok)
+            elif tok in (b"]", b"}"):
+                stack.pop()
+                if len(stack) == 3:  # the outputs array closed: back inside the cell object
+                    kept.append(bytes(data[pos:skipping_from]) + b"[]")
+                    pos = m.end()
+                    skipping_from = -1
+            continue
+        if tok in (b"{", b"["):
+            if (tok == b"[" and key == b'"outputs"' and len(stack) == 3 and stack == [b"{", b"[", b"{"]
+                    and keys[1] == b'"cells"'):
+                skipping_from = m.start()
+                stack.append(tok)
+                continue
+            keys.append(key)
+            stack.append(tok)
+            key, expect_key = None, tok == b"{"
+        elif tok in (b"}", b"]"):
+            if not stack:
+                return None
+            stack.pop()
+            key = keys.pop() if keys else None
+            expect_key = False
+        elif tok == b",":
+            expect_key = bool(stack) and stack[-1] == b"{"
+        elif tok == b":":
+            expect_key = False
+        elif expect_key:
+            key = tok
+    if stack or skipping_from >= 0:
+        return None
+    kept.append(bytes(data[pos:]))
+    return b"".join(kept)
+
+
+def _load(path: Path) -> _Chosen | str:
+    """The checked bytes of ``path``, or why it cannot be graded.  A notebook over ``MAX_BYTES`` is graded with
+    its outputs dropped when that brings it under the limit."""
     data = _read_bounded(path)
+    stripped = False
+    if isinstance(data, str) and data.startswith("too large"):
+        big = _read_bounded(path, limit=MAX_STRIP_BYTES)
+        if isinstance(big, str):
+            return big
+        small = drop_outputs(big)
+        del big
+        if small is None:
+            return f"too large and not a notebook with outputs to drop (the limit is {_size(MAX_BYTES)})"
+        if len(small) > MAX_BYTES:
+            return (f"too large even without its outputs ({_size(len(small))}; the limit is {_size(MAX_BYTES)}), "
+                    "not graded")
+        data, stripped = small, True
     if isinstance(data, str):
         return data
-    return check_notebook(data) or data
+    return check_notebook(data) or _Chosen(path, data, stripped)
 
 
 def readable(path: Path) -> str | None:
     """None if ``path`` is a notebook nbgrader can open, else why not (in plain words)."""
     loaded = _load(path)
     return loaded if isinstance(loaded, str) else None
+
+
+def load(path: Path) -> tuple[bytes | None, str]:
+    """(the notebook's checked bytes -- its outputs dropped if it was too large with them -- or None, and a note
+    saying why not or what was dropped): what a grader that reads one hand-in (Gradescope) takes."""
+    loaded = _load(path)
+    if isinstance(loaded, str):
+        return None, loaded
+    return loaded.content, (STRIPPED_NOTE if loaded.stripped else "")
+
+
+#: what the report and feedback say of a hand-in graded without its outputs
+STRIPPED_NOTE = ("over the size limit with its outputs: graded with the outputs dropped (grading runs every cell "
+                 "it needs again; no answer was lost)")
+
+
+def _any_stripped(chosen: dict[str, _Chosen]) -> bool:
+    return any(c.stripped for c in chosen.values())
 
 
 def _look(folder: Path, expected: list[str]) -> tuple[str, str, dict[str, _Chosen]]:
@@ -256,7 +353,9 @@ def _look(folder: Path, expected: list[str]) -> tuple[str, str, dict[str, _Chose
         loaded = _load(path)
         if isinstance(loaded, str):
             return "unreadable", f"{_shown(path.name)} is {loaded}", {}
-        chosen[name] = _Chosen(path, loaded)
+        if loaded.stripped:
+            notes.append(f"{_shown(path.name)} was {STRIPPED_NOTE}")
+        chosen[name] = loaded
     if not chosen:
         return "missing", "no notebook named " + ", ".join(f"{n}.ipynb" for n in expected), {}
     problem = check_timestamp(folder)
@@ -273,7 +372,7 @@ def take_in(incoming: Path, submitted: Path, students: list[str], assignments: d
     for student in students:
         for assignment, expected in assignments.items():
             status, note, chosen = _look(incoming / student / assignment, expected)
-            records.append(Intake(student, assignment, status, note))
+            records.append(Intake(student, assignment, status, note, _any_stripped(chosen)))
             if not chosen:
                 continue
             dest = submitted / student / assignment
@@ -307,5 +406,15 @@ def inspect(submitted: Path, students: list[str], assignments: dict[str, list[st
             if status == "renamed":
                 status = "missing"
                 note = f"{note.split(',')[0]}: rename it to {expected[0]}.ipynb to grade it"
-            records.append(Intake(student, assignment, status, note))
+            stripped = status == "ok" and _any_stripped(chosen)
+            if stripped:  # nbgrader grades this copy (``--CourseDirectory.submitted_directory``)
+                dest = submitted.parent / STRIPPED_DIR / student / assignment
+                dest.mkdir(parents=True, exist_ok=True)
+                for name, hand_in in chosen.items():
+                    (dest / f"{name}.ipynb").write_bytes(hand_in.content)
+                stamp = submitted / student / assignment / "timestamp.txt"
+                if stamp.is_file():
+                    shutil.copyfile(stamp, dest / "timestamp.txt")
+            records.append(Intake(student, assignment, status, note, stripped,
+                                  STRIPPED_DIR if stripped else "submitted"))
     return records

@@ -10,8 +10,10 @@ Each one closes a gap found by running nbgrader 0.9.6 against hostile submission
   its subclass, is the step actually installed: the course's notebooks are graded without a Jupyter kernel;
 * ``GradeCellStderrToStdout``: nbgrader gives 0 to a grade cell with *any* stderr output; our grade cells
   run no student code in the notebook, so a library warning must not zero a correct kernel;
-* ``HideHiddenCaseDetails`` (feedback step): the grade cell's report lists every hidden case (shape, dtype,
-  first wrong element); the feedback keeps one summary line per question instead;
+* ``RenderGradeRecords`` (feedback step): the autograded copy of a grade cell holds the TA's report (every
+  hidden case: shape, dtype, first wrong element) and the grade record it was printed from
+  (``nkilab.results``); the feedback shows the record rendered for the student instead -- hidden cases as a
+  count and their verdict categories -- and nothing else of the cell's outputs;
 * ``TruncateOutputs`` (feedback step): an output's text is student-controlled (a kernel can raise with a
   megabyte-long message); each is capped at a few KB, head and tail kept;
 * ``SanitizeStudentHTML`` and ``FeedbackHTMLExporter`` (feedback step): nbgrader copies written answers and
@@ -43,7 +45,8 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Bool, Integer, default
 
-from nkilab.check import hide_hidden_cases, truncate_text
+from nkilab.check import truncate_text
+from nkilab.results import MIME, Audience, GradeRecord
 from nkilab.sanitize import is_grade, restore
 
 _HERE = "nkilab.nbgrader_plugins"
@@ -53,11 +56,10 @@ SANITIZE = ["nbgrader.preprocessors.ClearOutput", f"{_HERE}.RestoreSubmission",
 AUTOGRADE = ["nkilab.direct_grade.DirectGrade", "nbgrader.preprocessors.IgnorePattern", f"{_HERE}.GradeCellStderrToStdout",
              "nbgrader.preprocessors.LimitOutput", "nbgrader.preprocessors.SaveAutoGrades",
              "nbgrader.preprocessors.AssignLatePenalties", "nbgrader.preprocessors.CheckCellMetadata"]
-FEEDBACK = ["nbgrader.preprocessors.GetGrades", "nbgrader.preprocessors.ClearHiddenTests", f"{_HERE}.HideHiddenCaseDetails",
+FEEDBACK = ["nbgrader.preprocessors.GetGrades", "nbgrader.preprocessors.ClearHiddenTests", f"{_HERE}.RenderGradeRecords",
             f"{_HERE}.TruncateOutputs", f"{_HERE}.SanitizeStudentHTML", "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor"]
 FEEDBACK_EXPORTER = f"{_HERE}.FeedbackHTMLExporter"
 
-# A per-case line of nkilab.check.case_lines for a hidden case, e.g. "  [FAIL] hidden case 3/8  a, b: ...".
 
 
 def _coursedir(pp: NbGraderPreprocessor) -> CourseDirectory:
@@ -120,15 +122,46 @@ class GradeCellStderrToStdout(NbGraderPreprocessor):
         return cell, resources
 
 
-class HideHiddenCaseDetails(NbGraderPreprocessor):
-    """Feedback without the hidden cases' sizes, dtypes and mismatch details (the autograded copy keeps them)."""
+class RenderGradeRecords(NbGraderPreprocessor):
+    """Feedback rendered from each grade cell's record, for the student (see the module docstring).
+
+    A grade cell's outputs become the record's student rendering and the score; a grade cell without a record
+    (it did not finish) shows why in the grader's words and its score.  No record survives into the page from
+    any cell: a record holds the hidden cases' details."""
 
     def preprocess_cell(self, cell: NotebookNode, resources: ResourcesDict, index: int):
-        if cell.cell_type == "code":
-            for out in cell.get("outputs", []):
-                if out.get("output_type") == "stream":
-                    out["text"] = hide_hidden_cases(out.get("text", ""))
+        if cell.cell_type != "code":
+            return cell, resources
+        outputs = cell.get("outputs", [])
+        if not is_grade(cell):
+            cell.outputs = [o for o in outputs if MIME not in o.get("data", {})]
+            return cell, resources
+        rec = None
+        for out in outputs:
+            if MIME in out.get("data", {}):
+                try:
+                    rec = GradeRecord.from_json(out["data"][MIME])
+                except ValueError:
+                    rec = None
+        score = [o for o in outputs if o.get("output_type") == "execute_result" and _is_number(o)]
+        errors = [o for o in outputs if o.get("output_type") == "error"]
+        if rec is not None:
+            text = rec.render_text(Audience.STUDENT)
+        elif errors:
+            text = f"This grade cell did not finish ({errors[0].get('ename', 'error')}: {errors[0].get('evalue', '')})\n"
+        else:
+            text = "This grade cell left no grading report.\n"
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)] + [
+            nbformat.v4.new_output("execute_result", data={"text/plain": o["data"]["text/plain"]},
+                                   execution_count=o.get("execution_count")) for o in score[-1:]]
         return cell, resources
+
+
+def _is_number(out: NotebookNode) -> bool:
+    try:
+        return math.isfinite(float(_joined(out.get("data", {}).get("text/plain", ""))))
+    except ValueError:
+        return False
 
 
 def _joined(value: str | list[str]) -> str:

@@ -10,18 +10,21 @@ its whole sandbox (every process in it); a crash (``os._exit``, segfault) is jus
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from nkilab import sandbox
+from nkilab._execute import MAX_PROGRAM_BYTES, MESSAGE_CHARS
 from nkilab._io import ProtocolError, read_message, write_message
 
 TAIL = 2000  # characters of the child's stdout/stderr kept for messages
@@ -57,23 +60,31 @@ def _child_env(target: str | None) -> dict[str, str]:
     return sandbox.environment({"NEURON_PLATFORM_TARGET_OVERRIDE": target} if target else {})
 
 
-def _case_runs(messages: list[tuple[dict, list[np.ndarray]]], n_cases: int, result: RunResult) -> bool:
+#: the most messages one child may send beyond the ones its job calls for (import, phase, done)
+SPARE_MESSAGES = 4
+#: the header and array bytes a child may send beyond its programs or outputs
+SPARE_BYTES = 1 << 20
+
+
+def _case_runs(messages: list[tuple[dict, list[np.ndarray]]], n_cases: int, result: RunResult,
+               source: list[str] | None = None) -> bool:
     """Fill ``result`` from the child's messages (checked, never trusted); True when it said ``done``."""
     done = False
     runs: dict[int, CaseRun] = {}
     for head, arrays in messages:
         kind = head.get("kind")
         if kind == "import" and head.get("status") == "error":
-            result.import_error = _as_dict(head.get("error"))
+            result.import_error = error_facts(head.get("error"), source)
         elif kind == "case":
             i = head.get("index")
-            if not isinstance(i, int) or not 0 <= i < n_cases or i in runs or len(arrays) > 1:
-                result.garbled = f"a malformed case message (index {str(i)[:20]})"
+            if type(i) is not int or not 0 <= i < n_cases or i in runs or len(arrays) > 1:
+                result.garbled = "a malformed case message"
                 break
             status = head.get("status")
             status = status if status in ("ok", "error", "bad_return") else "error"
-            run = CaseRun(status, error=_as_dict(head.get("error")), returned=_short(head.get("returned")),
-                          seconds=float(head.get("seconds") or 0.0), timing=_as_dict(head.get("timing")))
+            run = CaseRun(status, error=error_facts(head.get("error"), source) if status == "error" else None,
+                          returned=clean_text(head.get("returned"), 40) if status == "bad_return" else None,
+                          seconds=_seconds(head.get("seconds")), timing=_timing(head.get("timing")))
             if status == "ok":
                 if arrays:
                     run.output = arrays[0]
@@ -81,19 +92,67 @@ def _case_runs(messages: list[tuple[dict, list[np.ndarray]]], n_cases: int, resu
                     run.status, run.returned = "bad_return", "nothing readable"
             runs[i] = run
         elif kind == "bench":
-            result.bench = head
+            result.bench = _bench(head)
         elif kind == "done":
             done = True
     result.cases = [runs.get(i, CaseRun("not_run")) for i in range(n_cases)]
     return done
 
 
-def _as_dict(value: object) -> dict | None:
-    return {str(k)[:40]: v for k, v in value.items()} if isinstance(value, dict) else None
+def clean_text(value: object, limit: int) -> str:
+    """A string that came from a child, made safe to show: one line, no control characters, at most ``limit``
+    characters.  (Renderers escape markup; this keeps a message from faking lines of a report.)"""
+    text = "" if value is None else str(value)
+    text = " ".join(_CONTROL.sub(" ", text).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def _short(value: object) -> str | None:
-    return None if value is None else str(value)[:80]
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def error_facts(value: object, source: list[str] | None) -> dict | None:
+    """A child's error report reduced to facts the parent can vouch for: the exception's class name, the NKI
+    error id and the message (cleaned), and the line -- shown with the code at that line of the student's file
+    as the parent holds it (``source``), never read from anywhere the child names.  A line outside the file is
+    dropped, and so is any file name."""
+    if not isinstance(value, dict):
+        return None
+    kind = str(value.get("type") or "")
+    info: dict[str, object] = {"type": kind[:60] if _IDENTIFIER.fullmatch(kind[:60]) else "Exception",
+                               "message": clean_text(value.get("message"), MESSAGE_CHARS)}
+    error_id = value.get("error_id")
+    if isinstance(error_id, str) and _IDENTIFIER.fullmatch(error_id[:80]):
+        info["error_id"] = error_id[:80]
+    line = value.get("line")
+    if source is not None and type(line) is int and 0 < line <= len(source):
+        info["line"], info["code"] = line, source[line - 1].strip()[:160]
+    return info
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+
+
+def _seconds(value: object) -> float:
+    return float(value) if isinstance(value, (int, float)) and 0 <= value < 1e6 else 0.0
+
+
+def _timing(value: object) -> dict | None:
+    """The timed case's latency as the executor reported it: a positive finite float, its target's name."""
+    if not isinstance(value, dict):
+        return None
+    lat = value.get("latency_us")
+    if type(lat) is not float or not 0.0 < lat < 1e9:
+        return {"status": "error", "error": {"type": "RuntimeError", "message": "no latency was reported"}}
+    return {"latency_us": lat, "target": clean_text(value.get("target"), 16), "simulator": True}
+
+
+def _bench(head: dict) -> dict:
+    """A device's benchmark message, reduced to what evaluate reads."""
+    lat = head.get("latency_us")
+    if head.get("status") == "ok" and isinstance(lat, float) and 0.0 < lat < 1e9:
+        return {"status": "ok", "latency_us": lat, "target": clean_text(head.get("target"), 16), "simulator": False}
+    return {"status": "error", "error": error_facts(head.get("error"), None) or {"type": "RuntimeError",
+                                                                               "message": "no benchmark"}}
 
 
 @dataclass
@@ -107,15 +166,28 @@ class _ChildRun:
     stdout: str = ""
     stderr: str = ""
     seconds: float = 0.0
+    #: how many messages had arrived when the follow-up job was sent (None: never sent)
+    phase_at: int | None = None
+
+
+@dataclass
+class _Limits:
+    """What one child may send back: bytes (headers and arrays) and messages."""
+
+    bytes: int
+    messages: int
 
 
 def _spawn(cmd: list[str], cwd: str | None, env: dict[str, str] | None, job: dict, arrays: list[np.ndarray],
-           timeout: float, limits: sandbox.Limits) -> _ChildRun:
+           deadline: float, limits: sandbox.Limits, budget: _Limits,
+           followup: tuple[dict, list[np.ndarray]] | None = None) -> _ChildRun:
     """Start ``cmd`` with the job on stdin and a results pipe (its fd in ``job["channel"]``), collect every
-    message until it exits or ``timeout`` passes, then kill its whole process group."""
+    message until it exits or the ``deadline`` (``time.monotonic()``) passes, then kill its whole process group.
+    ``followup`` is written to its stdin once it sends a ``phase`` message (and then stdin is closed)."""
     run = _ChildRun()
     read_end, write_end = os.pipe()
     job = dict(job, channel=write_end)
+    phase = threading.Event()
     with tempfile.TemporaryDirectory(prefix="nkilab-") as tmp:  # the parent's own: stdout/stderr captures
         folder = Path(tmp)
         start = time.monotonic()
@@ -127,13 +199,21 @@ def _spawn(cmd: list[str], cwd: str | None, env: dict[str, str] | None, job: dic
                                         preexec_fn=sandbox.rlimits(limits))
             finally:
                 os.close(write_end)
-            reader = threading.Thread(target=_read_all, args=(results, run), daemon=True)
+            def stop() -> None:  # a malformed or oversized stream: nothing more from this child is read
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+
+            reader = threading.Thread(target=_read_all, args=(results, run, budget, phase if followup else None,
+                                                              stop), daemon=True)
             reader.start()
-            threading.Thread(target=_send_job, args=(proc, job, arrays), daemon=True).start()
+            threading.Thread(target=_send_job, args=(proc, job, arrays, followup, phase), daemon=True).start()
             try:
-                run.returncode = proc.wait(timeout=timeout)
+                run.returncode = proc.wait(timeout=max(deadline - time.monotonic(), 0.0))
             except subprocess.TimeoutExpired:
                 run.timed_out = True
+            phase.set()  # the sender thread stops waiting
             kill_group(proc)  # whatever it left behind goes too (in the sandbox: every process in it)
             reader.join(GRACE_S)
         run.seconds = time.monotonic() - start
@@ -159,18 +239,23 @@ def run_module(module_path: str | os.PathLike, function: str, cases: list[list[n
                timed: int | None = None, bench: tuple[list[tuple[int, ...]], list[str]] | None = None,
                target: str | None = None, timeout: float = 60.0, python: str | None = None,
                grid: tuple | None = None, sandboxed: bool = False,
-               limits: sandbox.Limits | None = None) -> RunResult:
+               limits: sandbox.Limits | None = None, hidden: frozenset[int] = frozenset()) -> RunResult:
     """Run ``function`` from the file ``module_path`` on each input list; case ``timed`` also reports its
     latency.  ``sandboxed`` runs the student's code in ``nkilab.sandbox`` (required for grading); the hard
-    resource limits apply either way.
+    resource limits apply either way.  ``timeout`` is the whole run's budget (tracing, executing and costing).
 
     On the simulator the student's code only compiles the kernel: the sandboxed child traces it once per
-    signature and sends the programs, and a fork of this process, in which no student code has run
-    (``nkilab._execute``), validates and executes them on these inputs.  The inputs never reach the student's process, and the
-    outputs and latencies are what the programs compute.  On a Neuron device the child runs the kernel itself."""
+    signature and sends the programs -- first the signatures of the cases not in ``hidden``, and only after it
+    has answered for those, the hidden cases' own, so nothing it says about the first can hold the second --
+    and an executor (``nkilab._execute``, in a sandbox of its own holding only the simulator) checks them
+    against this request and executes them on these inputs.  The inputs never reach the student's process, and
+    the outputs and latencies are what the programs compute.  On a Neuron device the child runs the kernel
+    itself."""
+    deadline = time.monotonic() + timeout
     module_path = Path(module_path).resolve()
     limits = limits or sandbox.Limits(cpu_s=int(timeout) + 30)
     result = RunResult(sandboxed=sandboxed)
+    source = _source_lines(module_path)
     env = _child_env(target)
     child_module = f"{sandbox.KERNEL_DIR}/{module_path.name}" if sandboxed else str(module_path)
     argv = [python or sys.executable, "-m", "nkilab._child"]
@@ -182,15 +267,37 @@ def run_module(module_path: str | os.PathLike, function: str, cases: list[list[n
         job["cases"] = [len(a) for a in cases]
         if bench is not None:
             job["bench"] = {"shapes": [list(s) for s in bench[0]], "dtypes": list(bench[1])}
-        run = _spawn(cmd, cwd, None if sandboxed else env, job, [a for args in cases for a in args], timeout, limits)
+        out_bytes = sum(_output_allowance(args) for args in cases)
+        run = _spawn(cmd, cwd, None if sandboxed else env, job, [a for args in cases for a in args], deadline,
+                     limits, _Limits(out_bytes + SPARE_BYTES, len(cases) + SPARE_MESSAGES))
         _merge(result, run)
-        done = _case_runs(run.messages, len(cases), result)
+        done = _case_runs(run.messages, len(cases), result, source)
     else:
         done = _traced_then_executed(result, cmd, cwd, None if sandboxed else env, job, cases, timed, python,
-                                     module_path, timeout, limits)
+                                     source, deadline, limits, hidden, sandboxed)
     if not result.timed_out and (not done or result.returncode not in (0, None)) and result.import_error is None:
         result.crashed = True
     return result
+
+
+def _source_lines(path: Path) -> list[str] | None:
+    """The kernel file's lines as the parent holds them (the screen read the same file): what a reported line
+    number is shown with."""
+    try:
+        return path.read_bytes()[:MAX_SOURCE_BYTES].decode("utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+
+
+#: the most of a kernel file the parent reads to quote its lines
+MAX_SOURCE_BYTES = 1 << 20
+
+
+def _output_allowance(args: list[np.ndarray]) -> int:
+    """Bytes a case's output may take: eight bytes per element of its largest argument, four times over (a
+    wrong but honest output shape still arrives to be reported as wrong), at least 1 MiB."""
+    largest = max((a.size for a in args), default=0)
+    return max(32 * largest, 1 << 20)
 
 
 def _simulated() -> bool:
@@ -201,70 +308,88 @@ def _simulated() -> bool:
 
 def _traced_then_executed(result: RunResult, cmd: list[str], cwd: str | None, env: dict[str, str] | None,
                           job: dict, cases: list[list[np.ndarray]], timed: int | None, python: str | None,
-                          module_path: Path, timeout: float, limits: sandbox.Limits) -> bool:
+                          source: list[str] | None, deadline: float, limits: sandbox.Limits,
+                          hidden: frozenset[int], sandboxed: bool) -> bool:
     """The simulator's grading run (see ``run_module``); True when both processes finished their work."""
-    signatures, index = _signatures(cases)
-    job = dict(job, role="trace", signatures=[[[list(s), d] for s, d in sig] for sig in signatures])
-    run = _spawn(cmd, cwd, env, job, [], timeout, limits)
+    signatures, index, public = _signatures(cases, hidden)
+    wire = [[[list(s), d] for s, d in sig] for sig in signatures]
+    job = dict(job, role="trace", signatures=wire[:public], more=public < len(signatures))
+    followup = ({"signatures": wire[public:]}, []) if public < len(signatures) else None
+    budget = _Limits(len(signatures) * MAX_PROGRAM_BYTES + SPARE_BYTES, len(signatures) + SPARE_MESSAGES)
+    run = _spawn(cmd, cwd, env, job, [], deadline, limits, budget, followup)
     _merge(result, run)
-    programs, failed, done = _collect_programs(run.messages, len(signatures), result)
+    programs, failed, done = _collect_programs(run, len(signatures), public, result, source)
     if not done or result.timed_out or result.garbled or result.import_error is not None or \
             run.returncode not in (0, None):
         result.cases = [CaseRun("not_run") for _ in cases]
         return done
-    # the executor: no student code, the grader's inputs, the programs (validated there) -- and the same limits
-    exec_job, texts = _execution(cases, index, programs, timed, job.get("target"), str(module_path))
-    if python is None and hasattr(os, "fork"):
-        run = _fork_execute(exec_job, texts, cases, timeout, limits)
+    # the executor: its own sandbox holding only the simulator, the grader's inputs, the programs
+    exec_job, texts = _execution(cases, index, signatures, programs, timed, job)
+    argv = [python or sys.executable, "-m", "nkilab._execute"]
+    exec_env = _child_env(job.get("target"))
+    if sandboxed:
+        exec_cmd, exec_cwd, exec_env_arg = sandbox.command(argv, None, exec_env, limits), None, None
     else:
-        argv = [python or sys.executable, "-m", "nkilab._execute"]
-        run = _spawn(argv, None, _child_env(job.get("target")), exec_job,
-                     texts + [a for args in cases for a in args], timeout, limits)
+        exec_cmd, exec_cwd, exec_env_arg = argv, tempfile.gettempdir(), exec_env
+    out_bytes = sum(_output_allowance(args) for args in cases)
+    run = _spawn(exec_cmd, exec_cwd, exec_env_arg, exec_job, texts + [a for args in cases for a in args], deadline,
+                 limits, _Limits(out_bytes + SPARE_BYTES, len(cases) + SPARE_MESSAGES))
     _merge(result, run)
-    done = _case_runs(run.messages, len(cases), result)
+    done = _case_runs(run.messages, len(cases), result, source)
     _trace_failures(result, cases, index, failed)
     return done
 
 
-def _signatures(cases: list[list[np.ndarray]]) -> tuple[list[tuple], dict[tuple, int]]:
-    """The distinct signatures of the cases (each is traced once) and each one's position."""
-    signatures = list(dict.fromkeys(_signature(args) for args in cases))
-    return signatures, {sig: k for k, sig in enumerate(signatures)}
+def _signatures(cases: list[list[np.ndarray]], hidden: frozenset[int] = frozenset()) \
+        -> tuple[list[tuple], dict[tuple, int], int]:
+    """The distinct signatures of the cases (each is traced once), each one's position, and how many come
+    first because a case not in ``hidden`` has them (the rest belong to hidden cases only)."""
+    public = list(dict.fromkeys(_signature(args) for i, args in enumerate(cases) if i not in hidden))
+    rest = [sig for sig in dict.fromkeys(_signature(args) for args in cases) if sig not in set(public)]
+    signatures = public + rest
+    return signatures, {sig: k for k, sig in enumerate(signatures)}, len(public)
 
 
-def _collect_programs(messages: list[tuple[dict, list[np.ndarray]]], n: int,
-                      result: RunResult) -> tuple[dict[int, np.ndarray], dict[int, dict], bool]:
-    """The tracing child's answer, checked: (programs by signature, trace errors by signature, said done)."""
+def _collect_programs(run: _ChildRun, n: int, public: int, result: RunResult,
+                      source: list[str] | None) -> tuple[dict[int, np.ndarray], dict[int, dict], bool]:
+    """The tracing child's answer, checked: (programs by signature, trace errors by signature, said done).
+
+    Programs ``0 .. public-1`` must arrive before the hidden signatures were sent, the others after."""
     programs: dict[int, np.ndarray] = {}
     failed: dict[int, dict] = {}
     done = False
-    for head, arrays in messages:
+    for m, (head, arrays) in enumerate(run.messages):
         kind = head.get("kind")
-        if kind == "import" and head.get("status") == "error":
-            result.import_error = _as_dict(head.get("error"))
+        late = run.phase_at is not None and m >= run.phase_at
+        if kind == "import" and head.get("status") == "error" and not late:
+            result.import_error = error_facts(head.get("error"), source)
         elif kind == "program":
             k = head.get("index")
-            if not isinstance(k, int) or not 0 <= k < n or k in programs or k in failed:
-                result.garbled = f"a malformed program message (index {str(k)[:20]})"
+            if type(k) is not int or not 0 <= k < n or k in programs or k in failed or late != (k >= public):
+                result.garbled = "a malformed program message"
                 break
-            if head.get("status") == "ok" and len(arrays) == 1 and arrays[0].dtype == np.uint8:
+            if head.get("status") == "ok" and len(arrays) == 1 and arrays[0].dtype == np.uint8 \
+                    and arrays[0].ndim == 1 and arrays[0].size <= MAX_PROGRAM_BYTES:
                 programs[k] = arrays[0]
             else:
-                failed[k] = _as_dict(head.get("error")) or {"type": "RuntimeError", "message": "no program"}
+                failed[k] = error_facts(head.get("error"), source) or {"type": "RuntimeError",
+                                                                        "message": "no program"}
         elif kind == "done":
             done = True
     return programs, failed, done
 
 
-def _execution(cases: list[list[np.ndarray]], index: dict[tuple, int], programs: dict[int, np.ndarray],
-               timed: int | None, target: str | None, source: str | None) -> tuple[dict, list[np.ndarray]]:
-    """The executor's job (which program each case runs) and the program texts, in the job's order."""
+def _execution(cases: list[list[np.ndarray]], index: dict[tuple, int], signatures: list[tuple],
+               programs: dict[int, np.ndarray], timed: int | None, job: dict) -> tuple[dict, list[np.ndarray]]:
+    """The executor's job (which program each case runs, and what each program was asked to be) and the program
+    texts, in the job's order."""
     order = sorted(programs)
     slot = {k: i for i, k in enumerate(order)}
-    job = {"programs": len(order), "cases": [len(a) for a in cases],
-           "case_program": [slot.get(index[_signature(args)]) for args in cases], "timed": timed, "target": target,
-           "source": source}
-    return job, [programs[k] for k in order]
+    requests = [{"target": job.get("target"), "grid": job.get("grid"), "inputs": [[list(s), d] for s, d in signatures[k]]}
+                for k in order]
+    exec_job = {"programs": len(order), "cases": [len(a) for a in cases], "requests": requests,
+                "case_program": [slot.get(index[_signature(args)]) for args in cases], "timed": timed}
+    return exec_job, [programs[k] for k in order]
 
 
 def _trace_failures(result: RunResult, cases: list[list[np.ndarray]], index: dict[tuple, int],
@@ -276,74 +401,38 @@ def _trace_failures(result: RunResult, cases: list[list[np.ndarray]], index: dic
             result.cases[i] = CaseRun("error", error=failed[k])
 
 
-def _fork_execute(job: dict, texts: list[np.ndarray], cases: list[list[np.ndarray]], timeout: float,
-                  limits: sandbox.Limits) -> _ChildRun:
-    """``nkilab._execute`` in a fork of this process: the grader's own code and inputs are already here, so the
-    executor starts in milliseconds instead of a fresh interpreter's half second.  The fork runs no student
-    code; it gets the same hard limits and timeout as any run, and answers over a pipe like the children."""
-    from nkilab import _execute
-    from nkisim import api  # noqa: F401  (loaded here once, so no fork has to import the simulator again)
-
-    run = _ChildRun()
-    read_end, write_end = os.pipe()
-    start = time.monotonic()
-    pid = os.fork()
-    if pid == 0:  # the executor
-        code = 1
-        try:
-            os.close(read_end)
-            os.setsid()
-            sandbox.rlimits(limits)()
-            with os.fdopen(write_end, "wb") as channel:
-                def emit(header: dict, arrays: list[np.ndarray]) -> None:
-                    write_message(channel, header, arrays)
-
-                _execute.run_cases(job, texts, cases, emit, job.get("source"))
-                emit({"kind": "done"}, [])
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as results:
-        reader = threading.Thread(target=_read_all, args=(results, run), daemon=True)
-        reader.start()
-        reader.join(timeout)
-        reaped = (0, 0)
-        if reader.is_alive():
-            run.timed_out = True
-        else:  # the results stream ended: the fork is exiting, give it a moment before the kill
-            end = time.monotonic() + GRACE_S
-            while time.monotonic() < end and (reaped := os.waitpid(pid, os.WNOHANG)) == (0, 0):
-                time.sleep(0.002)
-        if reaped == (0, 0):
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            reaped = os.waitpid(pid, 0)
-        status = reaped[1]
-        run.returncode = os.waitstatus_to_exitcode(status)
-        reader.join(GRACE_S)
-    run.seconds = time.monotonic() - start
-    return run
-
-
-def _send_job(proc: subprocess.Popen, job: dict, arrays: list[np.ndarray]) -> None:
+def _send_job(proc: subprocess.Popen, job: dict, arrays: list[np.ndarray],
+              followup: tuple[dict, list[np.ndarray]] | None, phase: threading.Event) -> None:
     try:
         assert proc.stdin is not None
         write_message(proc.stdin, job, arrays)
+        if followup is not None:
+            phase.wait()
+            if proc.poll() is None:
+                write_message(proc.stdin, *followup)
         proc.stdin.close()
     except (OSError, ValueError):  # the child died before reading its job: reported as a crash
         pass
 
 
-def _read_all(results, run: _ChildRun) -> None:
-    budget = [1 << 30]
+def _read_all(results, run: _ChildRun, budget: _Limits, phase: threading.Event | None,
+              stop: Callable[[], None]) -> None:
+    """Every message of ``results`` into ``run``, within ``budget``; past it, or at a malformed message, the
+    child is stopped at once (``stop``) rather than left writing into a pipe nobody reads until the deadline."""
+    left = [budget.bytes]
     try:
-        while (msg := read_message(results, budget)) is not None:
+        while (msg := read_message(results, left)) is not None:
+            if len(run.messages) >= budget.messages:
+                run.garbled = "more messages than the job calls for"
+                stop()
+                return
             run.messages.append(msg)
+            if msg[0].get("kind") == "phase" and phase is not None and run.phase_at is None:
+                run.phase_at = len(run.messages)
+                phase.set()
     except ProtocolError as err:
-        run.garbled = str(err)
+        run.garbled = clean_text(err, 120)
+        stop()
     except (OSError, ValueError):
         pass
 
@@ -374,21 +463,37 @@ def run_inprocess(fn: object, function: str, cases: list[list[np.ndarray]], *, t
         from nkilab import _execute
         from nkisim import api
 
-        signatures, index = _signatures(cases)
-        traced: list[tuple[dict, list[np.ndarray]]] = [({"kind": "done"}, [])]
+        signatures, index, _ = _signatures(cases)
+        traced = _ChildRun()
         _child.trace_programs(api.as_kernel(fn), dict(job, signatures=[[[list(s), d] for s, d in sig]
                                                                        for sig in signatures]),
-                              None, lambda head, arrays: traced.insert(-1, (head, arrays)))
-        programs, failed, _ = _collect_programs(traced, len(signatures), result)
-        exec_job, texts = _execution(cases, index, programs, timed, target, None)
+                              None, lambda head, arrays: traced.messages.append((head, arrays)))
+        traced.messages.append(({"kind": "done"}, []))
+        source = _own_source(fn)
+        programs, failed, _ = _collect_programs(traced, len(signatures), len(signatures), result, source)
+        exec_job, texts = _execution(cases, index, signatures, programs, timed, job)
         _execute.run_cases(exec_job, texts, cases, lambda head, arrays: messages.append((head, arrays)))
-        _case_runs(messages, len(cases), result)
+        _case_runs(messages, len(cases), result, source)
         _trace_failures(result, cases, index, failed)
         result.seconds = time.monotonic() - start
         return result
     if bench is not None:
         job["bench"] = {"shapes": [list(s) for s in bench[0]], "dtypes": list(bench[1])}
     _child.execute(fn, job, cases, None, lambda head, arrays: messages.append((head, arrays)))
-    _case_runs(messages, len(cases), result)
+    _case_runs(messages, len(cases), result, _own_source(fn))
     result.seconds = time.monotonic() - start
     return result
+
+
+def _own_source(fn: object) -> list[str] | None:
+    """The lines of the file (or notebook cell) that defined ``fn``: a student's own run quotes its own code."""
+    import inspect
+    import linecache
+
+    try:
+        inner = inspect.unwrap(getattr(fn, "func", fn))
+        name = inner.__code__.co_filename
+    except (AttributeError, TypeError, ValueError):
+        return None
+    lines = linecache.getlines(name)
+    return [line.rstrip("\n") for line in lines] or None

@@ -29,6 +29,7 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
+from nkilab.results import MIME
 from nkilab.runner import kill_group
 from nkilab.sanitize import SKIP_TAG, grade_id, is_answer, is_grade
 
@@ -44,6 +45,7 @@ class CellOutcome:
     max_points: float
     text: str
     value: str | None = None
+    record: dict | None = None  # the grade record the cell made (``nkilab.results``), as JSON
 
 
 def _points(cell: NotebookNode) -> float:
@@ -65,6 +67,8 @@ def _replay(job_path: str) -> int:
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
+    from nkilab.grade import LAST
+
     job = json.loads(Path(job_path).read_text())
     nb = nbformat.read(job["notebook"], as_version=4)
     done = set(job["done"])
@@ -83,14 +87,17 @@ def _replay(job_path: str) -> int:
         if grading:
             log.write(json.dumps({"gid": gid, "event": "start"}) + "\n")
         buf = io.StringIO()
+        LAST[0] = None
         with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
             result = shell.run_cell(cell.source, store_history=False)
         if grading:
             value = result.result
             text = OUT_PROMPT.sub("", buf.getvalue())[-TEXT_LIMIT:]
+            record = LAST[0].to_json() if LAST[0] is not None else None
             log.write(json.dumps({"gid": gid, "event": "done", "error": not result.success,
                                   "number": value if isinstance(value, (int, float)) else None,
-                                  "repr": repr(value) if value is not None else None, "text": text}) + "\n")
+                                  "repr": repr(value) if value is not None else None, "text": text,
+                                  "record": record}) + "\n")
     log.close()
     return 0
 
@@ -139,7 +146,7 @@ def salvage(restored: NotebookNode, folder: Path, *, timeout: float, env: dict[s
                 cell = grade_cells[gid]
                 value = event.get("number")
                 outcomes[gid] = CellOutcome(score(value, event.get("error", True), _points(cell)), _points(cell),
-                                            event.get("text", ""), event.get("repr"))
+                                            event.get("text", ""), event.get("repr"), event.get("record"))
                 started = None
         if started is not None:
             why = "ran out of time" if not finished else "died"
@@ -160,6 +167,8 @@ def with_outcomes(restored: NotebookNode, outcomes: dict[str, CellOutcome], reas
         if cell.cell_type != "code" or outcome is None:
             continue
         cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=outcome.text)]
+        if outcome.record is not None:
+            cell.outputs.append(nbformat.v4.new_output("display_data", data={MIME: outcome.record, "text/plain": ""}))
         if outcome.value is not None:
             cell.outputs.append(nbformat.v4.new_output("execute_result", data={"text/plain": outcome.value},
                                                        execution_count=None))

@@ -115,8 +115,9 @@ def environment(extra: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def command(argv: list[str], kernel_file: Path, env: dict[str, str], limits: Limits) -> list[str]:
-    """``bwrap ... argv``: ``argv`` run in the sandbox, ``kernel_file`` visible at ``/kernel/<name>``."""
+def command(argv: list[str], kernel_file: Path | None, env: dict[str, str], limits: Limits) -> list[str]:
+    """``bwrap ... argv``: ``argv`` run in the sandbox, ``kernel_file`` (if any) visible at ``/kernel/<name>``.
+    The executor's sandbox has no kernel file: it holds the simulator's code and nothing else."""
     bwrap = bwrap_path()
     if bwrap is None:
         raise SandboxUnavailable("bubblewrap (bwrap) is not installed: apt-get install bubblewrap")
@@ -125,7 +126,9 @@ def command(argv: list[str], kernel_file: Path, env: dict[str, str], limits: Lim
             "--proc", "/proc", "--dev", "/dev", "--size", str(limits.scratch_mb * 2**20), "--tmpfs", SCRATCH]
     for root in read_only_roots():  # after the scratch tmpfs, which would hide a root under /tmp
         args += ["--ro-bind", str(root), str(root)]
-    args += ["--ro-bind", str(kernel_file), f"{KERNEL_DIR}/{kernel_file.name}", "--chdir", SCRATCH]
+    if kernel_file is not None:
+        args += ["--ro-bind", str(kernel_file), f"{KERNEL_DIR}/{kernel_file.name}"]
+    args += ["--chdir", SCRATCH]
     for k, v in env.items():
         args += ["--setenv", k, v]
     return [*args, "--", *argv]
