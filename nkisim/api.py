@@ -200,22 +200,25 @@ def validate(program: Program, target: str | None = None) -> None:
 
 
 def check_request(program: Program, *, inputs: list[tuple[tuple[int, ...], str]], grid: Any = None,
-                  target: str, on_chip_outputs: bool = False) -> None:
+                  target: str, on_chip_outputs: bool = False, dialect: str = "legacy") -> None:
     """Raise ``ProgramError`` unless ``program`` is the launch a tool asked for: traced for ``target``, launched
     on ``grid`` (sizes and cores as ``kernel[grid]`` gives them), taking exactly ``inputs`` (shape, dtype) in
-    order, and -- unless ``on_chip_outputs`` -- returning only HBM tensors.
+    order, in the NKI ``dialect`` asked for (whose whole-kernel rules it runs under), and -- unless
+    ``on_chip_outputs`` -- returning only HBM tensors.
 
     ``validate`` checks that a program is well formed; this checks it against the request.  A grader hands a
     sandboxed child only shapes and dtypes and gets a program back: every field of it is the child's word, so a
     program traced for two cores on a one-core question, or for other shapes, or flagged to return an SBUF
     tile, must be refused here rather than believed."""
     from nkisim.runtime.grid import cores as _cores
-    from nkisim.runtime.grid import parse_grid
+    from nkisim.runtime.grid import parse_grid, parse_lnc
 
     tgt = _target.get(target)
+    if program.dialect != dialect:
+        raise ProgramError(f"the program is an NKI {program.dialect} kernel's, not the requested {dialect} one")
     if program.target != tgt.name:
         raise ProgramError(f"the program was traced for {program.target!r}, not {tgt.name!r}")
-    sizes, specs = parse_grid(grid, tgt) if grid is not None else ((), [])
+    sizes, specs = (parse_lnc if dialect == "0.6" else parse_grid)(grid, tgt) if grid is not None else ((), [])
     if tuple(program.grid) != tuple(sizes) or program.cores != _cores(specs):
         raise ProgramError(f"the program was launched on grid {list(program.grid)} with {program.cores} core(s), "
                            f"not the requested grid {list(sizes)} with {_cores(specs)} core(s)")

@@ -215,3 +215,20 @@ def test_the_same_matmul_in_both_dialects_issues_the_same_instructions_and_estim
     np.testing.assert_array_equal(legacy.outputs, new.outputs)
     assert _instructions(legacy) == _instructions(new)
     assert _estimate(legacy) == _estimate(new)
+
+
+def test_a_tool_asking_for_a_legacy_program_refuses_a_06_one():
+    """A program's dialect sets the whole-kernel rules it runs under, so a grader asking for a legacy kernel's program
+    refuses a 0.6 one (and the other way round)."""
+    a, b = rand(256, 512), rand(256, 512, seed=1)
+    new = api.launch(add_06, [a, b], target="trn2").program
+    old = api.launch(add_legacy, [a, b], target="trn2").program
+    sig = [((256, 512), "float32")] * 2
+    with pytest.raises(api.ProgramError, match="NKI 0.6 kernel's, not the requested legacy one"):
+        api.check_request(new, inputs=sig, target="trn2")
+    api.check_request(new, inputs=sig, target="trn2", dialect="0.6")
+    api.check_request(old, inputs=sig, target="trn2")
+    with pytest.raises(api.ProgramError, match="legacy kernel's"):
+        api.check_request(old, inputs=sig, target="trn2", dialect="0.6")
+    two = api.launch(add_06, [a, b], grid=2, target="trn2").program
+    api.check_request(two, inputs=sig, target="trn2", grid=2, dialect="0.6")  # kernel[2]: two logical cores
