@@ -1,7 +1,7 @@
 """Binding NKI 0.6 arguments onto the op registry: tensors, operators, enums, and the call itself.
 
 Every adapter in ``isa`` and ``language`` does the same few things before it calls a registry entry: turn an
-``NkiTensor`` into what the ops take (``operand``), an operator (``nl.add``) into its op-table name (``op``), an
+``NkiTensor`` into what the ops take (``tensor``), an operator (``nl.add``) into its op-table name (``op``), an
 enum member into the number the ops use (``enum``, which refuses the raw integers NKI 0.6 refuses), and
 finally call the entry (``call``).  Nothing here computes a value or issues an instruction: that is the
 registry's, once for both dialects.
@@ -25,16 +25,6 @@ from nkisim.ops.registry import OPS
 def call(entry: str, /, *args: Any, **kwargs: Any) -> Any:
     """Call registry entry ``entry`` (recorded into the program like any NKI call)."""
     return OPS[entry].function(*args, **kwargs)
-
-
-def operand(x: Any) -> Any:
-    """An ``NkiTensor`` as the ops take it (its base, or an access of it); anything else as it is."""
-    if x.__class__ is NkiTensor:
-        return x.lower()
-    if isinstance(x, (Tensor, Access)):
-        raise TypeError("a legacy neuronxcc.nki tile was passed to an NKI 0.6 call: NKI 0.6 kernels must use "
-                        "nki.language / nki.isa only")
-    return x
 
 
 def tensor(x: Any, api: str, pname: str) -> Any:

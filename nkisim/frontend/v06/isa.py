@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nkisim.core import dtypes as dt
+from nkisim.core import dtypes as _dt
 from nkisim.frontend.v06 import binding as _b
 from nkisim.frontend.v06.control import (  # noqa: F401  (nisa's register instructions)
     VirtualRegister,
@@ -75,7 +75,7 @@ def dma_copy(dst: Any, src: Any, priority: Any = None, oob_mode: Any = oob_mode.
     hw = dge is _Dge.hwdge
     if hw and dst.dtype != src.dtype:
         raise _error("err_dma_hwdge_cast",
-                     f"dma_copy with dge_mode=hwdge cannot cast ({dt.name(src.dtype)} -> {dt.name(dst.dtype)}): "
+                     f"dma_copy with dge_mode=hwdge cannot cast ({_dt.name(src.dtype)} -> {_dt.name(dst.dtype)}): "
                      f"hardware DGE copies need equal dtypes; reinterpret with .view() or use another dge_mode")
     if eng is not _Engine.unknown and (not hw or eng not in (_Engine.scalar,
                                                                           _Engine.sync)):
@@ -95,7 +95,7 @@ def dma_transpose(dst: Any, src: Any, axes: Any = None, priority: Any = None, dg
         raise _error("err_operand_type", "oob_mode=skip of 'dma_transpose' needs an indirect source (NKI 0.5+); a "
                                          "static transpose cannot go out of bounds")
     if dst.dtype != src.dtype:
-        raise _error("err_transpose_dtype", f"'dst' ({dt.name(dst.dtype)}) and 'src' ({dt.name(src.dtype)}) of "
+        raise _error("err_transpose_dtype", f"'dst' ({_dt.name(dst.dtype)}) and 'src' ({_dt.name(src.dtype)}) of "
                                             f"'dma_transpose' must have the same dtype")
     if priority is not None:
         _needs_gen(4, "dma_transpose with priority=")
@@ -120,10 +120,10 @@ def tensor_copy_predicated(dst: Any, src: Any, predicate: Any, reverse_pred: boo
 def memset(dst: Any, value: Any, engine: Any = engine.unknown, name: Any = None) -> NkiInstruction:
     api = "memset"
     d = _t(dst, api, "dst")
-    integer = not dt.is_float(dst.dtype)
+    integer = not _dt.is_float(dst.dtype)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
         raise _error("err_memset_value_type",
-                     f"'value' {value!r} of 'memset' does not match dst's dtype {dt.name(dst.dtype)}: an integer dst "
+                     f"'value' {value!r} of 'memset' does not match dst's dtype {_dt.name(dst.dtype)}: an integer dst "
                      f"takes an int literal (NKI 0.3+)")
     _b.call("nisa.memset", None, value, None, engine=_eng(engine, api), dst=d)
     return _done(name)
@@ -152,7 +152,7 @@ def nc_matmul(dst: Any, stationary: Any, moving: Any, is_stationary_onezero: boo
     mode = _b.enum_value(perf_mode, matmul_perf_mode, api, "perf_mode")
     if accumulate is not None and not isinstance(accumulate, bool):
         raise TypeError(f"'accumulate' of 'nc_matmul' must be None, True or False, got {accumulate!r}")
-    if {stationary.dtype, moving.dtype} == {dt.float8_e4m3, dt.float8_e4m3fn}:
+    if {stationary.dtype, moving.dtype} == {_dt.float8_e4m3, _dt.float8_e4m3fn}:
         raise _error("err_operand_type", "'stationary' and 'moving' of 'nc_matmul' mix float8_e4m3 with "
                                          "float8_e4m3fn, which NKI 0.4+ refuses: use one of the two")
     _b.call("nisa.nc_matmul", _t(stationary, api, "stationary"), _t(moving, api, "moving"),
@@ -166,7 +166,7 @@ def nc_matmul(dst: Any, stationary: Any, moving: Any, is_stationary_onezero: boo
 def nc_transpose(dst: Any, data: Any, engine: Any = engine.unknown, name: Any = None) -> NkiInstruction:
     api = "nc_transpose"
     if dst.dtype != data.dtype:
-        raise _error("err_transpose_dtype", f"'dst' ({dt.name(dst.dtype)}) and 'data' ({dt.name(data.dtype)}) of "
+        raise _error("err_transpose_dtype", f"'dst' ({_dt.name(dst.dtype)}) and 'data' ({_dt.name(data.dtype)}) of "
                                             f"'nc_transpose' must have the same dtype (NKI 0.6 transposes do not cast)")
     _b.call("nisa.nc_transpose", _t(data, api, "data"), engine=_eng(engine, api), dst=_t(dst, api, "dst"))
     return _done(name)

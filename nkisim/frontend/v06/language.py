@@ -12,8 +12,8 @@ constants passed to ``nisa`` calls (``op=nl.add``): each carries its op-table na
 
 from __future__ import annotations
 
-import builtins
-import os
+import builtins as _builtins
+import os as _os
 from collections.abc import Callable
 from typing import Any
 
@@ -96,19 +96,19 @@ def _family(buffer: Any) -> str:
     return buffer.family
 
 
-def is_hbm(buffer: Any) -> builtins.bool:
+def is_hbm(buffer: Any) -> _builtins.bool:
     return _family(buffer) == "hbm"
 
 
-def is_sbuf(buffer: Any) -> builtins.bool:
+def is_sbuf(buffer: Any) -> _builtins.bool:
     return _family(buffer) == "sbuf"
 
 
-def is_psum(buffer: Any) -> builtins.bool:
+def is_psum(buffer: Any) -> _builtins.bool:
     return _family(buffer) == "psum"
 
 
-def is_on_chip(buffer: Any) -> builtins.bool:
+def is_on_chip(buffer: Any) -> _builtins.bool:
     return _family(buffer) != "hbm"
 
 
@@ -153,7 +153,7 @@ class _TileSize:
     @property
     def psum_num_banks(self) -> int:
         banks = _target().psum_banks
-        pe_transpose = os.environ.get("NKI_DMA_TRANSPOSE_AS_PE_TRANSPOSE", "").lower() in ("1", "true")
+        pe_transpose = _os.environ.get("NKI_DMA_TRANSPOSE_AS_PE_TRANSPOSE", "").lower() in ("1", "true")
         return banks - 1 if pe_transpose and _target().nc_version >= 3 else banks
 
     @property
@@ -243,11 +243,11 @@ def _unary(name: str, call: str | None = None) -> Callable:
 
 
 def _reduction(name: str, op_name: str) -> Callable:
-    def fn(x: Any, axis: Any, dtype: Any = None, keepdims: builtins.bool = False) -> NkiTensor:
+    def fn(x: Any, axis: Any, dtype: Any = None, keepdims: _builtins.bool = False) -> NkiTensor:
         if name == "var":
             keepdims = True  # NKI 0.6's nl.var always keeps the reduced dims
         return _b.wrap(_b.call(f"nl.{name}", _tile(x, name), _axes(axis, x, name), dtype=_b.dtype(dtype, name),
-                               keepdims=builtins.bool(keepdims)))
+                               keepdims=_builtins.bool(keepdims)))
 
     return _named(fn, name, op_name)
 
@@ -330,10 +330,10 @@ def transpose(x: Any, dtype: Any = None) -> NkiTensor:
     return _b.wrap(_b.call("nl.transpose", _tile(x, "transpose"), dtype=_b.dtype(dtype, "transpose")))
 
 
-def matmul(x: Any, y: Any, transpose_x: builtins.bool = False) -> NkiTensor:
+def matmul(x: Any, y: Any, transpose_x: _builtins.bool = False) -> NkiTensor:
     """``nl.matmul``: ``x @ y`` (``x.T @ y`` with ``transpose_x=True``) on the Tensor Engine; fp32 result in PSUM."""
     return _b.wrap(_b.call("nl.matmul", _tile(x, "matmul"), _tile(y, "matmul", "y"),
-                           transpose_x=builtins.bool(transpose_x)))
+                           transpose_x=_builtins.bool(transpose_x)))
 
 
 def gather_flattened(data: Any, indices: Any, axis: Any = 0, dtype: Any = None) -> NkiTensor:
@@ -347,7 +347,7 @@ def broadcast_to(x: Any, shape: Any, dtype: Any = None) -> NkiTensor:
     """``nl.broadcast_to``: ``x`` repeated to ``shape`` (same rank; each dimension equal or broadcast from 1, the
     partition dimension included).  ``x`` itself when the shape is unchanged and no dtype is asked for."""
     shape = tuple(int(s) for s in shape)
-    if len(shape) != x.ndim or builtins.any(a != b and a != 1 for a, b in zip(x.shape, shape)):
+    if len(shape) != x.ndim or _builtins.any(a != b and a != 1 for a, b in zip(x.shape, shape)):
         raise _error("err_invalid_view", f"nl.broadcast_to: shape {list(shape)} is not a broadcast of "
                                          f"{list(x.shape)} (same rank; each dimension equal or from 1)")
     d = _b.dtype(dtype, "broadcast_to")
@@ -436,5 +436,5 @@ for _name, _fn in list(globals().items()):  # TypeErrors name the API as NKI doe
 
 
 __all__ = [n for n in list(globals()) if not n.startswith("_") and n not in (
-    "annotations", "builtins", "enum", "os", "np", "Any", "Callable", "Buffer",
+    "annotations", "np", "Any", "Callable", "Buffer",
     "DynSlice")]
