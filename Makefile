@@ -28,6 +28,7 @@ sandbox-tool:
 test: setup
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports --no-cache
+	$(PY) -m mypy
 	$(PY) -m pytest -q
 
 test-fast: $(STAMP)
@@ -59,9 +60,13 @@ grade: setup
 gradescope: setup
 	$(PY) -m nkilab.gradescope build $(GRADE_ARGS)
 
-# The course site: build/site/index.html (lessons run once for their demo outputs, about a minute).
+# The course site: build/site/index.html. Sphinx + MyST-NB (docs/conf.py), warnings are errors, every page read
+# afresh (-E: the error pages' reproducers and the API pages follow the simulator). The lessons run once for their
+# demo outputs (about a minute), then come from build/docs-cache/ until the lesson, the simulator or the grader changes.
+SITE     ?= build/site
+DOCTREES ?= build/docs-doctrees
 docs: $(STAMP)
-	$(PY) docs/build_site.py --out build/site
+	$(PY) -m sphinx -j auto -E -W --keep-going -b html -d $(DOCTREES) docs $(SITE)
 
 # Students work on copies in work/ (never overwritten, not tracked), so `git pull` and `make release`
 # never collide with their answers.
@@ -71,10 +76,11 @@ lab: $(STAMP)
 	for nb in assignments/*.ipynb; do test -e $(LAB_DIR)/$$(basename $$nb) || cp $$nb $(LAB_DIR)/; done
 	$(VENV)/bin/jupyter lab --notebook-dir=$(LAB_DIR)
 
-# ruff, and the import-linter contracts in pyproject.toml (layers import downwards only).
+# ruff, the import-linter contracts in pyproject.toml (layers import downwards only), mypy on the program package.
 lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports --no-cache
+	$(PY) -m mypy
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

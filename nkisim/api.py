@@ -28,6 +28,7 @@ from nkisim.frontend import language as _language  # noqa: F401  (and the nl.* c
 from nkisim.ops.registry import OPS as _OPS
 from nkisim.program.ir import Program, ProgramError  # noqa: F401
 from nkisim.program.ir import from_json as _from_json
+from nkisim.program.limits import MAX_PROGRAM_BYTES  # noqa: F401  (what a grader may read from a child)
 from nkisim.program.validate import validate as _validate
 from nkisim.runtime.arguments import Placeholder
 from nkisim.runtime.execute import execute as _execute

@@ -1,6 +1,6 @@
 """The executor decodes a call in a loop body once (``program.plan.CallPlan``) and reuses what cannot change.
 
-What it must not change is any value: every kind of encoded operand builds what ``Decoder.value`` builds,
+What it must not change is any value: every kind of operand builds what ``Decoder.value`` builds,
 fresh where the decoder's result is per run (tensors looked up again, accesses and mutable values made
 again), shared only where it is immutable; a plan follows the loop objects it was bound to; and executing a
 program gives the eager launch's outputs and estimate, with ``t[...] = nl.load(x)`` no longer copying the
@@ -20,6 +20,7 @@ from nkisim.core.indexing import Affine, DynSlice, Loop, MaskExpr
 from nkisim.core.tensor import Tensor
 from nkisim.program.encode import Decoder
 from nkisim.program.ir import Array, Call
+from nkisim.program.operands import parse_operand
 from nkisim.program.plan import CallPlan
 
 RNG = np.random.default_rng(11)
@@ -38,7 +39,8 @@ def _x(const, terms=(), affine=True, g=None):
     return {"X": const, "t": [list(p) for p in terms], "g": g, "affine": affine, "loops": [lp for lp, _ in terms]}
 
 
-ARGS = [
+#: one operand of every kind, in its JSON form (parsed into its record where used)
+ARGS_JSON = [
     None, True, 3, 2.5, "add", [1, {"T": 0}], {"tuple": [1, 2]}, {"dict": [["a", 1]]}, {"float": "nan"},
     {"T": 0}, {"W": 0},
     {"A": 0, "c": [["slice", _x(0, [(0, 128)]), _x(128, [(0, 128)]), 1], ["int", _x(3)]]},
@@ -49,6 +51,11 @@ ARGS = [
     {"M": ["and", {"M": ["cmp", "<", _x(0, [(0, 128)]), _x(200)]}, {"M": ["not", {"M": ["cmp", ">", _x(0), _x(1)]}]}]},
     {"buf": "psum", "alloc": None}, {"buf": "sbuf", "alloc": ["sbuf", 0, 0, [1], [2], None]},
 ]
+ARGS = [parse_operand(a) for a in ARGS_JSON]
+
+
+def _op(raw):
+    return parse_operand(raw)
 
 
 def _same(a, b) -> bool:
@@ -83,23 +90,23 @@ def _same(a, b) -> bool:
 
 def test_a_plan_builds_what_the_decoder_decodes_at_every_iteration():
     dec, _, loops = _setup()
-    plan = CallPlan(Call("f", tuple(ARGS), (("k", {"T": 0}),), (), ("x", 1)), dec, lambda *a, **k: (a, k))
+    plan = CallPlan(Call("f", tuple(ARGS), (("k", _op({"T": 0})),), (), ("x", 1)), dec, lambda *a, **k: (a, k))
     assert plan.lids == (0,)
     for v in (0, 1):
         loops[0].current = v
         args, kwargs = plan.run()
         assert _same(list(args), [dec.value(a) for a in ARGS])
-        assert _same(kwargs, {"k": dec.value({"T": 0})})
+        assert _same(kwargs, {"k": dec.value(_op({"T": 0}))})
     first, _ = plan.run()
     again, _ = plan.run()
     for i, (a, b) in enumerate(zip(first, again)):
         if isinstance(a, (list, dict, np.ndarray, Access, MaskExpr, buffers.Buffer)) and a is not buffers.psum:
-            assert a is not b, ARGS[i]  # made fresh every run, as the decoder makes them
+            assert a is not b, ARGS_JSON[i]  # made fresh every run, as the decoder makes them
 
 
 def test_a_plan_is_bound_to_the_loops_it_was_made_with():
     dec, _, loops = _setup()
-    plan = CallPlan(Call("f", (_x(0, [(0, 1)]),), (), (), ("x", 1)), dec, lambda a: a)
+    plan = CallPlan(Call("f", (_op(_x(0, [(0, 1)])),), (), (), ("x", 1)), dec, lambda a: a)
     assert plan.valid(loops)
     loops[0] = Loop("affine", 0, 2, 1)  # the loop entered again: a new Loop object
     assert not plan.valid(loops)
@@ -107,7 +114,8 @@ def test_a_plan_is_bound_to_the_loops_it_was_made_with():
 
 def test_a_constant_call_passes_its_arguments_as_they_are():
     dec, _, _ = _setup()
-    plan = CallPlan(Call("f", ({"tuple": [128, 4]}, {"dtype": "float32"}), (), (), ("x", 1)), dec, lambda *a: a)
+    plan = CallPlan(Call("f", (_op({"tuple": [128, 4]}), _op({"dtype": "float32"})), (), (), ("x", 1)), dec,
+                    lambda *a: a)
     assert plan.args == ((128, 4), np.dtype(np.float32)) and plan.lids == ()
 
 

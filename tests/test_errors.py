@@ -406,7 +406,7 @@ def test_assign_into_smaller_tile() -> None:
         return y
 
     expect_error(lambda: k(rand(128, 512)), "err_store_dst_shape_smaller_than_other_shape",
-                 "shape [128, 1] of parameter", k)
+                 "in 'y[...] = value': shape [128, 1] of parameter 'y'", k)  # the student's variable
 
 
 # ================================================================================================

@@ -107,7 +107,8 @@ def test_a_forged_program_is_executed_as_written(tmp_path):
         def _forged(*args, **kwargs):
             p = _real(*args, **kwargs)
             import dataclasses
-            return dataclasses.replace(p, body=p.body[:1], outputs={"T": 0}, tensors=2)
+            from nkisim.program.operands import parse_operand
+            return dataclasses.replace(p, body=p.body[:1], outputs=parse_operand({"T": 0}), tensors=2)
 
         _api.trace = _forged
         """)
@@ -142,11 +143,13 @@ def test_an_out_of_bounds_program_gets_the_compilers_error(tmp_path):
 
         def _forged(*args, **kwargs):
             import dataclasses, json
+            from nkisim.program.operands import operand_json, parse_operand
             p = _real(*args, **kwargs)
             call = p.body[2]  # nl.load(a)
-            text = json.dumps(call.args).replace('"T": 0', '"A": 0, "c": [["slice", {"X": 64, "t": [], "g": null, '
-                '"affine": true, "loops": []}, {"X": 192, "t": [], "g": null, "affine": true, "loops": []}, 1]]')
-            call = dataclasses.replace(call, args=tuple(json.loads(text)))
+            text = json.dumps([operand_json(a) for a in call.args]).replace('"T": 0', '"A": 0, "c": [["slice", '
+                '{"X": 64, "t": [], "g": null, "affine": true, "loops": []}, {"X": 192, "t": [], "g": null, '
+                '"affine": true, "loops": []}, 1]]')
+            call = dataclasses.replace(call, args=tuple(parse_operand(a) for a in json.loads(text)))
             return dataclasses.replace(p, body=p.body[:2] + (call,) + p.body[3:])
 
         _api.trace = _forged
@@ -155,23 +158,38 @@ def test_an_out_of_bounds_program_gets_the_compilers_error(tmp_path):
     assert case.status == "error" and case.error["error_id"] == "err_tensor_access_out_of_bound", case.error
 
 
-def test_a_program_looping_a_trillion_times_is_stopped_at_the_timeout(tmp_path):
-    """Two nested loop bodies of a million iterations each pass the validator (each loop is within its
-    bound) and would run for days: the executor's fork is killed at the run's timeout, and nothing is graded."""
-    path = kernel(tmp_path, "endless", HONEST, before="""
+def _looping(tmp_path, trips: int):
+    """The honest kernel's calls wrapped in two nested loop bodies traced once, of ``trips`` iterations each."""
+    return kernel(tmp_path, f"loops{trips}", HONEST, before=f"""
         from nkisim import api as _api
-        from nkisim.program.ir import LoopEnter, LoopLeave
+        from nkisim.program.ir import LoopEnter, LoopKind, LoopLeave
         _real = _api.trace
 
         def _forged(*args, **kwargs):
             import dataclasses
             p = _real(*args, **kwargs)
-            loops = (LoopEnter(0, "sequential", 0, 10**6, 1, True), LoopEnter(1, "sequential", 0, 10**6, 1, True))
+            loops = (LoopEnter(0, LoopKind.SEQUENTIAL, 0, {trips}, 1, True),
+                     LoopEnter(1, LoopKind.SEQUENTIAL, 0, {trips}, 1, True))
             return dataclasses.replace(p, body=p.body[:2] + loops + p.body[2:] + (LoopLeave(1), LoopLeave(0)))
 
         _api.trace = _forged
         """)
-    res = run_module(path, "vector_add_naive", [inputs()], timed=0, timeout=4, sandboxed=True)
+
+
+def test_a_program_looping_a_trillion_times_is_refused_before_it_runs(tmp_path):
+    """Two nested loop bodies of a million iterations each would run for days: the validator counts the calls a
+    program would run and refuses it (``limits.MAX_EXECUTED_CALLS``), with no time spent."""
+    res = run_module(_looping(tmp_path, 10**6), "vector_add_naive", [inputs()], timed=0, timeout=60, sandboxed=True)
+    assert not res.timed_out
+    (case,) = res.cases
+    assert case.status == "error" and case.error["type"] == "ProgramError", case
+    assert "would run more than 16777216 calls" in case.error["message"]
+
+
+def test_a_long_program_within_the_caps_is_stopped_at_the_timeout(tmp_path):
+    """Just under the cap (2,000 x 2,000 iterations of the kernel's four calls) the program is valid and would
+    run for minutes: the executor's fork is killed at the run's timeout, and nothing is graded."""
+    res = run_module(_looping(tmp_path, 2000), "vector_add_naive", [inputs()], timed=0, timeout=4, sandboxed=True)
     assert res.timed_out  # (what the grade report shows as the run's timeout: evaluate.py)
     assert [(c.status, c.output) for c in res.cases] == [("not_run", None)], res.cases
 

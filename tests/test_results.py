@@ -16,11 +16,13 @@ from nkilab.results import (
     SCHEMA,
     Audience,
     CaseRecord,
+    CostlyLine,
     ErrorFacts,
     GradeRecord,
     Outcome,
     Problem,
     ProblemKind,
+    SpeedFacts,
     SpeedRecord,
     csv_cell,
 )
@@ -56,8 +58,11 @@ def test_the_ta_sees_every_case():
 
 
 def test_json_round_trips_and_refuses_what_is_not_a_record():
+    facts = SpeedFacts((("dve", 10.0), ("dma", 160.0)), 16, 12, 3 * 2**20, 40,
+                       (CostlyLine(7, "t = nl.load(a)", 12.5),), 2)
     rec = GradeRecord("q", "Q", 3.0, 4.0, 2.0, 2.0, 1.0, 2.0, CASES[:1], None,
-                      SpeedRecord("a: float32 [128, 512]", "estimate (nkisim cost model, trn2)", 30.0, 20.0, "partial"),
+                      SpeedRecord("a: float32 [128, 512]", "estimate (nkisim cost model, trn2)", 30.0, 20.0, "partial",
+                                  kernel=facts, reference=facts, lesson="lesson 2, section 3"),
                       True, ("a warning",))
     again = GradeRecord.from_json(json.loads(json.dumps(rec.to_json())))
     assert again == rec and rec.to_json()["schema"] == SCHEMA and MIME.endswith("+json")

@@ -25,6 +25,7 @@ from nkisim.core.recording import CALLS
 from nkisim.core.tensor import Tensor
 from nkisim.program.encode import Decoder
 from nkisim.program.ir import Call, ProgramError
+from nkisim.program.operands import parse_operand
 from nkisim.program.plan import CallPlan
 from nkisim.runtime.execute import execute
 
@@ -56,7 +57,8 @@ LEADS = [(), ("T",), ("W",), ("T", "T"), ("T", "W"), ("W", "T"), ("W", "W"), ("T
 def test_every_shape_of_call_passes_what_the_decoder_decodes(lead, kwargs):
     tensors = _tensors()
     dec = Decoder((), tensors, {})
-    args = tuple({kind: pid} for pid, kind in enumerate(lead)) + (2.5, "add", {"dtype": "float32"})
+    args = tuple(parse_operand(a) for a in tuple({kind: pid} for pid, kind in enumerate(lead)) +
+                 (2.5, "add", {"dtype": "float32"}))
     plan = CallPlan(Call("f", args, kwargs, (), ("x", 1)), dec, lambda *a, **k: (a, k))
     for _ in range(2):
         got_args, got_kwargs = plan.run()
@@ -70,7 +72,8 @@ def test_every_shape_of_call_passes_what_the_decoder_decodes(lead, kwargs):
 
 def test_a_reduction_gets_a_fresh_axis_list_every_run():
     dec = Decoder((), _tensors(), {})
-    plan = CallPlan(Call("nl.max", ({"T": 1},), (("axis", [1]), ("keepdims", True)), (), ("x", 1)), dec,
+    plan = CallPlan(Call("nl.max", (parse_operand({"T": 1}),), (("axis", parse_operand([1])), ("keepdims", True)), (),
+                         ("x", 1)), dec,
                     lambda x, **k: (x, k))
     (x, first), (_, again) = plan.run(), plan.run()
     assert x is dec.tensors[1] and first == {"axis": [1], "keepdims": True} == again
@@ -79,7 +82,8 @@ def test_a_reduction_gets_a_fresh_axis_list_every_run():
 
 def test_a_tensor_nothing_made_is_the_decoders_error():
     dec = Decoder((), _tensors(), {})
-    plan = CallPlan(Call("f", ({"T": 0}, {"T": 7}), (), (), ("x", 1)), dec, lambda *a: a)
+    plan = CallPlan(Call("f", (parse_operand({"T": 0}), parse_operand({"T": 7})), (), (), ("x", 1)), dec,
+                    lambda *a: a)
     with pytest.raises(KeyError):
         plan.run()
     with pytest.raises(ProgramError, match="tensor 7 is used before any call made it"):
@@ -116,7 +120,7 @@ def test_a_body_naming_a_tile_made_later_is_a_program_error_when_not_validated()
     refuses with its own ``ProgramError`` rather than a ``KeyError`` from the fast path's lookup."""
     program, a = _program_and_input()
     later = next(ev for ev in program.body if isinstance(ev, Call) and ev.fn == "nl.multiply").out[0]
-    forged = _edited(program, "nl.exp", ({"T": later},))
+    forged = _edited(program, "nl.exp", (parse_operand({"T": later}),))
     with pytest.raises(ProgramError, match=f"tensor {later} is used before any call made it"):
         execute(forged, [a], checked=True)
 
@@ -143,7 +147,7 @@ def _loop_setup():
     return Decoder((), {0: t}, loops), loops
 
 
-ACCESS = {"A": 0, "c": [["slice", _x(0, [(0, 128)]), _x(128, [(0, 128)]), 1], ["int", _x(3)]]}
+ACCESS = parse_operand({"A": 0, "c": [["slice", _x(0, [(0, 128)]), _x(128, [(0, 128)]), 1], ["int", _x(3)]]})
 
 
 def test_a_plan_whose_index_expressions_are_its_accesses_rebinds_to_a_loop_entered_again():
@@ -159,7 +163,7 @@ def test_a_plan_whose_index_expressions_are_its_accesses_rebinds_to_a_loop_enter
 
 def test_a_mask_predicate_rebinds_too():
     dec, loops = _loop_setup()
-    mask = {"M": ["cmp", "<", _x(0, [(0, 128)]), _x(100)]}
+    mask = parse_operand({"M": ["cmp", "<", _x(0, [(0, 128)]), _x(100)]})
     plan = CallPlan(Call("f", (ACCESS,), (("mask", mask),), (), ("x", 1)), dec, lambda a, mask: mask)
     assert plan.run().value  # iteration 0: 0 < 100
     loops[0] = Loop("affine", 0, 2, 1)
@@ -172,7 +176,7 @@ def test_a_mask_predicate_rebinds_too():
 
 def test_a_plan_with_index_expressions_elsewhere_is_made_again():
     dec, loops = _loop_setup()
-    plan = CallPlan(Call("f", (ACCESS, _x(5, [(0, 2)])), (), (), ("x", 1)), dec, lambda *a: a)
+    plan = CallPlan(Call("f", (ACCESS, parse_operand(_x(5, [(0, 2)]))), (), (), ("x", 1)), dec, lambda *a: a)
     loops[0] = Loop("affine", 0, 2, 1)
     assert not plan.rebind(loops)
 

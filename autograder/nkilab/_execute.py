@@ -24,11 +24,10 @@ import numpy as np
 
 from nkilab._child import make_grid, memory_cap_mb
 from nkilab._io import read_message, write_message
+from nkisim.api import MAX_PROGRAM_BYTES  # the format's cap on program text; the grader reads no more than this
 
-#: the largest program text accepted, in bytes.  The course's traced programs are a few kB (loop bodies are
-#: traced once, so a program follows the kernel's text, not its trip counts); 4 MiB leaves three orders of
-#: magnitude for honest kernels while a forged one cannot make the grader hold or parse hundreds of MB
-MAX_PROGRAM_BYTES = 4 * 2**20
+__all__ = ["MAX_PROGRAM_BYTES", "MESSAGE_CHARS", "error_facts", "run_cases", "timing_facts"]
+
 #: characters of an error message kept
 MESSAGE_CHARS = 2000
 
@@ -61,6 +60,21 @@ def _program(text: np.ndarray, request: dict) -> Any:
     api.check_request(program, inputs=[(tuple(s), d) for s, d in request["inputs"]], grid=make_grid(request.get("grid")),
                       target=target)
     return program
+
+
+def timing_facts(launch: Any) -> dict:
+    """The timed run's estimate, and where its time went (``nkilab.results.SpeedFacts``): engine busy times,
+    DMA transfers and bytes, instructions, and the costliest lines by number (the parent quotes its own copy)."""
+    from nkisim import api
+
+    est = launch.estimate()
+    lines = [[loc[1], us] for loc, us in est.top_lines(5) if isinstance(loc, tuple) and type(loc[1]) is int]
+    return {"latency_us": float(est.total_us), "target": launch.target, "simulator": True,
+            "facts": {"busy_us": {k: float(v) for k, v in est.engine_busy_us.items()},
+                      "dma_queues": int(api.target(launch.target).params["dma"]["queues"]),
+                      "cores": max(len(est.core_us), 1),
+                      "dma_count": int(est.dma_count), "dma_bytes": int(est.dma_bytes),
+                      "instructions": int(est.instructions), "lines": lines}}
 
 
 def _output(out: Any) -> tuple[dict, np.ndarray | None]:
@@ -96,8 +110,7 @@ def run_cases(job: dict, texts: list[np.ndarray], cases: list[list[np.ndarray]],
             launch = api.execute(programs[k], args, target=programs[k].target)
             facts, out = _output(launch.outputs)
             if i == job.get("timed") and facts["status"] == "ok":
-                facts["timing"] = {"latency_us": float(launch.latency_us()), "target": launch.target,
-                                   "simulator": True}
+                facts["timing"] = timing_facts(launch)
         except Exception as err:  # the program's error (an op's check, or the validator's verdict)
             facts, out = {"status": "error", "error": error_facts(err)}, None
         facts["seconds"] = time.perf_counter() - start

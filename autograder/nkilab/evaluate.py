@@ -16,8 +16,8 @@ import numpy as np
 from nkilab import gate
 from nkilab.compare import Verdict, describe_error, diagnose
 from nkilab.questions import COURSE_TARGET, Case, Question, hidden_cases
-from nkilab.results import CaseRecord, ErrorFacts, GradeRecord, Problem, ProblemKind, SpeedRecord
-from nkilab.runner import CaseRun, RunResult, run_inprocess, run_module
+from nkilab.results import CaseRecord, ErrorFacts, GradeRecord, Problem, ProblemKind, SpeedFacts, SpeedRecord
+from nkilab.runner import CaseRun, RunResult, run_inprocess, run_module, speed_facts
 
 #: a case whose arguments have at most this many elements each also runs on its negated inputs: on so
 #: few elements, a kernel that mishandles one sign (a forgotten ReLU) would otherwise pass or fail it
@@ -49,6 +49,9 @@ class Evaluation:
     simulator: bool = True
     speed_note: str | None = None
     run: RunResult | None = None
+    #: where the timed run's and the reference's time went (``runner.speed_facts``), for speed feedback
+    speed_facts: dict | None = None
+    reference_facts: dict | None = None
 
     @property
     def passed(self) -> int:
@@ -159,6 +162,8 @@ def reference_latency(q: Question, target: str | None, timeout: float) -> dict:
         res = run_module(path, q.function, [args], timed=0, bench=_bench_spec(q), target=target, timeout=timeout,
                          grid=q.grid)
         found = timed_latency(res, 0)
+        if found is not None and isinstance(found.get("facts"), dict):  # its costliest lines are solution code:
+            found["facts"] = dict(found["facts"], lines=[])  # never kept (presets and bundles carry these facts)
         _REFERENCE_CACHE[key] = found or {"status": "error", "error": {"type": "RuntimeError",
                                                                        "message": "reference did not run"}}
     return _REFERENCE_CACHE[key]
@@ -174,7 +179,8 @@ def timed_latency(run: RunResult, timed: int) -> dict | None:
     if crun.status != "ok" or not isinstance(lat, float) or not 0.0 < lat < 1e9:
         err = t.get("error") or crun.error or {"type": "RuntimeError", "message": "the timed run did not finish"}
         return {"status": "error", "error": err}
-    return {"status": "ok", "latency_us": lat, "target": str(t.get("target"))[:16], "simulator": True}
+    return {"status": "ok", "latency_us": lat, "target": str(t.get("target"))[:16], "simulator": True,
+            "facts": t.get("facts")}
 
 
 def _bench_spec(q: Question) -> tuple[list[tuple[int, ...]], list[str]]:
@@ -256,9 +262,11 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
             ev.speed_note = "could not measure latency: " + describe_error(found.get("error") or {}, path.name)
             return ev
         ev.latency_us, ev.target, ev.simulator = found["latency_us"], found.get("target"), found.get("simulator", True)
+        ev.speed_facts = found.get("facts")
         ref = reference_latency(q, target, max(timeout, 60.0))
         if ref.get("status") == "ok":
             ev.reference_us = ref["latency_us"]
+            ev.reference_facts = speed_facts(ref.get("facts"))  # (a preset's facts are checked like any)
         else:
             ev.speed_note = "reference latency unavailable: " + (ref.get("error") or {}).get("message", "")
     return ev
@@ -274,7 +282,8 @@ def record(ev: Evaluation, *, correctness: float, speed: float, sandboxed: bool 
     timing = None
     if ev.latency_us is not None or ev.speed_note:
         timing = SpeedRecord(q.speed_case.describe(q.arg_names), ev.latency_label(), ev.latency_us, ev.reference_us,
-                             ev.tier, q.full_tier, q.partial_tier, ev.speed_note)
+                             ev.tier, q.full_tier, q.partial_tier, ev.speed_note, SpeedFacts.of(ev.speed_facts),
+                             SpeedFacts.of(ev.reference_facts, with_lines=False), q.speed_lesson)
     return GradeRecord(q.qid, q.title, round(correctness + speed, 4), q.points, round(correctness, 4),
                        q.correctness_points, round(speed, 4), q.speed_points, cases, problem, timing, sandboxed,
                        warnings)

@@ -84,6 +84,8 @@ class Question:
     target: str | None = None
     #: (rtol, atol) per output dtype where the question needs its own (e.g. long fp32 sums); else TOLERANCES
     tolerances: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: the lesson section that teaches this kernel's speed (speed feedback points there), e.g. "lesson 2, section 3"
+    speed_lesson: str = ""
 
     @property
     def default_module(self) -> str:

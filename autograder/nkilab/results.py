@@ -86,9 +86,67 @@ class CaseRecord:
         return self.outcome.value
 
 
+#: an engine as the lessons name it
+ENGINE_NAMES = {"pe": "TensorE", "act": "ScalarE", "dve": "VectorE", "pool": "GpSimd", "dma": "DMA queues"}
+#: what a bottleneck on each engine usually asks for
+ENGINE_ADVICE = {
+    "dma": "move more bytes per transfer (whole 128-partition tiles, long free-dimension chunks) and fewer transfers",
+    "dve": "give VectorE fewer, larger instructions (bigger tiles), or move elementwise work to ScalarE's activation",
+    "act": "give ScalarE fewer, larger instructions, or fuse steps into one activation (bias and scale included)",
+    "pool": "keep GpSimd for what only it does: its elementwise throughput is the lowest of the engines",
+    "pe": "keep the Tensor Engine fed: load each stationary tile once and stream many moving tiles past it",
+}
+
+
+@dataclass(frozen=True)
+class CostlyLine:
+    line: int
+    code: str
+    us: float
+
+
+@dataclass(frozen=True)
+class SpeedFacts:
+    """Where one timed run's time went (cost-model estimates): each engine's busy time (summed over the DMA queues
+    and the launch's cores), the number of DMA queues and cores, DMA transfers and bytes, instructions, and the
+    costliest lines of the kernel."""
+
+    busy_us: tuple[tuple[str, float], ...]
+    dma_queues: int
+    dma_count: int
+    dma_bytes: int
+    instructions: int
+    lines: tuple[CostlyLine, ...] = ()
+    cores: int = 1
+
+    @classmethod
+    def of(cls, facts: dict | None, with_lines: bool = True) -> SpeedFacts | None:
+        """From ``runner.speed_facts``'s checked dict; ``with_lines=False`` for the reference (its lines are
+        solution code, never shown)."""
+        if not facts:
+            return None
+        lines = tuple(CostlyLine(int(n), str(code), float(us)) for n, us, code in facts.get("lines") or ()) \
+            if with_lines else ()
+        return cls(tuple((e, float(us)) for e, us in facts["busy_us"].items()), int(facts["dma_queues"]),
+                   int(facts["dma_count"]), int(facts["dma_bytes"]), int(facts["instructions"]), lines,
+                   int(facts.get("cores") or 1))
+
+    def share(self, engine: str, total_us: float) -> float:
+        """The fraction of the kernel's span ``engine`` was busy, on average per core (and per DMA queue)."""
+        us = dict(self.busy_us).get(engine, 0.0) / max(self.cores, 1)
+        if engine == "dma":
+            us /= max(self.dma_queues, 1)
+        return us / total_us if total_us > 0 else 0.0
+
+    def bottleneck(self, total_us: float) -> str:
+        """The engine busy the largest share of the kernel's span."""
+        return max(ENGINE_NAMES, key=lambda e: (self.share(e, total_us), e))
+
+
 @dataclass(frozen=True)
 class SpeedRecord:
-    """The speed verdict: the kernel's latency on the timed case, the reference's, and the tier it earns."""
+    """The speed verdict: the kernel's latency on the timed case, the reference's, and the tier it earns; and
+    where both runs' time went, for feedback that says why."""
 
     case: str  # the timed case's inputs (public)
     label: str  # "estimate (nkisim cost model, trn2)" or "measured (...)"
@@ -98,6 +156,9 @@ class SpeedRecord:
     full_tier: float = 1.2
     partial_tier: float = 2.0
     note: str | None = None
+    kernel: SpeedFacts | None = None
+    reference: SpeedFacts | None = None
+    lesson: str = ""
 
     @property
     def ratio(self) -> float | None:
@@ -157,7 +218,8 @@ class GradeRecord:
             timing = SpeedRecord(_s(t["case"]), _s(t["label"]), _f(t.get("latency_us")), _f(t.get("reference_us")),
                                  t.get("tier") if t.get("tier") in ("full", "partial", "none") else None,
                                  float(t["full_tier"]), float(t["partial_tier"]),
-                                 _s(t["note"]) if t.get("note") else None) if t else None
+                                 _s(t["note"]) if t.get("note") else None, _facts(t.get("kernel")),
+                                 _facts(t.get("reference")), _s(t.get("lesson") or "")) if t else None
             return cls(_s(data["question"]), _s(data["title"]), float(data["points"]), float(data["max_points"]),
                        float(data["correctness"]), float(data["correctness_max"]), float(data["speed"]),
                        float(data["speed_max"]), cases, problem, timing, bool(data.get("sandboxed", True)),
@@ -220,7 +282,57 @@ class GradeRecord:
                    "none": "no speed points yet"}[t.tier or "none"]
         return [line + f"; reference solution {t.reference_us:.1f} us -> {t.ratio:.2f}x the reference.",
                 f"  Tiers: full points at <= {t.full_tier:g}x, half at <= {t.partial_tier:g}x. You would get: "
-                f"{verdict}."]
+                f"{verdict}.", *self.why_lines()]
+
+    def why_lines(self) -> list[str]:
+        """Why the kernel takes the time it does, beside the reference: counts, bytes, each engine's share of the
+        span, the bottleneck with what usually fixes it, and the kernel's costliest lines."""
+        t = self.timing
+        if t is None or t.kernel is None or t.latency_us is None:
+            return []
+        k, r = t.kernel, t.reference
+        out = ["  Where the time goes (estimates): " + ("yours vs the reference" if r else "your kernel")]
+
+        def row(name: str, mine: str, theirs: str) -> str:
+            return f"    {name:<22}{mine:>14}" + (f"{theirs:>14}" if r else "")
+
+        out.append(row("DMA transfers", f"{k.dma_count:,}", f"{r.dma_count:,}" if r else ""))
+        out.append(row("bytes moved by DMA", _bytes(k.dma_bytes), _bytes(r.dma_bytes) if r else ""))
+        out.append(row("instructions", f"{k.instructions:,}", f"{r.instructions:,}" if r else ""))
+        for engine, name in ENGINE_NAMES.items():
+            mine = k.share(engine, t.latency_us)
+            theirs = r.share(engine, t.reference_us or 0.0) if r else 0.0
+            if mine >= 0.01 or theirs >= 0.01:
+                out.append(row(f"{name} busy", f"{100 * mine:.0f}%", f"{100 * theirs:.0f}%" if r else ""))
+        neck = k.bottleneck(t.latency_us)
+        busy = k.share(neck, t.latency_us)
+        out.append(f"  Busiest: {ENGINE_NAMES[neck]}, {100 * busy:.0f}% of the span.")
+        advice = []
+        if r and k.dma_count > 2 * max(r.dma_count, 1):
+            advice.append(f"{k.dma_count:,} DMA transfers against the reference's {r.dma_count:,}: every transfer pays "
+                          "a fixed cost, so fewer, larger ones (whole 128-partition tiles, long chunks) are faster.")
+        if r and k.dma_bytes > 1.5 * max(r.dma_bytes, 1):
+            advice.append(f"{k.dma_bytes / max(r.dma_bytes, 1):.1f}x the reference's bytes through DMA: load each input "
+                          "once and reuse the tile while it is on chip.")
+        if r and k.instructions > 2 * max(r.instructions, 1):
+            advice.append(f"{k.instructions:,} instructions against the reference's {r.instructions:,}: larger tiles "
+                          "mean fewer instructions, each paying its fixed cost once.")
+        if busy < 0.6 and (t.ratio or 0) > t.full_tier:
+            same = r is not None and not advice
+            advice.append(("The same work as the reference, spread over more time: " if same else
+                           "No engine is busy most of the time: ") + "the engines wait on each other. Let the loads, "
+                          "compute and stores of different tiles overlap (allocate each tile inside the loop body, so "
+                          "iterations do not share one buffer).")
+        if not advice and busy >= 0.6 and (t.ratio or 0) > t.full_tier:
+            advice.append(f"{ENGINE_NAMES[neck]} is the bottleneck: {ENGINE_ADVICE[neck]}.")
+        out += [f"  Why: {a}" for a in advice]
+        if k.lines:
+            out.append("  Your costliest lines: " + "; ".join(
+                f"line {c.line} (`{c.code}`) {c.us:.1f} us" if c.code else f"line {c.line} {c.us:.1f} us"
+                for c in k.lines[:3]))
+        if t.lesson:
+            out.append(f"  See {t.lesson}.")
+        return out
 
     def summary(self, audience: Audience = Audience.TA) -> str:
         """One line: why the question earned what it did (the TA's table and CSV)."""
@@ -258,6 +370,19 @@ def _f(value: Any) -> float | None:
     if not math.isfinite(x):
         raise ValueError("not a finite number")
     return x
+
+
+def _bytes(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB" if n >= 2**10 else f"{n} B"
+
+
+def _facts(value: Any) -> SpeedFacts | None:
+    if value is None:
+        return None
+    return SpeedFacts(tuple((_s(e), float(us)) for e, us in value["busy_us"]), int(value["dma_queues"]),
+                      int(value["dma_count"]), int(value["dma_bytes"]), int(value["instructions"]),
+                      tuple(CostlyLine(int(c["line"]), _s(c["code"]), float(c["us"])) for c in value.get("lines") or ()),
+                      int(value.get("cores") or 1))
 
 
 def _error(value: Any) -> ErrorFacts | None:

@@ -84,7 +84,7 @@ def _case_runs(messages: list[tuple[dict, list[np.ndarray]]], n_cases: int, resu
             status = status if status in ("ok", "error", "bad_return") else "error"
             run = CaseRun(status, error=error_facts(head.get("error"), source) if status == "error" else None,
                           returned=clean_text(head.get("returned"), 40) if status == "bad_return" else None,
-                          seconds=_seconds(head.get("seconds")), timing=_timing(head.get("timing")))
+                          seconds=_seconds(head.get("seconds")), timing=_timing(head.get("timing"), source))
             if status == "ok":
                 if arrays:
                     run.output = arrays[0]
@@ -136,14 +136,43 @@ def _seconds(value: object) -> float:
     return float(value) if isinstance(value, (int, float)) and 0 <= value < 1e6 else 0.0
 
 
-def _timing(value: object) -> dict | None:
+def _timing(value: object, source: list[str] | None = None) -> dict | None:
     """The timed case's latency as the executor reported it: a positive finite float, its target's name."""
     if not isinstance(value, dict):
         return None
     lat = value.get("latency_us")
     if type(lat) is not float or not 0.0 < lat < 1e9:
         return {"status": "error", "error": {"type": "RuntimeError", "message": "no latency was reported"}}
-    return {"latency_us": lat, "target": clean_text(value.get("target"), 16), "simulator": True}
+    return {"latency_us": lat, "target": clean_text(value.get("target"), 16), "simulator": True,
+            "facts": speed_facts(value.get("facts"), source)}
+
+
+#: the engines a timed run's facts may name (the cost model's own keys)
+ENGINES = ("pe", "act", "dve", "pool", "dma")
+
+
+def speed_facts(value: object, source: list[str] | None = None) -> dict | None:
+    """Where a timed run's time went, as the executor reported it, reduced to checked numbers (or None); each
+    costly line is quoted from the parent's own copy of the student's file (``source``), if it has that line."""
+    if not isinstance(value, dict):
+        return None
+
+    def num(x: object) -> float | None:
+        return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x < 1e12 else None
+
+    busy = value.get("busy_us")
+    counts = [value.get(k) for k in ("dma_queues", "dma_count", "dma_bytes", "instructions", "cores")]
+    if not isinstance(busy, dict) or not all(type(c) is int and 0 <= c < 10**15 for c in counts):
+        return None
+    busy_us = {e: num(busy.get(e)) or 0.0 for e in ENGINES}
+    lines = []
+    for item in value.get("lines") or []:
+        if isinstance(item, list) and len(item) == 2 and type(item[0]) is int and num(item[1]) is not None:
+            code = source[item[0] - 1].strip()[:120] if source is not None and 0 < item[0] <= len(source) else ""
+            lines.append([item[0], num(item[1]), code])
+    q, n, b, ins, cores = counts
+    return {"busy_us": busy_us, "dma_queues": max(q, 1), "dma_count": n, "dma_bytes": b, "instructions": ins,
+            "cores": max(min(cores, 64), 1), "lines": lines[:5]}
 
 
 def _bench(head: dict) -> dict:

@@ -7,13 +7,25 @@ constants.  What differs per target (SBUF bytes per partition) is read from ``ct
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any, NamedTuple
 
 from nkisim.core import target as _target
 
-HBM_SPACES = ("hbm", "private_hbm", "shared_hbm")
+
+class Space(str, Enum):
+    """A memory space, by the name NKI gives it (``Buffer.space`` holds the name; records hold the member)."""
+
+    SBUF = "sbuf"
+    PSUM = "psum"
+    HBM = "hbm"
+    PRIVATE_HBM = "private_hbm"
+    SHARED_HBM = "shared_hbm"
+
+
+HBM_SPACES = (Space.HBM.value, Space.PRIVATE_HBM.value, Space.SHARED_HBM.value)
 #: every memory space a buffer names
-SPACES = ("sbuf", "psum") + HBM_SPACES
+SPACES = tuple(s.value for s in Space)
 _LIMITS = _target.get(_target.DEFAULT)
 PMAX = _LIMITS.partitions
 PSUM_FMAX = _LIMITS.psum_free_max

@@ -42,13 +42,14 @@ class Loop:
         return b
 
 
-def _concrete(loops: frozenset) -> None:
-    """The kernel's Python took a concrete value of loop variables (an ``if``, a Python int): a recording
-    launch is told, so a loop body that did so is not traced once (``runtime.record``).  Inside an NKI call
-    (``HOOK.depth``) it is the op reading its operand, which the program keeps symbolic."""
+def _concrete(loops: frozenset, condition: Any = None) -> None:
+    """The kernel's Python took a concrete value of loop variables (a Python int, or ``condition``'s truth in an
+    ``if``): a recording launch is told, so a loop body that did so is traced once per way its branches go, or
+    not at all (``runtime.record``).  Inside an NKI call (``HOOK.depth``) it is the op reading its operand, which
+    the program keeps symbolic."""
     rec = HOOK.recorder
     if rec is not None and not HOOK.depth:
-        rec.concrete(loops)
+        rec.concrete(loops, condition)
 
 
 def _is_int(x: Any) -> bool:
@@ -313,7 +314,7 @@ class Affine:
             raise nki_error("err_control_flow_condition_depending_on_arange",
                             "Control-flow depending on `nl.arange` or `nl.mgrid` is not supported.")
         if self.loops:
-            _concrete(self.loops)
+            _concrete(self.loops, self)
         return bool(self.value())
 
     # --- reshaping of grids: nl.arange(128)[:, None] ------------------------------------------
@@ -377,7 +378,7 @@ class MaskExpr:
             raise nki_error("err_control_flow_condition_depending_on_arange",
                             "Control-flow depending on `nl.arange` or `nl.mgrid` is not supported.")
         if self.loops:
-            _concrete(self.loops)
+            _concrete(self.loops, self)
         return bool(np.all(self.value))
 
     def validated(self, api: str = "") -> np.ndarray:

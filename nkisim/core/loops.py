@@ -14,7 +14,7 @@ from typing import Any
 
 from nkisim.core.context import KernelContext, current
 from nkisim.core.indexing import Affine, Loop
-from nkisim.core.recording import HOOK
+from nkisim.core.recording import HOOK, RUN, STOP
 
 
 def _args(args: tuple) -> tuple[int, int, int]:
@@ -50,8 +50,11 @@ class LoopRange:
         enter(ctx, loop)
         try:
             for v in range(self.start, self.stop, self.step):
-                if step(ctx, loop, v):  # a recording launch traced the body once and ran the rest itself
-                    break
+                ran = step(ctx, loop, v)
+                if ran:  # a recording launch ran this iteration (SKIP), or it and the rest (STOP), from the body
+                    if ran == STOP:  # it traced once
+                        break
+                    continue
                 yield var
         finally:
             leave(ctx, loop)
@@ -66,13 +69,14 @@ def enter(ctx: KernelContext, loop: Loop) -> None:
         rec.loop_enter(loop)
 
 
-def step(ctx: KernelContext, loop: Loop, value: int) -> bool:
-    """``loop`` runs its iteration ``value``.  True: a recording launch has run this iteration and the rest
-    from the body it traced once (``runtime.record``), so the kernel's Python must not run them again."""
+def step(ctx: KernelContext, loop: Loop, value: int) -> int:
+    """``loop`` runs its iteration ``value``.  ``RUN`` (0): the kernel's Python runs it; ``SKIP``/``STOP``: a
+    recording launch has run this iteration (and, with ``STOP``, the rest) from the body it traced once
+    (``runtime.record``), so the kernel's Python must not run them again."""
     loop.current = value
     ctx.loop_state = None
     rec = HOOK.recorder
-    return rec is not None and rec.loop_step(loop, value)
+    return RUN if rec is None else rec.loop_step(loop, value)
 
 
 def leave(ctx: KernelContext, loop: Loop) -> None:

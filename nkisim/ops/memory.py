@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -47,11 +48,18 @@ from nkisim.ops.elementwise import binary_op, column_shape
 from nkisim.ops.optable import ALU, op_name
 from nkisim.ops.registry import op
 
+Name = str | Callable[[], str]
 
-def fit_shape(src: tuple[int, ...], dst: tuple[int, ...], dst_name: str = "a", src_name: str = "b",
-              expr: str = "a = b") -> tuple[int, ...] | None:
+
+def _named(name: Name) -> str:
+    return name() if callable(name) else name
+
+
+def fit_shape(src: tuple[int, ...], dst: tuple[int, ...], dst_name: Name = "a", src_name: str = "b",
+              expr: Name = "a = b") -> tuple[int, ...] | None:
     """How ``src``-shaped values land in a ``dst``-shaped place: None if equal, else the shape to
-    reshape to before broadcasting.  Raises the compiler's shape errors otherwise."""
+    reshape to before broadcasting.  Raises the compiler's shape errors otherwise.  ``dst_name`` and ``expr``
+    may be callables, asked only for an error (the student's variable is looked up in their frame then)."""
     if src == dst:
         return None
     if [s for s in src if s != 1] == [d for d in dst if d != 1] and int(np.prod(src)) == int(np.prod(dst)):
@@ -65,15 +73,15 @@ def fit_shape(src: tuple[int, ...], dst: tuple[int, ...], dst_name: str = "a", s
         pass
     if int(np.prod(dst)) < int(np.prod(src)) or len(dst) < len(src):
         raise nki_error("err_store_dst_shape_smaller_than_other_shape",
-                        f"Illegal assignment destination shape in '{expr}': shape {list(dst)} of parameter "
-                        f"'{dst_name}' is smaller than other parameter shapes {shape_str(src_name, src)}.")
+                        f"Illegal assignment destination shape in '{_named(expr)}': shape {list(dst)} of parameter "
+                        f"'{_named(dst_name)}' is smaller than other parameter shapes {shape_str(src_name, src)}.")
     raise nki_error("err_param_shape_incompatible_with_numpy",
-                    f"Parameter shapes ({shape_str(dst_name, dst)}, {shape_str(src_name, src)}) could not be "
+                    f"Parameter shapes ({shape_str(_named(dst_name), dst)}, {shape_str(src_name, src)}) could not be "
                     f"broadcast together with shapes {list(dst)} and {list(src)}")
 
 
 def values_for(dst_shape: tuple[int, ...], src_shape: tuple[int, ...], values: np.ndarray | None,
-                **names: str) -> np.ndarray | None:
+                **names: Any) -> np.ndarray | None:
     """``src_shape``-shaped ``values`` (None while tracing) as a ``dst_shape`` view, placed by ``fit_shape``
     (whose compiler errors it raises; ``names`` are its parameter names for them)."""
     shape = fit_shape(src_shape, dst_shape, **names)
@@ -282,7 +290,8 @@ def assign(dst: Access, value: Any, temporary: bool = False) -> None:
         if not (temporary and ctx.numerics and value.__class__ is Tensor and src.shape == dst.shape
                 and _hand_over(dst, value)):
             values = values_for(dst.shape, src.shape, read(src) if ctx.numerics else None,
-                                 dst_name=dst.name, src_name="value", expr=f"{dst.name}[...] = value")
+                                 dst_name=dst.tensor.label, src_name="value",
+                                 expr=lambda: f"{dst.tensor.label()}[...] = value")
             valid = _valid_for(dst.shape, src.shape, src_tensor.valid if src is src_tensor else None)
             write(dst, values, valid)
         producer = value.producer if src is src_tensor else None
@@ -320,7 +329,7 @@ def accumulate(dst: Access, value: Any, op: str) -> None:
     producer = value.producer if isinstance(value, Tensor) else None
     if ctx.numerics:
         rhs = values_for(dst.shape, src_shape, None if src_vals is None else np.asarray(src_vals),
-                          dst_name=dst.name, src_name="value", expr=f"{dst.name} {op}= value")
+                          dst_name=dst.tensor.label, src_name="value", expr=lambda: f"{dst.tensor.label()} {op}= value")
         dst.tensor.root.written = True
         dst.tensor.fill_pending()
         data = storage(dst.tensor)
@@ -339,7 +348,7 @@ def accumulate(dst: Access, value: Any, op: str) -> None:
         else:
             write(dst, ALU[op].fn(f32(dst, ctx), rhs))
     else:
-        fit_shape(src_shape, dst.shape, dst.name, "value")
+        fit_shape(src_shape, dst.shape, dst.tensor.label, "value", lambda: f"{dst.tensor.label()} {op}= value")
     if producer is not None and producer.engine == "pe" and ctx.trace and ctx.trace[-1] is producer and op == "add":
         producer.retarget((region(dst),), buffer_info(dst))  # (records stay unexpanded until costed)
         producer.acc = True

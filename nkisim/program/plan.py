@@ -13,8 +13,8 @@ their NumPy index and trace box for the iteration they were made in), and mutabl
 array copies, buffers with an allocation, masks, dynamic indices) are new objects as the decoder makes them.
 A plan holds the ``Loop`` objects its index expressions were bound to; when any of them is no longer the one
 bound to its id, the index expressions of its accesses and masks are decoded again in place (``rebind``), and a
-plan holding index expressions anywhere else is made again.  Values and errors are the decoder's: every kind
-mirrors ``Decoder.value``.
+plan holding index expressions anywhere else is made again.  Values and errors are the decoder's: each kind's
+``plan`` (``program.kinds``) mirrors its ``decode``.
 """
 
 from __future__ import annotations
@@ -25,22 +25,11 @@ from collections.abc import Callable
 from typing import Any
 
 from nkisim.core.access import Access
-from nkisim.core.buffers import Buffer, ModAlloc
-from nkisim.core.dynamic import DynamicIndex
-from nkisim.core.indexing import Affine, DynSlice, Loop, MaskExpr
-from nkisim.program.encode import COMPARE, Decoder
+from nkisim.core.indexing import Affine, Loop
+from nkisim.program.encode import Decoder
 from nkisim.program.ir import Call
-
-#: (True, value): the part decodes to this very value every run; (False, getter): call ``getter()`` each run
-Part = tuple[bool, Any]
-Getter = Callable[[], Any]
-
-
-def _getter(part: Part) -> Getter:
-    const, v = part
-    if const:
-        return lambda: v
-    return v
+from nkisim.program.kinds.indexing import Index, TensorRef, Whole
+from nkisim.program.operands import PLAIN, Getter, Operand, Part, getter
 
 
 class CallPlan:
@@ -64,7 +53,7 @@ class CallPlan:
         self.fn = fn  # the call's implementation (core.recording.CALLS)
         self.dec = dec
         self.entered = -1  # the runner's count of loops entered when ``bound`` was last found valid (runner.Runner)
-        comp = _Compiler(dec)
+        comp = Compiler(dec)
         lead = []  # the leading tile operands: (tensor id, whole access)
         for a in ev.args:
             tid = _tile_operand(a)
@@ -87,8 +76,8 @@ class CallPlan:
             self.run: Callable[[], Any] = _leading(fn, dec.tensors, lead, tail, kwargs) if not fresh else \
                 _one_tile_fresh(fn, dec.tensors, lead[0][0], tail, kwargs, fresh)
         else:
-            self.run = _general(fn, [comp.tensor(pid, whole) for pid, whole in lead] + [_getter(p) for p in parts],
-                                [(k, _getter(p)) for k, p in kparts])
+            self.run = _general(fn, [comp.tensor(pid, whole) for pid, whole in lead] + [getter(p) for p in parts],
+                                [(k, getter(p)) for k, p in kparts])
 
     def valid(self, loops: dict[int, Loop]) -> bool:
         """Every loop the plan's index expressions name is still the one bound to its id."""
@@ -115,12 +104,13 @@ class CallPlan:
             self.dec.tensor(pid)
 
 
-def _tile_operand(x: Any) -> tuple[int, bool] | None:
-    """``(id, whole)`` of ``{"T": id}`` (the tensor) or ``{"W": id}`` (its whole access), else None."""
-    if type(x) is dict and len(x) == 1:
-        (key, pid), = x.items()
-        if (key == "T" or key == "W") and type(pid) is int:
-            return pid, key == "W"
+def _tile_operand(x: Operand) -> tuple[int, bool] | None:
+    """``(id, whole)`` of a ``TensorRef`` (the tensor) or a ``Whole`` (its whole access), else None."""
+    cls = x.__class__
+    if cls is TensorRef:
+        return x.id, False  # type: ignore[union-attr]
+    if cls is Whole:
+        return x.id, True  # type: ignore[union-attr]
     return None
 
 
@@ -200,8 +190,8 @@ def _general(fn: Callable[..., Any], getters: list[Getter], kw_getters: list[tup
     return lambda: fn(*[g() for g in getters])
 
 
-class _Compiler:
-    """Turns encoded values into ``Part``s, noting the loop ids their index expressions name."""
+class Compiler:
+    """Turns operands into ``Part``s (each kind's ``plan``), noting the loop ids their index expressions name."""
 
     def __init__(self, dec: Decoder) -> None:
         self.dec = dec
@@ -224,125 +214,17 @@ class _Compiler:
             return lambda: get().full()
         return get
 
-    def value(self, x: Any) -> Part:  # noqa: C901 - one case per kind, mirroring Decoder.value
-        if x is None or isinstance(x, (bool, int, float, str)):
+    def value(self, x: Operand) -> Part:
+        if x.__class__ in PLAIN:
             return True, x
-        if isinstance(x, list):
-            parts = [self.value(v) for v in x]
-            if all(c for c, _ in parts):  # a fresh list each run, of values shared as the decoder's would be
-                return False, functools.partial(list, tuple(v for _, v in parts))
-            getters = [_getter(p) for p in parts]
-            return False, lambda: [g() for g in getters]
-        (key, first), = list(x.items())[:1]
-        dec = self.dec
-        if key == "T":
-            return False, self.tensor(first)
-        if key == "W":
-            return False, self.tensor(first, whole=True)
-        if key == "A":
-            return False, self.access(x)
-        if key == "X":
-            return True, self.affine(x)
-        if key in ("tuple", "slice"):
-            parts = [self.value(v) for v in first]
-            make = tuple if key == "tuple" else (lambda vs: slice(*vs))
-            if all(c for c, _ in parts):
-                return True, make([v for _, v in parts])
-            getters = [_getter(p) for p in parts]
-            return False, lambda: make([g() for g in getters])
-        if key == "dict":
-            kgetters = [(k, _getter(self.value(v))) for k, v in first]
-            return False, lambda: {k: g() for k, g in kgetters}
-        if key == "ds":
-            start, size = _getter(self.value(first[0])), first[1]
-            return False, lambda: DynSlice(start(), size)
-        if key == "D":
-            element, offset = _getter(self.value(first)), self.affine(x["off"])
-            return False, lambda: DynamicIndex(element(), offset)
-        if key == "mask":
-            arr, ok, reason, grid = dec.array(first), x["ok"], x["reason"], x["grid"]
-            return False, lambda: MaskExpr(arr, ok, reason, grid)
-        if key == "M":
-            return False, self.mask(first)
-        if key == "buf" and x["alloc"] is not None:
-            a = x["alloc"]
-            return False, lambda: Buffer(first, ModAlloc(a[0], a[1], a[2], tuple(a[3]), tuple(a[4]), a[5]))
-        if key == "arr":
-            arr = dec.array(first)
-            return False, arr.copy
-        # the rest are immutable values the decoder makes alike each time (floats, dtypes, scalars, names)
-        return True, dec.value(x)
+        return x.plan(self)  # type: ignore[union-attr]
 
-    def mask(self, m: list) -> Getter:
-        """A symbolic predicate: its index expressions decoded once, compared at every run's iterations."""
-        kind = m[0]
-        if kind == "cmp":  # (its index expressions in a cell, re-bound as an access's key is)
-            cmp, affine, lhs, rhs = COMPARE[m[1]], self.dec.affine, m[2], m[3]
-            self._note(lhs)
-            self._note(rhs)
-            cell = [affine(lhs), affine(rhs)]
-
-            def rebind() -> None:
-                cell[:] = affine(lhs), affine(rhs)
-
-            self.rebinders.append(rebind)
-            return lambda: cmp(cell[0], cell[1])
-        if kind == "not":
-            sub = _getter(self.value(m[1]))
-            return lambda: ~sub()
-        p, q = _getter(self.value(m[1])), _getter(self.value(m[2]))
-        if kind == "and":
-            return lambda: p() & q()
-        return lambda: p() | q()
-
-    def affine(self, x: dict) -> Affine:
+    def affine(self, x: Index) -> Affine:
+        """An index expression bound to the loops now, held where a new plan must bind it again."""
         self.fixed += 1
-        self._note(x)
-        return self.dec.affine(x)
+        self.note(x)
+        return x.decode(self.dec)
 
-    def _note(self, x: dict) -> None:
-        """The loop ids an encoded index expression names."""
-        self.lids.update(lid for lid, _ in x["t"])
-        self.lids.update(x["loops"])
-
-    def access(self, x: dict) -> Getter:
-        if "W" in x:
-            return self.tensor(x["W"], whole=True)
-        comps = x["c"]
-        if all(c[0] in ("slice", "int", "adv") for c in comps):  # a key of index expressions only: rebindable
-            affine = self.dec.affine
-            for c in comps:
-                self._note(c[1])
-                if c[0] == "slice":
-                    self._note(c[2])
-
-            def key_now() -> tuple:
-                """The key with its index expressions bound to the loops running now."""
-                return tuple([slice(affine(c[1]), affine(c[2]), c[3]) if c[0] == "slice" else affine(c[1])
-                              for c in comps])
-
-            cell = [key_now()]
-            self.rebinders.append(lambda: cell.__setitem__(0, key_now()))
-            tensor = self.tensor(x["A"])
-            return lambda: Access(tensor(), cell[0])
-        parts: list[Part] = []
-        for comp in x["c"]:
-            kind = comp[0]
-            if kind == "slice":
-                parts.append((True, slice(self.affine(comp[1]), self.affine(comp[2]), comp[3])))
-            elif kind in ("int", "adv"):
-                parts.append((True, self.affine(comp[1])))
-            elif kind == "ind":
-                parts.append((False, self.access(comp[1])))
-            else:
-                parts.append(self.value(comp[1]))
-        tensor = self.tensor(x["A"])
-        if all(c for c, _ in parts):
-            key = tuple(v for _, v in parts)
-            return lambda: Access(tensor(), key)
-        getters = [_getter(p) for p in parts]
-
-        def get() -> Access:
-            key = tuple([g() for g in getters])  # (the key first, as the decoder decodes it)
-            return Access(tensor(), key)
-        return get
+    def note(self, x: Index) -> None:
+        """The loop ids an index expression names."""
+        self.lids.update(x.loop_ids())

@@ -8,15 +8,28 @@ and the start of each SPMD instance are events of their own, so the executor reb
 and the cost model sees the same loop structure.
 
 **Loop bodies are traced once**, as the compiler traces them: the kernel's Python runs an ``affine_range`` or
-``sequential_range`` body for the first iteration only, and the recorder runs the other iterations from the
-events it recorded (``runtime.execute.Runner``), so Python side effects in a body (an address counter, a
-list of names) happen once, as on a device.  A body whose Python depended on the iteration cannot be traced
-once, and runs iteration by iteration as before (unrolled in the program):
+``sequential_range`` body for its first iteration, and the recorder runs the other iterations from the events
+it recorded (``runtime.runner.Runner``), so Python side effects in a body (an address counter, a list of
+names) happen once, as on a device.
 
-- it took a concrete value of the loop variable: ``if i == 0``, ``range(i)``, ``lst[i]``, or an operand
-  frozen at this iteration (``i % 2``), none of which the compiler can trace either;
-- it rebound a variable that held a tile the body reads (``acc = acc + t``: each iteration reads the tile the
-  last one made) or collected the body's tiles in a list, dict or tuple.
+A body whose Python branches on the loop's index (``if i == 0:``, ``if i < n - 1:``) is traced once per way
+its branches go: each condition is kept as a guard (its predicate, symbolic like a mask's, and whether it
+held), and an iteration whose guards hold as a traced iteration's did runs from that iteration's events (a
+``Path`` of the program); one whose guards go another way is run by the kernel's Python once more, and traced.
+So ``if i == 0:`` runs the body's Python twice, whatever the trip count.
+
+An iteration's events cannot stand for others when its Python depended on the iteration in another way; that
+iteration keeps its events for itself alone (a path guarded by ``i == value``), and when no iteration could
+run from another's, the loop is unrolled in the program as before:
+
+- it took a concrete value of the loop variable other than a branch on a predicate: ``range(i)``, ``lst[i]``,
+  an operand frozen at this iteration (``i % 2``), a condition the program cannot hold (``if i % 2:``);
+- it rebound a variable that held a tile some iteration reads (``acc = acc + t``: each iteration reads the tile
+  the last one made), collected the body's tiles in a list, dict or tuple, or read a tile an earlier iteration
+  made.
+
+A kernel whose Python reads, through a variable, a tile an earlier iteration made after iterations have run from
+the traced body gets the compiler's scope error: that tile is local to the iteration (or branch) that made it.
 """
 
 from __future__ import annotations
@@ -26,26 +39,34 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from nkisim.core import context
-from nkisim.core.indexing import Loop
+from nkisim.core.errors import nki_error
+from nkisim.core.indexing import Affine, Loop, MaskExpr
 from nkisim.core.location import replaying, user_frame, user_location
-from nkisim.core.recording import HOOK
+from nkisim.core.recording import HOOK, RUN, SKIP, STOP
 from nkisim.core.tensor import Tensor
 from nkisim.ops.base import legacy_call_in_06_kernel
 from nkisim.ops.registry import check_emits
-from nkisim.program.encode import Decoder, Encoder, RecordError, result_tensors, tensor_ids
+from nkisim.program.encode import Decoder, Encoder, RecordError, result_tensors
 from nkisim.program.ir import (
     Call,
     Event,
+    Guard,
     Input,
     Instance,
     LoopEnter,
+    LoopKind,
     LoopLeave,
     LoopStep,
+    Path,
     Program,
     last_uses,
     once_bodies,
 )
+from nkisim.program.kinds.indexing import Index
+from nkisim.program.kinds.masks import Cmp, MaskConst, Symbolic
 from nkisim.runtime.runner import Runner
 
 #: the most container items looked at for a body's tiles (a list the body fills); past it the body is unrolled
@@ -53,16 +74,39 @@ _SCAN_LIMIT = 4096
 
 
 @dataclass
+class _Segment:
+    """One iteration of a probed loop that the kernel's Python ran: its events and what they hold for."""
+
+    value: int  # the iteration
+    marker: int  # index of its LoopStep in the body (its Path, if the loop is traced once)
+    first_pid: int  # program ids from here on are of tensors its Python made
+    #: the kernel frame's variables when it started: name -> (id of the value, its tensor id or None); ids rather
+    #: than the values, so a segment keeps none of its iteration's tiles alive
+    names: dict[str, tuple[int, int | None]]
+    end: int = -1  # index after its last event, once it has ended
+    made_end: int = -1  # the first program id it did not make, once it has ended
+    guards: list[Guard] = field(default_factory=list)
+    dirty: bool = False  # its Python took the loop's index in a way no guard holds
+    replayable: bool = False  # other iterations may run from its events (set when it ends)
+    replayed: bool = False
+    runner: Runner | None = None
+
+
+@dataclass
 class _Probe:
-    """A loop whose first iteration is being traced, to run the others from it (see the module docstring)."""
+    """A loop whose body is being traced (see the module docstring)."""
 
     loop: Loop
+    lid: int
     enter: int  # index of its LoopEnter in the body
     frame: types.FrameType | None  # the kernel frame running the ``for``
-    names: dict[str, Any] = field(default_factory=dict)  # that frame's variables when the loop started
-    steps: int = 0
-    dirty: bool = False
-    first_pid: int = 0  # program ids from here on are of tensors the body made
+    first_pid: int  # program ids from here on are of tensors the body made
+    segments: list[_Segment] = field(default_factory=list)
+    candidates: list[_Segment] = field(default_factory=list)  # the replayable segments, in order
+    carried: set[int] = field(default_factory=set)  # tiles an iteration read that were made before it started
+    open: _Segment | None = None  # the iteration the kernel's Python is running
+    replays: int = 0
+    dec: Decoder | None = None  # the replays' live tensors and loops
 
 
 class ProgramRecorder:
@@ -117,62 +161,138 @@ class ProgramRecorder:
         lid = self.enc.new_loop(loop)
         self.loops[lid] = loop
         if loop.trip > 1:
-            frame = user_frame()
-            names = dict(frame.f_locals) if frame is not None else {}
-            self.probes.append(_Probe(loop, len(self.body), frame, names, first_pid=len(self.enc.tensor_ids)))
+            self.probes.append(_Probe(loop, lid, len(self.body), user_frame(), len(self.enc.tensor_ids)))
             if self.enc.seen is None:
                 self.enc.seen = {}
-        self.body.append(LoopEnter(lid, loop.kind, loop.start, loop.stop, loop.step))
+            self.enc.seen_below = self.probes[-1].first_pid
+        self.body.append(LoopEnter(lid, LoopKind(loop.kind), loop.start, loop.stop, loop.step))
 
-    def loop_step(self, loop: Loop, value: int) -> bool:
-        probe = self.probes[-1] if self.probes else None
-        if probe is not None and probe.loop is loop:
-            probe.steps += 1
-            if probe.steps == 2:
-                seen = self.enc.seen or {}
-                self._end_probe()
-                if self._traceable(probe):
-                    self._run_rest(probe, range(value, loop.stop, loop.step), seen)
-                    return True
-        self.body.append(LoopStep(self.enc.loop(loop), int(value)))
-        return False
+    def loop_step(self, loop: Loop, value: int) -> int:
+        probe = self.probes[-1] if self.probes and self.probes[-1].loop is loop else None
+        if probe is None:
+            self.body.append(LoopStep(self.enc.loop(loop), int(value)))
+            return RUN
+        if probe.open is not None:
+            self._end(probe)
+        seg = self._match(probe)
+        if seg is not None:
+            segs = probe.segments
+            if len(segs) == 1 and not seg.guards:  # one way through the body: it runs every iteration left
+                self._replay(probe, seg, range(value, loop.stop, loop.step))
+                return STOP
+            self._replay(probe, seg, range(value, value + 1))
+            return SKIP
+        frame = probe.frame
+        names = {} if frame is None else {n: (id(v), self._tensor_id(v)) for n, v in frame.f_locals.items()}
+        probe.open = _Segment(int(value), len(self.body), len(self.enc.tensor_ids), names)
+        probe.segments.append(probe.open)
+        self.body.append(LoopStep(probe.lid, int(value)))
+        return RUN
 
     def loop_leave(self, loop: Loop) -> None:
-        if self.probes and self.probes[-1].loop is loop:  # it ran once, broke out or raised
-            self._end_probe()
+        if self.probes and self.probes[-1].loop is loop:  # it ended, broke out or raised
+            probe = self.probes[-1]
+            if probe.open is not None:
+                self._end(probe)
+            self.probes.pop()
+            if not self.probes:
+                self.enc.seen = None
+            else:  # (the enclosing iteration's tiles read inside the loop are no longer needed for replays)
+                below = self.enc.seen_below = self.probes[-1].first_pid
+                seen = self.enc.seen
+                if seen is not None:
+                    for pid in [pid for pid in seen if pid >= below]:
+                        del seen[pid]
+            if probe.replays:
+                self._traced_once(probe)
         self.enc.frozen.discard(loop)
         self.body.append(LoopLeave(self.enc.loop(loop)))
 
-    def concrete(self, loops: Any) -> None:
-        for probe in self.probes:
-            if probe.loop in loops:
-                probe.dirty = True
+    def concrete(self, loops: Any, condition: Any = None) -> None:
+        """The kernel's Python took a value of these loops' variables: ``condition``'s truth in a branch (see the
+        module docstring), or a plain value (``condition`` None)."""
+        named = [p for p in self.probes if p.loop in loops and p.open is not None]
+        if not named:
+            return
+        if condition is not None and len(named) == 1 and loops == {named[0].loop}:
+            guard = self._guard(condition)
+            if guard is not None:
+                seg = named[0].open
+                assert seg is not None
+                if guard not in seg.guards:
+                    seg.guards.append(guard)
+                return
+        for p in named:
+            p.open.dirty = True  # type: ignore[union-attr]
 
     # --- loop bodies traced once ----------------------------------------------------------------
-    def _end_probe(self) -> None:
-        self.probes.pop()
-        if not self.probes:
-            self.enc.seen = None
+    def _guard(self, condition: Any) -> Guard | None:
+        """A branch's condition as a guard, if the program can hold it as a predicate over index expressions."""
+        enc = self.enc
+        frozen = set(enc.frozen)
+        if isinstance(condition, Affine):  # ``if i:``
+            held = bool(condition.value())
+            condition = condition != 0
+        elif isinstance(condition, MaskExpr):
+            held = bool(np.all(condition.value))
+        else:
+            return None
+        try:
+            pred = MaskConst.encode(condition, enc)
+        except Exception:  # noqa: BLE001 - a condition the program cannot hold: the iteration is not traced once
+            pred = None
+        if not isinstance(pred, Symbolic) or enc.frozen != frozen or _holds_constant(pred):
+            enc.frozen = frozen
+            return None
+        return Guard(pred, held)
 
-    def _tensor_id(self, x: Any) -> int | None:
-        t = x if isinstance(x, Tensor) else getattr(x, "tensor", None)
-        return self.enc.tensor_ids.get(t.uid) if isinstance(t, Tensor) else None
+    def _match(self, probe: _Probe) -> _Segment | None:
+        """The first traced iteration whose events this iteration can run from: every guard holds as it did."""
+        dec: Decoder | None = None
+        for seg in probe.candidates:
+            if seg.guards:
+                if dec is None:
+                    dec = Decoder(tuple(self.enc.arrays), {}, self.loops)
+                if not all(bool(np.all(g.condition.decode(dec).value)) == g.held for g in seg.guards):
+                    continue
+            return seg
+        return None
 
-    def _traceable(self, probe: _Probe) -> bool:
-        """Whether the first iteration's events hold for every iteration (see the module docstring)."""
-        if probe.dirty or probe.loop in self.enc.frozen:
-            return False
+    def _end(self, probe: _Probe) -> None:
+        """The kernel's Python has run the probe's open iteration: whether others may run from its events."""
+        seg = probe.open
+        assert seg is not None
+        probe.open = None
+        seg.end = len(self.body)
+        seg.made_end = len(self.enc.tensor_ids)
+        events = self.body[seg.marker + 1:seg.end]
+        reads: set[int] = set()
+        for ev in events:
+            if ev.__class__ is Call:
+                reads |= ev.tensors()  # type: ignore[union-attr]
+        frozen = probe.loop in self.enc.frozen
+        self.enc.frozen.discard(probe.loop)
+        earlier = {pid for pid in reads if probe.first_pid <= pid < seg.first_pid}
+        self._stale(probe, seg, earlier, events)
+        probe.carried |= {pid for pid in reads if pid < seg.first_pid}
+        seg.replayable = not (seg.dirty or frozen or earlier) and self._independent(probe, seg)
+        if seg.replayable:
+            probe.candidates.append(seg)
+        seg.names = {}
+        if probe.dec is not None:  # the replays' tensors: those made before the loop its Python read first
+            probe.dec.tensors.update((pid, t) for pid, t in (self.enc.seen or {}).items() if pid < probe.first_pid)
+
+    def _independent(self, probe: _Probe, seg: _Segment) -> bool:
+        """Whether the segment left nothing in the kernel's variables that another iteration would read: no variable
+        was rebound whose old tile some iteration reads without having made it (``acc = acc + t``), and no
+        container holds a tile it made."""
         frame = probe.frame
         if frame is None:
             return True
-        body = self.body[probe.enter + 2:]
-        read: set[int] = set()
-        for ev in body:
-            if ev.__class__ is Call:
-                tensor_ids([list(ev.args), [v for _, v in ev.kwargs]], read)
+        carried = probe.carried
         now = frame.f_locals
-        for name, old in probe.names.items():
-            if now.get(name, old) is not old and self._tensor_id(old) in read:
+        for name, (old, pid) in seg.names.items():
+            if pid is not None and pid in carried and name in now and id(now[name]) != old:
                 return False  # ``acc = acc + t``: the next iteration would read this one's tile
         scanned = 0
         for value in now.values():
@@ -180,30 +300,81 @@ class ProgramRecorder:
                 for item in (value.values() if isinstance(value, dict) else value):
                     scanned += 1
                     pid = self._tensor_id(item)
-                    if scanned > _SCAN_LIMIT or (pid is not None and pid >= probe.first_pid):
+                    if scanned > _SCAN_LIMIT or (pid is not None and pid >= seg.first_pid):
                         return False  # the body's tiles collected: later iterations would add theirs
         return True
 
-    def _run_rest(self, probe: _Probe, values: range, seen: dict[int, Tensor]) -> None:
-        """Keep the first iteration's events as the loop's body and run it for ``values``; ``seen``: the tensors
-        the body names, by program id."""
-        body = self.body
-        e = body[probe.enter]
-        body[probe.enter] = LoopEnter(e.loop, e.kind, e.start, e.stop, e.step, True)
-        del body[probe.enter + 1]  # the first iteration's LoopStep
-        events = body[probe.enter + 1:]
-        dec = Decoder(tuple(self.enc.arrays), dict(seen), dict(self.loops))
-        # the tiles a replayed iteration makes are the runner's alone (the kernel's Python holds the first
-        # iteration's): it lets them go, and hands their storage over, at their last use in the body
-        first = probe.first_pid
-        drops = last_uses(events, keep=lambda pid: pid < first)
-        ctx = context.current()
+    def _stale(self, probe: _Probe, seg: _Segment, earlier: set[int], events: list[Event]) -> None:
+        """The compiler's scope error, if the kernel's Python just read a tile an earlier iteration made whose
+        later copies ran from the traced body: what it read is not what that iteration would have read."""
+        for other in probe.candidates:  # (only a replayable segment is ever replayed)
+            if other is seg or not other.replayed:
+                continue
+            made = sorted(pid for pid in earlier if other.first_pid <= pid < other.made_end)
+            if made:
+                pid = made[0]
+                name = self._name_of(probe, pid) or f"tensor {pid}"
+                loc = next((ev.loc for ev in events if isinstance(ev, Call) and pid in ev.tensors()), None)
+                err = nki_error("err_local_variable_used_out_of_scope",
+                                f"Local variable '{name}' is referenced outside of its parent scope: it holds a tile "
+                                f"made in iteration {other.value} of the loop, and the loop's body branches on its "
+                                f"index, so the compiler traces it once per branch. Allocate the tile before the "
+                                f"loop and update it in place with '{name}[...] = ...'")
+                err.nki_location = loc
+                raise err
+
+    def _name_of(self, probe: _Probe, pid: int) -> str | None:
+        frame = probe.frame
+        if frame is None:
+            return None
+        return next((n for n, v in frame.f_locals.items() if self._tensor_id(v) == pid), None)
+
+    def _tensor_id(self, x: Any) -> int | None:
+        t = x if isinstance(x, Tensor) else getattr(x, "tensor", None)
+        return self.enc.tensor_ids.get(t.uid) if isinstance(t, Tensor) else None
+
+    def _replay(self, probe: _Probe, seg: _Segment, values: range) -> None:
+        """Run the segment's events for the iterations ``values`` (the tiles they make are the runner's alone: it
+        lets them go, and hands their storage over, at their last use in the body)."""
+        dec = probe.dec
+        if dec is None:
+            dec = probe.dec = Decoder(tuple(self.enc.arrays), dict(self.enc.seen or {}), dict(self.loops))
+        else:
+            dec.arrays = tuple(self.enc.arrays)
+            dec.loops.update(self.loops)
+        runner = seg.runner
+        if runner is None:
+            events = self.body[seg.marker + 1:seg.end]
+            first = seg.first_pid
+            runner = seg.runner = Runner(context.current(), events, dec, last_uses(events, keep=lambda pid: pid < first),
+                                         once_bodies(events), None, traced_here=True)
         HOOK.recorder = None
         try:
             with replaying() as at:
-                Runner(ctx, events, dec, drops, once_bodies(events), at, traced_here=True).iterate(probe.loop, values, 0, len(events))
+                runner.at = at
+                runner.iterate(probe.loop, values, 0, len(runner.events))
         finally:
             HOOK.recorder = self
+        seg.replayed = True
+        probe.replays += len(values)
+
+    def _traced_once(self, probe: _Probe) -> None:
+        """Some iterations ran from traced ones: the loop's events become its body traced once, one ``Path`` per
+        iteration the kernel's Python ran (none if there was one and it branched nowhere)."""
+        body = self.body
+        e = body[probe.enter]
+        assert isinstance(e, LoopEnter)
+        body[probe.enter] = LoopEnter(e.loop, e.kind, e.start, e.stop, e.step, True)
+        segs = probe.segments
+        if len(segs) == 1 and not segs[0].guards and segs[0].replayable:
+            del body[segs[0].marker]
+            return
+        for seg in segs:
+            guards = tuple(seg.guards)
+            if not seg.replayable:  # its events hold for its own iteration only
+                var = Index(0, ((probe.lid, 1),), None, True, (probe.lid,))
+                guards = (Guard(Cmp("==", var, Index(seg.value, (), None, True, ())), True), *guards)
+            body[seg.marker] = Path(guards)
 
     # --- the result ---------------------------------------------------------------------------
     def program(self, kernel: str, target: str, grid: tuple[int, ...], cores: int, outputs: Any, *,
@@ -212,3 +383,10 @@ class ProgramRecorder:
                        arrays=tuple(self.enc.arrays), body=tuple(self.body), outputs=self.enc.value(outputs),
                        skip_middle_end=skip_middle_end, stack_allocator=stack_allocator,
                        on_chip_outputs=on_chip_outputs, tensors=len(self.enc.tensor_ids), dialect=dialect)
+
+
+def _holds_constant(pred: Any) -> bool:
+    """Whether a predicate holds a constant mask (a value frozen when it was recorded) anywhere."""
+    if isinstance(pred, MaskConst):
+        return True
+    return any(_holds_constant(getattr(pred, f)) for f in ("a", "b") if hasattr(pred, f))

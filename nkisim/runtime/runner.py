@@ -17,9 +17,12 @@ from nkisim.core.errors import NKIError
 from nkisim.core.indexing import Loop
 from nkisim.core.recording import CALLS
 from nkisim.core.tensor import Tensor
-from nkisim.program.encode import Decoder, result_tensors, tensor_ids
-from nkisim.program.ir import Call, Instance, LoopEnter, LoopLeave, LoopStep, ProgramError
-from nkisim.program.plan import CallPlan
+from nkisim.program.encode import Decoder, result_tensors
+from nkisim.program.ir import Call, Instance, LoopEnter, LoopLeave, LoopStep, Path, ProgramError, exact_iteration
+from nkisim.program.kinds.indexing import TensorRef
+from nkisim.program.kinds.masks import truth
+from nkisim.program.operands import operand_tensors
+from nkisim.program.plan import CallPlan, Compiler
 
 
 class Runner:
@@ -105,12 +108,15 @@ class Runner:
         if cls is LoopStep:
             loopmod.step(ctx, loops[ev.loop], ev.value)
         elif cls is LoopEnter:
-            loop = loops[ev.loop] = Loop(ev.kind, ev.start, ev.stop, ev.step)
+            loop = loops[ev.loop] = Loop(ev.kind.value, ev.start, ev.stop, ev.step)
             self.entered += 1
             loopmod.enter(ctx, loop)
             if ev.once:
                 end = self.ends[i]
-                self.iterate(loop, range(ev.start, ev.stop, ev.step), i + 1, end)
+                if i + 1 < end and self.events[i + 1].__class__ is Path:
+                    self._paths(loop, ev.loop, range(ev.start, ev.stop, ev.step), i + 1, end)
+                else:
+                    self.iterate(loop, range(ev.start, ev.stop, ev.step), i + 1, end)
                 loopmod.leave(ctx, loop)
                 return end
         elif cls is LoopLeave:
@@ -125,6 +131,44 @@ class Runner:
         for v in values:
             loopmod.step(ctx, loop, v)
             body(lo, hi)
+
+    def _paths(self, loop: Loop, lid: int, values: range, lo: int, hi: int) -> None:
+        """The body ``lo`` .. ``hi - 1`` of a loop traced once in paths (``program.ir.Path``), for each of
+        ``values``: each iteration runs the first path whose guards hold as they did when it was traced (a path
+        whose first guard is ``loop == value`` is looked up by its value).  The guards' predicates are bound to the
+        loops running now, once per entry of the loop."""
+        events = self.events
+        starts = [hi]  # the paths of this body (not those of a loop inside it)
+        depth = 0
+        for k in range(lo, hi):
+            cls = events[k].__class__
+            if cls is LoopEnter:
+                depth += 1
+            elif cls is LoopLeave:
+                depth -= 1
+            elif cls is Path and not depth:
+                starts.insert(-1, k)
+        comp = Compiler(self.dec)
+        exact: dict[int, tuple[list, int, int]] = {}
+        general: list[tuple[list, int, int]] = []
+        for a, b in zip(starts, starts[1:]):
+            guards = events[a].guards
+            checks = [(truth(comp.value(g.condition)[1]), g.held) for g in guards]
+            value = exact_iteration(guards[0], lid) if guards else None
+            if value is not None and value not in exact:
+                exact[value] = (checks[1:], a + 1, b)
+            else:
+                general.append((checks, a + 1, b))
+        ctx, body = self.ctx, self._body
+        for v in values:
+            loopmod.step(ctx, loop, v)
+            path = exact.get(v)
+            if path is None or not all(check() == held for check, held in path[0]):
+                path = next((p for p in general if all(check() == held for check, held in p[0])), None)
+                if path is None:
+                    raise ProgramError(f"invalid program: no path of the loop body at event {lo - 1} holds at "
+                                       f"iteration {v}")
+            body(path[1], path[2])
 
     def _plan(self, ev: Call, at: int) -> CallPlan:
         """A new plan for event ``at`` (its first run, or a loop it names was entered again)."""
@@ -200,12 +244,14 @@ class Runner:
         args = ev.args
         if len(args) == 3 and args[2] is False and not ev.kwargs:
             value = args[1]
-            pid = value.get("T") if type(value) is dict and len(value) == 1 else None
-            gone = self.drops.get(at) if type(pid) is int else None
-            if gone and pid in gone and pid not in tensor_ids(args[0]):
-                return Call(ev.fn, (args[0], value, True), (), ev.out, ev.loc)
+            if value.__class__ is TensorRef:
+                pid = value.id  # type: ignore[union-attr]
+                gone = self.drops.get(at)
+                if gone and pid in gone and pid not in operand_tensors(args[0], set()):
+                    return Call(ev.fn, (args[0], value, True), (), ev.out, ev.loc)
         return ev
 
 
 #: the call ``t[...] = value`` (ops.memory.assign), whose value may be a temporary
 _ASSIGN = "tile.assign"
+

@@ -1,0 +1,76 @@
+"""Speed feedback that teaches (issue 22 scope 2): a slow kernel is told where its time goes beside the reference
+(DMA transfers, bytes, instructions, each engine's share of the span), what its bottleneck is and what usually
+fixes it, and its own costliest lines -- built from the executor's facts, never parsed from text.  Each stage's
+slow kernel (the example class's, or the lesson's plain kernel run as the fast question) must name the right
+cause; the reference names none."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+import pytest
+
+from nkilab import check, load_kernel
+from nkilab.results import Audience
+
+pytestmark = pytest.mark.slow  # about 90 s: each case times a stage's graded shape and the reference's
+
+REPO = Path(__file__).resolve().parents[1]
+KERNELS = REPO / "autograder" / "example_class" / "kernels"
+SOLUTIONS = REPO / "solutions"
+
+SLOW = [  # (question, kernel file, function, a sentence the feedback must hold)
+    ("vector_add_stream", KERNELS / "ben_stream_one_chunk_at_a_time.py", "vector_add_stream",
+     "The same work as the reference, spread over more time: the engines wait on each other"),
+    ("tiled_add", KERNELS / "ben_tiled_add_short_tiles.py", "tiled_add",
+     "192 DMA transfers against the reference's 48"),
+    ("stream_add_1d", KERNELS / "ben_stream_1d_small_free_dim.py", "stream_add_1d",
+     "1,280 instructions against the reference's 32"),
+    ("rmsnorm_fast", KERNELS / "cleo_rmsnorm_fast_is_plain.py", "rmsnorm_fast",
+     "VectorE is the bottleneck: give VectorE fewer, larger instructions (bigger tiles), or move elementwise work "
+     "to ScalarE's activation"),
+    ("rmsnorm_2core", KERNELS / "cleo_rmsnorm_2core_one_core.py", "rmsnorm_2core",
+     "2.0x the reference's bytes through DMA: load each input once"),
+    ("matmul_fast", SOLUTIONS / "06_tensor_engine_matmul" / "matmul_tiled.py", "matmul_tiled",
+     "2.1x the reference's bytes through DMA: load each input once"),
+    ("rmsnorm_linear_fast", SOLUTIONS / "07_fused_rmsnorm_linear" / "rmsnorm_linear.py", "rmsnorm_linear",
+     "6.0x the reference's bytes through DMA"),
+]
+
+
+def _checked(question: str, kernel) -> tuple[str, object]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        result = check(question, kernel)
+    return out.getvalue(), result
+
+
+@pytest.mark.parametrize("question,path,function,cause", SLOW, ids=[s[0] for s in SLOW])
+def test_a_slow_kernel_is_told_why(question, path, function, cause):
+    text, result = _checked(question, load_kernel(path, function))
+    assert result.passed and result.tier != "full", text
+    assert "Where the time goes (estimates): yours vs the reference" in text
+    assert cause in text, text
+    assert "Your costliest lines: line " in text  # quoted from the student's own file
+    # the reference's lines are solution code: never quoted
+    reference = (SOLUTIONS / next(p for p in SOLUTIONS.glob(f"*/{question}.py")).relative_to(SOLUTIONS)).read_text()
+    quoted = [line.strip() for line in reference.splitlines() if len(line.strip()) > 25 and line.strip() in text]
+    assert not quoted or all(q in path.read_text() for q in quoted), quoted
+
+
+def test_the_reference_gets_no_advice():
+    path = next(SOLUTIONS.glob("*/matmul_fast.py"))
+    text, result = _checked("matmul_fast", load_kernel(path, "matmul_fast"))
+    assert result.tier == "full" and "Busiest: " in text and "Why:" not in text, text
+
+
+def test_the_facts_travel_in_the_record():
+    """The same facts render in grading feedback (the record's student text) as in check()."""
+    from nkilab import grade_report
+
+    report = grade_report("tiled_add", KERNELS / "ben_tiled_add_short_tiles.py", seed=2, verbose=False)
+    text = report.record.render_text(Audience.STUDENT)
+    assert "192 DMA transfers against the reference's 48" in text and "Your costliest lines: line 14 (`nl.store(" in text
+    assert report.record.timing.kernel.dma_count == 192 and report.record.timing.reference.lines == ()
