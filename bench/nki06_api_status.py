@@ -65,7 +65,7 @@ def table(sdk: str) -> tuple[str, dict[str, dict[str, int]]]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
+    if len(argv) != 1 or argv[0].startswith("-"):
         print(__doc__)
         return 2
     text, _ = table(argv[0])
