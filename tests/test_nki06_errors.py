@@ -25,7 +25,7 @@ import nki  # noqa: E402
 import nki.isa as nisa  # noqa: E402
 import nki.language as nl  # noqa: E402
 
-from nkisim.frontend.v06.errors import CATALOGUE  # noqa: E402
+from nkisim.frontend.v06.adapters.errors import CATALOGUE  # noqa: E402
 
 HERE = os.path.abspath(__file__)
 NOT_COVERED = {

@@ -13,26 +13,26 @@ from __future__ import annotations
 from typing import Any
 
 from nkisim.core import dtypes as _dt
-from nkisim.frontend.v06 import binding as _b
-from nkisim.frontend.v06.control import (  # noqa: F401  (nisa's register instructions)
+from nkisim.frontend.v06.adapters import binding as _b
+from nkisim.frontend.v06.adapters.control import (  # noqa: F401  (nisa's register instructions)
     VirtualRegister,
     register_alloc,
     register_load,
     register_move,
     register_store,
 )
-from nkisim.frontend.v06.cores import core_barrier, sendrecv  # noqa: F401  (LNC2's instructions)
-from nkisim.frontend.v06.errors import error as _error
-from nkisim.frontend.v06.instruction import (  # noqa: F401  (nisa's classes and target queries)
+from nkisim.frontend.v06.adapters.cores import core_barrier, sendrecv  # noqa: F401  (LNC2's instructions)
+from nkisim.frontend.v06.adapters.errors import error as _error
+from nkisim.frontend.v06.adapters.instruction import (  # noqa: F401  (nisa's classes and target queries)
     NkiInstruction,
     NkiValidationError,
     get_nc_sub_version,
     get_nc_version,
 )
-from nkisim.frontend.v06.instruction import done as _done
-from nkisim.frontend.v06.instruction import needs_gen as _needs_gen
-from nkisim.frontend.v06.instruction import tensor as _t
-from nkisim.frontend.v06.instruction import tensor_or_scalar as _ts
+from nkisim.frontend.v06.adapters.instruction import done as _done
+from nkisim.frontend.v06.adapters.instruction import needs_gen as _needs_gen
+from nkisim.frontend.v06.adapters.instruction import tensor as _t
+from nkisim.frontend.v06.adapters.instruction import tensor_or_scalar as _ts
 from nkisim.frontend.v06.isa_constants import (  # noqa: F401  (re-exported: nisa.engine, ...)
     canonical,
     dge_mode,

@@ -30,9 +30,9 @@ from nkisim.core.context import active as _active
 from nkisim.core.context import current as _current
 from nkisim.core.indexing import DynSlice
 from nkisim.frontend import language as _legacy_nl
-from nkisim.frontend.v06 import binding as _b
-from nkisim.frontend.v06.control import dynamic_range, fori_loop, no_reorder, while_loop  # noqa: F401
-from nkisim.frontend.v06.creation import (  # noqa: F401  (nl's tensor creation)
+from nkisim.frontend.v06.adapters import binding as _b
+from nkisim.frontend.v06.adapters.control import dynamic_range, fori_loop, no_reorder, while_loop  # noqa: F401
+from nkisim.frontend.v06.adapters.creation import (  # noqa: F401  (nl's tensor creation)
     empty_like,
     full,
     ndarray,
@@ -44,8 +44,8 @@ from nkisim.frontend.v06.creation import (  # noqa: F401  (nl's tensor creation)
     zeros,
     zeros_like,
 )
-from nkisim.frontend.v06.errors import error as _error
-from nkisim.frontend.v06.tensor import NkiTensor
+from nkisim.frontend.v06.adapters.errors import error as _error
+from nkisim.frontend.v06.adapters.tensor import NkiTensor
 
 # --- dtypes ---------------------------------------------------------------------------------------------------
 DType = np.dtype

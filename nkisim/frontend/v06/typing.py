@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nkisim.frontend.v06.tensor import NkiTensor
+from nkisim.frontend.v06.adapters.tensor import NkiTensor
 from nkisim.runtime.arguments import Placeholder
 
 

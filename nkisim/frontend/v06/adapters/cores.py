@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from nkisim.core.context import current as _current
-from nkisim.frontend.v06 import binding as _b
-from nkisim.frontend.v06.errors import error as _error
-from nkisim.frontend.v06.instruction import NkiInstruction
-from nkisim.frontend.v06.instruction import done as _done
-from nkisim.frontend.v06.instruction import needs_gen as _needs_gen
-from nkisim.frontend.v06.instruction import tensor as _t
+from nkisim.frontend.v06.adapters import binding as _b
+from nkisim.frontend.v06.adapters.errors import error as _error
+from nkisim.frontend.v06.adapters.instruction import NkiInstruction
+from nkisim.frontend.v06.adapters.instruction import done as _done
+from nkisim.frontend.v06.adapters.instruction import needs_gen as _needs_gen
+from nkisim.frontend.v06.adapters.instruction import tensor as _t
 from nkisim.frontend.v06.isa_constants import dma_engine, engine
 from nkisim.runtime import lnc as _lnc
 

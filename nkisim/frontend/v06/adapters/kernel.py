@@ -20,8 +20,8 @@ from typing import Any
 
 from nkisim.core import context
 from nkisim.core.tensor import Tensor
-from nkisim.frontend.v06.errors import error
-from nkisim.frontend.v06.tensor import NkiTensor
+from nkisim.frontend.v06.adapters.errors import error
+from nkisim.frontend.v06.adapters.tensor import NkiTensor
 from nkisim.runtime import kernel as _runtime
 from nkisim.runtime.kernel import GridLaunch, launch
 

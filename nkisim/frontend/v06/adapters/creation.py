@@ -13,9 +13,9 @@ import numpy as np
 
 from nkisim.core.buffers import PSUM_BANK_BYTES, Buffer, ModAlloc, sbuf
 from nkisim.core.dtypes import uint8
-from nkisim.frontend.v06 import binding as _b
-from nkisim.frontend.v06.errors import error as _error
-from nkisim.frontend.v06.tensor import NkiTensor
+from nkisim.frontend.v06.adapters import binding as _b
+from nkisim.frontend.v06.adapters.errors import error as _error
+from nkisim.frontend.v06.adapters.tensor import NkiTensor
 
 
 def _family(buffer: Any) -> str:

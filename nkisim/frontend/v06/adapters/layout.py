@@ -19,7 +19,7 @@ import numpy as np
 from nkisim.core.access import Access
 from nkisim.core.indexing import Affine
 from nkisim.core.tensor import Tensor
-from nkisim.frontend.v06.errors import error
+from nkisim.frontend.v06.adapters.errors import error
 
 Pattern = tuple[tuple[int, int], ...]
 

@@ -24,8 +24,8 @@ from nkisim.core.context import current
 from nkisim.core.indexing import Affine
 from nkisim.core.loops import LoopRange
 from nkisim.core.recording import HOOK
-from nkisim.frontend.v06 import binding as _b
-from nkisim.frontend.v06.errors import error
+from nkisim.frontend.v06.adapters import binding as _b
+from nkisim.frontend.v06.adapters.errors import error
 
 #: how deep the kernel is inside ``with nl.no_reorder():`` blocks (dynamic loops are refused there)
 _NO_REORDER = [0]

@@ -17,8 +17,8 @@ import numpy as np
 from nkisim.core import dtypes as dt
 from nkisim.core.errors import nki_error
 from nkisim.core.tensor import Access, Tensor
-from nkisim.frontend.v06.errors import error
-from nkisim.frontend.v06.tensor import NkiTensor
+from nkisim.frontend.v06.adapters.errors import error
+from nkisim.frontend.v06.adapters.tensor import NkiTensor
 from nkisim.ops.registry import OPS
 
 

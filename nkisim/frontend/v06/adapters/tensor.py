@@ -20,8 +20,8 @@ from nkisim.core.access import Access
 from nkisim.core.errors import nki_error
 from nkisim.core.indexing import Affine, DynSlice
 from nkisim.core.tensor import Tensor
-from nkisim.frontend.v06.errors import error
-from nkisim.frontend.v06.layout import Pattern, contiguous, lower, restride
+from nkisim.frontend.v06.adapters.errors import error
+from nkisim.frontend.v06.adapters.layout import Pattern, contiguous, lower, restride
 
 
 def _view_error(message: str) -> Exception:
@@ -184,7 +184,7 @@ class NkiTensor:
         return start, stop, step
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        from nkisim.frontend.v06 import binding
+        from nkisim.frontend.v06.adapters import binding
 
         binding.assign(self[key], value)
 
@@ -355,7 +355,7 @@ class NkiTensor:
         base = self._base
         start = self._offset
         if dtype is not None:
-            from nkisim.frontend.v06 import binding
+            from nkisim.frontend.v06.adapters import binding
 
             base, start = binding.reinterpret(base, start, dtype)
         if offset is not None:
@@ -379,7 +379,7 @@ class NkiTensor:
 
     def view(self, dtype: Any) -> NkiTensor:
         """The same bytes read as ``dtype``: the last dimension scales by the ratio of the element sizes."""
-        from nkisim.frontend.v06 import binding
+        from nkisim.frontend.v06.adapters import binding
 
         if not self._pattern or self._pattern[-1][0] != 1:
             raise _view_error(f"view: the last dimension of '{self.name}' must be contiguous (stride 1)")
@@ -428,7 +428,7 @@ class NkiTensor:
 def _plus(offset: int, dyn: tuple, value: Any, stride: int) -> tuple[int, tuple]:
     """(static offset, dynamic terms) after adding ``value * stride`` elements: ``value`` a register (holding an
     int, or a dynamic loop's index) or an int."""
-    from nkisim.frontend.v06.control import register_value
+    from nkisim.frontend.v06.adapters.control import register_value
 
     v = register_value(value, "scalar offset", "offset")
     if isinstance(v, Affine):

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from nkisim.core.context import active as _active
-from nkisim.frontend.v06 import binding as _b
-from nkisim.frontend.v06.errors import error as _error
+from nkisim.frontend.v06.adapters import binding as _b
+from nkisim.frontend.v06.adapters.errors import error as _error
 from nkisim.frontend.v06.isa_constants import nc_version
 
 
