@@ -55,9 +55,9 @@ print("neuronxcc.nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR
 # | memory | what | shape |
 # |---|---|---|
 # | **HBM** (device DRAM) | kernel inputs and outputs; big (tens of GiB) and comparatively far away | flat, row-major, any shape |
-# | **SBUF** (state buffer, on chip) | where every engine reads and writes; 24 MiB (trn1) / 28 MiB (trn2) | **128 partitions** × a free dimension |
+# | **SBUF** (state buffer, on chip) | where every engine reads and writes; {{trn2:sbuf_partition_kib}} KiB per partition a kernel can use on trn2 ({{trn1:sbuf_partition_kib}} KiB on trn1) | **{{trn2:partitions}} partitions** × a free dimension |
 #
-# The engines (Vector, Scalar, GpSimd, Tensor) cannot touch HBM. So every kernel has the same skeleton:
+# The {{trn2:compute_engines}} compute engines (Vector, Scalar, GpSimd and Tensor) cannot touch HBM. So every kernel has the same skeleton:
 #
 # 1. **allocate the output** in HBM: `out = nl.ndarray(shape, dtype=..., buffer=nl.shared_hbm)`;
 # 2. **load** inputs into SBUF tiles: `t = nl.load(x)` (a DMA transfer, HBM → SBUF);
@@ -155,7 +155,7 @@ grade("vector_add_naive", "vector_add_naive.py")
 #
 # Now `a` and `b` are `[P, F]` with 1 ≤ P ≤ 128 and a **long** free dimension: F is a multiple of 2048, up to
 # 65536 and more. One giant tile per input stops compiling once a row outgrows a partition: at F = 65536 a
-# float32 tile needs 256 KiB per partition, and SBUF has about 208 KiB (trn2). Even where it fits, every
+# float32 tile needs 256 KiB per partition, and SBUF has {{trn2:sbuf_partition_kib}} KiB per partition (trn2). Even where it fits, every
 # step waits for the previous one: all of `a` and `b` must arrive before the add starts, and the store starts
 # only after the add. The latency adds up.
 #

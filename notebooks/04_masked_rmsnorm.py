@@ -332,7 +332,7 @@ grade("rmsnorm_fast", "rmsnorm_fast.py")
 # ## 7. How close to the hardware limit?
 #
 # RMSNorm reads `a` once and writes `out` once: for 4096 × 2048 float32 that is 2 × 32 MiB. No kernel can be
-# faster than moving those bytes at the peak DMA bandwidth (368 GB/s per trn2 NeuronCore: 16 DMA engines × 23 B/ns),
+# faster than moving those bytes at the peak DMA bandwidth ({{trn2:dma_gbps}} GB/s per trn2 NeuronCore: {{trn2:dma_queues}} DMA engines × {{trn2:dma_bytes_per_ns}} B/ns),
 # plus the fixed cost of launching a kernel. The cell compares both of your kernels with that **bandwidth bound**
 # (all numbers are cost-model estimates for trn2):
 

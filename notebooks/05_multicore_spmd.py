@@ -294,4 +294,4 @@ if speedups:
 # * Instances share the HBM output but nothing else: there is no synchronisation between them inside a kernel,
 #   which is why each must write a disjoint part of the output.
 #
-# **Next:** stage 6 moves to the fifth engine, the Tensor Engine, and matrix multiplication.
+# **Next:** stage 6 turns to the one engine stages 1–5 left idle, the Tensor Engine, and matrix multiplication.

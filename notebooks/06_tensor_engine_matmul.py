@@ -24,8 +24,8 @@
 # 3. read in a profile that the straightforward kernel is limited by **data movement**, not by the Tensor Engine;
 # 4. make it about twice as fast by **reusing** every loaded tile for several matmuls (blocking).
 #
-# Stages 1–5 used the Vector and Scalar engines. Matrix multiplication is what the fifth engine, the Tensor
-# Engine (TensorE, or PE array), exists for: almost all of a transformer's arithmetic runs there. As before, each
+# Stages 1–5 used the Vector and Scalar engines. Matrix multiplication is what the fourth of the
+# {{trn2:compute_engines}} compute engines of stage 1, the Tensor Engine (TensorE, or PE array), exists for: almost all of a transformer's arithmetic runs there. As before, each
 # `%%writefile` cell saves your kernel, `check(...)` runs the public cases, and the grade cells add hidden cases
 # (float32 and bfloat16, K from 128 to 2048).
 
@@ -42,7 +42,7 @@ try:
 except ImportError:  # a Neuron machine without the course simulator installed
     ON_SIMULATOR = False
 
-from nkilab import check, latency_label, latency_us, load_kernel  # load_kernel: the kernel a %%writefile cell saved
+from nkilab import check, latency_label, latency_us, load_kernel, peak  # load_kernel: the kernel a %%writefile cell saved
 
 TARGET = "trn2"  # the target the cost model estimates for (and the course grades on)
 LABEL = latency_label(TARGET)  # "estimate: nkisim cost model, trn2" on the simulator
@@ -65,7 +65,7 @@ print("neuronxcc.nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR
 # to pass it that way: `lhsT` is `[K, M]` in HBM, and `nl.matmul(lhsT_tile, rhs_tile, transpose_x=True)` is
 # `lhsT_tile.T @ rhs_tile`.
 #
-# The result goes to **PSUM**, a small memory next to the array (16 KiB per partition in 8 banks of 2 KiB), always
+# The result goes to **PSUM**, a small memory next to the array ({{trn2:psum_partition_kib}} KiB per partition in {{trn2:psum_banks}} banks of {{trn2:psum_bank_kib}} KiB), always
 # as **float32**, whatever the inputs' dtype: a `[128, 512]` float32 tile fills exactly one bank. A result in PSUM
 # has to be copied to SBUF (`nl.copy`, with the output dtype) before it can be stored to HBM.
 
@@ -123,7 +123,8 @@ except Exception as err:  # the compiler's error, shown instead of stopping the 
 # * Return `lhsT.T @ rhs` with shape `[M, N]` and `lhsT`'s dtype. Accumulate in float32 PSUM, also for bfloat16.
 #
 # Tolerances: rtol = atol = 1e-4 for float32 (sums of up to 2048 products), 1.6e-2 for bfloat16. Correctness earns 3
-# points, speed 1 (≤ 1.2× the reference's estimated latency for K = M = N = 1024, bfloat16).
+# points, speed 1 (≤ 1.2× the reference's estimated latency for K = 2048, M = 128, N = 512 in bfloat16: one output
+# tile, so every tile is loaded once whatever the loop order, and the kernel is as fast as the data arrives).
 
 # %% nbgrader={"grade": false, "grade_id": "q1_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
 # %%writefile matmul_tiled.py
@@ -192,7 +193,7 @@ else:
 # *block* covers BM × BN output tiles (BM·128 rows, BN·512 columns), one pass over K loads BM `lhsT` tiles and BN
 # `rhs` tiles per K slice and feeds BM·BN matmuls with them. The cell counts the bytes each block shape moves and
 # compares two lower bounds on the time: moving those bytes at the peak DMA rate, and doing the 2·K·M·N flops at the
-# PE array's peak rate (trn2: 368 GB/s and 79 bfloat16 TFLOPS per NeuronCore).
+# PE array's peak rate (trn2: {{trn2:dma_gbps}} GB/s and {{trn2:pe_tflops_bf16}} bfloat16 TFLOPS per NeuronCore).
 
 # %% nbgrader={"grade": false, "grade_id": "reuse_demo", "locked": true, "schema_version": 3, "solution": false, "task": false}
 def bytes_moved(K, M, N, bm, bn, itemsize=2):
@@ -202,7 +203,8 @@ def bytes_moved(K, M, N, bm, bn, itemsize=2):
     return (lhsT_loads + rhs_loads + M * N) * itemsize
 
 
-DMA_GBPS, PE_TFLOPS = 368.0, 79.0  # trn2 peak rates per NeuronCore (the cost model's figures)
+PEAK = peak(TARGET)  # trn2's peak rates per NeuronCore, read from the cost model's target file
+DMA_GBPS, PE_TFLOPS = PEAK.dma_gbps, PEAK.pe_tflops_for("bfloat16")
 pe_bound_us = 2 * SIZE**3 / (PE_TFLOPS * 1e6)
 print(f"K = M = N = {SIZE}, bfloat16; PE-array bound {pe_bound_us:.0f} us")
 print(f"{'block BM x BN':>14} {'MB moved':>9} {'DMA bound (us)':>15}")
@@ -213,7 +215,7 @@ for bm, bn in [(1, 1), (2, 1), (1, 2), (2, 2), (4, 2)]:
 # %% [markdown] nbgrader={"grade": false, "grade_id": "q2_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # With 1 × 1 blocks the data movement alone takes more than twice as long as the PE array needs for all the
 # arithmetic; with 2 × 2 blocks the data-movement bound comes down to within about 15% of the PE-array bound. Bigger blocks need more SBUF and, above all, more PSUM: every output tile of a
-# block is a live `[128, 512]` float32 accumulator, i.e. one of PSUM's 8 banks.
+# block is a live `[128, 512]` float32 accumulator, i.e. one of PSUM's {{trn2:psum_banks}} banks.
 #
 # ## 4. Reuse what you load: `matmul_fast` (4 points)
 #
@@ -224,7 +226,8 @@ for bm, bn in [(1, 1), (2, 1), (1, 2), (2, 2), (4, 2)]:
 #   SBUF tile of shape `(128, K // 128, 256)` — partition dimension first, then one slot per K slice:
 #   `lhsT_block[:, k, :] = nl.load(lhsT[k * 128:(k + 1) * 128, m * 256:(m + 1) * 256])`.
 # * For each block of 1024 output columns (`n`): load `rhs` likewise into a `(128, K // 128, 1024)` tile.
-# * Then compute the block's 2 × 2 output tiles, each with its own PSUM accumulator and K loop, taking the operands
+# * Then compute the block's 2 × 2 output tiles, each with its own PSUM accumulator (four of PSUM's banks), in one
+#   loop over K: each K slice feeds all four matmuls as soon as it arrives, taking the operands
 #   as slices of the block tiles, e.g. `lhsT_block[:, k, bm * 128:(bm + 1) * 128]` (a `[128, 128]` tile).
 #
 # Same tolerances as `matmul_tiled`. Correctness earns 1 point and speed 3: full speed points at ≤ 1.2× the
@@ -254,14 +257,18 @@ def matmul_fast(lhsT, rhs):
             rhs_block = nl.ndarray((TK, K // TK, BN * TN), dtype=rhs.dtype, buffer=nl.sbuf)
             for k in nl.affine_range(K // TK):
                 rhs_block[:, k, :] = nl.load(rhs[k * TK:(k + 1) * TK, n * BN * TN:(n + 1) * BN * TN])
-            for bm in nl.affine_range(BM):
-                for bn in nl.affine_range(BN):
-                    res_psum = nl.zeros((TM, TN), nl.float32, buffer=nl.psum)
-                    for k in nl.affine_range(K // TK):
-                        res_psum += nl.matmul(lhsT_block[:, k, bm * TM:(bm + 1) * TM],
-                                              rhs_block[:, k, bn * TN:(bn + 1) * TN], transpose_x=True)
+            # one accumulator per output tile of the block; the K loop outermost, so the first matmuls start as soon
+            # as the first K slice has arrived
+            res = [nl.zeros((TM, TN), nl.float32, buffer=nl.psum) for _ in range(BM * BN)]
+            for k in nl.affine_range(K // TK):
+                for bm in range(BM):
+                    for bn in range(BN):
+                        res[bm * BN + bn][...] += nl.matmul(lhsT_block[:, k, bm * TM:(bm + 1) * TM],
+                                                            rhs_block[:, k, bn * TN:(bn + 1) * TN], transpose_x=True)
+            for bm in range(BM):
+                for bn in range(BN):
                     row, col = (m * BM + bm) * TM, (n * BN + bn) * TN
-                    nl.store(result[row:row + TM, col:col + TN], value=nl.copy(res_psum, dtype=result.dtype))
+                    nl.store(result[row:row + TM, col:col + TN], value=nl.copy(res[bm * BN + bn], dtype=result.dtype))
     return result
     ### END SOLUTION
 

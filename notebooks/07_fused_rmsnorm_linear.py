@@ -41,7 +41,7 @@ try:
 except ImportError:  # a Neuron machine without the course simulator installed
     ON_SIMULATOR = False
 
-from nkilab import check, latency_label, latency_us, load_kernel  # load_kernel: the kernel a %%writefile cell saved
+from nkilab import check, latency_label, latency_us, load_kernel, peak  # load_kernel: the kernel a %%writefile cell saved
 
 TARGET = "trn2"  # the target the cost model estimates for (and the course grades on)
 LABEL = latency_label(TARGET)  # "estimate: nkisim cost model, trn2" on the simulator
@@ -102,8 +102,8 @@ print("equal to block.T:", np.array_equal(transpose_block(block), block.T))
 #
 # Write `rmsnorm_linear(x, g, w)`:
 #
-# * `x` is `[R, C]`, `g` is `[C]`, `w` is `[C, N]`; R and C are multiples of 128, N a multiple of 512 (each up to
-#   2048); all three float32 or bfloat16. Return `rmsnorm(x, g) @ w`, shape `[R, N]`, with `x`'s dtype.
+# * `x` is `[R, C]`, `g` is `[C]`, `w` is `[C, N]`; R and C are multiples of 128, N a multiple of 512 (R up to
+#   4096, C and N up to 2048); all three float32 or bfloat16. Return `rmsnorm(x, g) @ w`, shape `[R, N]`, with `x`'s dtype.
 # * For each 128-row tile: normalise it as in stage 4 (load `g` and broadcast it once, before the loop), then for
 #   each 512-column block of the output accumulate over the C/128 blocks in PSUM as in stage 6, with the
 #   transposed `[128, 128]` block of the normalised tile as the stationary operand and the matching
@@ -190,7 +190,10 @@ else:
 #   by its 128 values of `g` as a `(128, 1)` per-partition column (free on the engines), and keep the scaled `w`
 #   in SBUF for every row tile: `C/128 × N` values per partition, 64 KiB for C = N = 2048 in bfloat16.
 # * **Transpose `x` itself**, once per row tile, before the output-column loop: `x` needs no normalising first.
-#   This is the biggest single saving (about half the time, estimated).
+#   This is the biggest single saving (about half the time, estimated). And since `x` comes straight from HBM, the
+#   DMA can transpose it while loading it: `nl.load_transpose2d(x[rows, cols])` turns an `[128, 128]` block of `x`
+#   into its transpose in SBUF. A transposing DMA is slower than a plain one, but the DMA queues have time to
+#   spare here, and the Tensor Engine is left with the matmuls alone.
 # * **Scale by `s[r]` on the way out.** `s` has one value per row, i.e. per partition of the `[128, 512]`
 #   result, so `nl.multiply(res_psum, inv_rms, dtype=x.dtype)` applies it while evicting PSUM to SBUF: the
 #   eviction was needed anyway.
@@ -204,7 +207,8 @@ else:
 # the transposed blocks of a row tile as `nl.ndarray((128, C // 128, 128), ...)`.
 #
 # Same tolerances as `rmsnorm_linear`. Correctness earns 1 point and speed 3: full speed points at ≤ 1.2× the
-# reference's estimated latency on R = C = N = 2048 bfloat16, half at ≤ 2× (the kernel of section 3 is about 2.5×).
+# reference's estimated latency on R = 4096, C = N = 2048 bfloat16, half at ≤ 2× (the kernel of section 3 is
+# several times slower).
 
 # %% nbgrader={"grade": false, "grade_id": "q2_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
 # %%writefile rmsnorm_linear_fast.py
@@ -228,10 +232,10 @@ def rmsnorm_linear_fast(x, g, w):
     for r in nl.affine_range(R // 128):
         x_tile = nl.load(x[r * 128:(r + 1) * 128, :])
         inv_rms = nl.rsqrt(nl.mean(nl.square(x_tile, dtype=nl.float32), axis=[1]) + 1e-6)
-        # the row tile's [128, 128] blocks transposed once, for every output column block
+        # the row tile's [128, 128] blocks, transposed by the DMA while loading, once for every output column block
         x_T = nl.ndarray((128, KT, 128), dtype=x.dtype, buffer=nl.sbuf)
         for k in nl.affine_range(KT):
-            x_T[:, k, :] = nl.copy(nl.transpose(x_tile[:, k * 128:(k + 1) * 128]), dtype=x.dtype)
+            x_T[:, k, :] = nl.load_transpose2d(x[r * 128:(r + 1) * 128, k * 128:(k + 1) * 128])
         for n in nl.affine_range(N // 512):
             res_psum = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
             for k in nl.affine_range(KT):
@@ -255,11 +259,11 @@ grade("rmsnorm_linear_fast", "rmsnorm_linear_fast.py")
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ladder_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## 6. How close to the Tensor Engine's limit?
 #
-# The matmuls alone are 2·R·C·N flops; at the PE array's peak (79 bfloat16 TFLOPS per trn2 NeuronCore) that is
+# The matmuls alone are 2·R·C·N flops; at the PE array's peak ({{trn2:pe_tflops_bf16}} bfloat16 TFLOPS per trn2 NeuronCore) that is
 # the bound below. The cell estimates both of your kernels next to it.
 
 # %% nbgrader={"grade": false, "grade_id": "ladder_demo", "locked": true, "schema_version": 3, "solution": false, "task": false}
-PE_TFLOPS = 79.0  # trn2 bfloat16 peak per NeuronCore (the cost model's figure)
+PE_TFLOPS = peak(TARGET).pe_tflops_for("bfloat16")  # trn2's peak, read from the cost model's target file
 big, g_big = np.zeros((SIZE, SIZE), dtype=BF16), np.zeros(SIZE, dtype=BF16)  # only shapes and dtypes matter
 print(f"R = C = N = {SIZE}, bfloat16, latency ({LABEL})")
 print(f"  {'PE-array bound':20s} {2 * SIZE**3 / (PE_TFLOPS * 1e6):8.1f} us")
@@ -278,8 +282,8 @@ for path, name in (("rmsnorm_linear.py", "rmsnorm_linear"), ("rmsnorm_linear_fas
 # * Folding `g` into `w` changes where bfloat16 rounding happens (once on `g·w` instead of on every normalised
 #   activation); both stay well within the tolerances, but a real model would fold it offline, once, when the
 #   weights are loaded.
-# * The fast kernel keeps all of `w` in SBUF. For weights larger than SBUF (24 MiB on trn2, about 12 million
-#   bfloat16 values, less what the other tiles need) the next step is blocking over N as well, as in stage 6: a
+# * The fast kernel keeps all of `w` in SBUF. For weights larger than SBUF ({{trn2:sbuf_usable_mib}} MiB usable on trn2, less what
+#   the other tiles need) the next step is blocking over N as well, as in stage 6: a
 #   block of `w` stays resident while every row tile passes through it.
 #
-# RMSNorm's backward pass and FP8 matmuls are the stages that follow.
+# Two stages follow: a convolution fused with max pooling (stage 8), and RMSNorm's backward pass with FP8 (stage 9).

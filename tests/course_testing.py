@@ -161,3 +161,29 @@ def _names(proc: Path, cmd: str, repo: Path) -> bool:
         return str(repo).encode() in (proc / "environ").read_bytes()
     except OSError:
         return True  # cannot tell: count it
+
+
+# --------------------------------------------------------------------------- grading in process
+
+
+def grade_in_process(qid: str, path: Path, seed: int, name: str | None = None):
+    """``grade_report`` of the kernel in the file ``path``, imported and run in this process: the grader's cases,
+    tolerances and tiers without its sandbox (for mutants and tier kernels, where the sandbox is not the point)."""
+    from nkilab.modules import load_kernel
+
+    return grade_report(qid, load_kernel(path, name or QUESTIONS[qid].function), seed=seed, verbose=False)
+
+
+def inprocess_mutant_test(mutants: dict[str, tuple[str, str]], *, seed: int,
+                          header: str = HEADER) -> Callable[[Path, str], None]:
+    """``mutant_grading_test``, graded in this process (``grade_in_process``)."""
+
+    @pytest.mark.parametrize("name", sorted(mutants))
+    def test_mutants_lose_correctness_points(tmp_path: Path, name: str) -> None:
+        qid, body = mutants[name]
+        r = grade_in_process(qid, write(tmp_path, f"{name}.py", body, header), seed)
+        assert r.evaluation is not None and r.evaluation.problem is None, (name, r.evaluation)
+        assert r.correctness < QUESTIONS[qid].correctness_points, (name, r.correctness)
+        assert r.speed == 0.0  # correctness gates speed
+
+    return test_mutants_lose_correctness_points

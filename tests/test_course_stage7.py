@@ -42,7 +42,7 @@ def test_cases_follow_the_rules():
         for c in q.public + q.hidden + (q.speed_case,):
             (r, cc), (cg,), (cw, n) = c.arg_shapes
             assert cc == cg == cw and r % 128 == 0 and cc % 128 == 0 and n % 512 == 0, (qid, c)
-            assert max(r, cc, n) <= 2048
+            assert max(cc, n) <= 2048 and r <= 4096
         assert max(c.arg_shapes[0][1] for c in q.hidden) == 2048  # the longest sums the tolerances allow for
 
 
@@ -71,7 +71,7 @@ def test_speed_tiers_reward_reuse(tmp_path):
     hoisted = write(tmp_path, "hoisted.py",
                     solution_variant(STAGE, "rmsnorm_linear", HOISTED_TRANSPOSES, name="rmsnorm_linear_fast"))
     q = QUESTIONS["rmsnorm_linear_fast"]
-    for path, speed, lo, hi in ((plain, 0.0, 2.0, 3.0), (hoisted, 1.5, 1.2, 2.0)):
+    for path, speed, lo, hi in ((plain, 0.0, 2.0, 4.5), (hoisted, 1.5, 1.2, 2.0)):
         r = grade_report("rmsnorm_linear_fast", path, seed=3, verbose=False)
         assert r.correctness == q.correctness_points, r
         assert r.speed == speed and lo < r.evaluation.ratio <= hi, (path.name, r.evaluation.ratio)

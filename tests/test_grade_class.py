@@ -24,15 +24,14 @@ import pytest
 from course_testing import processes_under
 from nbgrader.api import Gradebook, MissingEntry
 
-from nkilab import example_class, grade_report, intake
+from nkilab import example_class, grade_report, intake, manifest
 from nkilab.intake import readable, take_in
 from nkilab.questions import QUESTIONS
 from nkilab.sanitize import SKIP_TAG, grade_id, restore
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = 424242
-STAGES = ["01_vector_add", "02_partition_tiling", "03_free_dim_streaming", "04_masked_rmsnorm", "05_multicore_spmd",
-          "06_tensor_engine_matmul"]
+STAGES = [stage.slug for stage in manifest.course().stages]  # every stage of the course manifest, 1-9
 PIPELINE_BUDGET_S = 900
 
 
@@ -111,7 +110,9 @@ def test_honest_work_gets_full_marks(graded):
 @pytest.mark.slow
 def test_slow_but_correct_kernels_lose_speed_points_only(graded):
     for stage, gid in [("01_vector_add", "q2_grade"), ("02_partition_tiling", "q1_grade"),
-                       ("03_free_dim_streaming", "q1_grade"), ("06_tensor_engine_matmul", "q2_grade")]:
+                       ("03_free_dim_streaming", "q1_grade"), ("06_tensor_engine_matmul", "q2_grade"),
+                       ("07_fused_rmsnorm_linear", "q2_grade"), ("08_conv2d_maxpool", "q2_grade"),
+                       ("09_rmsnorm_backward_fp8", "q1_grade")]:
         q = QUESTIONS[kernel_cells(stage)[gid]]
         got = score(graded, "ben", stage, gid)
         assert q.correctness_points <= got < q.points, (stage, got)  # all correctness points, not all speed points
@@ -362,12 +363,14 @@ def test_feedback_shows_no_hidden_case_details(graded):
 #: every student's autograded kernel points per assignment (the order of STAGES); "-" nothing handed in,
 #: "unreadable" a notebook intake refused.  The story behind each number is in autograder/example_class/README.md.
 EXPECTED_KERNEL_POINTS = {
-    "ada": [7, 7, 4, 8, 7, 8], "ben": [6, 6, 2, "-", "-", 5], "cleo": [5.5, 4.4, "-", 6.5, 5, "-"],
-    "dev": [4, 7, "-", "-", "-", "-"], "eve": [3, 4, "-", 4, "-", "-"], "finn": [7, 7, "-", "-", "-", "-"],
-    "gus": [0, 3, "-", 0, "-", "-"], "hana": [4, 3, "-", "-", "-", "-"], "ivan": [7, 7, "-", "-", "-", "-"],
-    "jade": [7, 3, "-", "-", "-", "-"], "kai": ["unreadable", 0, "-", "-", "-", "-"], "lena": [7, "-", "-", "-", "-", "-"],
-    "mallory": [4, 0, "-", 0, "-", "-"], "trudy": [0, 0, 0, "unreadable", "-", "-"],
-    "oscar": [4, 0, "-", "-", "-", "-"],
+    "ada": [7, 7, 4, 8, 7, 8, 8, 8, 8], "ben": [6, 6, 2, "-", "-", 5, 5, 6.5, 7],
+    "cleo": [5.5, 4.4, "-", 6.5, 5, 6, 4, 4.3, 4], "dev": [4, 7, "-", "-", 4, "-", "-", "-", "-"],
+    "eve": [3, 4, "-", 4, "-", "-", "-", 4, "-"], "finn": [7, 7, "-", "-", "-", "-", "-", "-", "-"],
+    "gus": [0, 3, "-", 0, "-", "-", 4, "-", "-"], "hana": [4, 3, "-", "-", "-", "-", "-", "-", 4],
+    "ivan": [7, 7, "-", "-", "-", "-", "-", "-", "-"], "jade": [7, 3, "-", "-", "-", "-", "-", "-", "-"],
+    "kai": ["unreadable", 0, "-", "-", "-", "-", "-", "-", "-"], "lena": [7, "-", "-", "-", "-", "-", "-", "-", "-"],
+    "mallory": [4, 0, "-", 0, "-", 4, "-", 4, "-"], "trudy": [0, 0, 0, "unreadable", 0, "-", "-", "-", 0],
+    "oscar": [4, 0, "-", "-", "-", "-", "-", "-", "-"],
 }
 
 
@@ -392,7 +395,7 @@ def test_every_students_exact_grade(graded):
 def test_table_csv_export_and_gradebook_agree(graded):
     out = graded["out"]
     assert re.search(r"^student\s+01_vector_add\s+02_partition_tiling", out, re.M)
-    assert re.search(r"^ada\s+7/7\s+7/7\s+4/4\s+8/8\s+7/7\s+8/8\s+41/41", out, re.M)
+    assert re.search(r"^ada\s+7/7\s+7/7\s+4/4\s+8/8\s+7/7\s+8/8\s+8/8\s+8/8\s+8/8\s+65/65", out, re.M)
     assert re.search(r"^eve\s+3/7\s+4/7\s", out, re.M)
     # "points lost" lines: columns wide enough for the longest assignment name, so they line up
     # ben streams one chunk at a time through one pair of tiles: 1.58x the reference, half the speed points
@@ -410,12 +413,13 @@ def test_table_csv_export_and_gradebook_agree(graded):
     assert len(export) == len(students) * len(STAGES)
     ada = {r["assignment"]: float(r["raw_score"]) for r in export if r["student_id"] == "ada"}
     assert ada == {"01_vector_add": 7.0, "02_partition_tiling": 7.0, "03_free_dim_streaming": 4.0,
-                   "04_masked_rmsnorm": 8.0, "05_multicore_spmd": 7.0,
-                   "06_tensor_engine_matmul": 8.0}  # written answers not graded yet
+                   "04_masked_rmsnorm": 8.0, "05_multicore_spmd": 7.0, "06_tensor_engine_matmul": 8.0,
+                   "07_fused_rmsnorm_linear": 8.0, "08_conv2d_maxpool": 8.0,
+                   "09_rmsnorm_backward_fp8": 8.0}  # written answers not graded yet
     with open(graded["course"] / "lms_grades.csv", newline="") as fh:
         lms = {r["student"]: r for r in csv.DictReader(fh)}
     assert set(lms) == set(students) | {"points possible"}
-    assert lms["ada"]["total"] == "41" and lms["ada"]["pending"] == "5"  # five written answers wait for a TA
+    assert lms["ada"]["total"] == "65" and lms["ada"]["pending"] == "7"  # seven written answers wait for a TA
     assert lms["points possible"]["01_vector_add"] == str(int(sum(
         QUESTIONS[q].points for q in ("vector_add_naive", "vector_add_stream")) + 1))  # + the written answer
     assert lms["mallory"]["01_vector_add"] == "4" and lms["trudy"]["total"] == "0"
@@ -470,6 +474,28 @@ def test_a_stopped_run_resumes_with_the_courses_seed(graded):
     assert rows["ada"]["status"] == "graded" and rows["ben"]["points"] == f"{before['ben']:g}"
     sanitized = re.findall(r"Sanitizing \S*/submitted/(\w+)/", (course / "logs" / f"autograde-{stage}.log").read_text())
     assert sanitized == ["ben"]  # one nbgrader process, for the one submission without recorded scores
+
+
+@pytest.mark.slow
+def test_stages_5_to_9_honest_slow_wrong_and_hostile(graded):
+    """The later stages' hand-ins: the reasons the grader gives for what each earned."""
+    # CS149's two tiers: Q1's kernel handed in for Q2 is within 1.2x of the relaxed reference: half the speed points
+    ben8 = report_text(graded, "ben", "08_conv2d_maxpool", "q2_grade")
+    assert "half at <= 1.2x the relaxed reference" in ben8 and "Speed: 1.5/3 points" in ben8
+    assert "output shape (1, 128, 8, 8) but expected (1, 128, 4, 4)" in report_text(
+        graded, "eve", "08_conv2d_maxpool", "q2_grade")  # a CS149 kernel whose pool_size defaults to 1
+    for student, stage, line in [("mallory", "08_conv2d_maxpool", "`import torch`"),
+                                 ("trudy", "05_multicore_spmd", "`import os`"),
+                                 ("trudy", "09_rmsnorm_backward_fp8", "`import os`"),
+                                 ("gus", "07_fused_rmsnorm_linear", "`import nkisim.cost.model as model`")]:
+        gid = "q2_grade"
+        assert score(graded, student, stage, gid) == 0.0
+        text = report_text(graded, student, stage, gid)
+        assert "refused your file before running it" in text and line in text, (student, stage, text[:300])
+    assert "NaN/Inf values where the answer is finite" in report_text(graded, "cleo", "09_rmsnorm_backward_fp8",
+                                                                       "q2_grade")  # no FP8 saturation: inf
+    assert "TypeError" in report_text(graded, "mallory", "06_tensor_engine_matmul", "q2_grade")  # NumPy on tensors
+    assert "[FAIL] hidden case" in report_text(graded, "cleo", "06_tensor_engine_matmul", "q1_grade")  # bf16 sums
 
 
 # --------------------------------------------------------------------------- the pieces, without nbgrader

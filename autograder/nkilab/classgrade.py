@@ -49,7 +49,7 @@ from nkilab.evaluate import PRESET_ENV, grading_target, reference_key, reference
 from nkilab.grade import GRADING_ENV
 from nkilab.grade_table import Submission, collect, table, write_csv, write_lms_csv
 from nkilab.nbgrader_plugins import feedback_flags, grading_flags
-from nkilab.questions import HIDDEN_CASES_ENV, QUESTIONS
+from nkilab.questions import HIDDEN_CASES_ENV, QUESTIONS, timed_references
 from nkilab.release import CONFIG, REPO, load_source
 from nkilab.runner import kill_group
 from nkilab.salvage import answer_cells_unchanged, salvage, with_outcomes
@@ -105,11 +105,11 @@ class Nbgrader:
 def reference_presets() -> str:
     """Every question's reference latency, measured once here before any student code runs (JSON for the env)."""
     found = {}
-    for q in QUESTIONS.values():
-        target = grading_target(q)
-        res = reference_latency(q, target, 120.0)
+    for rq in (r for q in QUESTIONS.values() for r in timed_references(q)):
+        target = grading_target(rq)
+        res = reference_latency(rq, target, 120.0)
         if res.get("status") == "ok":
-            found[reference_key(q, target)] = res
+            found[reference_key(rq, target)] = res
     return json.dumps(found)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from nkilab import gate
 from nkilab.compare import Verdict, describe_error, diagnose
-from nkilab.questions import COURSE_TARGET, Case, Question, hidden_cases
+from nkilab.questions import COURSE_TARGET, Case, Question, hidden_cases, relaxed_reference
 from nkilab.results import CaseRecord, ErrorFacts, GradeRecord, Problem, ProblemKind, SpeedFacts, SpeedRecord
 from nkilab.runner import CaseRun, RunResult, run_inprocess, run_module, speed_facts
 
@@ -45,6 +45,7 @@ class Evaluation:
     problem_kind: ProblemKind | None = None
     latency_us: float | None = None
     reference_us: float | None = None
+    relaxed_us: float | None = None  # the relaxed reference's latency, for a question with two references
     target: str | None = None
     simulator: bool = True
     speed_note: str | None = None
@@ -74,7 +75,11 @@ class Evaluation:
         if r is None:
             return None
         q = self.question
-        return "full" if r <= q.full_tier else "partial" if r <= q.partial_tier else "none"
+        if q.relaxed is not None:  # half the points within partial_tier x the relaxed reference's latency
+            partial = self.relaxed_us is not None and self.latency_us <= q.partial_tier * self.relaxed_us
+        else:
+            partial = r <= q.partial_tier
+        return "full" if r <= q.full_tier else "partial" if partial else "none"
 
     def speed_fraction(self) -> float:
         return {"full": 1.0, "partial": 0.5}.get(self.tier or "none", 0.0)
@@ -269,6 +274,10 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
             ev.reference_facts = speed_facts(ref.get("facts"))  # (a preset's facts are checked like any)
         else:
             ev.speed_note = "reference latency unavailable: " + (ref.get("error") or {}).get("message", "")
+        relaxed = relaxed_reference(q)
+        if relaxed is not None:
+            rel = reference_latency(relaxed, target, max(timeout, 60.0))
+            ev.relaxed_us = rel["latency_us"] if rel.get("status") == "ok" else None
     return ev
 
 
@@ -283,7 +292,8 @@ def record(ev: Evaluation, *, correctness: float, speed: float, sandboxed: bool 
     if ev.latency_us is not None or ev.speed_note:
         timing = SpeedRecord(q.speed_case.describe(q.arg_names), ev.latency_label(), ev.latency_us, ev.reference_us,
                              ev.tier, q.full_tier, q.partial_tier, ev.speed_note, SpeedFacts.of(ev.speed_facts),
-                             SpeedFacts.of(ev.reference_facts, with_lines=False), q.speed_lesson)
+                             SpeedFacts.of(ev.reference_facts, with_lines=False), q.speed_lesson,
+                             relaxed=q.relaxed, relaxed_us=ev.relaxed_us)
     return GradeRecord(q.qid, q.title, round(correctness + speed, 4), q.points, round(correctness, 4),
                        q.correctness_points, round(speed, 4), q.speed_points, cases, problem, timing, sandboxed,
                        warnings)

@@ -37,7 +37,7 @@ from nkilab import intake, sandbox
 from nkilab.check import truncate_text
 from nkilab.evaluate import PRESET_ENV, grading_target, reference_key, reference_latency
 from nkilab.grade import GRADING_ENV, grade_report
-from nkilab.questions import HIDDEN_CASES_ENV, QUESTION_CALL, QUESTIONS, REPO
+from nkilab.questions import HIDDEN_CASES_ENV, QUESTION_CALL, QUESTIONS, REPO, timed_references
 from nkilab.results import Audience
 from nkilab.sanitize import grade_id, is_grade, restore, writefile_target
 
@@ -112,8 +112,7 @@ def build(assignment: str, out: Path, *, sandboxed: bool = True, hidden: Path | 
         raise SystemExit(f"make gradescope: no released notebook {release} (run make release)")
     questions = kernel_questions(nbformat.read(release, as_version=4))
     latencies = {}
-    for kq in questions:
-        q = QUESTIONS[kq.qid]
+    for q in (r for kq in questions for r in timed_references(QUESTIONS[kq.qid])):
         target = grading_target(q)
         res = reference_latency(q, target, 300.0)
         if res.get("status") != "ok":

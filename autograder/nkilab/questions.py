@@ -8,6 +8,7 @@ hard-coded even though the shapes below are public.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -43,21 +44,47 @@ PARTIAL_TIER = 2.0  # half the speed points at <= 2x
 
 @dataclass(frozen=True)
 class Case:
-    """One test input: every argument has ``shape`` (or its own entry of ``arg_shapes``) and ``dtype``."""
+    """One test input: every argument has ``shape`` (or its own entry of ``arg_shapes``) and ``dtype`` (or its own
+    entry of ``arg_dtypes``); ``dtype`` is also the output's dtype."""
 
     shape: tuple[int, ...]
     dtype: str = "float32"
     arg_shapes: tuple[tuple[int, ...], ...] | None = None
+    #: per-argument dtypes where they differ from the output's (FP8 data with float32 scales)
+    arg_dtypes: tuple[str, ...] | None = None
 
     def shapes(self, n_args: int) -> list[tuple[int, ...]]:
         """The shape of each of the ``n_args`` kernel arguments."""
         return list(self.arg_shapes) if self.arg_shapes is not None else [self.shape] * n_args
 
+    def dtypes(self, n_args: int) -> list[str]:
+        """The dtype of each of the ``n_args`` kernel arguments."""
+        return list(self.arg_dtypes) if self.arg_dtypes is not None else [self.dtype] * n_args
+
     def describe(self, names: tuple[str, ...]) -> str:
-        shapes = self.shapes(len(names))
-        if len(set(shapes)) == 1:
-            return f"{', '.join(names)}: {self.dtype} [{', '.join(str(d) for d in shapes[0])}]"
-        return ", ".join(f"{n}: {self.dtype} [{', '.join(str(d) for d in s)}]" for n, s in zip(names, shapes))
+        shapes, dtypes = self.shapes(len(names)), self.dtypes(len(names))
+        if len(set(shapes)) == 1 and len(set(dtypes)) == 1:
+            return f"{', '.join(names)}: {dtypes[0]} [{', '.join(str(d) for d in shapes[0])}]"
+        return ", ".join(f"{n}: {d} [{', '.join(str(x) for x in s)}]" for n, d, s in zip(names, dtypes, shapes))
+
+
+@dataclass(frozen=True)
+class Work:
+    """The least a computation must do on one case, whatever the kernel (``nkilab.bounds`` prices it on a target):
+    HBM traffic, matmul flops and the elementwise engine passes it cannot avoid over ``elements`` values."""
+
+    hbm_bytes: float
+    pe_flops: float = 0.0
+    pe_dtype: str = ""  # the matmuls' input dtype (its PE peak)
+    elements: float = 0.0
+    one_input_passes: float = 0.0
+    two_input_passes: float = 0.0
+
+
+def io_bytes(case: Case, n_args: int, out_shape: tuple[int, ...], out_dtype: str | None = None) -> float:
+    """Every argument read once and the output written once, in bytes."""
+    ins = sum(int(np.prod(s)) * np.dtype(d).itemsize for s, d in zip(case.shapes(n_args), case.dtypes(n_args)))
+    return float(ins + int(np.prod(out_shape)) * np.dtype(out_dtype or case.dtype).itemsize)
 
 
 @dataclass(frozen=True)
@@ -86,6 +113,17 @@ class Question:
     tolerances: dict[str, tuple[float, float]] = field(default_factory=dict)
     #: the lesson section that teaches this kernel's speed (speed feedback points there), e.g. "lesson 2, section 3"
     speed_lesson: str = ""
+    #: the question whose reference kernel is this one's *relaxed* reference: when set, half the speed points
+    #: need a latency within ``partial_tier`` x that kernel's on this question's speed case (CS149's two tiers)
+    relaxed: str | None = None
+    #: turns the standard-normal draws (float64, one per argument) into the kernel's arguments, for inputs that
+    #: must be consistent with each other (a saved statistic, FP8 data and its scales); None: cast each draw
+    prepare: Callable[[list[np.ndarray], Case], list[np.ndarray]] | None = None
+    #: named kinds of case beyond the dtype (``"ragged rows"``), each a predicate on a case: the course manifest
+    #: lists the kinds a question's public and hidden cases cover, and a test holds the two to each other
+    kinds: dict[str, Callable[[Case], bool]] = field(default_factory=dict)
+    #: the least work of a case (``nkilab.bounds``); None: an elementwise kernel's traffic, output shaped as input 1
+    work: Callable[[Case], Work] | None = None
 
     @property
     def default_module(self) -> str:
@@ -100,11 +138,19 @@ class Question:
         return SOLUTIONS / self.solution
 
     def inputs(self, case: Case, seed: int, index: int) -> list[np.ndarray]:
-        """Deterministic inputs for (seed, case index): independent, non-symmetric normal draws."""
+        """Deterministic inputs for (seed, case index): independent, non-symmetric normal draws (made consistent
+        with each other by ``prepare`` where the question has one)."""
         salt = zlib.crc32(f"{self.qid}:{index}:{case.shape}:{case.dtype}".encode())
         rng = np.random.default_rng([seed & 0xFFFFFFFF, salt])
-        return [rng.standard_normal(shape).astype(np.dtype(case.dtype))
-                for shape in case.shapes(len(self.arg_names))]
+        n = len(self.arg_names)
+        draws = [rng.standard_normal(shape) for shape in case.shapes(n)]
+        if self.prepare is not None:
+            return self.prepare(draws, case)
+        return [d.astype(np.dtype(dtype)) for d, dtype in zip(draws, case.dtypes(n))]
+
+    def kinds_of(self, case: Case) -> set[str]:
+        """The kinds ``case`` is of: its output dtype and every named kind whose predicate holds."""
+        return {case.dtype} | {name for name, holds in self.kinds.items() if holds(case)}
 
     def expected(self, args: list[np.ndarray], case: Case) -> np.ndarray:
         wide = [a.astype(np.float64) for a in args]
@@ -112,6 +158,41 @@ class Question:
 
     def tolerance(self, dtype: str) -> tuple[float, float]:
         return self.tolerances.get(dtype) or TOLERANCES.get(dtype, (1e-5, 1e-5))
+
+
+def relaxed_reference(q: Question) -> Question | None:
+    """``q``'s relaxed speed reference as a question of its own: the kernel of ``q.relaxed``'s reference solution,
+    timed on ``q``'s speed case (its latency is keyed and preset apart from ``q``'s own reference)."""
+    if q.relaxed is None:
+        return None
+    base = QUESTIONS[q.relaxed]
+    return dataclasses.replace(q, qid=f"{q.qid}~relaxed", function=base.function, solution=base.solution,
+                               relaxed=None)
+
+
+def timed_references(q: Question) -> list[Question]:
+    """The reference kernels ``q``'s speed tiers are measured against: its own, and its relaxed one if it has one."""
+    relaxed = relaxed_reference(q)
+    return [q] if relaxed is None else [q, relaxed]
+
+
+def _first_shape(case: Case) -> tuple[int, ...]:
+    return case.arg_shapes[0] if case.arg_shapes is not None else case.shape
+
+
+#: kinds of case by the first argument's shape, for questions that tile its rows over the 128 partitions
+ROW_KINDS: dict[str, Callable[[Case], bool]] = {
+    "one row": lambda c: _first_shape(c)[0] == 1,
+    "under one tile": lambda c: _first_shape(c)[0] < 128,
+    "ragged rows": lambda c: _first_shape(c)[0] % 128 != 0,
+    "several row tiles": lambda c: _first_shape(c)[0] > 128,
+    "one column": lambda c: len(_first_shape(c)) > 1 and _first_shape(c)[-1] == 1,
+}
+
+
+def row_kinds(*names: str) -> dict[str, Callable[[Case], bool]]:
+    """The named ``ROW_KINDS`` a question's cases are classified by."""
+    return {n: ROW_KINDS[n] for n in names}
 
 
 #: a grader-side JSON file of hidden cases, ``{"<question>": [{"shape": [...], "dtype": "...", "arg_shapes":
@@ -137,7 +218,8 @@ def load_hidden_cases(path: str, mtime: float) -> dict[str, tuple[Case, ...]]:
     for qid, cases in data.items():
         get(qid)  # an unknown question id is the TA's typo: say so
         out[qid] = tuple(Case(tuple(int(d) for d in c["shape"]), str(c.get("dtype", "float32")),
-                              tuple(tuple(int(d) for d in s) for s in c["arg_shapes"]) if c.get("arg_shapes") else None)
+                              tuple(tuple(int(d) for d in s) for s in c["arg_shapes"]) if c.get("arg_shapes") else None,
+                              tuple(str(d) for d in c["arg_dtypes"]) if c.get("arg_dtypes") else None)
                          for c in cases)
     return out
 

@@ -26,6 +26,8 @@ from pathlib import Path
 import jupytext
 import nbformat
 
+from nkilab import facts, manifest
+
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "autograder" / "nbgrader_config.py"
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "BEGIN MARK SCHEME")
@@ -43,12 +45,18 @@ def stages(notebooks: Path) -> list[Path]:
 
 
 def load_source(path: Path) -> nbformat.NotebookNode:
-    """The authored lesson as a notebook with deterministic cell ids and no jupytext bookkeeping."""
+    """The authored lesson as a notebook with deterministic cell ids and no jupytext bookkeeping, its markdown's
+    hardware facts (``{{trn2:sbuf_partition_kib}}``) rendered from the target files (``nkilab.facts``)."""
     nb = jupytext.read(path, fmt="py:percent")
     nb.metadata.pop("jupytext", None)
     seen: set[str] = set()
     for i, cell in enumerate(nb.cells):
         cell.metadata.pop("lines_to_next_cell", None)
+        if cell.cell_type == "markdown":
+            try:
+                cell.source = facts.render(cell.source)
+            except facts.FactError as err:
+                raise ReleaseError(f"{path.name}: {err}") from None
         gid = cell.metadata.get("nbgrader", {}).get("grade_id")
         cid = gid or f"cell-{i:03d}"
         if cid in seen:
@@ -154,6 +162,13 @@ def build(out: Path, notebooks: Path = REPO / "notebooks") -> list[Path]:
     return written
 
 
+def check_stages(notebooks: Path = REPO / "notebooks") -> list[str]:
+    """The lessons against the course manifest: one lesson per stage, in its order."""
+    want = [s.slug for s in manifest.course().stages]
+    have = [p.stem for p in stages(notebooks)]
+    return [] if want == have else [f"notebooks/ has lessons {have} but the manifest lists stages {want}"]
+
+
 def scan_for_leaks(folder: Path, prints: set[str]) -> list[str]:
     """Every file under ``folder`` (README/.gitignore aside): solution markers or reference-code lines."""
     found: list[str] = []
@@ -174,7 +189,9 @@ def reference_fingerprints(notebooks: Path = REPO / "notebooks") -> set[str]:
 
 def check(repo: Path = REPO) -> list[str]:
     """Problems with the committed generated files: stale, missing, extra, or leaking solutions."""
-    problems = scan_for_leaks(repo / "assignments", reference_fingerprints(repo / "notebooks"))
+    problems = check_stages(repo / "notebooks")
+    problems += [f"{rel}: its course tables are stale: run `make release`" for rel in manifest.stale_tables(repo)]
+    problems += scan_for_leaks(repo / "assignments", reference_fingerprints(repo / "notebooks"))
     with tempfile.TemporaryDirectory(prefix="nkilab-release-check-") as tmp:
         fresh = Path(tmp)
         build(fresh, repo / "notebooks")
@@ -205,8 +222,14 @@ def main(argv: list[str] | None = None) -> int:
                 print(p)
             print("release check:", "FAILED" if problems else "up to date, no solution code in assignments/")
             return 1 if problems else 0
+        problems = check_stages()
+        if problems:
+            raise ReleaseError("; ".join(problems))
         for path in build(args.out):
             print("wrote", path.relative_to(args.out) if path.is_relative_to(args.out) else path)
+        if args.out == REPO:
+            for rel in manifest.write_tables():
+                print("rewrote the course tables of", rel)
         return 0
     except ReleaseError as err:
         print(f"release failed: {err}", file=sys.stderr)

@@ -159,6 +159,9 @@ class SpeedRecord:
     kernel: SpeedFacts | None = None
     reference: SpeedFacts | None = None
     lesson: str = ""
+    #: a question with two references (CS149's tiers): half the points within partial_tier x this one's latency
+    relaxed: str | None = None  # the question whose reference solution is the relaxed reference
+    relaxed_us: float | None = None
 
     @property
     def ratio(self) -> float | None:
@@ -219,7 +222,8 @@ class GradeRecord:
                                  t.get("tier") if t.get("tier") in ("full", "partial", "none") else None,
                                  float(t["full_tier"]), float(t["partial_tier"]),
                                  _s(t["note"]) if t.get("note") else None, _facts(t.get("kernel")),
-                                 _facts(t.get("reference")), _s(t.get("lesson") or "")) if t else None
+                                 _facts(t.get("reference")), _s(t.get("lesson") or ""),
+                                 _s(t["relaxed"]) if t.get("relaxed") else None, _f(t.get("relaxed_us"))) if t else None
             return cls(_s(data["question"]), _s(data["title"]), float(data["points"]), float(data["max_points"]),
                        float(data["correctness"]), float(data["correctness_max"]), float(data["speed"]),
                        float(data["speed_max"]), cases, problem, timing, bool(data.get("sandboxed", True)),
@@ -280,9 +284,13 @@ class GradeRecord:
             return [line + (f" ({t.note})" if t.note else "")]
         verdict = {"full": "full speed points", "partial": "partial speed points (half)",
                    "none": "no speed points yet"}[t.tier or "none"]
+        tiers = f"full points at <= {t.full_tier:g}x, half at <= {t.partial_tier:g}x"
+        if t.relaxed is not None:
+            relaxed = "unavailable" if t.relaxed_us is None else f"{t.relaxed_us:.1f} us"
+            tiers = (f"full points at <= {t.full_tier:g}x the reference, half at <= {t.partial_tier:g}x the relaxed "
+                     f"reference ({t.relaxed}'s reference solution: {relaxed})")
         return [line + f"; reference solution {t.reference_us:.1f} us -> {t.ratio:.2f}x the reference.",
-                f"  Tiers: full points at <= {t.full_tier:g}x, half at <= {t.partial_tier:g}x. You would get: "
-                f"{verdict}.", *self.why_lines()]
+                f"  Tiers: {tiers}. You would get: {verdict}.", *self.why_lines()]
 
     def why_lines(self) -> list[str]:
         """Why the kernel takes the time it does, beside the reference: counts, bytes, each engine's share of the

@@ -20,12 +20,16 @@ def matmul_fast(lhsT, rhs):
             rhs_block = nl.ndarray((TK, K // TK, BN * TN), dtype=rhs.dtype, buffer=nl.sbuf)
             for k in nl.affine_range(K // TK):
                 rhs_block[:, k, :] = nl.load(rhs[k * TK:(k + 1) * TK, n * BN * TN:(n + 1) * BN * TN])
-            for bm in nl.affine_range(BM):
-                for bn in nl.affine_range(BN):
-                    res_psum = nl.zeros((TM, TN), nl.float32, buffer=nl.psum)
-                    for k in nl.affine_range(K // TK):
-                        res_psum += nl.matmul(lhsT_block[:, k, bm * TM:(bm + 1) * TM],
-                                              rhs_block[:, k, bn * TN:(bn + 1) * TN], transpose_x=True)
+            # one accumulator per output tile of the block; the K loop outermost, so the first matmuls start as soon
+            # as the first K slice has arrived
+            res = [nl.zeros((TM, TN), nl.float32, buffer=nl.psum) for _ in range(BM * BN)]
+            for k in nl.affine_range(K // TK):
+                for bm in range(BM):
+                    for bn in range(BN):
+                        res[bm * BN + bn][...] += nl.matmul(lhsT_block[:, k, bm * TM:(bm + 1) * TM],
+                                                            rhs_block[:, k, bn * TN:(bn + 1) * TN], transpose_x=True)
+            for bm in range(BM):
+                for bn in range(BN):
                     row, col = (m * BM + bm) * TM, (n * BN + bn) * TN
-                    nl.store(result[row:row + TM, col:col + TN], value=nl.copy(res_psum, dtype=result.dtype))
+                    nl.store(result[row:row + TM, col:col + TN], value=nl.copy(res[bm * BN + bn], dtype=result.dtype))
     return result

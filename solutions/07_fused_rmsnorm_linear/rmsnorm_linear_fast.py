@@ -18,10 +18,10 @@ def rmsnorm_linear_fast(x, g, w):
     for r in nl.affine_range(R // 128):
         x_tile = nl.load(x[r * 128:(r + 1) * 128, :])
         inv_rms = nl.rsqrt(nl.mean(nl.square(x_tile, dtype=nl.float32), axis=[1]) + 1e-6)
-        # the row tile's [128, 128] blocks transposed once, for every output column block
+        # the row tile's [128, 128] blocks, transposed by the DMA while loading, once for every output column block
         x_T = nl.ndarray((128, KT, 128), dtype=x.dtype, buffer=nl.sbuf)
         for k in nl.affine_range(KT):
-            x_T[:, k, :] = nl.copy(nl.transpose(x_tile[:, k * 128:(k + 1) * 128]), dtype=x.dtype)
+            x_T[:, k, :] = nl.load_transpose2d(x[r * 128:(r + 1) * 128, k * 128:(k + 1) * 128])
         for n in nl.affine_range(N // 512):
             res_psum = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
             for k in nl.affine_range(KT):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkilab.questions import Case, Question
+from nkilab.manifest import question_fields
+from nkilab.questions import Case, Question, row_kinds
 
 
 def _add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -13,9 +14,7 @@ def _add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 QUESTIONS = [
     Question(
-        qid="vector_add_naive",
-        title="Stage 1, Q1: one-tile vector add",
-        function="vector_add_naive",
+        **question_fields("vector_add_naive"),
         arg_names=("a", "b"),
         reference=_add,
         rules="a and b are [P, F] with 1 <= P <= 128 and 1 <= F <= 4096; return a + b with a's dtype",
@@ -23,14 +22,10 @@ QUESTIONS = [
         hidden=(Case((1, 1)), Case((127, 512)), Case((128, 4096)), Case((64, 100), "float16"),
                 Case((128, 512), "bfloat16"), Case((1, 4096))),
         speed_case=Case((128, 512)),
-        solution="01_vector_add/vector_add_naive.py",
-        correctness_points=2.0,
-        speed_points=1.0,
+        kinds={**row_kinds("one row", "under one tile"), "F = 4096": lambda c: c.shape[1] == 4096},
     ),
     Question(
-        qid="vector_add_stream",
-        title="Stage 1, Q2: 128 rows by a long free dimension",
-        function="vector_add_stream",
+        **question_fields("vector_add_stream"),
         arg_names=("a", "b"),
         reference=_add,
         rules="a and b are [P, F] with 1 <= P <= 128 and F a multiple of 2048; return a + b with a's dtype",
@@ -38,8 +33,6 @@ QUESTIONS = [
         hidden=(Case((128, 2048)), Case((1, 4096)), Case((127, 6144)), Case((128, 65536)),
                 Case((128, 8192), "bfloat16"), Case((64, 4096), "float16")),
         speed_case=Case((128, 65536)),
-        solution="01_vector_add/vector_add_stream.py",
-        correctness_points=2.0,
-        speed_points=2.0,
+        kinds=row_kinds("one row", "under one tile"),
     ),
 ]

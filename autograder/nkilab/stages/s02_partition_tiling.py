@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkilab.questions import Case, Question
+from nkilab.manifest import question_fields
+from nkilab.questions import Case, Question, row_kinds
 
 
 def _add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -17,9 +18,7 @@ def _add_relu(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 QUESTIONS = [
     Question(
-        qid="tiled_add",
-        title="Stage 2, Q1: vector add over 128-row tiles",
-        function="tiled_add",
+        **question_fields("tiled_add"),
         arg_names=("a", "b"),
         reference=_add,
         rules=("a and b are [N, F] with N a multiple of 128 (128 <= N <= 8192) and 1 <= F <= 2048; "
@@ -28,14 +27,10 @@ QUESTIONS = [
         hidden=(Case((128, 1)), Case((384, 100)), Case((1024, 2048)), Case((8192, 64)),
                 Case((640, 512), "float16"), Case((256, 1024), "bfloat16")),
         speed_case=Case((2048, 1024)),
-        solution="02_partition_tiling/tiled_add.py",
-        correctness_points=2.0,
-        speed_points=1.0,
+        kinds=row_kinds("several row tiles", "one column"),
     ),
     Question(
-        qid="tiled_add_relu",
-        title="Stage 2, Q2: any number of rows, a ragged last tile",
-        function="tiled_add_relu",
+        **question_fields("tiled_add_relu"),
         arg_names=("a", "b"),
         reference=_add_relu,
         rules=("a and b are [N, F] with any 1 <= N <= 8192 and 1 <= F <= 2048; "
@@ -44,8 +39,6 @@ QUESTIONS = [
         hidden=(Case((1, 1)), Case((127, 512)), Case((128, 2048)), Case((257, 100)), Case((4000, 64)),
                 Case((1, 2048)), Case((300, 256), "float16"), Case((200, 128), "bfloat16")),
         speed_case=Case((1000, 1024)),
-        solution="02_partition_tiling/tiled_add_relu.py",
-        correctness_points=2.0,
-        speed_points=2.0,
+        kinds=row_kinds("one row", "ragged rows", "several row tiles", "one column"),
     ),
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from nkilab.manifest import question_fields
 from nkilab.questions import Case, Question
 
 
@@ -13,9 +14,7 @@ def _add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 QUESTIONS = [
     Question(
-        qid="stream_add_1d",
-        title="Stage 3, Q1: a long 1-D vector add, streamed in (128, FREE_DIM) tiles",
-        function="stream_add_1d",
+        **question_fields("stream_add_1d"),
         arg_names=("a", "b"),
         reference=_add,
         rules=("a and b are 1-D of length n, a multiple of 128 * 1000 = 128000 (up to 2048000), so any FREE_DIM "
@@ -24,8 +23,6 @@ QUESTIONS = [
         hidden=(Case((128000,)), Case((1024000,)), Case((2048000,)), Case((256000,), "float16"),
                 Case((640000,), "bfloat16"), Case((128000,), "bfloat16")),
         speed_case=Case((1024000,)),
-        solution="03_free_dim_streaming/stream_add_1d.py",
-        correctness_points=2.0,
-        speed_points=2.0,
+        kinds={"one block": lambda c: c.shape[0] == 128000, "longest": lambda c: c.shape[0] == 2048000},
     ),
 ]

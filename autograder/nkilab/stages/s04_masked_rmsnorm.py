@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkilab.questions import Case, Question
+from nkilab.manifest import question_fields
+from nkilab.questions import Case, Question, row_kinds
 
 EPS = 1e-6  # as torch.nn.functional.rms_norm(a, (C,), weight=g, eps=1e-6)
 
@@ -25,34 +26,27 @@ HIDDEN = (_case(1, 64), _case(127, 1024), _case(129, 2048), _case(1000, 512), _c
           _case(1, 4096, "bfloat16"), _case(127, 256, "bfloat16"), _case(129, 1000, "bfloat16"),
           _case(1000, 2048, "bfloat16"), _case(640, 1))
 SPEED = _case(4096, 2048)
+KINDS = row_kinds("one row", "ragged rows", "several row tiles", "one column")
 
 QUESTIONS = [
     Question(
-        qid="rmsnorm",
-        title="Stage 4, Q1: masked RMSNorm",
-        function="rmsnorm",
+        **question_fields("rmsnorm"),
         arg_names=("a", "g"),
         reference=rmsnorm_reference,
         rules=RULES,
         public=PUBLIC,
         hidden=HIDDEN,
         speed_case=SPEED,
-        solution="04_masked_rmsnorm/rmsnorm.py",
-        correctness_points=3.0,
-        speed_points=1.0,
+        kinds=KINDS,
     ),
     Question(
-        qid="rmsnorm_fast",
-        title="Stage 4, Q2: a faster RMSNorm",
-        function="rmsnorm_fast",
+        **question_fields("rmsnorm_fast"),
         arg_names=("a", "g"),
         reference=rmsnorm_reference,
         rules=RULES,
         public=PUBLIC,
         hidden=HIDDEN,
         speed_case=SPEED,
-        solution="04_masked_rmsnorm/rmsnorm_fast.py",
-        correctness_points=1.0,
-        speed_points=3.0,
+        kinds=KINDS,
     ),
 ]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkilab.questions import Case, Question
+from nkilab.manifest import question_fields
+from nkilab.questions import Case, Question, row_kinds
 from nkilab.stages.s04_masked_rmsnorm import rmsnorm_reference
 
 
@@ -18,9 +19,7 @@ def _rms(rows: int, cols: int, dtype: str = "float32") -> Case:
 
 QUESTIONS = [
     Question(
-        qid="vector_add_spmd",
-        title="Stage 5, Q1: one block of rows per SPMD instance",
-        function="vector_add_spmd",
+        **question_fields("vector_add_spmd"),
         arg_names=("a", "b"),
         reference=_add,
         rules=("launched as vector_add_spmd[4](a, b); a and b are [R, F] with R a multiple of 512 (= 4 x 128) "
@@ -29,16 +28,12 @@ QUESTIONS = [
         hidden=(Case((512, 1)), Case((2048, 512)), Case((1536, 2048)), Case((512, 700), "bfloat16"),
                 Case((1024, 64), "float16")),
         speed_case=Case((4096, 1024)),
-        solution="05_multicore_spmd/vector_add_spmd.py",
-        correctness_points=2.0,
-        speed_points=1.0,
+        kinds=row_kinds("several row tiles", "one column"),
         grid=(4,),
         target="trn2",
     ),
     Question(
-        qid="rmsnorm_2core",
-        title="Stage 5, Q2: RMSNorm on two NeuronCores",
-        function="rmsnorm_2core",
+        **question_fields("rmsnorm_2core"),
         arg_names=("a", "g"),
         reference=rmsnorm_reference,
         rules=("launched as rmsnorm_2core[nl.nc(2)](a, g) on trn2; a is [R, C] with R >= 1 and 1 <= C <= 4096, "
@@ -47,9 +42,7 @@ QUESTIONS = [
         hidden=(_rms(1, 64), _rms(127, 1024), _rms(200, 2048), _rms(1000, 512), _rms(384, 4096),
                 _rms(129, 1000, "bfloat16"), _rms(1, 256, "bfloat16")),
         speed_case=_rms(8192, 2048),
-        solution="05_multicore_spmd/rmsnorm_2core.py",
-        correctness_points=2.0,
-        speed_points=2.0,
+        kinds=row_kinds("one row", "ragged rows", "several row tiles"),
         grid=({"nc": 2},),
         target="trn2",
     ),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkilab.questions import Case, Question
+from nkilab.manifest import question_fields
+from nkilab.questions import Case, Question, Work, io_bytes
 
 
 def matmul_reference(lhsT: np.ndarray, rhs: np.ndarray) -> np.ndarray:  # noqa: N803  (NKI tutorial names)
@@ -19,12 +20,16 @@ def _case(k: int, m: int, n: int, dtype: str = "float32") -> Case:
 #: fp32 sums of up to 2048 products of O(1) normals, accumulated tile by tile in PSUM, differ from the
 #: float64 reference by up to ~5e-5 (measured); bfloat16 results are rounded once, as usual
 TOLERANCES = {"float32": (1e-4, 1e-4)}
+def _work(c: Case) -> Work:
+    (k, m), (_, n) = c.arg_shapes  # type: ignore[misc]
+    return Work(io_bytes(c, 2, (m, n)), pe_flops=2.0 * k * m * n, pe_dtype=c.dtype)
+
+
+KINDS = {"several K tiles": lambda c: c.arg_shapes[0][0] > 128, "K = 2048": lambda c: c.arg_shapes[0][0] == 2048}
 
 QUESTIONS = [
     Question(
-        qid="matmul_tiled",
-        title="Stage 6, Q1: tiled matmul with PSUM accumulation",
-        function="matmul_tiled",
+        **question_fields("matmul_tiled"),
         arg_names=("lhsT", "rhs"),
         reference=matmul_reference,
         rules=("lhsT is [K, M] and rhs is [K, N], K and M multiples of 128 (up to 2048), N a multiple of 512 (up to "
@@ -33,16 +38,13 @@ QUESTIONS = [
         hidden=(_case(128, 128, 512, "bfloat16"), _case(1024, 128, 512), _case(128, 1024, 512),
                 _case(384, 256, 1536), _case(2048, 128, 512), _case(512, 512, 2048, "bfloat16"),
                 _case(1024, 1024, 1024, "bfloat16")),
-        speed_case=_case(1024, 1024, 1024, "bfloat16"),
-        solution="06_tensor_engine_matmul/matmul_tiled.py",
-        correctness_points=3.0,
-        speed_points=1.0,
+        speed_case=_case(2048, 128, 512, "bfloat16"),  # one output tile: loaded once, whatever the loop order
         tolerances=TOLERANCES,
+        kinds=KINDS,
+        work=_work,
     ),
     Question(
-        qid="matmul_fast",
-        title="Stage 6, Q2: a faster matmul (reuse what you load)",
-        function="matmul_fast",
+        **question_fields("matmul_fast"),
         arg_names=("lhsT", "rhs"),
         reference=matmul_reference,
         rules=("lhsT is [K, M] and rhs is [K, N], K a multiple of 128, M a multiple of 256 and N a multiple of "
@@ -51,9 +53,8 @@ QUESTIONS = [
         hidden=(_case(128, 256, 1024, "bfloat16"), _case(2048, 256, 1024), _case(256, 1024, 1024),
                 _case(384, 768, 2048), _case(1024, 2048, 1024, "bfloat16"), _case(2048, 512, 2048, "bfloat16")),
         speed_case=_case(2048, 2048, 2048, "bfloat16"),
-        solution="06_tensor_engine_matmul/matmul_fast.py",
-        correctness_points=1.0,
-        speed_points=3.0,
         tolerances=TOLERANCES,
+        kinds=KINDS,
+        work=_work,
     ),
 ]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkilab.questions import Case, Question
+from nkilab.manifest import question_fields
+from nkilab.questions import Case, Question, Work, io_bytes, row_kinds
 from nkilab.stages.s04_masked_rmsnorm import rmsnorm_reference
 from nkilab.stages.s06_tensor_engine import TOLERANCES as MATMUL_TOLERANCES
 
@@ -22,41 +23,42 @@ def _case(r: int, c: int, n: int, dtype: str = "float32") -> Case:
 #: products of size ~sqrt(C) (11 to 45 here) and the normalised activations are rounded to bfloat16 before the
 #: matmul, which leaves errors up to ~0.7 at C = 2048 (measured over seeds: at most 0.71 of this tolerance)
 TOLERANCES = {**MATMUL_TOLERANCES, "bfloat16": (2e-2, 0.5)}
-RULES = ("x is [R, C], g is [C], w is [C, N]; R and C multiples of 128, N a multiple of 512 (each up to 2048); all "
+RULES = ("x is [R, C], g is [C], w is [C, N]; R and C multiples of 128, N a multiple of 512 (R up to 4096, C and N up "
+         "to 2048); all "
          "float32 or bfloat16; return rmsnorm(x, g) @ w (eps 1e-6), shape [R, N], with x's dtype")
+def _work(c: Case) -> Work:
+    (r, cc), _, (_, n) = c.arg_shapes  # type: ignore[misc]
+    return Work(io_bytes(c, 3, (r, n)), pe_flops=2.0 * r * cc * n, pe_dtype=c.dtype)
+
+
+KINDS = {**row_kinds("several row tiles"), "C = 2048": lambda c: c.arg_shapes[0][1] == 2048}
 PUBLIC = (_case(128, 128, 512), _case(256, 384, 1024, "bfloat16"))
 HIDDEN = (_case(128, 128, 512, "bfloat16"), _case(128, 2048, 512), _case(1024, 256, 512), _case(256, 512, 2048),
           _case(384, 1024, 1024, "bfloat16"), _case(128, 2048, 1024, "bfloat16"))
 
 QUESTIONS = [
     Question(
-        qid="rmsnorm_linear",
-        title="Stage 7, Q1: RMSNorm and a linear layer in one kernel",
-        function="rmsnorm_linear",
+        **question_fields("rmsnorm_linear"),
         arg_names=("x", "g", "w"),
         reference=rmsnorm_linear_reference,
         rules=RULES,
         public=PUBLIC,
         hidden=HIDDEN,
         speed_case=_case(1024, 1024, 1024, "bfloat16"),
-        solution="07_fused_rmsnorm_linear/rmsnorm_linear.py",
-        correctness_points=3.0,
-        speed_points=1.0,
         tolerances=TOLERANCES,
+        kinds=KINDS,
+        work=_work,
     ),
     Question(
-        qid="rmsnorm_linear_fast",
-        title="Stage 7, Q2: the fast fused kernel (g folded into w, 1/rms on eviction)",
-        function="rmsnorm_linear_fast",
+        **question_fields("rmsnorm_linear_fast"),
         arg_names=("x", "g", "w"),
         reference=rmsnorm_linear_reference,
         rules=RULES,
         public=PUBLIC,
         hidden=HIDDEN,
-        speed_case=_case(2048, 2048, 2048, "bfloat16"),
-        solution="07_fused_rmsnorm_linear/rmsnorm_linear_fast.py",
-        correctness_points=1.0,
-        speed_points=3.0,
+        speed_case=_case(4096, 2048, 2048, "bfloat16"),
         tolerances=TOLERANCES,
+        kinds=KINDS,
+        work=_work,
     ),
 ]

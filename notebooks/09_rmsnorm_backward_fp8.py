@@ -1,0 +1,372 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# # Stage 9 — RMSNorm backward, and FP8
+#
+# **Goals.** By the end of this notebook you can
+#
+# 1. derive RMSNorm's backward pass, and compute it from what the forward pass saved (`rstd`, one number per row);
+# 2. reduce **across rows**, i.e. across partitions, on the Tensor Engine: the weight gradient `dw` is a matmul
+#    with a column vector, accumulated in PSUM over every tile of rows;
+# 3. spread elementwise work over three engines (Vector, GpSimd, Scalar) when a kernel computes more per byte than
+#    it moves;
+# 4. compute in **FP8** (e4m3): scales per group of 16 values, a per-tensor output scale, saturation, and what a
+#    fair tolerance for an FP8 result is; and see FP8's matmul throughput on trn2.
+#
+# Training kernels (COAT, Transformer Engine) run both halves of this: the backward pass of every normalisation,
+# and activations stored and multiplied in FP8 with fine-grained scales.
+
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+import ml_dtypes
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+import numpy as np
+
+try:
+    import nkisim
+
+    ON_SIMULATOR = nkisim.using_simulator()
+except ImportError:  # a Neuron machine without the course simulator installed
+    ON_SIMULATOR = False
+
+from nkilab import check, latency_label, load_kernel, peak  # load_kernel: the kernel a %%writefile cell saved
+
+TARGET = "trn2"  # the target the cost model estimates for (and the course grades on)
+LABEL = latency_label(TARGET)  # "estimate: nkisim cost model, trn2" on the simulator
+EPS = 1e-6
+FP8 = np.dtype(nl.float8_e4m3)
+print("neuronxcc.nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR else "the Neuron compiler")
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "math_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## 1. The backward pass of RMSNorm
+#
+# The forward pass (stage 4) computes, per row `r` of `x` (shape `[R, C]`) with the weight `w` (shape `[C]`):
+#
+# $$\mathrm{rstd}_r = \Big(\tfrac{1}{C}\textstyle\sum_c x_{rc}^2 + \varepsilon\Big)^{-1/2},\qquad
+#   \hat x_{rc} = x_{rc}\,\mathrm{rstd}_r,\qquad y_{rc} = \hat x_{rc}\, w_c .$$
+#
+# A training framework keeps `rstd` (one float32 per row) for the backward pass, which gets `dy = ∂L/∂y` and returns
+# the gradients of the loss with respect to `x` and `w`. With `g = dy · w` (elementwise):
+#
+# $$\frac{\partial L}{\partial w_c} = \sum_r dy_{rc}\,\hat x_{rc}, \qquad
+#   \frac{\partial L}{\partial x_{rc}} = \mathrm{rstd}_r \Big( g_{rc} - \hat x_{rc}\cdot \tfrac{1}{C}\textstyle\sum_k g_{rk}\,\hat x_{rk} \Big).$$
+#
+# The second formula is the chain rule through `rstd`, which depends on the whole row: `∂rstd_r/∂x_rk = -rstd_r³ x_rk
+# / C`. The cell checks both formulas against PyTorch's autograd (float64).
+
+# %% nbgrader={"grade": false, "grade_id": "demo_autograd", "locked": true, "schema_version": 3, "solution": false, "task": false}
+def rmsnorm_backward_numpy(x, w, dy):
+    rstd = 1.0 / np.sqrt(np.mean(x * x, axis=1, keepdims=True) + EPS)
+    xhat, g = x * rstd, dy * w
+    dx = rstd * (g - xhat * np.mean(g * xhat, axis=1, keepdims=True))
+    return dx, np.sum(dy * xhat, axis=0)
+
+
+rng = np.random.default_rng(0)
+x_d, w_d, dy_d = rng.standard_normal((6, 10)), rng.standard_normal(10), rng.standard_normal((6, 10))
+try:
+    import torch
+
+    xt, wt = torch.tensor(x_d, requires_grad=True), torch.tensor(w_d, requires_grad=True)
+    torch.nn.functional.rms_norm(xt, (10,), weight=wt, eps=EPS).backward(torch.tensor(dy_d))
+    dx_d, dw_d = rmsnorm_backward_numpy(x_d, w_d, dy_d)
+    print("max |dx - autograd| =", float(np.abs(dx_d - xt.grad.numpy()).max()))
+    print("max |dw - autograd| =", float(np.abs(dw_d - wt.grad.numpy()).max()))
+except ImportError:
+    print("PyTorch is not installed here: the formulas are checked in the course's tests")
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "mapping_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## 2. Mapping it onto a NeuronCore
+#
+# **`dx` is per row**, like the forward pass: rows on the partitions, 128 at a time, `C` along the free dimension.
+# The row sum `Σ_k g_rk x̂_rk` is a free-axis reduction, one number per partition. Rewrite `dx` so each step is one
+# instruction: with `q = dy · x` and `s_r = Σ_c q_rc w_c`,
+#
+# $$dx_{rc} = \mathrm{rstd}_r\,(dy_{rc}\, w_c) + \Big(-\tfrac{\mathrm{rstd}_r^3\, s_r}{C}\Big)\, x_{rc} .$$
+#
+# **`dw` is a sum over rows**, i.e. over the **partitions** of every row tile, and then over all row tiles. The
+# engines reduce along the free axis; the Tensor Engine contracts over partitions (stage 6). So `dw` for one row
+# tile is a matmul whose stationary operand is the `[rows, 1]` column `rstd` and whose moving operand is `q`:
+# `nl.matmul(rstd_tile, q[:, c0:c1], transpose_x=True)` is `Σ_r rstd_r q_rc`, a `[1, c1 - c0]` result, at most
+# {{trn2:gemm_moving_fmax}} columns. Accumulate it in PSUM (`+=`) across the loop over row tiles, exactly like stage
+# 6's loop over K, and evict it once at the end. Keep both operands float32 (float32 matmuls pair with float32): the
+# sum runs over thousands of rows.
+#
+# **Engine balance.** Per element this kernel multiplies four times (`q`, `q·w`, `dy·w`, the final combination)
+# and moves three values (`x`, `dy` in, `dx` out). The Vector engine alone would be the bottleneck. Three engines can
+# take elementwise work:
+#
+# * the **Vector** engine (`nl.multiply`, `nisa.tensor_tensor`, `nisa.scalar_tensor_tensor` ...);
+# * the **GpSimd** engine: `nisa.tensor_tensor(a, b, op=np.multiply, engine=nisa.gpsimd_engine)`;
+# * the **Scalar** engine for anything of the form `f(data · scale + bias)` with a per-partition `scale`:
+#   `nisa.activation(op=nl.copy, data=x, scale=coef)` is `x · coef` row by row, and `nisa.activation_reduce(op=nl.copy,
+#   data=t, reduce_op=np.add, reduce_res=s)` sums a row while copying it.
+#
+# **The packed output.** The grader compares one array, so the kernel returns `grads` of shape `[R + 1, C]`: `dx` in
+# rows `0 .. R-1` and `dw` in row `R` (a framework would return two tensors).
+#
+# **A ragged last tile without masks.** Loop over tiles of rows with a plain Python `range`, as stage 8 looped over
+# channel tiles: each tile's row count `n = min(128, R - r0)` is then a Python number, and every slice is `[:n]`,
+# the matmul's contraction included. (The loop is unrolled when the kernel is traced; that is fine for a few dozen
+# tiles.)
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "q1_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## 3. `rmsnorm_backward` (4 points)
+#
+# Write `rmsnorm_backward(x, w, dy, rstd)`:
+#
+# * `x` and `dy` are `[R, C]`, `w` is `[C]`, all float32 or all bfloat16; `rstd` is `[R, 1]` float32, as the forward
+#   pass saved it (`1/sqrt(mean(x²) + 1e-6)` per row); `R ≥ 1` (any), `1 ≤ C ≤ 2048`;
+# * return `grads`, `[R + 1, C]` with `x`'s dtype: `dx` in rows `0 .. R-1`, `dw` in row `R`.
+#
+# Compute in float32 and round once, when storing. Tolerances: rtol = atol = 1e-4 for float32 (`dw` sums up to
+# thousands of rows), 1.6e-2 for bfloat16 (the output rounded once). Correctness earns 3 points, speed 1 (≤ 1.2× the
+# reference's estimated latency for R = 4096, C = 2048 in float32).
+
+# %% nbgrader={"grade": false, "grade_id": "q1_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %%writefile rmsnorm_backward.py
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+import numpy as np
+
+
+@nki.jit
+def rmsnorm_backward(x, w, dy, rstd):
+    """dx and dw of RMSNorm, packed: grads[:R] = dx, grads[R] = dw."""
+    ### BEGIN SOLUTION
+    R, C = x.shape
+    grads = nl.ndarray((R + 1, C), dtype=x.dtype, buffer=nl.shared_hbm)
+    w_b = nl.load(w.reshape((1, C)), dtype=nl.float32).broadcast_to((128, C))  # w on every partition
+    dw_ps = [nl.zeros((1, 512), dtype=nl.float32, buffer=nl.psum) for _ in range(0, C, 512)]  # one bank each
+    for t in range((R + 127) // 128):  # a Python loop: the last tile of rows may be ragged (n < 128)
+        r0, n = t * 128, min(128, R - t * 128)
+        x_t = nl.load(x[r0:r0 + n, :], dtype=nl.float32)
+        dy_t = nl.load(dy[r0:r0 + n, :], dtype=nl.float32)
+        rs = nl.load(rstd[r0:r0 + n, :])
+        q = nisa.tensor_tensor(dy_t, x_t, op=np.multiply, engine=nisa.gpsimd_engine)  # dy * x         (GpSimd)
+        for k, c0 in enumerate(range(0, C, 512)):  # dw: the sum over this tile's rows, on the Tensor Engine
+            cn = min(512, C - c0)
+            dw_ps[k][:, 0:cn] += nl.matmul(rs, q[:, c0:c0 + cn], transpose_x=True)
+        qw = nisa.tensor_tensor(q, w_b[:n, :], op=np.multiply, engine=nisa.gpsimd_engine)  # * w      (GpSimd)
+        s = nl.ndarray((n, 1), dtype=nl.float32)
+        nisa.activation_reduce(op=nl.copy, data=qw, reduce_op=np.add, reduce_res=s)  # row sums        (Scalar)
+        coef = nl.multiply(nl.multiply(nl.multiply(rs, rs), rs), s)  # rstd^3 * s, one per row
+        x_c = nisa.activation(op=nl.copy, data=x_t, scale=nl.multiply(coef, -1.0 / C))  # -rstd^3 s x / C (Scalar)
+        g = nisa.tensor_tensor(dy_t, w_b[:n, :], op=np.multiply)  # dy * w                             (Vector)
+        dx = nisa.scalar_tensor_tensor(data=g, op0=np.multiply, operand0=rs, op1=np.add, operand1=x_c,
+                                       dtype=x.dtype)  # rstd * g + x_c, rounded once                 (Vector)
+        nl.store(grads[r0:r0 + n, :], value=dx)
+    for k, c0 in enumerate(range(0, C, 512)):
+        cn = min(512, C - c0)
+        nl.store(grads[R:R + 1, c0:c0 + cn], value=nl.copy(dw_ps[k][:, 0:cn], dtype=x.dtype))
+    return grads
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": false, "grade_id": "q1_check", "locked": true, "schema_version": 3, "solution": false, "task": false}
+check("rmsnorm_backward", "rmsnorm_backward.py");
+
+# %% nbgrader={"grade": true, "grade_id": "q1_grade", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+# Grading: correctness on public + hidden cases (3 points), then speed vs the reference (1 point).
+from nkilab import grade
+
+grade("rmsnorm_backward", "rmsnorm_backward.py")
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "fp8_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## 4. FP8: e4m3, group scales, saturation
+#
+# NKI's `nl.float8_e4m3` has 1 sign bit, {{float8_e4m3:exponent_bits}} exponent bits and
+# {{float8_e4m3:mantissa_bits}} mantissa bits. Its largest finite value is {{float8_e4m3:max}}; neighbouring values
+# are {{float8_e4m3:eps_pow2}} = {{float8_e4m3:eps}} apart relative to their binade (so rounding to nearest errs by at
+# most half that, 6.25%); normal numbers go down to {{float8_e4m3:smallest_normal_pow2}}, subnormals to
+# {{float8_e4m3:smallest_subnormal_pow2}}. A tensor's values must be **scaled** into that range before the cast:
+#
+# * **group scales**: one float32 scale per 1 × 16 group of a row, `scale = amax(|group|) / {{float8_e4m3:max}}`, so
+#   every group uses the whole range, however different the groups' magnitudes (activations have outliers);
+#   dequantising is `x ≈ x_q · scale`;
+# * a **per-tensor scale** for an output nobody has seen yet, taken from an earlier step's amax ("delayed
+#   scaling"). When this step's values grow past it, the quotient exceeds {{float8_e4m3:max}}: a plain cast makes
+#   **inf** of it; clamp to `±{{float8_e4m3:max}}` first (**saturation**).
+#
+# The cell quantises a row with group scales, dequantises it, and casts a few values that are too large.
+
+# %% nbgrader={"grade": false, "grade_id": "demo_fp8", "locked": true, "schema_version": 3, "solution": false, "task": false}
+info = ml_dtypes.finfo(FP8)
+print(f"float8_e4m3: max {float(info.max):g}, eps {float(info.eps):g}, smallest subnormal {float(info.smallest_subnormal):g}")
+row = rng.standard_normal(64) * np.repeat(2.0 ** np.array([-9, -3, 3, 7]), 16)  # four groups, very different sizes
+scales = (np.abs(row).reshape(4, 16).max(axis=1) / float(info.max)).astype(np.float32)
+row_q = (row / np.repeat(scales, 16)).astype(FP8)
+back = row_q.astype(np.float64) * np.repeat(scales, 16)
+print("group scales:", scales)
+print(f"round trip, worst relative error {np.max(np.abs(back - row) / np.abs(row)):.4f} "
+      f"(at most half a unit: {float(info.eps) / 2:g})")
+one_scale = float(np.abs(row).max()) / float(info.max)  # one scale for the whole row instead
+one = (row / one_scale).astype(FP8).astype(np.float64) * one_scale
+small = np.abs(row) < 2.0 ** -6  # the values of the smallest group
+print(f"one scale for the whole row: {100 * np.mean(one[small] == 0):.0f}% of the smallest group's values become 0, "
+      f"the rest err by up to {np.max(np.abs(one[small] - row[small]) / np.abs(row[small])):.0%}")
+print("cast without saturation:", np.array([120.0, 250.0, 1000.0]).astype(FP8),
+      " with:", np.clip([120.0, 250.0, 1000.0], -float(info.max), float(info.max)).astype(FP8))
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "q2_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## 5. RMSNorm in FP8 — `rmsnorm_fp8_forward` (4 points)
+#
+# Write `rmsnorm_fp8_forward(x_q, x_scale, w, out_scale)`:
+#
+# * `x_q` is `[R, C]` float8_e4m3 with one float32 scale per 1 × 16 group in `x_scale` (`[R, C/16]`): the activations
+#   are `x = x_q · scale`; `w` is `[C]` float32 or bfloat16; `out_scale` is `[1, 1]` float32; `R ≥ 1`, `C` a multiple
+#   of 16 up to 2048;
+# * return `[R, C]` float8_e4m3: `rmsnorm(x) · w / out_scale` (as stage 4, eps = 1e-6), saturated to
+#   `±{{float8_e4m3:max}}`. In every case some values need the saturation: `out_scale` comes from half this step's
+#   amax.
+#
+# Dequantise with one multiply: view the `[n, C]` tile as `[n, C/16, 16]` and the scales as `[n, C/16, 1]`;
+# `nl.multiply` broadcasts the size-1 axis. `nisa.tensor_scalar(v, np.minimum, 240.0, op1=np.maximum,
+# operand1=-240.0, dtype=nl.float8_e4m3)` saturates and casts in one instruction.
+#
+# **The tolerance, from FP8's precision.** Compute in float32 and round once. Your result and the float64 reference
+# then differ only where the two values fall on opposite sides of a rounding boundary, and then by one unit in the
+# last place: the grader allows rtol = {{float8_e4m3:eps}} (one unit, relative) and atol =
+# {{float8_e4m3:smallest_subnormal_pow2}} (one subnormal step near zero). A wrong group scale, a missing `rstd`, an
+# inverted `out_scale` or a missing saturation are off by far more. Correctness earns 3 points, speed 1 (≤ 1.2× the
+# reference's estimated latency for R = C = 2048 with a float32 weight).
+
+# %% nbgrader={"grade": false, "grade_id": "q2_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %%writefile rmsnorm_fp8_forward.py
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+import numpy as np
+
+FP8_MAX = 240.0  # the largest finite float8_e4m3
+GROUP = 16  # values per input scale
+
+
+@nki.jit
+def rmsnorm_fp8_forward(x_q, x_scale, w, out_scale):
+    """rmsnorm(x_q * group scales) * w / out_scale, saturated, as float8_e4m3."""
+    ### BEGIN SOLUTION
+    R, C = x_q.shape
+    G = C // GROUP
+    out = nl.ndarray((R, C), dtype=x_q.dtype, buffer=nl.shared_hbm)
+    w_b = nl.load(w.reshape((1, C)), dtype=nl.float32).broadcast_to((128, C))
+    inv_s = nl.reciprocal(nl.load(out_scale).broadcast_to((128, 1)))  # 1 / out_scale on every partition
+    for t in range((R + 127) // 128):
+        r0, n = t * 128, min(128, R - t * 128)
+        xq = nl.load(x_q[r0:r0 + n, :])
+        sc = nl.load(x_scale[r0:r0 + n, :])
+        x = nl.multiply(xq.reshape((n, G, GROUP)), sc.reshape((n, G, 1)), dtype=nl.float32).reshape((n, C))
+        ss = nl.ndarray((n, 1), dtype=nl.float32)
+        nisa.activation_reduce(op=nl.square, data=x, reduce_op=np.add, reduce_res=ss)  # sum of squares (Scalar)
+        xw = nisa.tensor_tensor(x, w_b[:n, :], op=np.multiply, engine=nisa.gpsimd_engine)  # x * w     (GpSimd)
+        rstd = nl.rsqrt(nisa.tensor_scalar(ss, np.multiply, 1.0 / C, op1=np.add, operand1=1e-6))
+        v = nisa.activation(op=nl.copy, data=xw, scale=nl.multiply(rstd, inv_s[:n, :]))  # * rstd / s  (Scalar)
+        q = nisa.tensor_scalar(v, np.minimum, FP8_MAX, op1=np.maximum, operand1=-FP8_MAX, dtype=out.dtype,
+                               engine=nisa.gpsimd_engine)  # saturate, then cast to fp8                (GpSimd)
+        nl.store(out[r0:r0 + n, :], value=q)
+    return out
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": false, "grade_id": "q2_check", "locked": true, "schema_version": 3, "solution": false, "task": false}
+check("rmsnorm_fp8_forward", "rmsnorm_fp8_forward.py");
+
+# %% nbgrader={"grade": true, "grade_id": "q2_grade", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+# Grading: correctness on public + hidden cases (3 points), then speed vs the reference (1 point).
+from nkilab import grade
+
+grade("rmsnorm_fp8_forward", "rmsnorm_fp8_forward.py")
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "mm_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## 6. FP8 on the Tensor Engine
+#
+# The reason to store activations in FP8 is the matmuls that read them. On trn2 the PE array takes FP8 operands "two
+# rows at a time": `nisa.nc_matmul(s, m, perf_mode="double_row_gen3")` with `s` of shape `[128, 2, M]` and `m` of
+# shape `[128, 2, N]` contracts over 256 values (both rows of every partition) in the time a bfloat16 matmul
+# contracts over 128. The target file lists the peaks: {{trn2:pe_tflops_bf16}} TFLOPS in bfloat16,
+# {{trn2:pe_tflops_fp8}} in FP8, {{trn2:pe_tflops_fp32}} in float32. The cell runs the same 2048-long contraction
+# (`[2048, 128]ᵀ @ [2048, 512]`) both ways and shows the Tensor Engine's estimated busy time.
+
+# %% nbgrader={"grade": false, "grade_id": "mm_demo", "locked": true, "schema_version": 3, "solution": false, "task": false}
+@nki.jit
+def contract_bf16(a, b):
+    """a [128, 16, 128] and b [128, 16, 512]: sum over 16 slices of a[:, k].T @ b[:, k], one matmul each."""
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    a_t, b_t = nl.load(a), nl.load(b)
+    acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+    for k in nl.affine_range(16):
+        acc += nisa.nc_matmul(a_t[:, k, :], b_t[:, k, :])
+    nl.store(out, value=nl.copy(acc))
+    return out
+
+
+@nki.jit
+def contract_fp8(a, b):
+    """The same contraction in FP8: two slices per double-row matmul."""
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    a_t, b_t = nl.load(a), nl.load(b)
+    acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+    for k in nl.affine_range(8):
+        acc += nisa.nc_matmul(a_t[:, 2 * k:2 * k + 2, :], b_t[:, 2 * k:2 * k + 2, :], perf_mode="double_row_gen3")
+    nl.store(out, value=nl.copy(acc))
+    return out
+
+
+a8 = rng.standard_normal((128, 16, 128)).astype(FP8)  # FP8 values are exact in bfloat16 too
+b8 = rng.standard_normal((128, 16, 512)).astype(FP8)
+want = np.einsum("kri,krj->ij", a8.astype(np.float64), b8.astype(np.float64))
+if ON_SIMULATOR:
+    from nkisim.api import launch
+
+    for name, kern, args in (("bfloat16", contract_bf16, (a8.astype(ml_dtypes.bfloat16), b8.astype(ml_dtypes.bfloat16))),
+                             ("fp8", contract_fp8, (a8, b8))):
+        run = launch(kern, args, target=TARGET)
+        err = float(np.abs(np.asarray(run.outputs) - want).max())
+        pe_us = run.estimate().engine_busy_us["pe"]
+        print(f"{name:9s} Tensor Engine busy {pe_us:5.2f} us ({LABEL}); max error vs float64 {err:.2g}")
+else:
+    print("on hardware: time both with nki.benchmark")
+print(f"peaks on {TARGET}: {peak(TARGET).pe_tflops}")
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "w1_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ### Written question (1 point)
+#
+# In section 4's demo, one scale for the whole row turns many values into 0. Why, and why do scales per 16 values
+# not? And why can a kernel that rounds an intermediate to bfloat16 (8 mantissa bits) before the final cast still
+# pass the FP8 tolerance, while one that forgets the saturation cannot?
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "w1_answer", "locked": false, "points": 1, "schema_version": 3, "solution": true, "task": false}
+# ### BEGIN SOLUTION
+# With one scale, the row's largest value (in a group of size about 2^7) maps to 240, and the group of size about
+# 2^-9 maps to about 240 · 2^-16 ≈ 0.004 and below: near or under FP8's smallest subnormal (2^-9), where there are
+# no mantissa bits left, so many of its values round to 0 and the rest keep one or two significant bits. A scale
+# per 16 values maps each group's own amax to 240, and every group keeps its 3 mantissa bits. An
+# intermediate rounded to bfloat16 errs by at most 2^-9 relative, far below FP8's unit (2^-3): it can only move the
+# result across a rounding boundary, i.e. by one unit, which the tolerance allows. Without saturation a value above
+# 240 becomes inf, which no tolerance accepts (the grader reports it as a NaN/Inf where the answer is finite).
+# ### END SOLUTION
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "hardware", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ## On real hardware
+#
+# * Everything here is plain NKI; the microseconds are cost-model **estimates** for trn2. `nl.float8_e4m3` is the
+#   IEEE-style e4m3 of trn2 (its maximum is {{float8_e4m3:max}}); trn3 adds OCP's `float8_e4m3fn` (maximum 448) and
+#   MX formats, whose scales are powers of two shared by 32 values (`nisa.quantize_mx` in NKI 0.6).
+# * A training step would also produce the next step's `out_scale` (the amax of `y`) and the backward pass in FP8
+#   would quantise `dx` with group scales: both are reductions you have now written twice.
+# * PyTorch's `torch.nn.functional.rms_norm` with autograd is the reference for the backward pass; on a device,
+#   compare your kernel's `dx` and `dw` with it on the same inputs.

@@ -1,0 +1,32 @@
+# Reference solution, generated from notebooks/09_rmsnorm_backward_fp8.py by `make release`. Do not edit.
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+import numpy as np
+
+FP8_MAX = 240.0  # the largest finite float8_e4m3
+GROUP = 16  # values per input scale
+
+
+@nki.jit
+def rmsnorm_fp8_forward(x_q, x_scale, w, out_scale):
+    """rmsnorm(x_q * group scales) * w / out_scale, saturated, as float8_e4m3."""
+    R, C = x_q.shape
+    G = C // GROUP
+    out = nl.ndarray((R, C), dtype=x_q.dtype, buffer=nl.shared_hbm)
+    w_b = nl.load(w.reshape((1, C)), dtype=nl.float32).broadcast_to((128, C))
+    inv_s = nl.reciprocal(nl.load(out_scale).broadcast_to((128, 1)))  # 1 / out_scale on every partition
+    for t in range((R + 127) // 128):
+        r0, n = t * 128, min(128, R - t * 128)
+        xq = nl.load(x_q[r0:r0 + n, :])
+        sc = nl.load(x_scale[r0:r0 + n, :])
+        x = nl.multiply(xq.reshape((n, G, GROUP)), sc.reshape((n, G, 1)), dtype=nl.float32).reshape((n, C))
+        ss = nl.ndarray((n, 1), dtype=nl.float32)
+        nisa.activation_reduce(op=nl.square, data=x, reduce_op=np.add, reduce_res=ss)  # sum of squares (Scalar)
+        xw = nisa.tensor_tensor(x, w_b[:n, :], op=np.multiply, engine=nisa.gpsimd_engine)  # x * w     (GpSimd)
+        rstd = nl.rsqrt(nisa.tensor_scalar(ss, np.multiply, 1.0 / C, op1=np.add, operand1=1e-6))
+        v = nisa.activation(op=nl.copy, data=xw, scale=nl.multiply(rstd, inv_s[:n, :]))  # * rstd / s  (Scalar)
+        q = nisa.tensor_scalar(v, np.minimum, FP8_MAX, op1=np.maximum, operand1=-FP8_MAX, dtype=out.dtype,
+                               engine=nisa.gpsimd_engine)  # saturate, then cast to fp8                (GpSimd)
+        nl.store(out[r0:r0 + n, :], value=q)
+    return out
