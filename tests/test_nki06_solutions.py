@@ -101,15 +101,17 @@ def matmul_fast(lhsT, rhs):
             rhs_block = nl.ndarray((TK, K // TK, BN * TN), dtype=rhs.dtype, buffer=nl.sbuf)
             for k in range(K // TK):
                 nisa.dma_copy(dst=rhs_block[:, k, :], src=rhs[k * TK:(k + 1) * TK, n * BN * TN:(n + 1) * BN * TN])
+            acc = [nl.zeros((TM, TN), nl.float32, buffer=nl.psum) for _ in range(BM * BN)]
+            for k in range(K // TK):
+                for bm in range(BM):
+                    for bn in range(BN):
+                        nisa.nc_matmul(acc[bm * BN + bn], lhsT_block[:, k, bm * TM:(bm + 1) * TM],
+                                       rhs_block[:, k, bn * TN:(bn + 1) * TN])
             for bm in range(BM):
                 for bn in range(BN):
-                    res_psum = nl.zeros((TM, TN), nl.float32, buffer=nl.psum)
-                    for k in range(K // TK):
-                        nisa.nc_matmul(res_psum, lhsT_block[:, k, bm * TM:(bm + 1) * TM],
-                                       rhs_block[:, k, bn * TN:(bn + 1) * TN])
                     row, col = (m * BM + bm) * TM, (n * BN + bn) * TN
                     res = nl.ndarray((TM, TN), dtype=result.dtype, buffer=nl.sbuf)
-                    nisa.activation(dst=res, op=nl.copy, data=res_psum)
+                    nisa.activation(dst=res, op=nl.copy, data=acc[bm * BN + bn])
                     nl.store(result[row:row + TM, col:col + TN], value=res)
     return result
 
