@@ -122,15 +122,18 @@ def test_logging_off_level_exists_and_disables_logging() -> None:
 
 
 def test_alloc_with_a_user_function_places_tiles_and_computes() -> None:
-    def alloc_fn(idx, pdim_size, fdim_size):
-        return 0, 0, 0
+    def sbuf_fn(idx, pdim_size, fdim_size):
+        return 0, 0  # (start_partition, byte_addr), as AWS's ncc.sbuf.alloc documents
+
+    def psum_fn(idx, pdim_size, fdim_size):
+        return 0, 0, 0  # (bank_id, start_partition, byte_addr)
 
     @nki.jit
     def kernel(a):
         out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=ncc.sbuf.alloc(alloc_fn))
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=ncc.sbuf.alloc(sbuf_fn))
         t[...] = nl.load(a)
-        p = nl.ndarray(a.shape, dtype=nl.float32, buffer=ncc.psum.alloc(alloc_fn))
+        p = nl.ndarray(a.shape, dtype=nl.float32, buffer=ncc.psum.alloc(psum_fn))
         p[...] = nl.add(t, 3.0)
         nl.store(out, nl.copy(p))
         return out

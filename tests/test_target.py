@@ -20,7 +20,7 @@ NKISIM = Path(target_mod.__file__).resolve().parent.parent
 
 
 def test_every_target_file_loads_with_the_published_numbers():
-    assert target_mod.names() == ("trn1", "trn2")
+    assert target_mod.names() == ("trn1", "trn2", "trn3")
     trn1, trn2 = target_mod.get("trn1"), target_mod.get("trn2")
     # nki-spec hardware table: usable SBUF per partition (192 KiB - 16 KiB, 224 KiB - 16392 B)
     assert (trn1.sbuf_partition_bytes, trn2.sbuf_partition_bytes) == (192 * 1024 - 16 * 1024, 224 * 1024 - 16392)
@@ -54,7 +54,7 @@ def test_target_parameters_are_read_only_and_editable_copies_are_separate():
 
 @pytest.mark.parametrize("name", ["trn9", "../trn2", "", "trn2.toml"])
 def test_unknown_targets_are_refused_naming_the_known_ones(name):
-    with pytest.raises(ValueError, match=r"unknown platform target .*models trn1, trn2"):
+    with pytest.raises(ValueError, match=r"unknown platform target .*models trn1, trn2, trn3"):
         target_mod.get(name)
 
 

@@ -239,6 +239,22 @@ class Access(TileSyntax):
         """Index usable on the tensor's storage (basic slices, or broadcastable int arrays)."""
         if self._np is not None:
             return self._np
+        idx = self._logical()
+        rot = physical.rotation(self.tensor)
+        if rot is not None:
+            idx = tuple(rotate_index(v, rot[i]) if i < len(rot) else v for i, v in enumerate(idx))
+        self._np = idx
+        return idx
+
+    def logical_index(self) -> tuple:
+        """The index in the tensor's own (logical) coordinates: ``np_index`` before a direct allocation maps
+        block indices to the physical tiles they share (what a PSUM accumulation group and the cost model's
+        placement are about)."""
+        if physical.rotation(self.tensor) is None:
+            return self.np_index()
+        return self._logical()
+
+    def _logical(self) -> tuple:
         if not self.advanced:  # a plain loop: a generator here costs more than the work it does
             parts = []
             for c in self.comps:
@@ -249,10 +265,6 @@ class Access(TileSyntax):
             idx = tuple(parts)
         else:
             idx = tuple(self._comp_array(c) for c in self.comps)
-        rot = physical.rotation(self.tensor)
-        if rot is not None:
-            idx = tuple(rotate_index(v, rot[i]) if i < len(rot) else v for i, v in enumerate(idx))
-        self._np = idx
         return idx
 
     def free_stride_bytes(self) -> int:
@@ -493,5 +505,5 @@ def whole_parts(tensor: Any) -> tuple:
     if getattr(tensor.buffer, "alloc", None) is not None and physical.rotation(tensor) is not None:
         proto = Access(tensor, ())
         np_idx = proto.np_index()
-        return (tuple(proto.comps), proto.shape, proto.par_axis, np_idx, index_box(np_idx))
+        return (tuple(proto.comps), proto.shape, proto.par_axis, np_idx, index_box(proto.logical_index()))
     return whole_parts_of_shape(tensor.shape, tensor.par_axis)

@@ -40,7 +40,7 @@ class BufferInfo(NamedTuple):
     root: int  # uid of the root tensor
     space: str  # 'sbuf' or 'psum'
     site: tuple[str, int] | None  # (file, line) of its nl.ndarray, None for an op's result tile
-    tiles: int  # physical tiles of a mod_alloc block tensor (num_free_tiles product), 0 otherwise
+    place: Any  # core.physical.Placement of a directly allocated tensor (where its tiles are), None otherwise
     in_loop: bool  # allocated inside a loop (its buffers rotate between iterations)
     par_axis: int  # the partition axis (block dimensions come before it)
     bytes_per_partition: int
@@ -75,7 +75,11 @@ shared_hbm = Buffer("shared_hbm")
 
 
 class ModAlloc:
-    """Direct allocation request from ``ncc.sbuf.mod_alloc`` / ``ncc.psum.mod_alloc``."""
+    """Direct allocation request from ``ncc.sbuf.mod_alloc`` / ``ncc.psum.mod_alloc`` (core.physical places it).
+
+    For PSUM, ``num_free_tiles`` holds ``num_bank_tiles`` (tiles one bank apart) and ``base_bank`` the first
+    bank: a PSUM tile never spans banks, and PSUM tiles are placed by bank (AWS: "partial bank allocation is
+    not allowed")."""
 
     def __init__(self, space: str, base_addr: int = 0, base_partition: int = 0,
                  num_par_tiles: tuple = (), num_free_tiles: tuple = (), base_bank: int | None = None) -> None:
@@ -94,3 +98,20 @@ class ModAlloc:
 
     def __hash__(self) -> int:
         return hash((self.space, self.base_addr))
+
+
+class PlacementFunction:
+    """``ncc.sbuf.alloc(func)`` / ``ncc.psum.alloc(func)``: a function naming the location of every logical block.
+
+    It needs the tensor's shape, so an allocation call resolves it into the equivalent ``ModAlloc``
+    (core.physical.resolve) before the call is recorded: a program holds data, never a kernel's function."""
+
+    def __init__(self, space: str, func: Any) -> None:
+        if not callable(func):
+            raise TypeError(f"ncc.{space}.alloc expects a function (idx, pdim_size, fdim_size) -> location, "
+                            f"got {type(func).__name__}")
+        self.space = space
+        self.func = func
+
+    def __repr__(self) -> str:
+        return f"alloc({getattr(self.func, '__name__', 'func')})"

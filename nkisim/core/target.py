@@ -33,7 +33,7 @@ class Target:
     name: str
     #: the file's ``version``: bumped whenever a number changes (reports name it)
     version: str
-    #: NeuronCore generation (``nisa.nc_version``): 2 = trn1, 3 = trn2
+    #: NeuronCore generation (``nisa.nc_version``): 2 = trn1, 3 = trn2, 4 = trn3
     nc_version: int
     partitions: int
     psum_free_max: int
@@ -46,6 +46,15 @@ class Target:
     psum_banks: int
     #: the cost model's parameter tables (``[clock_ghz]``, ``[engine]``, ``[dma]``…), read-only
     params: Mapping[str, Any]
+    #: the cost model has been checked against published figures for this target (the file's ``calibrated``;
+    #: trn3's has none yet, so each of its estimates says "uncalibrated")
+    calibrated: bool = True
+
+    @property
+    def label(self) -> str:
+        """How estimates name the target: ``trn2``, or ``trn3 (uncalibrated)`` for a target no published figure
+        has checked."""
+        return self.name if self.calibrated else f"{self.name} (uncalibrated)"
 
     def __str__(self) -> str:
         return self.name
@@ -53,6 +62,11 @@ class Target:
     def editable_params(self) -> dict[str, Any]:
         """A plain, deep copy of ``params`` to change (bench/calibrate.py --fit scans candidate values)."""
         return {k: dict(v) if isinstance(v, Mapping) else v for k, v in self.params.items()}
+
+    def limit(self, key: str) -> int:
+        """A limit of the target file's ``[limits]`` table by name (``bn_stats_free_max``,
+        ``quadrant_partitions``...): the compiler's checks read every hardware number from here."""
+        return int(self.params["limits"][key])
 
     @property
     def psum_partition_bytes(self) -> int:
@@ -73,7 +87,7 @@ def _frozen(value: Any) -> Any:
 
 @functools.cache
 def get(name: str) -> Target:
-    """The target called ``name`` (``"trn1"``, ``"trn2"``); ValueError naming the known ones otherwise."""
+    """The target called ``name`` (``"trn1"``, ``"trn2"``, ``"trn3"``); ValueError naming the known ones otherwise."""
     key = str(name).lower()
     path = TARGETS_DIR / f"{key}.toml"
     if not key.isidentifier() or not path.is_file():
@@ -87,7 +101,7 @@ def get(name: str) -> Target:
                   gemm_moving_free_max=int(limits["gemm_moving_free_max"]), spmd_cores=int(limits["spmd_cores"]),
                   sbuf_partition_bytes=int(buffers["sbuf_partition_bytes"]),
                   psum_bank_bytes=int(buffers["psum_bank_bytes"]), psum_banks=int(buffers["psum_banks"]),
-                  params=_frozen(data))
+                  params=_frozen(data), calibrated=bool(data.get("calibrated", True)))
 
 
 def resolve(target: Target | str) -> Target:

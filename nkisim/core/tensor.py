@@ -94,7 +94,7 @@ class Tensor(TileSyntax):
         t.valid = None
         t.written = True
         t.producer = None
-        t.trace_facts = trace_facts = (facts[0], uid, _new_info(BufferInfo, (uid, facts[1], None, 0, bool(loops), 0,
+        t.trace_facts = trace_facts = (facts[0], uid, _new_info(BufferInfo, (uid, facts[1], None, None, bool(loops), 0,
                                                                                  facts[2])))
         t.unfilled = False
         t.viewed = False

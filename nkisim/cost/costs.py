@@ -50,15 +50,27 @@ def dma_queues(ins: Instr, prm: dict[str, Any]) -> int:
 
 
 def dma_queue_ns(ins: Instr, nq: int, prm: dict[str, Any]) -> float:
-    """Time one of the ``nq`` DMA queues is busy with its share of the transfer."""
+    """Time one of the ``nq`` DMA queues is busy with its share of the transfer.
+
+    A read-modify-write (``dma_copy(dst_rmw_op=...)``) streams at the target's ``rmw_throughput`` of the DMA
+    rate (it reads the destination too); a transfer that reads and writes HBM (HBM to HBM, or a read-modify-write
+    of an HBM destination) takes at least its HBM bytes (``hbm_bytes``: reads plus writes) at the core's HBM
+    bandwidth, whichever is longer (issue 19: no instruction is cheaper than its work)."""
     d = prm["dma"]
     eff = 1.0
     if ins.run:
         eff = min(1.0, max(d["strided_efficiency"], ins.run / d["full_rate_run_bytes"]))
     if ins.kind is isa.LOAD_TRANSPOSE2D:
         eff *= d["transpose_efficiency"]
-    return d["issue_ns"] + d.get("descriptor_ns", 0.0) * descriptors(ins) / nq + \
+    extra = ins.extra
+    if extra and extra.get("rmw"):
+        eff *= d["rmw_sbuf_throughput"] if extra.get("rmw_sbuf") else d["rmw_throughput"]
+    t = d["issue_ns"] + d.get("descriptor_ns", 0.0) * descriptors(ins) / nq + \
         (ins.nbytes / nq) / (d["bytes_per_ns"] * eff)
+    hbm = extra.get("hbm_bytes") if extra else None
+    if hbm:
+        t = max(t, hbm / d["hbm_gbps"])  # GB/s = B/ns
+    return t
 
 
 def descriptors(ins: Instr) -> int:
@@ -72,3 +84,35 @@ def descriptors(ins: Instr) -> int:
     if ins.run:
         piece = min(piece, ins.run)
     return max(1, math.ceil(ins.nbytes / max(piece, 1)))
+
+
+def psum_broadcasts(trace: list[Instr], spaces: dict[int, str], prm: dict[str, Any]) -> set[int]:
+    """Roots of partition broadcasts the compiler leaves in PSUM instead of copying them to SBUF.
+
+    A partition broadcast is a TensorE matmul with a ones vector (spec §2.10), so its result is written to PSUM;
+    ScalarE and VectorE read PSUM like SBUF (spec §1.1), and an elementwise op with one input in PSUM takes one
+    pass (``tensor_tensor`` max(MIN_II, N), spec §4.3).  So when the result fits one PSUM bank and only ScalarE and
+    VectorE instructions read it, each reading at most one PSUM operand (the ISA allows one), no copy to SBUF is
+    needed and none is charged; its readers read PSUM.  ``spaces``: root -> memory space of the on-chip roots."""
+    limit = int(prm["limits"]["psum_free_max"])
+    made: dict[int, bool] = {}
+    for ins in trace:
+        if ins.kind is isa.BROADCAST_TO and ins.writes and partition_broadcast(ins):
+            root = ins.writes[0].root
+            made[root] = ins.n <= limit and root not in made  # made once, one bank
+    if not made:
+        return set()
+    for ins in trace:
+        reads = {r.root for r in ins.reads}
+        ours = reads & made.keys()
+        if not ours:
+            if ins.kind is not isa.BROADCAST_TO:  # another instruction writing it: it needs its SBUF tile
+                for w in ins.writes:
+                    if w.root in made:
+                        made[w.root] = False
+            continue
+        in_psum = len(ours) + sum(1 for r in reads - ours if spaces.get(r) == "psum")
+        if engine_of(ins) not in ("act", "dve") or in_psum > 1 or any(w.root in made for w in ins.writes):
+            for r in ours:
+                made[r] = False
+    return {r for r, ok in made.items() if ok}

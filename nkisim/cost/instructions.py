@@ -38,12 +38,13 @@ def two_inputs(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> floa
 
 def gpsimd_fixed(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
     """GpSimd instructions that generate or select by index pay a fixed start-up on top of N."""
-    return 150 + max(ins.n, 1)
+    return prm["engine"]["gpsimd_fixed_cycles"] + max(ins.n, 1)
 
 
 def matmul(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
     pe = prm["pe"]
-    stat, mov = ins.extra.get("m", 128), ins.extra.get("n", max(ins.n, 1))
+    stat = ins.extra.get("m", prm["limits"]["gemm_stationary_free_max"])
+    mov = ins.extra.get("n", max(ins.n, 1))
     c = max(min(pe["moving_floor_cycles"], stat), mov)
     if ins.extra.get("in_dtype") == "float32":
         c *= pe["fp32_factor"]
@@ -56,44 +57,55 @@ def broadcast(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float
 
 def transpose(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
     if ins.engine == "pe":
-        return max(ins.p, min(64, max(ins.n, 1))) + prm["pe"]["matmul_overhead_cycles"]
+        pe = prm["pe"]
+        return max(ins.p, min(pe["moving_floor_cycles"], max(ins.n, 1))) + pe["matmul_overhead_cycles"]
     return max(ins.n, 1)  # a 32x32-block transpose on VectorE: the one-input rule
 
 
 def tensor_tensor(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    """``max(MIN_II, 2N)``; one pass (N) with one input in PSUM, or for a bf16/fp16 add, subtract or multiply
+    of contiguous inputs (spec §4.3).  A column input read with a zero stride (a free-axis broadcast) is not
+    contiguous, so that fast path does not apply; N is the full tile's elements either way."""
     n, half = max(ins.n, 1), _half(ins)
-    one_pass = (spaces.count("psum") == 1) or (half and str(ins.extra.get("alu")) in ("add", "subtract", "multiply"))
+    contiguous = not ins.extra.get("broadcast")
+    one_pass = (spaces.count("psum") == 1) or \
+        (half and contiguous and str(ins.extra.get("alu")) in ("add", "subtract", "multiply"))
     c = n if one_pass else 2 * n
     if prm["engine"]["dve_perf_mode"] and half:
-        c /= 2
+        c /= prm["engine"]["dve_perf_tensor_tensor_speedup"]
     return c
 
 
 def streaming(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
     """tensor_scalar / copies: VectorE's perf mode streams 2- or 4-byte halves at 2x/4x (spec §4.3)."""
     n = max(ins.n, 1)
-    if prm["engine"]["dve_perf_mode"] and _half(ins) and ins.engine == "dve":
-        return n / (4 if "psum" not in spaces else 2)
+    eng = prm["engine"]
+    if eng["dve_perf_mode"] and _half(ins) and ins.engine == "dve":
+        return n / (eng["dve_perf_copy_speedup"] if "psum" not in spaces else eng["dve_perf_psum_speedup"])
+    if ins.engine == "act" and _half(ins) and ins.kind is not COPY:  # ScalarE's tensor_scalar/tensor_copy (NC-v4)
+        return n / eng["act_perf_copy_speedup"]
     return n
 
 
 def memset(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
     n = max(ins.n, 1)
-    return n / 2 if (_half(ins) and ins.extra.get("zero")) else n
+    return n / prm["engine"]["half_zero_memset_speedup"] if (_half(ins) and ins.extra.get("zero")) else n
 
 
 def reduce(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
     n = max(ins.n, 1)
-    return n / 2 if _half(ins) and str(ins.extra.get("alu", "")) in ("add", "max") else n
+    return n / prm["engine"]["half_reduce_speedup"] if _half(ins) and str(ins.extra.get("alu", "")) in ("add", "max") \
+        else n
+
 
 def reciprocal(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
-    """VectorE's reciprocal: 8 cycles per element."""
-    return 8 * max(ins.n, 1)
+    """VectorE's reciprocal: several cycles per element (8, spec §2.9)."""
+    return prm["engine"]["reciprocal_cycles_per_element"] * max(ins.n, 1)
 
 
 def bn_aggr(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
-    """bn_aggr: 13/3 cycles per element of the statistics it aggregates."""
-    return 13 * max(ins.n, 1) / 3
+    """bn_aggr: 13/3 cycles per element of the statistics it aggregates (spec §2.9)."""
+    return prm["engine"]["bn_aggr_cycles_per_element"] * max(ins.n, 1)
 
 
 def partition_broadcast(ins: Instr) -> bool:

@@ -24,11 +24,15 @@ class Estimate:
     version: str
     total_us: float
     engine_busy_us: dict[str, float] = field(default_factory=dict)
-    dma_count: int = 0
-    dma_bytes: int = 0
+    dma_count: int = 0  # DMA transfers, spill traffic included
+    dma_bytes: int = 0  # their bytes
+    spill_dma_count: int = 0  # of which the compiler's spills of SBUF tensors to HBM and back (spill.py)
+    spill_bytes: int = 0
     line_us: dict[tuple[str, int], float] = field(default_factory=dict)
     core_us: dict[int, float] = field(default_factory=dict)
     instructions: int = 0
+    #: the target's cost model has been checked against published figures (False for trn3: "uncalibrated")
+    calibrated: bool = True
 
     def top_lines(self, k: int = 5) -> list[tuple[tuple[str, int], float]]:
         """The ``k`` source lines with the most engine time (ties broken by location)."""
@@ -62,5 +66,7 @@ def estimate(trace: list[Instr], target: Target | str = "trn2", cores: int = 1,
             dma_count += 1
             dma_bytes += ins.nbytes
     return Estimate(target=hw.name, version=str(prm.get("version", "")), total_us=total,
-                    engine_busy_us={e: v / 1000.0 for e, v in sched.busy.items()}, dma_count=dma_count,
-                    dma_bytes=dma_bytes, line_us=line_us, core_us=core_us, instructions=len(trace))
+                    engine_busy_us={e: v / 1000.0 for e, v in sched.busy.items()},
+                    dma_count=dma_count + sched.spill_dmas, dma_bytes=dma_bytes + sched.spill_bytes,
+                    spill_dma_count=sched.spill_dmas, spill_bytes=sched.spill_bytes, line_us=line_us,
+                    core_us=core_us, instructions=len(trace), calibrated=hw.calibrated)

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from nkisim.core.buffers import BufferInfo
-from nkisim.cost import costs, spill, unroll
+from nkisim.cost import costs, hoist, spill, unroll
 from nkisim.cost import instructions as isa
 from nkisim.cost.deps import Scoreboard
 from nkisim.cost.trace import Instr
@@ -123,17 +123,24 @@ class Buffers:
         site_roots: dict[Any, list[int]] = {}
         fixed = 0
         bp = prm["buffers"]
-        bank_bytes = int(bp.get("psum_bank_bytes", 2048))
+        bank_bytes = int(bp["psum_bank_bytes"])
         psum_sites: dict[Any, int] = {}
         psum_fixed = 0
         # an op's result tile that was assigned into another tile (tile[...] = nl.load(...)) never
         # exists on chip: only roots that appear in some region occupy SBUF
         used = {r.root for ins in trace for r in (*ins.reads, *ins.writes)}
+        spaces = {b.root: b.space for ins in trace for b in ins.bufs}
+        #: partition broadcasts whose result stays in PSUM, read there (costs.psum_broadcasts)
+        self.psum_resident = costs.psum_broadcasts(trace, spaces, prm)
         for ins in trace:
             for b in ins.bufs:
                 if b.root not in self.info and b.root in used:
+                    if b.root in self.psum_resident:
+                        b = b._replace(space="psum")
                     self.info[b.root] = b
-                    if b.space == "sbuf" and not b.tiles:
+                    if b.place is not None:
+                        continue  # a direct allocation: placed by the kernel, never rotated or spilled
+                    if b.space == "sbuf":
                         if b.in_loop:
                             key = b.site or self._result_site(b.root, ins, per_line)
                             sites[key] = max(sites.get(key, 0), b.bytes_per_partition)
@@ -141,7 +148,7 @@ class Buffers:
                             self.site_key[b.root] = ("sbuf", key)
                         else:
                             fixed += b.bytes_per_partition
-                    elif b.space == "psum" and not b.tiles:
+                    elif b.space == "psum":
                         banks = -(-b.bytes_per_partition // bank_bytes)  # a PSUM tile occupies whole banks
                         if b.in_loop:
                             key = b.site or self.site_of.setdefault(b.root, ins.loc)
@@ -171,7 +178,7 @@ class Buffers:
                                  prm["buffers"]["sbuf_rotation"], want)
         # PSUM has 8 banks per partition (spec §4.3): in-loop accumulators rotate over psum_rotation banks
         # each unless together they would need more banks than are left
-        self.psum_k = self._rotations(psum_sites, int(bp.get("psum_banks", 8)) - psum_fixed,
+        self.psum_k = self._rotations(psum_sites, int(bp["psum_banks"]) - psum_fixed,
                                       bp["psum_rotation"], {})
         #: bytes per partition of one rotation step of each in-loop site (all the tiles it makes in one
         #: iteration), keyed like site_key's values
@@ -211,13 +218,14 @@ class Buffers:
         b = self.info.get(root)
         if b is None:
             return (root, tid), box
-        space, site, k, in_loop, par = b.space, b.site, b.tiles, b.in_loop, b.par_axis
-        if k:  # direct allocation: block index i lives in physical tile i % k
-            nb = min(par, len(box))
-            if tid == root and nb:
-                blocks = tuple((lo % k, lo % k + 1) if hi - lo == 1 else (0, k) for lo, hi in box[:nb])
-                return ("mod", root), blocks + box[nb:]
-            return (root, tid), box
+        space, site, place, in_loop = b.space, b.site, b.place, b.in_loop
+        if place is not None:  # direct allocation: the partitions and bytes of the physical memory it touches
+            if tid == root and len(box) == len(place.blocks) + 1 + len(place.free):
+                parts, span = place.span(box)
+            else:  # a view of it: every byte the tensor's tiles span
+                end_p, end_b = place.extent()
+                parts, span = (place.partition, end_p), (place.base, end_b)
+            return ("phys", space), (parts, span)
         if not in_loop:
             return (root, tid), box
         phys = self.phys.get(root)
@@ -240,6 +248,10 @@ class Schedule:
         self.end = [0.0] * n
         self.busy: dict[str, float] = {e: 0.0 for e in (*COMPUTE, "dma")}
         self.core_end: dict[int, float] = {}
+        #: DMA transfers (and their bytes) the schedule added to the trace's: spilled SBUF tensors moved out to
+        #: HBM and back (spill.py), which the DMA statistics count like any other transfer
+        self.spill_dmas = 0
+        self.spill_bytes = 0
 
 
 def _on_core(region: tuple[Any, tuple], root: int, core: int, space_of: dict[int, str]) -> tuple[Any, tuple]:
@@ -252,14 +264,17 @@ def _on_core(region: tuple[Any, tuple], root: int, core: int, space_of: dict[int
 
 
 def _broadcast(core: Core, ins: Instr, ready: float, prm: dict[str, Any], sem: float, psum_port: bool,
-               out: Schedule) -> tuple[float, float, str]:
+               out: Schedule, evict: bool = True) -> tuple[float, float, str]:
     """A partition broadcast (spec §2.10: a TensorE matmul with a ones vector): the matmuls write PSUM,
-    then ScalarE or VectorE (whichever is free first) copies the result into the SBUF tile.  Returns
-    (start, end, the engine that writes the tile)."""
+    then ScalarE or VectorE (whichever is free first) copies the result into the SBUF tile, unless it stays in
+    PSUM for its readers (``evict`` False, costs.psum_broadcasts).  Returns (start, end, the engine that
+    writes the tile)."""
     pe_ns = costs.broadcast_pe_cycles(ins, prm) / prm["clock_ghz"]["pe"]
     start = max(ready, core.free["pe"])
     core.free["pe"] = pe_end = start + pe_ns
     out.busy["pe"] += pe_ns
+    if not evict:
+        return start, pe_end, "pe"
     ev = min(("act", "dve"), key=lambda k: core.free[k])
     ev_ns = costs.evict_ns(ins, ev, prm)
     ev_start = max(pe_end + sem, core.free[ev])
@@ -282,6 +297,8 @@ def _move(core: Core, ins: Instr, space: str, per: int, ready: float, outwards: 
         dur = costs.dma_queue_ns(t, nq, prm)
         _start, fin = core.dma.place(ready, dur)
         out.busy["dma"] += dur * nq
+        out.spill_dmas += 1
+        out.spill_bytes += t.nbytes
         return fin + float(prm["dma"]["fixed_latency_ns"]), "dma"
     ev = min(("act", "dve"), key=lambda k: core.free[k])
     ns = spill.copy_cycles(per, prm) / prm["clock_ghz"][ev]
@@ -326,6 +343,7 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
 
     board = Scoreboard(sync)
     bufs = Buffers(trace, prm)
+    invariant = hoist.hoisted(trace, bufs.info)  # computed once by the first iteration (cost/hoist.py)
     cores: dict[int, Core] = {}
     written = {w.root for ins in trace for w in ins.writes}
     space_of = {root: b.space for root, b in bufs.info.items()}
@@ -379,8 +397,11 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
                 start = dge_start
             end = fin + dma_lat
             out.busy["dma"] += dur * nq
+        elif i in invariant:  # the compiler computed it before the loop: its result is ready with its inputs
+            start = end = ready
         elif e == "pe" and ins.kind is isa.BROADCAST_TO:
-            start, end, e = _broadcast(core, ins, ready, prm, sem, psum_port, out)
+            start, end, e = _broadcast(core, ins, ready, prm, sem, psum_port, out,
+                                       not (ins.writes and ins.writes[0].root in bufs.psum_resident))
         else:
             spaces = tuple(space_of.get(r.root, "hbm") for r in (*ins.reads, *ins.writes))
             dur = costs.compute_ns(ins, spaces, prm, e)

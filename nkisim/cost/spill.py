@@ -32,8 +32,8 @@ from nkisim.cost.trace import Instr
 def victims(trace: list[Instr], bufs: Any, prm: dict[str, Any]) -> dict[int, str]:
     """root -> space of every on-chip tensor spilled to make the live tensors fit (see the module)."""
     bp = prm["buffers"]
-    bank_bytes = int(bp.get("psum_bank_bytes", 2048))
-    cap = {"sbuf": int(bp["sbuf_partition_bytes"]), "psum": int(bp.get("psum_banks", 8))}
+    bank_bytes = int(bp["psum_bank_bytes"])
+    cap = {"sbuf": int(bp["sbuf_partition_bytes"]), "psum": int(bp["psum_banks"])}
 
     def units(space: str, per: int, k: int) -> int:
         return (-(-per // bank_bytes) if space == "psum" else per) * k
@@ -42,7 +42,7 @@ def victims(trace: list[Instr], bufs: Any, prm: dict[str, Any]) -> dict[int, str
     bound = {"sbuf": 0, "psum": 0}  # every root allocated outside loops and every in-loop site at once
     sites = set()
     for root, b in bufs.info.items():
-        if b.tiles or b.space not in cap:
+        if b.place is not None or b.space not in cap:
             continue
         site = bufs.site_key.get(root)
         if site is None:

@@ -12,6 +12,7 @@ import math
 from typing import Any, NamedTuple
 
 from nkisim.core import dtypes as dt
+from nkisim.core import physical
 from nkisim.core.buffers import BufferInfo
 
 
@@ -157,17 +158,15 @@ def buffer_info(acc: Any) -> BufferInfo:
     hit = root.__dict__.get("_buffer_info")  # static facts of the root: computed once per tensor
     if hit is not None:
         return hit
-    alloc = getattr(root.buffer, "alloc", None)
-    k = 0
-    if alloc is not None and getattr(alloc, "num_free_tiles", ()):
-        k = 1
-        for v in alloc.num_free_tiles:
-            k *= int(v)
-    per_part = root.itemsize
-    for i, d in enumerate(root.shape):
-        if i != root.par_axis:
-            per_part *= int(d)
-    info = BufferInfo(root.uid, root.space, root.site, k, bool(root.loops), root.par_axis, per_part)
+    place = physical.of(root)
+    if place is not None:  # a direct allocation occupies its physical tiles, not its logical size
+        per_part = place.tiles() * place.tile_bytes
+    else:
+        per_part = root.itemsize
+        for i, d in enumerate(root.shape):
+            if i != root.par_axis:
+                per_part *= int(d)
+    info = BufferInfo(root.uid, root.space, root.site, place, bool(root.loops), root.par_axis, per_part)
     if facts is None and info.space != "hbm":  # what ops.base.emit would record for it: a slot, no dict
         root.trace_facts = (dt.name(root.dtype), root.uid, info)
     else:

@@ -10,7 +10,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from nkisim.core.buffers import Buffer, ModAlloc
+from nkisim.core.buffers import Buffer, ModAlloc, PlacementFunction
 from nkisim.core.buffers import psum as _psum
 from nkisim.core.buffers import sbuf as _sbuf
 
@@ -59,17 +59,17 @@ class _SbufAlloc:
         return _sbuf
 
     @staticmethod
-    def alloc(func: Callable | None = None) -> Buffer:
-        """``ncc.sbuf.alloc(func)``: allocation by a user function of (index, pdim, fdim).
-
-        Results do not depend on where a tile lives, so the tensor is placed like an auto-allocated
-        one (the cost model then sees no buffer rotation for it).
-        """
-        return _sbuf
+    def alloc(func: Callable) -> Buffer:
+        """``ncc.sbuf.alloc(func)``: each logical block at ``func(idx, pdim_size, fdim_size) ->
+        (start_partition, byte_addr)``.  The allocation call resolves it against the tensor's shape into the
+        equivalent modulo allocation (core.physical.fit), which nkisim places like ``mod_alloc``."""
+        return Buffer("sbuf", PlacementFunction("sbuf", func))
 
     @staticmethod
     def mod_alloc(base_addr: int = 0, *, base_partition: int = 0, num_par_tiles: tuple = (),
                   num_free_tiles: tuple = ()) -> Buffer:
+        """``ncc.sbuf.mod_alloc``: block ``i`` of each block dimension in physical tile ``i % num_free_tiles``,
+        the tiles ``fdim_size`` bytes apart from ``base_addr`` (core.physical, after AWS's reference function)."""
         return Buffer("sbuf", ModAlloc("sbuf", base_addr, base_partition, num_par_tiles, num_free_tiles))
 
 
@@ -79,14 +79,20 @@ class _PsumAlloc:
         return _psum
 
     @staticmethod
-    def alloc(func: Callable | None = None) -> Buffer:
-        """``ncc.psum.alloc(func)``: allocation by a user function returning (bank, partition, address);
-        placed like an auto-allocated PSUM tensor (see ``_SbufAlloc.alloc``)."""
-        return _psum
+    def alloc(func: Callable) -> Buffer:
+        """``ncc.psum.alloc(func)``: each logical block at ``func(idx, pdim_size, fdim_size) ->
+        (bank_id, start_partition, byte_addr)``, resolved like ``ncc.sbuf.alloc``."""
+        return Buffer("psum", PlacementFunction("psum", func))
 
     @staticmethod
     def mod_alloc(base_bank: int = 0, *, base_addr: int = 0, base_partition: int = 0, num_bank_tiles: tuple = (),
-                  **_: Any) -> Buffer:
+                  num_par_tiles: tuple = (), num_free_tiles: tuple = ()) -> Buffer:
+        """``ncc.psum.mod_alloc``: block ``i`` of each block dimension in bank ``base_bank + i % num_bank_tiles``
+        (one PSUM tile per bank: a tile never spans banks, and PSUM is allocated by bank)."""
+        for pname, tiles in (("num_par_tiles", num_par_tiles), ("num_free_tiles", num_free_tiles)):
+            if any(int(v) != 1 for v in tiles):
+                raise ValueError(f"ncc.psum.mod_alloc({pname}={tuple(tiles)}): nkisim places PSUM tiles one per bank "
+                                 f"(num_bank_tiles); several tiles within a bank are not supported")
         return Buffer("psum", ModAlloc("psum", base_addr, base_partition, (), num_bank_tiles, base_bank))
 
 

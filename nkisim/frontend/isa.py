@@ -35,6 +35,7 @@ class reduce_cmd(enum.IntEnum):  # noqa: N801
 class nc_version(enum.IntEnum):  # noqa: N801
     gen2 = 2
     gen3 = 3
+    gen4 = 4  # trn3 (the 0.6 API's name; the legacy API never targeted it)
 
 
 class dge_mode(enum.IntEnum):  # noqa: N801
@@ -50,7 +51,7 @@ class oob_mode(enum.IntEnum):  # noqa: N801
 
 
 def get_nc_version() -> nc_version:
-    """NeuronCore generation of the target: gen2 (trn1) or gen3 (trn2)."""
+    """NeuronCore generation of the target: gen2 (trn1), gen3 (trn2) or gen4 (trn3)."""
     ctx = _active()
     if ctx is not None:
         return nc_version(ctx.nc_version)

@@ -40,9 +40,9 @@ class tile_size:  # noqa: N801 - NKI's name
     psum_fmax = _DEFAULT_TARGET.psum_free_max
     gemm_stationary_fmax = _DEFAULT_TARGET.gemm_stationary_free_max
     gemm_moving_fmax = _DEFAULT_TARGET.gemm_moving_free_max
-    bn_stats_fmax = 512
-    psum_min_align = 4
-    sbuf_min_align = 1
+    bn_stats_fmax = _DEFAULT_TARGET.limit("bn_stats_free_max")
+    psum_min_align = _DEFAULT_TARGET.limit("psum_min_align")
+    sbuf_min_align = _DEFAULT_TARGET.limit("sbuf_min_align")
     total_available_sbuf_size = _DEFAULT_TARGET.sbuf_partition_bytes  # per partition, despite the name
 
 
@@ -128,6 +128,7 @@ def spmd_dim(*dims: Any) -> _SpmdDim:
 # (index expressions, loop ranges and SPMD queries above are trace-time values that reach a program through
 # the calls' arguments; an operator passed as ``op=nl.add`` is known by its registered name)
 globals().update(_registry.namespace("nl"))
+
 
 __all__ = [n for n in list(globals()) if not n.startswith("_")]
 

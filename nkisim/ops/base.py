@@ -226,6 +226,55 @@ def sbuf_too_wide(ctx: KernelContext, per_partition: int, shape: tuple[int, ...]
                      f"{shape_str(tensor_label(name), shape)})")
 
 
+def stack_push(ctx: KernelContext, family: str, nbytes: int, label: str, result: int = 0) -> None:
+    """``ncc.enable_stack_allocator``: a tensor lives until the loop iteration (scope) that created it ends, so
+    the live tensors must fit SBUF (bytes per partition) and PSUM (its banks) together.
+
+    An op's result tile (``result``: its uid) counts like an allocated one, unless it lands straight in another
+    tile (``t[...] = nl.load(...)``, ``psum += nc_matmul(...)``: ``stack_forget``), which the statement shows
+    only after the op returns; so a result is checked when the next tensor is created, at its own line."""
+    frame = tuple((lp, lp.current) for lp in ctx.loops)
+    live = [e for e in ctx.stack if e[0] == ctx.instance
+            and all(lp in ctx.loops and lp.current == cur for lp, cur in e[1])]
+    for i, e in enumerate(live):  # results made earlier that did not land in another tile exist: check them
+        if e[6]:
+            live[i] = e[:6] + (0,)
+            _stack_check(ctx, live[: i + 1])
+    live.append((ctx.instance, frame, family, nbytes, label, user_location(3), result))
+    ctx.stack = live
+    if not result:
+        _stack_check(ctx, live)
+
+
+def stack_forget(ctx: KernelContext, result: Tensor) -> None:
+    """An op's result landed in another tile (see ``stack_push``): it never occupied memory of its own."""
+    ctx.stack = [e for e in ctx.stack if e[6] != result.uid]
+
+
+def _stack_check(ctx: KernelContext, live: list[tuple]) -> None:
+    """The stack overflow error if the live tensors up to the last of ``live`` overflow, at that one's line."""
+    last = live[-1]
+    family, label, loc = last[2], last[4], last[5]
+    tgt = ctx.target
+    if family == "sbuf":
+        need, avail = sum(e[3] for e in live if e[2] == "sbuf"), tgt.sbuf_partition_bytes
+        if need <= avail:
+            return
+        err = nki_error("err_stack_overflow_sbuf",
+                        f"stack overflow: required sbuf size {need} exceeds available sbuf size {avail} "
+                        f"(allocating '{label}', {last[3]} bytes per partition)")
+    else:
+        bank = tgt.psum_bank_bytes
+        need = sum(-(-e[3] // bank) for e in live if e[2] == "psum")
+        if need <= tgt.psum_banks:
+            return
+        err = nki_error("err_stack_overflow_psum",
+                        f"stack overflow: required psum banks {need} exceeds available psum banks {tgt.psum_banks} "
+                        f"(allocating '{label}')")
+    err.nki_location = loc
+    raise err
+
+
 def new_tile(ctx: KernelContext, shape: tuple[int, ...], dtype: np.dtype, values: np.ndarray | None,
              valid: np.ndarray | None = None, buffer: Buffer = sbuf, name: str = "", fresh: bool = True) -> Tensor:
     """The tile an op returns; masked-off elements hold the uninitialised pattern.
@@ -253,6 +302,8 @@ def new_tile(ctx: KernelContext, shape: tuple[int, ...], dtype: np.dtype, values
         if facts[2] > ctx.target.sbuf_partition_bytes and facts[1] == "sbuf":
             raise sbuf_too_wide(ctx, facts[2], facts[3], name)
         t = Tensor.result(facts[3], dtype, buffer, data, ctx.loop_tuple, facts, name)
+        if ctx.stack_allocator:
+            stack_push(ctx, facts[1], facts[2], tensor_label(name), t.uid)
     else:
         t = Tensor(shape, dtype, buffer, data, name, 0, ctx.loop_tuple)
         t.written = True
@@ -305,8 +356,9 @@ def region(acc: Access) -> Region:
     box = acc.box
     if box is not None:  # basic accesses: fixed once np_index() is (whole-tile boxes are shared per shape)
         return Region(t.root.uid, t.uid, box)
-    if not acc.advanced:  # the basic index holds exactly these bounds, computed once per access
-        box = acc.box = index_box(acc.np_index())
+    if not acc.advanced:  # the basic index holds exactly these bounds, computed once per access (in the
+        # tensor's own coordinates: a direct allocation's blocks are mapped to its tiles by the cost model)
+        box = acc.box = index_box(acc.logical_index())
         return Region(t.root.uid, t.uid, box)
     box = []
     for c, dim in zip(acc.comps, t.shape):

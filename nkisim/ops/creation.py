@@ -16,14 +16,14 @@ import numpy as np
 
 from nkisim.core import dtypes as dt
 from nkisim.core import physical
-from nkisim.core.buffers import PMAX, PSUM_BANK_BYTES, PSUM_BANKS, Buffer, ModAlloc, sbuf
+from nkisim.core.buffers import PMAX, Buffer, ModAlloc, PlacementFunction, sbuf
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.location import user_location, warn
 from nkisim.core.storage import read, storage
 from nkisim.core.tensor import Access, Tensor, as_access, is_tile, shape_str
 from nkisim.cost.instructions import MEMSET
-from nkisim.ops.base import emit, operands, sbuf_too_wide, tensor_label
+from nkisim.ops.base import emit, operands, sbuf_too_wide, stack_push, tensor_label
 from nkisim.ops.registry import op
 
 
@@ -59,33 +59,11 @@ def _as_buffer(buffer: Any) -> Buffer:
     raise TypeError(f"buffer must be nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm or a mod_alloc, got {buffer!r}")
 
 
-def _stack_push(ctx: Any, family: str, nbytes: int, name: str) -> None:
-    """``ncc.enable_stack_allocator``: a tensor lives until the loop iteration (scope) that created it
-    ends, so the live tensors must fit SBUF (bytes per partition) and PSUM (8 banks) together."""
-    frame = tuple((lp, lp.current) for lp in ctx.loops)
-    live = [e for e in ctx.stack if e[0] == ctx.instance
-            and all(lp in ctx.loops and lp.current == cur for lp, cur in e[1])]
-    live.append((ctx.instance, frame, family, nbytes))
-    ctx.stack = live
-    if family == "sbuf":
-        need, avail = sum(e[3] for e in live if e[2] == "sbuf"), ctx.target.sbuf_partition_bytes
-        if need > avail:
-            raise nki_error("err_stack_overflow_sbuf",
-                            f"stack overflow: required sbuf size {need} exceeds available sbuf size {avail} "
-                            f"(allocating '{tensor_label(name)}', {nbytes} bytes per partition)")
-    else:
-        need = sum(-(-e[3] // PSUM_BANK_BYTES) for e in live if e[2] == "psum")
-        if need > PSUM_BANKS:
-            raise nki_error("err_stack_overflow_psum",
-                            f"stack overflow: required psum banks {need} exceeds available psum banks {PSUM_BANKS} "
-                            f"(allocating '{tensor_label(name)}')")
-
-
 def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: Any = None,
              init_value: bool = False) -> Tensor:
     """Create a tensor after the compiler's allocation checks (``fill`` None = uninitialised)."""
     ctx = current()
-    buf = _as_buffer(buffer)
+    buf = physical.resolve(_as_buffer(buffer), shape, dtype, ctx.target.psum_bank_bytes)  # ncc.*.alloc(func)
     if buf.alloc is not None:  # a direct-allocation kernel (restricts PE transposes, see ops.matmul)
         ctx.direct_allocation = True
     par = _partition_axis(shape)
@@ -99,7 +77,7 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
     if hit is not None and hit[0] is dtype:  # this allocation passed every check below before
         shp, d, per_partition = hit[1], hit[2], hit[3]
         if ctx.stack_allocator:
-            _stack_push(ctx, buf.family, per_partition, name)
+            stack_push(ctx, buf.family, per_partition, tensor_label(name))
         return _new_tensor(ctx, shp, d, buf, par, name, fill)
     shp = plain_shape(shape)
     d = supported_dtype(dtype, name)
@@ -134,17 +112,23 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
                  "allocate one tile per block instead", DeprecationWarning)
         free_elems = math.prod(shp) // shp[par]
         per_partition = free_elems * dt.storage_dtype(d).itemsize
-        if buf.family == "sbuf":
+        if buf.family == "psum" and d not in (dt.float32, dt.int32, dt.bfloat16, dt.float16, dt.uint32):
+            raise nki_error("err_psum_dtype",
+                            f"PSUM tensor for writes must be either 4-byte (FP32/int32) or BF16, got {dt.name(d)}")
+        if buf.alloc is not None:
+            # a direct allocation holds its physical tiles, wherever the kernel placed them: those must fit (a
+            # block tensor's logical size does not matter, nki-samples' pipelined attention needs 64 KiB per
+            # partition for 4 MiB of logical blocks)
+            place = physical.placement(buf.alloc, shp, par, d, ctx.target.psum_bank_bytes)
+            physical.check(place, ctx.target, tensor_label(name), shp)
+            per_partition = place.tiles() * place.tile_bytes
+        elif buf.family == "sbuf":
             limit = ctx.target.sbuf_partition_bytes
             if per_partition > limit:
                 raise sbuf_too_wide(ctx, per_partition, shp, name)
         else:
-            if d not in (dt.float32, dt.int32, dt.bfloat16, dt.float16, dt.uint32):
-                raise nki_error("err_psum_dtype",
-                                f"PSUM tensor for writes must be either 4-byte (FP32/int32) or BF16, got "
-                                f"{dt.name(d)}")
             per_block = math.prod(shp[par + 1:]) * dt.storage_dtype(d).itemsize
-            if per_block > PSUM_BANK_BYTES:
+            if per_block > ctx.target.psum_bank_bytes:
                 raise nki_error("err_psum_tile_exceed_bank_size",
                                 f"PSUM tile {shape_str(tensor_label(name), shp)} needs {per_block} bytes per partition, "
                                 f"more than one 2 KiB PSUM bank (at most 512 fp32 elements in the free dimension)")
@@ -153,7 +137,7 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
                 _CHECKED.clear()
             _CHECKED[key] = (dtype, shp, d, per_partition)
         if ctx.stack_allocator:
-            _stack_push(ctx, buf.family, per_partition, name)
+            stack_push(ctx, buf.family, per_partition, tensor_label(name))
     t = _new_tensor(ctx, shp, d, buf, par, name, fill)
     if buf.space == "shared_hbm":
         ctx.shared[site] = t
@@ -179,7 +163,8 @@ def _new_tensor(ctx: Any, shp: tuple[int, ...], d: np.dtype, buf: Buffer, par: i
     """The tensor of an allocation that passed its checks (``fill`` None = uninitialised)."""
     data = None
     if ctx.numerics and buf.alloc is not None and buf.family != "hbm":
-        data = physical.view(ctx, shp, par, d, buf.alloc)  # aliases whatever else lives there
+        place = physical.placement(buf.alloc, shp, par, d, ctx.target.psum_bank_bytes)
+        data = physical.view(ctx, shp, par, d, place)  # aliases whatever else lives there
         if fill is not None:
             data[...] = dt.cast(np.asarray(fill, dtype=np.float32), d)
     elif ctx.numerics and fill is not None:
@@ -206,27 +191,46 @@ def supported_dtype(dtype: Any, name: str) -> np.dtype:
     return d
 
 
-@op("nl.ndarray", spaces="hbm|psum|sbuf")
+def _placing(dtype_at: int, like: bool = False) -> Any:
+    """An allocation call's ``prepare`` step (ops.registry): a ``buffer=ncc.sbuf.alloc(func)`` (or psum) is
+    resolved against the requested shape into the modulo allocation it equals (core.physical.fit) before the
+    call is recorded, so a program holds data, never the kernel's function.  ``dtype_at``: the dtype's
+    position among the positional arguments; ``like``: the shape (and default dtype) come from a tensor."""
+
+    def prepare(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        buf = kwargs.get("buffer")
+        if not isinstance(getattr(buf, "alloc", None), PlacementFunction):
+            return args, kwargs
+        first = args[0] if args else kwargs.get("a" if like else "shape")
+        dtype = kwargs.get("dtype", args[dtype_at] if len(args) > dtype_at else None)
+        shape = first.shape if like else first
+        if dtype is None and like:
+            dtype = first.dtype
+        return args, {**kwargs, "buffer": physical.resolve(buf, shape, dtype, current().target.psum_bank_bytes)}
+
+    return prepare
+
+
+@op("nl.ndarray", spaces="hbm|psum|sbuf", prepare=_placing(1))
 def ndarray(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "", lazy_initialization: bool = False) -> Tensor:
     """``nl.ndarray``: a new tensor of ``shape`` in ``buffer`` (SBUF by default), uninitialised (reads show NaN)."""
     return allocate(shape, dtype, buffer, name)
 
 
-@op("nl.zeros", emits=(MEMSET,))
+@op("nl.zeros", emits=(MEMSET,), prepare=_placing(1))
 def zeros(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "", lazy_initialization: bool = False) -> Tensor:
     """``nl.zeros``: a new tensor filled with 0 (on chip; an HBM tensor cannot have an initial value)."""
     return allocate(shape, dtype, buffer, name, fill=0, init_value=True)
 
 
-@op("nl.ones", emits=(MEMSET,))
+@op("nl.ones", emits=(MEMSET,), prepare=_placing(1))
 def ones(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "", lazy_initialization: bool = False) -> Tensor:
     """``nl.ones``: a new tensor filled with 1 (on chip)."""
     return allocate(shape, dtype, buffer, name, fill=1, init_value=True)
 
 
-@op("nl.full", emits=(MEMSET,))
-def full(shape: Any, fill_value: Any, dtype: Any, *, buffer: Any = None,
-         name: str = "", lazy_initialization: bool = False) -> Tensor:
+@op("nl.full", emits=(MEMSET,), prepare=_placing(2))
+def full(shape: Any, fill_value: Any, dtype: Any, *, buffer: Any = None, name: str = "", lazy_initialization: bool = False) -> Tensor:
     """``nl.full``: a new tensor filled with ``fill_value`` (on chip)."""
     return allocate(shape, dtype, buffer, name, fill=fill_value, init_value=True)
 
@@ -236,33 +240,29 @@ def _like(a: Any, dtype: Any) -> tuple[tuple[int, ...], Any, Buffer]:
     return acc.shape, acc.dtype if dtype is None else dtype, acc.tensor.buffer
 
 
-@op("nl.empty_like", spaces="hbm|psum|sbuf")
-def empty_like(a: Any, dtype: Any = None, *, buffer: Any = None,
-               name: str = "", lazy_initialization: bool = False) -> Tensor:
+@op("nl.empty_like", spaces="hbm|psum|sbuf", prepare=_placing(1, like=True))
+def empty_like(a: Any, dtype: Any = None, *, buffer: Any = None, name: str = "", lazy_initialization: bool = False) -> Tensor:
     """``nl.empty_like``: an uninitialised tensor with ``a``'s shape (and dtype and buffer unless given)."""
     shape, d, buf = _like(a, dtype)
     return allocate(shape, d, buffer or buf, name)
 
 
-@op("nl.zeros_like", emits=(MEMSET,), spaces="hbm|psum|sbuf")
-def zeros_like(a: Any, dtype: Any = None, *, buffer: Any = None,
-               name: str = "", lazy_initialization: bool = False) -> Tensor:
+@op("nl.zeros_like", emits=(MEMSET,), spaces="hbm|psum|sbuf", prepare=_placing(1, like=True))
+def zeros_like(a: Any, dtype: Any = None, *, buffer: Any = None, name: str = "", lazy_initialization: bool = False) -> Tensor:
     """``nl.zeros_like``: a tensor of zeros with ``a``'s shape (and dtype and buffer unless given)."""
     shape, d, buf = _like(a, dtype)
     return allocate(shape, d, buffer or buf, name, fill=0, init_value=True)
 
 
-@op("nl.ones_like", emits=(MEMSET,), spaces="hbm|psum|sbuf")
-def ones_like(a: Any, dtype: Any = None, *, buffer: Any = None,
-              name: str = "", lazy_initialization: bool = False) -> Tensor:
+@op("nl.ones_like", emits=(MEMSET,), spaces="hbm|psum|sbuf", prepare=_placing(1, like=True))
+def ones_like(a: Any, dtype: Any = None, *, buffer: Any = None, name: str = "", lazy_initialization: bool = False) -> Tensor:
     """``nl.ones_like``: a tensor of ones with ``a``'s shape (and dtype and buffer unless given)."""
     shape, d, buf = _like(a, dtype)
     return allocate(shape, d, buffer or buf, name, fill=1, init_value=True)
 
 
-@op("nl.full_like", emits=(MEMSET,), spaces="hbm|psum|sbuf")
-def full_like(a: Any, fill_value: Any, dtype: Any = None, *, buffer: Any = None,
-              name: str = "", lazy_initialization: bool = False) -> Tensor:
+@op("nl.full_like", emits=(MEMSET,), spaces="hbm|psum|sbuf", prepare=_placing(2, like=True))
+def full_like(a: Any, fill_value: Any, dtype: Any = None, *, buffer: Any = None, name: str = "", lazy_initialization: bool = False) -> Tensor:
     """``nl.full_like``: a tensor of ``fill_value`` with ``a``'s shape (and dtype and buffer unless given)."""
     shape, d, buf = _like(a, dtype)
     return allocate(shape, d, buffer or buf, name, fill=fill_value, init_value=True)

@@ -120,7 +120,13 @@ def activation_reduce(op: Any, data: Any, *, reduce_op: Any, reduce_res: Any, bi
 @op("nisa.tensor_tensor", emits=(TENSOR_TENSOR,))
 def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: Any = None, engine: Any = 0,
                   dst: Any = None, name: str = "") -> Tensor | None:
-    """``nisa.tensor_tensor``: elementwise op of two tiles with identical partitions and sizes."""
+    """``nisa.tensor_tensor``: elementwise op of two tiles with identical partitions and sizes.
+
+    One input may instead be a column, ``[P, 1]`` or ``[P]`` (one value per partition): the engine reads it
+    with a zero stride along the free dimension (AWS's docstring: for "broadcasting capability in the free
+    dimension for either input tile ... consider tensor_scalar ... which has better performance"), so it
+    costs a full two-input pass over the other tile's elements.  CS149 2025's handout suggests it for a bias add.
+    """
     ctx = current()
     name = alu(op, "tensor_tensor")
     accs = operands("tensor_tensor", data1=data1, data2=data2)
@@ -129,7 +135,9 @@ def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: A
         raise nki_error("err_num_partition_mismatch",
                         f"number of partitions (dimension 0 size of a tile) mismatch in parameters "
                         f"({shape_str('data1', a.shape)}, {shape_str('data2', b.shape)}) of 'tensor_tensor'")
-    if int(np.prod(a.shape)) != int(np.prod(b.shape)):
+    na, nb = _per_partition(a.shape), _per_partition(b.shape)
+    broadcast = na != nb and min(na, nb) == 1
+    if na != nb and not broadcast:
         raise nki_error("err_param_shape_mismatch",
                         f"Parameter shapes ({shape_str('data1', a.shape)}, {shape_str('data2', b.shape)}) of "
                         f"'tensor_tensor' has mismatched shapes")
@@ -141,20 +149,33 @@ def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: A
     out_dt = dt.normalize(dtype) if dtype is not None else dt.promote(a.dtype, b.dtype)
     if dst is not None:
         out_dt = dst.dtype
-    valid = mask_array(mask, a.shape, "tensor_tensor")
+    shape = b.shape if nb > na else a.shape  # the result has the full tile's shape
+    valid = mask_array(mask, shape, "tensor_tensor")
     vals = None
     if ctx.numerics:
         compute = np.dtype(np.int64) if spec.bitvec else dt.compute_dtype(a.dtype, b.dtype, out_dt)
-        vals = spec.fn(values(a, ctx, compute), values(b, ctx, compute).reshape(a.shape))
+        x, y = values(a, ctx, compute), values(b, ctx, compute)
+        col = (shape[0],) + (1,) * (len(shape) - 1)  # a column operand, broadcast along the free dims
+        x = x.reshape(col) if broadcast and na == 1 else x.reshape(shape)
+        y = y.reshape(col) if broadcast and nb == 1 else y.reshape(shape)
+        vals = spec.fn(x, y)
     both_int = not dt.is_float(a.dtype) and not dt.is_float(b.dtype)
     engine_name = "pool" if int(engine or 0) == 3 or spec.gpsimd or (both_int and spec.gpsimd_for_integers) else "dve"
+    extra: dict[str, Any] = {"alu": name}
+    if broadcast:
+        extra["broadcast"] = True
     if dst is not None:
-        out = write_dst(ctx, "tensor_tensor", dst, a.shape, vals, valid)
-        emit(ctx, TENSOR_TENSOR, engine_name, reads=[a, b], writes=[out], extra={"alu": name})
+        out = write_dst(ctx, "tensor_tensor", dst, shape, vals, valid)
+        emit(ctx, TENSOR_TENSOR, engine_name, reads=[a, b], writes=[out], extra=extra)
         return None
-    tile = new_tile(ctx, a.shape, out_dt, vals, valid)
-    tile.producer = emit(ctx, TENSOR_TENSOR, engine_name, reads=[a, b], writes=[tile.full()], extra={"alu": name})
+    tile = new_tile(ctx, shape, out_dt, vals, valid)
+    tile.producer = emit(ctx, TENSOR_TENSOR, engine_name, reads=[a, b], writes=[tile.full()], extra=extra)
     return tile
+
+
+def _per_partition(shape: tuple[int, ...]) -> int:
+    """Elements per partition of a tile (a ``[P]`` tile holds one)."""
+    return int(np.prod(shape[1:])) if len(shape) > 1 else 1
 
 
 @op("nisa.tensor_scalar", emits=(TENSOR_SCALAR,))
@@ -377,7 +398,23 @@ def dma_copy(*args: Any, dst: Any = None, src: Any = None, mask: Any = None, dst
     else:
         memory.fit_shape(s.shape, d.shape, "dst", "src", "dma_copy")
     write(d, vals, valid)
-    emit(ctx, DMA_COPY, reads=[s], writes=[d], nbytes=int(np.prod(d.shape)) * s.itemsize)
+    # what the DMA moves: the source's bytes (and, with dst_rmw_op, the destination's read as well: a
+    # read-modify-write reads dst, reads src and writes dst); what it reads and writes in HBM bounds it too
+    nbytes = int(np.prod(d.shape)) * s.itemsize
+    dst_bytes = int(np.prod(d.shape)) * d.itemsize
+    src_bytes = int(np.prod(s.shape)) * s.itemsize
+    hbm = (src_bytes if s.space == "hbm" else 0) + (dst_bytes if d.space == "hbm" else 0)
+    extra: dict[str, Any] = {}
+    reads = [s]
+    if dst_rmw_op is not None:
+        extra["rmw"] = alu(dst_rmw_op, "dma_copy")
+        if d.space == "sbuf":
+            extra["rmw_sbuf"] = True  # NeuronCore-v4 adds a read-add-write unit beside SBUF (trainium3_arch.rst)
+        reads.append(d)
+        hbm += dst_bytes if d.space == "hbm" else 0
+    if hbm > max(src_bytes, dst_bytes):  # only a DMA with HBM on both sides (or a read-modify-write of HBM)
+        extra["hbm_bytes"] = hbm
+    emit(ctx, DMA_COPY, reads=reads, writes=[d], nbytes=nbytes, extra=extra or None)
 
 
 def _keep_in_bounds(d: Access, s: Access, valid: np.ndarray | None, oob_mode: Any) -> np.ndarray | None:
@@ -399,10 +436,11 @@ def bn_stats(data: Any, *, mask: Any = None, dtype: Any = None, dst: Any = None,
     ctx = current()
     a = operands("bn_stats", data=data)["data"]
     n = int(np.prod(a.shape[1:])) if len(a.shape) > 1 else 1
-    if n > 512:
+    limit = ctx.target.limit("bn_stats_free_max")
+    if n > limit:
         raise nki_error("err_size_of_dimension_exceed_arch_limit",
                         f"size of dimension 1 in '{shape_str('data', a.shape)}' of 'bn_stats' exceed architecture "
-                        f"limitation of 512.")
+                        f"limitation of {limit}.")
     valid = mask_array(mask, a.shape, "bn_stats")
     out_shape = (a.shape[0], 6)
     vals = None

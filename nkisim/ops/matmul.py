@@ -8,7 +8,7 @@ import numpy as np
 
 from nkisim.core import dtypes as dt
 from nkisim.core import syntax
-from nkisim.core.buffers import PMAX, psum, sbuf
+from nkisim.core.buffers import psum, sbuf
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.location import warn
@@ -19,8 +19,6 @@ from nkisim.ops.base import emit, mask_array, new_tile, operand, operands, write
 from nkisim.ops.elementwise import values
 from nkisim.ops.registry import op
 
-GEMM_STATIONARY_FMAX = 128
-GEMM_MOVING_FMAX = 512
 _MATMUL_DTYPES = (dt.float8_e4m3, dt.float8_e5m2, dt.bfloat16, dt.float16, dt.tfloat32, dt.float32)
 
 
@@ -45,28 +43,51 @@ def _rank2(api: str, pname: str, shape: tuple[int, ...]) -> None:
                         f"dimensions of 2.")
 
 
+def _moving_free(api: str, pname: str, shape: tuple[int, ...], limit: int) -> int:
+    """Elements per partition of a moving operand: its free dimensions may be several (CS149 2025's
+    handout: "``nc_matmul`` can accept a >2D tensor as the moving argument, as long as the hardware
+    constraints of PSUM are respected"), and together they stream through the PE array as one free axis,
+    so their product is what the limit (and one PSUM bank) holds."""
+    if len(shape) <= 2:
+        _rank2(api, pname, shape)
+        _limit(api, pname, shape, 1, limit)  # the compiler's own message for one free dimension
+        return shape[1]
+    n = int(np.prod(shape[1:]))
+    if n > limit:
+        dims = " x ".join(str(d) for d in shape[1:])
+        raise nki_error("err_size_of_dimension_exceed_arch_limit",
+                        f"size of free dimensions ({dims} = {n} elements per partition) in "
+                        f"'{shape_str(pname, shape)}' of '{api}' exceed architecture limitation of {limit}.")
+    return n
+
+
 def _pe_matmul(api: str, stat: Access, mov: Access, sname: str, mname: str, mask: Any, dst: Any = None,
                accumulate: bool | None = None) -> Tensor | None:
-    """stationary[K, M].T @ moving[K, N] -> PSUM fp32 [M, N] (the TensorE contract): a new PSUM tile, or into
-    ``dst`` (``_into_psum``)."""
+    """stationary[K, M].T @ moving[K, N...] -> PSUM fp32 [M, N...] (the TensorE contract): a new PSUM tile, or into
+    ``dst`` (``_into_psum``).
+
+    The moving operand's free dimensions stream as one (their product at most ``gemm_moving_fmax``) and
+    the result keeps them: ``[K, M]`` with ``[K, 4, 128]`` gives ``[M, 4, 128]``."""
     ctx = current()
+    _rank2(api, sname, stat.shape)
     for pname, acc in ((sname, stat), (mname, mov)):
-        _rank2(api, pname, acc.shape)
         _check_dtype(api, pname, acc)
     if stat.shape[0] != mov.shape[0]:
         raise nki_error("err_param_shape_incompatible_with_matmul",
                         f"Number of partitions mismatch in '{api}': contraction dimension of "
                         f"{shape_str(sname, stat.shape)} and {shape_str(mname, mov.shape)} must match "
                         f"(the contraction dimension is the partition dimension)")
-    _limit(api, sname, stat.shape, 1, GEMM_STATIONARY_FMAX)
-    _limit(api, mname, mov.shape, 1, GEMM_MOVING_FMAX)
-    out_shape = (stat.shape[1], mov.shape[1])
+    tgt = ctx.target
+    _limit(api, sname, stat.shape, 1, tgt.gemm_stationary_free_max)
+    n = _moving_free(api, mname, mov.shape, tgt.gemm_moving_free_max)
+    out_shape = (stat.shape[1],) + tuple(mov.shape[1:])
     valid = mask_array(mask, out_shape, api)
     vals = None
     if ctx.numerics:
         f = np.dtype(np.float32)
-        vals = np.matmul(values(stat, ctx, f).T, values(mov, ctx, f))
-    extra = {"k": stat.shape[0], "m": stat.shape[1], "n": mov.shape[1], "in_dtype": dt.name(mov.dtype)}
+        k = mov.shape[0]
+        vals = np.matmul(values(stat, ctx, f).T, values(mov, ctx, f).reshape(k, n)).reshape(out_shape)
+    extra = {"k": stat.shape[0], "m": stat.shape[1], "n": n, "in_dtype": dt.name(mov.dtype)}
     if dst is not None:
         _into_psum(ctx, api, dst, out_shape, vals, valid, [stat, mov], extra, accumulate)
         return None
@@ -104,16 +125,22 @@ def _into_psum(ctx: Any, api: str, dst: Any, shape: tuple[int, ...], vals: Any, 
     emit(ctx, NC_MATMUL, reads=reads, writes=[out], extra=extra, acc=adds)  # (reads as a legacy `psum += ...`)
 
 
-@op("nl.matmul", emits=(NC_MATMUL, NC_TRANSPOSE, TENSOR_COPY), spaces="sbuf")
+@op("nl.matmul", emits=(NC_MATMUL, NC_TRANSPOSE, TENSOR_COPY), spaces="psum|sbuf")
 def matmul(x: Any, y: Any, *, transpose_x: bool = False, mask: Any = None, name: str = "") -> Tensor:
-    """``nl.matmul``: x @ y (or x.T @ y with transpose_x=True), result in PSUM as fp32."""
+    """``nl.matmul``: x @ y (or x.T @ y with transpose_x=True), result in PSUM as fp32.
+
+    A PSUM operand (an ``nl.transpose`` result, as in AWS's attention tutorial v1) is copied to SBUF
+    first, as for ``nisa.nc_matmul``."""
     ctx = current()
     accs = operands("matmul", x=x, y=y)
+    for pname, acc in accs.items():
+        if acc.space == "psum":
+            accs[pname] = _staged_from_psum("matmul", pname, acc)
     xa, ya = accs["x"], accs["y"]
     if not transpose_x:
         _no_pe_transpose_if_allocated(ctx, "matmul", "x")
         _rank2("matmul", "x", xa.shape)
-        _limit("matmul", "x", xa.shape, 1, PMAX)
+        _limit("matmul", "x", xa.shape, 1, ctx.target.partitions)
         emit(ctx, NC_TRANSPOSE, reads=[xa], extra={"implicit": True}, p=xa.shape[1], n=xa.shape[0])
         xt = _transposed_view(ctx, xa)
         return _pe_matmul("matmul", xt.full(), ya, "x", "y", mask)
@@ -150,7 +177,7 @@ def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = Fal
     accs = operands("nc_matmul", "psum|sbuf", stationary=stationary, moving=moving)
     for pname, acc in accs.items():
         if acc.space == "psum":
-            accs[pname] = _staged_from_psum(pname, acc)
+            accs[pname] = _staged_from_psum("nc_matmul", pname, acc)
     if bool(tile_position) != bool(tile_size):
         raise ValueError("nc_matmul: tile_position and tile_size must be given together")
     if perf_mode not in (None, "", "none"):
@@ -158,15 +185,15 @@ def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = Fal
     return _pe_matmul("nc_matmul", accs["stationary"], accs["moving"], "stationary", "moving", mask, dst, accumulate)
 
 
-def _staged_from_psum(pname: str, acc: Access) -> Access:
-    """A PSUM operand of ``nc_matmul``, copied to SBUF first.
+def _staged_from_psum(api: str, pname: str, acc: Access) -> Access:
+    """A PSUM operand of ``nc_matmul`` (or ``nl.matmul``), copied to SBUF first.
 
     The PE array reads SBUF only; the legacy compiler accepts a PSUM operand (flash attention's
     backward pass feeds an ``nc_transpose`` result straight in) by inserting a copy, which is traced
     here so the cost model charges it.  A warning says so, since writing the copy is the fix.
     """
     ctx = current()
-    warn(f"'{pname}' of 'nc_matmul' is in PSUM: the compiler copies it to SBUF first (an extra "
+    warn(f"'{pname}' of '{api}' is in PSUM: the compiler copies it to SBUF first (an extra "
          f"instruction); copy it yourself (nl.copy / nisa.tensor_copy) to control where that happens")
     t = new_tile(ctx, acc.shape, acc.dtype, read(acc) if ctx.numerics else None, fresh=False)
     t.producer = emit(ctx, TENSOR_COPY, "act", reads=[acc], writes=[t.full()], extra={"implicit": True})
@@ -200,8 +227,8 @@ def _double_row(stat: Access, mov: Access, mode: str, mask: Any, dst: Any = None
         raise nki_error("err_param_shape_incompatible_with_matmul",
                         f"Number of partitions mismatch in 'nc_matmul': contraction dimension of "
                         f"{shape_str('stationary', stat.shape)} and {shape_str('moving', mov.shape)} must match")
-    _limit("nc_matmul", "stationary", stat.shape, 2, GEMM_STATIONARY_FMAX)
-    _limit("nc_matmul", "moving", mov.shape, 2, GEMM_MOVING_FMAX)
+    _limit("nc_matmul", "stationary", stat.shape, 2, ctx.target.gemm_stationary_free_max)
+    _limit("nc_matmul", "moving", mov.shape, 2, ctx.target.gemm_moving_free_max)
     out_shape = (stat.shape[2], mov.shape[2])
     valid = mask_array(mask, out_shape, "nc_matmul")
     vals = None
@@ -235,7 +262,8 @@ def nc_transpose(data: Any, *, mask: Any = None, dtype: Any = None, engine: Any 
         if dst is not None:  # NKI 0.6: the default engine follows where dst is (PSUM: the PE array)
             eng = 1 if as_access(dst).space == "psum" else 5
         else:
-            eng = 5 if len(shape) >= 2 and shape[0] <= 32 and int(np.prod(shape[1:])) <= 32 else 1
+            small = current().target.limit("dve_transpose_max")
+            eng = 5 if len(shape) >= 2 and shape[0] <= small and int(np.prod(shape[1:])) <= small else 1
     return _transpose("nc_transpose", "data", data, dtype, mask, "dve" if eng == 5 else "pe", dst)
 
 
@@ -250,7 +278,7 @@ def _transpose(api: str, pname: str, x: Any, dtype: Any, mask: Any, engine: str,
             shape = (shape[0], int(np.prod(shape[1:])))
         else:
             _rank2(api, pname, shape)
-    limit = 32 if engine == "dve" else PMAX
+    limit = ctx.target.limit("dve_transpose_max") if engine == "dve" else ctx.target.partitions
     for d in range(2):
         _limit(api, pname, shape, d, limit)
     out_shape = (shape[1], shape[0])

@@ -42,6 +42,7 @@ from nkisim.ops.base import (
     operands,
     out_dtype,
     region,
+    stack_forget,
     tile_shape,
 )
 from nkisim.ops.elementwise import binary_op, column_shape
@@ -298,6 +299,8 @@ def assign(dst: Access, value: Any, temporary: bool = False) -> None:
         if producer is not None and ctx.trace and ctx.trace[-1] is producer:
             # the producing instruction writes straight into the destination
             producer.retarget((region(dst),), buffer_info(dst))
+            if ctx.stack_allocator:
+                stack_forget(ctx, value)
         else:
             emit(ctx, TENSOR_COPY, reads=(src,), writes=(dst,))
     else:
@@ -339,7 +342,9 @@ def accumulate(dst: Access, value: Any, op: str) -> None:
         if op == "add" and producer is not None and producer.engine == "pe" and dst.space == "psum":
             # the first matmul into each PSUM element since its allocation starts the accumulation group:
             # it overwrites whatever the bank held (NaN fill, an earlier kernel's values), later ones add
-            started = dst.tensor.matmul_accumulated(dst.np_index())
+            # (per logical element: a block of a direct allocation that shares its PSUM bank with an earlier
+            # block is a new accumulation group, AWS's attention tutorial v9/v10)
+            started = dst.tensor.matmul_accumulated(dst.logical_index())
         if started is not None and data is not None and not started.all():
             idx = dst.np_index()
             write(dst, np.where(started, data[idx].astype(np.float32), np.float32(0)) + rhs)
@@ -352,6 +357,8 @@ def accumulate(dst: Access, value: Any, op: str) -> None:
     if producer is not None and producer.engine == "pe" and ctx.trace and ctx.trace[-1] is producer and op == "add":
         producer.retarget((region(dst),), buffer_info(dst))  # (records stay unexpanded until costed)
         producer.acc = True
+        if ctx.stack_allocator:
+            stack_forget(ctx, value)
     else:
         emit(ctx, TENSOR_TENSOR, reads=[dst] + ([src] if src is not None else []), writes=[dst])
 

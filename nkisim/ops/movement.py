@@ -28,9 +28,6 @@ from nkisim.ops.base import mask_array, operands
 from nkisim.ops.outputs import F32, deliver, flat, per_partition
 from nkisim.ops.registry import op
 
-QUADRANT = 32  # partitions a Vector-engine shuffle moves data within
-GPSIMD_PARTITIONS = 16  # SBUF partitions each of the 8 GpSimd cores reads
-
 
 def _engine(engine: Any, default: str = "dve") -> str:
     return {2: "act", 3: "pool", 5: "dve"}.get(int(engine or 0), default)
@@ -86,33 +83,34 @@ def local_gather(src_buffer: Any = None, index: Any = None, num_elem_per_idx: in
     ctx = current()
     accs = operands("local_gather", "sbuf", src_buffer=src_buffer, index=index)
     s, ix = accs["src_buffer"], accs["index"]
-    if s.shape[0] != ix.shape[0] or s.shape[0] % GPSIMD_PARTITIONS:
+    group = ctx.target.limit("gpsimd_core_partitions")  # SBUF partitions each GpSimd core serves
+    if s.shape[0] != ix.shape[0] or s.shape[0] % group:
         raise nki_error("err_num_partition_mismatch",
                         f"number of partitions (dimension 0 size of a tile) mismatch in parameters "
                         f"({shape_str('src_buffer', s.shape)}, {shape_str('index', ix.shape)}) of 'local_gather'; "
-                        f"both must span whole groups of {GPSIMD_PARTITIONS} partitions")
-    per_core = GPSIMD_PARTITIONS * int(np.prod(ix.shape[1:] or (1,)))
+                        f"both must span whole groups of {group} partitions")
+    per_core = group * int(np.prod(ix.shape[1:] or (1,)))
     nvalid = per_core if num_valid_indices is None else int(num_valid_indices)
     if not 0 < nvalid <= per_core:
         raise nki_error("err_param_shape_mismatch",
                         f"Parameter shapes ({shape_str('index', ix.shape)}) of 'local_gather' has mismatched shapes: "
                         f"num_valid_indices={nvalid} exceeds the {per_core} indices each GpSimd core holds")
     k = int(num_elem_per_idx)
-    out_shape = (s.shape[0], *ix.shape[1:], GPSIMD_PARTITIONS, k) if nvalid == per_core else (s.shape[0], nvalid, k)
+    out_shape = (s.shape[0], *ix.shape[1:], group, k) if nvalid == per_core else (s.shape[0], nvalid, k)
     vals = None
     if ctx.numerics:
         src = read(s).reshape(s.shape[0], -1)
         offs = flat(ix, ctx, np.dtype(np.int64))
         vals = np.empty((s.shape[0], nvalid * k), dtype=src.dtype)
         span = np.arange(k)
-        for c in range(0, s.shape[0], GPSIMD_PARTITIONS):
-            flat_idx = offs[c:c + GPSIMD_PARTITIONS].flatten(order="F")[:nvalid]
+        for c in range(0, s.shape[0], group):
+            flat_idx = offs[c:c + group].flatten(order="F")[:nvalid]
             cols = (flat_idx[:, None] + span[None, :]).reshape(-1)
             if cols.size and (cols.min() < 0 or cols.max() >= src.shape[1]):
                 raise nki_error("err_tensor_access_out_of_bound",
                                 f"index {int(cols.max())} of 'local_gather' is out of bounds for "
                                 f"{shape_str('src_buffer', s.shape)}")
-            vals[c:c + GPSIMD_PARTITIONS] = src[c:c + GPSIMD_PARTITIONS][:, cols]
+            vals[c:c + group] = src[c:c + group][:, cols]
     shape = out_shape if dst is None else operands("local_gather", dst=dst)["dst"].shape
     valid = mask_array(mask, shape, "local_gather", ctx)
     return deliver(ctx, LOCAL_GATHER, shape, s.dtype if dtype is None else dtype, vals, dst,
@@ -131,10 +129,11 @@ def nc_stream_shuffle(src: Any = None, dst: Any = None, shuffle_mask: Any = None
     accs = operands("nc_stream_shuffle", src=src, dst=dst)
     s, d = accs["src"], accs["dst"]
     sel = [int(m.value()) if hasattr(m, "value") else int(m) for m in shuffle_mask]
-    if len(sel) != QUADRANT or any(not (0 <= m < QUADRANT or m == 255) for m in sel):
+    quadrant = ctx.target.limit("quadrant_partitions")  # partitions a shuffle moves data within
+    if len(sel) != quadrant or any(not (0 <= m < quadrant or m == 255) for m in sel):
         raise nki_error("err_param_shape_mismatch",
                         f"Parameter shapes (shuffle_mask[{len(sel)}]) of 'nc_stream_shuffle' has mismatched shapes: "
-                        f"it must list {QUADRANT} source partitions (0-31, or 255 to skip)")
+                        f"it must list {quadrant} source partitions (0-{quadrant - 1}, or 255 to skip)")
     s_n, d_n = int(np.prod(s.shape[1:] or (1,))), int(np.prod(d.shape[1:] or (1,)))
     if s_n != d_n:
         raise nki_error("err_param_shape_mismatch",
@@ -147,16 +146,16 @@ def nc_stream_shuffle(src: Any = None, dst: Any = None, shuffle_mask: Any = None
         out = np.empty((dst_parts, d_n), dtype=x.dtype)
         keep = np.ones((dst_parts, 1), dtype=bool)
         for p in range(dst_parts):
-            m = sel[p % QUADRANT]
+            m = sel[p % quadrant]
             if m == 255:
                 keep[p] = False
                 continue
-            row = (p // QUADRANT) * QUADRANT + m
+            row = (p // quadrant) * quadrant + m
             if row >= src_rows:
                 row = m
             if row >= src_rows:
                 raise nki_error("err_tensor_access_out_of_bound",
-                                f"shuffle_mask[{p % QUADRANT}]={m} of 'nc_stream_shuffle' is out of bounds for "
+                                f"shuffle_mask[{p % quadrant}]={m} of 'nc_stream_shuffle' is out of bounds for "
                                 f"{shape_str('src', s.shape)}")
             out[p] = x[row]
         vals, valid = out, (None if keep.all() else np.broadcast_to(keep, (dst_parts, d_n)))

@@ -15,6 +15,7 @@ records, the executor and the validator name calls by these entries and nothing 
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from collections.abc import Callable, Iterable
@@ -61,9 +62,14 @@ OPS: dict[str, Op] = {}
 SPACES: dict[str, list[str]] = {}
 
 
-def op(call: str, *, emits: Iterable[Instruction] = (), spaces: str = ON_CHIP) -> Callable[[F], F]:
+def op(call: str, *, emits: Iterable[Instruction] = (), spaces: str = ON_CHIP,
+       prepare: Callable[[tuple, dict], tuple[tuple, dict]] | None = None) -> Callable[[F], F]:
     """Register the decorated implementation as the NKI call ``call``; returns it wrapped for recording
-    (the function the front end exports and other ops may call)."""
+    (the function the front end exports and other ops may call).
+
+    ``prepare(args, kwargs) -> (args, kwargs)`` runs before the call is recorded: it turns a value of the
+    kernel's own Python that a program cannot hold into data that can (``ncc.sbuf.alloc(func)`` into the
+    placement it gives the tensor being allocated)."""
 
     def register(impl: F) -> F:
         if call in OPS:
@@ -71,12 +77,26 @@ def op(call: str, *, emits: Iterable[Instruction] = (), spaces: str = ON_CHIP) -
         if call_name(impl) is not None:  # one implementation offered under a second name (nl.transpose, t.T)
             impl = impl.__wrapped__  # type: ignore[attr-defined]
         function = recorded(call)(impl)
+        if prepare is not None:
+            function = _prepared(function, prepare)
         entry = Op(call, impl, tuple(emits), spaces, function)
         OPS[call] = entry
         SPACES.setdefault(entry.name, spaces.split("|"))
         return function  # type: ignore[return-value]
 
     return register
+
+
+def _prepared(function: Callable[..., Any], prepare: Callable[[tuple, dict], tuple[tuple, dict]]) -> Callable[..., Any]:
+    """``function`` (a recorded call) with its arguments passed through ``prepare`` first."""
+
+    @functools.wraps(function)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        args, kwargs = prepare(args, kwargs)
+        return function(*args, **kwargs)
+
+    call.__wrapped__ = function.__wrapped__  # type: ignore[attr-defined]  (the implementation, as for every call)
+    return call
 
 
 def declare(call: str, *, emits: Iterable[Instruction] = (), spaces: str = ON_CHIP) -> Op:

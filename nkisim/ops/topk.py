@@ -21,18 +21,18 @@ from nkisim.ops.base import mask_array, operands
 from nkisim.ops.outputs import F32, deliver, flat
 from nkisim.ops.registry import op
 
-MIN_ELEMS, MAX_ELEMS = 8, 16384
-
 
 def _data(inst: str, pname: str, value: Any, mask: Any, ctx: KernelContext,
-          min_elems: int = MIN_ELEMS) -> tuple[Access, np.ndarray | None, np.ndarray | None]:
+          min_elems: int | None = None) -> tuple[Access, np.ndarray | None, np.ndarray | None]:
     """(access, values as (P, N) fp32, the mask as (P, N) booleans or None) of the searched tile."""
     a = operands(inst, **{pname: value})[pname]
     n = int(np.prod(a.shape[1:] or (1,)))
-    if not min_elems <= n <= MAX_ELEMS:
+    lo = ctx.target.limit("max8_min_elems") if min_elems is None else min_elems
+    hi = ctx.target.limit("max8_max_elems")
+    if not lo <= n <= hi:
         raise nki_error("err_size_of_dimension_exceed_arch_limit",
                         f"number of elements per partition in '{shape_str(pname, a.shape)}' of '{inst}' must be "
-                        f"between {min_elems} and {MAX_ELEMS}, got {n}.")
+                        f"between {lo} and {hi}, got {n}.")
     valid = mask_array(mask, a.shape, inst, ctx)
     keep = None
     if valid is not None:

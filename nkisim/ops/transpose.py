@@ -86,19 +86,23 @@ def dma_transpose(src: Any = None, *, axes: Any = None, mask: Any = None, dtype:
         if ctx.nc_version < 3:
             raise nki_error("err_min_arch_support_for_inst",
                             f"inst dma_transpose with dge_mode=hwdge requires min target gen3 (trn2), got {ctx.target}")
+        tgt = ctx.target
+        rows, multiple = tgt.limit("hwdge_transpose_rows"), tgt.limit("hwdge_transpose_row_multiple")
+        itemsize = tgt.limit("hwdge_transpose_itemsize")
         if dst is not None:
-            if acc.shape[0] not in (1, 2, 4, 8, 16) or acc.shape[-1] > 128 or acc.itemsize != 2 or (
-                    rank > 2 and (acc.shape[0] * acc.shape[-2]) % 16) or (rank == 2 and acc.shape[0] != 16):
+            counts = tuple(1 << i for i in range(rows.bit_length()) if 1 << i <= rows)  # 1, 2, 4, 8, 16
+            if acc.shape[0] not in counts or acc.shape[-1] > tgt.partitions or acc.itemsize != itemsize or (
+                    rank > 2 and (acc.shape[0] * acc.shape[-2]) % rows) or (rank == 2 and acc.shape[0] != rows):
                 raise nki_error("err_param_shape_mismatch",
                                 f"Parameter shapes ({shape_str('src', acc.shape)}) of 'dma_transpose' has mismatched "
-                                f"shapes: a hardware-DGE transpose needs a 2-byte dtype, a last dimension of at most "
-                                f"128 and 16 rows (2-D) or 1, 2, 4, 8 or 16 rows with rows * shape[-2] a multiple "
-                                f"of 16")
-        elif acc.shape[0] != 16 or acc.shape[-1] % 128 or acc.itemsize != 2:
+                                f"shapes: a hardware-DGE transpose needs a {itemsize}-byte dtype, a last dimension of "
+                                f"at most {tgt.partitions} and {rows} rows (2-D) or {', '.join(map(str, counts))} rows "
+                                f"with rows * shape[-2] a multiple of {rows}")
+        elif acc.shape[0] != rows or acc.shape[-1] % multiple or acc.itemsize != itemsize:
             raise nki_error("err_param_shape_mismatch",
                             f"Parameter shapes ({shape_str('src', acc.shape)}) of 'dma_transpose' has mismatched "
-                            f"shapes: a hardware-DGE transpose needs 16 rows, a last dimension that is a multiple of "
-                            f"128 and a 2-byte dtype")
+                            f"shapes: a hardware-DGE transpose needs {rows} rows, a last dimension that is a multiple "
+                            f"of {multiple} and a {itemsize}-byte dtype")
     return _transpose(DMA_TRANSPOSE, acc, perm, mask, dtype, dst)
 
 

@@ -69,8 +69,8 @@ class Benchmarked:
         except NKIError as err:
             raise err.with_traceback(attach_location(err)) from None
         latency = estimate_latency_us(res)
-        self.benchmark_result = BenchmarkResult(latency, res.ctx.target.name, res)
-        print(f"nkisim: estimated NC latency {latency:.2f} us on {res.ctx.target} "
+        self.benchmark_result = BenchmarkResult(latency, res.ctx.target.label, res)
+        print(f"nkisim: estimated NC latency {latency:.2f} us on {res.ctx.target.label} "
               f"(cost model estimate, not a hardware measurement)")
         self._write_artefacts(kern, res, latency)
         return None

@@ -124,9 +124,17 @@ def _target() -> Any:
 class _TileSize:
     """``nl.tile_size``: the hardware's tile limits, read from the kernel's target (``nkisim/targets/``)."""
 
-    bn_stats_fmax = 512  # as the legacy front end (nkisim.frontend.language.tile_size)
-    psum_min_align = 4
-    sbuf_min_align = 1
+    @property
+    def bn_stats_fmax(self) -> int:
+        return _target().limit("bn_stats_free_max")
+
+    @property
+    def psum_min_align(self) -> int:
+        return _target().limit("psum_min_align")
+
+    @property
+    def sbuf_min_align(self) -> int:
+        return _target().limit("sbuf_min_align")
 
     @property
     def pmax(self) -> int:

@@ -22,6 +22,11 @@ from nkisim.runtime import lnc as _lnc
 _Engine, _DmaEngine = engine, dma_engine
 
 
+#: isa docstring sendrecv: over ``dma_engine.gpsimd_dma`` at most 1024/512/256 bytes per partition of 32/16/8-bit
+#: data, i.e. this many elements
+_GPSIMD_SENDRECV_ELEMENTS = 256
+
+
 def sendrecv(src: Any, dst: Any, send_to_rank: Any, recv_from_rank: Any, pipe_id: Any,
              dma_engine: Any = dma_engine.dma, name: Any = None) -> NkiInstruction:
     """Send ``src`` to the other logical core and receive its tile into ``dst`` (LNC2); both cores call it with the
@@ -37,7 +42,7 @@ def sendrecv(src: Any, dst: Any, send_to_rank: Any, recv_from_rank: Any, pipe_id
             raise _error("err_operand_type", f"'{pname}' of 'sendrecv' on logical core {me} must be {1 - me}, the "
                                              f"other core of the LNC2 pair, got {rank!r}")
     if eng is _DmaEngine.gpsimd_dma:
-        cap = {4: 1024, 2: 512, 1: 256}.get(src.dtype.itemsize, 256)
+        cap = _GPSIMD_SENDRECV_ELEMENTS * src.dtype.itemsize
         per_partition = src.size // src.shape[0] * src.dtype.itemsize
         if per_partition > cap:
             raise _error("err_operand_type", f"sendrecv over dma_engine.gpsimd_dma moves at most {cap} bytes per "

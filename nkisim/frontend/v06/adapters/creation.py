@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from nkisim.core.buffers import PSUM_BANK_BYTES, Buffer, ModAlloc, sbuf
+from nkisim.core.buffers import Buffer, ModAlloc, sbuf
+from nkisim.core.context import current as _current
 from nkisim.core.dtypes import uint8
 from nkisim.frontend.v06.adapters import binding as _b
 from nkisim.frontend.v06.adapters.errors import error as _error
@@ -56,13 +57,15 @@ def _placed(buffer: Buffer, shape: tuple[int, ...], address: Any) -> Buffer:
         raise _error("err_operand_type", f"address must be (partition offset, free byte offset), got {address!r}")
     part, free = address
     n = shape[0]
-    starts = (0,) if n > 64 else (0, 64) if n > 32 else (0, 32, 64, 96)
+    tgt = _current("ndarray").target
+    quadrant = tgt.limit("quadrant_partitions")
+    starts = (0,) if n > 2 * quadrant else tuple(range(0, tgt.partitions, quadrant * (2 if n > quadrant else 1)))
     if part not in starts:
         raise _error("err_operand_type", f"a tensor of {n} partitions starts at partition {' or '.join(map(str, starts))}"
                                          f", not {part}")
-    if _family(buffer) == "psum" and free % PSUM_BANK_BYTES:
+    if _family(buffer) == "psum" and free % tgt.psum_bank_bytes:
         raise _error("err_operand_type", f"a PSUM tensor must start at a bank boundary (a multiple of "
-                                         f"{PSUM_BANK_BYTES} bytes), not byte {free}")
+                                         f"{tgt.psum_bank_bytes} bytes), not byte {free}")
     return Buffer(buffer.space, ModAlloc(buffer.space, base_addr=free, base_partition=part))
 
 
