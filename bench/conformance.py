@@ -10,6 +10,10 @@ stop the whole collection.
     python bench/conformance.py --aws ~/src/aws-neuron-sdk          # checkout of tag v2.27.1
     python bench/conformance.py --samples ~/src/nki-samples          # a commit before c4b806e
     python bench/conformance.py --cs149 ~/src/asst4-trainium --cs149 ~/src/asst4-trainium2
+    python bench/conformance.py --aws-examples ~/src/aws-neuron-sdk  # HEAD: nki/examples, NKI 0.6 (import nki)
+
+The NKI 0.6 examples are kernels, not test files: ``bench/aws_examples06.py`` holds a NumPy driver and reference
+for each (or runs the example as its own NumPy script), one process per case.
 
 Prints a text table per suite and, last, one JSON object with the counts (``--json FILE`` also
 writes it to FILE).
@@ -210,6 +214,25 @@ def cs149_suite(clone: str, only: list[str]) -> SuiteResult:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def aws_examples_suite(clone: str, only: list[str]) -> SuiteResult:
+    """AWS's NKI 0.6 example kernels (``nki/examples`` at the docs source's HEAD), each case of
+    ``bench/aws_examples06.py`` in its own process on a copy of the folder, checked against NumPy."""
+    src = os.path.join(clone, "nki", "examples") if os.path.isdir(os.path.join(clone, "nki", "examples")) else clone
+    driver = os.path.join(os.path.dirname(os.path.abspath(__file__)), "aws_examples06.py")
+    listing = subprocess.run([PYTHON, driver, "--list"], capture_output=True, text=True, check=True).stdout
+    cases = [ln for ln in listing.splitlines() if ln and not ln.startswith("(left out)")]
+    work = tempfile.mkdtemp(prefix="conf-aws06")
+    try:
+        shutil.copytree(src, os.path.join(work, "examples"))
+        out = SuiteResult("aws-nki06-examples")
+        for case in cases:
+            if not only or any(o in case for o in only):
+                out.files.append(run_script(work, [driver, os.path.join(work, "examples"), case], _env(), case))
+        return out
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def report(suites: list[SuiteResult]) -> dict:
     """Print one table per suite; return the JSON summary."""
     summary: dict = {}
@@ -231,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--aws", help="clone of aws-neuron-sdk at v2.27.1 (or its nki/test folder)")
     ap.add_argument("--samples", help="clone of nki-samples at a commit before c4b806e")
     ap.add_argument("--cs149", action="append", default=[], help="clone of stanford-cs149/asst4-trainium[2]")
+    ap.add_argument("--aws-examples", help="clone of aws-neuron-sdk at HEAD (or its nki/examples folder): NKI 0.6")
     ap.add_argument("--only", action="append", default=[], help="run only files whose name contains this")
     ap.add_argument("--json", help="also write the JSON summary to this file")
     args = ap.parse_args(argv)
@@ -241,8 +265,10 @@ def main(argv: list[str] | None = None) -> int:
         suites.append(samples_suite(args.samples, args.only))
     for clone in args.cs149:
         suites.append(cs149_suite(clone, args.only))
+    if args.aws_examples:
+        suites.append(aws_examples_suite(args.aws_examples, args.only))
     if not suites:
-        ap.error("give at least one of --aws, --samples, --cs149")
+        ap.error("give at least one of --aws, --samples, --cs149, --aws-examples")
     summary = report(suites)
     text = json.dumps({k: v["totals"] for k, v in summary.items()}, indent=2)
     print(text)

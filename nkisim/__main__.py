@@ -73,7 +73,7 @@ def parser() -> argparse.ArgumentParser:
                           "cost-model numbers (default: $NEURON_PLATFORM_TARGET_OVERRIDE, else trn2); a kernel's "
                           "own nki.jit(platform_target=...) still wins")
     rep = p.add_argument_group("benchmark and profile (every number is a cost-model estimate for the target)")
-    rep.add_argument("--benchmark", action="store_true",
+    rep.add_argument("--benchmark", "--latency", action="store_true",
                      help="print the estimated latency of every kernel launch the script makes (to stderr, so "
                           "the script's own output is unchanged), and a table of them at the end")
     rep.add_argument("--profile", metavar="DIR",
@@ -106,13 +106,13 @@ class Reporter:
     def __call__(self, name: str, launch: Any) -> None:
         n = self.counts[name] = self.counts.get(name, 0) + 1
         est = launch.estimate()
-        rec = {"kernel": name, "launch": n, "target": launch.target, "estimated_latency_us": round(est.total_us, 3),
+        rec = {"kernel": name, "launch": n, "target": launch.target_label, "estimated_latency_us": round(est.total_us, 3),
                "instructions": est.instructions, "dma_transfers": est.dma_count, "dma_bytes": est.dma_bytes,
                "engine_busy_us": {e: round(v, 3) for e, v in est.engine_busy_us.items()},
                "label": "nkisim cost-model estimate (not a hardware measurement)"}
         self.records.append(rec)
         if self.opts.benchmark:
-            print(f"nkisim: {name} launch {n}: estimated {est.total_us:.2f} us on {launch.target} "
+            print(f"nkisim: {name} launch {n}: estimated {est.total_us:.2f} us on {launch.target_label} "
                   "(cost-model estimate, not a hardware measurement)", file=sys.stderr)
         if self.opts.profile:
             paths = launch.profile().write(os.path.abspath(self.opts.profile), f"{name}_{n}", overwrite=True)
@@ -170,11 +170,11 @@ def main(argv: list[str] | None = None) -> int:
     script = opts.script
     sys.argv = [script, *opts.args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
-    from nkisim.api import watching_launches
+    from nkisim.api import watching
 
     report = Reporter(opts)
     try:
-        with watching_launches(report):
+        with watching(report):
             runpy.run_path(script, run_name="__main__")
     except (SystemExit, KeyboardInterrupt):
         report.finish()

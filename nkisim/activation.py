@@ -1,9 +1,16 @@
-"""Making ``import neuronxcc.nki`` resolve to the simulator, without ever shadowing the real thing.
+"""Making ``import neuronxcc.nki`` and ``import nki`` resolve to the simulator, without ever shadowing the real thing.
 
-A meta-path finder maps the ``neuronxcc`` names onto ``nkisim.frontend``.  By default it is added at
+Legacy: a meta-path finder maps the ``neuronxcc`` names onto ``nkisim.frontend``.  By default it is added at
 the *end* of ``sys.meta_path``, so a real installed ``neuronxcc`` wins; it goes to the front when
 ``NKI_SIMULATOR=1`` is set or when the installed ``neuronxcc`` is PyPI's placeholder (whose import
-raises "WRONG PACKAGE").  Kept free of heavy imports: the course venv loads it from a .pth file.
+raises "WRONG PACKAGE").
+
+NKI 0.6: a second finder maps ``nki`` and its submodules onto ``nkisim.frontend.v06``.  It sits at the front
+of ``sys.meta_path`` but claims ``nki`` only when no real package provides it: none is installed, or only
+PyPI's placeholder ``nki`` (which raises "WRONG PACKAGE" too).  A real ``nki`` is never shadowed unless
+``NKISIM_FORCE=1`` asks for nkisim (``NKI_SIMULATOR`` means AWS's own simulator in NKI 0.6, so it does not).
+``NKISIM_FORCE=1`` forces the legacy names too.  Kept free of heavy imports: the course venv loads this module
+from a .pth file.
 """
 
 from __future__ import annotations
@@ -26,6 +33,23 @@ _MAP = {
 }
 
 
+_NKI_MAP = {
+    "nki": "nkisim.frontend.v06.nki",
+    "nki.language": "nkisim.frontend.v06.language",
+    "nki.isa": "nkisim.frontend.v06.isa",
+    "nki.isa.constants": "nkisim.frontend.v06.isa_constants",
+    "nki.typing": "nkisim.frontend.v06.typing",
+    "nki.collectives": "nkisim.frontend.v06.collectives",
+}
+
+#: the nkisim-specific variable that makes the simulator provide ``nki`` and ``neuronxcc`` even over real ones
+FORCE_ENV = "NKISIM_FORCE"
+
+
+def _forced() -> bool:
+    return os.environ.get(FORCE_ENV, "") not in ("", "0")
+
+
 class _Loader(importlib.abc.Loader):
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         if spec.name == "neuronxcc":
@@ -33,7 +57,7 @@ class _Loader(importlib.abc.Loader):
             mod.__path__ = []  # type: ignore[attr-defined]
             mod.__version__ = "nkisim"  # type: ignore[attr-defined]
             return mod
-        return importlib.import_module(_MAP[spec.name])
+        return importlib.import_module(_MAP.get(spec.name) or _NKI_MAP[spec.name])
 
     def exec_module(self, module: types.ModuleType) -> None:
         return None
@@ -51,9 +75,36 @@ class SimulatorFinder(importlib.abc.MetaPathFinder):
 _finder = SimulatorFinder()
 
 
-def _real_neuronxcc_present() -> bool:
-    """True when a genuine neuronxcc (not PyPI's placeholder) is importable."""
-    spec = importlib.machinery.PathFinder.find_spec("neuronxcc")
+class NkiFinder(importlib.abc.MetaPathFinder):
+    """Resolves ``nki`` and its submodules to the NKI 0.6 front end where no real ``nki`` is installed.
+
+    ``force``: provide ``nki`` even over a real installation (``NKISIM_FORCE=1``, ``python -m nkisim``)."""
+
+    def __init__(self) -> None:
+        self.force = False
+
+    def find_spec(self, fullname: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in _NKI_MAP:
+            return None
+        if fullname == "nki":
+            if not (self.force or _forced() or not _real_package_present("nki")):
+                return None
+        elif not _ours(sys.modules.get("nki")):
+            return None  # a submodule of the real nki
+        return importlib.util.spec_from_loader(fullname, _Loader(), is_package=True)
+
+
+_nki_finder = NkiFinder()
+
+
+def _ours(module: object) -> bool:
+    """``module`` is one of the simulator's front-end modules (imported under an ``nki``/``neuronxcc`` name)."""
+    return getattr(module, "__name__", "").startswith("nkisim.frontend")
+
+
+def _real_package_present(name: str) -> bool:
+    """True when a genuine ``name`` (not PyPI's "WRONG PACKAGE" placeholder) is importable."""
+    spec = importlib.machinery.PathFinder.find_spec(name)
     if spec is None:
         return False
     if spec.origin is None:  # a namespace package: assume it is real
@@ -66,17 +117,47 @@ def _real_neuronxcc_present() -> bool:
     return "WRONG PACKAGE" not in head
 
 
+def _real_neuronxcc_present() -> bool:
+    """True when a genuine neuronxcc (not PyPI's placeholder) is importable."""
+    return _real_package_present("neuronxcc")
+
+
+def _install_nki(force: bool) -> None:
+    """Put the ``nki`` finder first on ``sys.meta_path`` (it claims ``nki`` only where no real one is, unless
+    forced); a placeholder or stale ``nki`` already imported is dropped so the next import finds the simulator."""
+    _nki_finder.force = force
+    if _nki_finder in sys.meta_path:
+        sys.meta_path.remove(_nki_finder)
+    sys.meta_path.insert(0, _nki_finder)
+    stale = sys.modules.get("nki")
+    if stale is not None and not _ours(stale) and (
+            force or _forced() or not _real_package_present("nki")):
+        for name in [m for m in sys.modules if m == "nki" or m.startswith("nki.")]:
+            del sys.modules[name]
+
+
+def provides_nki() -> bool:
+    """Whether ``import nki`` gives (or gave) the simulator's NKI 0.6 front end."""
+    mod = sys.modules.get("nki")
+    if mod is not None:
+        return _ours(mod)
+    return _nki_finder in sys.meta_path and (_nki_finder.force or _forced() or not _real_package_present("nki"))
+
+
 def using_simulator() -> bool:
     return _finder in sys.meta_path
 
 
 def install(force: bool | None = None) -> bool:
-    """Route ``neuronxcc`` imports to the simulator where the real compiler is absent.
+    """Route ``neuronxcc`` and ``nki`` imports to the simulator where the real packages are absent (or PyPI's
+    placeholders); ``force`` routes them even over real ones.
 
-    Returns True when the simulator is (now) the provider of ``neuronxcc.nki``.
+    Returns True when the simulator is (now) the provider of ``neuronxcc.nki`` (``provides_nki()`` tells for
+    ``nki``).  ``NKI_SIMULATOR=1`` forces ``neuronxcc`` only; ``NKISIM_FORCE=1`` forces both.
     """
+    _install_nki(bool(force) or _forced())
     if force is None:
-        force = os.environ.get("NKI_SIMULATOR", "") not in ("", "0")
+        force = os.environ.get("NKI_SIMULATOR", "") not in ("", "0") or _forced()
     if _finder in sys.meta_path:
         sys.meta_path.remove(_finder)
     real = _real_neuronxcc_present()
@@ -93,7 +174,9 @@ def install(force: bool | None = None) -> bool:
 def install_fallback() -> None:
     """Entry point for the venv's .pth hook: never raises, never shadows a real installation."""
     try:
-        if os.environ.get("NKI_SIMULATOR", "") not in ("", "0"):
+        if _nki_finder not in sys.meta_path:
+            sys.meta_path.insert(0, _nki_finder)
+        if os.environ.get("NKI_SIMULATOR", "") not in ("", "0") or _forced():
             install(force=True)
         elif _finder not in sys.meta_path:
             sys.meta_path.append(_finder)
@@ -102,7 +185,11 @@ def install_fallback() -> None:
 
 
 def uninstall() -> None:
-    if _finder in sys.meta_path:
-        sys.meta_path.remove(_finder)
+    for finder in (_finder, _nki_finder):
+        if finder in sys.meta_path:
+            sys.meta_path.remove(finder)
     for name in [m for m in sys.modules if m == "neuronxcc" or m.startswith("neuronxcc.")]:
         del sys.modules[name]
+    for name in [m for m in sys.modules if m == "nki" or m.startswith("nki.")]:
+        if _ours(sys.modules[name]):
+            del sys.modules[name]

@@ -65,6 +65,11 @@ class Launch:
         return self.record.ctx.target.name
 
     @property
+    def target_label(self) -> str:
+        """The target as estimates name it: ``trn2``, or ``trn3 (uncalibrated)``."""
+        return self.record.ctx.target.label
+
+    @property
     def program(self) -> Program | None:
         return self.record.program
 
@@ -203,22 +208,25 @@ def validate(program: Program, target: str | None = None) -> None:
 
 
 def check_request(program: Program, *, inputs: list[tuple[tuple[int, ...], str]], grid: Any = None,
-                  target: str, on_chip_outputs: bool = False) -> None:
+                  target: str, on_chip_outputs: bool = False, dialect: str = "legacy") -> None:
     """Raise ``ProgramError`` unless ``program`` is the launch a tool asked for: traced for ``target``, launched
     on ``grid`` (sizes and cores as ``kernel[grid]`` gives them), taking exactly ``inputs`` (shape, dtype) in
-    order, and -- unless ``on_chip_outputs`` -- returning only HBM tensors.
+    order, in the NKI ``dialect`` asked for (whose whole-kernel rules it runs under), and -- unless
+    ``on_chip_outputs`` -- returning only HBM tensors.
 
     ``validate`` checks that a program is well formed; this checks it against the request.  A grader hands a
     sandboxed child only shapes and dtypes and gets a program back: every field of it is the child's word, so a
     program traced for two cores on a one-core question, or for other shapes, or flagged to return an SBUF
     tile, must be refused here rather than believed."""
     from nkisim.runtime.grid import cores as _cores
-    from nkisim.runtime.grid import parse_grid
+    from nkisim.runtime.grid import parse_grid, parse_lnc
 
     tgt = _target.get(target)
+    if program.dialect != dialect:
+        raise ProgramError(f"the program is an NKI {program.dialect} kernel's, not the requested {dialect} one")
     if program.target != tgt.name:
         raise ProgramError(f"the program was traced for {program.target!r}, not {tgt.name!r}")
-    sizes, specs = parse_grid(grid, tgt) if grid is not None else ((), [])
+    sizes, specs = (parse_lnc if dialect == "0.6" else parse_grid)(grid, tgt) if grid is not None else ((), [])
     if tuple(program.grid) != tuple(sizes) or program.cores != _cores(specs):
         raise ProgramError(f"the program was launched on grid {list(program.grid)} with {program.cores} core(s), "
                            f"not the requested grid {list(sizes)} with {_cores(specs)} core(s)")
@@ -249,16 +257,24 @@ def targets() -> tuple[str, ...]:
 
 
 @contextlib.contextmanager
-def watching_launches(callback: Callable[[str, Launch], None]) -> Iterator[None]:
-    """Call ``callback(kernel name, launch)`` after each kernel launch made inside the block (a kernel called
-    directly or on a grid; ``nki.benchmark``/``nki.profile`` report for themselves).  ``python -m nkisim
-    --benchmark`` and ``--profile`` use it on scripts they did not write."""
+def watching(callback: Callable[[str, Launch], None] | None = None) -> Iterator[list[Launch]]:
+    """Every kernel launch that completes inside the block (a script's ``kernel(...)`` or
+    ``nki.simulate(kernel)(...)`` calls, either dialect), as ``Launch`` records with their estimate and profile:
+    ``callback(kernel name, launch)`` is called for each; without a callback the list yielded collects them."""
+    seen: list[Launch] = []
+
     def observe(kernel: Kernel, result: LaunchResult) -> None:
-        callback(getattr(kernel.func, "__name__", "kernel"), Launch(result.outputs, result))
+        done = Launch(result.outputs, result)
+        if callback is None:
+            seen.append(done)
+        else:
+            name = getattr(getattr(kernel, "original", None), "__name__", None) or getattr(kernel.func, "__name__",
+                                                                                            "kernel")
+            callback(name, done)
 
     _OBSERVERS.append(observe)
     try:
-        yield
+        yield seen
     finally:
         _OBSERVERS.remove(observe)
 

@@ -100,6 +100,7 @@ def from_torch(fn: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[np.ndarr
 
 X = uniform(-3, 3)  # the usual float input
 Y = uniform(-3, 3)
+INT_PAIR = np.array([[41, -3]], dtype=np.int32)
 HBM_IN = (X,)  # the input of a kernel that passes the HBM tensor itself where a tile is required (or reads none)
 
 
@@ -152,6 +153,8 @@ UNARY: dict[str, tuple[Callable[[np.ndarray], np.ndarray], np.ndarray, float, fl
     "gelu_dx": (_gelu_dx, X, 1e-5, 1e-6),
     "gelu_apprx_tanh": (from_torch(lambda t: torch.nn.functional.gelu(t, approximate="tanh")), X, 1e-5, 1e-6),
     "gelu_apprx_sigmoid": (lambda x: x / (1 + np.exp(-1.702 * x)), X, 1e-5, 1e-6),
+    "gelu_apprx_sigmoid_dx": (lambda x: 1 / (1 + np.exp(-1.702 * x)) + 1.702 * x * np.exp(-1.702 * x)
+                              / (1 + np.exp(-1.702 * x)) ** 2, X, 1e-5, 1e-6),
     "silu": (from_torch(torch.nn.functional.silu), X, 1e-5, 1e-6),
     "silu_dx": (_silu_dx, X, 1e-5, 1e-6),
     "erf": (from_torch(torch.erf), X, 1e-5, 1e-6),
@@ -218,6 +221,10 @@ BINARY: dict[str, tuple[Callable[[np.ndarray, np.ndarray], np.ndarray], np.ndarr
     "power": (np.power, uniform(0.1, 3), Y, 1e-5, 0, None),
     "maximum": (np.maximum, X, Y, 0, 0, None),
     "minimum": (np.minimum, X, Y, 0, 0, None),
+    "abs_max": (lambda x, y: np.where(np.abs(x) > np.abs(y), x, y), X, np.where(RNG.random((P, F)) < 0.2, -X, Y), 0, 0,
+                None),
+    "abs_min": (lambda x, y: np.where(np.abs(x) < np.abs(y), x, y), X, np.where(RNG.random((P, F)) < 0.2, -X, Y), 0, 0,
+                None),
     "bitwise_and": (np.bitwise_and, I32A, I32B, 0, 0, None),
     "bitwise_or": (np.bitwise_or, I32A, I32B, 0, 0, None),
     "bitwise_xor": (np.bitwise_xor, I32A, I32B, 0, 0, None),
@@ -1017,6 +1024,58 @@ def e_max8(a):
     return r
 
 
+def k_register(a):
+    """A register loaded from one int32 element, stored back with 7 added (NKI 0.6's sequencer registers)."""
+    v = nisa.register_load(a[0:1, 0:1])
+    t = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.register_store(t, v + 7)
+    out = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.shared_hbm)
+    nl.store(out, t)
+    return out
+
+
+def e_register_load(a):
+    v = nisa.register_load(a[0:1, 0:2])  # ERR
+    return v
+
+
+def e_register_store(a):
+    t = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.register_store(t, 3)  # ERR
+    return t
+
+
+def k_sendrecv(a, b):
+    """The pair form the registry records for NKI 0.6's nisa.sendrecv: a's tile lands in d1, b's in d0."""
+    d0 = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    d1 = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.sendrecv(nl.load(a), d0, nl.load(b), d1)
+    out = nl.ndarray((2, 128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out[0], d0)
+    nl.store(out[1], d1)
+    return out
+
+
+def e_sendrecv(a, b):
+    d0 = nl.ndarray((128, 32), dtype=nl.float32, buffer=nl.sbuf)
+    d1 = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.sendrecv(nl.load(a), d0, nl.load(b), d1)  # ERR
+    return d0
+
+
+def k_core_barrier(a):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, nl.load(a))
+    nisa.core_barrier(out, 0)  # one core's semaphore write: the values stay
+    return out
+
+
+def e_core_barrier(a):
+    scratch = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.private_hbm)
+    nisa.core_barrier(scratch, 0)  # ERR
+    return scratch
+
+
 def k_memset(a):
     r = nisa.memset((128, 64), 2.5, nl.float32)
     out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
@@ -1459,6 +1518,18 @@ def isa_cases() -> dict[str, CallCase]:
                                       refusal=Refusal(e_range_select, (X, LO, HI), SyntaxError,
                                                       "err_min_arch_support_for_inst", "requires min target gen3",
                                                       target="trn1")),
+        "nisa.register_load": CallCase(k_register, (INT_PAIR,), lambda a: a[0:1, 0:1] + 7,
+                                       refusal=Refusal(e_register_load, (INT_PAIR,), ValueError,
+                                                       "err_param_shape_mismatch", "a register moves one 32-bit")),
+        "nisa.register_store": CallCase(k_register, (INT_PAIR,), lambda a: a[0:1, 0:1] + 7,
+                                        refusal=Refusal(e_register_store, (INT_PAIR,), ValueError,
+                                                        "err_param_shape_mismatch", "one 32-bit integer element")),
+        "nisa.sendrecv": CallCase(k_sendrecv, (X, Y), lambda a, b: np.stack([b, a]),
+                                  refusal=Refusal(e_sendrecv, (X, Y), ValueError, "err_param_shape_mismatch",
+                                                  "must match in shape and dtype")),
+        "nisa.core_barrier": CallCase(k_core_barrier, (X,), lambda a: a,
+                                      refusal=Refusal(e_core_barrier, (X,), TypeError, "err_unsupported_memory",
+                                                      "address space 'shared_hbm'")),
         "nisa.reciprocal": CallCase(k_isa_reciprocal, (NONZERO,), lambda a: f32(1 / a.astype(np.float64)),
                                     refusal=Refusal(e_isa_reciprocal, HBM_IN, *wrong("reciprocal", "data"))),
         "nisa.scalar_tensor_tensor": CallCase(k_scalar_tensor_tensor, (X, Y),

@@ -64,6 +64,10 @@ def check_launch(kernel: Any, result: kernel_mod.LaunchResult, reference: kernel
                              "executed")
 
 
+def _copy(x: Any) -> Any:
+    return x.copy() if isinstance(x, np.ndarray) else x.clone() if hasattr(x, "clone") else x
+
+
 def install() -> None:
     """Wrap the launch so that every launch is also checked as a program (see the module docstring)."""
     original = kernel_mod.run
@@ -73,9 +77,16 @@ def install() -> None:
     def run(kernel: Any, grid: Any, args: tuple, kwargs: dict, **kw: Any) -> kernel_mod.LaunchResult:
         if kw.get("record") is False:
             return original(kernel, grid, args, kwargs, **kw)
-        reference = original(kernel, grid, args, kwargs, **{**kw, "record": False})
+        if getattr(kernel, "dialect", "legacy") != "legacy":  # NKI 0.6 kernels may write their inputs in place:
+            # the reference and the program each get the inputs as they were, the launch itself the caller's arrays
+            snapshot = lambda: (tuple(_copy(a) for a in args), {k: _copy(v) for k, v in kwargs.items()})  # noqa: E731
+            ref_args, ref_kwargs = snapshot()
+            prog_args, prog_kwargs = snapshot()
+        else:
+            ref_args, ref_kwargs, prog_args, prog_kwargs = args, kwargs, args, kwargs
+        reference = original(kernel, grid, ref_args, ref_kwargs, **{**kw, "record": False})
         result = original(kernel, grid, args, kwargs, **{**kw, "record": True})
-        check_launch(kernel, result, reference, args, kwargs)
+        check_launch(kernel, result, reference, prog_args, prog_kwargs)
         return result
 
     run.__checks_programs__ = True  # type: ignore[attr-defined]

@@ -40,6 +40,7 @@ NOT_HARDWARE = {
     ("runtime/heap.py", 32): "glibc's mmap threshold (32 MiB)",
     ("runtime/heap.py", 128): "glibc's default trim threshold (128 KiB)",
     ("runtime/kernel.py", 512): "a cache size",
+    ("frontend/v06/adapters/kernel.py", 512): "a cache size",
 }
 
 

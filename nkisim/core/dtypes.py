@@ -17,16 +17,19 @@ float16 = np.dtype(np.float16)
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
 float8_e4m3 = np.dtype(getattr(ml_dtypes, "float8_e4m3", ml_dtypes.float8_e4m3fn))
 float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
+#: NKI 0.6's fp8 types: e4m3 without infinities (max 448, the OCP format) and the exponent-only MX scale type
+float8_e4m3fn = np.dtype(ml_dtypes.float8_e4m3fn)
+float8_e8m0fnu = np.dtype(ml_dtypes.float8_e8m0fnu)
 #: tf32 is a storage tag in NKI ('|V4'); numerically it behaves like fp32 with a 10-bit mantissa.
 tfloat32 = np.dtype("V4")
 int8, int16, int32 = np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32)
 uint8, uint16, uint32 = np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.uint32)
 bool_ = np.dtype(np.bool_)
 
-FLOATS = (float8_e4m3, float8_e5m2, float16, bfloat16, tfloat32, float32)
+FLOATS = (float8_e4m3, float8_e5m2, float16, bfloat16, tfloat32, float32, float8_e4m3fn, float8_e8m0fnu)
 INTS = (int8, int16, int32, uint8, uint16, uint32)
 SUPPORTED = FLOATS + INTS + (bool_,)
-_FP8 = (float8_e4m3, float8_e5m2)
+_FP8 = (float8_e4m3, float8_e5m2, float8_e4m3fn, float8_e8m0fnu)
 
 
 def normalize(dtype: Any) -> np.dtype:
@@ -35,7 +38,8 @@ def normalize(dtype: Any) -> np.dtype:
         return dtype
     if isinstance(dtype, str):
         aliases = {"bfloat16": bfloat16, "float8_e4m3": float8_e4m3, "float8_e5m2": float8_e5m2,
-                   "tfloat32": tfloat32, "bool": bool_}
+                   "float8_e4m3fn": float8_e4m3fn, "float8_e8m0fnu": float8_e8m0fnu, "tfloat32": tfloat32,
+                   "bool": bool_}
         if dtype in aliases:
             return aliases[dtype]
     return np.dtype(dtype)
@@ -65,7 +69,8 @@ def storage_dtype(dt: np.dtype) -> np.dtype:
 
 
 def _float_rank(dt: np.dtype) -> int:
-    return {float8_e4m3: 1, float8_e5m2: 1, float16: 2, bfloat16: 2, tfloat32: 3, float32: 4}[dt]
+    return {float8_e4m3: 1, float8_e5m2: 1, float8_e4m3fn: 1, float8_e8m0fnu: 1, float16: 2, bfloat16: 2,
+            tfloat32: 3, float32: 4}[dt]
 
 
 def promote(a: np.dtype, b: np.dtype) -> np.dtype:

@@ -140,6 +140,9 @@ def user_variable(obj: object) -> str | None:
     for name, value in f.f_locals.items():
         if value is obj:
             return name
+    for name, value in f.f_locals.items():  # an NKI 0.6 kernel holds views (``NkiTensor``) of the tensors
+        if getattr(type(value), "__nki_view__", False) and value.view_base().root is obj:
+            return name
     return None
 
 

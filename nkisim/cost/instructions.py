@@ -194,6 +194,10 @@ TENSOR_PARTITION_REDUCE = Instruction("tensor_partition_reduce", "pool", gpsimd_
 GATHER_FLATTENED = Instruction("gather_flattened", "pool", one_input, "gather along the flattened free axes")
 LOCAL_GATHER = Instruction("local_gather", "pool", one_input, "gather within GpSimd's 16-partition groups")
 SEQUENCE_BOUNDS = Instruction("sequence_bounds", "pool", one_input, "start and end of each segment id")
+# a sequencer register read from / written to a one-element tensor (nisa.register_load / register_store, NKI 0.6);
+# priced as a one-element GpSimd access: no published figure (uncalibrated)
+REGISTER_LOAD = Instruction("register_load", "pool", one_input, "a register read from a one-element tensor")
+REGISTER_STORE = Instruction("register_store", "pool", one_input, "a register written to a one-element tensor")
 # --- DMA --------------------------------------------------------------------------------------
 LOAD = Instruction("load", "dma", None, "HBM to SBUF")
 STORE = Instruction("store", "dma", None, "SBUF to HBM")

@@ -16,8 +16,8 @@ from nkisim.core.context import KernelContext, active
 from nkisim.core.errors import NKIError, nki_error, shape_str
 from nkisim.core.indexing import check_mask
 from nkisim.core.location import assigned_name, user_frame, user_location
-from nkisim.core.storage import read
-from nkisim.core.tensor import Tensor
+from nkisim.core.storage import read, write
+from nkisim.core.tensor import Tensor, as_access
 from nkisim.core.whole import whole_parts_of_shape
 from nkisim.cost.instructions import NC_MATMUL, Instruction
 from nkisim.cost.trace import Instr, Region, buffer_info, dma_run
@@ -51,6 +51,8 @@ def operand(name: str, pname: str, value: Any, allowed: list[str], ctx: KernelCo
     elif isinstance(value, Tensor):
         t = value
     else:
+        if getattr(type(value), "__nki_view__", False):  # an NKI 0.6 tensor handed to a legacy neuronxcc.nki call
+            raise legacy_call_in_06_kernel(f"'{pname}' of '{name}'")
         raise TypeError(f"'{pname}' of '{name}' must be an NKI tile, got {type(value).__name__}")
     acc = value
     space = t.buffer.family
@@ -66,6 +68,13 @@ def operand(name: str, pname: str, value: Any, allowed: list[str], ctx: KernelCo
     if loops and (ctx is None or loops[-1] not in ctx.loops):
         check_tensor_scope(t, ctx)
     return acc
+
+
+def legacy_call_in_06_kernel(what: str) -> NKIError:
+    """The error for an NKI 0.6 tensor handed to a legacy ``neuronxcc.nki`` call (``what`` names the operand)."""
+    return nki_error("err_unsupported_kernel_argument",
+                     f"{what} is an NKI 0.6 tensor: neuronxcc.nki APIs cannot be used inside an NKI 0.6 kernel (a "
+                     f"compile error since NKI 0.4); call nki.language / nki.isa instead")
 
 
 def one_operand(name: str, pname: str, value: Any, ctx: KernelContext | None = None,
@@ -324,6 +333,30 @@ def new_tile(ctx: KernelContext, shape: tuple[int, ...], dtype: np.dtype, values
     if valid is not None and (valid.ndim == 0 or not all_true(valid)):
         t.valid = valid
     return t
+
+
+def write_dst(ctx: KernelContext, api: str, dst: Any, shape: tuple[int, ...], vals: Any,
+              valid: np.ndarray | None = None, spaces: str | None = None) -> Access:
+    """Write an instruction's result into ``dst``, the canonical output path of an op.
+
+    NKI 0.6 hands every ``nisa`` instruction the tile it writes (``dst``); legacy calls pass ``dst=None`` and get a
+    new tile instead (``new_tile``).  ``dst`` must live where the instruction may write and hold the result:
+    the same partitions and elements per partition as ``shape`` (any free layout).  ``vals`` are the values the
+    engine computed (fp32, or int64 for integer math), cast once to ``dst``'s dtype as they are written, which
+    is also what the hardware does.  Returns the access written, for the instruction's trace record."""
+    d = as_access(one_operand(api, "dst", dst, ctx, spaces))
+    ds = d.shape
+    if (ds[0] if ds else 1) != (shape[0] if shape else 1) or math.prod(ds) != math.prod(shape):
+        raise nki_error("err_param_shape_mismatch",
+                        f"Parameter shapes ({shape_str('dst', ds)}, {shape_str('result', tuple(shape))}) of '{api}' "
+                        f"has mismatched shapes: dst needs the result's partitions and elements per partition")
+    d.check_write()
+    if vals is not None and np.shape(vals) != ds:
+        vals = np.reshape(vals, ds) if np.size(vals) == math.prod(ds) else np.broadcast_to(vals, shape).reshape(ds)
+    if valid is not None and valid.ndim and valid.shape != ds:
+        valid = np.broadcast_to(valid, shape).reshape(ds)
+    write(d, vals, valid)
+    return d
 
 
 def f32(acc: Access | Tensor | None, ctx: KernelContext) -> np.ndarray | None:

@@ -20,7 +20,7 @@ from nkisim.ops.registry import op
 
 @op("nl.softmax", emits=(TENSOR_REDUCE, TENSOR_TENSOR, TENSOR_SCALAR, ACTIVATION))
 def softmax(x: Any, axis: Any, *, dtype: Any = None, compute_dtype: Any = None, mask: Any = None,
-            **_: Any) -> Tensor:
+            name: str = "") -> Tensor:
     """``nl.softmax`` along free axes (max-subtracted for stability)."""
     m = reduce("max", x, axis, mask=mask, keepdims=True, api="softmax")
     e = unary_op("exp", binary_op("subtract", x, m, mask=mask), mask=mask)
@@ -30,7 +30,7 @@ def softmax(x: Any, axis: Any, *, dtype: Any = None, compute_dtype: Any = None, 
 
 @op("nl.rms_norm", emits=(ACTIVATION, TENSOR_REDUCE, TENSOR_TENSOR, TENSOR_SCALAR))
 def rms_norm(x: Any, w: Any, axis: Any, n: int, epsilon: float = 1e-6, *, dtype: Any = None,
-             compute_dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+             compute_dtype: Any = None, mask: Any = None, name: str = "") -> Tensor:
     """``nl.rms_norm``: x / sqrt(mean(x^2) + eps) * w over ``axis`` (``n`` elements)."""
     one_operand("rms_norm", "x", x)  # its operands are named as the student wrote the call
     if is_tile(w):  # (a scalar weight scales like any other operand)
@@ -43,7 +43,7 @@ def rms_norm(x: Any, w: Any, axis: Any, n: int, epsilon: float = 1e-6, *, dtype:
 
 
 @op("nl.dropout", emits=(MEMSET, TENSOR_TENSOR, TENSOR_SCALAR, WHERE))
-def dropout(x: Any, rate: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+def dropout(x: Any, rate: Any, *, dtype: Any = None, mask: Any = None, name: str = "") -> Tensor:
     """``nl.dropout``: zero elements with probability ``rate`` (deterministic generator)."""
     one_operand("dropout", "x", x)
     r = rand(x.shape, dtype=dt.float32)

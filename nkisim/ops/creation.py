@@ -212,25 +212,25 @@ def _placing(dtype_at: int, like: bool = False) -> Any:
 
 
 @op("nl.ndarray", spaces="hbm|psum|sbuf", prepare=_placing(1))
-def ndarray(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
+def ndarray(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "", lazy_initialization: bool = False) -> Tensor:
     """``nl.ndarray``: a new tensor of ``shape`` in ``buffer`` (SBUF by default), uninitialised (reads show NaN)."""
     return allocate(shape, dtype, buffer, name)
 
 
 @op("nl.zeros", emits=(MEMSET,), prepare=_placing(1))
-def zeros(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
+def zeros(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "", lazy_initialization: bool = False) -> Tensor:
     """``nl.zeros``: a new tensor filled with 0 (on chip; an HBM tensor cannot have an initial value)."""
     return allocate(shape, dtype, buffer, name, fill=0, init_value=True)
 
 
 @op("nl.ones", emits=(MEMSET,), prepare=_placing(1))
-def ones(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
+def ones(shape: Any, dtype: Any, *, buffer: Any = None, name: str = "", lazy_initialization: bool = False) -> Tensor:
     """``nl.ones``: a new tensor filled with 1 (on chip)."""
     return allocate(shape, dtype, buffer, name, fill=1, init_value=True)
 
 
 @op("nl.full", emits=(MEMSET,), prepare=_placing(2))
-def full(shape: Any, fill_value: Any, dtype: Any, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
+def full(shape: Any, fill_value: Any, dtype: Any, *, buffer: Any = None, name: str = "", lazy_initialization: bool = False) -> Tensor:
     """``nl.full``: a new tensor filled with ``fill_value`` (on chip)."""
     return allocate(shape, dtype, buffer, name, fill=fill_value, init_value=True)
 
@@ -241,35 +241,35 @@ def _like(a: Any, dtype: Any) -> tuple[tuple[int, ...], Any, Buffer]:
 
 
 @op("nl.empty_like", spaces="hbm|psum|sbuf", prepare=_placing(1, like=True))
-def empty_like(a: Any, dtype: Any = None, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
+def empty_like(a: Any, dtype: Any = None, *, buffer: Any = None, name: str = "", lazy_initialization: bool = False) -> Tensor:
     """``nl.empty_like``: an uninitialised tensor with ``a``'s shape (and dtype and buffer unless given)."""
     shape, d, buf = _like(a, dtype)
     return allocate(shape, d, buffer or buf, name)
 
 
 @op("nl.zeros_like", emits=(MEMSET,), spaces="hbm|psum|sbuf", prepare=_placing(1, like=True))
-def zeros_like(a: Any, dtype: Any = None, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
+def zeros_like(a: Any, dtype: Any = None, *, buffer: Any = None, name: str = "", lazy_initialization: bool = False) -> Tensor:
     """``nl.zeros_like``: a tensor of zeros with ``a``'s shape (and dtype and buffer unless given)."""
     shape, d, buf = _like(a, dtype)
     return allocate(shape, d, buffer or buf, name, fill=0, init_value=True)
 
 
 @op("nl.ones_like", emits=(MEMSET,), spaces="hbm|psum|sbuf", prepare=_placing(1, like=True))
-def ones_like(a: Any, dtype: Any = None, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
+def ones_like(a: Any, dtype: Any = None, *, buffer: Any = None, name: str = "", lazy_initialization: bool = False) -> Tensor:
     """``nl.ones_like``: a tensor of ones with ``a``'s shape (and dtype and buffer unless given)."""
     shape, d, buf = _like(a, dtype)
     return allocate(shape, d, buffer or buf, name, fill=1, init_value=True)
 
 
 @op("nl.full_like", emits=(MEMSET,), spaces="hbm|psum|sbuf", prepare=_placing(2, like=True))
-def full_like(a: Any, fill_value: Any, dtype: Any = None, *, buffer: Any = None, name: str = "", **_: Any) -> Tensor:
+def full_like(a: Any, fill_value: Any, dtype: Any = None, *, buffer: Any = None, name: str = "", lazy_initialization: bool = False) -> Tensor:
     """``nl.full_like``: a tensor of ``fill_value`` with ``a``'s shape (and dtype and buffer unless given)."""
     shape, d, buf = _like(a, dtype)
     return allocate(shape, d, buffer or buf, name, fill=fill_value, init_value=True)
 
 
 @op("nl.rand", emits=(MEMSET,))
-def rand(shape: Any, dtype: Any = np.float32, **_: Any) -> Tensor:
+def rand(shape: Any, dtype: Any = np.float32, name: str = "") -> Tensor:
     """``nl.rand``: uniform [0, 1) values from the kernel's deterministic generator."""
     ctx = current()
     rng = ctx.generator()
@@ -281,7 +281,7 @@ def rand(shape: Any, dtype: Any = np.float32, **_: Any) -> Tensor:
 
 
 @op("nl.random_seed")
-def random_seed(seed: Any, *, mask: Any = None, **_: Any) -> None:
+def random_seed(seed: Any, *, mask: Any = None, name: str = "") -> None:
     """``nl.random_seed``: seed the generator ``nl.rand`` draws from (an int or a 1-element tile)."""
     ctx = current()
     value = seed
@@ -292,7 +292,7 @@ def random_seed(seed: Any, *, mask: Any = None, **_: Any) -> None:
 
 
 @op("nl.shared_constant")
-def shared_constant(constant: Any, dtype: Any = None, **_: Any) -> Tensor:
+def shared_constant(constant: Any, dtype: Any = None, name: str = "") -> Tensor:
     """``nl.shared_constant``: a constant HBM tensor built from a NumPy array."""
     ctx = current()
     arr = np.asarray(constant)
@@ -304,7 +304,7 @@ def shared_constant(constant: Any, dtype: Any = None, **_: Any) -> Tensor:
 
 
 @op("nl.shared_identity_matrix")
-def shared_identity_matrix(n: int, dtype: Any = np.uint8, **_: Any) -> Tensor:
+def shared_identity_matrix(n: int, dtype: Any = np.uint8, name: str = "") -> Tensor:
     """``nl.shared_identity_matrix``: a constant n x n identity matrix in HBM (for transposes by matmul)."""
     return shared_constant(np.eye(int(n)), dtype)
 

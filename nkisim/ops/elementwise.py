@@ -187,7 +187,7 @@ def operator(tile: Any, other: Any, op: str, reverse: bool) -> Any:
 
 
 @op("nl.where", emits=(WHERE,))
-def where(condition: Any, x: Any, y: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+def where(condition: Any, x: Any, y: Any, *, dtype: Any = None, mask: Any = None, name: str = "") -> Tensor:
     """``nl.where``: select x where condition else y (y may be a scalar)."""
     ctx = current()
     named = {k: v for k, v in (("condition", condition), ("x", x), ("y", y)) if is_tile(v)}
@@ -210,21 +210,21 @@ def where(condition: Any, x: Any, y: Any, *, dtype: Any = None, mask: Any = None
 
 
 # --- nl's elementwise functions, generated from the op table --------------------------------------
-def _nl_unary(name: str) -> Callable[..., Tensor]:
-    def fn(x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
-        return unary_op(name, x, dtype, mask)
+def _nl_unary(op_name: str) -> Callable[..., Tensor]:
+    def fn(x: Any, *, dtype: Any = None, mask: Any = None, name: str = "") -> Tensor:
+        return unary_op(op_name, x, dtype, mask)
 
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"``nl.{name}``: elementwise {name} of a tile (computed in fp32)."
+    fn.__name__ = fn.__qualname__ = op_name
+    fn.__doc__ = f"``nl.{op_name}``: elementwise {op_name} of a tile (computed in fp32)."
     return fn
 
 
-def _nl_binary(name: str) -> Callable[..., Tensor]:
-    def fn(x: Any, y: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
-        return binary_op(name, x, y, dtype, mask)
+def _nl_binary(op_name: str) -> Callable[..., Tensor]:
+    def fn(x: Any, y: Any, *, dtype: Any = None, mask: Any = None, name: str = "") -> Tensor:
+        return binary_op(op_name, x, y, dtype, mask)
 
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"``nl.{name}``: elementwise {name} of two tiles or a tile and a scalar (NumPy broadcasting)."
+    fn.__name__ = fn.__qualname__ = op_name
+    fn.__doc__ = f"``nl.{op_name}``: elementwise {op_name} of two tiles or a tile and a scalar (NumPy broadcasting)."
     return fn
 
 
@@ -239,13 +239,13 @@ for _alu in ALU.values():
 
 
 @op("nl.mod", emits=(TENSOR_TENSOR, TENSOR_SCALAR))
-def mod(x: Any, y: Any, dtype: Any = None, mask: Any = None) -> Tensor:
+def mod(x: Any, y: Any, dtype: Any = None, mask: Any = None, name: str = "") -> Tensor:
     """``nl.mod``: remainder with the sign of the divisor (Python %)."""
     return binary_op("mod", x, y, dtype=dtype, mask=mask)
 
 
 @op("nl.fmod", emits=(TENSOR_TENSOR, TENSOR_SCALAR))
-def fmod(x: Any, y: Any, dtype: Any = None, mask: Any = None) -> Tensor:
+def fmod(x: Any, y: Any, dtype: Any = None, mask: Any = None, name: str = "") -> Tensor:
     """``nl.fmod``: remainder with the sign of the dividend (C fmod)."""
     return binary_op("fmod", x, y, dtype=dtype, mask=mask)
 

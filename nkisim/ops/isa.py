@@ -30,7 +30,7 @@ from nkisim.cost.instructions import (
 )
 from nkisim.ops import memory
 from nkisim.ops import reduce as red
-from nkisim.ops.base import check_partitions, emit, f32, mask_array, new_tile, operand, operands
+from nkisim.ops.base import check_partitions, emit, f32, mask_array, new_tile, operand, operands, write_dst
 from nkisim.ops.elementwise import values
 from nkisim.ops.optable import ACTIVATIONS, ALU, op_name
 from nkisim.ops.outputs import alu, per_partition
@@ -41,7 +41,8 @@ F32 = np.dtype(np.float32)
 
 @op("nisa.activation", emits=(ACTIVATION,))
 def activation(op: Any, data: Any, *, bias: Any = None, scale: Any = 1.0, reduce_op: Any = None,
-               reduce_res: Any = None, reduce_cmd: int = 0, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
+               reduce_res: Any = None, reduce_cmd: int = 0, mask: Any = None, dtype: Any = None, dst: Any = None,
+               name: str = "") -> Tensor | None:
     """``nisa.activation``: op(data * scale + bias) on the Scalar Engine, optional free-axis reduce."""
     ctx = current()
     name = op_name(op)
@@ -76,26 +77,30 @@ def activation(op: Any, data: Any, *, bias: Any = None, scale: Any = 1.0, reduce
         if bias_v is not None:
             x = x + bias_v
         vals = ACTIVATIONS[name].fn(x)
-    tile = new_tile(ctx, a.shape, out_dt, vals, valid)
     reads = [a] + [as_access(v) for v in (bias, scale) if is_tile(v)]
-    tile.producer = emit(ctx, ACTIVATION, reads=reads, writes=[tile.full()], extra={"func": name})
+    if dst is not None:
+        out = write_dst(ctx, "activation", dst, a.shape, vals, valid)
+        instr = emit(ctx, ACTIVATION, reads=reads, writes=[out], extra={"func": name})
+    else:
+        tile = out = new_tile(ctx, a.shape, out_dt, vals, valid)
+        instr = tile.producer = emit(ctx, ACTIVATION, reads=reads, writes=[tile.full()], extra={"func": name})
     if reduce_res is not None and (reduce_op is not None or int(reduce_cmd) in (2, 3)):
         r = operands("activation", reduce_res=reduce_res)["reduce_res"]
         rop = "add" if reduce_op is None else alu(reduce_op, "activation")
         res = None
         if ctx.numerics:
-            out = values(tile.full(), ctx, F32)
-            axes = tuple(range(1, out.ndim))
-            res = red.reduce_values(rop, out, axes, False)
+            outv = values(as_access(out), ctx, F32)
+            axes = tuple(range(1, outv.ndim))
+            res = red.reduce_values(rop, outv, axes, False)
             if int(reduce_cmd) == 2 and ctx.act_accum is not None:
                 res = ALU[rop].fn(ctx.act_accum, res)
             ctx.act_accum = res
             res = res.reshape(r.shape)
         r.check_write()
         write(r, res)
-        tile.producer.extra["reduce"] = rop
-        tile.producer.writes = tile.producer.writes + (emit_region(r),)
-    return tile
+        instr.extra["reduce"] = rop
+        instr.writes = instr.writes + (emit_region(r),)
+    return None if dst is not None else tile
 
 
 def emit_region(acc: Access) -> tuple:
@@ -106,15 +111,15 @@ def emit_region(acc: Access) -> tuple:
 
 @op("nisa.activation_reduce", emits=(ACTIVATION,))
 def activation_reduce(op: Any, data: Any, *, reduce_op: Any, reduce_res: Any, bias: Any = None, scale: Any = 1.0,
-                      mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
+                      mask: Any = None, dtype: Any = None, dst: Any = None, name: str = "") -> Tensor | None:
     """``nisa.activation_reduce``: activation plus a reduction of all free axes into reduce_res."""
     return activation(op, data, bias=bias, scale=scale, reduce_op=reduce_op, reduce_res=reduce_res, reduce_cmd=3,
-                      mask=mask, dtype=dtype)
+                      mask=mask, dtype=dtype, dst=dst)
 
 
 @op("nisa.tensor_tensor", emits=(TENSOR_TENSOR,))
 def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: Any = None, engine: Any = 0,
-                  **_: Any) -> Tensor:
+                  dst: Any = None, name: str = "") -> Tensor | None:
     """``nisa.tensor_tensor``: elementwise op of two tiles with identical partitions and sizes.
 
     One input may instead be a column, ``[P, 1]`` or ``[P]`` (one value per partition): the engine reads it
@@ -142,6 +147,8 @@ def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: A
                         "in 'psum' instead. (at most one tensor_tensor input may be in PSUM)")
     spec = ALU[name]
     out_dt = dt.normalize(dtype) if dtype is not None else dt.promote(a.dtype, b.dtype)
+    if dst is not None:
+        out_dt = dst.dtype
     shape = b.shape if nb > na else a.shape  # the result has the full tile's shape
     valid = mask_array(mask, shape, "tensor_tensor")
     vals = None
@@ -152,12 +159,16 @@ def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: A
         x = x.reshape(col) if broadcast and na == 1 else x.reshape(shape)
         y = y.reshape(col) if broadcast and nb == 1 else y.reshape(shape)
         vals = spec.fn(x, y)
-    tile = new_tile(ctx, shape, out_dt, vals, valid)
     both_int = not dt.is_float(a.dtype) and not dt.is_float(b.dtype)
     engine_name = "pool" if int(engine or 0) == 3 or spec.gpsimd or (both_int and spec.gpsimd_for_integers) else "dve"
     extra: dict[str, Any] = {"alu": name}
     if broadcast:
         extra["broadcast"] = True
+    if dst is not None:
+        out = write_dst(ctx, "tensor_tensor", dst, shape, vals, valid)
+        emit(ctx, TENSOR_TENSOR, engine_name, reads=[a, b], writes=[out], extra=extra)
+        return None
+    tile = new_tile(ctx, shape, out_dt, vals, valid)
     tile.producer = emit(ctx, TENSOR_TENSOR, engine_name, reads=[a, b], writes=[tile.full()], extra=extra)
     return tile
 
@@ -169,7 +180,8 @@ def _per_partition(shape: tuple[int, ...]) -> int:
 
 @op("nisa.tensor_scalar", emits=(TENSOR_SCALAR,))
 def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False, op1: Any = None, operand1: Any = None,
-                  reverse1: bool = False, *, dtype: Any = None, mask: Any = None, engine: Any = 0, **_: Any) -> Tensor:
+                  reverse1: bool = False, *, dtype: Any = None, mask: Any = None, engine: Any = 0, dst: Any = None,
+                  name: str = "") -> Tensor | None:
     """``nisa.tensor_scalar``: (data op0 operand0) op1 operand1, operands scalars or [P, 1] vectors."""
     ctx = current()
     n0 = alu(op0, "tensor_scalar")
@@ -194,16 +206,21 @@ def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False, op
             v1c = v1.astype(compute) if bit else v1
             x = ALU[n1].fn(v1c, x) if reverse1 else ALU[n1].fn(x, v1c)
         vals = x
-    tile = new_tile(ctx, a.shape, out_dt, vals, valid)
     reads = [a] + [as_access(v) for v in (operand0, operand1) if is_tile(v)]
     eng = {2: "act", 3: "pool", 5: "dve"}.get(int(engine or 0), "dve")
+    if dst is not None:
+        out = write_dst(ctx, "tensor_scalar", dst, a.shape, vals, valid)
+        emit(ctx, TENSOR_SCALAR, eng, reads=reads, writes=[out], extra={"alu": (n0, n1)})
+        return None
+    tile = new_tile(ctx, a.shape, out_dt, vals, valid)
     tile.producer = emit(ctx, TENSOR_SCALAR, eng, reads=reads, writes=[tile.full()], extra={"alu": (n0, n1)})
     return tile
 
 
 @op("nisa.scalar_tensor_tensor", emits=(SCALAR_TENSOR_TENSOR,))
 def scalar_tensor_tensor(*, data: Any, op0: Any, operand0: Any, op1: Any, operand1: Any, reverse0: bool = False,
-                         reverse1: bool = False, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+                         reverse1: bool = False, dtype: Any = None, mask: Any = None, dst: Any = None,
+                         name: str = "") -> Tensor | None:
     """``nisa.scalar_tensor_tensor``: (data op0 operand0) op1 operand1, operand1 a full tile."""
     ctx = current()
     n0, n1 = alu(op0, "scalar_tensor_tensor"), alu(op1, "scalar_tensor_tensor")
@@ -222,6 +239,10 @@ def scalar_tensor_tensor(*, data: Any, op0: Any, operand0: Any, op1: Any, operan
         x = ALU[n0].fn(v0, x) if reverse0 else ALU[n0].fn(x, v0)
         y = values(b, ctx, F32).reshape(a.shape)
         vals = ALU[n1].fn(y, x) if reverse1 else ALU[n1].fn(x, y)
+    if dst is not None:
+        emit(ctx, SCALAR_TENSOR_TENSOR, reads=[a, b], writes=[write_dst(ctx, "scalar_tensor_tensor", dst, a.shape, vals,
+                                                                        valid)])
+        return None
     tile = new_tile(ctx, a.shape, out_dt, vals, valid)
     tile.producer = emit(ctx, SCALAR_TENSOR_TENSOR, reads=[a, b], writes=[tile.full()])
     return tile
@@ -229,7 +250,7 @@ def scalar_tensor_tensor(*, data: Any, op0: Any, operand0: Any, op1: Any, operan
 
 @op("nisa.tensor_reduce", emits=(TENSOR_REDUCE,))
 def tensor_reduce(op: Any, data: Any, axis: Any, *, mask: Any = None, dtype: Any = None, negate: bool = False,
-                  keepdims: bool = False, **_: Any) -> Tensor:
+                  keepdims: bool = False, dst: Any = None, name: str = "") -> Tensor | None:
     """``nisa.tensor_reduce`` on the Vector Engine (free axes only)."""
     name = alu(op, "tensor_reduce")
     if not ALU[name].reducible or name == "subtract":
@@ -238,17 +259,19 @@ def tensor_reduce(op: Any, data: Any, axis: Any, *, mask: Any = None, dtype: Any
         raise nki_error("err_reduce_unsupported_negate",
                         f"negate option can only be used with arithmetic ops, unsupported op={name}")
     return red.reduce(name, data, axis, dtype=dtype, mask=mask, keepdims=keepdims, api="tensor_reduce",
-                      negate=negate)
+                      negate=negate, dst=dst)
 
 
 @op("nisa.tensor_partition_reduce", emits=(TENSOR_PARTITION_REDUCE,), spaces="sbuf")
-def tensor_partition_reduce(op: Any, data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
+def tensor_partition_reduce(op: Any, data: Any, *, mask: Any = None, dtype: Any = None, dst: Any = None,
+                            name: str = "") -> Tensor | None:
     """``nisa.tensor_partition_reduce``: reduce along the partition axis with ``op`` (GpSimd engine)."""
-    return red.partition_reduce(op_name(op), data, mask=mask, dtype=dtype)
+    return red.partition_reduce(op_name(op), data, mask=mask, dtype=dtype, dst=dst)
 
 
 @op("nisa.tensor_copy", emits=(TENSOR_COPY,))
-def tensor_copy(src: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 0, **_: Any) -> Tensor:
+def tensor_copy(src: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 0, dst: Any = None,
+                name: str = "") -> Tensor | None:
     """``nisa.tensor_copy``: copy (and cast) a tile on Vector, Scalar or GpSimd."""
     ctx = current()
     a = operands("tensor_copy", src=src)["src"]
@@ -258,6 +281,10 @@ def tensor_copy(src: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 
                         "Expected operand 'src' of 'tensor_copy' to be in address space 'sbuf', but got a tile in "
                         "'psum' instead. (GpSimd cannot access PSUM)")
     valid = mask_array(mask, a.shape, "tensor_copy")
+    if dst is not None:
+        out = write_dst(ctx, "tensor_copy", dst, a.shape, read(a) if ctx.numerics else None, valid)
+        emit(ctx, TENSOR_COPY, eng, reads=[a], writes=[out])
+        return None
     tile = new_tile(ctx, a.shape, a.dtype if dtype is None else dt.normalize(dtype),
                     read(a) if ctx.numerics else None, valid, fresh=False)
     tile.producer = emit(ctx, TENSOR_COPY, eng, reads=[a], writes=[tile.full()])
@@ -265,9 +292,36 @@ def tensor_copy(src: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 
 
 
 @op("nisa.iota", emits=(IOTA,))
-def iota(expr: Any, dtype: Any, *, mask: Any = None, **_: Any) -> Tensor:
-    """``nisa.iota``: materialise an index expression (computed in int32) as an SBUF tile."""
+def iota(expr: Any = None, dtype: Any = None, *, mask: Any = None, dst: Any = None, pattern: Any = None,
+         offset: Any = 0, channel_multiplier: Any = 0, name: str = "") -> Tensor | None:
+    """``nisa.iota``: an integer index pattern (computed in int32) as an SBUF tile.
+
+    Legacy form: an index expression built from ``nl.arange`` / ``nl.mgrid``.  Pattern form (``dst`` given):
+    ``dst[p, i0, i1, ...] = offset + p * channel_multiplier + sum(i_k * step_k)`` for ``pattern = [[step_k,
+    count_k], ...]``, whose counts multiply to ``dst``'s elements per partition."""
     ctx = current()
+    if pattern is not None:
+        if dst is None:
+            raise nki_error("err_operand_cannot_be_none", "'dst' cannot be None.")
+        d = as_access(operand("iota", "dst", dst, spaces_of("iota"), ctx))
+        steps = [(int(s), int(n)) for s, n in pattern]
+        parts = d.shape[0] if d.shape else 1
+        if int(np.prod([n for _, n in steps])) != int(np.prod(d.shape[1:])):
+            raise nki_error("err_param_shape_mismatch",
+                            f"Parameter shapes ({shape_str('dst', d.shape)}, pattern {[list(p) for p in steps]}) of "
+                            f"'iota' has mismatched shapes: the pattern's counts must multiply to dst's elements per "
+                            f"partition")
+        v = None
+        if ctx.numerics:
+            v = np.full((parts,) + tuple(n for _, n in steps), int(offset), dtype=np.int64)
+            v += (np.arange(parts, dtype=np.int64) * int(channel_multiplier)).reshape((parts,) + (1,) * len(steps))
+            for axis, (step, n) in enumerate(steps):
+                shape = [1] * (len(steps) + 1)
+                shape[axis + 1] = n
+                v += (np.arange(n, dtype=np.int64) * step).reshape(shape)
+            v = v.astype(np.int32).astype(np.int64).reshape(d.shape)
+        emit(ctx, IOTA, writes=[write_dst(ctx, "iota", dst, d.shape, v)])
+        return None
     if isinstance(expr, (int, np.integer)):
         expr = Affine(int(expr))
     if not isinstance(expr, Affine):
@@ -277,30 +331,42 @@ def iota(expr: Any, dtype: Any, *, mask: Any = None, **_: Any) -> Tensor:
         v = v.reshape((1,) * (2 - v.ndim) + v.shape)
     check_partitions("iota", {"expr": v.shape}, {"expr": v.shape})
     valid = mask_array(mask, v.shape, "iota")
+    if dst is not None:
+        emit(ctx, IOTA, writes=[write_dst(ctx, "iota", dst, v.shape, v.astype(np.int32).astype(np.int64), valid)])
+        return None
     tile = new_tile(ctx, v.shape, dt.normalize(dtype), v.astype(np.int32).astype(np.int64), valid)
     tile.producer = emit(ctx, IOTA, writes=[tile.full()])
     return tile
 
 
 @op("nisa.memset", emits=(MEMSET,))
-def memset(shape: Any, value: Any, dtype: Any, *, mask: Any = None, engine: Any = 0, **_: Any) -> Tensor:
-    """``nisa.memset``: a new tile filled with a constant (first dim is the partition dim)."""
+def memset(shape: Any = None, value: Any = 0, dtype: Any = None, *, mask: Any = None, engine: Any = 0,
+           dst: Any = None, name: str = "") -> Tensor | None:
+    """``nisa.memset``: fill ``dst`` with a constant (NKI 0.6), or a new tile of ``shape`` (legacy; its first
+    dim is the partition dim)."""
     from nkisim.ops import creation
 
-    shape = creation.plain_shape(shape)
     ctx = current()
+    eng = {3: "pool"}.get(int(engine or 0), "dve")
+    if dst is not None:
+        shp = as_access(operand("memset", "dst", dst, spaces_of("memset"), ctx)).shape
+        valid = mask_array(mask, shp, "memset")
+        out = write_dst(ctx, "memset", dst, shp, np.full(shp, value, dtype=np.float64) if ctx.numerics else None,
+                        valid)
+        emit(ctx, MEMSET, eng, writes=[out], extra={"zero": value == 0})
+        return None
+    shape = creation.plain_shape(shape)
     check_partitions("memset", {"shape": shape}, {"shape": shape})
     valid = mask_array(mask, shape, "memset")
     tile = new_tile(ctx, shape, dt.normalize(dtype), np.full(shape, value, dtype=np.float64)
                     if ctx.numerics else None, valid)
-    tile.producer = emit(ctx, MEMSET, {3: "pool"}.get(int(engine or 0), "dve"), writes=[tile.full()],
-                         extra={"zero": value == 0})
+    tile.producer = emit(ctx, MEMSET, eng, writes=[tile.full()], extra={"zero": value == 0})
     return tile
 
 
 @op("nisa.dma_copy", emits=(DMA_COPY,), spaces="hbm|psum|sbuf")
 def dma_copy(*args: Any, dst: Any = None, src: Any = None, mask: Any = None, dst_rmw_op: Any = None,
-             oob_mode: Any = None, dge_mode: Any = None, **_: Any) -> None:
+             oob_mode: Any = None, dge_mode: Any = None, name: str = "") -> None:
     """``nisa.dma_copy``: DMA between any memories, with a cast and optional read-modify-write.
 
     Accepts the keyword form of SDK 2.22+ and the positional ``dma_copy(src, dst)`` of SDK 2.21.
@@ -365,7 +431,7 @@ def _keep_in_bounds(d: Access, s: Access, valid: np.ndarray | None, oob_mode: An
 
 
 @op("nisa.bn_stats", emits=(BN_STATS,))
-def bn_stats(data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
+def bn_stats(data: Any, *, mask: Any = None, dtype: Any = None, dst: Any = None, name: str = "") -> Tensor | None:
     """``nisa.bn_stats``: per partition (count, mean, var*count) of even and odd free elements."""
     ctx = current()
     a = operands("bn_stats", data=data)["data"]
@@ -392,6 +458,9 @@ def bn_stats(data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Ten
             m2 = ((xs - mean[:, None]) ** 2 * ws).sum(axis=1)
             cols += [cnt, mean, m2]
         vals = np.stack(cols, axis=1).astype(np.float32)
+    if dst is not None:
+        emit(ctx, BN_STATS, reads=[a], writes=[write_dst(ctx, "bn_stats", dst, out_shape, vals)], n=n)
+        return None
     out_dt = dt.float32 if dtype is None else dt.normalize(dtype)
     tile = new_tile(ctx, out_shape, out_dt, vals)
     tile.producer = emit(ctx, BN_STATS, reads=[a], writes=[tile.full()], n=n)
@@ -399,7 +468,7 @@ def bn_stats(data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Ten
 
 
 @op("nisa.bn_aggr", emits=(BN_AGGR,))
-def bn_aggr(data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
+def bn_aggr(data: Any, *, mask: Any = None, dtype: Any = None, dst: Any = None, name: str = "") -> Tensor | None:
     """``nisa.bn_aggr``: combine bn_stats tuples into (mean, variance) per partition."""
     ctx = current()
     a = operands("bn_aggr", data=data)["data"]
@@ -416,6 +485,9 @@ def bn_aggr(data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tens
         mu = (cnt * mean).sum(axis=1) / total
         var = (m2 + cnt * (mean - mu[:, None]) ** 2).sum(axis=1) / total
         vals = np.stack([mu, var], axis=1).astype(np.float32)
+    if dst is not None:
+        emit(ctx, BN_AGGR, reads=[a], writes=[write_dst(ctx, "bn_aggr", dst, (a.shape[0], 2), vals)], n=n)
+        return None
     out_dt = a.dtype if dtype is None else dt.normalize(dtype)
     tile = new_tile(ctx, (a.shape[0], 2), out_dt, vals)
     tile.producer = emit(ctx, BN_AGGR, reads=[a], writes=[tile.full()], n=n)
@@ -423,7 +495,7 @@ def bn_aggr(data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tens
 
 
 @op("nisa.reciprocal", emits=(RECIPROCAL,))
-def reciprocal(data: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+def reciprocal(data: Any, *, dtype: Any = None, mask: Any = None, dst: Any = None, name: str = "") -> Tensor | None:
     """``nisa.reciprocal``: 1/x on the Vector Engine."""
     ctx = current()
     a = operands("reciprocal", data=data)["data"]
@@ -431,6 +503,9 @@ def reciprocal(data: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> T
     vals = None
     if ctx.numerics:
         vals = 1.0 / values(a, ctx, F32)
+    if dst is not None:
+        emit(ctx, RECIPROCAL, reads=[a], writes=[write_dst(ctx, "reciprocal", dst, a.shape, vals, valid)])
+        return None
     tile = new_tile(ctx, a.shape, a.dtype if dtype is None else dt.normalize(dtype), vals, valid)
     tile.producer = emit(ctx, RECIPROCAL, reads=[a], writes=[tile.full()])
     return tile

@@ -13,9 +13,9 @@ from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.location import warn
 from nkisim.core.storage import read
-from nkisim.core.tensor import Access, Tensor, shape_str
+from nkisim.core.tensor import Access, Tensor, as_access, shape_str
 from nkisim.cost.instructions import NC_MATMUL, NC_TRANSPOSE, TENSOR_COPY
-from nkisim.ops.base import emit, mask_array, new_tile, operands
+from nkisim.ops.base import emit, mask_array, new_tile, operand, operands, write_dst
 from nkisim.ops.elementwise import values
 from nkisim.ops.registry import op
 
@@ -61,8 +61,10 @@ def _moving_free(api: str, pname: str, shape: tuple[int, ...], limit: int) -> in
     return n
 
 
-def _pe_matmul(api: str, stat: Access, mov: Access, sname: str, mname: str, mask: Any) -> Tensor:
-    """stationary[K, M].T @ moving[K, N...] -> PSUM fp32 [M, N...] (the TensorE contract).
+def _pe_matmul(api: str, stat: Access, mov: Access, sname: str, mname: str, mask: Any, dst: Any = None,
+               accumulate: bool | None = None) -> Tensor | None:
+    """stationary[K, M].T @ moving[K, N...] -> PSUM fp32 [M, N...] (the TensorE contract): a new PSUM tile, or into
+    ``dst`` (``_into_psum``).
 
     The moving operand's free dimensions stream as one (their product at most ``gemm_moving_fmax``) and
     the result keeps them: ``[K, M]`` with ``[K, 4, 128]`` gives ``[M, 4, 128]``."""
@@ -85,15 +87,46 @@ def _pe_matmul(api: str, stat: Access, mov: Access, sname: str, mname: str, mask
         f = np.dtype(np.float32)
         k = mov.shape[0]
         vals = np.matmul(values(stat, ctx, f).T, values(mov, ctx, f).reshape(k, n)).reshape(out_shape)
+    extra = {"k": stat.shape[0], "m": stat.shape[1], "n": n, "in_dtype": dt.name(mov.dtype)}
+    if dst is not None:
+        _into_psum(ctx, api, dst, out_shape, vals, valid, [stat, mov], extra, accumulate)
+        return None
     tile = new_tile(ctx, out_shape, dt.float32, vals, valid, buffer=psum)
-    tile.producer = emit(ctx, NC_MATMUL, reads=[stat, mov], writes=[tile.full()],
-                         extra={"k": stat.shape[0], "m": stat.shape[1], "n": n,
-                                "in_dtype": dt.name(mov.dtype)})
+    tile.producer = emit(ctx, NC_MATMUL, reads=[stat, mov], writes=[tile.full()], extra=extra)
     return tile
 
 
+def _into_psum(ctx: Any, api: str, dst: Any, shape: tuple[int, ...], vals: Any, valid: Any, reads: list,
+               extra: dict, accumulate: bool | None) -> None:
+    """A matmul's result written into the PSUM tile ``dst`` (NKI 0.6's ``nc_matmul(dst, ...)``).
+
+    ``accumulate=False`` overwrites, ``True`` adds (in fp32), and ``None`` (the default) lets the first matmul
+    into each PSUM element since the tile was allocated overwrite it and every later one add, which is how the
+    compiler forms accumulation groups.  Elements a non-matmul instruction wrote (an ``nl.zeros``) do not count
+    as started; adding onto an element no matmul started (``accumulate=True``) is undefined on the hardware,
+    which AWS's simulator warns about, and so does this one."""
+    d = as_access(operand(api, "dst", dst, ["psum"], ctx))
+    if d.dtype not in (dt.float32, dt.bfloat16) or (d.dtype == dt.bfloat16 and ctx.nc_version < 4):
+        raise nki_error("err_supported_operand_dtype",
+                        f"'dst' of '{api}' has dtype {dt.name(d.dtype)}, expected one of the following dtypes: "
+                        f"float32{', bfloat16' if ctx.nc_version >= 4 else ''}")
+    started = d.tensor.matmul_accumulated(d.np_index()) if not d.advanced else None
+    adds = accumulate is not False and (accumulate is True or started is None or bool(np.any(started)))
+    if accumulate is True and started is not None and not bool(np.all(started)):
+        warn(f"'{api}' with accumulate=True adds onto PSUM elements of '{d.label()}' that no matmul has written since "
+             f"it was allocated (a memset does not start an accumulation group): the result is undefined on the "
+             f"hardware; use accumulate=None or False for the first matmul of a group")
+    if vals is not None and adds:
+        old = read(d).astype(np.float32).reshape(shape)
+        keep = np.ones((), dtype=bool) if accumulate is True or started is None else np.asarray(started).reshape(
+            shape) if np.ndim(started) else np.asarray(started)
+        vals = np.where(keep, old, np.float32(0)) + vals
+    out = write_dst(ctx, api, d, shape, vals, valid, "psum")
+    emit(ctx, NC_MATMUL, reads=reads, writes=[out], extra=extra, acc=adds)  # (reads as a legacy `psum += ...`)
+
+
 @op("nl.matmul", emits=(NC_MATMUL, NC_TRANSPOSE, TENSOR_COPY), spaces="psum|sbuf")
-def matmul(x: Any, y: Any, *, transpose_x: bool = False, mask: Any = None, **_: Any) -> Tensor:
+def matmul(x: Any, y: Any, *, transpose_x: bool = False, mask: Any = None, name: str = "") -> Tensor:
     """``nl.matmul``: x @ y (or x.T @ y with transpose_x=True), result in PSUM as fp32.
 
     A PSUM operand (an ``nl.transpose`` result, as in AWS's attention tutorial v1) is copied to SBUF
@@ -132,11 +165,14 @@ def _transposed_view(ctx: Any, a: Access) -> Tensor:
 @op("nisa.nc_matmul", emits=(NC_MATMUL, TENSOR_COPY), spaces="sbuf")
 def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = False, is_moving_onezero: bool = False,
               is_transpose: bool = False, tile_position: Any = (), tile_size: Any = (), mask: Any = None,
-              perf_mode: Any = None, **_: Any) -> Tensor:
+              perf_mode: Any = None, dst: Any = None, accumulate: bool | None = None, name: str = "") -> Tensor | None:
     """``nisa.nc_matmul``: stationary.T @ moving on the PE array (PSUM fp32 output).
 
     ``perf_mode='double_row_gen3'`` (trn2, fp8 operands) feeds two rows of each partition per pass:
     operands are ``[K, 2, M]`` and ``[K, 2, N]`` and the contraction runs over both K and the pair.
+
+    ``dst`` (NKI 0.6): the PSUM tile the result goes to, overwritten or accumulated into as ``accumulate`` says
+    (``_into_psum``); without it the result is a new PSUM tile, accumulated by ``psum[...] += ...``.
     """
     accs = operands("nc_matmul", "psum|sbuf", stationary=stationary, moving=moving)
     for pname, acc in accs.items():
@@ -145,8 +181,8 @@ def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = Fal
     if bool(tile_position) != bool(tile_size):
         raise ValueError("nc_matmul: tile_position and tile_size must be given together")
     if perf_mode not in (None, "", "none"):
-        return _double_row(accs["stationary"], accs["moving"], str(perf_mode), mask)
-    return _pe_matmul("nc_matmul", accs["stationary"], accs["moving"], "stationary", "moving", mask)
+        return _double_row(accs["stationary"], accs["moving"], str(perf_mode), mask, dst, accumulate)
+    return _pe_matmul("nc_matmul", accs["stationary"], accs["moving"], "stationary", "moving", mask, dst, accumulate)
 
 
 def _staged_from_psum(api: str, pname: str, acc: Access) -> Access:
@@ -167,7 +203,8 @@ def _staged_from_psum(api: str, pname: str, acc: Access) -> Access:
 DOUBLE_ROW_DTYPES = (dt.float8_e4m3, dt.float8_e5m2)
 
 
-def _double_row(stat: Access, mov: Access, mode: str, mask: Any) -> Tensor:
+def _double_row(stat: Access, mov: Access, mode: str, mask: Any, dst: Any = None,
+                accumulate: bool | None = None) -> Tensor | None:
     """The double-row fp8 matmul of NeuronCore-v3: out[M, N] = sum over (k, r) of stat[k, r, M] * mov[k, r, N]."""
     ctx = current()
     if mode != "double_row_gen3":
@@ -198,32 +235,39 @@ def _double_row(stat: Access, mov: Access, mode: str, mask: Any) -> Tensor:
     if ctx.numerics:
         f = np.dtype(np.float32)
         vals = np.einsum("kri,krj->ij", values(stat, ctx, f), values(mov, ctx, f))
+    extra = {"k": stat.shape[0], "m": out_shape[0], "n": out_shape[1], "in_dtype": dt.name(mov.dtype),
+             "perf_mode": mode}
+    if dst is not None:
+        _into_psum(ctx, "nc_matmul", dst, out_shape, vals, valid, [stat, mov], extra, accumulate)
+        return None
     tile = new_tile(ctx, out_shape, dt.float32, vals, valid, buffer=psum)
-    tile.producer = emit(ctx, NC_MATMUL, reads=[stat, mov], writes=[tile.full()],
-                         extra={"k": stat.shape[0], "m": out_shape[0], "n": out_shape[1],
-                                "in_dtype": dt.name(mov.dtype), "perf_mode": mode})
+    tile.producer = emit(ctx, NC_MATMUL, reads=[stat, mov], writes=[tile.full()], extra=extra)
     return tile
 
 
 @op("nl.transpose", emits=(NC_TRANSPOSE,))
-def transpose(x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+def transpose(x: Any, *, dtype: Any = None, mask: Any = None, name: str = "") -> Tensor:
     """``nl.transpose``: 2-D partition/free transpose on the Tensor Engine (each dim <= 128)."""
     return _transpose("transpose", "x", x, dtype, mask, "pe")
 
 
 @op("nisa.nc_transpose", emits=(NC_TRANSPOSE,))
-def nc_transpose(data: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 0, **_: Any) -> Tensor:
+def nc_transpose(data: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 0, dst: Any = None,
+                 name: str = "") -> Tensor | None:
     """``nisa.nc_transpose``: TensorE (<=128x128, to PSUM) or VectorE (<=32x32, to SBUF)."""
     acc = operands("nc_transpose", data=data)["data"]
     shape = acc.shape
     eng = int(engine or 0)
     if eng == 0:
-        small = current().target.limit("dve_transpose_max")
-        eng = 5 if len(shape) >= 2 and shape[0] <= small and int(np.prod(shape[1:])) <= small else 1
-    return _transpose("nc_transpose", "data", data, dtype, mask, "dve" if eng == 5 else "pe")
+        if dst is not None:  # NKI 0.6: the default engine follows where dst is (PSUM: the PE array)
+            eng = 1 if as_access(dst).space == "psum" else 5
+        else:
+            small = current().target.limit("dve_transpose_max")
+            eng = 5 if len(shape) >= 2 and shape[0] <= small and int(np.prod(shape[1:])) <= small else 1
+    return _transpose("nc_transpose", "data", data, dtype, mask, "dve" if eng == 5 else "pe", dst)
 
 
-def _transpose(api: str, pname: str, x: Any, dtype: Any, mask: Any, engine: str) -> Tensor:
+def _transpose(api: str, pname: str, x: Any, dtype: Any, mask: Any, engine: str, dst: Any = None) -> Tensor | None:
     ctx = current()
     a = operands(api, **{pname: x})[pname]
     if engine == "pe":
@@ -240,6 +284,10 @@ def _transpose(api: str, pname: str, x: Any, dtype: Any, mask: Any, engine: str)
     out_shape = (shape[1], shape[0])
     valid = mask_array(mask, out_shape, api)
     vals = None if not ctx.numerics else read(a).reshape(shape).T
+    if dst is not None:
+        out = write_dst(ctx, api, dst, out_shape, vals, valid, "psum" if engine == "pe" else "psum|sbuf")
+        emit(ctx, NC_TRANSPOSE, engine, reads=[a], writes=[out])
+        return None
     out_dt = a.dtype if dtype is None else dt.normalize(dtype)
     tile = new_tile(ctx, out_shape, out_dt, vals, valid, buffer=psum if engine == "pe" else sbuf, fresh=False)
     tile.producer = emit(ctx, NC_TRANSPOSE, engine, reads=[a], writes=[tile.full()])

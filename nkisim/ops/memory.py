@@ -119,7 +119,7 @@ def _nbytes(acc: Access, valid: np.ndarray | None) -> int:
 
 
 @op("nl.load", emits=(LOAD,), spaces="hbm")
-def load(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
+def load(src: Any, *, mask: Any = None, dtype: Any = None, name: str = "") -> Tensor:
     """``nl.load``: HBM -> new SBUF tile (a 1-D HBM slice arrives as an (N, 1) tile)."""
     ctx = current()
     acc = one_operand("load", "src", src, ctx)  # (the checks of operands(), without its dicts)
@@ -152,7 +152,7 @@ def load(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     return tile
 
 
-def load_transpose2d(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
+def load_transpose2d(src: Any, *, mask: Any = None, dtype: Any = None) -> Tensor:
     """``nl.load_transpose2d``: HBM [F, P] -> SBUF [P, F] through the DMA engines."""
     ctx = current()
     acc = operands("load_transpose2d", src=src)["src"]
@@ -177,7 +177,7 @@ def load_transpose2d(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any)
 
 
 @op("nl.store", emits=(STORE,), spaces="hbm")
-def store(dst: Any, value: Any, *, mask: Any = None, **_: Any) -> None:
+def store(dst: Any, value: Any, *, mask: Any = None, name: str = "") -> None:
     """``nl.store``: SBUF/PSUM tile (or scalar) -> HBM, cast to the destination dtype."""
     ctx = current()
     d = as_access(one_operand("store", "dst", dst, ctx, "hbm"))  # (operands() without its dicts)
@@ -219,7 +219,8 @@ def _hand_over(dst: Access, value: Tensor) -> bool:
 
 
 @op("nl.loop_reduce", emits=(COPY,))
-def loop_reduce(x: Any, op: Any, loop_indices: Any = (), *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+def loop_reduce(x: Any, op: Any, loop_indices: Any = (), *, dtype: Any = None, mask: Any = None,
+                name: str = "") -> Tensor:
     """``dst[...] = nl.loop_reduce(x, op, loop_indices=(k,))``: ``dst = op(dst, x)`` on every iteration (the
     destination is also an input of ``op``).  The tile returned carries the operator; the assignment that
     consumes it (``assign``) does the combining.  Rebinding a name (``b = nl.loop_reduce(...)``) cannot
@@ -363,7 +364,7 @@ def accumulate(dst: Access, value: Any, op: str) -> None:
 
 
 @op("nl.copy", emits=(COPY,))
-def copy(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
+def copy(src: Any, *, mask: Any = None, dtype: Any = None, name: str = "") -> Tensor:
     """``nl.copy``: a new SBUF tile (PSUM eviction with a cast is the common use)."""
     ctx = current()
     a = one_operand("copy", "src", src, ctx)
@@ -374,7 +375,7 @@ def copy(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
 
 
 @op("nl.static_cast", emits=(COPY,))
-def static_cast(input_data: Any, dtype: Any) -> Any:
+def static_cast(input_data: Any, dtype: Any, name: str = "") -> Any:
     """``nl.static_cast``: a copy of the tile converted to ``dtype``.
 
     Outside a kernel it converts a host array (test harnesses prepare bfloat16 / float8 inputs this
@@ -386,7 +387,7 @@ def static_cast(input_data: Any, dtype: Any) -> Any:
 
 
 @op("nl.broadcast_to", emits=(BROADCAST_TO,))
-def broadcast_to(src: Any, *, shape: Any) -> Tensor:
+def broadcast_to(src: Any, *, shape: Any, name: str = "") -> Tensor:
     """``nl.broadcast_to``: broadcast (mostly along partitions: [1, F] -> [P, F]) into a new tile."""
     ctx = current()
     a = operands("broadcast_to", src=src)["src"]
@@ -408,7 +409,7 @@ def broadcast_to(src: Any, *, shape: Any) -> Tensor:
 
 
 @op("nl.expand_dims")
-def expand_dims(data: Any, axis: int) -> Tensor:
+def expand_dims(data: Any, axis: int, name: str = "") -> Tensor:
     """``nl.expand_dims``: add a size-1 axis after the last one (a view, no instruction)."""
     a = as_access(data)
     nd = len(a.shape)

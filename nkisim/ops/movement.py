@@ -42,7 +42,7 @@ def _same_size(inst: str, a_name: str, a: Any, b_name: str, b: Any) -> None:
 
 @op("nisa.tensor_copy_dynamic_src", emits=(TENSOR_COPY_DYNAMIC_SRC,))
 def tensor_copy_dynamic_src(src: Any = None, *, dst: Any = None, mask: Any = None, dtype: Any = None,
-                            engine: Any = 0, **_: Any) -> Tensor | None:
+                            engine: Any = 0, name: str = "") -> Tensor | None:
     """``nisa.tensor_copy_dynamic_src``: copy a tile read at a runtime offset (``src`` indexed with a
     value loaded into SBUF); the indexing itself resolves the offset, the copy is a plain one."""
     ctx = current()
@@ -58,7 +58,7 @@ def tensor_copy_dynamic_src(src: Any = None, *, dst: Any = None, mask: Any = Non
 
 @op("nisa.tensor_copy_dynamic_dst", emits=(TENSOR_COPY_DYNAMIC_DST,))
 def tensor_copy_dynamic_dst(dst: Any = None, src: Any = None, *, mask: Any = None, engine: Any = 0,
-                            **_: Any) -> None:
+                            name: str = "") -> None:
     """``nisa.tensor_copy_dynamic_dst``: copy a tile into ``dst`` indexed at a runtime offset."""
     ctx = current()
     if dst is None:
@@ -74,7 +74,7 @@ def tensor_copy_dynamic_dst(dst: Any = None, src: Any = None, *, mask: Any = Non
 @op("nisa.local_gather", emits=(LOCAL_GATHER,))
 def local_gather(src_buffer: Any = None, index: Any = None, num_elem_per_idx: int = 1,
                  num_valid_indices: int | None = None, *, dst: Any = None, mask: Any = None, dtype: Any = None,
-                 **_: Any) -> Tensor | None:
+                 name: str = "") -> Tensor | None:
     """``nisa.local_gather`` (GpSimd): each core of 16 partitions flattens its slice of ``index``
     partition-first and gathers ``num_elem_per_idx`` contiguous elements at each (element) offset from
     every one of its partitions of ``src_buffer``.  Result shape ``[P, *index free dims, 16,
@@ -119,7 +119,7 @@ def local_gather(src_buffer: Any = None, index: Any = None, num_elem_per_idx: in
 
 @op("nisa.nc_stream_shuffle", emits=(NC_STREAM_SHUFFLE,))
 def nc_stream_shuffle(src: Any = None, dst: Any = None, shuffle_mask: Any = None, *, mask: Any = None,
-                      **_: Any) -> None:
+                      name: str = "") -> None:
     """``nisa.nc_stream_shuffle`` (Vector): within every quadrant of 32 partitions, output partition i
     copies input partition ``shuffle_mask[i]`` (255 leaves it unmodified).  ``src`` and ``dst`` may be
     the same tile; a ``src`` of fewer partitions is read by every quadrant."""
@@ -165,7 +165,7 @@ def nc_stream_shuffle(src: Any = None, dst: Any = None, shuffle_mask: Any = None
 
 
 @op("nisa.sequence_bounds", emits=(SEQUENCE_BOUNDS,))
-def sequence_bounds(segment_ids: Any = None, *, dst: Any = None, dtype: Any = None, **_: Any) -> Tensor | None:
+def sequence_bounds(segment_ids: Any = None, *, dst: Any = None, dtype: Any = None, name: str = "") -> Tensor | None:
     """``nisa.sequence_bounds`` (GpSimd): for each element of a ``[1, n]`` row of segment ids, the
     [start, end) of its segment as shape ``[1, 2, n]``; padding (id 0) gets start n and end -1."""
     ctx = current()
@@ -189,7 +189,7 @@ def sequence_bounds(segment_ids: Any = None, *, dst: Any = None, dtype: Any = No
 
 @op("nisa.dropout", emits=(DROPOUT,))
 def dropout(data: Any = None, prob: Any = None, *, mask: Any = None, dtype: Any = None, dst: Any = None,
-            **_: Any) -> Tensor | None:
+            name: str = "") -> Tensor | None:
     """``nisa.dropout`` (Vector): zero each element with probability ``prob`` (a scalar or a ``[P, 1]``
     tile per partition); kept elements are unscaled.  Draws from the kernel's ``nl.rand`` generator."""
     ctx = current()
@@ -210,7 +210,7 @@ def dropout(data: Any = None, prob: Any = None, *, mask: Any = None, dtype: Any 
 
 @op("nl.gather_flattened", emits=(GATHER_FLATTENED,))
 def gather_flattened(data: Any = None, indices: Any = None, *, mask: Any = None, dtype: Any = None,
-                     **_: Any) -> Tensor:
+                     name: str = "") -> Tensor:
     """``nl.gather_flattened`` (GpSimd): per partition, the elements of ``data``'s flattened free axes at
     the (uint32) positions in ``indices``; the result has ``indices``' shape."""
     ctx = current()
@@ -235,7 +235,7 @@ def gather_flattened(data: Any = None, indices: Any = None, *, mask: Any = None,
 
 
 @op("nl.atomic_rmw", emits=(DMA_COPY,))
-def atomic_rmw(dst: Any = None, value: Any = None, op: Any = None, *, mask: Any = None, **_: Any) -> None:
+def atomic_rmw(dst: Any = None, value: Any = None, op: Any = None, *, mask: Any = None, name: str = "") -> None:
     """``nl.atomic_rmw``: ``dst = op(dst, value)`` on HBM as one read-modify-write DMA (the indirect
     index of ``dst`` picks the rows).  Only ``np.add`` is supported, like the hardware."""
     from nkisim.ops.isa import dma_copy

@@ -103,6 +103,7 @@ _ACT_LIST = [
     Activation("gelu_dx", _gelu_dx),
     Activation("gelu_apprx_tanh", _gelu_tanh),
     Activation("gelu_apprx_sigmoid", lambda x: x * _sigmoid(1.702 * x)),
+    Activation("gelu_apprx_sigmoid_dx", lambda x: _sigmoid(1.702 * x) * (1 + 1.702 * x * (1 - _sigmoid(1.702 * x)))),
     Activation("silu", lambda x: x * _sigmoid(x)),
     Activation("silu_dx", _silu_dx),
     Activation("erf", _erf),
@@ -160,6 +161,16 @@ def _rshift(a: Any, b: Any) -> Any:  # logical shift on the 32-bit pattern
     return np.right_shift(np.asarray(a).astype(np.int64) & 0xFFFFFFFF, np.asarray(b).astype(np.int64))
 
 
+def _abs_max(a: Any, b: Any) -> Any:
+    """The operand of larger magnitude, sign kept; ``b`` on a tie (NKI 0.4's abs_max)."""
+    return np.where(np.abs(a) > np.abs(b), a, b)
+
+
+def _abs_min(a: Any, b: Any) -> Any:
+    """The operand of smaller magnitude, sign kept; ``b`` on a tie (NKI 0.4's abs_min)."""
+    return np.where(np.abs(a) < np.abs(b), a, b)
+
+
 # reductions call the ufunc's reduce directly: np.sum & co. are Python wrappers around the same call
 _ALU_LIST = [
     AluOp("add", np.add, True, reduce_fn=np.add.reduce, gpsimd_for_integers=True),
@@ -185,6 +196,8 @@ _ALU_LIST = [
     AluOp("logical_and", np.logical_and, True, compare=True, reduce_fn=np.logical_and.reduce),
     AluOp("logical_or", np.logical_or, True, compare=True, reduce_fn=np.logical_or.reduce),
     AluOp("logical_xor", np.logical_xor, compare=True),
+    AluOp("abs_max", _abs_max),
+    AluOp("abs_min", _abs_min),
     AluOp("mod", lambda a, b: np.mod(a, b), nl_function=False),
     AluOp("fmod", lambda a, b: np.fmod(a, b), nl_function=False),
     AluOp("arctan2", np.arctan2, nl_function=False),

@@ -13,7 +13,7 @@ from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.tensor import Tensor
 from nkisim.cost.instructions import TENSOR_PARTITION_REDUCE, TENSOR_REDUCE
-from nkisim.ops.base import emit, mask_array, new_tile, one_operand, operands
+from nkisim.ops.base import emit, mask_array, new_tile, one_operand, operands, write_dst
 from nkisim.ops.elementwise import values
 from nkisim.ops.optable import ALU
 from nkisim.ops.registry import op
@@ -82,7 +82,7 @@ def reduce_geometry(axis: Any, shape: tuple[int, ...], keepdims: bool, api: str)
 
 
 def reduce(op: str, x: Any, axis: Any, *, dtype: Any = None, mask: Any = None, keepdims: bool = False,
-           api: str | None = None, negate: bool = False, kind: str = "plain") -> Tensor:
+           api: str | None = None, negate: bool = False, kind: str = "plain", dst: Any = None) -> Tensor | None:
     """Shared implementation of every free-axis reduction (kind: plain, mean, var)."""
     ctx = current()
     name = api or op
@@ -116,6 +116,10 @@ def reduce(op: str, x: Any, axis: Any, *, dtype: Any = None, mask: Any = None, k
             vals = reduce_values(op, v, axes, keepdims)
         if negate:
             vals = -vals
+    if dst is not None:
+        emit(ctx, TENSOR_REDUCE, reads=(a,), writes=(write_dst(ctx, name, dst, out_shape, vals, valid),), n=n_in,
+             extra={"alu": op, "kind": kind})
+        return None
     tile = new_tile(ctx, out_shape, out_dt, vals, valid)
     tile.producer = emit(ctx, TENSOR_REDUCE, reads=(a,), writes=(tile,), n=n_in,
                          extra={"alu": op, "kind": kind})
@@ -124,7 +128,7 @@ def reduce(op: str, x: Any, axis: Any, *, dtype: Any = None, mask: Any = None, k
 
 def _nl_reduce(call: str, alu_op: str, kind: str, default_dtype: Any, what: str) -> Callable[..., Tensor]:
     def fn(x: Any, axis: Any, *, dtype: Any = default_dtype, mask: Any = None, keepdims: bool = False,
-           **_: Any) -> Tensor:
+           name: str = "") -> Tensor:
         return reduce(alu_op, x, axis, dtype=dtype, mask=mask, keepdims=keepdims, api=call, kind=kind)
 
     fn.__name__ = fn.__qualname__ = call
@@ -141,7 +145,7 @@ for _call, _alu, _kind, _dtype, _what in (
     op(f"nl.{_call}", emits=(TENSOR_REDUCE,))(_nl_reduce(_call, _alu, _kind, _dtype, _what))
 
 
-def partition_reduce(op: str, data: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
+def partition_reduce(op: str, data: Any, *, mask: Any = None, dtype: Any = None, dst: Any = None) -> Tensor | None:
     """``nisa.tensor_partition_reduce``: reduce across partitions on GpSimd -> a [1, F] tile."""
     ctx = current()
     if op not in ("add", "max", "maximum", "bitwise_or", "bitwise_and"):
@@ -156,6 +160,10 @@ def partition_reduce(op: str, data: Any, *, mask: Any = None, dtype: Any = None,
         if valid is not None and valid.ndim:
             v = np.where(valid, v, np.asarray(_IDENTITY.get(op, 0), dtype=compute))
         vals = reduce_values(op, v, (0,), True)
+    if dst is not None:
+        emit(ctx, TENSOR_PARTITION_REDUCE, reads=[a], writes=[write_dst(ctx, "tensor_partition_reduce", dst, out_shape,
+                                                                        vals)], extra={"alu": op})
+        return None
     tile = new_tile(ctx, out_shape, a.dtype if dtype is None else dt.normalize(dtype), vals)
     tile.producer = emit(ctx, TENSOR_PARTITION_REDUCE, reads=[a], writes=[tile.full()],
                          extra={"alu": op})

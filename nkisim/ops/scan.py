@@ -45,7 +45,7 @@ def _tile_reads(inst: str, **named: Any) -> list:
 @op("nisa.tensor_tensor_scan", emits=(TENSOR_TENSOR_SCAN,))
 def tensor_tensor_scan(data0: Any = None, data1: Any = None, initial: Any = 0.0, op0: Any = "multiply",
                        op1: Any = "add", reverse0: bool = False, reverse1: bool = False, *, dtype: Any = None,
-                       mask: Any = None, dst: Any = None, **_: Any) -> Tensor | None:
+                       mask: Any = None, dst: Any = None, name: str = "") -> Tensor | None:
     """``nisa.tensor_tensor_scan`` (Vector): ``r[i] = op1(op0(data0[i], r[i-1]), data1[i])`` along the
     free elements of each partition, starting from ``initial`` (a scalar or a ``[P, 1]`` tile) --
     the first-order linear recurrences of state-space models."""
@@ -80,7 +80,7 @@ def tensor_tensor_scan(data0: Any = None, data1: Any = None, initial: Any = 0.0,
 @op("nisa.tensor_scalar_cumulative", emits=(TENSOR_SCALAR_CUMULATIVE,))
 def tensor_scalar_cumulative(src: Any = None, dst: Any = None, op0: Any = "add", op1: Any = "add", imm0: Any = 0.0,
                              imm1: Any = None, reduce_cmd: Any = RESET_REDUCE, reverse0: bool = False, *,
-                             dtype: Any = None, mask: Any = None, **_: Any) -> Tensor | None:
+                             dtype: Any = None, mask: Any = None, name: str = "") -> Tensor | None:
     """``nisa.tensor_scalar_cumulative`` (Vector): ``reg = op1(op0(src[i], imm0), reg)``, ``dst[i] = reg``.
 
     The register starts from ``op1``'s identity (``reset_reduce``), from ``imm1`` (``load_reduce``) or
@@ -117,7 +117,7 @@ def tensor_scalar_cumulative(src: Any = None, dst: Any = None, op0: Any = "add",
 @op("nisa.tensor_scalar_reduce", emits=(TENSOR_SCALAR_REDUCE,))
 def tensor_scalar_reduce(data: Any = None, op0: Any = "add", operand0: Any = 0.0, reduce_op: Any = "add",
                          reduce_res: Any = None, reverse0: bool = False, *, dtype: Any = None, mask: Any = None,
-                         dst: Any = None, **_: Any) -> Tensor | None:
+                         dst: Any = None, name: str = "") -> Tensor | None:
     """``nisa.tensor_scalar_reduce`` (Vector): ``data op0 operand0`` like ``tensor_scalar`` with one
     operator, plus its reduction over all free axes written into ``reduce_res`` (``[P, 1]``)."""
     ctx = current()

@@ -51,7 +51,7 @@ def _affine_pattern(pattern: Any, offset: int, channel_multiplier: int, parts: i
 @op("nisa.affine_select", emits=(AFFINE_SELECT,))
 def affine_select(pred: Any = None, on_true_tile: Any = None, on_false_value: Any = 0.0, *, dtype: Any = None,
                   mask: Any = None, dst: Any = None, pattern: Any = None, offset: int = 0,
-                  channel_multiplier: int = 0, cmp_op: Any = "equal", **_: Any) -> Tensor | None:
+                  channel_multiplier: int = 0, cmp_op: Any = "equal", name: str = "") -> Tensor | None:
     """``nisa.affine_select`` (GpSimd): ``on_true_tile`` where an affine predicate of the indices holds,
     else ``on_false_value`` (the causal mask of attention kernels).
 
@@ -97,7 +97,7 @@ def affine_select(pred: Any = None, on_true_tile: Any = None, on_false_value: An
 def range_select(on_true_tile: Any = None, comp_op0: Any = None, comp_op1: Any = None, bound0: Any = None,
                  bound1: Any = None, reduce_cmd: Any = IDLE, reduce_res: Any = None, reduce_op: Any = "max",
                  range_start: float = 0.0, on_false_value: float = 0.0, *, dtype: Any = None, dst: Any = None,
-                 mask: Any = None, **_: Any) -> Tensor | None:
+                 mask: Any = None, name: str = "") -> Tensor | None:
     """``nisa.range_select`` (Vector, NeuronCore-v3+): keep elements whose free index + ``range_start``
     satisfies ``comp_op0(i, bound0) & comp_op1(i, bound1)``, else ``on_false_value``; optionally reduce
     the result per partition into the accumulator registers and ``reduce_res``."""
@@ -147,7 +147,7 @@ def _predicate(inst: str, predicate: Any, shape: tuple[int, ...], reverse: bool,
 @op("nisa.select_reduce", emits=(SELECT_REDUCE,))
 def select_reduce(dst: Any = None, predicate: Any = None, on_true: Any = None, on_false: Any = 0.0,
                   reduce_res: Any = None, reduce_cmd: Any = IDLE, reduce_op: Any = "max", reverse_pred: bool = False,
-                  *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor | None:
+                  *, dtype: Any = None, mask: Any = None, name: str = "") -> Tensor | None:
     """``nisa.select_reduce`` (Vector): ``where(predicate, on_true, on_false)`` into ``dst``, with an
     optional per-partition max into the accumulator registers and ``reduce_res``.  ``on_false`` is a
     float32 scalar or a ``[P, 1]`` vector."""
@@ -179,7 +179,7 @@ def select_reduce(dst: Any = None, predicate: Any = None, on_true: Any = None, o
 
 @op("nisa.tensor_copy_predicated", emits=(TENSOR_COPY_PREDICATED,))
 def tensor_copy_predicated(src: Any = None, dst: Any = None, predicate: Any = None, reverse_pred: bool = False,
-                           *, mask: Any = None, **_: Any) -> None:
+                           *, mask: Any = None, name: str = "") -> None:
     """``nisa.tensor_copy_predicated`` (Vector): copy ``src`` (a tile or a scalar) into ``dst`` where the
     predicate is non-zero; elsewhere ``dst`` keeps its values (so it is read as well as written)."""
     ctx = current()

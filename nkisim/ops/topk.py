@@ -55,7 +55,7 @@ def _rows(keep: np.ndarray | None, parts: int) -> np.ndarray | None:
 
 
 @op("nisa.max8", emits=(MAX8,))
-def max8(src: Any = None, *, mask: Any = None, dtype: Any = None, dst: Any = None, **_: Any) -> Tensor | None:
+def max8(src: Any = None, *, mask: Any = None, dtype: Any = None, dst: Any = None, name: str = "") -> Tensor | None:
     """``nisa.max8``: the 8 largest values of each partition, in descending order (shape ``[P, 8]``)."""
     ctx = current()
     a, x, keep = _data("max8", "src", src, mask, ctx)
@@ -91,7 +91,7 @@ def _first_matches(x: np.ndarray, vals: np.ndarray, keep: np.ndarray | None, con
 
 @op("nisa.nc_find_index8", emits=(NC_FIND_INDEX8,))
 def nc_find_index8(data: Any = None, vals: Any = None, *, mask: Any = None, dtype: Any = dt.uint32, dst: Any = None,
-                   **_: Any) -> Tensor | None:
+                   name: str = "") -> Tensor | None:
     """``nisa.nc_find_index8``: per partition, the index (in the flattened free elements) of the first
     occurrence of each of 8 values, as uint32 (or uint16)."""
     ctx = current()
@@ -110,7 +110,7 @@ def nc_find_index8(data: Any = None, vals: Any = None, *, mask: Any = None, dtyp
 
 @op("nisa.nc_match_replace8", emits=(NC_MATCH_REPLACE8,))
 def nc_match_replace8(data: Any = None, vals: Any = None, imm: Any = 0.0, dst_idx: Any = None, *, mask: Any = None,
-                      dtype: Any = None, dst: Any = None, **_: Any) -> Tensor | None:
+                      dtype: Any = None, dst: Any = None, name: str = "") -> Tensor | None:
     """``nisa.nc_match_replace8``: ``data`` with the first occurrence of each of 8 values replaced by
     ``imm``; the flattened indices of the matches go to ``dst_idx`` when given."""
     ctx = current()

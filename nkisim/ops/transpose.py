@@ -18,7 +18,7 @@ from nkisim.core.errors import nki_error
 from nkisim.core.storage import read, read_masked
 from nkisim.core.tensor import Access, Tensor, as_access, shape_str
 from nkisim.cost.instructions import DMA_TRANSPOSE, LOAD_TRANSPOSE2D, Instruction
-from nkisim.ops.base import check_partitions, emit, mask_array, new_tile, operand
+from nkisim.ops.base import check_partitions, emit, mask_array, new_tile, operand, write_dst
 from nkisim.ops.registry import op, spaces_of
 
 #: the permutation the hardware applies per source rank (ISA reference)
@@ -35,29 +35,42 @@ def _source(inst: str, src: Any) -> Access:
     return acc
 
 
-def _transpose(kind: Instruction, acc: Access, axes: tuple[int, ...], mask: Any, dtype: Any) -> Tensor:
+def _transpose(kind: Instruction, acc: Access, axes: tuple[int, ...], mask: Any, dtype: Any,
+               dst: Any = None) -> Tensor | None:
     ctx = current()
     inst = kind.name
     shape = tuple(acc.shape[a] for a in axes)
     check_partitions(inst, {"dst": shape}, {"dst": shape})
+    if dst is not None:
+        d = as_access(operand(inst, "dst", dst, ["sbuf"], ctx))
+        if d.shape != shape:
+            raise nki_error("err_param_shape_mismatch",
+                            f"Parameter shapes ({shape_str('dst', d.shape)}, {shape_str('src', acc.shape)}) of '{inst}' "
+                            f"has mismatched shapes: dst must have exactly the shape of src permuted by axes "
+                            f"{list(axes)}, {list(shape)}")
     valid = mask_array(mask, acc.shape, inst, ctx)
     acc.check_bounds(valid)
     vals = None
     if ctx.numerics:
         vals = np.transpose(read(acc) if valid is None else read_masked(acc, valid), axes)
     out_valid = None if valid is None or valid.ndim == 0 else np.transpose(np.broadcast_to(valid, acc.shape), axes)
-    tile = new_tile(ctx, shape, acc.dtype if dtype is None else dt.normalize(dtype), vals, out_valid, fresh=False)
     nbytes = math.prod(acc.shape) * acc.itemsize
+    if dst is not None:
+        emit(ctx, kind, reads=[acc], writes=[write_dst(ctx, inst, dst, shape, vals, out_valid, "sbuf")], nbytes=nbytes)
+        return None
+    tile = new_tile(ctx, shape, acc.dtype if dtype is None else dt.normalize(dtype), vals, out_valid, fresh=False)
     tile.producer = emit(ctx, kind, reads=[acc], writes=[tile.full()], nbytes=nbytes)
     return tile
 
 
 @op("nisa.dma_transpose", emits=(DMA_TRANSPOSE,), spaces="hbm|sbuf")
 def dma_transpose(src: Any = None, *, axes: Any = None, mask: Any = None, dtype: Any = None, dge_mode: Any = None,
-                  **_: Any) -> Tensor:
+                  dst: Any = None, name: str = "") -> Tensor | None:
     """``nisa.dma_transpose``: a transposed copy of an HBM or SBUF tile into SBUF; ``axes`` is
     ``(1, 0)``, ``(2, 1, 0)`` or ``(3, 1, 2, 0)`` (the default for the source's rank).  The hardware
-    DGE form (``dge_mode=hwdge``) needs trn2, a 16-row source, rows a multiple of 128 long, 2-byte data."""
+    DGE form (``dge_mode=hwdge``) needs trn2 and 2-byte data; the legacy form (a new tile) also needs a
+    16-row source with rows a multiple of 128 long, the newer form (``dst`` given, NKI 0.6) a source of 1, 2, 4,
+    8 or 16 rows, a last dimension of at most 128 and, from rank 3, ``shape[0] * shape[-2]`` a multiple of 16."""
     ctx = current()
     acc = _source("dma_transpose", src)
     rank = len(acc.shape)
@@ -76,16 +89,25 @@ def dma_transpose(src: Any = None, *, axes: Any = None, mask: Any = None, dtype:
         tgt = ctx.target
         rows, multiple = tgt.limit("hwdge_transpose_rows"), tgt.limit("hwdge_transpose_row_multiple")
         itemsize = tgt.limit("hwdge_transpose_itemsize")
-        if acc.shape[0] != rows or acc.shape[-1] % multiple or acc.itemsize != itemsize:
+        if dst is not None:
+            counts = tuple(1 << i for i in range(rows.bit_length()) if 1 << i <= rows)  # 1, 2, 4, 8, 16
+            if acc.shape[0] not in counts or acc.shape[-1] > tgt.partitions or acc.itemsize != itemsize or (
+                    rank > 2 and (acc.shape[0] * acc.shape[-2]) % rows) or (rank == 2 and acc.shape[0] != rows):
+                raise nki_error("err_param_shape_mismatch",
+                                f"Parameter shapes ({shape_str('src', acc.shape)}) of 'dma_transpose' has mismatched "
+                                f"shapes: a hardware-DGE transpose needs a {itemsize}-byte dtype, a last dimension of "
+                                f"at most {tgt.partitions} and {rows} rows (2-D) or {', '.join(map(str, counts))} rows "
+                                f"with rows * shape[-2] a multiple of {rows}")
+        elif acc.shape[0] != rows or acc.shape[-1] % multiple or acc.itemsize != itemsize:
             raise nki_error("err_param_shape_mismatch",
                             f"Parameter shapes ({shape_str('src', acc.shape)}) of 'dma_transpose' has mismatched "
                             f"shapes: a hardware-DGE transpose needs {rows} rows, a last dimension that is a multiple "
                             f"of {multiple} and a {itemsize}-byte dtype")
-    return _transpose(DMA_TRANSPOSE, acc, perm, mask, dtype)
+    return _transpose(DMA_TRANSPOSE, acc, perm, mask, dtype, dst)
 
 
 @op("nl.load_transpose2d", emits=(LOAD_TRANSPOSE2D,), spaces="hbm|sbuf")
-def load_transpose2d(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
+def load_transpose2d(src: Any, *, mask: Any = None, dtype: Any = None, name: str = "") -> Tensor:
     """``nl.load_transpose2d``: HBM ``[F, P]`` -> SBUF ``[P, F]`` through the DMA engines."""
     acc = _source("load_transpose2d", src)
     if acc.space != "hbm":

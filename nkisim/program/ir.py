@@ -54,6 +54,10 @@ class LoopKind(str, Enum):
     SEQUENTIAL = "sequential"
 
 
+#: the NKI dialects a program may be written in (``Program.dialect``)
+DIALECTS = ("legacy", "0.6")
+
+
 @dataclass(frozen=True, slots=True)
 class Input:
     """A kernel argument that is a tensor: its parameter name, shape and dtype; ``mutable`` when the kernel
@@ -194,6 +198,9 @@ class Program:
     on_chip_outputs: bool = False
     #: tensors the program names (ids 0 .. tensors-1; inputs first)
     tensors: int = 0
+    #: the NKI dialect the kernel was written in ("legacy" or "0.6"): its whole-kernel rules on inputs and outputs
+    #: differ (0.6 kernels may write their inputs, and return shared_hbm tensors)
+    dialect: str = "legacy"
 
     @property
     def calls(self) -> list[Call]:
@@ -232,7 +239,7 @@ class Program:
             "format": FORMAT, "kernel": self.kernel, "target": self.target, "grid": list(self.grid),
             "cores": self.cores, "tensors": self.tensors,
             "flags": {"skip_middle_end": self.skip_middle_end, "stack_allocator": self.stack_allocator,
-                      "on_chip_outputs": self.on_chip_outputs},
+                      "on_chip_outputs": self.on_chip_outputs, "dialect": self.dialect},
             "inputs": [[i.name, list(i.shape), i.dtype, i.mutable] for i in self.inputs],
             "arrays": [[a.dtype, list(a.shape), base64.b64encode(a.data).decode()] for a in self.arrays],
             "body": [_event_json(e) for e in self.body],
@@ -366,6 +373,8 @@ def from_json(data: str | bytes) -> Program:
         raise ProgramError(f"malformed program: format must be {FORMAT!r} (not an nkisim program)")
     flags = raw.get("flags")
     need(isinstance(flags, dict), "flags must be an object")
+    dialect = flags.get("dialect", "legacy")
+    need(dialect in DIALECTS, f"flags.dialect must be one of {DIALECTS}")
     inputs = raw.get("inputs")
     need(isinstance(inputs, list) and len(inputs) <= 4096, "inputs must be a list")
     ins = []
@@ -399,4 +408,4 @@ def from_json(data: str | bytes) -> Program:
         skip_middle_end=flag(flags.get("skip_middle_end"), "skip_middle_end"),
         stack_allocator=flag(flags.get("stack_allocator"), "stack_allocator"),
         on_chip_outputs=flag(flags.get("on_chip_outputs"), "on_chip_outputs"),
-        tensors=integer(raw.get("tensors"), "tensors", 0, MAX_TENSORS))
+        tensors=integer(raw.get("tensors"), "tensors", 0, MAX_TENSORS), dialect=dialect)

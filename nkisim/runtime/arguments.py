@@ -59,13 +59,17 @@ def numpy_to_torch(a: np.ndarray) -> Any:
     return torch.from_numpy(np.ascontiguousarray(a))
 
 
-def to_tensor(name: str, value: Any, annotation: Any = None) -> tuple[Any, bool]:
-    """One kernel argument -> (kernel-side value, came_from_torch)."""
+def to_tensor(name: str, value: Any, annotation: Any = None, writable: bool = False) -> tuple[Any, bool]:
+    """One kernel argument -> (kernel-side value, came_from_torch).
+
+    ``writable``: the kernel may write the argument and the caller's array sees the writes (NKI 0.6, where AWS's
+    simulator updates input arrays in place); otherwise it is read-only unless annotated mutable, which the
+    kernel then writes on a copy."""
     from_torch = False
     mutable = getattr(annotation, "mutable", False)
     if isinstance(value, Placeholder):
         t = Tensor(value.shape, value.dtype, Buffer("shared_hbm"), None, name)
-        t.param = not (value.mutable or mutable)
+        t.param = not (value.mutable or mutable or writable)
         t.argument = True
         t.written = True
         return t, False
@@ -82,10 +86,10 @@ def to_tensor(name: str, value: Any, annotation: Any = None) -> tuple[Any, bool]
                             f"argument '{name}' has dtype {value.dtype}, which NKI does not support; use one of "
                             f"{', '.join(dt.name(x) for x in dt.SUPPORTED)}")
         data = np.ascontiguousarray(value)
-        if mutable:
+        if mutable and not writable:
             data = data.copy()
         t = Tensor(data.shape, d, Buffer("shared_hbm"), data, name)
-        t.param = not mutable
+        t.param = not (mutable or writable)
         t.argument = True
         t.written = True
         return t, from_torch

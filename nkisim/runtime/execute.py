@@ -92,7 +92,8 @@ def execute(program: Program, inputs: Sequence[Any], *, target: Target | str | N
         with engine_numerics(numerics), replaying() as at:
             Runner(ctx, program.body, dec, drops, ends, at).run(0, len(program.body))
             out = dec.value(program.outputs)
-            check_outputs(out, {d.name: t for d, t in zip(program.inputs, bound)}, None, program.on_chip_outputs)
+            check_outputs(out, {d.name: t for d, t in zip(program.inputs, bound)}, None, program.on_chip_outputs,
+                          program.dialect)
     finally:
         context.pop()
     return LaunchResult(arguments.from_tensor(out, False), ctx)

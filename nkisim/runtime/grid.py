@@ -108,3 +108,23 @@ def cores(specs: list[Any]) -> int:
         elif isinstance(g, SpmdDim):
             n = max(n, max((d.k for d in g.dims if isinstance(d, NC)), default=1))
     return n
+
+
+#: the logical-core degrees an NKI 0.6 launch may ask for (``kernel[2]``)
+LNC_DEGREES = (1, 2)
+
+
+def parse_lnc(grid: Any, target: Target) -> tuple[tuple[int, ...], list[Any]]:
+    """NKI 0.6's ``kernel[n]``: ``n`` is the logical NeuronCore degree (1 or 2), not a grid of instances.  LNC2
+    runs the kernel on two physical cores (program ids 0 and 1), which needs a target with two cores per
+    launch (trn2 and later)."""
+    dims = grid if isinstance(grid, tuple) else (grid,)
+    if len(dims) != 1 or isinstance(dims[0], bool) or not isinstance(dims[0], (int, np.integer)) \
+            or int(dims[0]) not in LNC_DEGREES:
+        raise nki_error("err_spmd_multi_core_not_supported",
+                        f"kernel[{', '.join(map(str, dims))}]: NKI 0.6 launches take one number in brackets, the "
+                        f"logical NeuronCore degree, which is 1 or 2")
+    n = int(dims[0])
+    if n == 1:
+        return (1,), [1]
+    return parse_grid(NC(n), target)

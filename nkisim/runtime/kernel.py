@@ -31,7 +31,7 @@ from nkisim.core.target import Target
 from nkisim.core.tensor import Tensor
 from nkisim.cost.trace import Trace
 from nkisim.program.ir import Program
-from nkisim.runtime import arguments, heap
+from nkisim.runtime import arguments, heap, lnc
 from nkisim.runtime import grid as gridmod
 from nkisim.runtime.record import ProgramRecorder
 
@@ -56,6 +56,11 @@ class LaunchResult:
 
 class Kernel:
     """A jitted NKI kernel: call it directly, index it with a grid, or hand it to nki.benchmark."""
+
+    #: the NKI dialect the kernel is written in ("legacy" or "0.6"), which sets its launch rules: 0.6 kernels may
+    #: write their inputs (the caller's arrays see it), return shared_hbm tensors, and take ``kernel[n]`` as the
+    #: logical-core degree (1 or 2) instead of an SPMD grid
+    dialect = "legacy"
 
     def __init__(self, func: Callable, mode: str = "auto", **options: Any) -> None:
         if mode not in MODES:
@@ -101,7 +106,7 @@ class GridLaunch:
 
 
 #: called as ``observer(kernel, result)`` after every completed ``launch`` (``python -m nkisim --benchmark`` /
-#: ``--profile`` register one through ``nkisim.api.watching_launches``); empty otherwise
+#: ``--profile`` register one through ``nkisim.api.watching``); empty otherwise
 OBSERVERS: list[Callable[[Kernel, LaunchResult], None]] = []
 
 
@@ -111,6 +116,8 @@ def launch(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bo
     try:
         result = run(kernel, grid, args, kwargs, numerics=numerics, target=target, record=record)
     except NKIError as err:
+        if kernel.dialect != "legacy":
+            _drop_legacy_link(err)
         tb = attach_location(err)
         if err.nki_location is None:  # raised by the launch itself (arguments, outputs): the student's call
             f = user_frame()
@@ -124,6 +131,53 @@ def launch(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bo
     return result.outputs
 
 
+def _run_instances(kernel: Kernel, bound: Any, ctx: KernelContext, instances: list, specs: list,
+                   recorder: ProgramRecorder | None, sizes: tuple[int, ...]) -> Any:
+    """The SPMD instances one after another (legacy grids, and NKI 0.6 on one logical core)."""
+    out: Any = None
+    for i, idx in enumerate(instances):
+        ctx.program = tuple(int(v) for v in idx)
+        ctx.instance = i
+        ctx.core = gridmod.core_of(ctx.program, specs)
+        if recorder is not None:
+            recorder.instance(ctx.program, i, ctx.core)
+        try:
+            out = kernel.func(*bound.args, **bound.kwargs)
+        except NKIError as err:
+            if len(instances) > 1:
+                err.add_note(f"(raised in SPMD instance {list(ctx.program)} of grid {list(sizes)})")
+            raise
+    return out
+
+
+def _run_cores(kernel: Kernel, bound: Any, ctx: KernelContext, instances: list, specs: list,
+               recorder: ProgramRecorder | None) -> Any:
+    """An NKI 0.6 LNC2 launch: each logical core's Python in its own thread, one at a time (``runtime.lnc``); every
+    switch is an ``Instance`` event of the program, so executing it interleaves the cores the same way."""
+
+    def switch_to(i: int) -> None:
+        ctx.program = tuple(int(v) for v in instances[i])
+        ctx.instance = i
+        ctx.core = gridmod.core_of(ctx.program, specs)
+        if recorder is not None:
+            recorder.instance(ctx.program, i, ctx.core)
+
+    outs = lnc.Cores(len(instances), switch_to).run(lambda i: kernel.func(*bound.args, **bound.kwargs))
+    return outs[-1]
+
+
+def _drop_legacy_link(err: NKIError) -> None:
+    """An error of a shared op, raised in an NKI 0.6 kernel: without the legacy error guide's link (AWS removed that
+    guide in SDK 2.27; its fixes are written in the legacy dialect)."""
+    marker = " Info on how to fix: "
+    if isinstance(err, SyntaxError):
+        if err.msg and marker in err.msg:
+            err.msg = err.msg.split(marker)[0]
+            err.args = (err.msg, *err.args[1:])
+    elif err.args and isinstance(err.args[0], str) and marker in err.args[0]:
+        err.args = (err.args[0].split(marker)[0], *err.args[1:])
+
+
 def run(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool | None = None,
         target: Target | str | None = None, record: bool = True) -> LaunchResult:
     """The launch itself (errors not yet trimmed).  ``record``: compile the launch into a ``Program``
@@ -131,8 +185,13 @@ def run(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool 
     does; False runs the kernel's Python for every iteration (the unrolled reference ``tests/program_check.py``
     holds recorded launches to)."""
     tgt = default_target(target or kernel.options.get("platform_target"))
-    sizes, specs = gridmod.parse_grid(grid, tgt) if grid is not None else ((), [])
-    _check_while_loops(kernel.func)
+    nki06 = kernel.dialect == "0.6"
+    if grid is None:
+        sizes, specs = (), []
+    else:
+        sizes, specs = gridmod.parse_lnc(grid, tgt) if nki06 else gridmod.parse_grid(grid, tgt)
+    if not nki06:  # NKI 0.6 unrolls Python while loops on compile-time values like any Python
+        _check_while_loops(kernel.func)
     bound = arguments.bind(kernel.func, args, kwargs)
     annotations = getattr(kernel.func, "__annotations__", {})
     converted: dict[str, Any] = {}
@@ -141,7 +200,7 @@ def run(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool 
     for name, value in bound.arguments.items():
         if isinstance(value, arguments.Placeholder):
             any_placeholder = True
-        conv, from_torch = arguments.to_tensor(name, value, annotations.get(name))
+        conv, from_torch = arguments.to_tensor(name, value, annotations.get(name), writable=nki06)
         to_torch |= from_torch
         _check_annotation(name, conv, annotations.get(name))
         converted[name] = conv
@@ -168,19 +227,11 @@ def run(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool 
     try:
         instances = list(np.ndindex(*sizes)) if sizes else [()]
         with engine_numerics(numerics):
-            for i, idx in enumerate(instances):
-                ctx.program = tuple(int(v) for v in idx)
-                ctx.instance = i
-                ctx.core = gridmod.core_of(ctx.program, specs)
-                if recorder is not None:
-                    recorder.instance(ctx.program, i, ctx.core)
-                try:
-                    out = kernel.func(*bound.args, **bound.kwargs)
-                except NKIError as err:
-                    if len(instances) > 1:
-                        err.add_note(f"(raised in SPMD instance {list(ctx.program)} of grid {list(sizes)})")
-                    raise
-        check_outputs(out, converted, kernel.func, on_chip_ok=kernel.mode == "simulation")
+            if nki06 and len(instances) > 1:  # logical cores run concurrently, taking turns where they wait
+                out = _run_cores(kernel, bound, ctx, instances, specs, recorder)
+            else:
+                out = _run_instances(kernel, bound, ctx, instances, specs, recorder, sizes)
+        check_outputs(out, converted, kernel.func, on_chip_ok=kernel.mode == "simulation", dialect=kernel.dialect)
     finally:
         HOOK.recorder = None
         context.pop()
@@ -188,7 +239,7 @@ def run(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool 
     if recorder is not None:
         program = recorder.program(getattr(kernel.func, "__name__", "kernel"), tgt.name, sizes, ctx.cores, out,
                                    skip_middle_end=trace.skip_middle_end, stack_allocator=ctx.stack_allocator,
-                                   on_chip_outputs=kernel.mode == "simulation")
+                                   on_chip_outputs=kernel.mode == "simulation", dialect=kernel.dialect)
     result = LaunchResult(arguments.from_tensor(out, to_torch), ctx, program)
     kernel.last_launch = result
     return result
@@ -356,14 +407,18 @@ def _blame(err: NKIError, filename: str | None, line: int | None) -> NKIError:
     return err
 
 
-def check_outputs(out: Any, params: dict[str, Any], func: Callable | None, on_chip_ok: bool = False) -> None:
+def check_outputs(out: Any, params: dict[str, Any], func: Callable | None, on_chip_ok: bool = False,
+                  dialect: str = "legacy") -> None:
     """Whole-kernel rules on the outputs, blamed on the student's own lines: an output never written at
     its allocation, an output not in HBM and a mutable parameter not returned at the return statement.
     The kernel's source is read (``return_site``) only once a rule is broken.  ``func`` is None for an
     executed program (``runtime.execute``): there is no source, and an allocation's recorded line is the blame.
 
     ``on_chip_ok``: an ``nki.jit(mode="simulation")`` kernel may return an SBUF tile, as the legacy CPU
-    simulator allowed (AWS's range_select test does); every other launch keeps the compiler's rule."""
+    simulator allowed (AWS's range_select test does); every other launch keeps the compiler's rule.
+
+    ``dialect`` "0.6": a kernel output it allocated must be in ``shared_hbm`` (NKI 0.3+), and its inputs, which it
+    may write, need not be returned (the caller's arrays hold what it wrote)."""
     returned = _flatten(out)
     filename = func.__code__.co_filename if func is not None else None
 
@@ -378,6 +433,11 @@ def check_outputs(out: Any, params: dict[str, Any], func: Callable | None, on_ch
         return returned[i].label()
 
     for i, t in enumerate(returned):
+        if dialect == "0.6" and t.space == "hbm" and not t.root.argument and t.root.buffer.space != "shared_hbm":
+            raise _blame(nki_error("err_unsupported_memory",
+                                   f"Expected kernel output `{label(i)}` to be in address space 'shared_hbm', but got "
+                                   f"a tensor in '{t.root.buffer.space}' instead: NKI 0.6 kernel outputs are allocated "
+                                   f"with nl.ndarray(..., buffer=nl.shared_hbm)"), filename, return_line())
         if t.space != "hbm" and not on_chip_ok:
             raise _blame(nki_error("err_unsupported_memory",
                                    f"Expected kernel output `{label(i)}` to be in address space 'hbm', but got a tile "
@@ -390,6 +450,8 @@ def check_outputs(out: Any, params: dict[str, Any], func: Callable | None, on_ch
             alloc = t.root.site
             raise _blame(err, *alloc) if alloc is not None and (func is None or alloc[0] == filename) else \
                 _blame(err, filename, return_line())
+    if dialect == "0.6":
+        return
     roots = {t.root.uid for t in returned}
     for name, p in params.items():
         if isinstance(p, Tensor) and not p.param and p.root.uid not in roots:

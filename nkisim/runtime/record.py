@@ -47,8 +47,9 @@ from nkisim.core.indexing import Affine, Loop, MaskExpr
 from nkisim.core.location import replaying, user_frame, user_location
 from nkisim.core.recording import HOOK, RUN, SKIP, STOP
 from nkisim.core.tensor import Tensor
+from nkisim.ops.base import legacy_call_in_06_kernel
 from nkisim.ops.registry import check_emits
-from nkisim.program.encode import Decoder, Encoder, result_tensors
+from nkisim.program.encode import Decoder, Encoder, RecordError, result_tensors
 from nkisim.program.ir import (
     Call,
     Event,
@@ -132,8 +133,13 @@ class ProgramRecorder:
     def call(self, name: str, fn: Callable, args: tuple, kwargs: dict) -> Any:
         loc = user_location(3)
         enc = self.enc
-        eargs = tuple(enc.value(a) for a in args)
-        ekw = tuple((k, enc.value(v)) for k, v in kwargs.items())
+        try:
+            eargs = tuple(enc.value(a) for a in args)
+            ekw = tuple((k, enc.value(v)) for k, v in kwargs.items())
+        except RecordError:
+            if any(getattr(type(v), "__nki_view__", False) for v in (*args, *kwargs.values())):
+                raise legacy_call_in_06_kernel(f"an argument of '{name}'") from None  # a legacy call in a 0.6 kernel
+            raise
         ctx = context.active()
         trace = ctx.trace if ctx is not None else []
         before = len(trace)
@@ -372,11 +378,11 @@ class ProgramRecorder:
 
     # --- the result ---------------------------------------------------------------------------
     def program(self, kernel: str, target: str, grid: tuple[int, ...], cores: int, outputs: Any, *,
-                skip_middle_end: bool, stack_allocator: bool, on_chip_outputs: bool) -> Program:
+                skip_middle_end: bool, stack_allocator: bool, on_chip_outputs: bool, dialect: str = "legacy") -> Program:
         return Program(kernel=kernel, target=target, grid=tuple(grid), cores=cores, inputs=tuple(self.inputs),
                        arrays=tuple(self.enc.arrays), body=tuple(self.body), outputs=self.enc.value(outputs),
                        skip_middle_end=skip_middle_end, stack_allocator=stack_allocator,
-                       on_chip_outputs=on_chip_outputs, tensors=len(self.enc.tensor_ids))
+                       on_chip_outputs=on_chip_outputs, tensors=len(self.enc.tensor_ids), dialect=dialect)
 
 
 def _holds_constant(pred: Any) -> bool:

@@ -1,0 +1,120 @@
+"""Binding NKI 0.6 arguments onto the op registry: tensors, operators, enums, and the call itself.
+
+Every adapter in ``isa`` and ``language`` does the same few things before it calls a registry entry: turn an
+``NkiTensor`` into what the ops take (``tensor``), an operator (``nl.add``) into its op-table name (``op``), an
+enum member into the number the ops use (``enum``, which refuses the raw integers NKI 0.6 refuses), and
+finally call the entry (``call``).  Nothing here computes a value or issues an instruction: that is the
+registry's, once for both dialects.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import numpy as np
+
+from nkisim.core import dtypes as dt
+from nkisim.core.errors import nki_error
+from nkisim.core.tensor import Access, Tensor
+from nkisim.frontend.v06.adapters.errors import error
+from nkisim.frontend.v06.adapters.tensor import NkiTensor
+from nkisim.ops.registry import OPS
+
+
+def call(entry: str, /, *args: Any, **kwargs: Any) -> Any:
+    """Call registry entry ``entry`` (recorded into the program like any NKI call)."""
+    return OPS[entry].function(*args, **kwargs)
+
+
+def tensor(x: Any, api: str, pname: str) -> Any:
+    """A required tensor operand, lowered (a clear error for anything else)."""
+    if x.__class__ is not NkiTensor:
+        raise error("err_operand_type", f"'{pname}' of '{api}' must be an NkiTensor, got {type(x).__name__}")
+    return x.lower()
+
+
+def tensor_or_scalar(x: Any, api: str, pname: str) -> Any:
+    if x.__class__ is NkiTensor:
+        return x.lower()
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+        raise error("err_operand_type",
+                        f"'{pname}' of '{api}' must be an NkiTensor or a number, got {type(x).__name__}")
+    return x
+
+
+def wrap(result: Any) -> Any:
+    """A registry entry's result as the 0.6 kernel sees it (tensors become ``NkiTensor`` views)."""
+    if isinstance(result, Tensor):
+        return NkiTensor.over(result)
+    if isinstance(result, Access):
+        raise AssertionError("an op returned an access where NKI 0.6 expects a tensor")
+    if isinstance(result, (tuple, list)):
+        return type(result)(wrap(r) for r in result)
+    return result
+
+
+def op(x: Any, api: str, pname: str = "op", optional: bool = False) -> str | None:
+    """The op-table name of an operator argument: an ``nl`` function (``nl.add``, ``nl.exp``) or constant
+    (``nl.bypass``).  NKI 0.6 takes operators from ``nki.language`` only."""
+    if x is None and optional:
+        return None
+    name = getattr(x, "__nki_op__", None)
+    if name is None:
+        raise error("err_operand_type",
+                        f"'{pname}' of '{api}' must be an operator from nki.language (nl.add, nl.exp, ...), got "
+                        f"{x!r}")
+    return name
+
+
+def enum_value(x: Any, cls: type[enum.Enum], api: str, pname: str) -> enum.Enum:
+    """``x`` if it is a member of ``cls``: NKI 0.6 refuses integers and strings for enum parameters."""
+    if isinstance(x, cls):
+        return x
+    first = next(iter(cls)).name
+    raise error("err_enum_argument",
+                    f"'{pname}' of '{api}' must be a member of nki.isa.{cls.__name__} (for example "
+                    f"nisa.{cls.__name__}.{first}), got {x!r}: NKI 0.6 does not accept integers or strings for enum "
+                    f"parameters")
+
+
+def dtype(x: Any, api: str, pname: str = "dtype") -> Any:
+    """A dtype argument (``nl.float32``...) as the ops take it; None stays None."""
+    if x is None:
+        return None
+    if getattr(x, "__nki06_refused__", None):
+        raise NotImplementedError(f"'{pname}' of '{api}': {x!r} is an x4 packed MX dtype, which the nkisim simulator "
+                                  f"does not support yet")
+    try:
+        d = dt.normalize(x)
+    except TypeError:
+        raise nki_error("err_unsupported_dtype_value", f"'{pname}' of '{api}' is not an NKI dtype: {x!r}") from None
+    if d not in dt.SUPPORTED:
+        raise nki_error("err_unsupported_dtype_value", f"'{pname}' of '{api}' is not an NKI dtype: {x!r}")
+    return d
+
+
+def reinterpret(base: Tensor, offset: int, dtype_: Any) -> tuple[Tensor, int]:
+    """``base``'s whole storage read as ``dtype_`` and the element ``offset`` in the new unit."""
+    d = dtype(dtype_, "view")
+    old, new = base.itemsize, dt.storage_dtype(d).itemsize
+    if (offset * old) % new:
+        raise error("err_invalid_view", f"offset {offset} of '{base.root.name}' is not a whole number of "
+                                            f"{new}-byte elements")
+    if d == base.dtype:
+        return base, offset
+    return base.view(d), offset * old // new
+
+
+def assign(view: NkiTensor, value: Any) -> None:
+    """``t[idx] = value``: a copy into the view (DMA when either side is in HBM), or a fill with a number."""
+    if value.__class__ is NkiTensor:
+        if view.on_chip and value.on_chip:
+            call("nisa.tensor_copy", value.lower(), dst=view.lower())
+        else:
+            call("nisa.dma_copy", dst=view.lower(), src=value.lower())
+        return
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)):
+        call("nisa.memset", None, value, None, dst=view.lower())
+        return
+    raise TypeError(f"cannot assign {type(value).__name__} to an NkiTensor: assign a tensor or a number")

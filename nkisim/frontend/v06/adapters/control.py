@@ -1,0 +1,188 @@
+"""NKI 0.6's dynamic control flow: sequencer registers and the loops that run on the device.
+
+A ``VirtualRegister`` holds one 32-bit integer the hardware knows only while the kernel runs.  Here its value is
+one of: an ``int`` (set by ``register_alloc(x)`` / ``register_move``, or read by ``register_load`` from a tensor
+while the kernel runs on values), a loop index (``Affine``) of a dynamic loop whose bounds are known when the
+kernel is compiled, or None (read from a tensor while tracing without values).  Python cannot branch on it
+(``if reg:``, ``int(reg)``, ``range(reg)`` are ``TypeError``s, as in NKI's tracer), so control flow that depends
+on it goes through ``nl.fori_loop``, ``nl.while_loop`` or the deprecated ``nl.dynamic_range``:
+
+- bounds known when the kernel is compiled: the loop is one of the core's sequential loops, so its body is
+  traced once and its index stays symbolic in the program (``.ap(scalar_offset=i)`` addresses move with it);
+- bounds read from tensors (``register_load``): the loop runs on the value the tensor holds when the kernel
+  runs; the recorded program repeats that trip count (it is a trace of this run's control flow).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from nkisim.core.context import current
+from nkisim.core.indexing import Affine
+from nkisim.core.loops import LoopRange
+from nkisim.core.recording import HOOK
+from nkisim.frontend.v06.adapters import binding as _b
+from nkisim.frontend.v06.adapters.errors import error
+
+#: how deep the kernel is inside ``with nl.no_reorder():`` blocks (dynamic loops are refused there)
+_NO_REORDER = [0]
+#: a ``while_loop`` that has not stopped after this many iterations is taken for a runaway condition
+MAX_WHILE_ITERATIONS = 1 << 20
+
+
+class VirtualRegister:
+    """A 32-bit sequencer register (``nisa.register_alloc``)."""
+
+    __slots__ = ("_value", "frozen", "loaded")
+
+    def __init__(self, value: Any = 0, *, frozen: bool = False, loaded: bool = False) -> None:
+        self._value = value
+        #: a dynamic loop's induction register: read-only (writing it is an AssertionError, NKI 0.4+)
+        self.frozen = frozen
+        #: the value was read from a tensor (``register_load``): control flow on it depends on tensor values
+        self.loaded = loaded
+
+    @property
+    def value(self) -> Any:
+        """int, Affine (a compile-time loop's index) or None (read from a tensor without values)."""
+        return self._value
+
+    def set_value(self, value: Any, loaded: bool, api: str) -> None:
+        if self.frozen:
+            raise AssertionError(f"{api}: the induction register of a dynamic loop is read-only (NKI 0.4+); copy it "
+                                 f"into another register first")
+        self._value, self.loaded = value, loaded
+
+    def _no_python(self, *_: Any) -> Any:
+        raise TypeError("a VirtualRegister's value exists only while the kernel runs on the device: it cannot be used "
+                        "in a Python if/while, int() or range(); branch on it with nl.while_loop or nl.fori_loop")
+
+    __bool__ = __int__ = __index__ = __float__ = __iter__ = _no_python
+
+    def __repr__(self) -> str:
+        return f"VirtualRegister({self._value!r})"
+
+
+def register_value(x: Any, api: str, pname: str, allow_affine: bool = True) -> Any:
+    """An int, or a register's value (Affine allowed where a loop index may go)."""
+    if isinstance(x, VirtualRegister):
+        v = x.value
+        if v is None:
+            raise error("err_operand_type", f"'{pname}' of '{api}': the register holds a value read from a tensor, "
+                                            f"which is unknown while tracing without values (run the kernel on NumPy "
+                                            f"inputs)")
+        if isinstance(v, Affine) and not allow_affine:
+            raise error("err_operand_type", f"'{pname}' of '{api}' cannot be a dynamic loop's index register")
+        return v
+    if isinstance(x, bool) or not isinstance(x, int):
+        raise TypeError(f"'{pname}' of '{api}' must be an int or a VirtualRegister, got {type(x).__name__}")
+    return x
+
+
+# --- nisa.register_* ----------------------------------------------------------------------------------------
+def register_alloc(x: Any = None) -> VirtualRegister:
+    """A new register, holding ``x`` (an int) if given, else 0."""
+    if x is not None and (isinstance(x, bool) or not isinstance(x, int)):
+        raise TypeError(f"register_alloc takes an int initial value, got {type(x).__name__}")
+    return VirtualRegister(0 if x is None else int(x))
+
+
+def register_move(dst: Any, src: Any) -> None:
+    """``dst <- src``: an int constant or another register's value."""
+    _register(dst, "register_move")
+    dst.set_value(register_value(src, "register_move", "src"), isinstance(src, VirtualRegister) and src.loaded,
+             "register_move")
+
+
+def register_load(dst: Any, src: Any) -> None:
+    """``dst <- src``: the value of a one-element int32/uint32 tensor (SBUF or HBM) when the instruction runs."""
+    _register(dst, "register_load")
+    value = _b.call("nisa.register_load", _b.tensor(src, "register_load", "src"))
+    dst.set_value(value, True, "register_load")
+    ctx = current()
+    rec = HOOK.recorder
+    if ctx.loops and rec is not None and not HOOK.depth:
+        rec.concrete(frozenset(ctx.loops))  # the body reads a value when it runs: it cannot be traced once
+
+
+def register_store(dst: Any, src: Any) -> None:
+    """``dst <- src``: a register's value into a one-element int32/uint32 tensor."""
+    _register(src, "register_store")
+    _b.call("nisa.register_store", _b.tensor(dst, "register_store", "dst"), register_value(src, "register_store", "src"))
+
+
+def _register(x: Any, api: str) -> None:
+    if not isinstance(x, VirtualRegister):
+        raise TypeError(f"{api} expects a VirtualRegister from nisa.register_alloc(), got {type(x).__name__}")
+
+
+# --- loops ----------------------------------------------------------------------------------------------------
+def _step(step: Any, api: str) -> int:
+    if isinstance(step, VirtualRegister) or isinstance(step, bool) or not isinstance(step, int) or step <= 0:
+        raise AssertionError(f"{api}: step must be a positive compile-time int, got {step!r}")
+    return step
+
+
+def _no_reorder_check(api: str) -> None:
+    if _NO_REORDER[0]:
+        raise error("err_invalid_view", f"{api} inside nl.no_reorder(): dynamic loops cannot be reordered around, so "
+                                        f"NKI does not allow them in a no_reorder block")
+
+
+def _iterate(lower: Any, upper: Any, step: int, api: str) -> Iterator[VirtualRegister]:
+    """The induction registers of a dynamic loop (see the module docstring for the two ways it runs)."""
+    _no_reorder_check(api)
+    lo = register_value(lower, api, "lower", allow_affine=False)
+    hi = register_value(upper, api, "upper", allow_affine=False)
+    loaded = any(isinstance(x, VirtualRegister) and x.loaded for x in (lower, upper))
+    if not loaded:
+        for var in LoopRange("sequential", lo, hi, step):
+            yield VirtualRegister(var, frozen=True)
+        return
+    for i in range(lo, hi, step):
+        yield VirtualRegister(i, frozen=True)
+
+
+def fori_loop(lower: Any, upper: Any, body_fun: Callable[[VirtualRegister], Any], step: Any = 1) -> None:
+    """``for i in range(lower, upper, step): body_fun(i)`` as a device loop; ``i`` is a read-only register."""
+    if not callable(body_fun):
+        raise TypeError("nl.fori_loop's body_fun must be a function of the induction register")
+    for reg in _iterate(lower, upper, _step(step, "nl.fori_loop"), "nl.fori_loop"):
+        body_fun(reg)
+
+
+def while_loop(init: Any, body_fun: Callable[[VirtualRegister], Any]) -> None:
+    """``r = init; while r != 0: r = body_fun(r)`` as a device loop (zero trips when ``init`` holds 0)."""
+    _no_reorder_check("nl.while_loop")
+    _register(init, "nl.while_loop")
+    r = init
+    for _ in range(MAX_WHILE_ITERATIONS):
+        value = register_value(r, "nl.while_loop", "init", allow_affine=False)
+        if value == 0:
+            return
+        r = body_fun(r)
+        if not isinstance(r, VirtualRegister):
+            raise TypeError(f"nl.while_loop's body_fun must return the register holding the next condition, got "
+                            f"{type(r).__name__}")
+    raise RuntimeError(f"nl.while_loop ran {MAX_WHILE_ITERATIONS} iterations without its condition reaching 0")
+
+
+def dynamic_range(start: Any, stop: Any = None, step: Any = 1) -> Iterator[VirtualRegister]:
+    """Deprecated (NKI 0.6): a device loop over ``range(start, stop, step)`` yielding read-only registers."""
+    warnings.warn("nl.dynamic_range is deprecated in NKI 0.6: use nl.fori_loop", DeprecationWarning, stacklevel=2)
+    lo, hi = (0, start) if stop is None else (start, stop)
+    return _iterate(lo, hi, _step(step, "nl.dynamic_range"), "nl.dynamic_range")
+
+
+@contextlib.contextmanager
+def no_reorder() -> Iterator[None]:
+    """Keep the block's instructions in program order (the simulator issues them in program order); dynamic
+    loops inside the block are refused."""
+    _NO_REORDER[0] += 1
+    try:
+        yield
+    finally:
+        _NO_REORDER[0] -= 1

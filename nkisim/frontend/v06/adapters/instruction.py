@@ -1,0 +1,74 @@
+"""What every NKI 0.6 ``nisa`` adapter shares: the ``NkiInstruction`` an instruction returns, operand helpers, and
+the target queries (``get_nc_version``) with the generation check some instructions need."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nkisim.core.context import active as _active
+from nkisim.frontend.v06.adapters import binding as _b
+from nkisim.frontend.v06.adapters.errors import error as _error
+from nkisim.frontend.v06.isa_constants import nc_version
+
+
+class NkiInstruction:
+    """What an ``nisa`` call returns: a handle on the instruction it issued (``name=`` labels it)."""
+
+    def __init__(self, name: str | None) -> None:
+        self.name = name
+
+    def depends_on(self, *producers: NkiInstruction) -> NkiInstruction:
+        """Schedule this instruction after ``producers``.  The simulator runs instructions in program order, so
+        the edge holds already; the cost model does not add it yet."""
+        for p in producers:
+            if not isinstance(p, NkiInstruction):
+                raise TypeError(f"depends_on takes the NkiInstruction handles nisa calls return, got {p!r}")
+        return self
+
+    def __repr__(self) -> str:
+        return f"NkiInstruction({self.name!r})"
+
+
+class NkiValidationError(Exception):
+    """Raised for a violated hardware constraint (the simulator raises its catalogued errors instead)."""
+
+
+def done(name: str | None) -> NkiInstruction:
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"name= must be a string, got {type(name).__name__}")
+    return NkiInstruction(name)
+
+
+def tensor(x: Any, api: str, pname: str) -> Any:
+    return _b.tensor(x, api, pname)
+
+
+def tensor_or_scalar(x: Any, api: str, pname: str) -> Any:
+    return _b.tensor_or_scalar(x, api, pname)
+
+
+def _nc_version_number() -> int:
+    ctx = _active()
+    if ctx is not None:
+        return ctx.nc_version
+    from nkisim.runtime.kernel import default_target
+
+    return default_target().nc_version
+
+
+def get_nc_version() -> nc_version:
+    """The target's NeuronCore generation: gen2 (trn1), gen3 (trn2) or gen4 (trn3)."""
+    return nc_version(_nc_version_number())
+
+
+def get_nc_sub_version() -> int:
+    """The silicon revision (0 or 1): the simulator models revision 0."""
+    return 0
+
+
+def needs_gen(gen: int, what: str) -> None:
+    have = _nc_version_number()
+    if have < gen:
+        raise _error("err_unsupported_target", f"{what} needs NeuronCore-v{gen} (gen{gen}); the target is gen{have}")
+
+

@@ -1,0 +1,175 @@
+"""``nki.jit`` and ``nki.simulate`` of NKI 0.6: a kernel is a function of ``NkiTensor``s, launched as one.
+
+A 0.6 kernel is a runtime ``Kernel`` whose ``dialect`` is "0.6" (so the launch lets it write its inputs, checks
+its outputs are ``shared_hbm`` tensors, and reads ``kernel[n]`` as the logical-core degree), whose function is
+an ``Entry``: the kernel's own function behind a door that hands it ``NkiTensor`` views of its array
+arguments and hands the launch the tensors it returns.  Everything else (arguments, recording a program,
+the cost model) is the launch every kernel goes through, so latency, profiles and programs of 0.6 kernels come
+from ``nkisim.api`` exactly as for legacy ones.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import textwrap
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from nkisim.core import context
+from nkisim.core.tensor import Tensor
+from nkisim.frontend.v06.adapters.errors import error
+from nkisim.frontend.v06.adapters.tensor import NkiTensor
+from nkisim.runtime import kernel as _runtime
+from nkisim.runtime.kernel import GridLaunch, launch
+
+
+class Entry:
+    """The kernel function as the launch calls it: array arguments become ``NkiTensor`` views, returned views
+    become the launch's tensors.  A callable object rather than a closure: the launch reads ``__code__`` (the
+    kernel's file, for error locations) and follows ``__wrapped__`` for the signature and the source."""
+
+    def __init__(self, fn: Callable) -> None:
+        functools.update_wrapper(self, fn)
+        self.__code__ = fn.__code__
+        try:  # ``nt.tensor[...]`` annotations under ``from __future__ import annotations`` are strings
+            self.__annotations__ = inspect.get_annotations(fn, eval_str=True)
+        except Exception:  # noqa: BLE001 - an annotation naming what the kernel's module lacks: left unchecked
+            pass
+        for p in inspect.signature(fn).parameters.values():
+            if p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD):
+                raise error("err_kernel_argument",
+                            f"kernel {fn.__name__}: parameter '{p.name}' is keyword-only; NKI 0.6 kernels take no "
+                            f"'*' separator or **kwargs in their signature")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        fn = self.__wrapped__  # type: ignore[attr-defined]
+        _check_python_subset(fn)
+        out = fn(*(_argument(a) for a in args), **{k: _argument(v) for k, v in kwargs.items()})
+        return _result(out, fn)
+
+
+@functools.lru_cache(maxsize=512)
+def _identity_tests(fn: Callable) -> tuple[int, ...]:
+    """Lines of the kernel's ``is`` / ``is not`` comparisons (the NKI 0.3+ compiler refuses them)."""
+    try:
+        lines, start = inspect.getsourcelines(fn)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):
+        return ()
+    return tuple(sorted(start + node.lineno - 1 for node in ast.walk(tree) if isinstance(node, ast.Compare)
+                        and any(isinstance(o, (ast.Is, ast.IsNot)) for o in node.ops)))
+
+
+def _check_python_subset(fn: Callable) -> None:
+    lines = _identity_tests(fn)
+    if lines:
+        err = error("err_unsupported_syntax", "the 'is' / 'is not' operators are not supported in NKI kernels (NKI "
+                                              "0.3+): object identity means nothing while the compiler traces the "
+                                              "kernel; compare with == / != instead")
+        err.nki_location = (fn.__code__.co_filename, lines[0])
+        err.filename, err.lineno = err.nki_location  # type: ignore[attr-defined]
+        raise err
+
+
+def _argument(value: Any) -> Any:
+    if isinstance(value, Tensor):
+        return NkiTensor.over(value)
+    if isinstance(value, list):
+        raise error("err_kernel_argument", "a list is not a valid NKI 0.6 kernel argument: pass a tuple")
+    return value
+
+
+def _result(value: Any, fn: Callable) -> Any:
+    if value.__class__ is NkiTensor:
+        low = value.lower()
+        if not isinstance(low, Tensor):
+            raise error("err_invalid_view", f"kernel {fn.__name__} returned a view of '{value.name}': return the "
+                                            f"tensor itself (allocate the output with nl.ndarray(..., "
+                                            f"buffer=nl.shared_hbm))")
+        return low
+    if isinstance(value, (tuple, list)):
+        return type(value)(_result(v, fn) for v in value)
+    return value
+
+
+class Kernel(_runtime.Kernel):
+    """``@nki.jit`` kernel of NKI 0.6: call it (``kernel(a, b)``), launch it on two logical cores
+    (``kernel[2](a, b)``), or hand it to ``nki.simulate`` / ``nkisim.api``."""
+
+    dialect = "0.6"
+
+    def __init__(self, fn: Callable, **options: Any) -> None:
+        super().__init__(Entry(fn), "auto", **options)
+        self.original = fn
+
+    def __repr__(self) -> str:
+        return f"<nki kernel {self.original.__name__} (NKI 0.6, simulated)>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if context.active() is not None:
+            raise error("err_jit_sub_kernel",
+                        f"kernel {self.original.__name__} is decorated with @nki.jit and called from inside another "
+                        f"kernel: NKI 0.6 compiles the top-level kernel only (the compiler complains that classes "
+                        f"must derive from nl.NKIObject). Call the undecorated function here, and use "
+                        f"nki.jit({self.original.__name__})(...) where it is launched on its own")
+        if not args and not kwargs:
+            raise error("err_no_arguments", f"kernel {self.original.__name__} called with no arguments: an NKI kernel "
+                                            f"takes at least one argument")
+        return launch(self, None, args, kwargs)
+
+    def __getitem__(self, lnc: Any) -> GridLaunch:
+        return GridLaunch(self, lnc)
+
+    def with_schedule(self, edges: Any) -> Kernel:
+        """``kernel.with_schedule([(consumer, producer_or_names), ...])``: scheduling edges between named
+        instructions.  The simulator issues instructions in program order and the cost model does not add these
+        edges yet, so the kernel is returned unchanged after the edges are checked for form."""
+        for edge in edges:
+            if not (isinstance(edge, tuple) and len(edge) == 2 and isinstance(edge[0], str)
+                    and (isinstance(edge[1], str) or all(isinstance(n, str) for n in edge[1]))):
+                raise TypeError(f"with_schedule takes (consumer name, producer name or names) pairs, got {edge!r}")
+        return self
+
+
+def jit(fn: Callable | None = None, **kwargs: Any) -> Any:
+    """``@nki.jit`` / ``@nki.jit()`` / ``nki.jit(f)``: an NKI 0.6 kernel on the simulator.
+
+    ``mode=`` is ignored since NKI 0.3 (a warning says so); ``platform_target=`` is an error since 0.3 (set
+    ``NEURON_PLATFORM_TARGET_OVERRIDE`` instead)."""
+    if "platform_target" in kwargs:
+        raise error("err_platform_target_argument",
+                    "nki.jit(platform_target=...) is not supported since NKI 0.3: set the "
+                    "NEURON_PLATFORM_TARGET_OVERRIDE environment variable (trn1, trn2, trn3) instead")
+    if "mode" in kwargs:
+        kwargs.pop("mode")
+        warnings.warn("nki.jit(mode=...) is ignored since NKI 0.3: the framework is detected from the arguments",
+                      DeprecationWarning, stacklevel=2)
+    if fn is None:
+        return lambda f: Kernel(_function(f), **kwargs)
+    return Kernel(_function(fn), **kwargs)
+
+
+def _function(f: Any) -> Callable:
+    if isinstance(f, Kernel):
+        return f.original
+    if isinstance(f, _runtime.Kernel):  # a legacy kernel handed to NKI 0.6: its function
+        return f.func
+    if not callable(f):
+        raise TypeError(f"nki.jit expects a function, got {type(f).__name__}")
+    return f
+
+
+def simulate(kernel: Any) -> Callable[..., Any]:
+    """``nki.simulate(kernel)(*args)`` / ``nki.simulate(kernel[2])(*args)``: run the kernel on the CPU; NumPy or
+    torch in, the same out.  Every launch here is a simulation, so this is the kernel itself (a plain function
+    is jitted first)."""
+    if isinstance(kernel, GridLaunch):
+        if not isinstance(kernel.kernel, Kernel):
+            return GridLaunch(Kernel(_function(kernel.kernel)), kernel.grid)
+        return kernel
+    if isinstance(kernel, Kernel):
+        return kernel
+    return Kernel(_function(kernel))

@@ -1,0 +1,145 @@
+"""The arithmetic of NKI 0.6 views: ``[stride, count]`` patterns over a tensor's flat storage, and how an
+instruction's operand is built from one (``lower``).
+
+A view the hardware's access patterns express with basic slices of the storage tensor (the common case:
+``t[a:b, c:d:s]``, a partition row, a column) becomes an ``Access`` of slices and integers, which the ops read as a
+NumPy view; any other (a transposed, broadcast or pooling-window view) becomes an ``Access`` of per-axis
+coordinate arrays, which the ops gather and scatter through.  Offsets that move with a dynamic loop's index
+(``scalar_offset=register``) are added to the storage dimension they step along, so they stay symbolic in the
+program and the access's bounds are checked over the loop's whole range.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from nkisim.core.access import Access
+from nkisim.core.indexing import Affine
+from nkisim.core.tensor import Tensor
+from nkisim.frontend.v06.adapters.errors import error
+
+Pattern = tuple[tuple[int, int], ...]
+
+
+def contiguous(shape: tuple[int, ...]) -> Pattern:
+    """The row-major pattern of ``shape``."""
+    out: list[tuple[int, int]] = []
+    stride = 1
+    for count in reversed(shape):
+        out.append((stride, int(count)))
+        stride *= int(count)
+    return tuple(reversed(out))
+
+
+def restride(pattern: Pattern, shape: tuple[int, ...]) -> Pattern | None:
+    """Strides giving ``shape`` over the same elements as ``pattern`` in row-major order, or None when the
+    layout would need a copy (NumPy's no-copy reshape rule)."""
+    old = [(s, c) for s, c in pattern if c != 1]
+    new_shape = list(shape)
+    out: list[int] = [0] * len(new_shape)
+    oi = ni = 0
+    while ni < len(new_shape) and oi < len(old):
+        np_, op = new_shape[ni], old[oi][1]
+        nj, oj = ni + 1, oi + 1
+        while np_ != op:
+            if np_ < op:
+                if nj >= len(new_shape):
+                    return None
+                np_ *= new_shape[nj]
+                nj += 1
+            else:
+                if oj >= len(old):
+                    return None
+                op *= old[oj][1]
+                oj += 1
+        for k in range(oi, oj - 1):  # the old dims merged here must be contiguous with each other
+            if old[k][0] != old[k + 1][0] * old[k + 1][1]:
+                return None
+        out[nj - 1] = old[oj - 1][0]
+        for k in range(nj - 1, ni, -1):
+            out[k - 1] = out[k] * new_shape[k]
+        ni, oi = nj, oj
+    for k in range(ni, len(new_shape)):  # trailing size-1 dimensions
+        out[k] = 1
+    if oi != len(old) or any(new_shape[k] != 1 for k in range(ni, len(new_shape))):
+        return None
+    return tuple((out[k] if new_shape[k] != 1 else (out[k] or 1), new_shape[k]) for k in range(len(new_shape)))
+
+
+def strides(shape: tuple[int, ...]) -> list[int]:
+    return [s for s, _ in contiguous(shape)]
+
+
+def basic_key(shape: tuple[int, ...], offset: int, pattern: Pattern) -> tuple | None:
+    """An index of integers and basic slices of a tensor of ``shape`` that addresses exactly the view, with one
+    slice per view dimension in order (so the access has the view's shape), or None."""
+    n = len(shape)
+    size = math.prod(shape)
+    if not 0 <= offset < max(size, 1) or len(pattern) > n:
+        return None
+    st = strides(shape)
+    coords = [int(c) for c in np.unravel_index(offset, shape)] if size else [0] * n
+    key: list[Any] = list(coords)
+    d = 0
+    for k, (s, c) in enumerate(pattern):
+        chosen = None
+        for dd in range(d, n - (len(pattern) - k - 1)):
+            if c == 1:
+                chosen = (dd, 1)
+                break
+            if s <= 0 or s % st[dd]:
+                continue
+            step = s // st[dd]
+            if coords[dd] + step * (c - 1) < shape[dd]:
+                chosen = (dd, step)
+                break
+        if chosen is None:
+            return None
+        dd, step = chosen
+        lo = coords[dd]
+        key[dd] = slice(lo, lo + step * (c - 1) + 1, step)
+        d = dd + 1
+    return tuple(key)
+
+
+def dyn_dim(shape: tuple[int, ...], stride: int) -> tuple[int, int]:
+    """(storage dimension, multiplier) a dynamic offset of ``stride`` elements moves along: the dimension whose
+    stride it is (or divides), so the access stays a basic index whose bound the loop's range checks."""
+    st = strides(shape)
+    for d, s in enumerate(st):
+        if s <= stride and stride % s == 0:
+            return d, stride // s
+    return len(shape) - 1, stride
+
+
+def lower(base: Tensor, offset: int, pattern: Pattern, dyn: tuple = ()) -> Tensor | Access:
+    shape = base.shape
+    if offset == 0 and pattern == contiguous(shape) and not dyn:
+        return base
+    key = basic_key(shape, offset, pattern)
+    if key is not None:
+        key = list(key)
+        for value, stride in dyn:
+            d, mult = dyn_dim(shape, stride)
+            k, move = key[d], value * mult
+            key[d] = slice(k.start + move, k.stop + move, k.step) if isinstance(k, slice) else move + k
+        return Access(base, tuple(key))
+    if dyn:
+        raise NotImplementedError(f"a dynamic offset on a view with pattern {[list(p) for p in pattern]} is not "
+                                  f"supported by the simulator; give the view a basic layout")
+    counts = tuple(c for _, c in pattern)
+    flat = np.full(counts, offset, dtype=np.int64)
+    for k, (s, c) in enumerate(pattern):
+        flat += (np.arange(c, dtype=np.int64) * s).reshape([c if j == k else 1 for j in range(len(counts))])
+    if flat.size and (flat.min() < 0 or flat.max() >= math.prod(shape)):
+        raise error("err_view_out_of_bounds",
+                        f"access pattern {[list(p) for p in pattern]} at offset {offset} leaves the storage of "
+                        f"'{base.root.name}'")
+    if len(counts) < 2:
+        raise NotImplementedError(f"a 1-D view with pattern {[list(p) for p in pattern]} is not supported by the "
+                                  f"simulator; give it a second dimension")
+    coords = np.unravel_index(flat, shape)
+    return Access(base, tuple(Affine(0, grid=np.ascontiguousarray(c, dtype=np.int64)) for c in coords))

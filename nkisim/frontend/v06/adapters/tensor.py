@@ -1,0 +1,451 @@
+"""``nl.NkiTensor``: NKI 0.6's tensor, a view of a core tensor's storage.
+
+A view is the storage it reads (a core ``Tensor``, the ``base``), an element offset into that storage read as
+one flat array, and one ``[stride, count]`` pair per dimension, exactly the ``.ap()`` form AWS documents
+(nki/deep-dives/nki-aps.rst): element ``v[i0, i1, ...]`` is ``flat[offset + i0*s0 + i1*s1 + ...]``.  Indexing,
+``permute``, ``broadcast``, ``reshape`` and the other view methods only compute a new offset and pattern, as on
+the device, where they cost nothing.  When an instruction takes a view as an operand, ``lower`` turns it into
+what the ops take: the base itself, an index of basic slices (the common case), or per-axis coordinate
+arrays for patterns no slice expresses (a transposed or broadcast view, a pooling window).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from nkisim.core.access import Access
+from nkisim.core.errors import nki_error
+from nkisim.core.indexing import Affine, DynSlice
+from nkisim.core.tensor import Tensor
+from nkisim.frontend.v06.adapters.errors import error
+from nkisim.frontend.v06.adapters.layout import Pattern, contiguous, lower, restride
+
+
+def _view_error(message: str) -> Exception:
+    return error("err_invalid_view", message)
+
+
+def _as_int(x: Any, what: str) -> int:
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        raise TypeError(f"{what} must be an integer, got {type(x).__name__}")
+    return int(x)
+
+
+class NkiTensor:
+    """A tensor in HBM, SBUF or PSUM, or a view of one (``nl.ndarray``, a kernel argument, ``t[...]``, ``t.ap()``).
+
+    Shape, strides and offset are in elements of ``dtype``; every view method returns a new ``NkiTensor`` over
+    the same storage.  On-chip tensors keep their partition dimension first."""
+
+    __slots__ = ("_base", "_offset", "_pattern", "_dyn", "_lowered", "__weakref__")
+    #: error messages name a tensor by the kernel's variable holding a view of it (``core.location.user_variable``)
+    __nki_view__ = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("create tensors with nl.ndarray (or nl.zeros, nl.load, ...); NkiTensor(...) cannot bind "
+                        "storage on the simulator")
+
+    @classmethod
+    def over(cls, base: Tensor, offset: int = 0, pattern: Pattern | None = None, dyn: tuple = ()) -> NkiTensor:
+        """A view of ``base``'s storage (the whole tensor when no pattern is given).  ``dyn``: (loop index, stride)
+        terms added to the offset, from a dynamic loop's register (``.ap(scalar_offset=i)``, ``.select(d, i)``)."""
+        t = object.__new__(cls)
+        t._base = base
+        t._offset = int(offset)
+        t._pattern = contiguous(base.shape) if pattern is None else tuple((int(s), int(c)) for s, c in pattern)
+        t._dyn = dyn
+        t._lowered = None
+        return t
+
+    def view_base(self) -> Tensor:
+        """The core tensor whose storage this view reads."""
+        return self._base
+
+    # --- attributes --------------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(c for _, c in self._pattern)
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return tuple(s for s, _ in self._pattern)
+
+    @property
+    def offset(self) -> int:
+        return self._offset
+
+    @property
+    def name(self) -> str:
+        return self._base.root.name
+
+    @property
+    def dtype(self) -> Any:
+        return self._base.dtype
+
+    @property
+    def buffer(self) -> Any:
+        return self._base.root.buffer
+
+    @property
+    def ndim(self) -> int:
+        return len(self._pattern)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def on_chip(self) -> bool:
+        return self._base.buffer.family != "hbm"
+
+    def __repr__(self) -> str:
+        return f"NkiTensor({self.name}, shape={self.shape}, dtype={self.dtype}, buffer={self.buffer})"
+
+    def __iter__(self) -> Any:
+        raise TypeError("an NkiTensor cannot be iterated: loop over indices and index it")
+
+    def __bool__(self) -> bool:
+        raise TypeError("the truth value of an NkiTensor is not known when the kernel is compiled: its values exist "
+                        "only on the device (compare with nl.equal into a tile, or branch on registers with "
+                        "nl.while_loop)")
+
+    # --- queries -------------------------------------------------------------------------------------
+    def is_contiguous(self) -> bool:
+        """Row-major over the view's dimensions; on chip, over the free dimensions only."""
+        pat = self._pattern[1:] if self.on_chip else self._pattern
+        expected = 1
+        for s, c in reversed(pat):
+            if c != 1 and s != expected:
+                return False
+            expected *= c
+        return True
+
+    def get_pattern(self) -> list[list[int]]:
+        return [[s, c] for s, c in self._pattern]
+
+    def is_indirect(self) -> bool:
+        return bool(self._dyn)
+
+    # --- indexing -------------------------------------------------------------------------------------
+    def __getitem__(self, key: Any) -> NkiTensor:
+        if not isinstance(key, tuple):
+            key = (key,)
+        if any(k is Ellipsis for k in key):
+            i = next(j for j, k in enumerate(key) if k is Ellipsis)
+            key = key[:i] + (slice(None),) * (self.ndim - len(key) + 1) + key[i + 1:]
+        if len(key) > self.ndim:
+            raise IndexError(f"too many indices for tensor '{self.name}' of shape {list(self.shape)}: {len(key)}")
+        offset = self._offset
+        kept: list[tuple[int, int] | None] = []  # None: a dimension an integer removed
+        dropped: list[tuple[int, int]] = []  # (position, stride) of each removed dimension
+        for axis, (k, (s, c)) in enumerate(zip(key + (slice(None),) * (self.ndim - len(key)), self._pattern)):
+            if isinstance(k, DynSlice):
+                k = slice(_as_int(k.start, "nl.ds start"), _as_int(k.start, "nl.ds start") + int(k.size))
+            if isinstance(k, slice):
+                start, stop, step = self._slice_bounds(axis, c, k)
+                offset += start * s
+                kept.append((s * step, len(range(start, stop, step))))
+            elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
+                i = int(k) + c if int(k) < 0 else int(k)
+                if not 0 <= i < c:
+                    raise error("err_view_out_of_bounds",
+                                    f"index {int(k)} is out of bounds for dimension {axis} of '{self.name}' with size "
+                                    f"{c}")
+                offset += i * s
+                if self.on_chip and axis == 0:
+                    kept.append((s, 1))  # on chip, an integer keeps the partition dimension (size 1)
+                else:
+                    kept.append(None)
+                    dropped.append((axis, s))
+            else:
+                raise TypeError(f"unsupported index {k!r} for tensor '{self.name}': NKI 0.6 indexes with integers, "
+                                f"slices and nl.ds (index tensors go through .ap(), .select() or .vector_select())")
+        floor = 2 if self.on_chip else 1
+        while sum(1 for d in kept if d is not None) < floor and dropped:
+            axis, s = dropped.pop()  # the last integer-indexed dimension stays, with size 1
+            kept[axis] = (s, 1)
+        return NkiTensor.over(self._base, offset, tuple(d for d in kept if d is not None), self._dyn)
+
+    def _slice_bounds(self, axis: int, size: int, k: slice) -> tuple[int, int, int]:
+        step = 1 if k.step is None else _as_int(k.step, "slice step")
+        if step < 1:
+            raise _view_error(f"slice step {step} on dimension {axis} of '{self.name}': NKI views step forward (>= 1)")
+        start = 0 if k.start is None else _as_int(k.start, "slice start")
+        stop = size if k.stop is None else _as_int(k.stop, "slice stop")
+        start = start + size if start < 0 else start
+        stop = stop + size if stop < 0 else stop
+        if not 0 <= start < stop <= size:
+            raise error("err_view_out_of_bounds",
+                            f"slice {start}:{stop} is out of bounds for dimension {axis} of '{self.name}' with size "
+                            f"{size} (a slice must satisfy 0 <= start < stop <= size)")
+        return start, stop, step
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        from nkisim.frontend.v06.adapters import binding
+
+        binding.assign(self[key], value)
+
+    # --- view methods ---------------------------------------------------------------------------------
+    def _dim(self, dim: Any, what: str, allow_partition: bool = False, extra: int = 0) -> int:
+        d = _as_int(dim, "dim")
+        n = self.ndim + extra
+        d = d + n if d < 0 else d
+        if not 0 <= d < n:
+            raise _view_error(f"{what}: dimension {dim} is out of range for a tensor of {self.ndim} dimensions")
+        if d == 0 and self.on_chip and not allow_partition:
+            raise _view_error(f"{what}: dimension 0 of on-chip tensor '{self.name}' is its partition dimension, "
+                              f"which a view cannot change")
+        return d
+
+    def _with(self, pattern: Pattern, offset: int | None = None, dyn: tuple | None = None) -> NkiTensor:
+        return NkiTensor.over(self._base, self._offset if offset is None else offset, pattern,
+                              self._dyn if dyn is None else dyn)
+
+
+
+    def permute(self, dims: Any) -> NkiTensor:
+        dims = tuple(_as_int(d, "permute dims") for d in dims)
+        if sorted(dims) != list(range(self.ndim)):
+            raise _view_error(f"permute: {dims} is not a permutation of the {self.ndim} dimensions of '{self.name}'")
+        if self.on_chip and dims[0] != 0:
+            raise _view_error(f"permute: dims[0] must be 0 for on-chip tensor '{self.name}' (the partition dimension "
+                              f"stays first), got {dims}")
+        return self._with(tuple(self._pattern[d] for d in dims))
+
+    def broadcast(self, dim: Any, size: Any) -> NkiTensor:
+        d = self._dim(dim, "broadcast")
+        if self._pattern[d][1] != 1:
+            raise _view_error(f"broadcast: dimension {d} of '{self.name}' has size {self._pattern[d][1]}, not 1")
+        pat = list(self._pattern)
+        pat[d] = (0, _as_int(size, "broadcast size"))
+        return self._with(tuple(pat))
+
+    def expand_dim(self, dim: Any) -> NkiTensor:
+        d = self._dim(dim, "expand_dim", extra=1)
+        pat = list(self._pattern)
+        pat.insert(d, (pat[d][0] * pat[d][1] if d < len(pat) else 1, 1))
+        return self._with(tuple(pat))
+
+    def squeeze_dim(self, dim: Any) -> NkiTensor:
+        d = self._dim(dim, "squeeze_dim")
+        if self._pattern[d][1] != 1:
+            raise _view_error(f"squeeze_dim: dimension {d} of '{self.name}' has size {self._pattern[d][1]}, not 1")
+        return self._with(self._pattern[:d] + self._pattern[d + 1:])
+
+    def reshape_dim(self, dim: Any, shape: Any) -> NkiTensor:
+        shape = tuple(_as_int(s, "reshape_dim shape") for s in shape)
+        s, c = self._pattern[self._dim(dim, "reshape_dim", allow_partition=True)]
+        d = self._dim(dim, "reshape_dim", allow_partition=True)
+        if d == 0 and self.on_chip and len(shape) != 1:
+            raise _view_error(f"reshape_dim: dimension 0 of on-chip tensor '{self.name}' is its partition dimension")
+        shape = _infer(shape, c, "reshape_dim")
+        split = []
+        stride = s
+        for n in reversed(shape):
+            split.append((stride, n))
+            stride *= n
+        return self._with(self._pattern[:d] + tuple(reversed(split)) + self._pattern[d + 1:])
+
+    def flatten_dims(self, start_dim: Any, end_dim: Any) -> NkiTensor:
+        a = self._dim(start_dim, "flatten_dims")
+        b = self._dim(end_dim, "flatten_dims")
+        if b < a:
+            raise _view_error(f"flatten_dims: end_dim {b} comes before start_dim {a}")
+        group = self._pattern[a:b + 1]
+        for (s0, _), (s1, c1) in zip(group, group[1:]):
+            if s0 != s1 * c1:
+                raise _view_error(f"flatten_dims: dimensions {a}..{b} of '{self.name}' are not contiguous in memory "
+                                  f"(strides {[s for s, _ in group]})")
+        merged = (group[-1][0], math.prod(c for _, c in group))
+        return self._with(self._pattern[:a] + (merged,) + self._pattern[b + 1:])
+
+    def reshape(self, shape: Any) -> NkiTensor:
+        if isinstance(shape, (int, np.integer)):
+            shape = (shape,)
+        shape = _infer(tuple(_as_int(s, "reshape shape") for s in shape), self.size, "reshape")
+        if self.on_chip and shape[0] != self.shape[0]:
+            raise _view_error(f"reshape: on-chip tensor '{self.name}' keeps its partition dimension {self.shape[0]}, "
+                              f"got shape {list(shape)}")
+        if self.on_chip:
+            free = restride(self._pattern[1:], shape[1:])
+            pattern = None if free is None else (self._pattern[0],) + free
+        else:
+            pattern = restride(self._pattern, shape)
+        if pattern is None:
+            raise _view_error(f"reshape: the layout of '{self.name}' (pattern {self.get_pattern()}) cannot be viewed "
+                              f"as shape {list(shape)} without a copy")
+        return self._with(pattern)
+
+    def rearrange(self, src_pattern: Any, dst_pattern: Any, fixed_sizes: dict | None = None) -> NkiTensor:
+        """einops-style: split the grouped source dimensions, reorder, merge the grouped destination ones."""
+        sizes = dict(fixed_sizes or {})
+        if len(src_pattern) != self.ndim:
+            raise _view_error(f"rearrange: source pattern {src_pattern} names {len(src_pattern)} dimensions, "
+                              f"'{self.name}' has {self.ndim}")
+        names: list[str] = []
+        view = self
+        pos = 0
+        for entry, (_, count) in zip(src_pattern, self._pattern):
+            group = (entry,) if isinstance(entry, str) else tuple(entry)
+            if len(group) > 1:
+                known = [sizes.get(n, -1) for n in group]
+                view = view.reshape_dim(pos, tuple(known))
+                for n, c in zip(group, view.shape[pos:pos + len(group)]):
+                    sizes[n] = c
+            else:
+                sizes[group[0]] = count
+            names += list(group)
+            pos += len(group)
+        flat_dst = [n for e in dst_pattern for n in ((e,) if isinstance(e, str) else tuple(e))]
+        if sorted(flat_dst) != sorted(names):
+            raise _view_error(f"rearrange: {dst_pattern} does not name the same dimensions as {src_pattern}")
+        view = view.permute(tuple(names.index(n) for n in flat_dst))
+        pos = 0
+        for entry in dst_pattern:
+            group = (entry,) if isinstance(entry, str) else tuple(entry)
+            if len(group) > 1:
+                view = view.flatten_dims(pos, pos + len(group) - 1)
+            pos += 1
+        return view
+
+    def slice(self, dim: Any, start: Any, end: Any, step: Any = 1) -> NkiTensor:
+        d = self._dim(dim, "slice", allow_partition=True)
+        key = [slice(None)] * self.ndim
+        key[d] = slice(_as_int(start, "start"), _as_int(end, "end"), _as_int(step, "step"))
+        return self[tuple(key)]
+
+    def select(self, dim: Any, index: Any) -> NkiTensor:
+        d = self._dim(dim, "select")
+        if not isinstance(index, (int, np.integer)) or isinstance(index, (bool, np.bool_)):
+            if getattr(type(index), "__name__", "") != "VirtualRegister":
+                raise NotImplementedError("select with an index read from a tile is not supported by the simulator "
+                                          "yet; use an integer or a register (nisa.register_load the tile first)")
+            if self._dyn:
+                raise _view_error(f"select: '{self.name}' already has a dynamic offset (one per view)")
+            offset, dyn = _plus(self._offset, self._dyn, index, self._pattern[d][0])
+            return self._with(self._pattern[:d] + self._pattern[d + 1:], offset, dyn)
+        c = self._pattern[d][1]
+        i = int(index) + c if int(index) < 0 else int(index)
+        if not 0 <= i < c:
+            raise error("err_view_out_of_bounds",
+                            f"select: index {int(index)} is out of bounds for dimension {d} of '{self.name}' with "
+                            f"size {c}")
+        return self._with(self._pattern[:d] + self._pattern[d + 1:], self._offset + i * self._pattern[d][0])
+
+    def vector_select(self, dim: Any, vector_offset: Any) -> NkiTensor:
+        raise NotImplementedError("vector_select (per-partition indirect addressing) is not supported by the "
+                                  "simulator yet")
+
+    vector_select.__nki06_refused__ = "per-partition indirect DMA addressing"  # type: ignore[attr-defined]
+
+    def ap(self, pattern: Any, offset: Any = None, scalar_offset: Any = None, vector_offset: Any = None,
+           indirect_dim: Any = 0, dtype: Any = None) -> NkiTensor:
+        """A view by explicit ``[[stride, count], ...]`` pairs over the raw storage (its shape, strides and
+        offset of this view are disregarded, except the offset when ``offset`` is None)."""
+        if vector_offset is not None:
+            raise NotImplementedError(".ap() with vector_offset (per-partition indirect DMA) is not supported by the "
+                                      "simulator yet")
+        if scalar_offset is not None and getattr(type(scalar_offset), "__name__", "") != "VirtualRegister":
+            raise NotImplementedError(".ap(scalar_offset=) with a tile is not supported by the simulator yet: load "
+                                      "it into a register (nisa.register_load) and pass the register")
+        pairs = tuple((_as_int(p[0], "ap stride"), _as_int(p[1], "ap count")) for p in pattern)
+        base = self._base
+        start = self._offset
+        if dtype is not None:
+            from nkisim.frontend.v06.adapters import binding
+
+            base, start = binding.reinterpret(base, start, dtype)
+        if offset is not None:
+            start += _as_int(offset, "ap offset")
+        if base.buffer.family != "hbm" and pairs:
+            row = math.prod(base.shape[1:])
+            if pairs[0][0] != row and pairs[0][1] > 1:
+                raise _view_error(f".ap(): the first pair of a pattern over on-chip tensor '{self.name}' is its "
+                                  f"partition dimension, whose stride must be the storage's free size {row}, got "
+                                  f"{pairs[0][0]}")
+        dyn: tuple = ()
+        if scalar_offset is not None:
+            d = _as_int(indirect_dim, "indirect_dim")
+            if not 0 <= d < base.ndim:
+                raise _view_error(f".ap(): indirect_dim {d} is out of range for '{self.name}' of rank {base.ndim}")
+            start, dyn = _plus(start, (), scalar_offset, math.prod(base.shape[d + 1:]))
+        view = NkiTensor.over(base, start, pairs, dyn)
+        if not dyn:
+            view.check_in_storage()
+        return view
+
+    def view(self, dtype: Any) -> NkiTensor:
+        """The same bytes read as ``dtype``: the last dimension scales by the ratio of the element sizes."""
+        from nkisim.frontend.v06.adapters import binding
+
+        if not self._pattern or self._pattern[-1][0] != 1:
+            raise _view_error(f"view: the last dimension of '{self.name}' must be contiguous (stride 1)")
+        base, start = binding.reinterpret(self._base, self._offset, dtype)
+        ratio_num, ratio_den = self._base.itemsize, base.itemsize  # old elements -> new elements
+        pattern = []
+        for i, (s, c) in enumerate(self._pattern):
+            last = i == len(self._pattern) - 1
+            if (s * ratio_num) % ratio_den or (last and (c * ratio_num) % ratio_den):
+                raise _view_error(f"view: '{self.name}' cannot be read as {dtype}: its layout does not divide into "
+                                  f"{base.itemsize}-byte elements")
+            pattern.append((s * ratio_num // ratio_den if not last else 1, c * ratio_num // ratio_den if last else c))
+        return NkiTensor.over(base, start, tuple(pattern))
+
+    reinterpret_cast = view
+
+    def indirect(self, index: Any, num_elem: Any = None) -> NkiTensor:
+        raise NotImplementedError("tensor indirection (.indirect, NeuronCore-v4) is not supported by the simulator "
+                                  "yet")
+
+    indirect.__nki06_refused__ = "tensor indirection of NeuronCore-v4"  # type: ignore[attr-defined]
+
+    # --- lowering ------------------------------------------------------------------------------------
+    def check_in_storage(self) -> None:
+        """Every element the view addresses lies inside its storage."""
+        lo = hi = self._offset
+        for s, c in self._pattern:
+            if c <= 0:
+                return
+            lo += min(0, s * (c - 1))
+            hi += max(0, s * (c - 1))
+        size = math.prod(self._base.shape)
+        if lo < 0 or hi >= size:
+            raise error("err_view_out_of_bounds",
+                            f"access pattern {self.get_pattern()} at offset {self._offset} addresses elements "
+                            f"[{lo}, {hi}] of '{self.name}', whose storage holds {size}")
+
+    def lower(self) -> Tensor | Access:
+        """What the ops take for this view: the base itself when the view is all of it, else an ``Access``."""
+        low = self._lowered
+        if low is None:
+            low = self._lowered = lower(self._base, self._offset, self._pattern, self._dyn)
+        return low
+
+
+def _plus(offset: int, dyn: tuple, value: Any, stride: int) -> tuple[int, tuple]:
+    """(static offset, dynamic terms) after adding ``value * stride`` elements: ``value`` a register (holding an
+    int, or a dynamic loop's index) or an int."""
+    from nkisim.frontend.v06.adapters.control import register_value
+
+    v = register_value(value, "scalar offset", "offset")
+    if isinstance(v, Affine):
+        return offset, dyn + ((v, int(stride)),)
+    return offset + int(v) * int(stride), dyn
+
+
+def _infer(shape: tuple[int, ...], total: int, what: str) -> tuple[int, ...]:
+    if shape.count(-1) > 1:
+        raise _view_error(f"{what}: at most one dimension may be -1, got {list(shape)}")
+    if -1 in shape:
+        known = math.prod(s for s in shape if s != -1)
+        if known == 0 or total % known:
+            raise _view_error(f"{what}: cannot infer -1 in {list(shape)} for {total} elements")
+        shape = tuple(total // known if s == -1 else s for s in shape)
+    if math.prod(shape) != total:
+        raise nki_error("err_param_shape_mismatch",
+                        f"{what}: shape {list(shape)} has {math.prod(shape)} elements, the tensor has {total} "
+                        f"(a reshape keeps the element count)")
+    return shape

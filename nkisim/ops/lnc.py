@@ -1,0 +1,69 @@
+"""The two logical cores of an LNC2 launch talking to each other (NKI 0.6): ``nisa.sendrecv``, ``nisa.core_barrier``.
+
+Each is one rendezvous of both cores (``runtime.lnc``), issued once both have reached it: ``sendrecv`` here is the
+pair of transfers (each core's ``src`` tile to the other core's ``dst``, each DMA on its sender's queues), and
+``core_barrier`` the semaphore write each core makes to the shared tensor.  The cost model has no edge across
+cores yet, so a barrier orders the two cores' accesses to its tensor but not their other instructions.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from nkisim.core.context import current
+from nkisim.core.errors import nki_error
+from nkisim.core.storage import read, write
+from nkisim.core.tensor import as_access, shape_str
+from nkisim.cost.instructions import DMA_COPY
+from nkisim.ops.base import emit, operand
+from nkisim.ops.registry import op, spaces_of
+
+
+def _on_core(ctx: Any, core: int) -> tuple[int, int]:
+    before = (ctx.core, ctx.instance)
+    ctx.core = ctx.instance = core
+    return before
+
+
+@op("nisa.sendrecv", emits=(DMA_COPY,), spaces="sbuf")
+def sendrecv(src0: Any, dst0: Any, src1: Any, dst1: Any, name: str = "") -> None:
+    """Both halves of an LNC2 exchange: core 0's ``src0`` lands in core 1's ``dst1`` and core 1's ``src1`` in core
+    0's ``dst0`` (each a DMA on the sending core).  A tile and its destination have the same shape and dtype."""
+    ctx = current()
+    allowed = spaces_of("sendrecv")
+    moves = []
+    for sname, src, dname, dst, core in (("src", src0, "dst", dst1, 0), ("src", src1, "dst", dst0, 1)):
+        s, d = (as_access(operand("sendrecv", n, v, allowed, ctx)) for n, v in ((sname, src), (dname, dst)))
+        if s.shape != d.shape or s.dtype != d.dtype:
+            raise nki_error("err_param_shape_mismatch",
+                            f"Parameter shapes ({shape_str('src', s.shape)} on core {core}, "
+                            f"{shape_str('dst', d.shape)} on core {1 - core}) of 'sendrecv' has mismatched shapes: the "
+                            f"tile one core sends and the tile the other receives into must match in shape and dtype")
+        moves.append((s, d, core, read(s) if ctx.numerics else None))
+    before = (ctx.core, ctx.instance)
+    try:
+        for s, d, core, vals in moves:  # both read before either writes: an exchange, not two copies in a row
+            d.check_write()
+            write(d, None if vals is None else vals.copy())
+            _on_core(ctx, core)
+            emit(ctx, DMA_COPY, reads=[s], writes=[d], nbytes=math.prod(d.shape) * d.itemsize)
+    finally:
+        ctx.core, ctx.instance = before
+
+
+@op("nisa.core_barrier", emits=(DMA_COPY,), spaces="hbm")
+def core_barrier(data: Any, core: int, name: str = "") -> None:
+    """Core ``core``'s side of an LNC2 barrier: its semaphore write to the shared tensor ``data`` (values
+    unchanged), issued once both cores have reached the barrier."""
+    ctx = current()
+    d = as_access(operand("core_barrier", "data", data, spaces_of("core_barrier"), ctx))
+    if d.tensor.root.buffer.space != "shared_hbm":
+        raise nki_error("err_unsupported_memory",
+                        f"Expected operand 'data' of 'core_barrier' to be in address space 'shared_hbm', but got a "
+                        f"tensor in '{d.tensor.root.buffer.space}' instead.")
+    before = _on_core(ctx, int(core))
+    try:
+        emit(ctx, DMA_COPY, reads=[d], writes=[d], nbytes=4)
+    finally:
+        ctx.core, ctx.instance = before
