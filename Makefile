@@ -42,9 +42,13 @@ bench: $(STAMP)
 	$(PY) bench/calibrate.py
 	$(PY) bench/grading.py
 
-# Course: notebooks/NN_*.py (authored) -> assignments/NN_*.ipynb (student) + solutions/NN_*/ (reference).
+# Course: notebooks/NN_*.py (authored) -> assignments/NN_*.ipynb (student) + solutions/NN_*/ (reference, both
+# dialects: legacy beside the stage, NKI 0.6 in nki/). The students' stubs follow course.toml's stub_dialect;
+# make release DIALECT=nki OUT=../nki06-course writes a 0.6 set elsewhere.
+DIALECT ?=
+OUT ?=
 release: $(STAMP)
-	$(PY) -m nkilab.release
+	$(PY) -m nkilab.release $(if $(DIALECT),--dialect $(DIALECT)) $(if $(OUT),--out $(OUT))
 
 release-check: $(STAMP)
 	$(PY) -m nkilab.release --check
@@ -58,7 +62,7 @@ grade: setup
 	$(PY) -m nkilab.classgrade $(if $(COURSE),--course $(COURSE)) $(GRADE_ARGS)
 
 # A TA's own nbgrader course from the lessons (source/, release/, gradebook.db, roster): see autograder/README.md.
-# make course COURSE=path/to/course COURSE_ARGS="--roster roster.csv --course-id cs-nki-2026"
+# make course COURSE=path/to/course COURSE_ARGS="--roster roster.csv --course-id cs-nki-2026 --dialect nki"
 COURSE_ARGS ?=
 course: setup
 	@test -n "$(COURSE)" || { echo "make course: say where, e.g. make course COURSE=../my-course" >&2; exit 2; }

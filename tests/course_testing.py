@@ -51,14 +51,14 @@ def execute(nb: nbformat.NotebookNode, cwd: Path) -> tuple[nbformat.NotebookNode
     return nb, time.monotonic() - start
 
 
-def run_reference_notebook(stage: str, cwd: Path, grade_ids: set[str]) -> nbformat.NotebookNode:
+def run_reference_notebook(stage: str, cwd: Path, grade_ids: set[str], dialect: str = "legacy") -> nbformat.NotebookNode:
     """Run the authored lesson ``stage`` (reference answers in place) in ``cwd`` and check what every lesson
     owes: no error or stderr output, exactly ``grade_ids`` graded and each at full points, every self-check
     cell passing at 1.00x the reference's estimated trn2 latency, all within the notebook budget.  Returns
     the executed notebook for the lesson's own checks of its demos."""
     from nkilab.release import load_source
 
-    nb, seconds = execute(load_source(REPO / "notebooks" / f"{stage}.py"), cwd)
+    nb, seconds = execute(load_source(REPO / "notebooks" / f"{stage}.py", dialect), cwd)
     assert errors_and_stderr(nb) == []
     cells = grade_cells(nb)
     assert set(cells) == grade_ids

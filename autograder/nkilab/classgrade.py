@@ -43,7 +43,7 @@ import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins import CsvExportPlugin
 
-from nkilab import example_class, gradebook_audit, intake, sandbox, seeds
+from nkilab import example_class, gradebook_audit, intake, manifest, sandbox, seeds
 from nkilab.batch_control import CHILDREN, CourseBusy, course_lock, on_signals
 from nkilab.evaluate import PRESET_ENV, grading_target, reference_key, reference_latency
 from nkilab.grade import GRADING_ENV
@@ -142,7 +142,8 @@ def prepare_example(course: Path, nbg: Nbgrader,
     for stage in stages:
         folder = course / "source" / stage
         folder.mkdir()
-        nbformat.write(load_source(REPO / "notebooks" / f"{stage}.py"), folder / f"{stage}.ipynb")
+        nbformat.write(load_source(REPO / "notebooks" / f"{stage}.py", manifest.course().stub_dialect),
+                       folder / f"{stage}.ipynb")
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:  # as `nbgrader db student import roster.csv`
         for s in example_class.roster(class_dir):
             gb.update_or_create_student(s.id, first_name=s.first_name, last_name=s.last_name, email=s.email)

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import nbformat
 
+from nkilab import manifest
 from nkilab.release import CONFIG, REPO, load_source, stages
 
 PATH_HOOK = "nkilab_venv_path.pth"
@@ -78,8 +79,10 @@ def write_config(course: Path, course_id: str | None) -> Path:
 
 
 def build(course: Path, *, only: list[str] | None = None, roster: Path | None = None, course_id: str | None = None,
-          force: bool = False, notebooks: Path = REPO / "notebooks") -> list[str]:
-    """Build (or extend) the nbgrader course in ``course``; returns the assignments generated."""
+          force: bool = False, notebooks: Path = REPO / "notebooks", dialect: str | None = None) -> list[str]:
+    """Build (or extend) the nbgrader course in ``course``, its student notebooks in ``dialect`` (default: the
+    manifest's ``stub_dialect``); returns the assignments generated."""
+    dialect = dialect or manifest.course().stub_dialect
     lessons = {p.stem: p for p in stages(notebooks)}
     wanted = only or sorted(lessons)
     unknown = [a for a in wanted if a not in lessons]
@@ -96,7 +99,7 @@ def build(course: Path, *, only: list[str] | None = None, roster: Path | None = 
         if released.exists() and src.exists() and not force:
             continue
         src.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(load_source(lessons[stage]), src)
+        nbformat.write(load_source(lessons[stage], dialect), src)
         nbgrader(course, "generate_assignment", stage, "--force", "--log-level=WARN")
         if not released.exists():
             raise CourseError(f"nbgrader generate_assignment {stage} wrote no {released}")
@@ -133,6 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--course-id", help="nbgrader's course id for a new course (default: nki-kernel-lab)")
     b.add_argument("--assignment", action="append", help="only this lesson (repeatable), e.g. 01_vector_add")
     b.add_argument("--force", action="store_true", help="regenerate assignments that exist already")
+    b.add_argument("--dialect", choices=manifest.DIALECTS,
+                   help="the students' kernel stubs: legacy (import neuronxcc.nki, Neuron SDK <= 2.29) or nki "
+                        "(NKI 0.6, import nki, SDK >= 2.32); default: the course manifest's stub_dialect")
     sub.add_parser("install-path-hook", help="put this venv's bin/ on PATH for its interpreters (make setup)")
     args = ap.parse_args(argv)
     if args.cmd == "install-path-hook":
@@ -140,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         made = build(args.course, only=args.assignment, roster=args.roster, course_id=args.course_id,
-                     force=args.force)
+                     force=args.force, dialect=args.dialect)
     except CourseError as err:
         print(f"make course: {err}", file=sys.stderr)
         return 1

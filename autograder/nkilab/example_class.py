@@ -56,9 +56,10 @@ def stages_used(class_dir: Path = CLASS_DIR) -> list[str]:
     return sorted({k for r in recipes(class_dir).values() for k in r if k[:2].isdigit()})
 
 
-def reference_answers(stage: str, notebooks: Path = REPO / "notebooks") -> dict[str, str]:
-    """grade_id -> the lesson's answer with the solution marker lines removed (what a full-marks student wrote)."""
-    lesson = load_source(notebooks / f"{stage}.py")
+def reference_answers(stage: str, notebooks: Path = REPO / "notebooks", dialect: str = "legacy") -> dict[str, str]:
+    """grade_id -> the lesson's answer with the solution marker lines removed (what a full-marks student wrote),
+    its kernels in ``dialect`` (a recipe's ``"dialect": "nki"`` hands in the NKI 0.6 references)."""
+    lesson = load_source(notebooks / f"{stage}.py", dialect)
     return {grade_id(c) or "": "\n".join(ln for ln in c.source.split("\n") if not any(m in ln for m in MARKER_LINES))
             for c in lesson.cells if is_answer(c)}
 
@@ -148,16 +149,17 @@ def build_submissions(dest: Path, assignments: Path = REPO / "assignments", clas
                       notebooks: Path = REPO / "notebooks") -> list[Path]:
     """Write every student's hand-in under ``dest/<student>/<stage>/`` (nbgrader's ``submitted`` layout)."""
     written: list[Path] = []
-    references: dict[str, dict[str, str]] = {}
+    references: dict[tuple[str, str], dict[str, str]] = {}
     for student, entry in recipes(class_dir).items():
         for stage, recipe in entry.items():
             if not stage[:2].isdigit():
                 continue
             where = f"{student}/{stage}"
-            if stage not in references:
-                references[stage] = reference_answers(stage, notebooks)
+            key = (stage, recipe.get("dialect", "legacy"))
+            if key not in references:
+                references[key] = reference_answers(stage, notebooks, key[1])
             released = nbformat.read(assignments / f"{stage}.ipynb", as_version=4)
-            nb = build_notebook(released, recipe, references[stage], class_dir, where)
+            nb = build_notebook(released, recipe, references[key], class_dir, where)
             folder = dest / student / stage
             folder.mkdir(parents=True, exist_ok=True)
             path = folder / recipe.get("file_name", f"{stage}.ipynb")

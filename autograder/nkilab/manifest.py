@@ -23,8 +23,9 @@ import tomllib
 
 MANIFEST = Path(__file__).with_name("course.toml")
 REPO = Path(__file__).resolve().parents[2]
-#: the dialects a reference solution may be written in (NKI 0.6's front end will add "nki")
-DIALECTS = ("legacy",)
+#: the dialects a kernel may be written in: "legacy" (``import neuronxcc.nki``, SDK <= 2.29) and "nki" (NKI 0.6,
+#: ``import nki``, SDK >= 2.32); every question's reference exists in each
+DIALECTS = ("legacy", "nki")
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,8 @@ def parse(text: str) -> Course:
         stages.append(StageSpec(i, slug, str(raw["title"]), str(raw["learn"]), qs, written))
     course = Course(str(data["target"]), str(data["stub_dialect"]), float(data["full_tier"]),
                     float(data["partial_tier"]), tuple(stages))
+    if course.stub_dialect not in DIALECTS:
+        raise ManifestError(f"stub_dialect must be one of {DIALECTS}, got {course.stub_dialect!r}")
     qids = [q.qid for s in course.stages for q in s.questions]
     if len(set(qids)) != len(qids):
         raise ManifestError("a question id appears twice")

@@ -44,11 +44,33 @@ def stages(notebooks: Path) -> list[Path]:
     return sorted(p for p in notebooks.glob("[0-9][0-9]_*.py"))
 
 
-def load_source(path: Path) -> nbformat.NotebookNode:
+def cell_dialect(cell: nbformat.NotebookNode) -> str | None:
+    """The dialect a lesson cell is written for (its ``dialect="nki"`` metadata), or None for a cell both share."""
+    dialect = cell.metadata.get("dialect")
+    if dialect is not None and dialect not in manifest.DIALECTS:
+        raise ReleaseError(f"cell {cell.metadata.get('nbgrader', {}).get('grade_id')!r}: dialect {dialect!r} is not "
+                           f"one of {manifest.DIALECTS}")
+    return dialect
+
+
+def load_source(path: Path, dialect: str | None = None) -> nbformat.NotebookNode:
     """The authored lesson as a notebook with deterministic cell ids and no jupytext bookkeeping, its markdown's
-    hardware facts (``{{trn2:sbuf_partition_kib}}``) rendered from the target files (``nkilab.facts``)."""
+    hardware facts (``{{trn2:sbuf_partition_kib}}``) rendered from the target files (``nkilab.facts``).
+
+    A lesson holds each kernel cell in both dialects (metadata ``dialect="legacy"`` / ``dialect="nki"``) and
+    cells both share.  With ``dialect`` given, the lesson is the one that dialect's students get: the other
+    dialect's cells are dropped (the course's ``stub_dialect`` picks it for ``make release``); without it, every
+    cell stays (the release reads every dialect's reference solution from it)."""
     nb = jupytext.read(path, fmt="py:percent")
     nb.metadata.pop("jupytext", None)
+    if dialect is not None:
+        if dialect not in manifest.DIALECTS:
+            raise ReleaseError(f"dialect {dialect!r} is not one of {manifest.DIALECTS}")
+        nb.cells = [c for c in nb.cells if cell_dialect(c) in (None, dialect)]
+        for cell in nb.cells:  # a 0.6 twin's grade_id is its legacy cell's plus "_nki": one id in either notebook
+            meta = cell.metadata.get("nbgrader", {})
+            if cell_dialect(cell) == dialect and str(meta.get("grade_id", "")).endswith(f"_{dialect}"):
+                meta["grade_id"] = meta["grade_id"][: -len(dialect) - 1]
     seen: set[str] = set()
     for i, cell in enumerate(nb.cells):
         cell.metadata.pop("lines_to_next_cell", None)
@@ -71,8 +93,17 @@ def _is_solution(cell: nbformat.NotebookNode) -> bool:
     return bool(cell.metadata.get("nbgrader", {}).get("solution"))
 
 
+def solution_path(name: str, dialect: str | None) -> str:
+    """Where a dialect's reference ``name`` goes under ``solutions/<stage>/``: legacy beside the stage, NKI 0.6
+    in ``nki/`` (both define the same kernel, so each question has one file name per dialect)."""
+    return name if dialect in (None, "legacy") else f"{dialect}/{name}"
+
+
 def solution_files(nb: nbformat.NotebookNode) -> dict[str, str]:
-    """``%%writefile`` solution cells -> {file name: reference module text (markers removed)}."""
+    """``%%writefile`` solution cells -> {path under solutions/<stage>/: reference module text (markers removed)}.
+
+    A file written by two cells of one dialect (or by a shared cell and a dialect's) is an authoring error: the
+    student notebook would run both."""
     files: dict[str, str] = {}
     for cell in nb.cells:
         if cell.cell_type != "code" or not _is_solution(cell):
@@ -81,8 +112,12 @@ def solution_files(nb: nbformat.NotebookNode) -> dict[str, str]:
         m = WRITEFILE.match(first.strip())
         if not m:
             continue
+        dialect = cell_dialect(cell)
+        path = solution_path(m.group(1), dialect)
+        if path in files or (dialect is None and any(solution_path(m.group(1), d) in files for d in manifest.DIALECTS)):
+            raise ReleaseError(f"{m.group(1)} is written by more than one solution cell for one dialect")
         lines = [ln for ln in body.splitlines() if ln.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION")]
-        files[m.group(1)] = "\n".join(lines).strip("\n") + "\n"
+        files[path] = "\n".join(lines).strip("\n") + "\n"
     return files
 
 
@@ -130,8 +165,10 @@ def _nbgrader(course: Path, stage: str) -> None:
         raise ReleaseError(f"nbgrader generate_assignment {stage} failed:\n{proc.stdout}\n{proc.stderr}")
 
 
-def build(out: Path, notebooks: Path = REPO / "notebooks") -> list[Path]:
-    """Generate assignments/ and solutions/ under ``out``; returns the files written."""
+def build(out: Path, notebooks: Path = REPO / "notebooks", dialect: str | None = None) -> list[Path]:
+    """Generate assignments/ (the student notebooks in ``dialect``, by default the course's ``stub_dialect``)
+    and solutions/ (every dialect's reference) under ``out``; returns the files written."""
+    dialect = dialect or manifest.course().stub_dialect
     written: list[Path] = []
     lessons: list[nbformat.NotebookNode] = []
     with tempfile.TemporaryDirectory(prefix="nkilab-release-") as tmp:
@@ -143,7 +180,7 @@ def build(out: Path, notebooks: Path = REPO / "notebooks") -> list[Path]:
             nb = load_source(src)
             folder = course / "source" / stage
             folder.mkdir(parents=True)
-            nbformat.write(nb, folder / f"{stage}.ipynb")
+            nbformat.write(load_source(src, dialect), folder / f"{stage}.ipynb")
             _nbgrader(course, stage)
             student = nbformat.read(course / "release" / stage / f"{stage}.ipynb", as_version=4)
             target = out / "assignments" / f"{stage}.ipynb"
@@ -214,7 +251,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="fail if assignments/ or solutions/ are stale or leak")
     ap.add_argument("--out", type=Path, default=REPO, help="where assignments/ and solutions/ go")
+    ap.add_argument("--dialect", choices=manifest.DIALECTS, default=None,
+                    help="the dialect of the student notebooks (default: the manifest's stub_dialect; a different "
+                         "one needs --out, since assignments/ in this repository follow the manifest)")
     args = ap.parse_args(argv)
+    if args.dialect and args.dialect != manifest.course().stub_dialect and args.out == REPO and not args.check:
+        ap.error(f"assignments/ here follow the manifest's stub_dialect ({manifest.course().stub_dialect}): set "
+                 "stub_dialect in autograder/nkilab/course.toml, or write elsewhere with --out DIR")
     try:
         if args.check:
             problems = check()
@@ -225,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
         problems = check_stages()
         if problems:
             raise ReleaseError("; ".join(problems))
-        for path in build(args.out):
+        for path in build(args.out, dialect=args.dialect):
             print("wrote", path.relative_to(args.out) if path.is_relative_to(args.out) else path)
         if args.out == REPO:
             for rel in manifest.write_tables():

@@ -1,0 +1,94 @@
+"""Both dialects, every stage (issue 21 scope 3): each lesson authors every kernel cell twice -- legacy
+(``import neuronxcc.nki``, ``dialect="legacy"``) and NKI 0.6 (``import nki``, ``dialect="nki"``) -- and the release
+writes both references (``solutions/<stage>/<kernel>.py`` and ``solutions/<stage>/nki/<kernel>.py``) and the
+students' stubs in the course's ``stub_dialect``.  Here, for every question of the manifest:
+
+* the manifest names a reference in each dialect, and it is the file the release writes from the lesson;
+* the 0.6 reference earns full marks from the grader (correctness and full speed points), as the legacy one does;
+* the two references issue the same instructions (engine, partitions, elements, bytes, in order) on the speed case
+  and get the same estimate -- one algorithm, one program, one cost, whichever dialect spells it;
+* either dialect's student notebook has the same cells (grade ids) and only its own dialect's kernel stubs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from course_testing import grade_in_process
+
+from nkilab import manifest
+from nkilab.modules import load_kernel
+from nkilab.questions import QUESTIONS, SOLUTIONS
+from nkilab.release import REPO, cell_dialect, load_source, solution_files, stages
+from nkisim import api
+
+SPECS = manifest.course().questions()
+SEED = 2611
+
+
+@pytest.mark.parametrize("qid", sorted(SPECS))
+def test_every_question_has_a_reference_in_each_dialect_written_by_the_release(qid):
+    spec = SPECS[qid]
+    assert set(spec.solutions) == set(manifest.DIALECTS), (qid, spec.solutions)
+    stage = spec.solutions["legacy"].split("/")[0]
+    written = solution_files(load_source(REPO / "notebooks" / f"{stage}.py"))
+    for dialect, rel in spec.solutions.items():
+        assert rel.split("/", 1)[1] in written, (qid, dialect, rel, sorted(written))
+        text = (SOLUTIONS / rel).read_text()
+        assert ("import nki\n" in text) == (dialect == "nki") and ("neuronxcc" in text) == (dialect == "legacy"), rel
+
+
+@pytest.mark.parametrize("qid", sorted(SPECS))
+def test_the_06_reference_earns_full_marks(qid):
+    q = QUESTIONS[qid]
+    report = grade_in_process(qid, SOLUTIONS / SPECS[qid].solutions["nki"], SEED)
+    ev = report.evaluation
+    assert ev is not None and ev.problem is None, ev
+    assert [cr.verdict.message for cr in ev.cases if not cr.verdict.ok] == []
+    assert report.correctness == pytest.approx(q.correctness_points)
+    assert report.speed == pytest.approx(q.speed_points), report.record.speed
+
+
+def _arrays(outputs) -> list[np.ndarray]:
+    return [np.asarray(o) for o in (outputs if isinstance(outputs, (tuple, list)) else [outputs])]
+
+
+def _instructions(launch: api.Launch) -> list[tuple]:
+    return [(i.engine, i.p, i.n, i.nbytes) for i in launch.record.ctx.trace]
+
+
+def _estimate(launch: api.Launch) -> tuple:
+    """The estimate, its time per source line only as a total (the two files spell the kernel in other lines)."""
+    est = launch.estimate()
+    return dataclasses.replace(est, line_us={}), round(sum(est.line_us.values()), 6)
+
+
+@pytest.mark.parametrize("qid", sorted(SPECS))
+def test_both_references_issue_the_same_instructions_and_estimate(qid):
+    q = QUESTIONS[qid]
+    args = q.inputs(q.speed_case, SEED, 0)
+    launches = {d: api.launch(load_kernel(SOLUTIONS / rel, q.function), args, grid=q.grid, target=q.target or "trn2")
+                for d, rel in SPECS[qid].solutions.items()}
+    old, new = launches["legacy"], launches["nki"]
+    for a, b in zip(_arrays(old.outputs), _arrays(new.outputs), strict=True):
+        np.testing.assert_array_equal(b, a)
+    assert _instructions(new) == _instructions(old)
+    assert _estimate(new) == _estimate(old)
+
+
+@pytest.mark.parametrize("lesson", stages(REPO / "notebooks"), ids=lambda p: p.stem)
+def test_each_dialect_gets_the_same_cells_with_its_own_kernel_stubs(lesson):
+    views = {d: load_source(lesson, d) for d in manifest.DIALECTS}
+    ids = {d: [c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells] for d, nb in views.items()}
+    assert ids["legacy"] == ids["nki"]
+    for d, nb in views.items():
+        assert all(cell_dialect(c) in (None, d) for c in nb.cells)
+        kernels = [c.source for c in nb.cells if c.source.startswith("%%writefile")]
+        assert kernels, lesson
+        for src in kernels:
+            if d == "nki":
+                assert "import nki\n" in src and "neuronxcc" not in src, src[:200]
+            else:
+                assert "neuronxcc.nki" in src and "\nimport nki\n" not in src, src[:200]
