@@ -121,6 +121,16 @@ class _TensorsOnly:
         return out
 
 
+def _tensors_only(k: Kernel) -> Kernel:
+    """``k`` held to returning NKI tensors (``_TensorsOnly``), in its own dialect: an NKI 0.6 kernel keeps 0.6's
+    launch rules (``kernel[2]`` is two logical cores, inputs writable), a legacy one legacy's."""
+    if isinstance(k.func, _TensorsOnly):
+        return k
+    held = Kernel(_TensorsOnly(k.func), k.mode, **k.options)
+    held.dialect = k.dialect
+    return held
+
+
 def launch(kernel: Callable | Kernel, args: list | tuple, *, grid: Any = None, target: str | None = None,
            tensors_only: bool = False, record: bool = True) -> Launch:
     """Run ``kernel`` (``kernel[grid]`` when a grid is given) on ``args`` for ``target``.
@@ -132,8 +142,8 @@ def launch(kernel: Callable | Kernel, args: list | tuple, *, grid: Any = None, t
     hands kernels tensors backed by NumPy arrays, so a kernel could otherwise compute ``a + b`` in NumPy and
     return that array, which would "pass" here and fail to compile on a device."""
     k = as_kernel(kernel)
-    if tensors_only and not isinstance(k.func, _TensorsOnly):
-        k = Kernel(_TensorsOnly(k.func), k.mode, **k.options)
+    if tensors_only:
+        k = _tensors_only(k)
     outputs = _launch(k, grid, tuple(args), {}, target=target, record=record)
     done = k.last_launch
     assert done is not None
@@ -146,8 +156,8 @@ def trace(kernel: Callable | Kernel, args: list | tuple, *, grid: Any = None, ta
     model only (no values: ``args`` may be ``nki.typing`` placeholders or arrays, whose values are not read)."""
     placeholders = [a if isinstance(a, Placeholder) else Placeholder(a.shape, a.dtype) for a in args]
     k = as_kernel(kernel)
-    if tensors_only and not isinstance(k.func, _TensorsOnly):
-        k = Kernel(_TensorsOnly(k.func), k.mode, **k.options)
+    if tensors_only:
+        k = _tensors_only(k)
     _launch(k, grid, tuple(placeholders), {}, target=target, record=True, numerics=False)
     done = k.last_launch
     assert done is not None and done.program is not None

@@ -204,7 +204,7 @@ bench = nki.benchmark(double_kernel)
 bench(np.ones((128, 2048), dtype=np.float32))
 print(f"p99 latency: {bench.benchmark_result.nc_latency.get_latency_percentile(99):.1f} us")
 
-# %% nbgrader={"grade": false, "grade_id": "q2_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "q2_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="legacy"
 # %%writefile vector_add_stream.py
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
@@ -224,6 +224,26 @@ def vector_add_stream(a, b):
     ### END SOLUTION
 
 
+# %% nbgrader={"grade": false, "grade_id": "q2_kernel_nki", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="nki"
+# %%writefile vector_add_stream.py
+import nki
+import nki.language as nl
+
+
+@nki.jit
+def vector_add_stream(a, b):
+    """a + b for a, b of shape [P, F] with P <= 128 and F a multiple of 2048, streamed in free-dim chunks."""
+    ### BEGIN SOLUTION
+    chunk = 2048
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for j in range(a.shape[1] // chunk):
+        a_tile = nl.load(a[:, j * chunk:(j + 1) * chunk])
+        b_tile = nl.load(b[:, j * chunk:(j + 1) * chunk])
+        nl.store(out[:, j * chunk:(j + 1) * chunk], value=nl.add(a_tile, b_tile))
+    return out
+    ### END SOLUTION
+
+
 # %% nbgrader={"grade": false, "grade_id": "q2_check", "locked": true, "schema_version": 3, "solution": false, "task": false}
 check("vector_add_stream", "vector_add_stream.py");
 
@@ -236,6 +256,10 @@ grade("vector_add_stream", "vector_add_stream.py")
 # %% [markdown] nbgrader={"grade": false, "grade_id": "hardware", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## On real hardware
 #
+# * **Which Neuron SDK.** Each kernel cell comes in two dialects. The legacy one (`import neuronxcc.nki`) compiles
+#   with Neuron SDK 2.29 and earlier; since SDK 2.30 that namespace is a compile error inside a kernel. The NKI 0.6
+#   one (`import nki`) needs SDK 2.32 or later, and has no `nki.benchmark`: on a device you compile it to a NEFF
+#   and time that with the Neuron runtime's tools. The simulator runs both and gives both the same estimate.
 # * The notebook is plain NKI: on a trn1/trn2 instance with the Neuron SDK, `neuronxcc.nki` is the real
 #   compiler and your kernels run on a NeuronCore. `check` then reports `nki.benchmark`'s measured p99 latency
 #   and compares it with the reference solution measured on the same device.

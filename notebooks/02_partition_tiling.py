@@ -100,7 +100,7 @@ except Exception as err:  # the compiler's error, shown instead of stopping the 
 #   (float32, float16 or bfloat16). The output has their shape and dtype.
 # * Load, add and store one `[128, F]` tile per iteration.
 
-# %% nbgrader={"grade": false, "grade_id": "q1_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "q1_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="legacy"
 # %%writefile tiled_add.py
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
@@ -114,6 +114,28 @@ def tiled_add(a, b):
     P = nl.tile_size.pmax  # 128
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
     for t in nl.affine_range(N // P):
+        a_tile = nl.load(a[t * P:(t + 1) * P, :])
+        b_tile = nl.load(b[t * P:(t + 1) * P, :])
+        sum_tile = nl.add(a_tile, b_tile)
+        nl.store(out[t * P:(t + 1) * P, :], value=sum_tile)
+    return out
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": false, "grade_id": "q1_kernel_nki", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="nki"
+# %%writefile tiled_add.py
+import nki
+import nki.language as nl
+
+
+@nki.jit
+def tiled_add(a, b):
+    """a + b for a, b of shape [N, F] with N a multiple of 128: one 128-row tile per iteration."""
+    ### BEGIN SOLUTION
+    N, F = a.shape
+    P = nl.tile_size.pmax  # 128
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for t in range(N // P):
         a_tile = nl.load(a[t * P:(t + 1) * P, :])
         b_tile = nl.load(b[t * P:(t + 1) * P, :])
         sum_tile = nl.add(a_tile, b_tile)
@@ -277,7 +299,7 @@ except Exception as err:
 # Speed: full points at ≤ 1.2× the reference solution's estimated latency on `[1000, 1024]` float32,
 # half points at ≤ 2×.
 
-# %% nbgrader={"grade": false, "grade_id": "q2_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "q2_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="legacy"
 # %%writefile tiled_add_relu.py
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
@@ -299,6 +321,30 @@ def tiled_add_relu(a, b):
         sum_tile = nl.add(a_tile, b_tile, mask=(rows < N))
         relu_tile = nl.maximum(sum_tile, 0.0, mask=(rows < N))
         nl.store(out[rows, i_f], value=relu_tile, mask=(rows < N))
+    return out
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": false, "grade_id": "q2_kernel_nki", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="nki"
+# %%writefile tiled_add_relu.py
+import nki
+import nki.language as nl
+
+
+@nki.jit
+def tiled_add_relu(a, b):
+    """max(a + b, 0) for a, b of shape [N, F], any N >= 1: 128-row tiles, the last one smaller."""
+    ### BEGIN SOLUTION
+    N, F = a.shape
+    P = nl.tile_size.pmax
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for t in range((N + P - 1) // P):
+        lo, hi = t * P, min((t + 1) * P, N)  # the ragged last tile is a smaller tile: rows lo .. hi - 1
+        a_tile = nl.load(a[lo:hi, :])
+        b_tile = nl.load(b[lo:hi, :])
+        sum_tile = nl.add(a_tile, b_tile)
+        relu_tile = nl.maximum(sum_tile, 0.0)
+        nl.store(out[lo:hi, :], value=relu_tile)
     return out
     ### END SOLUTION
 
@@ -330,6 +376,10 @@ grade("tiled_add_relu", "tiled_add_relu.py")
 # %% [markdown] nbgrader={"grade": false, "grade_id": "hardware", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## On real hardware
 #
+# * **Which Neuron SDK.** Legacy kernels (`import neuronxcc.nki`, with `nl.affine_range` and masks) need Neuron SDK
+#   2.29 or earlier: since SDK 2.30 `neuronxcc.nki` is a compile error inside a kernel. NKI 0.6 kernels
+#   (`import nki`) need SDK 2.32 or later; there the loop is Python's `range` and the ragged last tile a smaller
+#   slice, `a[lo:min(lo + 128, N), :]`.
 # * On a trn1/trn2 instance `neuronxcc.nki` is the real compiler: the 256-row and out-of-bound errors above
 #   are its compile-time errors, and `latency_us` reports `nki.benchmark`'s measured p99 instead of an estimate.
 # * A mask costs nothing at runtime on hardware either: it is applied at compile time, when the last

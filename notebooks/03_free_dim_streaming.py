@@ -84,7 +84,7 @@ print(v.reshape((3, 2, 2)))  # 3 tiles x 2 partitions x FREE_DIM 2: tile 1 holds
 # Speed: full points at ≤ 1.2× the reference solution's estimated latency (trn2) on n = 1 024 000 float32,
 # half points at ≤ 2×. FREE_DIM decides it — try a few values, and use section 3 to see why.
 
-# %% nbgrader={"grade": false, "grade_id": "q1_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "q1_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="legacy"
 # %%writefile stream_add_1d.py
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
@@ -102,6 +102,32 @@ def stream_add_1d(a, b):
     b_tiles = b.reshape((n_tiles, P, FREE_DIM))
     out_tiles = out.reshape((n_tiles, P, FREE_DIM))
     for t in nl.affine_range(n_tiles):
+        a_tile = nl.load(a_tiles[t])
+        b_tile = nl.load(b_tiles[t])
+        sum_tile = nl.add(a_tile, b_tile)
+        nl.store(out_tiles[t], value=sum_tile)
+    return out
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": false, "grade_id": "q1_kernel_nki", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="nki"
+# %%writefile stream_add_1d.py
+import nki
+import nki.language as nl
+
+
+@nki.jit
+def stream_add_1d(a, b):
+    """a + b for 1-D a, b whose length is a multiple of 128000, streamed as (tiles, 128, FREE_DIM)."""
+    ### BEGIN SOLUTION
+    FREE_DIM = 1000
+    P = nl.tile_size.pmax
+    n_tiles = a.shape[0] // (P * FREE_DIM)
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    a_tiles = a.reshape((n_tiles, P, FREE_DIM))
+    b_tiles = b.reshape((n_tiles, P, FREE_DIM))
+    out_tiles = out.reshape((n_tiles, P, FREE_DIM))
+    for t in range(n_tiles):
         a_tile = nl.load(a_tiles[t])
         b_tile = nl.load(b_tiles[t])
         sum_tile = nl.add(a_tile, b_tile)
@@ -255,6 +281,9 @@ else:
 # %% [markdown] nbgrader={"grade": false, "grade_id": "hardware", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## On real hardware
 #
+# * **Which Neuron SDK.** The legacy kernel (`import neuronxcc.nki`) needs Neuron SDK 2.29 or earlier (since SDK 2.30
+#   `neuronxcc.nki` is a compile error inside a kernel); the NKI 0.6 one (`import nki`, the same reshape and a
+#   Python `range` loop) needs SDK 2.32 or later.
 # * On a trn1/trn2 instance the same kernels compile with the Neuron compiler; `latency_us` then reports
 #   `nki.benchmark`'s measured p99 and the sweep's transfer counts are computed, not profiled. Use
 #   `nki.profile` and neuron-profile for real engine timelines.

@@ -127,6 +127,24 @@ def copy_rows_masked(x):
 
 print("masked copy is exact:", np.array_equal(copy_rows_masked(x200), x200))
 
+# %% [markdown] nbgrader={"grade": false, "grade_id": "masks_06", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# **The same in NKI 0.6.** NKI 0.6 (`import nki`) has neither `nl.arange` index grids nor `mask=`. A ragged last
+# tile is simply a smaller tile: bound the slice with `min`, and every instruction on it covers only the rows that
+# exist.
+#
+# | legacy (`neuronxcc.nki`) | NKI 0.6 (`nki`) |
+# |---|---|
+# | `for i in nl.affine_range(n_tiles):` | `for i in range(n_tiles):` (`nl.affine_range` is a deprecated alias) |
+# | `rows = i * 128 + i_p` | `lo, hi = i * 128, min((i + 1) * 128, n_rows)` |
+# | `tile = nl.load(x[rows, i_f], mask=(rows < n_rows))` | `tile = nl.load(x[lo:hi, :])`, a `(hi - lo, C)` tile |
+# | `nl.store(out[rows, i_f], value=tile, mask=(rows < n_rows))` | `nl.store(out[lo:hi, :], value=tile)` |
+#
+# Both say the same thing: for R = 200 the last tile's instructions cover 72 partitions, and the simulator prices
+# both spellings alike. Each kernel cell of this lesson has a 0.6 twin written this way. Two more 0.6 differences
+# show up in them. `nl.multiply` does not broadcast a `(rows, 1)` statistic along the free axis, so the twin
+# scales each row with `nisa.tensor_scalar`, the same Vector-engine instruction the legacy `nl.multiply` issues.
+# And `nl.broadcast_to(g_tile, (128, C))` replaces the method `g_tile.broadcast_to((128, C))`.
+
 # %% [markdown] nbgrader={"grade": false, "grade_id": "broadcast", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## 3. Two broadcasts, on two different axes
 #
@@ -178,7 +196,7 @@ print(res)  # every row sums to 3, times g = [1, 2, 3]
 # Tolerances: rtol = atol = 1e-5 for float32, 1.6e-2 for bfloat16. Correctness earns 3 points, speed 1 (≤ 1.2× the
 # reference's estimated latency on `a` = 4096 × 2048 float32).
 
-# %% nbgrader={"grade": false, "grade_id": "q1_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "q1_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="legacy"
 # %%writefile rmsnorm.py
 import math
 
@@ -205,6 +223,39 @@ def rmsnorm(a, g):
         normed = nl.multiply(a_tile, inv_rms, mask=(rows < n_rows))
         out_tile = nl.multiply(normed, g_bcast, dtype=a.dtype, mask=(rows < n_rows))
         nl.store(out[rows, i_f], value=out_tile, mask=(rows < n_rows))
+    return out
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": false, "grade_id": "q1_kernel_nki", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="nki"
+# %%writefile rmsnorm.py
+import math
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def rmsnorm(a, g):
+    """a / sqrt(mean(a^2, row) + 1e-6) * g for a of shape [R, C] (any R) and g of shape [C]."""
+    ### BEGIN SOLUTION
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    n_rows, n_cols = a.shape
+    P = nl.tile_size.pmax
+    g_tile = nl.load(g.reshape((1, n_cols)))
+    g_bcast = nl.broadcast_to(g_tile, (P, n_cols))
+    for i in range(math.ceil(n_rows / P)):
+        lo, hi = i * P, min((i + 1) * P, n_rows)  # the last tile may have fewer rows: a smaller tile, no mask
+        a_tile = nl.load(a[lo:hi, :])
+        squares = nl.square(a_tile, dtype=nl.float32)
+        mean_sq = nl.mean(squares, axis=[1], keepdims=True)  # (rows, 1): one value per row
+        inv_rms = nl.rsqrt(nl.add(mean_sq, 1e-6))
+        # NKI 0.6's nl.multiply does not broadcast: scale each row by its (rows, 1) statistic with tensor_scalar
+        normed = nl.ndarray((hi - lo, n_cols), dtype=nl.float32)
+        nisa.tensor_scalar(normed, a_tile, nl.multiply, inv_rms)
+        out_tile = nl.multiply(normed, g_bcast[0:hi - lo, :], dtype=a.dtype)
+        nl.store(out[lo:hi, :], value=out_tile)
     return out
     ### END SOLUTION
 
@@ -292,7 +343,7 @@ else:
 # Same rules and cases as `rmsnorm`. Correctness earns 1 point and speed 3: full speed points at ≤ 1.2× this
 # question's reference (the straightforward kernel of section 4 is about 1.4× it), half at ≤ 2×.
 
-# %% nbgrader={"grade": false, "grade_id": "q2_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "q2_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="legacy"
 # %%writefile rmsnorm_fast.py
 import math
 
@@ -326,6 +377,44 @@ def rmsnorm_fast(a, g):
         normed = nisa.activation(op=nl.copy, data=a_tile, scale=inv_rms, mask=valid)
         out_tile = nl.multiply(normed, g_bcast, dtype=a.dtype, mask=valid)
         nl.store(out[rows, i_f], value=out_tile, mask=valid)
+    return out
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": false, "grade_id": "q2_kernel_nki", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="nki"
+# %%writefile rmsnorm_fast.py
+import math
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def rmsnorm_fast(a, g):
+    """rmsnorm with fused, engine-balanced instructions."""
+    ### BEGIN SOLUTION
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    n_rows, n_cols = a.shape
+    P = nl.tile_size.pmax
+    g_bcast = nl.broadcast_to(nl.load(g.reshape((1, n_cols))), (P, n_cols))
+    for i in range(math.ceil(n_rows / P)):
+        lo, hi = i * P, min((i + 1) * P, n_rows)
+        rows = hi - lo
+        a_tile = nl.load(a[lo:hi, :])
+        # ScalarE: squares and their row sum in one instruction (fp32 accumulation); the squares are not needed
+        squares = nl.ndarray((rows, n_cols), dtype=nl.float32)
+        sum_sq = nl.ndarray((rows, 1), dtype=nl.float32)
+        nisa.activation_reduce(squares, nl.square, a_tile, reduce_op=nl.add, reduce_res=sum_sq)
+        # one value per partition: mean + eps, then 1/sqrt
+        mean_eps = nl.ndarray((rows, 1), dtype=nl.float32)
+        nisa.tensor_scalar(mean_eps, sum_sq, nl.multiply, 1.0 / n_cols, op1=nl.add, operand1=1e-6)
+        inv_rms = nl.rsqrt(mean_eps)
+        # ScalarE scales by the per-row statistic; VectorE multiplies by the broadcast weight
+        normed = nl.ndarray((rows, n_cols), dtype=a.dtype)
+        nisa.activation(normed, nl.copy, a_tile, scale=inv_rms)
+        out_tile = nl.multiply(normed, g_bcast[0:rows, :], dtype=a.dtype)
+        nl.store(out[lo:hi, :], value=out_tile)
     return out
     ### END SOLUTION
 
@@ -374,6 +463,9 @@ else:
 # %% [markdown] nbgrader={"grade": false, "grade_id": "hardware", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## On real hardware
 #
+# * **Which Neuron SDK.** Masked legacy kernels (`import neuronxcc.nki`) need Neuron SDK 2.29 or earlier: since SDK
+#   2.30 `neuronxcc.nki` is a compile error inside a kernel. The NKI 0.6 kernels (`import nki`, bounded slices
+#   instead of masks) need SDK 2.32 or later.
 # * Masks are compile-time: the compiler shrinks the last tile's instructions to the valid partitions, exactly as
 #   here. An unmasked out-of-bounds access is the same compile error on a Neuron machine.
 # * `nki.isa` instructions map one-to-one onto engine instructions, so the engine balance you see in the

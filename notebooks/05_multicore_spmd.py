@@ -42,6 +42,7 @@ except ImportError:  # a Neuron machine without the course simulator installed
     ON_SIMULATOR = False
 
 from nkilab import check, load_kernel  # load_kernel imports the kernel a %%writefile cell saved
+from nkilab.modules import kernel_dialect  # "legacy" or "0.6": how a kernel is launched on two cores
 
 print("neuronxcc.nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR else "the Neuron compiler")
 
@@ -100,7 +101,7 @@ print(double_assumes_four[3](x))
 #
 # Correctness 2 points, speed 1 (4096 × 1024 float32).
 
-# %% nbgrader={"grade": false, "grade_id": "q1_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "q1_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="legacy"
 # %%writefile vector_add_spmd.py
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
@@ -114,6 +115,28 @@ def vector_add_spmd(a, b):
     rows_per_instance = a.shape[0] // nl.num_programs(0)
     first_row = nl.program_id(0) * rows_per_instance
     for t in nl.affine_range(rows_per_instance // 128):
+        r0 = first_row + t * 128
+        a_tile = nl.load(a[r0:r0 + 128, :])
+        b_tile = nl.load(b[r0:r0 + 128, :])
+        nl.store(out[r0:r0 + 128, :], value=nl.add(a_tile, b_tile))
+    return out
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": false, "grade_id": "q1_kernel_nki", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="nki"
+# %%writefile vector_add_spmd.py
+import nki
+import nki.language as nl
+
+
+@nki.jit
+def vector_add_spmd(a, b):
+    """a + b; launched as vector_add_spmd(a, b) or vector_add_spmd[2](a, b), each logical core adds R / n rows."""
+    ### BEGIN SOLUTION
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    rows_per_core = a.shape[0] // nl.num_programs(0)
+    first_row = nl.program_id(0) * rows_per_core
+    for t in range(rows_per_core // 128):
         r0 = first_row + t * 128
         a_tile = nl.load(a[r0:r0 + 128, :])
         b_tile = nl.load(b[r0:r0 + 128, :])
@@ -159,6 +182,21 @@ try:
 except Exception as err:  # the compiler's error, shown instead of stopping the notebook
     print(f"trn1, nl.nc(2): {type(err).__name__}: {err}")
 
+# %% [markdown] nbgrader={"grade": false, "grade_id": "cores_06", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# **The same in NKI 0.6: logical cores.** NKI 0.6 (`import nki`) has no SPMD launch grid, and no `nl.nc` or
+# `nl.spmd_dim`. The one number in brackets is the **logical-core degree**, 1 or 2:
+#
+# | legacy (`neuronxcc.nki`) | NKI 0.6 (`nki`) |
+# |---|---|
+# | `kernel[nl.nc(2)](a, g)`: two instances, one per physical core | `kernel[2](a, g)`: the kernel runs on both cores of a trn2 logical core |
+# | `kernel[4](a, b)`: four instances, one after another on one core | `kernel(a, b)`: one core; the kernel loops over the blocks itself |
+# | `kernel[nl.nc(2), 2](...)` | `kernel[2](...)`, with a loop over 2 blocks on each core |
+#
+# `nl.program_id(0)` (0 or 1) and `nl.num_programs(0)` (1 or 2) split the work as before, so the 0.6 twins of this
+# lesson's kernels keep the split. Without brackets `nl.num_programs(0)` is 1, and `vector_add_spmd` then adds all
+# rows on one core, which is what four instances in turn on one core did. The grader launches each dialect its
+# own way: `[4]` and `[nl.nc(2)]` for legacy kernels, no brackets and `[2]` for 0.6 ones.
+
 # %% [markdown] nbgrader={"grade": false, "grade_id": "q2_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## 4. Your kernel: `rmsnorm_2core` (4 points)
 #
@@ -173,7 +211,7 @@ except Exception as err:  # the compiler's error, shown instead of stopping the 
 #
 # Correctness 2 points, speed 2 (8192 × 2048 float32, on two cores).
 
-# %% nbgrader={"grade": false, "grade_id": "q2_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "q2_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="legacy"
 # %%writefile rmsnorm_2core.py
 import math
 
@@ -209,6 +247,44 @@ def rmsnorm_2core(a, g):
     ### END SOLUTION
 
 
+# %% nbgrader={"grade": false, "grade_id": "q2_kernel_nki", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="nki"
+# %%writefile rmsnorm_2core.py
+import math
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def rmsnorm_2core(a, g):
+    """RMSNorm(a) * g; launched as rmsnorm_2core[2](a, g), each logical core takes a block of row tiles."""
+    ### BEGIN SOLUTION
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    n_rows, n_cols = a.shape
+    P = nl.tile_size.pmax
+    tiles_per_core = math.ceil(math.ceil(n_rows / P) / nl.num_programs(0))
+    first_tile = nl.program_id(0) * tiles_per_core
+    g_bcast = nl.broadcast_to(nl.load(g.reshape((1, n_cols))), (P, n_cols))
+    for t in range(tiles_per_core):
+        lo, hi = (first_tile + t) * P, min((first_tile + t + 1) * P, n_rows)
+        if lo >= hi:  # past the last row (R = 1: core 1 has nothing to do); a Python int, known while tracing
+            break
+        rows = hi - lo
+        a_tile = nl.load(a[lo:hi, :])
+        squares = nl.ndarray((rows, n_cols), dtype=nl.float32)
+        sum_sq = nl.ndarray((rows, 1), dtype=nl.float32)
+        nisa.activation_reduce(squares, nl.square, a_tile, reduce_op=nl.add, reduce_res=sum_sq)
+        mean_eps = nl.ndarray((rows, 1), dtype=nl.float32)
+        nisa.tensor_scalar(mean_eps, sum_sq, nl.multiply, 1.0 / n_cols, op1=nl.add, operand1=1e-6)
+        inv_rms = nl.rsqrt(mean_eps)
+        normed = nl.ndarray((rows, n_cols), dtype=a.dtype)
+        nisa.activation(normed, nl.copy, a_tile, scale=inv_rms)
+        nl.store(out[lo:hi, :], value=nl.multiply(normed, g_bcast[0:rows, :], dtype=a.dtype))
+    return out
+    ### END SOLUTION
+
+
 # %% nbgrader={"grade": false, "grade_id": "q2_check", "locked": true, "schema_version": 3, "solution": false, "task": false}
 check("rmsnorm_2core", "rmsnorm_2core.py");
 
@@ -223,10 +299,14 @@ grade("rmsnorm_2core", "rmsnorm_2core.py")
 #
 # The same kernel, three launches: one instance doing everything (`[1]`), two instances on one core (`[2]`), and
 # two instances on two cores (`[nl.nc(2)]`). The cell estimates each on trn2 for growing R (C = 2048, float32)
-# and plots the speedup of `[nl.nc(2)]` over `[1]`. All latencies are **cost-model estimates for trn2**.
+# and plots the speedup of `[nl.nc(2)]` over `[1]`. All latencies are **cost-model estimates for trn2**. (With the
+# NKI 0.6 kernel, the `[nc(2)]` column is `kernel[2]` and the `[2]` column stays empty, `nan`: 0.6 cannot run two
+# instances on one core.)
 
 # %% nbgrader={"grade": false, "grade_id": "speedup_demo", "locked": true, "schema_version": 3, "solution": false, "task": false}
 def estimate_us(kernel, grid, rows, cols=2048):
+    if grid is None:  # a launch the kernel's dialect cannot spell
+        return float("nan")
     if ON_SIMULATOR:
         from neuronxcc.nki import typing as nt
 
@@ -243,10 +323,12 @@ row_counts = [256, 1024, 4096, 8192]
 speedups = []
 try:
     kernel = load_kernel("rmsnorm_2core.py", "rmsnorm_2core")
+    # NKI 0.6 spells two cores kernel[2] and has no grid of instances on one core (section 3's table)
+    grids = ((1,), None, (2,)) if kernel_dialect(kernel) == "0.6" else ((1,), (2,), (nl.nc(2),))
     print("estimated latency on trn2 (us):")
     print(f"{'R':>6} {'[1]':>9} {'[2]':>9} {'[nc(2)]':>9} {'speedup':>8}")
     for rows in row_counts:
-        one, two_serial, two_cores = (estimate_us(kernel, grid, rows) for grid in ((1,), (2,), (nl.nc(2),)))
+        one, two_serial, two_cores = (estimate_us(kernel, grid, rows) for grid in grids)
         speedups.append(one / two_cores)
         print(f"{rows:6d} {one:9.1f} {two_serial:9.1f} {two_cores:9.1f} {one / two_cores:7.2f}x")
 except Exception as err:  # e.g. rmsnorm_2core is not written yet
@@ -286,6 +368,9 @@ if speedups:
 # %% [markdown] nbgrader={"grade": false, "grade_id": "hardware", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## On real hardware
 #
+# * **Which Neuron SDK.** Legacy grids (`import neuronxcc.nki`, `kernel[nl.nc(2)]`) need Neuron SDK 2.29 or earlier:
+#   since SDK 2.30 `neuronxcc.nki` is a compile error inside a kernel. NKI 0.6 (`import nki`, `kernel[2]`) needs SDK
+#   2.32 or later, and the bracket must match the runtime's logical-core setting (`NEURON_LOGICAL_NC_CONFIG`).
 # * On trn2, `nl.nc(2)` grids need the logical-core configuration with two physical cores per logical core (the
 #   default, LNC = 2); the speedup you measure with `nki.benchmark` is a **measurement**, the numbers above are
 #   cost-model **estimates**.

@@ -18,6 +18,7 @@ then ``done``.  It never sees expected outputs, the grading seed or the referenc
 from __future__ import annotations
 
 import linecache
+import math
 import os
 import sys
 import time
@@ -75,10 +76,17 @@ def load_kernel(module_path: str, function: str) -> Any:
     return fn
 
 
-def make_grid(spec: Any) -> tuple | None:
-    """JSON grid spec -> launch grid: ints stay, {"nc": k} becomes nl.nc(k)."""
+def make_grid(spec: Any, dialect: str = "legacy") -> Any:
+    """JSON grid spec -> launch grid in the kernel's dialect.
+
+    Legacy: ints stay, {"nc": k} becomes nl.nc(k).  NKI 0.6 has no SPMD grid, only the logical-core degree
+    ``kernel[n]``: the grid's {"nc": k} dimensions become ``n`` (their product), and its plain dimensions, which
+    legacy runs one instance after another on one core, are the 0.6 kernel's own loop (no bracket when n is 1)."""
     if spec is None:
         return None
+    if dialect == "0.6":
+        lnc = math.prod(int(x["nc"]) for x in spec if isinstance(x, dict))
+        return lnc if lnc > 1 else None
     import neuronxcc.nki.language as nl
 
     return tuple(nl.nc(int(x["nc"])) if isinstance(x, dict) else int(x) for x in spec)
@@ -92,7 +100,7 @@ class Launcher:
     cost-model estimate is the timed case's latency."""
 
     def __init__(self, fn: Any, grid_spec: Any, target: str | None) -> None:
-        self.fn, self.grid, self.target = fn, make_grid(grid_spec), target
+        self.fn, self.grid, self.target = fn, make_grid(grid_spec, modules.kernel_dialect(fn)), target
         self.simulator = on_simulator()
         self.last: Any = None
 
@@ -140,7 +148,7 @@ def benchmark(fn: Any, shapes: list[list[int]], dtypes: list[str], target: str |
     rng = np.random.default_rng(0)
     args = [rng.standard_normal(s).astype(np.dtype(d)) for s, d in zip(shapes, dtypes)]
     bench = nki.benchmark(fn, **opts)
-    grid = make_grid(grid_spec)
+    grid = make_grid(grid_spec, modules.kernel_dialect(fn))
     if grid is not None:
         bench = bench[grid]
     bench(*args)
@@ -201,7 +209,7 @@ def trace_programs(fn: Any, job: dict, module_path: str | None, emit: Any, first
     signatures are numbered from ``first``."""
     from nkisim import api
 
-    grid = make_grid(job.get("grid"))
+    grid = make_grid(job.get("grid"), modules.kernel_dialect(fn))
     for k, sig in enumerate(job["signatures"], first):
         start = time.perf_counter()
         try:

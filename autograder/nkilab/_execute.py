@@ -57,8 +57,11 @@ def _program(text: np.ndarray, request: dict) -> Any:
     program = api.program_from_json(text.tobytes())
     target = request.get("target") or program.target  # None: a student's own check, on their default target
     api.validate(program, target)
-    api.check_request(program, inputs=[(tuple(s), d) for s, d in request["inputs"]], grid=make_grid(request.get("grid")),
-                      target=target)
+    # either dialect answers a question: the program's selects the launch rules it is held to (both are the
+    # course's), and its grid is the request's grid in that dialect (nc dimensions as logical cores for NKI 0.6)
+    dialect = program.dialect
+    api.check_request(program, inputs=[(tuple(s), d) for s, d in request["inputs"]],
+                      grid=make_grid(request.get("grid"), dialect), target=target, dialect=dialect)
     return program
 
 

@@ -31,3 +31,12 @@ def load_kernel(path: str | Path, name: str) -> Any:
     if fn is None:
         raise AttributeError(f"{Path(path).name} defines no function named '{name}'")
     return fn
+
+
+def kernel_dialect(fn: Any) -> str:
+    """The NKI dialect a loaded kernel is written in: "0.6" for an ``import nki`` kernel, else "legacy" (it decides
+    how a question's launch grid is spelled for it, ``nkilab._child.make_grid``)."""
+    dialect = getattr(fn, "dialect", None)
+    if dialect is None:  # a device's own kernel object: NKI 0.6's lives in the ``nki`` package
+        dialect = "0.6" if type(fn).__module__.split(".")[0] == "nki" else "legacy"
+    return str(dialect)

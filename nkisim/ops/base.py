@@ -413,6 +413,19 @@ def _tensor_record(t: Tensor) -> tuple:
     return rec
 
 
+def masked_partitions(mask: np.ndarray, recs: tuple) -> int | None:
+    """The partitions an instruction under ``mask`` touches: the span from the first to the last partition the
+    mask leaves on (at least 1), when the mask has the instruction's partition extent along its first axis.  A
+    ragged last tile masked to 104 of 128 rows is a 104-partition instruction, as the compiler emits it (and as
+    NKI 0.6 writes it, a 104-row tile): its DMA spreads over the queues of 104 partitions, not 128.  None (the
+    operands' extent) for a mask on the free axes only."""
+    p_max = max((shape[0] if shape else 1 for shape in recs[0::4]), default=1)
+    if mask.ndim == 0 or mask.shape[0] != p_max or p_max <= 1:
+        return None
+    on = np.flatnonzero(mask.reshape(p_max, -1).any(axis=1))
+    return max(1, int(on[-1] - on[0] + 1)) if on.size else 1
+
+
 def emit(ctx: KernelContext, kind: Instruction, engine: str | None = None, reads: Sequence[Access | Tensor] = (),
          writes: Sequence[Access | Tensor] = (), p: int | None = None, n: int | None = None, nbytes: int = 0,
          dtypes: tuple = (), acc: bool = False, extra: dict | None = None) -> Instr:
@@ -423,7 +436,7 @@ def emit(ctx: KernelContext, kind: Instruction, engine: str | None = None, reads
     the Instr derives the rest when the cost model asks (see cost.trace.Instr).  A Tensor operand
     is its whole access (what ops pass for whole tiles and for the tiles they return).
     """
-    ctx.op_mask = None
+    mask, ctx.op_mask = ctx.op_mask, None
     recs: tuple = ()
     indexed = False  # any Access operand (only those can be strided)
     for a in (*reads, *writes):
@@ -434,6 +447,8 @@ def emit(ctx: KernelContext, kind: Instruction, engine: str | None = None, reads
             t = a.tensor
             box = a.box
             recs += (a.shape, t.trace_facts or _access_facts(a), t.uid, box if box is not None else region(a)[2])
+    if mask is not None and p is None:
+        p = masked_partitions(mask, recs)
     state = ctx.loop_state
     # positional (once per instruction): kind, engine, p, n, dtypes, nbytes, reads, writes (from recs), loc, acc,
     # extra, instance, loops, bufs, core, run, recs, number of reads

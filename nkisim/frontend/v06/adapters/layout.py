@@ -115,11 +115,35 @@ def dyn_dim(shape: tuple[int, ...], stride: int) -> tuple[int, int]:
     return len(shape) - 1, stride
 
 
+def storage_shape(pattern: Pattern, size: int) -> tuple[int, ...] | None:
+    """A row-major shape of ``size`` elements whose strides are the pattern's (each dividing the one before), so
+    that the view is a basic index of the storage seen in that shape; None if the strides do not nest."""
+    steps = sorted({s for s, c in pattern if c > 1}, reverse=True)
+    if not steps or steps[0] <= 0 or size % steps[0]:
+        return None
+    dims = [size // steps[0]]
+    for hi, lo in zip(steps, steps[1:]):
+        if hi % lo:
+            return None
+        dims.append(hi // lo)
+    if steps[-1] > 1:
+        dims.append(steps[-1])
+    return tuple(dims) if len(dims) > 1 else None
+
+
 def lower(base: Tensor, offset: int, pattern: Pattern, dyn: tuple = ()) -> Tensor | Access:
     shape = base.shape
     if offset == 0 and pattern == contiguous(shape) and not dyn:
         return base
     key = basic_key(shape, offset, pattern)
+    if key is None and not dyn and base.space == "hbm":
+        # a view of HBM in other dimensions than its own (a 1-D vector seen as (tiles, 128, F)): a basic index of
+        # the storage reshaped (a view, no instruction, as legacy's ``a.reshape``), not a grid of every element's
+        # coordinates, which would make the program as large as the data
+        storage = storage_shape(pattern, math.prod(shape))
+        alt = basic_key(storage, offset, pattern) if storage is not None and storage != shape else None
+        if alt is not None:
+            return Access(base.reshape(storage), alt)
     if key is not None:
         key = list(key)
         for value, stride in dyn:

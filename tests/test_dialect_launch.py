@@ -1,0 +1,137 @@
+"""Launching and grading an NKI 0.6 kernel the way its dialect launches (issue 21 scope 3).
+
+* A question's grid maps to each dialect's launch (``nkilab._child.make_grid``): ``{"nc": 2}`` is ``nl.nc(2)`` for a
+  legacy kernel and two logical cores, ``kernel[2]``, for a 0.6 one; plain grid dimensions (legacy instances run
+  one after another on one core) have no 0.6 spelling and are the 0.6 kernel's own loop (no bracket).
+* The grader's launch and trace (``tensors_only``) keep a 0.6 kernel a 0.6 kernel, and its executor holds the
+  program to the request in the program's dialect: a 0.6 program on one core is refused for a two-core question.
+* A masked legacy instruction covers only the partitions its mask leaves, as the 0.6 smaller tile does.
+* A 0.6 view of a 1-D HBM vector as (tiles, 128, F) compiles to a basic access, not a grid of coordinates.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import nkisim
+from nkilab import _execute
+from nkilab._child import make_grid
+from nkilab.modules import kernel_dialect, load_kernel
+from nkilab.questions import SOLUTIONS
+from nkisim import api
+
+nkisim.install()
+
+import neuronxcc.nki as lnki  # noqa: E402
+import neuronxcc.nki.language as lnl  # noqa: E402
+import nki  # noqa: E402
+import nki.language as nl  # noqa: E402
+
+
+def _sig(shape, dtype="float32"):
+    class Sig:
+        pass
+
+    s = Sig()
+    s.shape, s.dtype = tuple(shape), dtype
+    return s
+
+
+def test_a_questions_grid_in_each_dialect():
+    legacy = make_grid([{"nc": 2}], "legacy")
+    assert len(legacy) == 1 and isinstance(legacy[0], type(lnl.nc(2))) and legacy[0].k == 2
+    assert make_grid([4], "legacy") == (4,)
+    assert make_grid([{"nc": 2}], "0.6") == 2
+    assert make_grid([{"nc": 2}, 2], "0.6") == 2  # 4 legacy instances over two cores: two logical cores
+    assert make_grid([4], "0.6") is None  # 4 instances on one core: one logical core, the kernel loops
+    assert make_grid(None, "0.6") is None
+
+
+def test_the_dialect_of_a_loaded_kernel():
+    assert kernel_dialect(load_kernel(SOLUTIONS / "05_multicore_spmd/nki/rmsnorm_2core.py", "rmsnorm_2core")) == "0.6"
+    assert kernel_dialect(load_kernel(SOLUTIONS / "05_multicore_spmd/rmsnorm_2core.py", "rmsnorm_2core")) == "legacy"
+
+
+@nki.jit
+def _which_core(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    half = a.shape[0] // nl.num_programs(0)
+    for t in range(half // 128):
+        lo = nl.program_id(0) * half + t * 128
+        nl.store(out[lo:lo + 128, :], value=nl.add(nl.load(a[lo:lo + 128, :]), float(nl.program_id(0))))
+    return out
+
+
+def test_the_graders_launch_of_a_06_kernel_on_two_cores_is_two_logical_cores():
+    """``tensors_only`` (the grader's launch) used to rewrap a 0.6 kernel as a legacy one, whose ``kernel[2]`` is two
+    SPMD instances on one core: now it is the 0.6 launch, two logical cores, core 1 adding 1 to its half."""
+    a = np.zeros((256, 8), np.float32)
+    launch = api.launch(_which_core, [a], grid=make_grid([{"nc": 2}], "0.6"), target="trn2", tensors_only=True)
+    np.testing.assert_array_equal(launch.outputs, np.repeat([[0.0], [1.0]], 128, axis=0) * np.ones((1, 8)))
+    assert len(launch.estimate().core_us) == 2
+    program = api.trace(_which_core, [_sig((256, 8))], grid=2, target="trn2", tensors_only=True)
+    assert (program.dialect, tuple(program.grid), program.cores) == ("0.6", (2,), 2)
+
+
+def _executed(program, grid) -> dict:
+    """What the grader's executor makes of ``program`` answering a question launched on ``grid`` (JSON spec): the
+    case's facts, and its output when it ran."""
+    a = np.zeros((256, 8), np.float32)
+    job = {"programs": 1, "cases": [1], "case_program": [0], "timed": None,
+           "requests": [{"target": "trn2", "grid": grid, "inputs": [[[256, 8], "float32"]]}]}
+    got: list = []
+    _execute.run_cases(job, [np.frombuffer(program.to_json().encode(), dtype=np.uint8)], [[a]],
+                       lambda head, arrays: got.append((head, arrays)))
+    (head, arrays), = got
+    return {**head, "out": arrays[0] if arrays else None}
+
+
+def test_the_executor_holds_a_06_program_to_the_request_in_its_dialect():
+    two = api.trace(_which_core, [_sig((256, 8))], grid=2, target="trn2", tensors_only=True)
+    one = api.trace(_which_core, [_sig((256, 8))], target="trn2", tensors_only=True)
+    ran = _executed(two, [{"nc": 2}])
+    assert ran["status"] == "ok" and ran["out"][128:].min() == 1.0  # core 1 ran its half
+    assert _executed(one, [4])["status"] == "ok"  # legacy's [4], four instances on one core: no bracket in 0.6
+    for program, grid in ((one, [{"nc": 2}]), (two, [4])):
+        ran = _executed(program, grid)
+        assert ran["status"] == "error" and "core" in ran["error"]["message"], ran
+
+
+@lnki.jit
+def _masked_copy(x):
+    out = lnl.ndarray(x.shape, dtype=x.dtype, buffer=lnl.shared_hbm)
+    i_p, i_f = lnl.arange(128)[:, None], lnl.arange(x.shape[1])[None, :]
+    for t in lnl.affine_range((x.shape[0] + 127) // 128):
+        rows = t * 128 + i_p
+        nl_tile = lnl.load(x[rows, i_f], mask=(rows < x.shape[0]))
+        lnl.store(out[rows, i_f], value=nl_tile, mask=(rows < x.shape[0]))
+    return out
+
+
+@nki.jit
+def _sliced_copy(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for t in range((x.shape[0] + 127) // 128):
+        lo, hi = t * 128, min(t * 128 + 128, x.shape[0])
+        nl.store(out[lo:hi, :], value=nl.load(x[lo:hi, :]))
+    return out
+
+
+def test_a_masked_instruction_covers_the_partitions_its_mask_leaves():
+    x = np.arange(200 * 64, dtype=np.float32).reshape(200, 64)
+    old, new = api.launch(_masked_copy, [x], target="trn2"), api.launch(_sliced_copy, [x], target="trn2")
+    np.testing.assert_array_equal(old.outputs, x)
+    np.testing.assert_array_equal(new.outputs, x)
+    assert [(i.p, i.nbytes) for i in old.record.ctx.trace] == [(128, 32768)] * 2 + [(72, 72 * 256)] * 2
+    assert [(i.p, i.nbytes) for i in new.record.ctx.trace] == [(i.p, i.nbytes) for i in old.record.ctx.trace]
+    assert old.latency_us() == new.latency_us()
+
+
+def test_a_06_view_of_a_vector_as_tiles_is_a_basic_access():
+    """stream_add_1d's 0.6 reference on 2,048,000 elements: its program stays small (every access a slice of the
+    reshaped vector) where a grid of every element's coordinates took 21 MB."""
+    k = load_kernel(SOLUTIONS / "03_free_dim_streaming/nki/stream_add_1d.py", "stream_add_1d")
+    program = api.trace(k, [_sig((2_048_000,))] * 2, target="trn2", tensors_only=True)
+    assert len(program.to_json()) < 64 * 1024
+    a, b = np.random.default_rng(5).standard_normal((2, 2_048_000)).astype(np.float32)
+    np.testing.assert_array_equal(api.execute(program, [a, b]).outputs, a + b)
