@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import nkisim
 from nkilab import _execute
@@ -135,3 +136,37 @@ def test_a_06_view_of_a_vector_as_tiles_is_a_basic_access():
     assert len(program.to_json()) < 64 * 1024
     a, b = np.random.default_rng(5).standard_normal((2, 2_048_000)).astype(np.float32)
     np.testing.assert_array_equal(api.execute(program, [a, b]).outputs, a + b)
+
+
+@lnki.jit
+def _copy_rows_legacy(x):
+    out = lnl.ndarray(x.shape, dtype=x.dtype, buffer=lnl.shared_hbm)
+    for t in lnl.affine_range(x.shape[0] // 128):
+        tile = lnl.load(x[t * 128:(t + 1) * 128, :])
+        squared = lnl.multiply(tile, tile)
+        lnl.store(out[t * 128:(t + 1) * 128, :], value=lnl.multiply(squared, tile))
+    return out
+
+
+@nki.jit
+def _copy_rows_06(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for t in range(x.shape[0] // 128):
+        tile = nl.load(x[t * 128:(t + 1) * 128, :])
+        squared = nl.multiply(tile, tile)
+        nl.store(out[t * 128:(t + 1) * 128, :], value=nl.multiply(squared, tile))
+    return out
+
+
+@pytest.mark.parametrize("rows", [512, 4096])
+def test_an_unrolled_06_loops_tiles_get_the_buffers_of_an_unrolled_legacy_loops(rows):
+    """The tiles of a 0.6 Python loop are the tiles of an unrolled loop: a buffer per iteration while SBUF has room,
+    rotating when it has not (4096 rows of 2048 float32: 32 iterations of three 8 KiB tiles per partition, 768 KiB
+    against trn2's 192 KiB).  They used to be separate allocations without a bound, so every load could start at
+    once: the estimate and each instruction's time must be the legacy loop's."""
+    x = np.random.default_rng(3).standard_normal((rows, 2048)).astype(np.float32)
+    old, new = api.launch(_copy_rows_legacy, [x], target="trn2"), api.launch(_copy_rows_06, [x], target="trn2")
+    np.testing.assert_array_equal(new.outputs, old.outputs)
+    est_old, est_new = old.estimate(), new.estimate()
+    assert est_new.total_us == est_old.total_us
+    assert sorted(est_new.line_us.values()) == pytest.approx(sorted(est_old.line_us.values()))

@@ -134,6 +134,7 @@ class Buffers:
         # an op's result tile that was assigned into another tile (tile[...] = nl.load(...)) never
         # exists on chip: only roots that appear in some region occupy SBUF
         used = {r.root for ins in trace for r in (*ins.reads, *ins.writes)}
+        unrolled, live = unrolled_sites(trace) if getattr(trace, "dialect", "legacy") == "0.6" else ({}, {})
         spaces = {b.root: b.space for ins in trace for b in ins.bufs}
         #: partition broadcasts whose result stays in PSUM, read there (costs.psum_broadcasts)
         self.psum_resident = costs.psum_broadcasts(trace, spaces, prm)
@@ -142,6 +143,8 @@ class Buffers:
                 if b.root not in self.info and b.root in used:
                     if b.root in self.psum_resident:
                         b = b._replace(space="psum")
+                    if b.root in unrolled:  # a tile of an unrolled 0.6 loop: as a tile of an unrolled legacy loop
+                        b = b._replace(in_loop=True, site=unrolled[b.root])
                     self.info[b.root] = b
                     if b.place is not None:
                         continue  # a direct allocation: placed by the kernel, never rotated or spilled
@@ -173,12 +176,17 @@ class Buffers:
         self.per_iteration: dict[tuple, int] = {}
         for (key, _loops), n in made.items():
             self.per_iteration[key] = max(self.per_iteration.get(key, 1), n)
+        for r, site in unrolled.items():  # an unrolled site: as many per iteration as are live at once
+            self.per_iteration[self.site_key[r]] = live[site]
         sites = {s: v * self.per_iteration.get(("sbuf", s), 1) for s, v in sites.items()}
         psum_sites = {s: v * self.per_iteration.get(("psum", s), 1) for s, v in psum_sites.items()}
         # tiles of loops the compiler unrolls get a buffer per unrolled copy (unroll.py)
         copies = unroll.tile_copies(trace, {r: loops_of[r] for rs in site_roots.values() for r in rs if r in loops_of},
                                     int(prm.get("loops", {}).get("unroll_max_instructions", 0)))
         want = {s: max([copies.get(r, 1) for r in rs]) for s, rs in site_roots.items()}
+        for s, rs in site_roots.items():  # an unrolled 0.6 site: a buffer per iteration, as an unrolled loop's
+            if s in live:
+                want[s] = -(-len(rs) // live[s])
         self.k = self._rotations(sites, prm["buffers"]["sbuf_partition_bytes"] - fixed,
                                  prm["buffers"]["sbuf_rotation"], want)
         # PSUM has 8 banks per partition (spec §4.3): in-loop accumulators rotate over psum_rotation banks
@@ -243,6 +251,46 @@ class Buffers:
             kk *= self.per_iteration.get(self.site_key.get(root, ()), 1)
             phys = self.phys[root] = ("rot", site_key, n % kk)
         return (phys, tid if tid != root else 0), box
+
+
+def unrolled_sites(trace: list[Instr]) -> tuple[dict[int, Any], dict[Any, int]]:
+    """The on-chip tiles of an NKI 0.6 kernel's unrolled loops: root -> allocation site, and per site the most of
+    its tiles live at once.
+
+    A 0.6 kernel's loops are Python loops, unrolled before the trace sees them: each iteration allocates its
+    tiles anew, and no loop says so.  A site -- the ``nl.ndarray`` call, or the line of the instruction that first
+    writes an op's result -- that makes two or more tiles is such a loop's site: its tiles get what the tiles of
+    an unrolled legacy loop get (``unroll.tile_copies``), a buffer per iteration as far as SBUF has room, rotating
+    when it has not, where one iteration holds as many of them as are ever live at once (first to last use: the
+    accumulators of one iteration, several results of one line).  A tile made once stays a fixed allocation."""
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    site: dict[int, Any] = {}
+    for i, ins in enumerate(trace):
+        for b in ins.bufs:
+            if b.place is None and b.space in ("sbuf", "psum") and b.root not in site:
+                site[b.root] = (b.space, b.site or ins.loc)
+        for r in (*ins.reads, *ins.writes):
+            if r.root in site:
+                first.setdefault(r.root, i)
+                last[r.root] = i
+    roots: dict[Any, list[int]] = {}
+    for r, s in site.items():
+        if r in first:
+            roots.setdefault(s, []).append(r)
+    unrolled: dict[int, Any] = {}
+    live: dict[Any, int] = {}
+    for (_space, s), rs in roots.items():
+        if len(rs) < 2:
+            continue
+        events = sorted([(first[r], 1) for r in rs] + [(last[r], -1) for r in rs], key=lambda e: (e[0], -e[1]))
+        now = most = 0
+        for _, step in events:
+            now += step
+            most = max(most, now)
+        live[s] = most
+        unrolled.update((r, s) for r in rs)
+    return unrolled, live
 
 
 class Schedule:
