@@ -92,7 +92,8 @@ print(double_assumes_four[3](x))
 # %% [markdown] nbgrader={"grade": false, "grade_id": "q1_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## 2. Your kernel: `vector_add_spmd` (3 points)
 #
-# Write `vector_add_spmd(a, b)`, returning `a + b`. The grader launches it as **`vector_add_spmd[4](a, b)`** on trn2.
+# Write `vector_add_spmd(a, b)`, returning `a + b`. The grader launches it as **`vector_add_spmd[4](a, b)`** on trn2
+# (an NKI 0.6 kernel as `vector_add_spmd(a, b)`, one core: 0.6 has no grid of instances, see section 3).
 #
 # * `a`, `b` are `[R, F]` with R a multiple of 512 (so each of the 4 instances gets a whole number of 128-row
 #   tiles) and 1 ≤ F ≤ 2048; float32, float16 or bfloat16.
@@ -201,7 +202,8 @@ except Exception as err:  # the compiler's error, shown instead of stopping the 
 # ## 4. Your kernel: `rmsnorm_2core` (4 points)
 #
 # Write `rmsnorm_2core(a, g)`: the RMSNorm of stage 4 (ε = 1e-6, any R ≥ 1, 1 ≤ C ≤ 4096, float32 or bfloat16),
-# launched by the grader as **`rmsnorm_2core[nl.nc(2)](a, g)`** on trn2.
+# launched by the grader as **`rmsnorm_2core[nl.nc(2)](a, g)`** on trn2 (an NKI 0.6 kernel as
+# `rmsnorm_2core[2](a, g)`).
 #
 # * Split the `ceil(R / 128)` row tiles between the `nl.num_programs(0)` instances: instance `p` takes tiles
 #   `p * T, ..., p * T + T - 1` with `T = ceil(tiles / instances)`.
