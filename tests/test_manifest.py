@@ -40,7 +40,7 @@ def test_the_grading_registry_is_the_manifests():
 @pytest.mark.parametrize("stage", [s.slug for s in COURSE.stages])
 def test_each_lessons_grade_cells_are_the_manifests(stage: str):
     spec = next(s for s in COURSE.stages if s.slug == stage)
-    nb = load_source(REPO / "notebooks" / f"{stage}.py")
+    nb = load_source(REPO / "notebooks" / f"{stage}.py", COURSE.stub_dialect)  # one kernel cell per question
     graded, answers = {}, []
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
@@ -98,7 +98,9 @@ def test_a_broken_manifest_is_refused():
     with pytest.raises(manifest.ManifestError, match="appears twice"):
         manifest.parse(text.replace('qid = "vector_add_stream"', 'qid = "vector_add_naive"'))
     with pytest.raises(manifest.ManifestError, match="dialects"):
-        manifest.parse(text.replace('legacy = "01_vector_add/vector_add_naive.py"', 'nki = "x.py"'))
+        manifest.parse(text.replace('legacy = "01_vector_add/vector_add_naive.py"', 'cuda = "x.py"'))
+    with pytest.raises(manifest.ManifestError, match="stub_dialect"):
+        manifest.parse(text.replace('stub_dialect = "legacy"', 'stub_dialect = "cuda"'))
 
 
 def test_the_example_class_hands_in_every_stage():
@@ -197,3 +199,15 @@ def test_reference_kernels_reach_80_percent_of_the_bound_at_their_graded_shapes(
     for r in rows:
         assert 0.0 < r.share <= 1.0, r  # no kernel beats the bound: the bound is a lower bound
         assert r.target == "trn2"
+
+
+@pytest.mark.parametrize("stage", [s.slug for s in manifest.course().stages])
+def test_each_speed_question_points_to_a_section_of_its_lesson(stage: str):
+    """Speed feedback ends with "See stage N, section "<heading>"": the heading must be one of the lesson's."""
+    spec = next(s for s in manifest.course().stages if s.slug == stage)
+    headings = {ln[len("# ## "):].strip() for ln in (REPO / "notebooks" / f"{stage}.py").read_text().splitlines()
+                if ln.startswith("# ## ")}
+    for q in spec.questions:
+        if q.speed:
+            assert q.speed_lesson in headings, (q.qid, q.speed_lesson, sorted(headings))
+            assert QUESTIONS[q.qid].speed_lesson == f"stage {spec.number}, section \u201c{q.speed_lesson}\u201d"

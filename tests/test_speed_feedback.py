@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from nkilab import check, load_kernel
+from nkilab.questions import QUESTIONS
 from nkilab.results import Audience
 
 pytestmark = pytest.mark.slow  # about 90 s: each case times a stage's graded shape and the reference's
@@ -54,6 +55,8 @@ def test_a_slow_kernel_is_told_why(question, path, function, cause):
     assert "Where the time goes (estimates): yours vs the reference" in text
     assert cause in text, text
     assert "Your costliest lines: line " in text  # quoted from the student's own file
+    lesson = QUESTIONS[question].speed_lesson  # the lesson section that teaches this question's speed
+    assert lesson.startswith("stage ") and f"See {lesson}." in text, text
     # the reference's lines are solution code: never quoted
     reference = (SOLUTIONS / next(p for p in SOLUTIONS.glob(f"*/{question}.py")).relative_to(SOLUTIONS)).read_text()
     quoted = [line.strip() for line in reference.splitlines() if len(line.strip()) > 25 and line.strip() in text]
