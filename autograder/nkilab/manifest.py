@@ -232,7 +232,8 @@ def example_class_coverage(class_dir: Path = REPO / "autograder" / "example_clas
                 continue
             own = bool(recipe.get("answers")) or recipe.get("default") == "stub" or any(
                 recipe.get(k) for k in ("add", "delete", "copy", "edit", "strip_metadata", "extra_files", "file_name"))
-            out[student][stage] = "✗" if recipe.get("corrupt") else "●" if own else "✓"
+            mark = "✗" if recipe.get("corrupt") else "●" if own else "✓"
+            out[student][stage] = mark + (" 0.6" if recipe.get("dialect") == "nki" else "")
     return out
 
 
