@@ -38,6 +38,11 @@ SLOW = [  # (question, kernel file, function, a sentence the feedback must hold)
      "2.1x the reference's bytes through DMA: load each input once"),
     ("rmsnorm_linear_fast", SOLUTIONS / "07_fused_rmsnorm_linear" / "rmsnorm_linear.py", "rmsnorm_linear",
      "5.1x the reference's bytes through DMA"),
+    ("conv2d_maxpool_fast", KERNELS / "ben_conv2d_fast_one_row_per_matmul.py", "conv2d_maxpool_fast",
+     "2,956 instructions against the reference's 854: larger tiles mean fewer instructions"),
+    ("rmsnorm_backward", KERNELS / "ben_rmsnorm_backward_on_the_vector_engine.py", "rmsnorm_backward",
+     "VectorE is the bottleneck: give VectorE fewer, larger instructions (bigger tiles), or move elementwise work "
+     "to ScalarE's activation"),
 ]
 
 
