@@ -142,6 +142,15 @@ def test_every_relaxed_reference_is_timed_on_its_questions_speed_case():
 LITERAL_FACTS = re.compile(r"\b\d[\d.]*\s*(?:bfloat16 |fp8 |float32 )?(?:TFLOPS|GB/s)|\d+ MiB \((?:trn1|trn2)\)|"
                            r"\d+ MiB on trn|\d+ KiB \((?:trn1|trn2)\)|(?:fifth|sixth) engine", re.I)
 LITERAL_PEAKS = re.compile(r"(?:TFLOPS|GBPS|PEAK)\w*\s*(?:,\s*\w+\s*)*=\s*[\d.]+\b", re.I)
+FLOAT_LITERAL = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.])")
+
+
+def _peak_numbers() -> set[float]:
+    """Every target's peak rates (TFLOPS, GB/s): a code cell that writes one as a literal went around the files."""
+    from nkisim import api
+
+    return {float(v) for t in api.targets() for k, v in api.target(t).params["peak"].items()
+            if k.startswith(("pe_tflops", "dma_gbps"))}
 
 
 @pytest.mark.parametrize("stage", [s.slug for s in COURSE.stages])
@@ -156,6 +165,9 @@ def test_lessons_quote_hardware_facts_from_the_target_files(stage: str):
                 facts.fact(m.group(1), m.group(2))  # every placeholder names a known fact
         else:
             assert not LITERAL_PEAKS.search(cell.source), (stage, LITERAL_PEAKS.search(cell.source).group(0))
+            code = "\n".join(ln.split("#")[0] for ln in cell.source.splitlines())  # comments may cite a figure
+            peaks = [m.group(0) for m in FLOAT_LITERAL.finditer(code) if float(m.group(0)) in _peak_numbers()]
+            assert not peaks, (stage, peaks, cell.source[:300])
     rendered = load_source(REPO / "notebooks" / f"{stage}.py")
     assert not any("{{" in c.source for c in rendered.cells if c.cell_type == "markdown")
 
