@@ -522,9 +522,9 @@ for dtype in (nl.float16, nl.float32):
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "w1_answer", "locked": false, "points": 1, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# The graded shape is 2 · 256 · 32 · 126 · 256 · 9 · 2 = 9.51 GFLOP. With the reference's estimates (about 157 µs in
-# float16 and 530 µs in float32): MFU(float16) = 9.51e9 / (157e-6 s · {{trn2:pe_tflops_bf16}}e12 FLOP/s) ≈ 0.77, and MFU(float32) =
-# 9.51e9 / (530e-6 s · {{trn2:pe_tflops_fp32}}e12 FLOP/s) ≈ 0.90. Float32 runs {{trn2:pe_fp32_factor}} PE passes per column, so each matmul's fixed overhead
+# The graded shape is 2 · 256 · 32 · 126 · 256 · 9 · 2 = 9.51 GFLOP. With the reference's estimates (about 160 µs in
+# float16 and 533 µs in float32): MFU(float16) = 9.51e9 / (160e-6 s · {{trn2:pe_tflops_bf16}}e12 FLOP/s) ≈ 0.75, and MFU(float32) =
+# 9.51e9 / (533e-6 s · {{trn2:pe_tflops_fp32}}e12 FLOP/s) ≈ 0.89. Float32 runs {{trn2:pe_fp32_factor}} PE passes per column, so each matmul's fixed overhead
 # ({{trn2:pe_matmul_overhead_cycles}} cycles), the filter transposes and the kernel's launch cost are small next to its 4 · 512 cycles of work, while
 # in float16 the same overhead is an eighth of each matmul. A matmul of 512 columns of which 4 · 126 = 504 are useful
 # costs 512 + {{trn2:pe_matmul_overhead_cycles}} cycles, so float16's ceiling is 504 / 584 ≈ 0.86, before the launch cost and the pipeline's start.
