@@ -265,3 +265,24 @@ def test_a_read_through_a_reshape_waits_for_the_writes_of_the_tile():
 def _trace(kernel, *args):
     kernel(*args)
     return kernel.last_launch.ctx.trace
+
+
+def test_a_dma_transpose_costs_what_load_transpose2d_costs():
+    """``nl.load_transpose2d`` and ``nisa.dma_transpose`` are the same DMA transposing a block as it copies it:
+    the same time on the queues, and slower than a plain load of the same bytes (nisa.dma_transpose used to be
+    priced as a plain copy, a quarter of the time)."""
+    prm = get_target("trn2").params
+
+    def queue_ns(spell):
+        @nki.jit(platform_target="trn2")
+        def k(a):
+            out = nl.ndarray((128, 128), dtype=a.dtype, buffer=nl.shared_hbm)
+            nl.store(out, value=spell(a))
+            return out
+
+        trace = _trace(k, nt.tensor[[128, 128], nl.bfloat16])
+        first = trace[0]
+        return scheduler.costs.dma_queue_ns(first, scheduler.costs.dma_queues(first, prm), prm)
+
+    transposed = {queue_ns(nl.load_transpose2d), queue_ns(nisa.dma_transpose)}
+    assert len(transposed) == 1 and transposed.pop() > queue_ns(nl.load)
