@@ -6,7 +6,8 @@ the full-marks and the lost-speed-points paths run).  It is graded exactly as ``
 nbgrader, the sandbox, ``--jobs`` nbgrader processes side by side), and the wall time of nbgrader's autograde
 runs is taken (not the course build: sources, release, roster).  Two class sizes are graded, because part of
 that time is per assignment (nbgrader's start-up, the reference latencies) and part per hand-in: the line
-through the two points gives seconds per hand-in (its slope) and the projection to 100 students x 7 stages.
+through the two points gives seconds per hand-in (its slope) and the projection to 100 students x every stage of
+the course manifest.
 It is a measurement of this machine, not a promise.
 """
 
@@ -22,10 +23,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+import tomllib
+
 REPO = Path(__file__).resolve().parents[1]
 CLASS = REPO / "autograder" / "example_class"
-GOAL_S = 15 * 60  # 100 students x 7 stages within 15 minutes
-COURSE_STUDENTS, COURSE_STAGES = 100, 7
+GOAL_S = 15 * 60  # a class of 100 students x every stage within 15 minutes
+COURSE_STUDENTS = 100
+COURSE_STAGES = len(tomllib.loads((REPO / "autograder" / "nkilab" / "course.toml").read_text())["stage"])
 
 
 def synthetic_class(folder: Path, students: int) -> list[str]:

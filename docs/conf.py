@@ -21,16 +21,13 @@ copyright = "the NKI Kernel Lab authors"  # noqa: A001  (Sphinx's setting name)
 extensions = ["myst_nb", "nkidocs"]
 
 exclude_patterns = ["README.md", "_ext", "lessons/README.md"]
-# docs/nki06-summary.md is a short page on moving to NKI 0.6 until the full guide, docs/nki06.md, is there
-if (DOCS / "nki06.md").exists():
-    exclude_patterns.append("nki06-summary.md")
 
 # MyST: $...$ and $$...$$ formulas, {.class} on a block, ::: fences
 myst_enable_extensions = ["dollarmath", "attrs_block", "colon_fence", "substitution"]
 myst_heading_anchors = 3
 myst_substitutions = {
     "get_the_course": __import__("nkidocs").get_the_course(),
-    "nki06_guide": f"[Moving to NKI 0.6]({'nki06' if (DOCS / 'nki06.md').exists() else 'nki06-summary'}.md)",
+    "nki06_guide": "[Moving to NKI 0.6](nki06.md)",
 }
 
 # The lesson notebooks are never executed by MyST-NB: nkidocs.lessons puts in the outputs of their demo

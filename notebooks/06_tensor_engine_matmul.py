@@ -416,7 +416,7 @@ for path, name in (("matmul_tiled.py", "matmul_tiled"), ("matmul_fast.py", "matm
 # intensity (FLOPs per byte it moves), above it the PE array's peak. Your kernels are points (intensity and rate
 # from the profile, estimates for trn2); "every byte once" moves each input and the output exactly once.
 points = [figures.KernelPoint("every byte once, at the PE peak", 2 * SIZE**3, 3 * SIZE * SIZE * 2,
-                              2 * SIZE**3 / (79.0 * 1e6))]
+                              pe_bound_us)]
 for path, name in (("matmul_tiled.py", "matmul_tiled"), ("matmul_fast.py", "matmul_fast")):
     try:
         points.append(figures.kernel_point(f"your {name}", load_kernel(path, name), big, big, target=TARGET))

@@ -98,8 +98,6 @@ def html_pages(out: Path) -> list[Path]:
 @pytest.mark.slow
 def test_every_source_has_its_page(site):
     guides = {p.stem for p in (REPO / "docs").glob("*.md") if p.name != "README.md"}
-    if "nki06" in guides:  # the full migration guide replaces the short page
-        guides.discard("nki06-summary")
     expected = {"index.html", "grading.html", *(f"{g}.html" for g in guides),
                 *(f"lessons/{s}.html" for s in STAGES), "errors/index.html",
                 *(f"errors/{e}.html" for e in CATALOGUE), "api/index.html", "api/nki.html", "api/nl.html",
@@ -175,7 +173,7 @@ def test_how_to_get_the_course_names_no_placeholder(monkeypatch):
 
 @pytest.mark.slow
 def test_nki06_migration_page(site):
-    page = site / ("nki06.html" if (REPO / "docs" / "nki06.md").exists() else "nki06-summary.html")
+    page = site / "nki06.html"
     text = text_of(page.read_text())
     assert "import nki" in text and "neuronxcc.nki" in text
     assert f'href="{page.name}"' in (site / "index.html").read_text()  # in the menu and the home page's guides

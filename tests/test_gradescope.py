@@ -96,7 +96,8 @@ def run_autograder(bundle: Path, root: Path, notebook: nbformat.NotebookNode | N
 
 def submission(recipe: dict) -> nbformat.NotebookNode:
     released = nbformat.read(REPO / "assignments" / f"{STAGE}.ipynb", as_version=4)
-    return example_class.build_notebook(released, recipe, example_class.reference_answers(STAGE))
+    reference = example_class.reference_answers(STAGE, dialect=recipe.get("dialect", "legacy"))
+    return example_class.build_notebook(released, recipe, reference)
 
 
 def test_reference_answers_get_full_marks_with_hidden_details_held_back(bundle, tmp_path):
@@ -125,3 +126,15 @@ def test_the_stub_a_cheat_and_an_empty_submission(bundle, tmp_path):
     assert "refused your file before running it" in cheat["tests"][0]["output"]
     empty = run_autograder(bundle, tmp_path / "empty", None)
     assert empty["score"] == 0.0 and "no notebook in the submission" in empty["output"]
+
+
+def test_a_slow_kernel_is_told_why_and_a_06_hand_in_is_graded_alike(bundle, tmp_path):
+    """Speed feedback that teaches reaches Gradescope's visible output (issue 22 scope 2); the lesson's NKI 0.6
+    answers earn what its legacy ones do (issue 21 scope 3)."""
+    slow = run_autograder(bundle, tmp_path / "slow", submission({"answers": {
+        "q2_kernel": "kernels/ben_stream_one_chunk_at_a_time.py"}}))
+    out = [t for t in slow["tests"] if t["visibility"] == "visible"][1]["output"]
+    assert "Where the time goes (estimates): yours vs the reference" in out and "Why: " in out, out
+    assert "Your costliest lines: line " in out and f"See {QUESTIONS['vector_add_stream'].speed_lesson}." in out
+    nki = run_autograder(bundle, tmp_path / "nki", submission({"dialect": "nki"}))
+    assert nki["score"] == 7.0, [t["output"] for t in nki["tests"]]

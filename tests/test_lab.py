@@ -136,3 +136,14 @@ def test_config_switches_off_every_nbgrader_extension(tmp_path: Path) -> None:
     cmd = lab.command(tmp_path, ["--no-browser"], "jupyter")
     assert cmd[:3] == ["jupyter", "lab", f"--notebook-dir={tmp_path}"] and cmd[-1] == "--no-browser"
     assert ("--allow-root" in cmd) == (os.geteuid() == 0)
+
+
+@pytest.mark.parametrize("euid,expected", [(0, True), (1000, False)])
+def test_allow_root_is_added_exactly_when_running_as_root(monkeypatch, tmp_path: Path, euid: int,
+                                                          expected: bool) -> None:
+    """Jupyter refuses to start as root without --allow-root (a container, a cloud VM); a user never needs it."""
+    monkeypatch.setattr(lab.os, "geteuid", lambda: euid)
+    cmd = lab.command(tmp_path, ["--no-browser"], "jupyter")
+    assert ("--allow-root" in cmd) == expected and cmd[-1] == "--no-browser"
+    # said once, even when the user passed it too
+    assert lab.command(tmp_path, ["--allow-root"], "jupyter").count("--allow-root") == 1

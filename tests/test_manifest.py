@@ -42,7 +42,7 @@ def test_the_grading_registry_is_the_manifests():
 def test_each_lessons_grade_cells_are_the_manifests(stage: str, dialect: str):
     """In the lesson either dialect's students get (a 0.6 twin replaces its legacy kernel cell there)."""
     spec = next(s for s in COURSE.stages if s.slug == stage)
-    nb = load_source(REPO / "notebooks" / f"{stage}.py", dialect)
+    nb = load_source(REPO / "notebooks" / f"{stage}.py", dialect)  # one kernel cell per question
     graded, answers = {}, []
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
@@ -101,6 +101,8 @@ def test_a_broken_manifest_is_refused():
         manifest.parse(text.replace('qid = "vector_add_stream"', 'qid = "vector_add_naive"'))
     with pytest.raises(manifest.ManifestError, match="dialects"):
         manifest.parse(text.replace('legacy = "01_vector_add/vector_add_naive.py"', 'cuda = "x.py"'))
+    with pytest.raises(manifest.ManifestError, match="stub_dialect"):
+        manifest.parse(text.replace('stub_dialect = "legacy"', 'stub_dialect = "cuda"'))
 
 
 def test_the_example_class_hands_in_every_stage():
@@ -142,6 +144,15 @@ def test_every_relaxed_reference_is_timed_on_its_questions_speed_case():
 LITERAL_FACTS = re.compile(r"\b\d[\d.]*\s*(?:bfloat16 |fp8 |float32 )?(?:TFLOPS|GB/s)|\d+ MiB \((?:trn1|trn2)\)|"
                            r"\d+ MiB on trn|\d+ KiB \((?:trn1|trn2)\)|(?:fifth|sixth) engine", re.I)
 LITERAL_PEAKS = re.compile(r"(?:TFLOPS|GBPS|PEAK)\w*\s*(?:,\s*\w+\s*)*=\s*[\d.]+\b", re.I)
+FLOAT_LITERAL = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.])")
+
+
+def _peak_numbers() -> set[float]:
+    """Every target's peak rates (TFLOPS, GB/s): a code cell that writes one as a literal went around the files."""
+    from nkisim import api
+
+    return {float(v) for t in api.targets() for k, v in api.target(t).params["peak"].items()
+            if k.startswith(("pe_tflops", "dma_gbps"))}
 
 
 @pytest.mark.parametrize("stage", [s.slug for s in COURSE.stages])
@@ -156,6 +167,9 @@ def test_lessons_quote_hardware_facts_from_the_target_files(stage: str):
                 facts.fact(m.group(1), m.group(2))  # every placeholder names a known fact
         else:
             assert not LITERAL_PEAKS.search(cell.source), (stage, LITERAL_PEAKS.search(cell.source).group(0))
+            code = "\n".join(ln.split("#")[0] for ln in cell.source.splitlines())  # comments may cite a figure
+            peaks = [m.group(0) for m in FLOAT_LITERAL.finditer(code) if float(m.group(0)) in _peak_numbers()]
+            assert not peaks, (stage, peaks, cell.source[:300])
     rendered = load_source(REPO / "notebooks" / f"{stage}.py")
     assert not any("{{" in c.source for c in rendered.cells if c.cell_type == "markdown")
 
@@ -199,3 +213,15 @@ def test_reference_kernels_reach_80_percent_of_the_bound_at_their_graded_shapes(
     for r in rows:
         assert 0.0 < r.share <= 1.0, r  # no kernel beats the bound: the bound is a lower bound
         assert r.target == "trn2"
+
+
+@pytest.mark.parametrize("stage", [s.slug for s in manifest.course().stages])
+def test_each_speed_question_points_to_a_section_of_its_lesson(stage: str):
+    """Speed feedback ends with "See stage N, section "<heading>"": the heading must be one of the lesson's."""
+    spec = next(s for s in manifest.course().stages if s.slug == stage)
+    headings = {ln[len("# ## "):].strip() for ln in (REPO / "notebooks" / f"{stage}.py").read_text().splitlines()
+                if ln.startswith("# ## ")}
+    for q in spec.questions:
+        if q.speed:
+            assert q.speed_lesson in headings, (q.qid, q.speed_lesson, sorted(headings))
+            assert QUESTIONS[q.qid].speed_lesson == f"stage {spec.number}, section \u201c{q.speed_lesson}\u201d"

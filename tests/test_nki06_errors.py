@@ -31,8 +31,7 @@ HERE = os.path.abspath(__file__)
 NOT_COVERED = {
     "E22": "nested dynamic_range with loop-carried values ('Could not find register') is a compiler bug AWS lists as "
            "a known issue, not a rule: the simulator runs such loops",
-    "E23": "with_schedule / depends_on edges are accepted but not modelled, so an edge crossing a dynamic loop is "
-           "not detected",
+    "E23": "kernel.with_schedule edges name instructions, which are not resolved (depends_on edges are checked)",
     "E32": "JAX dtype arguments: the simulator takes NumPy and torch inputs",
     "E33": "known issues that fail only on hardware (nl.divide, nl.power(tile, scalar)...): AWS's simulator runs them",
 }
@@ -322,6 +321,35 @@ def test_e31_a_psum_address_off_a_bank_boundary():
     refused(body, TypeError, "must start at a bank boundary")
 
 
+def test_e23_a_dependency_may_not_cross_a_dynamic_loop():
+    def out_of_a_loop(x):
+        t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+        made = []
+        nl.fori_loop(0, 2, lambda i: made.append(nisa.memset(dst=t, value=0.0, name="zero")))
+        nisa.dma_copy(dst=x, src=t, name="store").depends_on(made[0])  # ERR
+        return x
+
+    err = refused(out_of_a_loop, ValueError, "cannot depend on instruction 'zero', issued inside a dynamic loop")
+    assert err.error_id == "err_dependency_across_dynamic_loop" and "deadlock" in str(err)
+
+    def into_a_loop_is_fine(x):  # the producer in an enclosing scope, and one in the same body
+        t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+        first = nisa.memset(dst=t, value=1.0)
+
+        def body(i):
+            again = nisa.memset(dst=t, value=2.0).depends_on(first)
+            nisa.dma_copy(dst=x, src=t).depends_on(again, first)
+
+        nl.fori_loop(0, 2, body)
+        for _ in range(2):  # Python loops are unrolled: no boundary
+            last = nisa.memset(dst=t, value=3.0)
+        nisa.dma_copy(dst=x, src=t).depends_on(last)
+        return x
+
+    out = nki.jit(into_a_loop_is_fine)(np.zeros((128, 8), np.float32))
+    assert np.array_equal(np.asarray(out), np.full((128, 8), 3.0, np.float32))
+
+
 def test_w1_accumulate_true_onto_psum_no_matmul_started():
     def body(s):
         t = nl.load(s)
@@ -341,7 +369,7 @@ def test_every_06_error_id_is_triggered_here():
               "err_dma_hwdge_cast", "err_memset_value_type", "err_reduce_axis", "err_unsupported_syntax",
               "err_kernel_argument", "err_jit_sub_kernel", "err_no_arguments", "err_activation_bias_shape",
               "err_operand_type", "err_invalid_view", "err_view_out_of_bounds", "err_transpose_dtype",
-              "err_dma_engine", "err_unsupported_target"}
+              "err_dma_engine", "err_unsupported_target", "err_dependency_across_dynamic_loop"}
     assert set(CATALOGUE) - raised <= set(), sorted(set(CATALOGUE) - raised)
     for key in NOT_COVERED:
         assert key in source

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from nkilab import check, load_kernel
+from nkilab.questions import QUESTIONS
 from nkilab.results import Audience
 
 pytestmark = pytest.mark.slow  # about 90 s: each case times a stage's graded shape and the reference's
@@ -37,6 +38,11 @@ SLOW = [  # (question, kernel file, function, a sentence the feedback must hold)
      "2.1x the reference's bytes through DMA: load each input once"),
     ("rmsnorm_linear_fast", SOLUTIONS / "07_fused_rmsnorm_linear" / "rmsnorm_linear.py", "rmsnorm_linear",
      "5.1x the reference's bytes through DMA"),
+    ("conv2d_maxpool_fast", KERNELS / "ben_conv2d_fast_one_row_per_matmul.py", "conv2d_maxpool_fast",
+     "2,956 instructions against the reference's 854: larger tiles mean fewer instructions"),
+    ("rmsnorm_backward", KERNELS / "ben_rmsnorm_backward_on_the_vector_engine.py", "rmsnorm_backward",
+     "VectorE is the bottleneck: give VectorE fewer, larger instructions (bigger tiles), or move elementwise work "
+     "to ScalarE's activation"),
 ]
 
 
@@ -54,6 +60,8 @@ def test_a_slow_kernel_is_told_why(question, path, function, cause):
     assert "Where the time goes (estimates): yours vs the reference" in text
     assert cause in text, text
     assert "Your costliest lines: line " in text  # quoted from the student's own file
+    lesson = QUESTIONS[question].speed_lesson  # the lesson section that teaches this question's speed
+    assert lesson.startswith("stage ") and f"See {lesson}." in text, text
     # the reference's lines are solution code: never quoted
     reference = (SOLUTIONS / next(p for p in SOLUTIONS.glob(f"*/{question}.py")).relative_to(SOLUTIONS)).read_text()
     quoted = [line.strip() for line in reference.splitlines() if len(line.strip()) > 25 and line.strip() in text]

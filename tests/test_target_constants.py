@@ -33,7 +33,6 @@ NOT_HARDWARE_PACKAGES = ("program/",)
 NOT_HARDWARE = {
     ("core/dtypes.py", 16): "bits per two bytes",
     ("cost/deps.py", 64): "the dependency table's bucket count",
-    ("cost/report.py", 1.2): "a figure's height",
     ("cost/scheduler.py", 16): "idle gaps the DMA reservation table remembers",
     ("ops/optable.py", 64): "an activation's documented input range (nki.api.shared), part of its op-table entry",
     ("runtime/execute.py", 16): "a cache size",

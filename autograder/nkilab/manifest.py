@@ -41,6 +41,8 @@ class QuestionSpec:
     hidden: tuple[str, ...]
     solutions: dict[str, str]  # dialect -> reference kernel under solutions/
     relaxed: str | None = None  # the question whose reference is this one's relaxed speed reference
+    #: the heading of the lesson section that teaches this kernel's speed (speed feedback points there)
+    speed_lesson: str = ""
 
     @property
     def kernel(self) -> str:
@@ -97,14 +99,16 @@ class ManifestError(ValueError):
 
 
 def _question(raw: dict[str, Any], where: str) -> QuestionSpec:
-    known = {"qid", "title", "grade_id", "correctness", "speed", "public", "hidden", "solutions", "relaxed"}
+    known = {"qid", "title", "grade_id", "correctness", "speed", "public", "hidden", "solutions", "relaxed",
+             "speed_lesson"}
     if set(raw) - known:
         raise ManifestError(f"{where}: unknown keys {sorted(set(raw) - known)}")
     sols = dict(raw["solutions"])
     if not sols or set(sols) - set(DIALECTS):
         raise ManifestError(f"{where}: solutions must name dialects among {DIALECTS}, got {sorted(sols)}")
     return QuestionSpec(str(raw["qid"]), str(raw["title"]), str(raw["grade_id"]), float(raw["correctness"]),
-                        float(raw["speed"]), tuple(raw["public"]), tuple(raw["hidden"]), sols, raw.get("relaxed"))
+                        float(raw["speed"]), tuple(raw["public"]), tuple(raw["hidden"]), sols, raw.get("relaxed"),
+                        str(raw.get("speed_lesson", "")))
 
 
 def parse(text: str) -> Course:
@@ -143,9 +147,12 @@ def question_fields(qid: str) -> dict[str, Any]:
     """The registry's fields that come from the manifest, for ``Question(**question_fields(qid), ...)``."""
     c = course()
     q = c.questions()[qid]
+    stage = next(s for s in c.stages if q in s.questions)
+    lesson = f"stage {stage.number}, section \u201c{q.speed_lesson}\u201d" if q.speed_lesson else ""
     return {"qid": q.qid, "title": q.title, "function": q.qid, "solution": q.solutions["legacy"],
             "correctness_points": q.correctness, "speed_points": q.speed, "full_tier": c.full_tier,
-            "partial_tier": c.full_tier if q.relaxed else c.partial_tier, "relaxed": q.relaxed}
+            "partial_tier": c.full_tier if q.relaxed else c.partial_tier, "relaxed": q.relaxed,
+            "speed_lesson": lesson}
 
 
 # --------------------------------------------------------------------------- the rendered tables
@@ -225,7 +232,8 @@ def example_class_coverage(class_dir: Path = REPO / "autograder" / "example_clas
                 continue
             own = bool(recipe.get("answers")) or recipe.get("default") == "stub" or any(
                 recipe.get(k) for k in ("add", "delete", "copy", "edit", "strip_metadata", "extra_files", "file_name"))
-            out[student][stage] = "✗" if recipe.get("corrupt") else "●" if own else "✓"
+            mark = "✗" if recipe.get("corrupt") else "●" if own else "✓"
+            out[student][stage] = mark + (" 0.6" if recipe.get("dialect") == "nki" else "")
     return out
 
 

@@ -31,6 +31,25 @@ from nkisim.frontend.v06.adapters.errors import error
 _NO_REORDER = [0]
 #: a ``while_loop`` that has not stopped after this many iterations is taken for a runaway condition
 MAX_WHILE_ITERATIONS = 1 << 20
+#: the dynamic loops the kernel is inside, outermost first (one id per loop): an instruction's scheduling edges
+#: may not cross them (``NkiInstruction.depends_on``)
+_DYNAMIC: list[int] = []
+_NEXT_LOOP = [0]
+
+
+def dynamic_scope() -> tuple[int, ...]:
+    """The dynamic loops an instruction issued now sits in (outermost first)."""
+    return tuple(_DYNAMIC)
+
+
+@contextlib.contextmanager
+def _dynamic_loop() -> Iterator[None]:
+    _NEXT_LOOP[0] += 1
+    _DYNAMIC.append(_NEXT_LOOP[0])
+    try:
+        yield
+    finally:
+        _DYNAMIC.pop()
 
 
 class VirtualRegister:
@@ -150,8 +169,9 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[VirtualRegister], Any]
     """``for i in range(lower, upper, step): body_fun(i)`` as a device loop; ``i`` is a read-only register."""
     if not callable(body_fun):
         raise TypeError("nl.fori_loop's body_fun must be a function of the induction register")
-    for reg in _iterate(lower, upper, _step(step, "nl.fori_loop"), "nl.fori_loop"):
-        body_fun(reg)
+    with _dynamic_loop():
+        for reg in _iterate(lower, upper, _step(step, "nl.fori_loop"), "nl.fori_loop"):
+            body_fun(reg)
 
 
 def while_loop(init: Any, body_fun: Callable[[VirtualRegister], Any]) -> None:
@@ -159,14 +179,15 @@ def while_loop(init: Any, body_fun: Callable[[VirtualRegister], Any]) -> None:
     _no_reorder_check("nl.while_loop")
     _register(init, "nl.while_loop")
     r = init
-    for _ in range(MAX_WHILE_ITERATIONS):
-        value = register_value(r, "nl.while_loop", "init", allow_affine=False)
-        if value == 0:
-            return
-        r = body_fun(r)
-        if not isinstance(r, VirtualRegister):
-            raise TypeError(f"nl.while_loop's body_fun must return the register holding the next condition, got "
-                            f"{type(r).__name__}")
+    with _dynamic_loop():
+        for _ in range(MAX_WHILE_ITERATIONS):
+            value = register_value(r, "nl.while_loop", "init", allow_affine=False)
+            if value == 0:
+                return
+            r = body_fun(r)
+            if not isinstance(r, VirtualRegister):
+                raise TypeError(f"nl.while_loop's body_fun must return the register holding the next condition, "
+                                f"got {type(r).__name__}")
     raise RuntimeError(f"nl.while_loop ran {MAX_WHILE_ITERATIONS} iterations without its condition reaching 0")
 
 
@@ -174,7 +195,13 @@ def dynamic_range(start: Any, stop: Any = None, step: Any = 1) -> Iterator[Virtu
     """Deprecated (NKI 0.6): a device loop over ``range(start, stop, step)`` yielding read-only registers."""
     warnings.warn("nl.dynamic_range is deprecated in NKI 0.6: use nl.fori_loop", DeprecationWarning, stacklevel=2)
     lo, hi = (0, start) if stop is None else (start, stop)
-    return _iterate(lo, hi, _step(step, "nl.dynamic_range"), "nl.dynamic_range")
+    return _scoped(_iterate(lo, hi, _step(step, "nl.dynamic_range"), "nl.dynamic_range"))
+
+
+def _scoped(regs: Iterator[VirtualRegister]) -> Iterator[VirtualRegister]:
+    """The loop body of ``for i in nl.dynamic_range(...)`` runs between this generator's yields: inside the loop."""
+    with _dynamic_loop():
+        yield from regs
 
 
 @contextlib.contextmanager

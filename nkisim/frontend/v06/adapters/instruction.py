@@ -7,6 +7,7 @@ from typing import Any
 
 from nkisim.core.context import active as _active
 from nkisim.frontend.v06.adapters import binding as _b
+from nkisim.frontend.v06.adapters.control import dynamic_scope
 from nkisim.frontend.v06.adapters.errors import error as _error
 from nkisim.frontend.v06.isa_constants import nc_version
 
@@ -14,15 +15,26 @@ from nkisim.frontend.v06.isa_constants import nc_version
 class NkiInstruction:
     """What an ``nisa`` call returns: a handle on the instruction it issued (``name=`` labels it)."""
 
-    def __init__(self, name: str | None) -> None:
+    def __init__(self, name: str | None, scope: tuple[int, ...] = ()) -> None:
         self.name = name
+        #: the dynamic loops (``nl.fori_loop``, ``nl.while_loop``, ``nl.dynamic_range``) it was issued in
+        self.scope = scope
 
     def depends_on(self, *producers: NkiInstruction) -> NkiInstruction:
         """Schedule this instruction after ``producers``.  The simulator runs instructions in program order, so
-        the edge holds already; the cost model does not add it yet."""
+        the edge holds already; the cost model does not add it yet.  An edge is a semaphore wait fixed when the
+        kernel is compiled, so it may not cross a dynamic loop's boundary: the producer sits in the consumer's
+        dynamic loop or in one enclosing it (Python loops are unrolled and do not count)."""
         for p in producers:
             if not isinstance(p, NkiInstruction):
                 raise TypeError(f"depends_on takes the NkiInstruction handles nisa calls return, got {p!r}")
+            if self.scope[:len(p.scope)] != p.scope:  # p sits in a dynamic loop the consumer is not in
+                raise _error("err_dependency_across_dynamic_loop",
+                             f"depends_on: {_label(self)} cannot depend on {_label(p)}, issued inside a dynamic loop "
+                             f"it is not in: a scheduling "
+                             f"edge may not cross a dynamic loop's boundary (nl.fori_loop / nl.while_loop), or its "
+                             f"semaphore could fire unconditionally or never fire (deadlock); both instructions must "
+                             f"sit at the same dynamic-loop nesting, or the producer in an enclosing scope")
         return self
 
     def __repr__(self) -> str:
@@ -33,10 +45,14 @@ class NkiValidationError(Exception):
     """Raised for a violated hardware constraint (the simulator raises its catalogued errors instead)."""
 
 
+def _label(i: NkiInstruction) -> str:
+    return f"instruction {i.name!r}" if i.name else "this instruction"
+
+
 def done(name: str | None) -> NkiInstruction:
     if name is not None and not isinstance(name, str):
         raise TypeError(f"name= must be a string, got {type(name).__name__}")
-    return NkiInstruction(name)
+    return NkiInstruction(name, dynamic_scope())
 
 
 def tensor(x: Any, api: str, pname: str) -> Any:
