@@ -135,7 +135,36 @@ except Exception as err:  # the compiler's error, shown instead of stopping the 
 # points, speed 1 (≤ 1.2× the reference's estimated latency for K = 2048, M = 128, N = 512 in bfloat16: one output
 # tile, so every tile is loaded once whatever the loop order, and the kernel is as fast as the data arrives).
 
-# %% nbgrader={"grade": false, "grade_id": "q1_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "psum_nki_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# ### The same accumulation in NKI 0.6
+#
+# Kernels for Neuron SDK 2.32 and later are written in NKI 0.6 (`import nki`). Its `nisa` instructions write into a
+# tile you pass as `dst` instead of returning a new one, so the PSUM accumulator is the matmul's destination:
+#
+# ```python
+# # legacy: neuronxcc.nki
+# res_psum = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+# for k in nl.affine_range(K // 128):
+#     res_psum += nl.matmul(lhsT_tile, rhs_tile, transpose_x=True)
+# res_sbuf = nl.copy(res_psum, dtype=result.dtype)
+#
+# # NKI 0.6: import nki, nki.isa as nisa
+# res_psum = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+# for k in range(K // 128):
+#     nisa.nc_matmul(dst=res_psum, stationary=lhsT_tile, moving=rhs_tile)
+# res_sbuf = nl.ndarray((128, 512), dtype=result.dtype, buffer=nl.sbuf)
+# nisa.activation(dst=res_sbuf, op=nl.copy, data=res_psum)
+# ```
+#
+# `nc_matmul` computes `stationary.T @ moving`, the `transpose_x=True` form. Its `accumulate=` argument says whether
+# a matmul overwrites the PSUM tile (`False`) or adds to it (`True`); the default, `None`, lets the compiler decide:
+# the first matmul into a location overwrites it, every later one adds. The loop above therefore needs no flag
+# (`accumulate=(k > 0)` says the same explicitly). The zeros are not needed, since the first matmul overwrites them;
+# the lesson keeps them so that both kernels issue the same instructions. Loops are Python's `range`, unrolled when the kernel is traced (`nl.affine_range` remains only as
+# a deprecated alias). The eviction is the Scalar engine's copy, casting to `res_sbuf`'s dtype; in 0.6, `nl.copy` is
+# the Vector engine's `tensor_copy` instead.
+
+# %% nbgrader={"grade": false, "grade_id": "q1_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="legacy"
 # %%writefile matmul_tiled.py
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
@@ -156,6 +185,35 @@ def matmul_tiled(lhsT, rhs):
                 rhs_tile = nl.load(rhs[k * 128:(k + 1) * 128, n * 512:(n + 1) * 512])
                 res_psum += nl.matmul(lhsT_tile, rhs_tile, transpose_x=True)
             res_sbuf = nl.copy(res_psum, dtype=result.dtype)
+            nl.store(result[m * 128:(m + 1) * 128, n * 512:(n + 1) * 512], value=res_sbuf)
+    return result
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": false, "grade_id": "q1_kernel_nki", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="nki"
+# %%writefile matmul_tiled.py
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def matmul_tiled(lhsT, rhs):
+    """lhsT.T @ rhs for lhsT [K, M] and rhs [K, N]: one [128, 512] PSUM accumulator per output tile."""
+    ### BEGIN SOLUTION
+    K, M = lhsT.shape
+    N = rhs.shape[1]
+    result = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    for m in range(M // 128):
+        for n in range(N // 512):
+            res_psum = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+            for k in range(K // 128):
+                lhsT_tile = nl.load(lhsT[k * 128:(k + 1) * 128, m * 128:(m + 1) * 128])
+                rhs_tile = nl.load(rhs[k * 128:(k + 1) * 128, n * 512:(n + 1) * 512])
+                # the first matmul into res_psum overwrites it, every later one adds (accumulate=None)
+                nisa.nc_matmul(dst=res_psum, stationary=lhsT_tile, moving=rhs_tile)
+            res_sbuf = nl.ndarray((128, 512), dtype=result.dtype, buffer=nl.sbuf)
+            nisa.activation(dst=res_sbuf, op=nl.copy, data=res_psum)  # PSUM -> SBUF on the Scalar engine, cast
             nl.store(result[m * 128:(m + 1) * 128, n * 512:(n + 1) * 512], value=res_sbuf)
     return result
     ### END SOLUTION
@@ -242,7 +300,7 @@ for bm, bn in [(1, 1), (2, 1), (1, 2), (2, 2), (4, 2)]:
 # Same tolerances as `matmul_tiled`. Correctness earns 1 point and speed 3: full speed points at ≤ 1.2× the
 # reference's estimated latency on K = M = N = 2048 bfloat16, half at ≤ 2× (the kernel of section 2 is about 2.3×).
 
-# %% nbgrader={"grade": false, "grade_id": "q2_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "q2_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="legacy"
 # %%writefile matmul_fast.py
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
@@ -278,6 +336,49 @@ def matmul_fast(lhsT, rhs):
                 for bn in range(BN):
                     row, col = (m * BM + bm) * TM, (n * BN + bn) * TN
                     nl.store(result[row:row + TM, col:col + TN], value=nl.copy(res[bm * BN + bn], dtype=result.dtype))
+    return result
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": false, "grade_id": "q2_kernel_nki", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="nki"
+# %%writefile matmul_fast.py
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def matmul_fast(lhsT, rhs):
+    """lhsT.T @ rhs with [256, 1024] output blocks: every loaded tile feeds two matmuls."""
+    ### BEGIN SOLUTION
+    K, M = lhsT.shape
+    N = rhs.shape[1]
+    result = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    TK, TM, TN = 128, 128, 512  # one matmul: a [TK, TM] stationary and a [TK, TN] moving tile
+    BM, BN = 2, 2  # output tiles per block along M and along N
+    for m in range(M // (BM * TM)):
+        # this block's lhsT columns, every K slice: loaded once, used by every n block
+        lhsT_block = nl.ndarray((TK, K // TK, BM * TM), dtype=lhsT.dtype, buffer=nl.sbuf)
+        for k in range(K // TK):
+            nisa.dma_copy(dst=lhsT_block[:, k, :], src=lhsT[k * TK:(k + 1) * TK, m * BM * TM:(m + 1) * BM * TM])
+        for n in range(N // (BN * TN)):
+            rhs_block = nl.ndarray((TK, K // TK, BN * TN), dtype=rhs.dtype, buffer=nl.sbuf)
+            for k in range(K // TK):
+                nisa.dma_copy(dst=rhs_block[:, k, :], src=rhs[k * TK:(k + 1) * TK, n * BN * TN:(n + 1) * BN * TN])
+            # one accumulator per output tile of the block; the K loop outermost, so the first matmuls start as soon
+            # as the first K slice has arrived
+            res = [nl.zeros((TM, TN), nl.float32, buffer=nl.psum) for _ in range(BM * BN)]
+            for k in range(K // TK):
+                for bm in range(BM):
+                    for bn in range(BN):
+                        nisa.nc_matmul(dst=res[bm * BN + bn], stationary=lhsT_block[:, k, bm * TM:(bm + 1) * TM],
+                                       moving=rhs_block[:, k, bn * TN:(bn + 1) * TN])
+            for bm in range(BM):
+                for bn in range(BN):
+                    row, col = (m * BM + bm) * TM, (n * BN + bn) * TN
+                    res_sbuf = nl.ndarray((TM, TN), dtype=result.dtype, buffer=nl.sbuf)
+                    nisa.activation(dst=res_sbuf, op=nl.copy, data=res[bm * BN + bn])
+                    nl.store(result[row:row + TM, col:col + TN], value=res_sbuf)
     return result
     ### END SOLUTION
 
@@ -327,9 +428,13 @@ plt.show()
 # %% [markdown] nbgrader={"grade": false, "grade_id": "hardware", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## On real hardware
 #
+# * Which Neuron SDK: the legacy kernels (`import neuronxcc.nki`) need SDK 2.29 or earlier, because since SDK
+#   2.30 that namespace inside a kernel is a compile error; the NKI 0.6 kernels (`import nki`) need SDK 2.32 or
+#   later. The simulator runs both.
 # * The tile limits, the float32 PSUM and the "contract over partitions" rule are the hardware's, so the kernels run
 #   unchanged on a Neuron device; the microseconds above are cost-model **estimates** for trn2, to be checked with
-#   `nki.benchmark` there.
+#   `nki.benchmark` there (legacy; NKI 0.6 has no benchmark call: run the compiled kernel under the Neuron
+#   profiler instead).
 # * The NKI matrix-multiplication tutorial goes further on the same path: larger blocks along M and N, blocking K
 #   as well, and keeping the output block in SBUF across K blocks. Each step trades SBUF and PSUM space for fewer
 #   bytes moved.

@@ -138,7 +138,7 @@ print("max |taps - direct sum| =", float(np.abs(conv_by_taps(x_demo, w_demo) - d
 # earns 3 points, speed 1 (≤ 1.2× the reference's estimated latency on one 10 × 514 image with 256 channels in and
 # out, float32, where one output row per matmul already fills the PE array).
 
-# %% nbgrader={"grade": false, "grade_id": "q1_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "q1_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="legacy"
 # %%writefile conv2d_maxpool.py
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
@@ -179,6 +179,57 @@ def conv2d_maxpool(X, W, bias):
                 row = nl.add(nl.maximum(top[:nco, :], bottom[:nco, :]), b_col)  # bias: one value per partition
                 pooled = nl.max(row.reshape((nco, Wo // 2, 2)), axis=2)  # neighbouring columns, pairwise
                 nl.store(out[b, co0:co0 + nco, r, :], value=nl.copy(pooled, dtype=X.dtype))
+    return out
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": false, "grade_id": "q1_kernel_nki", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="nki"
+# %%writefile conv2d_maxpool.py
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def conv2d_maxpool(X, W, bias):
+    """max_pool2d(conv2d(X, W) + bias, 2): one output row per matmul, any channel counts."""
+    ### BEGIN SOLUTION
+    B, C_in, H, Wd = X.shape
+    C_out, _, K, _ = W.shape
+    Ho, Wo = H - K + 1, Wd - K + 1
+    out = nl.ndarray((B, C_out, Ho // 2, Wo // 2), dtype=X.dtype, buffer=nl.shared_hbm)
+    n_ci = (C_in + 127) // 128  # input-channel tiles: the contraction, over partitions
+    taps = W.reshape((C_out, C_in, K * K))
+    for co in range((C_out + 127) // 128):  # the last tile may be ragged (nco < 128): a smaller slice
+        co0, nco = co * 128, min(128, C_out - co * 128)
+        b_col = nl.load(bias.reshape((C_out, 1))[co0:co0 + nco, :], dtype=nl.float32)
+        # this tile's filters, one [ci, co] stationary tile per (input-channel tile, tap): transposed on the PE
+        w_nat = nl.load(taps[co0:co0 + nco, :, :])
+        w_T = nl.ndarray((128, n_ci, K * K, 128), dtype=W.dtype, buffer=nl.sbuf)
+        for ci in range(n_ci):
+            ci0, nci = ci * 128, min(128, C_in - ci * 128)
+            for t in range(K * K):
+                w_ps = nl.ndarray((nci, nco), dtype=W.dtype, buffer=nl.psum)
+                nisa.nc_transpose(dst=w_ps, data=w_nat[:, ci0:ci0 + nci, t])
+                nisa.activation(dst=w_T[:nci, ci, t, :nco], op=nl.copy, data=w_ps)
+        for b in range(B):
+            for r in range(Ho // 2):  # one pooled row = conv rows 2r and 2r + 1
+                top = nl.zeros((128, Wo), nl.float32, buffer=nl.psum)
+                bottom = nl.zeros((128, Wo), nl.float32, buffer=nl.psum)
+                for ci in range(n_ci):
+                    ci0, nci = ci * 128, min(128, C_in - ci * 128)
+                    x_rows = nl.load(X[b, ci0:ci0 + nci, 2 * r:2 * r + K + 1, :])  # the K + 1 input rows they read
+                    for i in range(K):
+                        for j in range(K):
+                            tap = w_T[:nci, ci, i * K + j, :nco]  # [ci, co], stationary
+                            nisa.nc_matmul(dst=top[:nco, :], stationary=tap, moving=x_rows[:, i, j:j + Wo])
+                            nisa.nc_matmul(dst=bottom[:nco, :], stationary=tap, moving=x_rows[:, i + 1, j:j + Wo])
+                row = nl.maximum(top[:nco, :], bottom[:nco, :])  # conv rows 2r and 2r + 1, pairwise
+                nisa.tensor_scalar(dst=row, data=row, op0=nl.add, operand0=b_col)  # bias: one value per partition
+                pooled = nl.max(row.reshape((nco, Wo // 2, 2)), axis=2)  # neighbouring columns, pairwise
+                res = nl.ndarray((nco, Wo // 2), dtype=X.dtype, buffer=nl.sbuf)
+                nisa.activation(dst=res, op=nl.copy, data=pooled)
+                nl.store(out[b, co0:co0 + nco, r, :], value=res)
     return out
     ### END SOLUTION
 
@@ -300,7 +351,7 @@ print(f"4 output rows of 126 pixels, float16: one row per matmul {one_row:.0f} P
 # this reference (the optimised reference), **half** at ≤ 1.2× that of section 3's reference kernel (the relaxed
 # reference, one row per matmul).
 
-# %% nbgrader={"grade": false, "grade_id": "q2_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "q2_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="legacy"
 # %%writefile conv2d_maxpool_fast.py
 import neuronxcc.nki as nki
 import neuronxcc.nki.isa as nisa
@@ -362,6 +413,69 @@ def conv2d_maxpool_fast(X, W, bias):
     ### END SOLUTION
 
 
+# %% nbgrader={"grade": false, "grade_id": "q2_kernel_nki", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="nki"
+# %%writefile conv2d_maxpool_fast.py
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def conv2d_maxpool_fast(X, W, bias):
+    """The same, for channel counts that are multiples of 128: several rows per matmul, filters resident."""
+    ### BEGIN SOLUTION
+    B, C_in, H, Wd = X.shape
+    C_out, _, K, _ = W.shape
+    Ho, Wo = H - K + 1, Wd - K + 1
+    n_ci, n_co = C_in // 128, C_out // 128
+    RB = 2 * (512 // (2 * Wd))  # output rows per matmul: RB full-width rows fill at most 512 PSUM columns
+    out = nl.ndarray((B, C_out, Ho // 2, Wo // 2), dtype=X.dtype, buffer=nl.shared_hbm)
+    taps = W.reshape((C_out, C_in, K * K))
+    flat = X.reshape((B, C_in, H * Wd))  # each channel's image as one row of H * W pixels
+    # every filter tap of every channel pair, transposed once (four taps per PSUM bank) and kept in SBUF
+    w_T = nl.ndarray((128, n_ci, K * K, C_out), dtype=W.dtype, buffer=nl.sbuf)
+    b_cols = nl.ndarray((128, n_co), dtype=nl.float32, buffer=nl.sbuf)
+    for co in range(n_co):
+        nisa.dma_copy(dst=b_cols[:, co:co + 1], src=bias.reshape((C_out, 1))[co * 128:(co + 1) * 128, :])
+        for ci in range(n_ci):
+            w_nat = nl.load(taps[co * 128:(co + 1) * 128, ci * 128:(ci + 1) * 128, :])
+            for t0 in range(0, K * K, 4):
+                nt = min(4, K * K - t0)
+                w_ps = nl.ndarray((128, 4, 128), dtype=W.dtype, buffer=nl.psum)
+                for t in range(nt):
+                    nisa.nc_transpose(dst=w_ps[:, t, :], data=w_nat[:, :, t0 + t])
+                nisa.activation(dst=w_T[:, ci, t0:t0 + nt, co * 128:(co + 1) * 128], op=nl.copy, data=w_ps[:, 0:nt, :])
+    for b in range(B):
+        for blk in range((Ho + RB - 1) // RB):  # blocks of RB output rows (the last one may be shorter)
+            r0 = blk * RB
+            R = min(RB, Ho - r0)
+            # the block's R + K - 1 input rows, flat, for every input-channel tile; loaded once for all co
+            n_in = (R + K - 1) * Wd
+            x_blk = nl.ndarray((128, n_ci, n_in + K - 1), dtype=X.dtype, buffer=nl.sbuf)
+            for ci in range(n_ci):
+                nisa.dma_copy(dst=x_blk[:, ci, 0:n_in], src=flat[b, ci * 128:(ci + 1) * 128, r0 * Wd:r0 * Wd + n_in])
+                if K > 1:  # the last tap reads K - 1 pixels past the block: they only feed discarded columns
+                    nisa.memset(dst=x_blk[:, ci, n_in:n_in + K - 1], value=0.0)
+            for co in range(n_co):
+                # R full-width rows at once: column c of row r is output pixel (r0 + r, c) for c < Wo; the
+                # K - 1 columns past Wo wrap into the next row and are thrown away below
+                acc = nl.zeros((128, R * Wd), nl.float32, buffer=nl.psum)
+                for ci in range(n_ci):
+                    for i in range(K):
+                        for j in range(K):
+                            nisa.nc_matmul(dst=acc, stationary=w_T[:, ci, i * K + j, co * 128:(co + 1) * 128],
+                                           moving=x_blk[:, ci, i * Wd + j:i * Wd + j + R * Wd])
+                # pool straight from PSUM, then add the bias to a quarter of the values (max commutes with +b)
+                pairs = acc.reshape((128, R // 2, 2 * Wd))
+                rows = nl.maximum(pairs[:, :, 0:Wo], pairs[:, :, Wd:Wd + Wo])
+                pooled = nl.max(rows.reshape((128, R // 2, Wo // 2, 2)), axis=3)
+                res = nl.ndarray((128, R // 2, Wo // 2), dtype=X.dtype, buffer=nl.sbuf)
+                nisa.activation(dst=res, op=nl.copy, data=pooled, bias=b_cols[:, co:co + 1])
+                nl.store(out[b, co * 128:(co + 1) * 128, r0 // 2:r0 // 2 + R // 2, :], value=res)
+    return out
+    ### END SOLUTION
+
+
 # %% nbgrader={"grade": false, "grade_id": "q2_check", "locked": true, "schema_version": 3, "solution": false, "task": false}
 check("conv2d_maxpool_fast", "conv2d_maxpool_fast.py");
 
@@ -408,9 +522,9 @@ for dtype in (nl.float16, nl.float32):
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "w1_answer", "locked": false, "points": 1, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# The graded shape is 2 · 256 · 32 · 126 · 256 · 9 · 2 = 9.51 GFLOP. With the reference's estimates (about 157 µs in
-# float16 and 530 µs in float32): MFU(float16) = 9.51e9 / (157e-6 s · {{trn2:pe_tflops_bf16}}e12 FLOP/s) ≈ 0.77, and MFU(float32) =
-# 9.51e9 / (530e-6 s · {{trn2:pe_tflops_fp32}}e12 FLOP/s) ≈ 0.90. Float32 runs {{trn2:pe_fp32_factor}} PE passes per column, so each matmul's fixed overhead
+# The graded shape is 2 · 256 · 32 · 126 · 256 · 9 · 2 = 9.51 GFLOP. With the reference's estimates (about 160 µs in
+# float16 and 533 µs in float32): MFU(float16) = 9.51e9 / (160e-6 s · {{trn2:pe_tflops_bf16}}e12 FLOP/s) ≈ 0.75, and MFU(float32) =
+# 9.51e9 / (533e-6 s · {{trn2:pe_tflops_fp32}}e12 FLOP/s) ≈ 0.89. Float32 runs {{trn2:pe_fp32_factor}} PE passes per column, so each matmul's fixed overhead
 # ({{trn2:pe_matmul_overhead_cycles}} cycles), the filter transposes and the kernel's launch cost are small next to its 4 · 512 cycles of work, while
 # in float16 the same overhead is an eighth of each matmul. A matmul of 512 columns of which 4 · 126 = 504 are useful
 # costs 512 + {{trn2:pe_matmul_overhead_cycles}} cycles, so float16's ceiling is 504 / 584 ≈ 0.86, before the launch cost and the pipeline's start.
@@ -419,6 +533,9 @@ for dtype in (nl.float16, nl.float32):
 # %% [markdown] nbgrader={"grade": false, "grade_id": "hardware", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## On real hardware
 #
+# * Which Neuron SDK: the legacy kernels (`import neuronxcc.nki`) need SDK 2.29 or earlier, because since SDK
+#   2.30 that namespace inside a kernel is a compile error; the NKI 0.6 kernels (`import nki`) need SDK 2.32 or
+#   later. The simulator runs both.
 # * The kernels are plain NKI and compile unchanged for a NeuronCore; the microseconds and MFU above are cost-model
 #   **estimates** for trn2. On a device, `nki.benchmark` measures the latency and `neuron-profile` shows the
 #   Tensor Engine's utilisation over time (CS149's write-up asks for the MFU from there).

@@ -136,7 +136,7 @@ except ImportError:
 # thousands of rows), 1.6e-2 for bfloat16 (the output rounded once). Correctness earns 3 points, speed 1 (≤ 1.2× the
 # reference's estimated latency for R = 4096, C = 2048 in float32).
 
-# %% nbgrader={"grade": false, "grade_id": "q1_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "q1_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="legacy"
 # %%writefile rmsnorm_backward.py
 import neuronxcc.nki as nki
 import neuronxcc.nki.isa as nisa
@@ -173,6 +173,54 @@ def rmsnorm_backward(x, w, dy, rstd):
     for k, c0 in enumerate(range(0, C, 512)):
         cn = min(512, C - c0)
         nl.store(grads[R:R + 1, c0:c0 + cn], value=nl.copy(dw_ps[k][:, 0:cn], dtype=x.dtype))
+    return grads
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": false, "grade_id": "q1_kernel_nki", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="nki"
+# %%writefile rmsnorm_backward.py
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def rmsnorm_backward(x, w, dy, rstd):
+    """dx and dw of RMSNorm, packed: grads[:R] = dx, grads[R] = dw."""
+    ### BEGIN SOLUTION
+    R, C = x.shape
+    grads = nl.ndarray((R + 1, C), dtype=x.dtype, buffer=nl.shared_hbm)
+    w_b = nl.broadcast_to(nl.load(w.reshape((1, C)), dtype=nl.float32), (128, C))  # w on every partition
+    dw_ps = [nl.zeros((1, 512), dtype=nl.float32, buffer=nl.psum) for _ in range(0, C, 512)]  # one bank each
+    for t in range((R + 127) // 128):  # the last tile of rows may be ragged (n < 128): a smaller slice
+        r0, n = t * 128, min(128, R - t * 128)
+        x_t = nl.load(x[r0:r0 + n, :], dtype=nl.float32)
+        dy_t = nl.load(dy[r0:r0 + n, :], dtype=nl.float32)
+        rs = nl.load(rstd[r0:r0 + n, :])
+        q = nl.ndarray((n, C), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=q, data1=dy_t, data2=x_t, op=nl.multiply, engine=nisa.engine.gpsimd)  # dy * x (GpSimd)
+        for k, c0 in enumerate(range(0, C, 512)):  # dw: the sum over this tile's rows, on the Tensor Engine
+            cn = min(512, C - c0)
+            nisa.nc_matmul(dst=dw_ps[k][:, 0:cn], stationary=rs, moving=q[:, c0:c0 + cn])
+        qw = nl.ndarray((n, C), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=qw, data1=q, data2=w_b[:n, :], op=nl.multiply, engine=nisa.engine.gpsimd)  # (GpSimd)
+        s = nl.ndarray((n, 1), dtype=nl.float32, buffer=nl.sbuf)
+        qw_copy = nl.ndarray((n, C), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation_reduce(dst=qw_copy, op=nl.copy, data=qw, reduce_op=nl.add, reduce_res=s)  # row sums (Scalar)
+        coef = nl.multiply(nl.multiply(nl.multiply(rs, rs), rs), s)  # rstd^3 * s, one per row
+        x_c = nl.ndarray((n, C), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=x_c, op=nl.copy, data=x_t, scale=nl.multiply(coef, -1.0 / C))  # -rstd^3 s x / C (Scalar)
+        g = nl.ndarray((n, C), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=g, data1=dy_t, data2=w_b[:n, :], op=nl.multiply)  # dy * w                 (Vector)
+        dx = nl.ndarray((n, C), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.scalar_tensor_tensor(dst=dx, data=g, op0=nl.multiply, operand0=rs, op1=nl.add,
+                                  operand1=x_c)  # rstd * g + x_c, rounded once                           (Vector)
+        nl.store(grads[r0:r0 + n, :], value=dx)
+    for k, c0 in enumerate(range(0, C, 512)):
+        cn = min(512, C - c0)
+        dw = nl.ndarray((1, cn), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.activation(dst=dw, op=nl.copy, data=dw_ps[k][:, 0:cn])
+        nl.store(grads[R:R + 1, c0:c0 + cn], value=dw)
     return grads
     ### END SOLUTION
 
@@ -245,7 +293,7 @@ print("cast without saturation:", np.array([120.0, 250.0, 1000.0]).astype(FP8),
 # inverted `out_scale` or a missing saturation are off by far more. Correctness earns 3 points, speed 1 (≤ 1.2× the
 # reference's estimated latency for R = C = 2048 with a float32 weight).
 
-# %% nbgrader={"grade": false, "grade_id": "q2_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "q2_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="legacy"
 # %%writefile rmsnorm_fp8_forward.py
 import neuronxcc.nki as nki
 import neuronxcc.nki.isa as nisa
@@ -277,6 +325,52 @@ def rmsnorm_fp8_forward(x_q, x_scale, w, out_scale):
         v = nisa.activation(op=nl.copy, data=xw, scale=nl.multiply(rstd, inv_s[:n, :]))  # * rstd / s  (Scalar)
         q = nisa.tensor_scalar(v, np.minimum, FP8_MAX, op1=np.maximum, operand1=-FP8_MAX, dtype=out.dtype,
                                engine=nisa.gpsimd_engine)  # saturate, then cast to fp8                (GpSimd)
+        nl.store(out[r0:r0 + n, :], value=q)
+    return out
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": false, "grade_id": "q2_kernel_nki", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="nki"
+# %%writefile rmsnorm_fp8_forward.py
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+FP8_MAX = 240.0  # the largest finite float8_e4m3
+GROUP = 16  # values per input scale
+
+
+@nki.jit
+def rmsnorm_fp8_forward(x_q, x_scale, w, out_scale):
+    """rmsnorm(x_q * group scales) * w / out_scale, saturated, as float8_e4m3."""
+    ### BEGIN SOLUTION
+    R, C = x_q.shape
+    G = C // GROUP
+    out = nl.ndarray((R, C), dtype=x_q.dtype, buffer=nl.shared_hbm)
+    w_b = nl.broadcast_to(nl.load(w.reshape((1, C)), dtype=nl.float32), (128, C))
+    inv_s = nl.reciprocal(nl.broadcast_to(nl.load(out_scale), (128, 1)))  # 1 / out_scale on every partition
+    for t in range((R + 127) // 128):
+        r0, n = t * 128, min(128, R - t * 128)
+        xq = nl.load(x_q[r0:r0 + n, :])
+        sc = nl.load(x_scale[r0:r0 + n, :])
+        x = nl.ndarray((n, G, GROUP), dtype=nl.float32, buffer=nl.sbuf)
+        # each scale times its 16 values: the [n, G, 1] scales read 16 times along the last axis (a stride-0 view)
+        nisa.tensor_tensor(dst=x, data1=xq.reshape((n, G, GROUP)), data2=sc.reshape((n, G, 1)).broadcast(2, GROUP),
+                           op=nl.multiply)
+        x = x.reshape((n, C))
+        ss = nl.ndarray((n, 1), dtype=nl.float32, buffer=nl.sbuf)
+        sq = nl.ndarray((n, C), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation_reduce(dst=sq, op=nl.square, data=x, reduce_op=nl.add, reduce_res=ss)  # sum of squares (Scalar)
+        xw = nl.ndarray((n, C), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=xw, data1=x, data2=w_b[:n, :], op=nl.multiply, engine=nisa.engine.gpsimd)  # (GpSimd)
+        ms = nl.ndarray((n, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=ms, data=ss, op0=nl.multiply, operand0=1.0 / C, op1=nl.add, operand1=1e-6)
+        rstd = nl.rsqrt(ms)
+        v = nl.ndarray((n, C), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=v, op=nl.copy, data=xw, scale=nl.multiply(rstd, inv_s[:n, :]))  # * rstd / s  (Scalar)
+        q = nl.ndarray((n, C), dtype=out.dtype, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=q, data=v, op0=nl.minimum, operand0=FP8_MAX, op1=nl.maximum, operand1=-FP8_MAX,
+                           engine=nisa.engine.gpsimd)  # saturate, then cast to fp8                        (GpSimd)
         nl.store(out[r0:r0 + n, :], value=q)
     return out
     ### END SOLUTION
@@ -379,6 +473,9 @@ else:
 # %% [markdown] nbgrader={"grade": false, "grade_id": "hardware", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## On real hardware
 #
+# * Which Neuron SDK: the legacy kernels (`import neuronxcc.nki`) need SDK 2.29 or earlier, because since SDK
+#   2.30 that namespace inside a kernel is a compile error; the NKI 0.6 kernels (`import nki`) need SDK 2.32 or
+#   later. The simulator runs both.
 # * Everything here is plain NKI; the microseconds are cost-model **estimates** for trn2. `nl.float8_e4m3` is the
 #   IEEE-style e4m3 of trn2 (its maximum is {{float8_e4m3:max}}); trn3 adds OCP's `float8_e4m3fn` (maximum 448) and
 #   MX formats, whose scales are powers of two shared by 32 values (`nisa.quantize_mx` in NKI 0.6).

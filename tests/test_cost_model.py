@@ -220,3 +220,69 @@ def test_strides_over_16_bytes_halve_engine_bandwidth():
     np.testing.assert_allclose(k(x), np.exp(x[:, 0:2560:5]), rtol=1e-6)
     exps = [i for i in k.last_launch.ctx.trace if i.op == "activation"]
     assert [i.extra["stride_bytes"] for i in exps] == [20] * 8
+
+
+def _reads_alias_or_root(alias: bool):
+    """Matmuls accumulate a [128, 512] PSUM tile; its row pairs are then pooled by a tensor_tensor that reads
+    it through a reshape (``acc.reshape((128, 2, 256))``, as stage 8's fast kernel does) or the same elements as
+    two column slices of the tile itself."""
+
+    @nki.jit(platform_target="trn2")
+    def pool(a, b):
+        out = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.shared_hbm)
+        x, y = nl.load(a), nl.load(b)
+        acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+        for _k in range(8):
+            acc += nl.matmul(x, y, transpose_x=True)
+        if alias:
+            pairs = acc.reshape((128, 2, 256))
+            top, bottom = pairs[:, 0, :], pairs[:, 1, :]
+        else:
+            top, bottom = acc[:, 0:256], acc[:, 256:512]
+        nl.store(out, value=nl.maximum(top, bottom))
+        return out
+
+    return pool
+
+
+def test_a_read_through_a_reshape_waits_for_the_writes_of_the_tile():
+    """A reshape is a view of the same tile: reading through it must wait for the matmuls that wrote the tile,
+    exactly as reading the tile itself does (the scheduler used to key the alias apart and start the read at
+    once, before the matmuls ended)."""
+    args = (nt.tensor[[128, 128], nl.bfloat16], nt.tensor[[128, 512], nl.bfloat16])
+    prm = get_target("trn2").params
+    starts = {}
+    for alias in (True, False):
+        trace = _trace(_reads_alias_or_root(alias), *args)
+        sched = scheduler.schedule(trace, prm)
+        pe_end = max(sched.end[i] for i, ins in enumerate(trace) if ins.engine == "pe")
+        reader = next(i for i, ins in enumerate(trace) if ins.op == "tensor_tensor")
+        assert sched.start[reader] >= pe_end, (alias, sched.start[reader], pe_end)
+        starts[alias] = (sched.start[reader], model.estimate(trace, "trn2").total_us)
+    assert starts[True] == starts[False]
+
+
+def _trace(kernel, *args):
+    kernel(*args)
+    return kernel.last_launch.ctx.trace
+
+
+def test_a_dma_transpose_costs_what_load_transpose2d_costs():
+    """``nl.load_transpose2d`` and ``nisa.dma_transpose`` are the same DMA transposing a block as it copies it:
+    the same time on the queues, and slower than a plain load of the same bytes (nisa.dma_transpose used to be
+    priced as a plain copy, a quarter of the time)."""
+    prm = get_target("trn2").params
+
+    def queue_ns(spell):
+        @nki.jit(platform_target="trn2")
+        def k(a):
+            out = nl.ndarray((128, 128), dtype=a.dtype, buffer=nl.shared_hbm)
+            nl.store(out, value=spell(a))
+            return out
+
+        trace = _trace(k, nt.tensor[[128, 128], nl.bfloat16])
+        first = trace[0]
+        return scheduler.costs.dma_queue_ns(first, scheduler.costs.dma_queues(first, prm), prm)
+
+    transposed = {queue_ns(nl.load_transpose2d), queue_ns(nisa.dma_transpose)}
+    assert len(transposed) == 1 and transposed.pop() > queue_ns(nl.load)

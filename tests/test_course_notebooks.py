@@ -9,6 +9,7 @@ import nbformat
 import pytest
 from course_testing import NOTEBOOK_BUDGET_S, REPO, errors_and_stderr, execute, grade_cells
 
+from nkilab import manifest
 from nkilab.questions import QUESTIONS
 from nkilab.release import load_source, solution_files
 
@@ -22,15 +23,16 @@ def test_every_lesson_has_a_student_notebook() -> None:
 
 @pytest.mark.parametrize("stage", STUDENT_NOTEBOOKS)
 def test_solutions_are_the_notebook_solution_cells(stage: str) -> None:
-    # solutions/<stage>/ holds exactly the lesson's %%writefile solution cells (a 0.6 twin's under nki/), and each
-    # question whose kernel the lesson asks for grades against that file
+    # solutions/<stage>/ holds exactly the lesson's %%writefile solution cells (a 0.6 twin's under nki/), and
+    # each question whose kernel the lesson asks for names those files as its references, one per dialect
     files = solution_files(load_source(REPO / "notebooks" / f"{stage}.py"))
     folder = REPO / "solutions" / stage
     assert files and sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.py")) == sorted(files)
     for name, text in files.items():
         assert (folder / name).read_text().endswith(text)
     asked = {q.qid for q in QUESTIONS.values() if q.solution_path.parent == folder}
-    assert {f"{qid}.py" for qid in asked} == {name for name in files if "/" not in name}, stage
+    specs = manifest.course().questions()
+    assert {rel.split("/", 1)[1] for qid in asked for rel in specs[qid].solutions.values()} == set(files), stage
 
 
 def test_every_question_has_its_reference_kernel() -> None:

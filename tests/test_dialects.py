@@ -95,3 +95,18 @@ def test_each_dialect_gets_the_same_cells_with_its_own_kernel_stubs(lesson):
                 assert "import nki\n" in src and "neuronxcc" not in src, src[:200]
             else:
                 assert "neuronxcc.nki" in src and "\nimport nki\n" not in src, src[:200]
+
+
+def test_a_ragged_tile_is_a_smaller_tile_in_06():
+    """With a ragged last tile the legacy reference masks a 128-row tile and the 0.6 one loads a smaller one (a
+    bounded slice): the same values, and -- a masked instruction covers only the partitions its mask leaves -- the
+    same instructions and estimate."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((300, 64), np.float32), rng.standard_normal((300, 64), np.float32)
+    old, new = (api.launch(load_kernel(SOLUTIONS / rel, "tiled_add_relu"), [a, b], target="trn2")
+                for rel in (SPECS["tiled_add_relu"].solutions["legacy"], SPECS["tiled_add_relu"].solutions["nki"]))
+    np.testing.assert_array_equal(new.outputs, np.maximum(a + b, 0))
+    np.testing.assert_array_equal(new.outputs, old.outputs)
+    assert [i.p for i in new.record.ctx.trace][-5:] == [300 - 256] * 5
+    assert _instructions(new) == _instructions(old)
+    assert _estimate(new) == _estimate(old)

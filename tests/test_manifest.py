@@ -40,8 +40,9 @@ def test_the_grading_registry_is_the_manifests():
 @pytest.mark.parametrize("stage", [s.slug for s in COURSE.stages])
 @pytest.mark.parametrize("dialect", manifest.DIALECTS)
 def test_each_lessons_grade_cells_are_the_manifests(stage: str, dialect: str):
+    """In the lesson either dialect's students get (a 0.6 twin replaces its legacy kernel cell there)."""
     spec = next(s for s in COURSE.stages if s.slug == stage)
-    nb = load_source(REPO / "notebooks" / f"{stage}.py", dialect)  # the lesson this dialect's students get
+    nb = load_source(REPO / "notebooks" / f"{stage}.py", dialect)  # one kernel cell per question
     graded, answers = {}, []
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})

@@ -127,6 +127,34 @@ def test_ap_with_dtype_and_offset_and_view_reinterpret_bytes():
     np.testing.assert_array_equal(got[:, 16:], x[:, 4:12])
 
 
+def test_reshaped_and_broadcast_views_index_by_open_grids_in_the_program():
+    """Views no basic slice expresses (a reshape merging two HBM dimensions, a stride-0 broadcast, a reshaped tile)
+    read what NumPy reads, also when the grader runs the traced program, whose constants then hold one short
+    coordinate array per dimension (as ``nl.mgrid``'s open grids) rather than one per dimension per element: a
+    stage-8 convolution's filter view used to put megabytes of coordinates into the program."""
+    co, ci, k, groups = 64, 32, 3, 8
+    w, x, s = rand(co, ci, k, k), rand(co, groups * 16, seed=1), np.abs(rand(co, groups, seed=2)) + 0.5
+
+    def body(w, x, s):
+        taps = nl.load(w.reshape((co, ci, k * k))[:, :, 1:k * k])  # (64, 32, 8): dims 2 and 3 of w merged
+        sc = nl.load(s)
+        scaled = nl.ndarray((co, groups, 16), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=scaled, data1=nl.load(x).reshape((co, groups, 16)),
+                           data2=sc.reshape((co, groups, 1)).broadcast(2, 16), op=nl.multiply)
+        out = nl.ndarray((co, ci * 8 + groups * 8), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out[:, 0:ci * 8], nl.copy(taps.reshape((co, ci * 8))))
+        nl.store(out[:, ci * 8:], nl.max(scaled.reshape((co, groups * 8, 2)), axis=2))
+        return out
+
+    want = np.concatenate([w.reshape(co, ci, k * k)[:, :, 1:].reshape(co, ci * 8),
+                           (x.reshape(co, groups, 16) * s[:, :, None]).reshape(co, groups * 8, 2).max(axis=2)], axis=1)
+    program = api.trace(nki.jit(body), [w, x, s], target="trn2")
+    # the old lowering held 4 full int64 coordinate arrays for the taps' view alone: 4 * 64 * 32 * 8 * 8 bytes
+    assert sum(len(a.data) for a in program.arrays) < co * ci * 8 * 8
+    np.testing.assert_array_equal(np.asarray(api.execute(program, [w, x, s]).outputs), want)
+    np.testing.assert_array_equal(run(body, w, x, s), want)
+
+
 @pytest.mark.parametrize("misuse, message", [
     (lambda t: t.permute((1, 0)), "dims\\[0\\] must be 0"),
     (lambda t: t.broadcast(0, 4), "partition dimension"),

@@ -60,8 +60,8 @@ def dma_queue_ns(ins: Instr, nq: int, prm: dict[str, Any]) -> float:
     eff = 1.0
     if ins.run:
         eff = min(1.0, max(d["strided_efficiency"], ins.run / d["full_rate_run_bytes"]))
-    if ins.kind is isa.LOAD_TRANSPOSE2D:
-        eff *= d["transpose_efficiency"]
+    if ins.kind is isa.LOAD_TRANSPOSE2D or ins.kind is isa.DMA_TRANSPOSE:
+        eff *= d["transpose_efficiency"]  # both are the DMA engine transposing as it copies
     extra = ins.extra
     if extra and extra.get("rmw"):
         eff *= d["rmw_sbuf_throughput"] if extra.get("rmw_sbuf") else d["rmw_throughput"]

@@ -231,6 +231,12 @@ class Buffers:
         b = self.info.get(root)
         if b is None:
             return (root, tid), box
+        if tid != root and b.place is None and b.space != "hbm":
+            # an alias of an on-chip tile (``t.reshape(...)``, ``t.view(dtype)``) has its own coordinates: its box
+            # is compared with the root's accesses as "the same partitions, any element" (a box of another rank
+            # overlaps every box, deps.overlaps), so a read through the alias waits for what wrote the tile
+            key, _ = self.key(root, root, box, loc)
+            return key, tuple(box[:1])
         space, site, place, in_loop = b.space, b.site, b.place, b.in_loop
         if place is not None:  # direct allocation: the partitions and bytes of the physical memory it touches
             if tid == root and len(box) == len(place.blocks) + 1 + len(place.free):

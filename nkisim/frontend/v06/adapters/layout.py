@@ -165,5 +165,24 @@ def lower(base: Tensor, offset: int, pattern: Pattern, dyn: tuple = ()) -> Tenso
     if len(counts) < 2:
         raise NotImplementedError(f"a 1-D view with pattern {[list(p) for p in pattern]} is not supported by the "
                                   f"simulator; give it a second dimension")
-    coords = np.unravel_index(flat, shape)
+    coords = open_grids(np.unravel_index(flat, shape))
     return Access(base, tuple(Affine(0, grid=np.ascontiguousarray(c, dtype=np.int64)) for c in coords))
+
+
+def open_grids(coords: tuple[np.ndarray, ...]) -> list[np.ndarray]:
+    """The coordinate arrays of a view, each cut down to the axes it varies along (length 1 on the others), as
+    ``nl.mgrid``'s open grids are: they broadcast back to the view's shape when indexed, address the same
+    elements, and take (sum of counts) instead of (product of counts) integers -- a reshaped or broadcast view of
+    a large tile would otherwise put megabytes of coordinates into the kernel's program.  An axis no coordinate
+    varies along (a broadcast one) keeps its length in the first array, so the access keeps the view's shape."""
+    cut = []
+    for c in coords:
+        for k in range(c.ndim):
+            if c.shape[k] > 1 and bool(np.all(c == c.take([0], axis=k))):
+                c = c.take([0], axis=k)
+        cut.append(c)
+    full = coords[0].shape
+    for k, n in enumerate(full):
+        if n > 1 and all(c.shape[k] == 1 for c in cut):
+            cut[0] = np.broadcast_to(cut[0], cut[0].shape[:k] + (n,) + cut[0].shape[k + 1:])
+    return cut
