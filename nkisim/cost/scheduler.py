@@ -134,7 +134,8 @@ class Buffers:
         # an op's result tile that was assigned into another tile (tile[...] = nl.load(...)) never
         # exists on chip: only roots that appear in some region occupy SBUF
         used = {r.root for ins in trace for r in (*ins.reads, *ins.writes)}
-        unrolled, live = unrolled_sites(trace) if getattr(trace, "dialect", "legacy") == "0.6" else ({}, {})
+        # tiles a Python loop makes anew in each iteration: every loop of a 0.6 kernel, a legacy kernel's range loops
+        unrolled, live = unroll.python_loop_sites(trace)
         spaces = {b.root: b.space for ins in trace for b in ins.bufs}
         #: partition broadcasts whose result stays in PSUM, read there (costs.psum_broadcasts)
         self.psum_resident = costs.psum_broadcasts(trace, spaces, prm)
@@ -143,7 +144,7 @@ class Buffers:
                 if b.root not in self.info and b.root in used:
                     if b.root in self.psum_resident:
                         b = b._replace(space="psum")
-                    if b.root in unrolled:  # a tile of an unrolled 0.6 loop: as a tile of an unrolled legacy loop
+                    if b.root in unrolled:  # a tile of an unrolled Python loop: as a tile of an unrolled NKI loop
                         b = b._replace(in_loop=True, site=unrolled[b.root])
                     self.info[b.root] = b
                     if b.place is not None:
@@ -166,7 +167,7 @@ class Buffers:
                             psum_fixed += banks
         #: the loops each in-loop on-chip root was allocated in (its uids): a root outside a loop is
         #: carried across that loop's iterations
-        loops_of = unroll.root_loops(trace, {r for r, b in self.info.items() if b.in_loop})
+        loops_of = unroll.root_loops(trace, {r for r, b in self.info.items() if b.in_loop and r not in unrolled})
         self.loop_uids = {r: {uid for uid, _kind, _it in loops} for r, loops in loops_of.items()}
         # a site that makes several tiles in one iteration (a list of accumulators, an inner Python loop)
         # needs that many buffers, each rotating: ``per_iteration`` of them per rotation step
@@ -181,10 +182,15 @@ class Buffers:
         sites = {s: v * self.per_iteration.get(("sbuf", s), 1) for s, v in sites.items()}
         psum_sites = {s: v * self.per_iteration.get(("psum", s), 1) for s, v in psum_sites.items()}
         # tiles of loops the compiler unrolls get a buffer per unrolled copy (unroll.py)
-        copies = unroll.tile_copies(trace, {r: loops_of[r] for rs in site_roots.values() for r in rs if r in loops_of},
-                                    int(prm.get("loops", {}).get("unroll_max_instructions", 0)))
+        budget = int(prm.get("loops", {}).get("unroll_max_instructions", 0))
+        in_loops = {r: loops_of[r] for rs in site_roots.values() for r in rs if r in loops_of}
+        copies = unroll.tile_copies(trace, in_loops, budget)
         want = {s: max([copies.get(r, 1) for r in rs]) for s, rs in site_roots.items()}
-        for s, rs in site_roots.items():  # an unrolled 0.6 site: a buffer per iteration, as an unrolled loop's
+        flat = unroll.straight_line(trace, in_loops, budget)
+        for s, rs in site_roots.items():  # unrolled loops inside Python loops: every copy of the site, a buffer each
+            if s not in live and all(r in flat for r in rs):
+                want[s] = max(want[s], -(-len(rs) // self.per_iteration.get(("sbuf", s), 1)))
+        for s, rs in site_roots.items():  # an unrolled Python loop's site: a buffer per iteration, as an NKI loop's
             if s in live:
                 want[s] = -(-len(rs) // live[s])
         self.k = self._rotations(sites, prm["buffers"]["sbuf_partition_bytes"] - fixed,
@@ -257,46 +263,6 @@ class Buffers:
             kk *= self.per_iteration.get(self.site_key.get(root, ()), 1)
             phys = self.phys[root] = ("rot", site_key, n % kk)
         return (phys, tid if tid != root else 0), box
-
-
-def unrolled_sites(trace: list[Instr]) -> tuple[dict[int, Any], dict[Any, int]]:
-    """The on-chip tiles of an NKI 0.6 kernel's unrolled loops: root -> allocation site, and per site the most of
-    its tiles live at once.
-
-    A 0.6 kernel's loops are Python loops, unrolled before the trace sees them: each iteration allocates its
-    tiles anew, and no loop says so.  A site -- the ``nl.ndarray`` call, or the line of the instruction that first
-    writes an op's result -- that makes two or more tiles is such a loop's site: its tiles get what the tiles of
-    an unrolled legacy loop get (``unroll.tile_copies``), a buffer per iteration as far as SBUF has room, rotating
-    when it has not, where one iteration holds as many of them as are ever live at once (first to last use: the
-    accumulators of one iteration, several results of one line).  A tile made once stays a fixed allocation."""
-    first: dict[int, int] = {}
-    last: dict[int, int] = {}
-    site: dict[int, Any] = {}
-    for i, ins in enumerate(trace):
-        for b in ins.bufs:
-            if b.place is None and b.space in ("sbuf", "psum") and b.root not in site:
-                site[b.root] = (b.space, b.site or ins.loc)
-        for r in (*ins.reads, *ins.writes):
-            if r.root in site:
-                first.setdefault(r.root, i)
-                last[r.root] = i
-    roots: dict[Any, list[int]] = {}
-    for r, s in site.items():
-        if r in first:
-            roots.setdefault(s, []).append(r)
-    unrolled: dict[int, Any] = {}
-    live: dict[Any, int] = {}
-    for (_space, s), rs in roots.items():
-        if len(rs) < 2:
-            continue
-        events = sorted([(first[r], 1) for r in rs] + [(last[r], -1) for r in rs], key=lambda e: (e[0], -e[1]))
-        now = most = 0
-        for _, step in events:
-            now += step
-            most = max(most, now)
-        live[s] = most
-        unrolled.update((r, s) for r in rs)
-    return unrolled, live
 
 
 class Schedule:

@@ -33,9 +33,6 @@ class Trace(list):
     """
 
     skip_middle_end = False
-    #: the NKI dialect of the kernel ("legacy" or "0.6"): a 0.6 kernel's loops are Python loops, unrolled before
-    #: the trace sees them, so the cost model finds their tiles by allocation site (scheduler.unrolled_sites)
-    dialect = "legacy"
 
 
 class Instr:

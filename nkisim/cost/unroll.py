@@ -15,7 +15,10 @@ chain of a rolled loop with double buffering.  So the unroll limit is a budget o
 instructions between 400 and 800 (``loops.unroll_max_instructions``; bench/calibrate.py --fit
 reports the range that fits).  Kernels decorated with ``skip_middle_end_transformations`` keep every
 loop rolled (the CS149 2025 trn2 kernels: FREE_DIM=2 costs as much per iteration as ROW_CHUNK=128).
-``static_range`` loops are unrolled at trace time and never reach this module.
+Python loops (``range``, ``static_range``; every loop of an NKI 0.6 kernel) are unrolled at trace time: no loop
+is recorded, and their tiles are found by allocation site (``python_loop_sites``), then get the buffers of an
+unrolled loop's tiles.  An unrolled NKI loop inside a Python loop is as many copies of one straight line
+(``straight_line``).
 """
 
 from __future__ import annotations
@@ -91,3 +94,58 @@ def tile_copies(trace: list[Instr], loops_of: dict[int, tuple], max_instructions
         if copies > 1:
             out[r] = copies
     return out
+
+
+def straight_line(trace: list[Instr], loops_of: dict[int, tuple], max_instructions: int) -> set[int]:
+    """The on-chip roots of ``loops_of`` every loop around which the compiler unrolls: they lie in straight-line
+    code, and so does every other tile of their allocation site that a Python loop around those loops made (a
+    Python loop is unrolled when the kernel is traced, so its iterations are copies of one NKI loop, not one
+    loop's iterations): each such tile is an unrolled copy of the site, as a tile of one unrolled loop is."""
+    unrolled, _trips = unrolled_loops(trace, max_instructions)
+    return {r for r, loops in loops_of.items() if loops and all(uid in unrolled for uid, _kind, _it in loops)}
+
+
+def python_loop_sites(trace: list[Instr]) -> tuple[dict[int, Any], dict[Any, int]]:
+    """The on-chip tiles of a kernel's unrolled Python loops: root -> allocation site, and per site the most of its
+    tiles live at once.
+
+    A Python loop (every loop of an NKI 0.6 kernel; a legacy kernel's ``range`` and ``static_range`` loops) is
+    unrolled before the trace sees it: each iteration allocates its tiles anew, and no loop says so.  A site -- the
+    ``nl.ndarray`` call, or the line of the instruction that first writes an op's result -- outside every NKI loop
+    (a tile of an ``affine_range`` or ``sequential_range`` body is that loop's, ``in_loop``) that makes two or more
+    tiles is such a loop's site: its tiles get what the tiles of an unrolled NKI loop get (``tile_copies``),
+    a buffer per iteration as far as SBUF has room, rotating when it has not, where one iteration holds as many of
+    them as are ever live at once (first to last use: the accumulators of one iteration, several results of one
+    line).  A PSUM tile rotates over ``psum_rotation`` banks like an NKI loop's: the tiles of a Python loop are not
+    all live at once, and PSUM has 8 banks, so the compiler reuses the banks of dead ones; kept apart as fixed
+    allocations, 36 filter transposes held 36 banks and left an accumulator of the kernel's main loop one bank, no
+    double buffering (stage 8's conv2d, legacy).  Both dialects spell the same loop alike.  A tile made once stays a
+    fixed allocation."""
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    site: dict[int, Any] = {}
+    for i, ins in enumerate(trace):
+        for b in ins.bufs:
+            if b.place is None and not b.in_loop and b.space in ("sbuf", "psum") and b.root not in site:
+                site[b.root] = (b.space, b.site or ins.loc)
+        for r in (*ins.reads, *ins.writes):
+            if r.root in site:
+                first.setdefault(r.root, i)
+                last[r.root] = i
+    roots: dict[Any, list[int]] = {}
+    for r, s in site.items():
+        if r in first:
+            roots.setdefault(s, []).append(r)
+    unrolled: dict[int, Any] = {}
+    live: dict[Any, int] = {}
+    for (_space, s), rs in roots.items():
+        if len(rs) < 2:
+            continue
+        events = sorted([(first[r], 1) for r in rs] + [(last[r], -1) for r in rs], key=lambda e: (e[0], -e[1]))
+        now = most = 0
+        for _, step in events:
+            now += step
+            most = max(most, now)
+        live[s] = most
+        unrolled.update((r, s) for r in rs)
+    return unrolled, live
