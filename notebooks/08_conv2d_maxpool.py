@@ -513,6 +513,25 @@ for dtype in (nl.float16, nl.float32):
     except Exception as err:  # not written yet
         print(f"  {name:8s} not measured ({type(err).__name__}: {err})")
 
+# %% nbgrader={"grade": false, "grade_id": "figure_roofline", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# Your two kernels on the roofline of one NeuronCore at the graded float16 shape: the Tensor Engine's FLOPs per byte
+# the DMAs moved (right: each loaded byte feeds more matmul work) and the rate reached (up: closer to the PE peak).
+# Estimates for trn2; the FLOPs are the PE array's, garbage columns of the full-width trick included.
+import matplotlib.pyplot as plt
+from nkilab import figures
+
+x16 = np.zeros((SHAPE["B"], SHAPE["C_in"], SHAPE["H"], SHAPE["W"]), dtype=np.float16)
+w16 = np.zeros((SHAPE["C_out"], SHAPE["C_in"], SHAPE["K"], SHAPE["K"]), dtype=np.float16)
+points = []
+for name in ("conv2d_maxpool", "conv2d_maxpool_fast"):
+    try:
+        points.append(figures.kernel_point(f"your {name}", load_kernel(f"{name}.py", name), x16, w16,
+                                           np.zeros(SHAPE["C_out"], dtype=np.float16), target=TARGET))
+    except Exception as err:  # not written yet, or not for this shape
+        print(f"{name}: not on the roofline ({type(err).__name__}: {err})")
+figures.roofline(points, target=TARGET, dtype="float16")
+plt.show()
+
 # %% [markdown] nbgrader={"grade": false, "grade_id": "w1_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ### Written question (1 point)
 #

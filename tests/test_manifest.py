@@ -225,3 +225,20 @@ def test_each_speed_question_points_to_a_section_of_its_lesson(stage: str):
         if q.speed:
             assert q.speed_lesson in headings, (q.qid, q.speed_lesson, sorted(headings))
             assert QUESTIONS[q.qid].speed_lesson == f"stage {spec.number}, section \u201c{q.speed_lesson}\u201d"
+
+
+#: the Tensor Engine stages: their fast references are bound by the PE array (bench/course_speed.py's "set by")
+COMPUTE_STAGES = ("06_tensor_engine_matmul", "07_fused_rmsnorm_linear", "08_conv2d_maxpool")
+
+
+@pytest.mark.parametrize("stage", COMPUTE_STAGES)
+def test_each_compute_stage_puts_the_students_kernels_on_a_roofline(stage: str):
+    """Issue 22 scope 4: a roofline for the compute stages with the student's kernels as points (the executed
+    reference notebooks, tests/test_course_stage*.py, check that every lesson shows its figures)."""
+    spec = next(s for s in COURSE.stages if s.slug == stage)
+    cells = [c.source for c in load_source(REPO / "notebooks" / f"{stage}.py", COURSE.stub_dialect).cells
+             if c.cell_type == "code" and "figures.roofline(" in c.source]
+    assert len(cells) == 1, stage
+    assert "figures.kernel_point(f\"your {name}\"" in cells[0]
+    for q in spec.questions:
+        assert f'"{q.qid}"' in cells[0], (stage, q.qid)
