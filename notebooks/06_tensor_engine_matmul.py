@@ -153,7 +153,7 @@ except Exception as err:  # the compiler's error, shown instead of stopping the 
 # for k in range(K // 128):
 #     nisa.nc_matmul(dst=res_psum, stationary=lhsT_tile, moving=rhs_tile)
 # res_sbuf = nl.ndarray((128, 512), dtype=result.dtype, buffer=nl.sbuf)
-# nisa.activation(dst=res_sbuf, op=nl.copy, data=res_psum)
+# nisa.activation(dst=res_sbuf, op=nl.copy, data=res_psum)  # PSUM -> SBUF on the Scalar engine, cast
 # ```
 #
 # `nc_matmul` computes `stationary.T @ moving`, the `transpose_x=True` form. Its `accumulate=` argument says whether
