@@ -124,3 +124,24 @@ def test_a_ragged_tile_is_a_smaller_tile_in_06():
     assert [i.p for i in new.record.ctx.trace][-5:] == [300 - 256] * 5
     assert _instructions(new) == _instructions(old)
     assert _estimate(new) == _estimate(old)
+
+
+@pytest.mark.parametrize("dialects,ok", [(("legacy", "nki"), True), (("nki", "legacy"), True), ((None, "nki"), False),
+                                         (("nki", None), False), (("legacy", "legacy"), False), ((None, None), False)])
+def test_a_kernel_file_is_written_by_one_cell_per_dialect(dialects, ok):
+    """A shared kernel cell beside a dialect's, or two cells of one dialect, would both run in a student notebook."""
+    import nbformat
+
+    from nkilab.release import ReleaseError
+
+    nb = nbformat.v4.new_notebook()
+    for d in dialects:
+        cell = nbformat.v4.new_code_cell("%%writefile k.py\nx = 1", metadata={"nbgrader": {"solution": True}})
+        if d is not None:
+            cell.metadata["dialect"] = d
+        nb.cells.append(cell)
+    if ok:
+        assert sorted(solution_files(nb)) == ["k.py", "nki/k.py"]
+    else:
+        with pytest.raises(ReleaseError, match="more than one solution cell"):
+            solution_files(nb)

@@ -4,6 +4,7 @@ the lessons quote all agree with it, or with the target files it points to.  Fas
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -147,12 +148,13 @@ LITERAL_PEAKS = re.compile(r"(?:TFLOPS|GBPS|PEAK)\w*\s*(?:,\s*\w+\s*)*=\s*[\d.]+
 FLOAT_LITERAL = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.])")
 
 
-def _peak_numbers() -> set[float]:
+@functools.cache
+def _peak_numbers() -> frozenset[float]:
     """Every target's peak rates (TFLOPS, GB/s): a code cell that writes one as a literal went around the files."""
     from nkisim import api
 
-    return {float(v) for t in api.targets() for k, v in api.target(t).params["peak"].items()
-            if k.startswith(("pe_tflops", "dma_gbps"))}
+    return frozenset(float(v) for t in api.targets() for k, v in api.target(t).params["peak"].items()
+                     if k.startswith(("pe_tflops", "dma_gbps")))
 
 
 @pytest.mark.parametrize("stage", [s.slug for s in COURSE.stages])

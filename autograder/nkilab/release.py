@@ -105,6 +105,7 @@ def solution_files(nb: nbformat.NotebookNode) -> dict[str, str]:
     A file written by two cells of one dialect (or by a shared cell and a dialect's) is an authoring error: the
     student notebook would run both."""
     files: dict[str, str] = {}
+    writers: dict[str, list[str | None]] = {}  # file name -> the dialects of the cells writing it so far
     for cell in nb.cells:
         if cell.cell_type != "code" or not _is_solution(cell):
             continue
@@ -113,9 +114,11 @@ def solution_files(nb: nbformat.NotebookNode) -> dict[str, str]:
         if not m:
             continue
         dialect = cell_dialect(cell)
-        path = solution_path(m.group(1), dialect)
-        if path in files or (dialect is None and any(solution_path(m.group(1), d) in files for d in manifest.DIALECTS)):
+        seen = writers.setdefault(m.group(1), [])
+        if dialect in seen or (seen and (dialect is None or None in seen)):
             raise ReleaseError(f"{m.group(1)} is written by more than one solution cell for one dialect")
+        seen.append(dialect)
+        path = solution_path(m.group(1), dialect)
         lines = [ln for ln in body.splitlines() if ln.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION")]
         files[path] = "\n".join(lines).strip("\n") + "\n"
     return files
