@@ -31,7 +31,6 @@ HERE = os.path.abspath(__file__)
 NOT_COVERED = {
     "E22": "nested dynamic_range with loop-carried values ('Could not find register') is a compiler bug AWS lists as "
            "a known issue, not a rule: the simulator runs such loops",
-    "E23": "kernel.with_schedule edges name instructions, which are not resolved (depends_on edges are checked)",
     "E32": "JAX dtype arguments: the simulator takes NumPy and torch inputs",
     "E33": "known issues that fail only on hardware (nl.divide, nl.power(tile, scalar)...): AWS's simulator runs them",
 }
@@ -350,6 +349,30 @@ def test_e23_a_dependency_may_not_cross_a_dynamic_loop():
     assert np.array_equal(np.asarray(out), np.full((128, 8), 3.0, np.float32))
 
 
+def test_e23_a_with_schedule_edge_may_not_cross_a_dynamic_loop():
+    def out_of_a_loop(x):
+        t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nl.fori_loop(0, 2, lambda i: nisa.memset(dst=t, value=0.0, name="zero"))
+        nisa.dma_copy(dst=x, src=t, name="store")  # ERR
+        return x
+
+    with pytest.raises(ValueError, match="with_schedule edge \\('store', 'zero'\\): instruction 'store' cannot "
+                                         "depend on 'zero', issued inside a dynamic loop") as info:
+        nki.jit(out_of_a_loop).with_schedule([("store", "zero")])(np.ones((128, 8), np.float32))
+    err = info.value
+    assert err.error_id == "err_dependency_across_dynamic_loop" and "deadlock" in str(err)
+    assert os.path.abspath(err.nki_location[0]) == HERE and err.nki_location[1] == err_line(out_of_a_loop)
+
+    def into_a_loop_is_fine(x):
+        t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=t, value=1.0, name="first")
+        nl.fori_loop(0, 2, lambda i: nisa.dma_copy(dst=x, src=t, name="store"))
+        return x
+
+    out = nki.jit(into_a_loop_is_fine).with_schedule([("store", "first")])(np.zeros((128, 8), np.float32))
+    assert np.array_equal(np.asarray(out), np.ones((128, 8), np.float32))
+
+
 def test_w1_accumulate_true_onto_psum_no_matmul_started():
     def body(s):
         t = nl.load(s)
@@ -369,7 +392,9 @@ def test_every_06_error_id_is_triggered_here():
               "err_dma_hwdge_cast", "err_memset_value_type", "err_reduce_axis", "err_unsupported_syntax",
               "err_kernel_argument", "err_jit_sub_kernel", "err_no_arguments", "err_activation_bias_shape",
               "err_operand_type", "err_invalid_view", "err_view_out_of_bounds", "err_transpose_dtype",
-              "err_dma_engine", "err_unsupported_target", "err_dependency_across_dynamic_loop"}
+              "err_dma_engine", "err_unsupported_target", "err_dependency_across_dynamic_loop",
+              # tests/test_nki06_schedule.py
+              "err_schedule_unknown_instruction", "err_schedule_against_program_order"}
     assert set(CATALOGUE) - raised <= set(), sorted(set(CATALOGUE) - raised)
     for key in NOT_COVERED:
         assert key in source

@@ -63,6 +63,8 @@ class KernelContext:
     rng: np.random.Generator | None = None
     #: physical SBUF/PSUM bytes of directly allocated tensors, by space (core.physical)
     physical: dict[str, np.ndarray] = field(default_factory=dict)
+    #: NKI 0.6's scheduling edges of the launch (``frontend.v06.adapters.order.Scheduling``), made on first use
+    schedule: Any = None
 
     def generator(self) -> np.random.Generator:
         """The kernel's random generator (nl.rand, nisa.dropout): seeded by nl.random_seed, else 0 on first use."""

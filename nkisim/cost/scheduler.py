@@ -10,6 +10,9 @@
 * Tiles allocated inside loops map onto K rotating physical buffers (K from ``mod_alloc``'s
   num_free_tiles, else the target's rotation count capped by SBUF capacity), so a tile's
   (i+K)-th allocation waits for the readers of its i-th one: double buffering matters.
+* Scheduling edges of NKI 0.6 (``kernel.with_schedule``, ``depends_on``, ``nl.no_reorder``; ``Instr.order``): an
+  instruction waits for the latest instruction of its SPMD instance carrying a label it names, as for a data
+  dependency between them (a semaphore wait across engines).
 * SPMD instances on the same core are serialised; instances on other cores (``nl.nc``) get their
   own engines, and the launch ends when the slowest core does.
 
@@ -387,6 +390,8 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
     dge_ns = float(prm["dma"].get("dge_ns", 0.0)) if getattr(trace, "skip_middle_end", False) else 0.0
     dge_desc_ns = float(prm["dma"].get("dge_descriptor_ns", 0.0))
     out = Schedule(len(trace))
+    #: (instance, label) -> (finish, engine) of the latest instruction with that label (``Instr.order``)
+    labelled: dict[tuple[int, Any], tuple[float, str]] = {}
     for i, ins in enumerate(trace):
         core = cores.get(ins.core)
         if core is None:
@@ -405,6 +410,12 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
         ready = 0.0
         for (key, box), is_w in (*reads, *writes, *carried):
             ready = max(ready, board.ready(key, box, e, is_w))
+        order = ins.order
+        if order is not None:
+            for label in order.after:
+                hit = labelled.get((ins.instance, label))
+                if hit is not None:
+                    ready = max(ready, hit[0] + sync(hit[1], e))
         moves = spill.traffic(ins, bufs, bufs.spilled) if bufs.spilled else None
         if moves:  # a spilled tensor's part comes back before the instruction can use it (spill.py)
             for _root, space, _region, per in moves[0]:
@@ -463,6 +474,11 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
                 key, box = _on_core(bufs.key(root, region.tensor, region.box, ins.loc), root, ins.core, space_of)
                 board.record(key, box, mover, done, True)
                 end = max(end, done)
+        if order is not None and order.label is not None:
+            key = (ins.instance, order.label)
+            hit = labelled.get(key)
+            if hit is None or end >= hit[0]:
+                labelled[key] = (end, e)
         if end > out.core_end.get(ins.core, 0.0):
             out.core_end[ins.core] = end
     return out

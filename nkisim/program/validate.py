@@ -6,8 +6,9 @@ programs the executor can run safely: every call is a registered NKI call (``cor
 operand checks out in its place (each kind's ``check``: tensors are used only after a call made them, index
 expressions name only loops that are running, arrays exist with the right dtype), loops nest at most
 ``MAX_LOOP_DEPTH`` deep and iterate inside their ranges, a body traced once is split into paths only at its
-top, SPMD instances fit the grid and the target's cores, and what the program asks of the executor -- events,
-tensors, calls run counting every iteration -- stays within fixed caps.  What only the ops know (an index out of
+top, every scheduling edge waits for a label an earlier call carries, SPMD instances fit the grid and the
+target's cores, and what the program asks of the executor -- events, tensors, calls run counting every
+iteration -- stays within fixed caps.  What only the ops know (an index out of
 a tensor's bounds, an illegal shape or memory space) the executor checks on its own tensors with the ops' own
 checks, so those raise the compiler's error there.
 """
@@ -44,6 +45,8 @@ class _Scope:
         self.arrays: tuple[Array, ...] = program.arrays
         self.defined: set[int] = set(range(len(program.inputs)))
         self.running: set[int] = set()
+        #: the labels of the calls so far (``ir.Order``): a scheduling edge may wait only for one of them
+        self.labels: set[object] = set()
         self.where = ""
 
     def fail(self, what: str) -> None:
@@ -165,6 +168,13 @@ def _call(ev: Call, st: _Scope, program: Program) -> None:
         if not 0 <= pid < program.tensors:
             st.fail(f"result tensor id {pid} out of range")
         st.defined.add(pid)
+    if ev.order is not None:
+        for label in ev.order.after:
+            if label not in st.labels:
+                st.fail(f"a scheduling edge waits for instruction {label!r}, which no earlier call is labelled "
+                        f"(the producer of an edge is issued before its consumer)")
+        if ev.order.label is not None:
+            st.labels.add(ev.order.label)
 
 
 def _enter(ev: LoopEnter, stack: list[_Loop], ids: set[int], st: _Scope) -> None:

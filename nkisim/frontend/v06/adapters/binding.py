@@ -15,16 +15,29 @@ from typing import Any
 import numpy as np
 
 from nkisim.core import dtypes as dt
+from nkisim.core.context import active
 from nkisim.core.errors import nki_error
+from nkisim.core.recording import HOOK
 from nkisim.core.tensor import Access, Tensor
 from nkisim.frontend.v06.adapters.errors import error
+from nkisim.frontend.v06.adapters.order import NO_REORDER, scheduling
 from nkisim.frontend.v06.adapters.tensor import NkiTensor
 from nkisim.ops.registry import OPS
 
 
 def call(entry: str, /, *args: Any, **kwargs: Any) -> Any:
-    """Call registry entry ``entry`` (recorded into the program like any NKI call)."""
-    return OPS[entry].function(*args, **kwargs)
+    """Call registry entry ``entry`` (recorded into the program like any NKI call), noted as the instruction just
+    issued so a ``name=``, an edge or an ``nl.no_reorder()`` block can still order it (``order.Scheduling``)."""
+    ctx = active()
+    if ctx is None:  # (the entry raises the compiler's error for an API outside a kernel)
+        return OPS[entry].function(*args, **kwargs)
+    trace_from = len(ctx.trace)
+    rec = HOOK.recorder
+    body = getattr(rec, "body", None) if rec is not None and not HOOK.depth else None
+    body_from = len(body) if body is not None else -1
+    result = OPS[entry].function(*args, **kwargs)
+    scheduling(ctx).issue(ctx, trace_from, body_from, NO_REORDER[0] > 0)
+    return result
 
 
 def tensor(x: Any, api: str, pname: str) -> Any:

@@ -20,15 +20,16 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from nkisim.core.context import current
+from nkisim.core.context import active, current
 from nkisim.core.indexing import Affine
 from nkisim.core.loops import LoopRange
 from nkisim.core.recording import HOOK
 from nkisim.frontend.v06.adapters import binding as _b
 from nkisim.frontend.v06.adapters.errors import error
+from nkisim.frontend.v06.adapters.order import NO_REORDER, scheduling
 
 #: how deep the kernel is inside ``with nl.no_reorder():`` blocks (dynamic loops are refused there)
-_NO_REORDER = [0]
+_NO_REORDER = NO_REORDER
 #: a ``while_loop`` that has not stopped after this many iterations is taken for a runaway condition
 MAX_WHILE_ITERATIONS = 1 << 20
 #: the dynamic loops the kernel is inside, outermost first (one id per loop): an instruction's scheduling edges
@@ -206,10 +207,13 @@ def _scoped(regs: Iterator[VirtualRegister]) -> Iterator[VirtualRegister]:
 
 @contextlib.contextmanager
 def no_reorder() -> Iterator[None]:
-    """Keep the block's instructions in program order (the simulator issues them in program order); dynamic
-    loops inside the block are refused."""
+    """Keep the block's instructions in program order: each instruction issued inside it (also by helpers it calls)
+    waits for the one issued before it (``order.Scheduling``); dynamic loops inside the block are refused."""
     _NO_REORDER[0] += 1
     try:
         yield
     finally:
         _NO_REORDER[0] -= 1
+        ctx = active()
+        if not _NO_REORDER[0] and ctx is not None:
+            scheduling(ctx).leave_no_reorder(ctx)

@@ -30,7 +30,10 @@ CATALOGUE: dict[str, type[NKIError]] = {
     "err_no_arguments": NKIValueError,  # E26: a kernel called with no arguments
     "err_activation_bias_shape": NKIValueError,  # E27: activation bias whose free size is not 1
     "err_unsupported_target": NKIValueError,  # an instruction the target's NeuronCore generation lacks
-    "err_dependency_across_dynamic_loop": NKIValueError,  # E23: a depends_on edge into or out of a dynamic loop
+    "err_dependency_across_dynamic_loop": NKIValueError,  # E23: a depends_on / with_schedule edge crossing a
+    # dynamic loop's boundary
+    "err_schedule_unknown_instruction": NKIValueError,  # a with_schedule name no instruction carries
+    "err_schedule_against_program_order": NKIValueError,  # a with_schedule producer issued after its consumer
 }
 
 

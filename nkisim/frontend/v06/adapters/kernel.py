@@ -11,6 +11,7 @@ from ``nkisim.api`` exactly as for legacy ones.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import inspect
 import textwrap
@@ -21,6 +22,7 @@ from typing import Any
 from nkisim.core import context
 from nkisim.core.tensor import Tensor
 from nkisim.frontend.v06.adapters.errors import error
+from nkisim.frontend.v06.adapters.order import scheduling
 from nkisim.frontend.v06.adapters.tensor import NkiTensor
 from nkisim.runtime import kernel as _runtime
 from nkisim.runtime.kernel import GridLaunch, launch
@@ -31,7 +33,9 @@ class Entry:
     become the launch's tensors.  A callable object rather than a closure: the launch reads ``__code__`` (the
     kernel's file, for error locations) and follows ``__wrapped__`` for the signature and the source."""
 
-    def __init__(self, fn: Callable) -> None:
+    def __init__(self, fn: Callable, schedule: Scheduled | None = None) -> None:
+        #: the kernel's ``with_schedule`` edges, if any
+        self.schedule = schedule
         functools.update_wrapper(self, fn)
         self.__code__ = fn.__code__
         try:  # ``nt.tensor[...]`` annotations under ``from __future__ import annotations`` are strings
@@ -47,8 +51,21 @@ class Entry:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         fn = self.__wrapped__  # type: ignore[attr-defined]
         _check_python_subset(fn)
+        ctx = context.current()
+        state = scheduling(ctx)
+        if self.schedule is not None and not state.edges:
+            state.edges, state.where = dict(self.schedule.edges), self.schedule.where
         out = fn(*(_argument(a) for a in args), **{k: _argument(v) for k, v in kwargs.items()})
+        state.finish(ctx.instance)
         return _result(out, fn)
+
+
+@dataclasses.dataclass(frozen=True)
+class Scheduled:
+    """``kernel.with_schedule(edges)``: consumer name -> the names it runs after, and the line that said so."""
+
+    edges: tuple[tuple[str, tuple[str, ...]], ...]
+    where: tuple[str, int]
 
 
 @functools.lru_cache(maxsize=512)
@@ -101,8 +118,8 @@ class Kernel(_runtime.Kernel):
 
     dialect = "0.6"
 
-    def __init__(self, fn: Callable, **options: Any) -> None:
-        super().__init__(Entry(fn), "auto", **options)
+    def __init__(self, fn: Callable, schedule: Scheduled | None = None, **options: Any) -> None:
+        super().__init__(Entry(fn, schedule), "auto", **options)
         self.original = fn
 
     def __repr__(self) -> str:
@@ -124,14 +141,24 @@ class Kernel(_runtime.Kernel):
         return GridLaunch(self, lnc)
 
     def with_schedule(self, edges: Any) -> Kernel:
-        """``kernel.with_schedule([(consumer, producer_or_names), ...])``: scheduling edges between named
-        instructions.  The simulator issues instructions in program order and the cost model does not add these
-        edges yet, so the kernel is returned unchanged after the edges are checked for form."""
+        """``kernel.with_schedule([(consumer, producer_or_names), ...])``: the kernel again, in which the instruction
+        named ``consumer`` (``name=``) runs after the named producers (``adapters.order``: the cost model waits,
+        the program keeps the edges).  A name no instruction carries is an error at this line when the kernel
+        runs; an edge across a dynamic loop's boundary is one at the consumer's line.  Edges replace any given
+        before."""
+        merged: dict[str, tuple[str, ...]] = {}
         for edge in edges:
             if not (isinstance(edge, tuple) and len(edge) == 2 and isinstance(edge[0], str)
                     and (isinstance(edge[1], str) or all(isinstance(n, str) for n in edge[1]))):
                 raise TypeError(f"with_schedule takes (consumer name, producer name or names) pairs, got {edge!r}")
-        return self
+            producers = (edge[1],) if isinstance(edge[1], str) else tuple(edge[1])
+            merged[edge[0]] = merged.get(edge[0], ()) + tuple(p for p in producers
+                                                               if p not in merged.get(edge[0], ()))
+        caller = inspect.currentframe()
+        caller = caller.f_back if caller is not None else None
+        where = (caller.f_code.co_filename, caller.f_lineno) if caller is not None else ("<unknown>", 0)
+        schedule = Scheduled(tuple(merged.items()), where)
+        return Kernel(self.original, schedule, **self.options)
 
 
 def jit(fn: Callable | None = None, **kwargs: Any) -> Any:
