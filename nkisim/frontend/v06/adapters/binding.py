@@ -19,6 +19,7 @@ from nkisim.core.context import active
 from nkisim.core.errors import nki_error
 from nkisim.core.recording import HOOK
 from nkisim.core.tensor import Access, Tensor
+from nkisim.frontend.v06.adapters import known_issues
 from nkisim.frontend.v06.adapters.errors import error
 from nkisim.frontend.v06.adapters.order import NO_REORDER, scheduling
 from nkisim.frontend.v06.adapters.tensor import NkiTensor
@@ -31,6 +32,8 @@ def call(entry: str, /, *args: Any, **kwargs: Any) -> Any:
     ctx = active()
     if ctx is None:  # (the entry raises the compiler's error for an API outside a kernel)
         return OPS[entry].function(*args, **kwargs)
+    if not HOOK.depth:
+        known_issues.check(ctx, entry, args, kwargs)
     trace_from = len(ctx.trace)
     rec = HOOK.recorder
     body = getattr(rec, "body", None) if rec is not None and not HOOK.depth else None

@@ -32,6 +32,8 @@ CATALOGUE: dict[str, type[NKIError]] = {
     "err_unsupported_target": NKIValueError,  # an instruction the target's NeuronCore generation lacks
     "err_dependency_across_dynamic_loop": NKIValueError,  # E23: a depends_on / with_schedule edge crossing a
     # dynamic loop's boundary
+    "err_dtype_argument": NKITypeError,  # E32: a dtype kernel argument with no NKI equivalent
+    "err_nested_dynamic_loop_register": NKIRuntimeError,  # E22: a nested dynamic_range writes a loop-carried register
     "err_schedule_unknown_instruction": NKIValueError,  # a with_schedule name no instruction carries
     "err_schedule_against_program_order": NKIValueError,  # a with_schedule producer issued after its consumer
 }

@@ -19,7 +19,10 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from nkisim.core import context
+from nkisim.core import dtypes as dt
 from nkisim.core.tensor import Tensor
 from nkisim.frontend.v06.adapters.errors import error
 from nkisim.frontend.v06.adapters.order import scheduling
@@ -55,7 +58,9 @@ class Entry:
         state = scheduling(ctx)
         if self.schedule is not None and not state.edges:
             state.edges, state.where = dict(self.schedule.edges), self.schedule.where
-        out = fn(*(_argument(a) for a in args), **{k: _argument(v) for k, v in kwargs.items()})
+        names = _parameter_names(fn)
+        out = fn(*(_argument(a, names[k] if k < len(names) else f"#{k}") for k, a in enumerate(args)),
+                 **{k: _argument(v, k) for k, v in kwargs.items()})
         state.finish(ctx.instance)
         return _result(out, fn)
 
@@ -91,12 +96,49 @@ def _check_python_subset(fn: Callable) -> None:
         raise err
 
 
-def _argument(value: Any) -> Any:
+@functools.lru_cache(maxsize=512)
+def _parameter_names(fn: Callable) -> tuple[str, ...]:
+    return tuple(inspect.signature(fn).parameters)
+
+
+def _argument(value: Any, name: str) -> Any:
     if isinstance(value, Tensor):
         return NkiTensor.over(value)
     if isinstance(value, list):
         raise error("err_kernel_argument", "a list is not a valid NKI 0.6 kernel argument: pass a tuple")
+    d = _dtype_argument(value)
+    if d is not None:
+        return _nki_dtype(d, value, name)
     return value
+
+
+def _dtype_argument(value: Any) -> Any:
+    """``value`` as a dtype NumPy knows if it is a dtype object (``np.float32``, ``np.dtype('float16')``, a torch or
+    JAX dtype), else None.  AWS's ``nki.jit`` converts dtype arguments to NKI dtypes at the kernel's boundary."""
+    if isinstance(value, np.dtype):
+        return value
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return np.dtype(value)
+    module = type(value).__module__ or ""
+    if module.startswith("torch") and type(value).__name__ == "dtype":
+        return str(value).removeprefix("torch.")
+    if module.startswith("jax") or (isinstance(value, type) and (value.__module__ or "").startswith("jax")):
+        return getattr(value, "dtype", None)
+    return None
+
+
+def _nki_dtype(d: Any, value: Any, name: str) -> Any:
+    """E32: a dtype argument becomes the NKI dtype it names; one NKI has no equivalent for is a ``TypeError``
+    naming the argument, at the launch (NKI 0.4+)."""
+    try:
+        nd = dt.normalize(d)
+    except TypeError:
+        nd = None
+    if nd is None or nd not in dt.SUPPORTED:
+        raise error("err_dtype_argument",
+                    f"argument '{name}' is the dtype {value!r}, which has no NKI equivalent: pass one of "
+                    f"{', '.join(dt.name(x) for x in dt.SUPPORTED)} (nl.float32, nl.bfloat16, ...)")
+    return nd
 
 
 def _result(value: Any, fn: Callable) -> Any:
