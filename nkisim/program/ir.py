@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from nkisim.program import kinds  # noqa: F401  (registers every kind of operand: a program's parser needs them)
+from nkisim.program.kinds.indexing import Index
 from nkisim.program.kinds.masks import Cmp, Symbolic
 from nkisim.program.limits import (
     MAX_ARRAY_BYTES,
@@ -144,6 +145,8 @@ def exact_iteration(guard: Guard, lid: int) -> int | None:
     if not guard.held or not isinstance(cond, Cmp) or cond.op != "==":
         return None
     lhs, rhs = cond.lhs, cond.rhs
+    if not isinstance(lhs, Index) or not isinstance(rhs, Index):
+        return None
     if lhs.const == 0 and lhs.terms == ((lid, 1),) and lhs.grid is None and lhs.affine and lhs.loops == (lid,) \
             and not rhs.terms and rhs.grid is None and rhs.affine and not rhs.loops:
         return rhs.const

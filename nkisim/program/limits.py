@@ -33,6 +33,10 @@ MAX_TENSORS = 500_000
 #: may try to find its path: about 7 us each, so 2^24 is half an hour of the executor's time, far past any grading
 #: time limit.  A program that asks for more is refused before it runs rather than stopped by the clock.
 MAX_EXECUTED_CALLS = 2**24
+#: Guard evaluations the validator spends on checking that some path of a loop body traced once holds at each of
+#: its iterations (iterations times guards); a larger loop is left to the executor, which refuses an iteration no
+#: path holds at when it gets there (``runtime.runner``).
+MAX_PATH_CHECKS = 2**20
 #: SPMD instances of a launch grid.
 MAX_INSTANCES = 4096
 #: Loops open at once: NKI kernels nest a handful (a tiled matmul nests 3, flash attention 4).

@@ -20,7 +20,18 @@ import math
 from nkisim.core import dtypes as dt
 from nkisim.core.recording import CALLS
 from nkisim.core.target import Target
-from nkisim.program.ir import Array, Call, Instance, LoopEnter, LoopLeave, LoopStep, Path, Program, exact_iteration
+from nkisim.program.ir import (
+    Array,
+    Call,
+    Guard,
+    Instance,
+    LoopEnter,
+    LoopLeave,
+    LoopStep,
+    Path,
+    Program,
+    exact_iteration,
+)
 from nkisim.program.limits import (
     MAX_ARRAY_BYTES,
     MAX_EVENTS,
@@ -28,6 +39,7 @@ from nkisim.program.limits import (
     MAX_INPUT_ELEMENTS,
     MAX_INSTANCES,
     MAX_LOOP_DEPTH,
+    MAX_PATH_CHECKS,
     MAX_TENSORS,
     MAX_TRIP,
     fail,
@@ -73,7 +85,7 @@ class _Scope:
 class _Loop:
     """A loop open at the current point of the body, with what the executor will run of it."""
 
-    __slots__ = ("enter", "values", "last", "paths", "calls", "best", "tried")
+    __slots__ = ("enter", "values", "last", "paths", "calls", "best", "tried", "guards")
 
     def __init__(self, enter: LoopEnter) -> None:
         self.enter = enter
@@ -83,6 +95,7 @@ class _Loop:
         self.calls = 0  # calls run by one iteration of the body (of the current path)
         self.best = 0  # of the paths before the current one, the most calls one iteration runs
         self.tried = 0  # guards an iteration may evaluate to find its path (a path for one iteration: one lookup)
+        self.guards: list[tuple[Guard, ...]] = []  # each path's guards
 
 
 def _check_header(program: Program, target: Target) -> None:
@@ -216,6 +229,26 @@ def _path(ev: Path, stack: list[_Loop], st: _Scope, program: Program, i: int) ->
     lp.tried += 1 if ev.guards and exact_iteration(ev.guards[0], lp.enter.loop) is not None else len(ev.guards)
     for g in ev.guards:
         g.condition.check(st, 0)
+    lp.guards.append(ev.guards)
+
+
+def _covered(lp: _Loop, st: _Scope) -> None:
+    """Some path of a body traced once holds at every iteration of its loop, when its guards name that loop
+    alone (``Guard.condition.holds_at``) and checking costs at most ``MAX_PATH_CHECKS`` guard evaluations: a
+    forged guard (``i % 2 == 5``) is refused here rather than when the executor reaches that iteration."""
+    lid = lp.enter.loop
+    if len(lp.values) * sum(len(g) for g in lp.guards) > MAX_PATH_CHECKS:
+        return
+    for v in lp.values:
+        env = {lid: v}
+        for guards in lp.guards:
+            truths = [g.condition.holds_at(env) for g in guards]
+            if any(t is None for t in truths):
+                return  # a guard on another loop: told only while the program runs
+            if all(t == g.held for t, g in zip(truths, guards)):
+                break
+        else:
+            st.fail(f"no path of the body of loop {lid} holds at its iteration {v}")
 
 
 def _leave(ev: LoopLeave, stack: list[_Loop], st: _Scope, executed: list[int]) -> None:
@@ -224,6 +257,8 @@ def _leave(ev: LoopLeave, stack: list[_Loop], st: _Scope, executed: list[int]) -
     if not stack or stack[-1].enter.loop != ev.loop:
         st.fail(f"loop {ev.loop} ends but is not the innermost running loop")
     lp = stack.pop()
+    if lp.enter.once and lp.guards:
+        _covered(lp, st)
     st.running.discard(ev.loop)
     runs = (max(lp.best, lp.calls) + lp.tried) * (len(lp.values) if lp.enter.once else 1)
     if stack:
