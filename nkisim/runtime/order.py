@@ -9,7 +9,6 @@ call: where its ``Call`` sits in the program being recorded and the instructions
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 from nkisim.core.context import KernelContext
@@ -18,17 +17,24 @@ from nkisim.cost.trace import set_order
 from nkisim.program.ir import Call, Event, Label, Order
 
 
-@dataclass(eq=False)
 class Issued:
     """One registry call the kernel's Python made: its ``Call`` in the recorded program (None when the launch
-    does not record) and the instructions it added to the trace."""
+    does not record) and the instructions it added to the trace (``trace[lo:hi]``; a trace only grows).  A plain
+    class with slots: every call of a 0.6 kernel makes one."""
 
-    instance: int
-    seq: int  # its place in the launch's order of issue
-    body: list[Event] | None
-    call: Call | None
-    instrs: list[Any]
-    order: Order | None = None
+    __slots__ = ("instance", "seq", "body", "call", "trace", "lo", "hi", "order")
+
+    def __init__(self, instance: int, seq: int, body: list[Event] | None, call: Call | None, trace: list[Any],
+                 lo: int, hi: int) -> None:
+        self.instance = instance
+        self.seq = seq  # its place in the launch's order of issue
+        self.body, self.call = body, call
+        self.trace, self.lo, self.hi = trace, lo, hi
+        self.order: Order | None = None
+
+    @property
+    def instrs(self) -> list[Any]:
+        return self.trace[self.lo:self.hi]
 
     def set(self, order: Order) -> None:
         """Give the call ``order``: its instructions now, and its ``Call`` in the program being recorded."""
@@ -56,12 +62,18 @@ class Issued:
             self.set(dataclasses.replace(order, after=order.after + new))
 
 
-def issued_since(ctx: KernelContext, seq: int, trace_from: int, body_from: int) -> Issued:
-    """The registry call just made: it added the trace's instructions from ``trace_from`` on and, when the launch
-    records and the call was at statement level, the one event at ``body_from`` of the recorder's body."""
+def recording_body() -> list[Event] | None:
+    """The events of the program being recorded, if a launch records and no NKI call is running (a call made
+    inside another is not an event of its own)."""
     rec = HOOK.recorder
-    body: list[Event] | None = getattr(rec, "body", None) if rec is not None else None
+    return getattr(rec, "body", None) if rec is not None and not HOOK.depth else None
+
+
+def issued_since(ctx: KernelContext, seq: int, trace_from: int, body: list[Event] | None, body_from: int) -> Issued:
+    """The registry call just made: it added the trace's instructions from ``trace_from`` on and, when the launch
+    records (``body``), the one event at ``body_from`` of the recorder's body."""
     call = None
     if body is not None and len(body) == body_from + 1 and body[-1].__class__ is Call:
         call = body[-1]
-    return Issued(ctx.instance, seq, body, call, ctx.trace[trace_from:])
+    trace = ctx.trace
+    return Issued(ctx.instance, seq, body, call, trace, trace_from, len(trace))

@@ -21,9 +21,10 @@ from nkisim.core.recording import HOOK
 from nkisim.core.tensor import Access, Tensor
 from nkisim.frontend.v06.adapters import known_issues
 from nkisim.frontend.v06.adapters.errors import error
-from nkisim.frontend.v06.adapters.order import NO_REORDER, scheduling
+from nkisim.frontend.v06.adapters.order import scheduling
 from nkisim.frontend.v06.adapters.tensor import NkiTensor
 from nkisim.ops.registry import OPS
+from nkisim.runtime.order import recording_body
 
 
 def call(entry: str, /, *args: Any, **kwargs: Any) -> Any:
@@ -35,11 +36,10 @@ def call(entry: str, /, *args: Any, **kwargs: Any) -> Any:
     if not HOOK.depth:
         known_issues.check(ctx, entry, args, kwargs)
     trace_from = len(ctx.trace)
-    rec = HOOK.recorder
-    body = getattr(rec, "body", None) if rec is not None and not HOOK.depth else None
+    body = recording_body()
     body_from = len(body) if body is not None else -1
     result = OPS[entry].function(*args, **kwargs)
-    scheduling(ctx).issue(ctx, trace_from, body_from, NO_REORDER[0] > 0)
+    (ctx.schedule or scheduling(ctx)).issue(ctx, trace_from, body, body_from)
     return result
 
 

@@ -47,12 +47,12 @@ class Scheduling:
     #: with_schedule edges whose producer had not been issued when the consumer was: (consumer, producer, line)
     late: list[tuple[str, str, tuple[str, int]]] = field(default_factory=list)
 
-    def issue(self, ctx: KernelContext, trace_from: int, body_from: int, in_order: bool) -> None:
+    def issue(self, ctx: KernelContext, trace_from: int, body: list | None, body_from: int) -> None:
         """``binding.call`` made a registry call, which added the trace's instructions from ``trace_from`` on and
-        the recorder's events from ``body_from`` on; ``in_order``: it sits in an ``nl.no_reorder()`` block."""
+        the recorder's events (``body``, if it records) from ``body_from`` on."""
         self.issued += 1
-        issued = self.latest = issued_since(ctx, self.issued, trace_from, body_from)
-        if in_order and issued.instrs:  # (a call that issues no instruction, nl.ndarray, is no link of the chain)
+        issued = self.latest = issued_since(ctx, self.issued, trace_from, body, body_from)
+        if NO_REORDER[0] and issued.hi > issued.lo:  # (a call that issues no instruction, nl.ndarray, is no link of the chain)
             before = self.chain.get(ctx.instance)
             if before is not None:
                 issued.wait_for((self.label(before),))
