@@ -211,3 +211,17 @@ def test_a_producer_issued_after_its_consumer_is_refused_at_the_consumers_line()
     with pytest.raises(ValueError, match="cannot depend on this instruction, issued after it") as info:
         nki.jit(backwards)(X)
     assert info.value.nki_location[1] == line_of(backwards, "# ERR")
+
+
+def test_depends_on_for_an_instruction_of_a_dynamic_loop_that_has_ended_is_refused():
+    def late(x):
+        t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+        first = nisa.memset(dst=t, value=1.0)
+        made = []
+        nl.fori_loop(0, 3, lambda i: made.append(nisa.dma_copy(dst=x, src=t)))
+        made[0].depends_on(first)  # ERR
+        return x
+
+    with pytest.raises(ValueError, match="was issued inside a dynamic loop that has ended") as info:
+        nki.jit(late)(np.zeros((128, 8), np.float32))
+    assert info.value.nki_location[1] == line_of(late, "# ERR")

@@ -28,7 +28,12 @@ class NkiInstruction:
         """Schedule this instruction after ``producers``: the cost model makes it wait for them
         (``adapters.order``).  An edge is a semaphore wait fixed when the kernel is compiled, so it may not cross
         a dynamic loop's boundary: the producer sits in the consumer's dynamic loop or in one enclosing it (Python
-        loops are unrolled and do not count)."""
+        loops are unrolled and do not count).  The edge is given while the consumer's dynamic loop still runs: after
+        it, the loop's other iterations have been issued without it."""
+        if dynamic_scope()[:len(self.scope)] != self.scope:
+            raise _error("err_dependency_across_dynamic_loop",
+                         f"depends_on: {_label(self)} was issued inside a dynamic loop that has ended: give its edges "
+                         f"inside the loop body (a scheduling edge may not cross a dynamic loop's boundary)")
         for p in producers:
             if not isinstance(p, NkiInstruction):
                 raise TypeError(f"depends_on takes the NkiInstruction handles nisa calls return, got {p!r}")
