@@ -225,3 +225,32 @@ def test_depends_on_for_an_instruction_of_a_dynamic_loop_that_has_ended_is_refus
     with pytest.raises(ValueError, match="was issued inside a dynamic loop that has ended") as info:
         nki.jit(late)(np.zeros((128, 8), np.float32))
     assert info.value.nki_location[1] == line_of(late, "# ERR")
+
+
+def test_each_logical_core_of_an_lnc2_launch_keeps_its_own_edges():
+    def body(x):
+        c = nl.program_id(0)
+        out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+        rows = x[c * 128:(c + 1) * 128, :]
+        return two_independent_into(rows, out[c * 128:(c + 1) * 128, :], out)
+
+    def two_independent_into(x, dst, out):
+        t = nl.ndarray((128, 512), x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        a = nl.ndarray(t.shape, t.dtype, buffer=nl.sbuf)
+        b = nl.ndarray(t.shape, t.dtype, buffer=nl.sbuf)
+        nisa.activation(dst=a, data=t, op=nl.exp, name="act")
+        nisa.reciprocal(dst=b, data=t, name="recip")
+        nisa.tensor_tensor(dst=a, data1=a, data2=b, op=nl.add)
+        nisa.dma_copy(dst=dst, src=a)
+        return out
+
+    x2 = np.concatenate([X, X + 1.0])
+    plain = api.launch(nki.jit(body), [x2], grid=2, target="trn2")
+    edged = api.launch(nki.jit(body).with_schedule([("recip", "act")]), [x2], grid=2, target="trn2")
+    one = api.launch(kernel("depends_on"), [X], target="trn2")
+    one_plain = api.launch(kernel("plain"), [X], target="trn2")
+    grew = {c: edged.estimate().core_us[c] - plain.estimate().core_us[c] for c in (0, 1)}
+    assert grew[0] == pytest.approx(one.latency_us() - one_plain.latency_us())
+    assert grew[1] == pytest.approx(grew[0])  # the other core's reciprocal waits for its own activation
+    assert api.estimate(edged.program).total_us == pytest.approx(edged.latency_us())

@@ -369,6 +369,41 @@ def test_a_branch_on_the_index_modulo_a_constant_is_traced_once_per_way(divided)
     assert len(runs) == 2  # one run of the body's Python per way the branch goes, not one per iteration
 
 
+@counts_python_runs
+def test_an_inner_loop_branching_on_its_index_modulo_and_divided_is_traced_once():
+    """``if (j + 1) % 3:`` / ``elif j // 2 >= 1:`` in an inner ``sequential_range`` of an ``affine_range``: two ways
+    through the inner body, so its Python runs twice for 16 iterations, and everything equals the unrolled launch."""
+    runs = []
+
+    @nki.jit
+    def rows(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        for i in nl.affine_range(2):
+            for j in nl.sequential_range(a.shape[0] // 256):
+                runs.append(1)
+                r = i * (a.shape[0] // 2) + j * 128
+                t = nl.load(a[r:r + 128, :])
+                if (j + 1) % 3:
+                    t = nl.multiply(t, 2.0)
+                elif j // 2 >= 1:
+                    t = nl.negative(t)
+                nl.store(out[r:r + 128, :], value=t)
+        return out
+
+    a = RNG.standard_normal((2048, 8)).astype(np.float32)
+    traced, _ = _both(rows, [a])
+    want = a.copy()
+    for i in range(2):
+        for j in range(8):
+            r = i * 1024 + j * 128
+            want[r:r + 128] *= 2.0 if (j + 1) % 3 else -1.0
+    np.testing.assert_array_equal(traced.outputs, want)
+    assert _once_loops(traced.program) == [True, True] and _paths(traced.program) == [0, 2]
+    runs.clear()
+    api.launch(rows, [a])
+    assert len(runs) == 2
+
+
 def _forged_guards(program, change):
     """``program`` with each path's guards replaced by ``change(guard)``, through JSON as a forger would."""
     from nkisim.program.ir import Path
