@@ -15,6 +15,7 @@ import os
 
 import numpy as np
 import pytest
+from program_check import counts_python_runs
 
 import nkisim
 from nkisim import api
@@ -398,6 +399,7 @@ def test_e32_a_dtype_with_no_nki_equivalent_names_the_argument():
         nki.jit(body)(np.ones((128, 8), np.float64), nl.float32)
 
 
+@counts_python_runs  # (the program check launches the kernel twice: twice the warnings)
 def test_e33_calls_the_compiler_rejects_today_warn_once_per_call_site():
     from nkisim.frontend.v06.adapters.known_issues import HardwareCompileWarning
 
