@@ -37,6 +37,7 @@ CATALOGUE: dict[str, type[NKIError]] = {
     "err_schedule_unknown_instruction": NKIValueError,  # a with_schedule name no instruction carries
     "err_schedule_against_program_order": NKIValueError,  # a with_schedule producer issued after its consumer
 }
+# E33 (nl calls the compiler rejects today but simulators run) is a warning, not an error: known_issues.py
 
 
 def error(error_id: str, message: str) -> NKIError:
