@@ -41,7 +41,7 @@ from nkisim.program.limits import (
 from nkisim.program.operands import ARRAY_DTYPES, DTYPES, Operand, operand_json, operand_tensors, parse_operand
 
 #: this version's program format; ``from_json`` refuses any other
-FORMAT = "nkisim-program/2"
+FORMAT = "nkisim-program/3"  # 3: calls carry scheduling edges, guards divided indices
 _FORMAT_FAMILY = "nkisim-program/"
 
 __all__ = ["FORMAT", "Array", "Call", "Event", "Guard", "Input", "Instance", "Label", "LoopEnter", "LoopKind", "LoopLeave",

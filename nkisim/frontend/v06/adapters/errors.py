@@ -35,7 +35,7 @@ CATALOGUE: dict[str, type[NKIError]] = {
     "err_dtype_argument": NKITypeError,  # E32: a dtype kernel argument with no NKI equivalent
     "err_nested_dynamic_loop_register": NKIRuntimeError,  # E22: a nested dynamic_range writes a loop-carried register
     "err_schedule_unknown_instruction": NKIValueError,  # a with_schedule name no instruction carries
-    "err_schedule_against_program_order": NKIValueError,  # a with_schedule producer issued after its consumer
+    "err_schedule_against_program_order": NKIValueError,  # an edge whose producer is issued after its consumer
 }
 # E33 (nl calls the compiler rejects today but simulators run) is a warning, not an error: known_issues.py
 
