@@ -254,3 +254,27 @@ def test_each_logical_core_of_an_lnc2_launch_keeps_its_own_edges():
     assert grew[0] == pytest.approx(one.latency_us() - one_plain.latency_us())
     assert grew[1] == pytest.approx(grew[0])  # the other core's reciprocal waits for its own activation
     assert api.estimate(edged.program).total_us == pytest.approx(edged.latency_us())
+
+
+def test_an_instruction_waits_for_at_most_max_edges_others():
+    from nkisim.program.limits import MAX_EDGES
+
+    with pytest.raises(ValueError, match=f"more than {MAX_EDGES} named instructions") as info:
+        kernel("plain").with_schedule([("recip", [f"p{k}" for k in range(MAX_EDGES + 1)])])
+    assert info.value.error_id == "err_too_many_edges"
+
+    def many(x):
+        t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+        made = [nisa.memset(dst=t, value=float(k)) for k in range(MAX_EDGES + 1)]
+        nisa.dma_copy(dst=x, src=t).depends_on(*made)  # ERR
+        return x
+
+    with pytest.raises(ValueError, match=f"would wait for more than {MAX_EDGES} instructions") as info:
+        nki.jit(many)(np.zeros((128, 8), np.float32))
+    assert info.value.nki_location[1] == line_of(many, "# ERR")
+    program = api.launch(kernel("depends_on"), [X], target="trn2").program
+    raw = json.loads(program.to_json())
+    call = next(e for e in raw["body"] if e[0] == "call" and len(e) == 7 and e[6][1])
+    call[6][1] = ["act"] * (MAX_EDGES + 1)
+    with pytest.raises(ProgramError, match=f"at most {MAX_EDGES} labels waited for"):
+        from_json(json.dumps(raw))

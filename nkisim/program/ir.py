@@ -26,6 +26,7 @@ from nkisim.program.kinds.masks import Cmp, Symbolic
 from nkisim.program.limits import (
     MAX_ARRAY_BYTES,
     MAX_DIMS,
+    MAX_EDGES,
     MAX_EVENTS,
     MAX_INSTANCES,
     MAX_NAME,
@@ -391,8 +392,8 @@ def _label(raw: Any, where: str) -> Label:
 
 def _order(raw: Any, where: str) -> Order:
     """``[label or null, [label, ...]]``: a call's scheduling edges (``Order``)."""
-    need(isinstance(raw, list) and len(raw) == 2 and isinstance(raw[1], list) and len(raw[1]) <= MAX_EVENTS,
-         f"{where}: scheduling edges are [label, [label, ...]]")
+    need(isinstance(raw, list) and len(raw) == 2 and isinstance(raw[1], list) and len(raw[1]) <= MAX_EDGES,
+         f"{where}: scheduling edges are [label, [label, ...]] with at most {MAX_EDGES} labels waited for")
     return Order(None if raw[0] is None else _label(raw[0], where), tuple(_label(a, where) for a in raw[1]))
 
 

@@ -37,6 +37,11 @@ MAX_EXECUTED_CALLS = 2**24
 #: its iterations (iterations times guards); a larger loop is left to the executor, which refuses an iteration no
 #: path holds at when it gets there (``runtime.runner``).
 MAX_PATH_CHECKS = 2**20
+#: Labels one call waits for (``ir.Order.after``): the cost model looks each up for every instruction the call
+#: issues, so a call counts as ``1 + len(after) // EDGES_PER_CALL`` calls toward ``MAX_EXECUTED_CALLS``.  A
+#: ``no_reorder`` chain waits for one label, ``depends_on`` for the handles it names.
+MAX_EDGES = 256
+EDGES_PER_CALL = 8
 #: SPMD instances of a launch grid.
 MAX_INSTANCES = 4096
 #: Loops open at once: NKI kernels nest a handful (a tiled matmul nests 3, flash attention 4).

@@ -33,7 +33,9 @@ from nkisim.program.ir import (
     exact_iteration,
 )
 from nkisim.program.limits import (
+    EDGES_PER_CALL,
     MAX_ARRAY_BYTES,
+    MAX_EDGES,
     MAX_EVENTS,
     MAX_EXECUTED_CALLS,
     MAX_INPUT_ELEMENTS,
@@ -139,10 +141,11 @@ def validate(program: Program, target: Target) -> None:
         cls = ev.__class__
         if cls is Call:
             _call(ev, st, program)  # type: ignore[arg-type]
+            runs = 1 if ev.order is None else 1 + len(ev.order.after) // EDGES_PER_CALL  # type: ignore[union-attr]
             if stack:
-                stack[-1].calls += 1
+                stack[-1].calls += runs
             else:
-                executed[0] += 1
+                executed[0] += runs
         elif cls is LoopStep:
             _step(ev, stack, st)  # type: ignore[arg-type]
         elif cls is LoopEnter:
@@ -182,6 +185,8 @@ def _call(ev: Call, st: _Scope, program: Program) -> None:
             st.fail(f"result tensor id {pid} out of range")
         st.defined.add(pid)
     if ev.order is not None:
+        if len(ev.order.after) > MAX_EDGES:
+            st.fail(f"a call waits for more than {MAX_EDGES} labels (limits.MAX_EDGES)")
         for label in ev.order.after:
             if label not in st.labels:
                 st.fail(f"a scheduling edge waits for instruction {label!r}, which no earlier call is labelled "

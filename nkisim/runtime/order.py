@@ -15,6 +15,7 @@ from nkisim.core.context import KernelContext
 from nkisim.core.recording import HOOK
 from nkisim.cost.trace import set_order
 from nkisim.program.ir import Call, Event, Label, Order
+from nkisim.program.limits import MAX_EDGES
 
 
 class Issued:
@@ -56,8 +57,13 @@ class Issued:
         return label
 
     def wait_for(self, labels: tuple[Label, ...]) -> None:
+        """The call waits for the instructions carrying ``labels`` too (at most ``limits.MAX_EDGES`` in all, which
+        a program may hold)."""
         order = self.order or Order()
-        new = tuple(lb for lb in labels if lb not in order.after)
+        new = tuple(dict.fromkeys(lb for lb in labels if lb not in order.after))
+        if len(order.after) + len(new) > MAX_EDGES:
+            raise ValueError(f"an instruction may wait for at most {MAX_EDGES} others (scheduling edges); this one "
+                             f"would wait for {len(order.after) + len(new)}")
         if new:
             self.set(dataclasses.replace(order, after=order.after + new))
 

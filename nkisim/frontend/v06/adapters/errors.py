@@ -36,6 +36,7 @@ CATALOGUE: dict[str, type[NKIError]] = {
     "err_nested_dynamic_loop_register": NKIRuntimeError,  # E22: a nested dynamic_range writes a loop-carried register
     "err_schedule_unknown_instruction": NKIValueError,  # a with_schedule name no instruction carries
     "err_schedule_against_program_order": NKIValueError,  # an edge whose producer is issued after its consumer
+    "err_too_many_edges": NKIValueError,  # one instruction waiting for more than limits.MAX_EDGES others
 }
 # E33 (nl calls the compiler rejects today but simulators run) is a warning, not an error: known_issues.py
 

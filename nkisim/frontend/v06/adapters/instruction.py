@@ -12,6 +12,7 @@ from nkisim.frontend.v06.adapters.control import dynamic_scope
 from nkisim.frontend.v06.adapters.errors import error as _error
 from nkisim.frontend.v06.adapters.order import Issued, scheduling
 from nkisim.frontend.v06.isa_constants import nc_version
+from nkisim.runtime.order import MAX_EDGES
 
 
 class NkiInstruction:
@@ -52,7 +53,12 @@ class NkiInstruction:
         ctx = _active()
         if self.issued is not None and ctx is not None:
             state = scheduling(ctx)
-            self.issued.wait_for(tuple(state.label(p.issued) for p in producers if p.issued is not None))
+            labels = tuple(state.label(p.issued) for p in producers if p.issued is not None)
+            have = self.issued.order.after if self.issued.order is not None else ()
+            if len(set(have) | set(labels)) > MAX_EDGES:
+                raise _error("err_too_many_edges", f"depends_on: {_label(self)} would wait for more than "
+                                                   f"{MAX_EDGES} instructions, more than a program holds")
+            self.issued.wait_for(labels)
         return self
 
     def __repr__(self) -> str:

@@ -29,6 +29,7 @@ from nkisim.frontend.v06.adapters.order import scheduling
 from nkisim.frontend.v06.adapters.tensor import NkiTensor
 from nkisim.runtime import kernel as _runtime
 from nkisim.runtime.kernel import GridLaunch, launch
+from nkisim.runtime.order import MAX_EDGES
 
 
 class Entry:
@@ -194,8 +195,10 @@ class Kernel(_runtime.Kernel):
                     and (isinstance(edge[1], str) or all(isinstance(n, str) for n in edge[1]))):
                 raise TypeError(f"with_schedule takes (consumer name, producer name or names) pairs, got {edge!r}")
             producers = (edge[1],) if isinstance(edge[1], str) else tuple(edge[1])
-            merged[edge[0]] = merged.get(edge[0], ()) + tuple(p for p in producers
-                                                               if p not in merged.get(edge[0], ()))
+            merged[edge[0]] = tuple(dict.fromkeys(merged.get(edge[0], ()) + producers))
+            if len(merged[edge[0]]) > MAX_EDGES:
+                raise error("err_too_many_edges", f"with_schedule: instruction {edge[0]!r} would run after more "
+                                                  f"than {MAX_EDGES} named instructions, more than a program holds")
         caller = inspect.currentframe()
         caller = caller.f_back if caller is not None else None
         where = (caller.f_code.co_filename, caller.f_lineno) if caller is not None else ("<unknown>", 0)
