@@ -237,12 +237,17 @@ def _path(ev: Path, stack: list[_Loop], st: _Scope, program: Program, i: int) ->
     lp.guards.append(ev.guards)
 
 
+def _nodes(pred: object) -> int:
+    """Comparisons and joins in a predicate: what evaluating it once costs."""
+    return 1 + sum(_nodes(getattr(pred, f)) for f in ("a", "b") if hasattr(pred, f))
+
+
 def _covered(lp: _Loop, st: _Scope) -> None:
     """Some path of a body traced once holds at every iteration of its loop, when its guards name that loop
-    alone (``Guard.condition.holds_at``) and checking costs at most ``MAX_PATH_CHECKS`` guard evaluations: a
+    alone (``Guard.condition.holds_at``) and checking costs at most ``MAX_PATH_CHECKS`` comparisons: a
     forged guard (``i % 2 == 5``) is refused here rather than when the executor reaches that iteration."""
     lid = lp.enter.loop
-    if len(lp.values) * sum(len(g) for g in lp.guards) > MAX_PATH_CHECKS:
+    if len(lp.values) * sum(_nodes(g.condition) for guards in lp.guards for g in guards) > MAX_PATH_CHECKS:
         return
     for v in lp.values:
         env = {lid: v}
