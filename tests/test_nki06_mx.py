@@ -422,3 +422,38 @@ def test_aws_mx_deep_dive_kernels_pass_against_awss_goldens(tmp_path: Path) -> N
         if proc.returncode != 0:
             failed.append(case + ": " + (proc.stderr.strip().splitlines() or ["?"])[-1])
     assert not failed, failed
+
+
+def test_an_mx_kernel_compiles_to_a_program_that_replays_and_prices_the_same():
+    """x4 dtypes and both MX instructions survive the program format: JSON, validation, replay and estimate."""
+    def kernel(a, w, ws):
+        src = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=src, src=a)
+        q = nl.ndarray((64, 32), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+        s = nl.ndarray((64, 32), dtype=nl.float8_e8m0fnu, buffer=nl.sbuf)
+        nisa.quantize_mx(dst=q, src=src, dst_scale=s)
+        st = nl.ndarray((64, 16), dtype=nl.float4_e2m1fn_x4, buffer=nl.sbuf)
+        nisa.dma_copy(dst=st, src=w.ap(dtype=nl.float4_e2m1fn_x4, pattern=[[16, 64], [1, 16]], offset=0))
+        ss = nl.ndarray((36, 16), dtype=nl.uint8, buffer=nl.sbuf)
+        nisa.dma_copy(dst=ss, src=ws)
+        acc = nl.ndarray((16, 32), dtype=nl.bfloat16, buffer=nl.psum)
+        nisa.nc_matmul_mx(dst=acc, stationary=st, moving=q, stationary_scale=ss, moving_scale=s)
+        res = nl.ndarray((16, 32), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=res, src=acc)
+        out = nl.ndarray((16, 32), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=res)
+        return out
+
+    x = RNG.standard_normal((64, 128)).astype(BF16)
+    w = RNG.integers(0, 256, (64, 32), dtype=np.uint8)  # fp4 x4 data as bytes: two values per byte
+    ws = ref.spread(RNG.integers(125, 130, (8, 16)).astype(np.uint8))
+    k = nki.jit(kernel)
+    launch = api.launch(k, [x, w, ws], target="trn3")
+    data, scales = ref.quantize(x.astype(np.float64), "e4m3fn")
+    want = ref.matmul(w.view(np.uint16), ws[ref.scale_rows(8)], "e2m1fn", data, scales, "e4m3fn")
+    np.testing.assert_allclose(launch.outputs, want, rtol=2 ** -7, atol=2 ** -8 * np.abs(want).max())
+    program = api.program_from_json(launch.program.to_json())
+    api.validate(program, target="trn3")
+    replay = api.execute(program, [x, w, ws], target="trn3")
+    np.testing.assert_array_equal(replay.outputs, launch.outputs)
+    assert replay.estimate().total_us == launch.latency_us()
