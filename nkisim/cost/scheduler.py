@@ -169,14 +169,17 @@ class Buffers:
         #: carried across that loop's iterations
         loops_of = unroll.root_loops(trace, {r for r, b in self.info.items() if b.in_loop and r not in unrolled})
         self.loop_uids = {r: {uid for uid, _kind, _it in loops} for r, loops in loops_of.items()}
-        # a site that makes several tiles in one iteration (a list of accumulators, an inner Python loop)
-        # needs that many buffers, each rotating: ``per_iteration`` of them per rotation step
-        made: dict[tuple, int] = {}
+        # a site that makes several tiles in one iteration needs as many buffers as are live at once, each
+        # rotating: ``per_iteration`` of them per rotation step.  A list of accumulators is live together; the
+        # tiles an inner Python loop makes one after another are not (each dies before the next is made), so
+        # they rotate like the tiles of the same loop written in NKI 0.6, where every loop is a Python loop
+        made: dict[tuple, list[int]] = {}
         for r, key in self.site_key.items():
-            made[key, loops_of.get(r, ())] = made.get((key, loops_of.get(r, ())), 0) + 1
+            made.setdefault((key, loops_of.get(r, ())), []).append(r)
+        first, last = unroll.lifetimes(trace)
         self.per_iteration: dict[tuple, int] = {}
-        for (key, _loops), n in made.items():
-            self.per_iteration[key] = max(self.per_iteration.get(key, 1), n)
+        for (key, _loops), rs in made.items():
+            self.per_iteration[key] = max(self.per_iteration.get(key, 1), unroll.most_live(rs, first, last))
         for r, site in unrolled.items():  # an unrolled site: as many per iteration as are live at once
             self.per_iteration[self.site_key[r]] = live[site]
         sites = {s: v * self.per_iteration.get(("sbuf", s), 1) for s, v in sites.items()}
