@@ -345,6 +345,41 @@ def test_nc_matmul_mx_refusals():
     refused(column_tiling, ValueError, "only row tiling")
 
 
+def test_scales_pack_at_quadrant_offsets_0_4_8_12_only():
+    """A scale tile sliced at row 12 of a shared allocation works (quantize writes rows 12-15, 44-47, matmul reads
+    them); at row 2 or 16 it is refused."""
+    x = (RNG.standard_normal((64, 64))).astype(BF16)
+
+    def kernel(a):
+        src = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=src, src=a)
+        q = nl.ndarray((64, 16), dtype=nl.float8_e5m2_x4, buffer=nl.sbuf)
+        packed = nl.ndarray((64, 16), dtype=nl.uint8, buffer=nl.sbuf)
+        nisa.memset(dst=packed, value=0)
+        nisa.quantize_mx(dst=q, src=src, dst_scale=packed[12:, :])
+        acc = nl.ndarray((16, 16), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul_mx(dst=acc, stationary=q, moving=q, stationary_scale=packed[12:, :],
+                          moving_scale=packed[12:, :])
+        res = nl.ndarray((16, 16), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=res, src=acc)
+        out = nl.ndarray((16, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=res)
+        return out
+
+    data, scales = ref.quantize(x.astype(np.float64), "e5m2")
+    np.testing.assert_allclose(nki.jit(kernel)(x), ref.matmul(data, scales, "e5m2", data, scales, "e5m2"), rtol=1e-5)
+
+    def at_row_2(a):
+        src, q, s = _quantize_body()
+        nisa.quantize_mx(dst=q, src=src, dst_scale=s[2:, :])  # ERR
+    refused(at_row_2, ValueError, "quadrant offsets 0, 4, 8, 12 only")
+
+    def at_row_16(a):
+        acc, st, mv, ss, ms = _mm_body()
+        nisa.nc_matmul_mx(dst=acc, stationary=st, moving=mv, stationary_scale=ss[16:, :], moving_scale=ms)  # ERR
+    refused(at_row_16, ValueError, "quadrant offsets 0, 4, 8, 12 only")
+
+
 @pytest.mark.parametrize("target", ["trn2", "trn1"])
 def test_the_mx_path_is_refused_before_trn3(target, monkeypatch):
     monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", target)

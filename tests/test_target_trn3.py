@@ -56,7 +56,7 @@ def test_every_trn3_number_names_its_source():
 
 
 #: the parameters only NeuronCore-v4 has: its MX instructions (nc_matmul_mx, quantize_mx)
-V4_ONLY = {("limits", "mx_group_partitions"), ("engine", "quantize_mx_elements_per_cycle"),
+V4_ONLY = {("limits", "mx_group_partitions"), ("limits", "mx_scale_offsets"), ("engine", "quantize_mx_elements_per_cycle"),
            ("pe", "mx_elements_per_cycle"), ("peak", "pe_tflops_mx"), ("peak", "quantize_mx_per_cycle")}
 
 

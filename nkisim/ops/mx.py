@@ -26,7 +26,7 @@ from nkisim.core.errors import nki_error
 from nkisim.core.storage import read, write
 from nkisim.core.tensor import Access, as_access, shape_str
 from nkisim.cost.instructions import NC_MATMUL_MX, QUANTIZE_MX
-from nkisim.ops.base import emit, operand
+from nkisim.ops.base import emit, operand, region
 from nkisim.ops.matmul import into_psum
 from nkisim.ops.registry import op
 
@@ -121,8 +121,20 @@ def _partitions(api: str, pname: str, acc: Access, quadrant: int, limit: int) ->
 
 
 def _scale_tile(api: str, pname: str, acc: Access, data: Access, dname: str, rows: np.ndarray) -> None:
-    """``acc`` can hold the scales of ``data``: one column per container column, a row for every group."""
+    """``acc`` can hold the scales of ``data``: one column per container column, a row for every group, starting at
+    one of the quadrant offsets the hardware reads scales at (0, 4, 8 or 12 on trn3: up to four tensors' scales
+    packed in one tile)."""
     _dtype_in(api, pname, acc, _SCALE_DTYPES)
+    tgt = current().target
+    quadrant, per_tensor = tgt.limit("quadrant_partitions"), tgt.limit("quadrant_partitions") // \
+        tgt.limit("mx_group_partitions")
+    box = region(acc)[2]
+    offset = (box[0][0] if box else 0) % quadrant
+    if offset % per_tensor or offset // per_tensor >= tgt.limit("mx_scale_offsets"):
+        allowed = ", ".join(str(i * per_tensor) for i in range(tgt.limit("mx_scale_offsets")))
+        raise nki_error("err_param_shape_mismatch",
+                        f"'{pname}' of '{api}' starts at partition {offset} of its quadrant: MX scales are read and "
+                        f"written at quadrant offsets {allowed} only")
     need = int(rows[-1]) + 1
     if len(acc.shape) != 2 or acc.shape[1] != data.shape[1] or acc.shape[0] < need:
         raise nki_error("err_param_shape_mismatch",
