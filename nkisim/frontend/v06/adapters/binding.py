@@ -98,9 +98,6 @@ def dtype(x: Any, api: str, pname: str = "dtype") -> Any:
     """A dtype argument (``nl.float32``...) as the ops take it; None stays None."""
     if x is None:
         return None
-    if getattr(x, "__nki06_refused__", None):
-        raise NotImplementedError(f"'{pname}' of '{api}': {x!r} is an x4 packed MX dtype, which the nkisim simulator "
-                                  f"does not support yet")
     try:
         d = dt.normalize(x)
     except TypeError:
