@@ -12,6 +12,8 @@ peak TensorE and DMA rates (the lessons' bounds), read from the simulator's targ
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 #: public name -> the module that defines it.  Loaded on first use (PEP 562), not when the package is imported:
@@ -32,6 +34,21 @@ if TYPE_CHECKING:
     from nkilab.latency import latency_label, latency_us
     from nkilab.modules import load_kernel
     from nkilab.questions import QUESTIONS
+
+
+class _Package(types.ModuleType):
+    """The import system binds each submodule to its package's attribute once it is loaded; ``nkilab.grade`` and
+    ``nkilab.check`` are also the names of functions the package exports, and the function wins (as it did when
+    this file imported them eagerly), whichever of ``import nkilab.grade`` and ``from nkilab import grade`` runs
+    first."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _EXPORTS and isinstance(value, types.ModuleType) and value.__name__ == f"{__name__}.{name}":
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str) -> Any:
