@@ -16,7 +16,8 @@ import numpy as np
 from nkisim import api
 from nkisim.core import buffers
 from nkisim.core.access import Access
-from nkisim.core.indexing import Affine, DynSlice, Loop, MaskExpr
+from nkisim.core.grids import DynSlice
+from nkisim.core.indexing import Affine, Loop, MaskExpr
 from nkisim.core.tensor import Tensor
 from nkisim.program.encode import Decoder
 from nkisim.program.ir import Array, Call

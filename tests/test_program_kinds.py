@@ -23,7 +23,8 @@ from nkisim import api
 from nkisim.core import buffers
 from nkisim.core.access import Access
 from nkisim.core.errors import NKIError
-from nkisim.core.indexing import Affine, DynSlice, Loop, MaskExpr
+from nkisim.core.grids import DynSlice
+from nkisim.core.indexing import Affine, Loop, MaskExpr
 from nkisim.core.tensor import Tensor
 from nkisim.program import limits, operands
 from nkisim.program.encode import Decoder, Encoder

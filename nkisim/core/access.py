@@ -19,7 +19,8 @@ from nkisim.core.arrays import all_true, arange_slices, index_box, rotate_index,
 from nkisim.core.context import active
 from nkisim.core.dynamic import DynamicIndex
 from nkisim.core.errors import nki_error, shape_str
-from nkisim.core.indexing import Affine, DynSlice, slice_bound, slice_step
+from nkisim.core.grids import DynSlice, slice_bound, slice_step
+from nkisim.core.indexing import Affine
 from nkisim.core.storage import owned, storage
 from nkisim.core.syntax import METHODS, TileSyntax
 from nkisim.core.whole import whole_parts_of_shape

@@ -12,7 +12,7 @@ from nkisim.core import dtypes as _dt
 from nkisim.core.buffers import hbm, private_hbm, psum, sbuf, shared_hbm  # noqa: F401
 from nkisim.core.context import current as _current
 from nkisim.core.errors import nki_error as _nki_error
-from nkisim.core.indexing import arange, ds, mgrid  # noqa: F401
+from nkisim.core.grids import arange, ds, mgrid  # noqa: F401
 from nkisim.core.loops import affine_range, sequential_range, static_range  # noqa: F401
 from nkisim.core.target import DEFAULT as _DEFAULT_NAME
 from nkisim.core.target import get as _get_target

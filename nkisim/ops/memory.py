@@ -15,7 +15,8 @@ from nkisim.core.arrays import compact
 from nkisim.core.buffers import PMAX
 from nkisim.core.context import active, current
 from nkisim.core.errors import NKIValueError, nki_error, shape_str
-from nkisim.core.indexing import Affine, DynSlice
+from nkisim.core.grids import DynSlice
+from nkisim.core.indexing import Affine
 from nkisim.core.location import STORES, bytecode, user_frame
 from nkisim.core.storage import owned, read, read_masked, set_storage, storage, write
 from nkisim.core.tensor import Tensor, as_access, is_tile

@@ -28,7 +28,7 @@ from nkisim.core.buffers import sbuf as _sbuf
 from nkisim.core.buffers import shared_hbm as _shared_hbm
 from nkisim.core.context import active as _active
 from nkisim.core.context import current as _current
-from nkisim.core.indexing import DynSlice
+from nkisim.core.grids import DynSlice
 from nkisim.frontend import language as _legacy_nl
 from nkisim.frontend.v06.adapters import binding as _b
 from nkisim.frontend.v06.adapters.control import dynamic_range, fori_loop, no_reorder, while_loop  # noqa: F401

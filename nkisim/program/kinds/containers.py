@@ -10,7 +10,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from nkisim.core.indexing import DynSlice
+from nkisim.core.grids import DynSlice
 from nkisim.program.limits import MAX_NAME, RecordError, integer, need, text, text_ok
 from nkisim.program.operands import (
     Decoding,

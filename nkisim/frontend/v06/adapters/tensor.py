@@ -18,7 +18,8 @@ import numpy as np
 
 from nkisim.core.access import Access
 from nkisim.core.errors import nki_error
-from nkisim.core.indexing import Affine, DynSlice
+from nkisim.core.grids import DynSlice
+from nkisim.core.indexing import Affine
 from nkisim.core.tensor import Tensor
 from nkisim.frontend.v06.adapters.errors import error
 from nkisim.frontend.v06.adapters.layout import Pattern, contiguous, lower, restride
