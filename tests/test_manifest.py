@@ -193,10 +193,33 @@ def test_facts_are_the_target_files_numbers():
 
 # --------------------------------------------------------------------------- speed at the graded shapes
 
-#: reference kernels below 80% of the bound at their graded shape, and why (the report says so too). Each is a
-#: deliberate first version whose speed point is measured against itself (stage 4's and stage 7's plain kernels,
-#: which their lessons then speed up). The test fails when one of them reaches the bound, so the list cannot go stale.
-BELOW_THE_BOUND = {"rmsnorm", "rmsnorm_linear"}
+#: the questions graded on correctness only: a lesson's first version, whose prescribed instructions cannot come near
+#: the bound (stage 4's nl.* RMSNorm keeps the Vector engine busy for more than 1.25x the DMA bound; stage 7's loop
+#: nest transposes and reloads per output block), graded on correctness while the next question grades the speed-up
+CORRECTNESS_ONLY = {"rmsnorm", "rmsnorm_linear"}
+
+
+def test_the_correctness_only_first_versions_could_not_be_graded_at_80_percent():
+    """Why CORRECTNESS_ONLY exists, in the cost model's numbers: stage 4's prescribed nl.* steps keep the Vector
+    engine alone busy longer than the bound / 0.8 at the graded shape, and at stage 7 Q1's shape even the fast
+    kernel (Q2's reference, all three ideas) stays under 80% of the bound."""
+    import numpy as np
+
+    from nkilab.bounds import bound
+    from nkilab.modules import load_kernel
+    from nkisim import api
+
+    def estimate(q, solution_qid):
+        n = len(q.arg_names)
+        args = [np.zeros(sh, dtype=np.dtype(d)) for sh, d in zip(q.speed_case.shapes(n), q.speed_case.dtypes(n))]
+        ref = QUESTIONS[solution_qid]
+        return api.estimate(api.trace(load_kernel(ref.solution_path, ref.function), args, target="trn2"),
+                            target="trn2")
+
+    q4 = QUESTIONS["rmsnorm"]
+    assert estimate(q4, "rmsnorm").engine_busy_us["dve"] > bound(q4, "trn2").total_us / 0.8
+    q7 = QUESTIONS["rmsnorm_linear"]
+    assert bound(q7, "trn2").share(estimate(q7, "rmsnorm_linear_fast").total_us) < 0.8
 
 
 def test_the_fp8_bound_keeps_the_saturation_on_vector_and_gpsimd():
@@ -228,12 +251,12 @@ def test_reference_kernels_reach_80_percent_of_the_bound_at_their_graded_shapes(
     import sys
 
     sys.path.insert(0, str(REPO / "bench"))
-    from course_speed import TARGET_SHARE, row, table
+    from course_speed import TARGET_SHARE, row, speed_graded, table
 
-    rows = [row(q) for q in QUESTIONS.values()]
+    assert {qid for qid, q in QUESTIONS.items() if not speed_graded(q)} == CORRECTNESS_ONLY
+    rows = [row(q) for q in QUESTIONS.values() if speed_graded(q)]
     print(table(rows))
-    below = {r.qid for r in rows if r.share < TARGET_SHARE}
-    assert below == BELOW_THE_BOUND, table(rows)
+    assert [r.qid for r in rows if r.share < TARGET_SHARE] == [], table(rows)  # issue 21 scope 6: no exemption
     for r in rows:
         assert 0.0 < r.share <= 1.0, r  # no kernel beats the bound: the bound is a lower bound
         assert r.target == "trn2"
