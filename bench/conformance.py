@@ -13,7 +13,9 @@ stop the whole collection.
     python bench/conformance.py --aws-examples ~/src/aws-neuron-sdk  # HEAD: nki/examples, NKI 0.6 (import nki)
 
 The NKI 0.6 examples are kernels, not test files: ``bench/aws_examples06.py`` holds a NumPy driver and reference
-for each (or runs the example as its own NumPy script), one process per case.
+for each (or runs the example as its own NumPy script), one process per case.  When the clone is the whole docs
+source, ``--aws-examples`` also runs its MX deep dive (``nki/deep-dives/src/mxfp-matmul``, trn3 only) through
+``bench/aws_mx06.py``, checked against AWS's own goldens, as a second suite (``aws-nki06-mx``).
 
 Prints a text table per suite and, last, one JSON object with the counts (``--json FILE`` also
 writes it to FILE).
@@ -233,6 +235,26 @@ def aws_examples_suite(clone: str, only: list[str]) -> SuiteResult:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def aws_mx_suite(clone: str, only: list[str]) -> SuiteResult | None:
+    """AWS's MX deep-dive kernels (``nki/deep-dives/src/mxfp-matmul``; None when the clone has none), each case of
+    ``bench/aws_mx06.py`` in its own process on a copy of the folder, against AWS's goldens on the trn3 target."""
+    src = os.path.join(clone, "nki", "deep-dives", "src", "mxfp-matmul")
+    if not os.path.isdir(src):
+        return None
+    driver = os.path.join(os.path.dirname(os.path.abspath(__file__)), "aws_mx06.py")
+    listing = subprocess.run([PYTHON, driver, "--list"], capture_output=True, text=True, check=True).stdout
+    work = tempfile.mkdtemp(prefix="conf-awsmx")
+    try:
+        shutil.copytree(src, os.path.join(work, "mxfp-matmul"))
+        out = SuiteResult("aws-nki06-mx")
+        for case in (ln for ln in listing.splitlines() if ln):
+            if not only or any(o in case for o in only):
+                out.files.append(run_script(work, [driver, os.path.join(work, "mxfp-matmul"), case], _env(), case))
+        return out
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def report(suites: list[SuiteResult]) -> dict:
     """Print one table per suite; return the JSON summary."""
     summary: dict = {}
@@ -267,6 +289,9 @@ def main(argv: list[str] | None = None) -> int:
         suites.append(cs149_suite(clone, args.only))
     if args.aws_examples:
         suites.append(aws_examples_suite(args.aws_examples, args.only))
+        mx = aws_mx_suite(args.aws_examples, args.only)
+        if mx is not None:
+            suites.append(mx)
     if not suites:
         ap.error("give at least one of --aws, --samples, --cs149, --aws-examples")
     summary = report(suites)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import ml_dtypes
+import mx_reference
 import neuronxcc.nki.isa as nisa
 import neuronxcc.nki.language as nl
 import numpy as np
@@ -1076,6 +1077,54 @@ def e_core_barrier(a):
     return scratch
 
 
+MX_RNG = np.random.default_rng(20261126)  # its own generator: the other cases' inputs stay as they were
+MX_SRC = (MX_RNG.standard_normal((64, 32)) * 4).astype(ml_dtypes.bfloat16)  # quantize_mx: 8 x 8 groups
+MX_ST, MX_SS = mx_reference.random_mx(MX_RNG, 64, 16, "e5m2")  # nc_matmul_mx: fp8 stationary [64 x4, 16]
+MX_MV, MX_MS = mx_reference.random_mx(MX_RNG, 64, 24, "e2m1fn")  # and fp4 moving [64 x4, 24]
+
+
+def k_quantize_mx(a):
+    """NeuronCore-v4's MX quantisation (what NKI 0.6's nisa.quantize_mx records): x4 data, and the scales of each
+    32-partition quadrant in its first four rows of the (zeroed) scale tile."""
+    q = nl.ndarray((64, 8), dtype="float8_e4m3fn_x4", buffer=nl.sbuf)
+    s = nl.zeros((64, 8), dtype=nl.uint8, buffer=nl.sbuf)
+    nisa.quantize_mx(nl.load(a), q, s)
+    data = nl.ndarray((64, 8), dtype=nl.uint32, buffer=nl.shared_hbm)
+    nl.store(data, q.view(nl.uint32))
+    scales = nl.ndarray((64, 8), dtype=nl.uint8, buffer=nl.shared_hbm)
+    nl.store(scales, s)
+    return data, scales
+
+
+def r_quantize_mx(a):
+    data, scales = mx_reference.quantize(a.astype(np.float64), "e4m3fn")
+    return data, mx_reference.spread(scales, 64)
+
+
+def e_quantize_mx(a):
+    q = nl.ndarray((48, 8), dtype="float8_e4m3fn_x4", buffer=nl.sbuf)
+    s = nl.zeros((48, 8), dtype=nl.uint8, buffer=nl.sbuf)
+    nisa.quantize_mx(nl.load(a[0:48, :]), q, s)  # ERR
+    return s
+
+
+def k_nc_matmul_mx(st, ss, mv, ms):
+    """NeuronCore-v4's MX matmul (NKI 0.6's nisa.nc_matmul_mx as the registry records it): fp8 by fp4, into PSUM."""
+    acc = nl.ndarray((16, 24), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul_mx(nl.load(st).view("float8_e5m2_x4"), nl.load(mv).view("float4_e2m1fn_x4"), nl.load(ss),
+                      nl.load(ms), dst=acc)
+    out = nl.ndarray((16, 24), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, nl.copy(acc))
+    return out
+
+
+def e_nc_matmul_mx(st, ss, mv, ms):
+    acc = nl.ndarray((16, 24), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul_mx(nl.load(st).view("float8_e5m2_x4"), nl.load(mv).view("float4_e2m1fn_x4"), nl.load(ss),  # ERR
+                      nl.load(ms), dst=acc)
+    return acc
+
+
 def k_memset(a):
     r = nisa.memset((128, 64), 2.5, nl.float32)
     out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
@@ -1446,6 +1495,7 @@ def isa_cases() -> dict[str, CallCase]:
     pred = ints(0, 2, dtype=np.uint8)
     gather_src = uniform(-3, 3, (32, 60))
     gather_idx = (ints(0, 20, (32, 2)) * 3).astype(np.uint16)
+    mx_in = (MX_ST, mx_reference.spread(MX_SS), MX_MV, mx_reference.spread(MX_MS))
     shuffle_in = (uniform(-3, 3, (64, 8)), uniform(-3, 3, (64, 8)))
     top8 = np.take_along_axis(DISTINCT, TOP8, axis=1)
     return {
@@ -1527,6 +1577,16 @@ def isa_cases() -> dict[str, CallCase]:
         "nisa.sendrecv": CallCase(k_sendrecv, (X, Y), lambda a, b: np.stack([b, a]),
                                   refusal=Refusal(e_sendrecv, (X, Y), ValueError, "err_param_shape_mismatch",
                                                   "must match in shape and dtype")),
+        "nisa.quantize_mx": CallCase(k_quantize_mx, (MX_SRC,), r_quantize_mx, target="trn3",
+                                     refusal=Refusal(e_quantize_mx, (MX_SRC,), ValueError,
+                                                     "err_size_of_dimension_exceed_arch_limit", "multiple of 32",
+                                                     target="trn3")),
+        "nisa.nc_matmul_mx": CallCase(k_nc_matmul_mx, mx_in,
+                                      lambda *_: f32(mx_reference.matmul(MX_ST, MX_SS, "e5m2", MX_MV, MX_MS, "e2m1fn")),
+                                      rtol=1e-5, atol=1e-6, target="trn3",
+                                      refusal=Refusal(e_nc_matmul_mx, mx_in, SyntaxError,
+                                                      "err_min_arch_support_for_inst", "requires min target gen4",
+                                                      target="trn2")),
         "nisa.core_barrier": CallCase(k_core_barrier, (X,), lambda a: a,
                                       refusal=Refusal(e_core_barrier, (X,), TypeError, "err_unsupported_memory",
                                                       "address space 'shared_hbm'")),

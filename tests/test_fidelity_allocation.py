@@ -203,6 +203,87 @@ def test_psum_alloc_function_places_blocks_by_bank() -> None:
     np.testing.assert_allclose(kernel(a, np.eye(128, dtype=np.float32)), a.T, rtol=1e-6)
 
 
+def _bank_map_kernel(bank_map: dict):
+    """nki-samples' allocated attention: ``functools.partial(f, bank_map=...)`` of ``f(bank_map, idx, pdim_size,
+    fdim_size)``, two blocks in banks that are not next to each other (1 and 5)."""
+    import functools
+
+    def psum_addr(bank_map, idx, pdim_size, fdim_size):
+        return bank_map[idx], 0, 0
+
+    @nki.jit
+    def kernel(a, ident):
+        out = nl.ndarray((2, 128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+        x = nl.ndarray((2, nl.par_dim(128), 128), dtype=nl.float32,
+                       buffer=ncc.psum.alloc(functools.partial(psum_addr, bank_map=bank_map)))
+        y = nl.ndarray((nl.par_dim(128), 128), dtype=nl.float32, buffer=ncc.psum.mod_alloc(base_bank=5))
+        x[0] = nisa.nc_matmul(nl.load(a), nl.load(ident))
+        y[...] = nisa.nc_matmul(nl.load(ident), nl.load(a))  # bank 5: block 1 of x, if x is where bank_map says
+        nl.store(out[0], nisa.tensor_copy(x[0]))
+        nl.store(out[1], nisa.tensor_copy(x[1]))
+        return out
+
+    return kernel
+
+
+def test_allocation_function_is_called_by_its_documented_parameter_names() -> None:
+    """The compiler passes ``idx``, ``pdim_size`` and ``fdim_size`` by name, so a ``functools.partial`` binding a
+    leading parameter by keyword works (it failed with "got multiple values for argument 'bank_map'"); blocks
+    evenly spaced but not one bank apart (banks 1 and 5) are placed where the function says, in a launch and in
+    the program it leaves."""
+    a = RNG.standard_normal((128, 128), dtype=np.float32)
+    ident = np.eye(128, dtype=np.float32)
+    kernel = _bank_map_kernel({(0,): 1, (1,): 5})
+    got = kernel(a, ident)
+    np.testing.assert_allclose(got[0], a.T, rtol=1e-6)
+    np.testing.assert_allclose(got[1], a, rtol=1e-6)  # x[1] is bank 5, which y wrote
+    program = api.trace(kernel, (a, ident))
+    again = api.program_from_json(program.to_json())
+    assert again == program
+    np.testing.assert_array_equal(api.execute(again, (a, ident)).outputs, got)
+    # the same banks in decreasing order: refused clearly (nkisim's placements step forwards), not misplaced
+    with pytest.raises(ValueError, match=r"later blocks at lower addresses \(bank steps \[-4\]"):
+        _bank_map_kernel({(0,): 5, (1,): 1})(a, ident)
+
+
+def test_allocation_function_with_other_parameter_names_is_called_positionally() -> None:
+    def place(i, p, f):  # not the documented names: called as func(idx, pdim_size, fdim_size)
+        return 0, 1024 + (i[0] % 2) * 3 * f  # blocks three tiles apart, not C order
+
+    @nki.jit
+    def kernel(a):
+        out = nl.ndarray((2, 128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray((2, nl.par_dim(128), 64), dtype=nl.float32, buffer=ncc.sbuf.alloc(place))
+        u = nl.ndarray((nl.par_dim(128), 64), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=1024 + 3 * 256))
+        t[0] = nl.load(a[0])
+        u[...] = nl.load(a[1])  # the bytes of t's block 1
+        nl.store(out[0], t[0])
+        nl.store(out[1], t[1])
+        return out
+
+    a = RNG.standard_normal((2, 128, 64), dtype=np.float32)
+    np.testing.assert_array_equal(kernel(a), a)
+
+
+@pytest.mark.parametrize("steps, match", [([0, 0], "must not all be 0"), ([-1], "tile steps"),
+                                          ([1 << 21], "tile steps")])
+def test_a_forged_tile_step_is_refused(steps, match) -> None:
+    import json
+
+    from nkisim.program.ir import ProgramError
+    a = RNG.standard_normal((128, 128), dtype=np.float32)
+    raw = api.trace(_bank_map_kernel({(0,): 1, (1,): 5}), (a, np.eye(128, dtype=np.float32))).to_json()
+    assert raw.count('["psum",0,0,[],[2],1,[4]]') == 1
+    forged = raw.replace('["psum",0,0,[],[2],1,[4]]', f'["psum",0,0,[],[2],1,{json.dumps(steps)}]')
+    with pytest.raises(ProgramError, match=match):
+        api.program_from_json(forged)
+
+
+def test_a_tile_step_past_the_last_bank_is_refused_when_placed() -> None:
+    with pytest.raises(Exception, match="(?i)bank|psum"):
+        _bank_map_kernel({(0,): 1, (1,): 9})(np.zeros((128, 128), np.float32), np.eye(128, dtype=np.float32))
+
+
 def test_allocation_function_that_is_no_modulo_allocation_is_refused_clearly() -> None:
     def scattered(idx, pdim_size, fdim_size):
         return 0, [0, 4096, 1024][idx[0]]

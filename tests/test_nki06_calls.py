@@ -346,6 +346,7 @@ ELSEWHERE = {
     "register_load": "test_nki06_control", "register_store": "test_nki06_control",
     "fori_loop": "test_nki06_control", "while_loop": "test_nki06_control", "dynamic_range": "test_nki06_control",
     "no_reorder": "test_nki06_control",
+    "nc_matmul_mx": "test_nki06_mx", "quantize_mx": "test_nki06_mx",
 }
 
 

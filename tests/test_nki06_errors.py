@@ -15,6 +15,7 @@ import os
 
 import numpy as np
 import pytest
+from program_check import counts_python_runs
 
 import nkisim
 from nkisim import api
@@ -28,13 +29,7 @@ import nki.language as nl  # noqa: E402
 from nkisim.frontend.v06.adapters.errors import CATALOGUE  # noqa: E402
 
 HERE = os.path.abspath(__file__)
-NOT_COVERED = {
-    "E22": "nested dynamic_range with loop-carried values ('Could not find register') is a compiler bug AWS lists as "
-           "a known issue, not a rule: the simulator runs such loops",
-    "E23": "kernel.with_schedule edges name instructions, which are not resolved (depends_on edges are checked)",
-    "E32": "JAX dtype arguments: the simulator takes NumPy and torch inputs",
-    "E33": "known issues that fail only on hardware (nl.divide, nl.power(tile, scalar)...): AWS's simulator runs them",
-}
+NOT_COVERED: dict[str, str] = {}
 
 
 def err_line(fn) -> int:
@@ -350,6 +345,133 @@ def test_e23_a_dependency_may_not_cross_a_dynamic_loop():
     assert np.array_equal(np.asarray(out), np.full((128, 8), 3.0, np.float32))
 
 
+def test_e23_a_with_schedule_edge_may_not_cross_a_dynamic_loop():
+    def out_of_a_loop(x):
+        t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nl.fori_loop(0, 2, lambda i: nisa.memset(dst=t, value=0.0, name="zero"))
+        nisa.dma_copy(dst=x, src=t, name="store")  # ERR
+        return x
+
+    with pytest.raises(ValueError, match="with_schedule edge \\('store', 'zero'\\): instruction 'store' cannot "
+                                         "depend on 'zero', issued inside a dynamic loop") as info:
+        nki.jit(out_of_a_loop).with_schedule([("store", "zero")])(np.ones((128, 8), np.float32))
+    err = info.value
+    assert err.error_id == "err_dependency_across_dynamic_loop" and "deadlock" in str(err)
+    assert os.path.abspath(err.nki_location[0]) == HERE and err.nki_location[1] == err_line(out_of_a_loop)
+
+    def into_a_loop_is_fine(x):
+        t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=t, value=1.0, name="first")
+        nl.fori_loop(0, 2, lambda i: nisa.dma_copy(dst=x, src=t, name="store"))
+        return x
+
+    out = nki.jit(into_a_loop_is_fine).with_schedule([("store", "first")])(np.zeros((128, 8), np.float32))
+    assert np.array_equal(np.asarray(out), np.ones((128, 8), np.float32))
+
+
+def test_e32_a_dtype_with_no_nki_equivalent_names_the_argument():
+    def body(x, dtype):
+        t = nl.ndarray(x.shape, dtype=dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        out = nl.ndarray(x.shape, dtype=dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    x = np.ones((128, 8), np.float32)
+    for bad in (np.complex64, np.float64, np.dtype("int64")):
+        with pytest.raises(TypeError, match="argument 'dtype' is the dtype .*, which has no NKI equivalent") as info:
+            nki.jit(body)(x, bad)  # ERR
+        assert info.value.error_id == "err_dtype_argument"
+    loc = info.value.nki_location
+    assert os.path.abspath(loc[0]) == HERE and loc[1] == err_line(test_e32_a_dtype_with_no_nki_equivalent_names_the_argument)
+    with pytest.raises(TypeError, match="argument 'dtype' is the dtype"):
+        nki.jit(body)(x, dtype=np.complex128)  # (a keyword argument: named the same way)
+    # a dtype NKI has is converted at the boundary: NumPy's scalar type, a NumPy dtype, torch's dtype
+    import torch
+
+    for good, want in ((np.float16, np.float16), (np.dtype("float32"), np.float32), (torch.bfloat16, nl.bfloat16)):
+        out = nki.jit(body)(x, good)
+        assert np.asarray(out).dtype == want or out.dtype == torch.bfloat16
+    # an array input NKI has no dtype for was refused already, naming the argument (both dialects)
+    with pytest.raises(TypeError, match="argument 'x' has dtype complex64, which NKI does not support"):
+        nki.jit(body)(np.ones((128, 8), np.complex64), nl.float32)
+    with pytest.raises(TypeError, match="argument 'x' is float64"):
+        nki.jit(body)(np.ones((128, 8), np.float64), nl.float32)
+
+
+@counts_python_runs  # (the program check launches the kernel twice: twice the warnings)
+def test_e33_calls_the_compiler_rejects_today_warn_once_per_call_site():
+    from nkisim.frontend.v06.adapters.known_issues import HardwareCompileWarning
+
+    def body(x):
+        t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        col = nl.ndarray((128, 1), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=col, src=x[:, 0:1])
+        for _ in range(3):  # three calls from one line: one warning
+            q = nl.divide(t, t)  # WARN divide
+        m = nl.mod(t, 3.0)  # WARN mod
+        f = nl.fmod(t, 3.0)  # WARN fmod
+        p = nl.power(t, 2.0)  # WARN power
+        b = nl.add(t, col)  # WARN add
+        nl.matmul(t[0:8, 0:8], t[0:8, 0:8])  # WARN matmul
+        fine = [nl.power(t, t), nl.add(t, t), nl.add(t, 1.0), nl.matmul(t[:, 0:8], t[:, 0:8], transpose_x=True)]
+        out = nl.ndarray((128, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=nl.add(nl.add(nl.add(q, m), nl.add(f, p)), nl.add(b, fine[0])))
+        return out
+
+    x = np.random.default_rng(1).random((128, 8), dtype=np.float32) + 1.0
+    with pytest.warns(HardwareCompileWarning) as rec:
+        out = nki.jit(body)(x)
+    got = [w for w in rec if issubclass(w.category, HardwareCompileWarning)]
+    lines, start = inspect.getsourcelines(body)
+    want = {start + i: text.split("# WARN ")[1].strip() for i, text in enumerate(lines) if "# WARN " in text}
+    assert sorted(w.lineno for w in got) == sorted(want), [(w.lineno, str(w.message)[:60]) for w in got]
+    for w in got:
+        assert os.path.abspath(w.filename) == HERE
+        assert str(w.message).startswith(f"nl.{want[w.lineno]}: the Neuron compiler rejects this call today")
+        assert "the simulator runs it" in str(w.message)
+    # the simulator still computes them (what AWS's simulator does too)
+    expected = 1.0 + np.mod(x, 3.0) + np.fmod(x, 3.0) + x ** 2 + (x + x[:, :1]) + x ** x
+    np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-4)
+
+
+def test_e22_nested_dynamic_range_with_a_loop_carried_register():
+    def carried(x):
+        count = nisa.register_alloc(0)
+        for _i in nl.dynamic_range(2):
+            for j in nl.dynamic_range(3):
+                nisa.register_move(count, j)  # ERR
+        return x
+
+    with pytest.warns(DeprecationWarning):
+        err = refused(carried, RuntimeError, "^Could not find register: nisa.register_move writes a register "
+                                             "allocated outside the inner nl.dynamic_range loop")
+    assert err.error_id == "err_nested_dynamic_loop_register"
+
+    def fine(x):  # nested without a carried value, and a carried value in a loop that is not nested
+        t = nl.ndarray((128, 1), dtype=x.dtype, buffer=nl.sbuf)
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        count = nisa.register_alloc(0)
+        for _i in nl.dynamic_range(2):
+            for j in nl.dynamic_range(4):
+                own = nisa.register_alloc(0)
+                nisa.register_move(own, j)  # the iteration's own register
+                col = x.ap([[8, 128], [1, 1]], scalar_offset=j, indirect_dim=1)
+                nisa.dma_copy(dst=t, src=col)
+                nisa.dma_copy(dst=out.ap([[8, 128], [1, 1]], scalar_offset=j, indirect_dim=1), src=t)
+        for k in nl.dynamic_range(3):
+            nisa.register_move(count, k)
+        for _k in nl.dynamic_range(2):
+            nl.fori_loop(0, 2, lambda m: nisa.register_move(count, m))  # not two dynamic_range loops
+        return out
+
+    x = np.arange(128 * 8, dtype=np.float32).reshape(128, 8)
+    with pytest.warns(DeprecationWarning):
+        out = nki.jit(fine)(x)
+    np.testing.assert_array_equal(np.asarray(out)[:, :4], x[:, :4])
+
+
 def test_w1_accumulate_true_onto_psum_no_matmul_started():
     def body(s):
         t = nl.load(s)
@@ -369,7 +491,10 @@ def test_every_06_error_id_is_triggered_here():
               "err_dma_hwdge_cast", "err_memset_value_type", "err_reduce_axis", "err_unsupported_syntax",
               "err_kernel_argument", "err_jit_sub_kernel", "err_no_arguments", "err_activation_bias_shape",
               "err_operand_type", "err_invalid_view", "err_view_out_of_bounds", "err_transpose_dtype",
-              "err_dma_engine", "err_unsupported_target", "err_dependency_across_dynamic_loop"}
+              "err_dma_engine", "err_unsupported_target", "err_dependency_across_dynamic_loop",
+              # tests/test_nki06_schedule.py
+              "err_schedule_unknown_instruction", "err_schedule_against_program_order", "err_too_many_edges",
+              "err_dtype_argument", "err_nested_dynamic_loop_register"}
     assert set(CATALOGUE) - raised <= set(), sorted(set(CATALOGUE) - raised)
     for key in NOT_COVERED:
         assert key in source

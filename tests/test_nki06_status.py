@@ -25,7 +25,9 @@ sys.path.insert(0, str(ROOT / "bench"))
     ("nki.language", "rand", "partial"),
     ("nki.language", "NkiTensor.vector_select", "refused"),
     ("nki.language", "NkiTensor.permute", "implemented"),
-    ("nki.language", "float8_e4m3fn_x4", "refused"),
+    ("nki.language", "float8_e4m3fn_x4", "implemented"),
+    ("nki.isa", "nc_matmul_mx", "implemented"),
+    ("nki.isa", "quantize_mx", "implemented"),
     ("nki.language", "no_such_function", "missing"),
 ])
 def test_classify(module: str, name: str, state: str) -> None:

@@ -11,6 +11,7 @@ every iteration.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import neuronxcc.nki as nki
@@ -337,13 +338,88 @@ def test_an_address_counter_beside_a_branch_on_the_index_advances_once_per_way()
         api.launch(sections, [a], record=False)
 
 
-def test_a_branch_the_program_cannot_hold_falls_back_to_every_iteration():
-    """``if i % 2 == 0`` compares a value frozen at its iteration: no predicate can hold it, so the loop is
-    unrolled, and computes what the unrolled launch computes."""
+@counts_python_runs
+@pytest.mark.parametrize("divided", ["mod", "floordiv"])
+def test_a_branch_on_the_index_modulo_a_constant_is_traced_once_per_way(divided):
+    """``if i % 2 == 0`` (or ``if i // 2 == 0``) is a predicate the program holds (an index divided by a positive
+    integer): the body's Python runs once per way the branch goes, and every iteration computes what the unrolled
+    launch computes (outputs, estimate, and the executed program's after a trip through JSON)."""
+    runs = []
+
     @nki.jit
     def alternate(a):
         out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
         for i in nl.affine_range(a.shape[0] // 128):
+            runs.append(1)
+            t = nl.load(a[i * 128:(i + 1) * 128, :])
+            if (i % 2 == 0) if divided == "mod" else (i // 2 == 0):
+                t = nl.negative(t)
+            nl.store(out[i * 128:(i + 1) * 128, :], value=t)
+        return out
+
+    a = RNG.standard_normal((768, 8)).astype(np.float32)
+    traced, _ = _both(alternate, [a])
+    want = a.copy()
+    for k in ((0, 2, 4) if divided == "mod" else (0, 1)):
+        want[k * 128:(k + 1) * 128] *= -1
+    np.testing.assert_array_equal(traced.outputs, want)
+    assert _once_loops(traced.program) == [True] and _paths(traced.program) == [2]
+    runs.clear()
+    api.launch(alternate, [a])
+    assert len(runs) == 2  # one run of the body's Python per way the branch goes, not one per iteration
+
+
+@counts_python_runs
+def test_an_inner_loop_branching_on_its_index_modulo_and_divided_is_traced_once():
+    """``if (j + 1) % 3:`` / ``elif j // 2 >= 1:`` in an inner ``sequential_range`` of an ``affine_range``: two ways
+    through the inner body, so its Python runs twice for 16 iterations, and everything equals the unrolled launch."""
+    runs = []
+
+    @nki.jit
+    def rows(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        for i in nl.affine_range(2):
+            for j in nl.sequential_range(a.shape[0] // 256):
+                runs.append(1)
+                r = i * (a.shape[0] // 2) + j * 128
+                t = nl.load(a[r:r + 128, :])
+                if (j + 1) % 3:
+                    t = nl.multiply(t, 2.0)
+                elif j // 2 >= 1:
+                    t = nl.negative(t)
+                nl.store(out[r:r + 128, :], value=t)
+        return out
+
+    a = RNG.standard_normal((2048, 8)).astype(np.float32)
+    traced, _ = _both(rows, [a])
+    want = a.copy()
+    for i in range(2):
+        for j in range(8):
+            r = i * 1024 + j * 128
+            want[r:r + 128] *= 2.0 if (j + 1) % 3 else -1.0
+    np.testing.assert_array_equal(traced.outputs, want)
+    assert _once_loops(traced.program) == [True, True] and _paths(traced.program) == [0, 2]
+    runs.clear()
+    api.launch(rows, [a])
+    assert len(runs) == 2
+
+
+def _forged_guards(program, change):
+    """``program`` with each path's guards replaced by ``change(guard)``, through JSON as a forger would."""
+    from nkisim.program.ir import Path
+
+    body = [Path(tuple(change(g) for g in ev.guards)) if isinstance(ev, Path) else ev for ev in program.body]
+    return api.program_from_json(dataclasses.replace(program, body=tuple(body)).to_json())
+
+
+def test_a_forged_modulo_guard_is_refused_by_the_validator():
+    from nkisim.program.ir import Guard
+    from nkisim.program.kinds.masks import Cmp, Divided
+
+    @nki.jit
+    def alternate(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        for i in nl.affine_range(4):
             t = nl.load(a[i * 128:(i + 1) * 128, :])
             if i % 2 == 0:
                 t = nl.negative(t)
@@ -351,10 +427,53 @@ def test_a_branch_the_program_cannot_hold_falls_back_to_every_iteration():
         return out
 
     a = RNG.standard_normal((512, 8)).astype(np.float32)
+    program = api.launch(alternate, [a]).program
+    api.validate(program)
+    for m in (0, -2):
+        bad = _forged_guards(program, lambda g, m=m: Guard(Cmp(g.condition.op, dataclasses.replace(
+            g.condition.lhs, m=m), g.condition.rhs), g.held))
+        with pytest.raises(ProgramError, match="only % and // by a positive integer"):
+            api.validate(bad)
+    # `i % 2 == 1` where the branch was taken (and `not i % 2 == 0` elsewhere): no path holds at iteration 0
+    first = [True]
+
+    def shifted(g):
+        if not first[0]:
+            return g
+        first[0] = False
+        return Guard(Cmp("==", g.condition.lhs, dataclasses.replace(g.condition.rhs, const=1)), g.held)
+
+    with pytest.raises(ProgramError, match="no path of the body of loop 0 holds at its iteration 0"):
+        api.validate(_forged_guards(program, shifted))
+    raw = json.loads(program.to_json())
+    text = json.dumps(raw).replace('"D": ["%"', '"D": ["**"')
+    with pytest.raises(ProgramError, match="a divided index is"):
+        api.program_from_json(text)
+    assert isinstance(program.body[3].guards[0].condition.lhs, Divided)
+
+
+@pytest.mark.parametrize("how", ["list", "product"])
+def test_a_branch_the_program_cannot_hold_falls_back_to_every_iteration(how):
+    """A Python list indexed by ``i * i`` (a value frozen at its iteration), or ``(i * i) % 2`` (a non-affine index
+    divided): no predicate holds it, so the loop is unrolled, and computes what the unrolled launch computes."""
+    flags = [True, True, False, False, True, False, False, False, False, True]
+
+    @nki.jit
+    def alternate(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        for i in nl.affine_range(a.shape[0] // 128):
+            t = nl.load(a[i * 128:(i + 1) * 128, :])
+            if flags[i * i] if how == "list" else (i * i) % 2 == 0:
+                t = nl.negative(t)
+            nl.store(out[i * 128:(i + 1) * 128, :], value=t)
+        return out
+
+    a = RNG.standard_normal((512, 8)).astype(np.float32)
     traced, _ = _both(alternate, [a])
     want = a.copy()
-    want[:128] *= -1
-    want[256:384] *= -1
+    for k in range(4):
+        if (flags[k * k] if how == "list" else (k * k) % 2 == 0):
+            want[k * 128:(k + 1) * 128] *= -1
     np.testing.assert_array_equal(traced.outputs, want)
     assert _once_loops(traced.program) == [False]
 
@@ -417,8 +536,8 @@ def test_a_program_with_paths_round_trips_and_a_forged_one_with_no_path_for_an_i
     paths = [k for k, ev in enumerate(raw["body"]) if ev[0] == "path"]
     raw["body"][paths[1]][1][0][1] = True  # both paths now need i == 0
     forged = api.program_from_json(json.dumps(raw))
-    with pytest.raises(ProgramError, match="no path of the loop body .* holds at iteration 1"):
-        api.execute(forged, [a])
+    with pytest.raises(ProgramError, match="no path of the body of loop 0 holds at its iteration 1"):
+        api.execute(forged, [a])  # (refused by the validator the executor runs first)
     raw = json.loads(program.to_json())
     raw["body"].insert(paths[0], raw["body"][paths[0] + 1])  # a call before the body's first path
     with pytest.raises(ProgramError, match="starts with its first path"):

@@ -82,13 +82,17 @@ class ModAlloc:
     not allowed")."""
 
     def __init__(self, space: str, base_addr: int = 0, base_partition: int = 0,
-                 num_par_tiles: tuple = (), num_free_tiles: tuple = (), base_bank: int | None = None) -> None:
+                 num_par_tiles: tuple = (), num_free_tiles: tuple = (), base_bank: int | None = None,
+                 tile_steps: tuple = ()) -> None:
         self.space = space
         self.base_addr = base_addr
         self.base_partition = base_partition
         self.num_par_tiles = tuple(num_par_tiles)
         self.num_free_tiles = tuple(num_free_tiles)
         self.base_bank = base_bank
+        #: per block dimension, how many tiles (SBUF) or banks (PSUM) apart its blocks are, where an allocation
+        #: function spaced them other than mod_alloc's C order (banks 1 and 5 for two blocks); empty: C order
+        self.tile_steps = tuple(tile_steps)
 
     def __repr__(self) -> str:
         return f"base_addr={self.base_addr}, num_free_tiles={self.num_free_tiles}"

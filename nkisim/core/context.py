@@ -63,6 +63,10 @@ class KernelContext:
     rng: np.random.Generator | None = None
     #: physical SBUF/PSUM bytes of directly allocated tensors, by space (core.physical)
     physical: dict[str, np.ndarray] = field(default_factory=dict)
+    #: warnings given once per call site in this launch (NKI 0.6's known compile failures: keys of their own)
+    warned: set[Any] = field(default_factory=set)
+    #: NKI 0.6's scheduling edges of the launch (``frontend.v06.adapters.order.Scheduling``), made on first use
+    schedule: Any = None
 
     def generator(self) -> np.random.Generator:
         """The kernel's random generator (nl.rand, nisa.dropout): seeded by nl.random_seed, else 0 on first use."""

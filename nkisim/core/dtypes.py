@@ -26,9 +26,30 @@ int8, int16, int32 = np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32)
 uint8, uint16, uint32 = np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.uint32)
 bool_ = np.dtype(np.bool_)
 
+
+
+def _packed(name: str, container: str) -> np.dtype:
+    """An x4 packed MX dtype: one field named after the type, so each is a dtype of its own (``V4`` tags would
+    compare equal to each other and to tfloat32) held in an unsigned container."""
+    return np.dtype([(name, container)])
+
+
+#: NeuronCore-v4's x4 packed MX dtypes (NKI 0.6, AWS's mxfp-matmul deep dive): four fp8 values in a 32-bit container,
+#: four fp4 values in a 16-bit one.  A tensor's shape counts containers; values are the containers' bits (element i
+#: in byte i, or in nibble i for fp4), read and written only by ``nc_matmul_mx``, ``quantize_mx``, copies of the
+#: same dtype and a memset of 0.
+float8_e5m2_x4 = _packed("float8_e5m2_x4", "<u4")
+float8_e4m3fn_x4 = _packed("float8_e4m3fn_x4", "<u4")
+float4_e2m1fn_x4 = _packed("float4_e2m1fn_x4", "<u2")
+PACKED = (float8_e5m2_x4, float8_e4m3fn_x4, float4_e2m1fn_x4)
+#: each x4 dtype's element type (ml_dtypes') and storage container
+PACKED_ELEMENT = {float8_e5m2_x4: float8_e5m2, float8_e4m3fn_x4: float8_e4m3fn,
+                  float4_e2m1fn_x4: np.dtype(ml_dtypes.float4_e2m1fn)}
+_STORAGE = {tfloat32: float32, **{d: np.dtype(d[0]) for d in PACKED}}
+
 FLOATS = (float8_e4m3, float8_e5m2, float16, bfloat16, tfloat32, float32, float8_e4m3fn, float8_e8m0fnu)
 INTS = (int8, int16, int32, uint8, uint16, uint32)
-SUPPORTED = FLOATS + INTS + (bool_,)
+SUPPORTED = FLOATS + INTS + (bool_,) + PACKED
 _FP8 = (float8_e4m3, float8_e5m2, float8_e4m3fn, float8_e8m0fnu)
 
 
@@ -39,7 +60,7 @@ def normalize(dtype: Any) -> np.dtype:
     if isinstance(dtype, str):
         aliases = {"bfloat16": bfloat16, "float8_e4m3": float8_e4m3, "float8_e5m2": float8_e5m2,
                    "float8_e4m3fn": float8_e4m3fn, "float8_e8m0fnu": float8_e8m0fnu, "tfloat32": tfloat32,
-                   "bool": bool_}
+                   "bool": bool_, **{d.names[0]: d for d in PACKED}}
         if dtype in aliases:
             return aliases[dtype]
     return np.dtype(dtype)
@@ -64,8 +85,16 @@ def is_int(dt: np.dtype) -> bool:
 
 
 def storage_dtype(dt: np.dtype) -> np.dtype:
-    """NumPy dtype used to hold values of ``dt`` (tf32 is held as fp32)."""
-    return float32 if dt == tfloat32 else dt
+    """NumPy dtype used to hold values of ``dt`` (tf32 is held as fp32, an x4 type as its unsigned container)."""
+    return _STORAGE.get(dt, dt)
+
+
+def is_packed(dt: np.dtype) -> bool:
+    """``dt`` is one of the x4 packed MX dtypes."""
+    return dt in _PACKED_SET
+
+
+_PACKED_SET = frozenset(PACKED)
 
 
 def _float_rank(dt: np.dtype) -> int:
@@ -152,10 +181,13 @@ def name(dt: np.dtype) -> str:
     except TypeError:  # unhashable: no memo
         return "tfloat32" if dt == tfloat32 else str(dt)
     if hit is None:
-        hit = _NAMES[dt] = "tfloat32" if dt == tfloat32 else str(dt)
+        hit = _NAMES[dt] = "tfloat32" if dt == tfloat32 else dt.names[0] if dt in PACKED else str(dt)
     return hit
 
 
 def fill_value(dt: np.dtype) -> Any:
-    """Value of uninitialised memory: NaN for floats (so bad reads show), 4 for integers."""
-    return np.nan if is_float(dt) else 4
+    """Value of uninitialised memory: NaN for floats (so bad reads show), 4 for integers; an fp8 x4 container holds
+    four NaN bytes (0x7F is NaN in both e4m3fn and e5m2), an fp4 one (fp4 has no NaN) the integer pattern."""
+    if is_float(dt):
+        return np.nan
+    return 0x7F7F7F7F if dt == float8_e5m2_x4 or dt == float8_e4m3fn_x4 else 4

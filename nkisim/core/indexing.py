@@ -107,10 +107,12 @@ class Affine:
 
     ``affine`` turns False after a non-affine operation (``%``, ``//``, products of two indices);
     the concrete value is then frozen into ``const``/``grid`` and only ``loops`` remembers which
-    loop variables it depended on.
+    loop variables it depended on.  ``div``: for ``e % m`` and ``e // m`` of a scalar affine ``e`` and a
+    positive integer ``m``, ``(op, e, m)``, so a branch on it (``if i % 2 == 0:``) can be kept as a guard of a
+    loop body traced once (``runtime.record``); everything else reads the frozen value as before.
     """
 
-    __slots__ = ("const", "terms", "grid", "affine", "loops", "_memo", "_bounds")
+    __slots__ = ("const", "terms", "grid", "affine", "loops", "_memo", "_bounds", "div")
     __array_priority__ = 1000  # numpy scalars defer to our operators
 
     def __init__(self, const: int = 0, terms: dict | None = None, grid: np.ndarray | None = None,
@@ -123,6 +125,7 @@ class Affine:
         #: results of ``self * int`` and ``self +/- other`` (see ``_memoised``), None until the first
         self._memo: dict | None = None
         self._bounds: tuple[int, int] | None = None  # scalar_bounds of an affine expression
+        self.div: tuple[str, Affine, int] | None = None
 
     @staticmethod
     def constant(v: int) -> Affine:
@@ -287,14 +290,23 @@ class Affine:
         a, b = (o.value(), self.value()) if reverse else (self.value(), o.value())
         return self._frozen(fn(a, b), o)
 
+    def _divided(self, other: Any, op: str) -> Affine:
+        """``self // other`` or ``self % other``: a value frozen at this iteration, which remembers how it was made
+        when ``self`` is a scalar affine expression of loop variables and ``other`` a positive integer."""
+        res = self._nonaffine(other, (lambda a, b: a // b) if op == "//" else (lambda a, b: a % b))
+        if res is not NotImplemented and self.affine and self.grid is None and self.terms and _is_int(other) \
+                and int(other) > 0:
+            res.div = (op, self, int(other))
+        return res
+
     def __floordiv__(self, other: Any) -> Affine:
-        return self._nonaffine(other, lambda a, b: a // b)
+        return self._divided(other, "//")
 
     def __rfloordiv__(self, other: Any) -> Affine:
         return self._nonaffine(other, lambda a, b: a // b, True)
 
     def __mod__(self, other: Any) -> Affine:
-        return self._nonaffine(other, lambda a, b: a % b)
+        return self._divided(other, "%")
 
     def __rmod__(self, other: Any) -> Affine:
         return self._nonaffine(other, lambda a, b: a % b, True)

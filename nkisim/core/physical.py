@@ -24,6 +24,7 @@ occupies the bytes its tiles span, not its logical size.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import math
 from collections.abc import Callable
@@ -128,6 +129,8 @@ def placement(alloc: ModAlloc, shape: tuple[int, ...], par: int, dtype: np.dtype
         period, byte_step, part_step = 1, 0, 0
         for tiles, scale, unit in comps:
             mods, lins = _lin_strides(tiles, nb)
+            if unit == "byte" and alloc.tile_steps:  # an allocation function's own spacing (fit)
+                lins = tuple(alloc.tile_steps[e] if e < len(alloc.tile_steps) else lins[e] for e in range(nb))
             if mods[d] <= 1 or lins[d] == 0:
                 continue
             if period not in (1, mods[d]):
@@ -240,6 +243,18 @@ def resolve(buffer: Any, shape: Any, dtype: Any, bank_bytes: int) -> Any:
     return Buffer(alloc.space, fit(alloc.func, alloc.space, plain, par, dt.normalize(dtype), bank_bytes))
 
 
+def _placement_call(func: Callable[..., Any]) -> Callable[[tuple[int, ...], int, int], Any]:
+    """How the compiler calls an allocation function: by the documented names ``idx``, ``pdim_size`` and
+    ``fdim_size`` where the function takes them, which is what lets ``functools.partial(f, bank_map=...)`` of a
+    ``f(bank_map, idx, pdim_size, fdim_size)`` work (nki-samples' allocated attention); positionally otherwise (a
+    function whose parameters have other names)."""
+    try:
+        inspect.signature(func).bind(idx=(), pdim_size=0, fdim_size=0)
+    except (TypeError, ValueError):
+        return lambda idx, pdim, fdim: func(idx, pdim, fdim)
+    return lambda idx, pdim, fdim: func(idx=idx, pdim_size=pdim, fdim_size=fdim)
+
+
 def fit(func: Callable[..., Any], space: str, shape: tuple[int, ...], par: int, dtype: np.dtype,
         bank_bytes: int) -> ModAlloc:
     """The ``ModAlloc`` that places each block of a ``shape`` tensor where ``func(idx, pdim_size, fdim_size)``
@@ -249,9 +264,10 @@ def fit(func: Callable[..., Any], space: str, shape: tuple[int, ...], par: int, 
     pdim = shape[par]
     fdim = max(1, math.prod(shape[par + 1:])) * dt.storage_dtype(dtype).itemsize
     width = 3 if space == "psum" else 2
+    call = _placement_call(func)
 
     def loc(idx: tuple[int, ...]) -> tuple[int, ...]:
-        got = func(tuple(idx), pdim, fdim)
+        got = call(tuple(idx), pdim, fdim)
         vals = tuple(int(v) for v in got) if isinstance(got, (tuple, list)) else ()
         if len(vals) != width:
             what = "(bank_id, start_partition, byte_addr)" if space == "psum" else "(start_partition, byte_addr)"
@@ -261,6 +277,8 @@ def fit(func: Callable[..., Any], space: str, shape: tuple[int, ...], par: int, 
 
     origin = loc((0,) * len(blocks))
     scales = (1, pdim, fdim) if space == "psum" else (pdim, fdim)
+    tile_comp = 0 if space == "psum" else 1  # the component whose tiles may be spaced freely: banks, SBUF bytes
+    own_steps: tuple[int, ...] = ()
     tiles: list[tuple[int, ...]] = []
     for c, scale in enumerate(scales):
         mods = []
@@ -280,14 +298,29 @@ def fit(func: Callable[..., Any], space: str, shape: tuple[int, ...], par: int, 
             steps.append(loc(tuple(unit))[c] - origin[c] if mods[d] > 1 else 0)
         want = [math.prod(mods[d + 1:]) * scale for d in range(len(blocks))]
         if any(s != w for s, w, m in zip(steps, want, mods) if m > 1):
-            raise _not_modulo(space, c, blocks, steps)
+            # blocks evenly spaced, but not in mod_alloc's C order: held as steps of whole tiles (SBUF bytes, PSUM
+            # banks) -- nki-samples' allocated attention puts two PSUM blocks in banks 1 and 5
+            if c == tile_comp and any(m > 1 and s < 0 for s, m in zip(steps, mods)):
+                unit = "bank" if space == "psum" else "byte"
+                raise ValueError(f"ncc.{space}.alloc: the allocation function places later blocks at lower addresses "
+                                 f"({unit} steps {steps} along the block dimensions); nkisim holds evenly spaced "
+                                 f"blocks in increasing order only: number the blocks the other way round")
+            if c != tile_comp or any(m > 1 and (s <= 0 or s % scale) for s, m in zip(steps, mods)):
+                raise _not_modulo(space, c, blocks, steps)
+            own_steps = tuple(s // scale if m > 1 else 0 for s, m in zip(steps, mods))
         tiles.append(tuple(mods) if any(m > 1 for m in mods) else ())
+
+    def lin_steps(c: int) -> tuple[int, ...]:
+        mods = tiles[c] or (1,) * len(blocks)
+        if c == tile_comp and own_steps:
+            return own_steps
+        return tuple(math.prod(mods[d + 1:]) for d in range(len(blocks)))
 
     def modulo(idx: tuple[int, ...]) -> tuple[int, ...]:
         out = []
         for c, scale in enumerate(scales):
             mods = tiles[c] or (1,) * len(blocks)
-            lin = sum((i % m) * math.prod(mods[d + 1:]) for d, (i, m) in enumerate(zip(idx, mods)))
+            lin = sum((i % m) * k for i, m, k in zip(idx, mods, lin_steps(c)))
             out.append(origin[c] + lin * scale)
         return tuple(out)
 
@@ -303,9 +336,9 @@ def fit(func: Callable[..., Any], space: str, shape: tuple[int, ...], par: int, 
             raise ValueError("ncc.psum.alloc: every block must start at the same partition and byte of its bank "
                              "(start_partition and byte_addr constant, as AWS's release requires); only the bank "
                              "may change")
-        return ModAlloc("psum", addr, part, (), tiles[0], bank)
+        return ModAlloc("psum", addr, part, (), tiles[0], bank, own_steps)
     part, addr = origin
-    return ModAlloc("sbuf", addr, part, tiles[0], tiles[1])
+    return ModAlloc("sbuf", addr, part, tiles[0], tiles[1], None, own_steps)
 
 
 def _not_modulo(space: str, comp: int | None, blocks: tuple[int, ...], got: Any, idx: Any = None) -> Exception:

@@ -51,6 +51,21 @@ def matmul(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
     return c + pe["matmul_overhead_cycles"]
 
 
+def mx_matmul(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    """An MX matmul (NeuronCore-v4): as ``matmul``, but each moving column carries ``pack`` values per partition
+    and a PE multiplies ``[pe] mx_elements_per_cycle`` pairs of them per cycle (trainium3_arch.rst: 4, so a column
+    of x4 elements streams in one cycle, the "4x throughput" of MX matmul)."""
+    pe = prm["pe"]
+    cols = ins.extra["n"] * ins.extra["pack"] / pe["mx_elements_per_cycle"]
+    return max(min(pe["moving_floor_cycles"], ins.extra["m"]), cols) + pe["matmul_overhead_cycles"]
+
+
+def quantize_mx(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    """VectorE's MX quantisation: ``[engine] quantize_mx_elements_per_cycle`` input elements per partition per
+    cycle (trainium3_arch.rst: four)."""
+    return max(ins.n, 1) / prm["engine"]["quantize_mx_elements_per_cycle"]
+
+
 def broadcast(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
     return broadcast_pe_cycles(ins, prm) if partition_broadcast(ins) else max(ins.n, 1)
 
@@ -157,6 +172,8 @@ class Instruction:
 
 # --- TensorE ----------------------------------------------------------------------------------
 NC_MATMUL = Instruction("nc_matmul", "pe", matmul, "a matmul into PSUM: max(min(64, stationary), moving) cycles")
+NC_MATMUL_MX = Instruction("nc_matmul_mx", "pe", mx_matmul,
+                            "an MX (microscaled fp8/fp4) matmul into PSUM: four packed values per PE per cycle")
 NC_TRANSPOSE = Instruction("nc_transpose", "pe", transpose, "a transpose (TensorE through identity, or VectorE 32x32)")
 BROADCAST_TO = Instruction("broadcast_to", "pe", broadcast,
                            "a partition broadcast as matmuls with a ones vector (a free-axis broadcast is a VectorE copy)")
@@ -172,6 +189,7 @@ TENSOR_REDUCE = Instruction("tensor_reduce", "dve", reduce, "a reduction along f
 SCALAR_TENSOR_TENSOR = Instruction("scalar_tensor_tensor", "dve", two_inputs, "(a op0 scalar) op1 b")
 WHERE = Instruction("where", "dve", two_inputs, "select between two operands by a predicate")
 TENSOR_TENSOR_SCAN = Instruction("tensor_tensor_scan", "dve", two_inputs, "a scan along the free axis")
+QUANTIZE_MX = Instruction("quantize_mx", "dve", quantize_mx, "bf16/fp16 to MXFP8 data and scales, 4 elements/cycle")
 RECIPROCAL = Instruction("reciprocal", "dve", reciprocal, "1/x on VectorE, 8 cycles per element")
 BN_STATS = Instruction("bn_stats", "dve", one_input, "mean and variance partials")
 BN_AGGR = Instruction("bn_aggr", "dve", bn_aggr, "aggregate bn_stats partials")

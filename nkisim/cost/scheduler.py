@@ -10,6 +10,9 @@
 * Tiles allocated inside loops map onto K rotating physical buffers (K from ``mod_alloc``'s
   num_free_tiles, else the target's rotation count capped by SBUF capacity), so a tile's
   (i+K)-th allocation waits for the readers of its i-th one: double buffering matters.
+* Scheduling edges of NKI 0.6 (``kernel.with_schedule``, ``depends_on``, ``nl.no_reorder``; ``Instr.order``): an
+  instruction waits for the latest instruction of its SPMD instance carrying a label it names, as for a data
+  dependency between them (a semaphore wait across engines).
 * SPMD instances on the same core are serialised; instances on other cores (``nl.nc``) get their
   own engines, and the launch ends when the slowest core does.
 
@@ -169,14 +172,17 @@ class Buffers:
         #: carried across that loop's iterations
         loops_of = unroll.root_loops(trace, {r for r, b in self.info.items() if b.in_loop and r not in unrolled})
         self.loop_uids = {r: {uid for uid, _kind, _it in loops} for r, loops in loops_of.items()}
-        # a site that makes several tiles in one iteration (a list of accumulators, an inner Python loop)
-        # needs that many buffers, each rotating: ``per_iteration`` of them per rotation step
-        made: dict[tuple, int] = {}
+        # a site that makes several tiles in one iteration needs as many buffers as are live at once, each
+        # rotating: ``per_iteration`` of them per rotation step.  A list of accumulators is live together; the
+        # tiles an inner Python loop makes one after another are not (each dies before the next is made), so
+        # they rotate like the tiles of the same loop written in NKI 0.6, where every loop is a Python loop
+        made: dict[tuple, list[int]] = {}
         for r, key in self.site_key.items():
-            made[key, loops_of.get(r, ())] = made.get((key, loops_of.get(r, ())), 0) + 1
+            made.setdefault((key, loops_of.get(r, ())), []).append(r)
+        first, last = unroll.lifetimes(trace)
         self.per_iteration: dict[tuple, int] = {}
-        for (key, _loops), n in made.items():
-            self.per_iteration[key] = max(self.per_iteration.get(key, 1), n)
+        for (key, _loops), rs in made.items():
+            self.per_iteration[key] = max(self.per_iteration.get(key, 1), unroll.most_live(rs, first, last))
         for r, site in unrolled.items():  # an unrolled site: as many per iteration as are live at once
             self.per_iteration[self.site_key[r]] = live[site]
         sites = {s: v * self.per_iteration.get(("sbuf", s), 1) for s, v in sites.items()}
@@ -387,6 +393,8 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
     dge_ns = float(prm["dma"].get("dge_ns", 0.0)) if getattr(trace, "skip_middle_end", False) else 0.0
     dge_desc_ns = float(prm["dma"].get("dge_descriptor_ns", 0.0))
     out = Schedule(len(trace))
+    #: (instance, label) -> (finish, engine) of the latest instruction with that label (``Instr.order``)
+    labelled: dict[tuple[int, Any], tuple[float, str]] = {}
     for i, ins in enumerate(trace):
         core = cores.get(ins.core)
         if core is None:
@@ -405,6 +413,12 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
         ready = 0.0
         for (key, box), is_w in (*reads, *writes, *carried):
             ready = max(ready, board.ready(key, box, e, is_w))
+        order = ins.order
+        if order is not None:
+            for label in order.after:
+                hit = labelled.get((ins.instance, label))
+                if hit is not None:
+                    ready = max(ready, hit[0] + sync(hit[1], e))
         moves = spill.traffic(ins, bufs, bufs.spilled) if bufs.spilled else None
         if moves:  # a spilled tensor's part comes back before the instruction can use it (spill.py)
             for _root, space, _region, per in moves[0]:
@@ -463,6 +477,11 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
                 key, box = _on_core(bufs.key(root, region.tensor, region.box, ins.loc), root, ins.core, space_of)
                 board.record(key, box, mover, done, True)
                 end = max(end, done)
+        if order is not None and order.label is not None:
+            key = (ins.instance, order.label)
+            hit = labelled.get(key)
+            if hit is None or end >= hit[0]:
+                labelled[key] = (end, e)
         if end > out.core_end.get(ins.core, 0.0):
             out.core_end[ins.core] = end
     return out

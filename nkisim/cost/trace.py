@@ -48,7 +48,7 @@ class Instr:
     """
 
     __slots__ = ("kind", "op", "engine", "_p", "_n", "_dtypes", "nbytes", "_reads", "_writes", "loc", "acc",
-                 "extra", "instance", "loops", "_bufs", "core", "run", "_recs", "_nr")
+                 "extra", "instance", "loops", "_bufs", "core", "run", "_recs", "_nr", "order")
 
     def __init__(self, kind: Any, engine: str, p: int | None, n: int | None, dtypes: tuple, nbytes: int,
                  reads: tuple, writes: tuple, loc: tuple[str, int], acc: bool = False,
@@ -73,6 +73,8 @@ class Instr:
         self.run = run  # DMA: contiguous HBM bytes per descriptor (0 = unknown)
         self._recs = recs  # operand records not yet expanded (see the class docstring)
         self._nr = nr  # how many of them are reads
+        #: its call's scheduling edges (``program.ir.Order``: a label, and the labels it waits for), or None
+        self.order: Any = None
 
     def _expand(self) -> None:
         recs, self._recs = self._recs, None
@@ -146,6 +148,14 @@ class Instr:
 
 
 _new_region = tuple.__new__
+
+
+def set_order(instrs: list[Instr], order: Any) -> None:
+    """Give the instructions one call issued that call's scheduling edges (``program.ir.Order``): the eager launch
+    when the kernel names or orders an instruction, and the executor for every call of a program that has them,
+    so both leave the cost model the same trace."""
+    for ins in instrs:
+        ins.order = order
 
 
 def buffer_info(acc: Any) -> BufferInfo:

@@ -121,17 +121,12 @@ def python_loop_sites(trace: list[Instr]) -> tuple[dict[int, Any], dict[Any, int
     allocations, 36 filter transposes held 36 banks and left an accumulator of the kernel's main loop one bank, no
     double buffering (stage 8's conv2d, legacy).  Both dialects spell the same loop alike.  A tile made once stays a
     fixed allocation."""
-    first: dict[int, int] = {}
-    last: dict[int, int] = {}
+    first, last = lifetimes(trace)
     site: dict[int, Any] = {}
-    for i, ins in enumerate(trace):
+    for ins in trace:
         for b in ins.bufs:
             if b.place is None and not b.in_loop and b.space in ("sbuf", "psum") and b.root not in site:
                 site[b.root] = (b.space, b.site or ins.loc)
-        for r in (*ins.reads, *ins.writes):
-            if r.root in site:
-                first.setdefault(r.root, i)
-                last[r.root] = i
     roots: dict[Any, list[int]] = {}
     for r, s in site.items():
         if r in first:
@@ -141,11 +136,29 @@ def python_loop_sites(trace: list[Instr]) -> tuple[dict[int, Any], dict[Any, int
     for (_space, s), rs in roots.items():
         if len(rs) < 2:
             continue
-        events = sorted([(first[r], 1) for r in rs] + [(last[r], -1) for r in rs], key=lambda e: (e[0], -e[1]))
-        now = most = 0
-        for _, step in events:
-            now += step
-            most = max(most, now)
-        live[s] = most
+        live[s] = most_live(rs, first, last)
         unrolled.update((r, s) for r in rs)
     return unrolled, live
+
+
+def lifetimes(trace: list[Instr]) -> tuple[dict[int, int], dict[int, int]]:
+    """Per on-chip root, the trace positions of its first and last access (read or write)."""
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    for i, ins in enumerate(trace):
+        for r in (*ins.reads, *ins.writes):
+            first.setdefault(r.root, i)
+            last[r.root] = i
+    return first, last
+
+
+def most_live(roots: list[int], first: dict[int, int], last: dict[int, int]) -> int:
+    """The most of ``roots`` live at once (first to last use); a root never accessed counts as live throughout, so
+    a tile nobody reads is not assumed to share a buffer."""
+    known = [r for r in roots if r in first]
+    events = sorted([(first[r], 1) for r in known] + [(last[r], -1) for r in known], key=lambda e: (e[0], -e[1]))
+    now = most = 0
+    for _, step in events:
+        now += step
+        most = max(most, now)
+    return most + len(roots) - len(known)

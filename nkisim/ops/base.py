@@ -370,7 +370,16 @@ def f32(acc: Access | Tensor | None, ctx: KernelContext) -> np.ndarray | None:
         return a
     if dt.is_float(acc.dtype):
         return a.astype(np.float32)
+    if dt.is_packed(acc.dtype):
+        raise packed_operand(acc)
     return a.astype(np.int64)
+
+
+def packed_operand(acc: Access | Tensor) -> Exception:
+    """The error for an x4 packed MX tile handed to an instruction that computes on element values."""
+    return nki_error("err_supported_operand_dtype",
+                     f"'{acc.label()}' has the x4 packed MX dtype {dt.name(acc.dtype)}: only nisa.nc_matmul_mx reads "
+                     f"MX values (quantize with nisa.quantize_mx; copies and DMAs move the containers as they are)")
 
 
 def region(acc: Access) -> Region:

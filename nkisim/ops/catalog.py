@@ -15,6 +15,7 @@ from nkisim.ops import (  # noqa: F401
     matmul,
     memory,
     movement,
+    mx,
     reduce,
     registers,
     scan,

@@ -20,7 +20,7 @@ from nkisim.core.errors import nki_error
 from nkisim.core.storage import read
 from nkisim.core.tensor import Access, Tensor, is_tile, shape_str
 from nkisim.cost.instructions import ACTIVATION, TENSOR_SCALAR, TENSOR_TENSOR, WHERE
-from nkisim.ops.base import emit, mask_array, new_tile, one_operand, operands, two_operands
+from nkisim.ops.base import emit, mask_array, new_tile, one_operand, operands, packed_operand, two_operands
 from nkisim.ops.optable import ACTIVATIONS, ALU, BITWISE_UNARY
 from nkisim.ops.registry import op
 
@@ -39,6 +39,8 @@ def values(acc: Access | Tensor | None, ctx: KernelContext, compute: np.dtype,
     if a is None:
         return None
     if a.dtype is not compute and a.dtype != compute:  # identity first: dtype equality is a slow compare
+        if dt.is_packed(acc.dtype):
+            raise packed_operand(acc)
         a = a.astype(compute)
     if shape is not None and len(shape) > 1 and shape != acc.shape and a.ndim == 1:  # NumPy attributes last
         a = a.reshape(a.shape + (1,) * (len(shape) - 1))

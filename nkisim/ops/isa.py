@@ -32,6 +32,7 @@ from nkisim.ops import memory
 from nkisim.ops import reduce as red
 from nkisim.ops.base import check_partitions, emit, f32, mask_array, new_tile, operand, operands, write_dst
 from nkisim.ops.elementwise import values
+from nkisim.ops.mx import check_packed_copy, check_packed_fill
 from nkisim.ops.optable import ACTIVATIONS, ALU, op_name
 from nkisim.ops.outputs import alu, per_partition
 from nkisim.ops.registry import op, spaces_of
@@ -282,11 +283,13 @@ def tensor_copy(src: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 
                         "'psum' instead. (GpSimd cannot access PSUM)")
     valid = mask_array(mask, a.shape, "tensor_copy")
     if dst is not None:
+        check_packed_copy("tensor_copy", a.dtype, as_access(dst).dtype)
         out = write_dst(ctx, "tensor_copy", dst, a.shape, read(a) if ctx.numerics else None, valid)
         emit(ctx, TENSOR_COPY, eng, reads=[a], writes=[out])
         return None
-    tile = new_tile(ctx, a.shape, a.dtype if dtype is None else dt.normalize(dtype),
-                    read(a) if ctx.numerics else None, valid, fresh=False)
+    out_dt = a.dtype if dtype is None else dt.normalize(dtype)
+    check_packed_copy("tensor_copy", a.dtype, out_dt)
+    tile = new_tile(ctx, a.shape, out_dt, read(a) if ctx.numerics else None, valid, fresh=False)
     tile.producer = emit(ctx, TENSOR_COPY, eng, reads=[a], writes=[tile.full()])
     return tile
 
@@ -349,13 +352,16 @@ def memset(shape: Any = None, value: Any = 0, dtype: Any = None, *, mask: Any = 
     ctx = current()
     eng = {3: "pool"}.get(int(engine or 0), "dve")
     if dst is not None:
-        shp = as_access(operand("memset", "dst", dst, spaces_of("memset"), ctx)).shape
+        d = as_access(operand("memset", "dst", dst, spaces_of("memset"), ctx))
+        check_packed_fill("memset", d.dtype, value)
+        shp = d.shape
         valid = mask_array(mask, shp, "memset")
         out = write_dst(ctx, "memset", dst, shp, np.full(shp, value, dtype=np.float64) if ctx.numerics else None,
                         valid)
         emit(ctx, MEMSET, eng, writes=[out], extra={"zero": value == 0})
         return None
     shape = creation.plain_shape(shape)
+    check_packed_fill("memset", dt.normalize(dtype), value)
     check_partitions("memset", {"shape": shape}, {"shape": shape})
     valid = mask_array(mask, shape, "memset")
     tile = new_tile(ctx, shape, dt.normalize(dtype), np.full(shape, value, dtype=np.float64)
@@ -383,6 +389,7 @@ def dma_copy(*args: Any, dst: Any = None, src: Any = None, mask: Any = None, dst
     # only on-chip operands are limited to 128 partitions: an HBM-to-HBM copy may move any rows
     allowed = spaces_of("dma_copy")
     d, s = (as_access(operand("dma_copy", k, v, allowed, ctx)) for k, v in (("dst", dst), ("src", src)))
+    check_packed_copy("dma_copy", s.dtype, d.dtype)
     check_partitions("dma_copy", {k: v for k, v in (("dst", d), ("src", s)) if v.space != "hbm"})
     valid = mask_array(mask, d.shape, "dma_copy")
     valid = _keep_in_bounds(d, s, valid, oob_mode)

@@ -14,7 +14,7 @@ from nkisim.core.errors import nki_error
 from nkisim.core.location import warn
 from nkisim.core.storage import read
 from nkisim.core.tensor import Access, Tensor, as_access, shape_str
-from nkisim.cost.instructions import NC_MATMUL, NC_TRANSPOSE, TENSOR_COPY
+from nkisim.cost.instructions import NC_MATMUL, NC_TRANSPOSE, TENSOR_COPY, Instruction
 from nkisim.ops.base import emit, mask_array, new_tile, operand, operands, write_dst
 from nkisim.ops.elementwise import values
 from nkisim.ops.registry import op
@@ -64,7 +64,7 @@ def _moving_free(api: str, pname: str, shape: tuple[int, ...], limit: int) -> in
 def _pe_matmul(api: str, stat: Access, mov: Access, sname: str, mname: str, mask: Any, dst: Any = None,
                accumulate: bool | None = None) -> Tensor | None:
     """stationary[K, M].T @ moving[K, N...] -> PSUM fp32 [M, N...] (the TensorE contract): a new PSUM tile, or into
-    ``dst`` (``_into_psum``).
+    ``dst`` (``into_psum``).
 
     The moving operand's free dimensions stream as one (their product at most ``gemm_moving_fmax``) and
     the result keeps them: ``[K, M]`` with ``[K, 4, 128]`` gives ``[M, 4, 128]``."""
@@ -89,15 +89,15 @@ def _pe_matmul(api: str, stat: Access, mov: Access, sname: str, mname: str, mask
         vals = np.matmul(values(stat, ctx, f).T, values(mov, ctx, f).reshape(k, n)).reshape(out_shape)
     extra = {"k": stat.shape[0], "m": stat.shape[1], "n": n, "in_dtype": dt.name(mov.dtype)}
     if dst is not None:
-        _into_psum(ctx, api, dst, out_shape, vals, valid, [stat, mov], extra, accumulate)
+        into_psum(ctx, api, dst, out_shape, vals, valid, [stat, mov], extra, accumulate)
         return None
     tile = new_tile(ctx, out_shape, dt.float32, vals, valid, buffer=psum)
     tile.producer = emit(ctx, NC_MATMUL, reads=[stat, mov], writes=[tile.full()], extra=extra)
     return tile
 
 
-def _into_psum(ctx: Any, api: str, dst: Any, shape: tuple[int, ...], vals: Any, valid: Any, reads: list,
-               extra: dict, accumulate: bool | None) -> None:
+def into_psum(ctx: Any, api: str, dst: Any, shape: tuple[int, ...], vals: Any, valid: Any, reads: list,
+              extra: dict, accumulate: bool | None, kind: Instruction = NC_MATMUL) -> None:
     """A matmul's result written into the PSUM tile ``dst`` (NKI 0.6's ``nc_matmul(dst, ...)``).
 
     ``accumulate=False`` overwrites, ``True`` adds (in fp32), and ``None`` (the default) lets the first matmul
@@ -122,7 +122,7 @@ def _into_psum(ctx: Any, api: str, dst: Any, shape: tuple[int, ...], vals: Any, 
             shape) if np.ndim(started) else np.asarray(started)
         vals = np.where(keep, old, np.float32(0)) + vals
     out = write_dst(ctx, api, d, shape, vals, valid, "psum")
-    emit(ctx, NC_MATMUL, reads=reads, writes=[out], extra=extra, acc=adds)  # (reads as a legacy `psum += ...`)
+    emit(ctx, kind, reads=reads, writes=[out], extra=extra, acc=adds)  # (reads as a legacy `psum += ...`)
 
 
 @op("nl.matmul", emits=(NC_MATMUL, NC_TRANSPOSE, TENSOR_COPY), spaces="psum|sbuf")
@@ -172,7 +172,7 @@ def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = Fal
     operands are ``[K, 2, M]`` and ``[K, 2, N]`` and the contraction runs over both K and the pair.
 
     ``dst`` (NKI 0.6): the PSUM tile the result goes to, overwritten or accumulated into as ``accumulate`` says
-    (``_into_psum``); without it the result is a new PSUM tile, accumulated by ``psum[...] += ...``.
+    (``into_psum``); without it the result is a new PSUM tile, accumulated by ``psum[...] += ...``.
     """
     accs = operands("nc_matmul", "psum|sbuf", stationary=stationary, moving=moving)
     for pname, acc in accs.items():
@@ -238,7 +238,7 @@ def _double_row(stat: Access, mov: Access, mode: str, mask: Any, dst: Any = None
     extra = {"k": stat.shape[0], "m": out_shape[0], "n": out_shape[1], "in_dtype": dt.name(mov.dtype),
              "perf_mode": mode}
     if dst is not None:
-        _into_psum(ctx, "nc_matmul", dst, out_shape, vals, valid, [stat, mov], extra, accumulate)
+        into_psum(ctx, "nc_matmul", dst, out_shape, vals, valid, [stat, mov], extra, accumulate)
         return None
     tile = new_tile(ctx, out_shape, dt.float32, vals, valid, buffer=psum)
     tile.producer = emit(ctx, NC_MATMUL, reads=[stat, mov], writes=[tile.full()], extra=extra)

@@ -21,10 +21,12 @@ from typing import Any
 import numpy as np
 
 from nkisim.program import kinds  # noqa: F401  (registers every kind of operand: a program's parser needs them)
+from nkisim.program.kinds.indexing import Index
 from nkisim.program.kinds.masks import Cmp, Symbolic
 from nkisim.program.limits import (
     MAX_ARRAY_BYTES,
     MAX_DIMS,
+    MAX_EDGES,
     MAX_EVENTS,
     MAX_INSTANCES,
     MAX_NAME,
@@ -40,11 +42,12 @@ from nkisim.program.limits import (
 from nkisim.program.operands import ARRAY_DTYPES, DTYPES, Operand, operand_json, operand_tensors, parse_operand
 
 #: this version's program format; ``from_json`` refuses any other
-FORMAT = "nkisim-program/2"
+FORMAT = "nkisim-program/3"  # 3: calls carry scheduling edges, guards divided indices
 _FORMAT_FAMILY = "nkisim-program/"
 
-__all__ = ["FORMAT", "Array", "Call", "Event", "Guard", "Input", "Instance", "LoopEnter", "LoopKind", "LoopLeave",
-           "LoopStep", "Path", "Program", "ProgramError", "exact_iteration", "from_json", "last_uses", "once_bodies"]
+__all__ = ["FORMAT", "Array", "Call", "Event", "Guard", "Input", "Instance", "Label", "LoopEnter", "LoopKind", "LoopLeave",
+           "LoopStep", "Order", "Path", "Program", "ProgramError", "exact_iteration", "from_json", "last_uses",
+           "once_bodies"]
 
 
 class LoopKind(str, Enum):
@@ -143,6 +146,8 @@ def exact_iteration(guard: Guard, lid: int) -> int | None:
     if not guard.held or not isinstance(cond, Cmp) or cond.op != "==":
         return None
     lhs, rhs = cond.lhs, cond.rhs
+    if not isinstance(lhs, Index) or not isinstance(rhs, Index):
+        return None
     if lhs.const == 0 and lhs.terms == ((lid, 1),) and lhs.grid is None and lhs.affine and lhs.loops == (lid,) \
             and not rhs.terms and rhs.grid is None and rhs.affine and not rhs.loops:
         return rhs.const
@@ -157,16 +162,37 @@ class Path:
     guards: tuple[Guard, ...]
 
 
+#: what names an instruction for scheduling edges: the ``name=`` the kernel gave it (a str), or a number the
+#: launch gave an unnamed instruction that an edge refers to (``NkiInstruction.depends_on``, ``nl.no_reorder``)
+Label = str | int
+
+
+@dataclass(frozen=True, slots=True)
+class Order:
+    """A call's place in the scheduling edges of NKI 0.6 (``kernel.with_schedule``, ``depends_on``,
+    ``nl.no_reorder``): the label its instructions carry, and the labels whose instructions they wait for.
+
+    An edge is kept by label rather than by event index because a call traced once stands for every iteration
+    of its loop: each instruction waits for the latest instruction issued before it (in its SPMD instance) that
+    carries a label of ``after`` -- in a loop body, the same iteration's producer.  The validator requires such a
+    producer to come earlier in the program than its consumer (the simulator issues in program order)."""
+
+    label: Label | None = None
+    after: tuple[Label, ...] = ()
+
+
 @dataclass(frozen=True, slots=True)
 class Call:
     """One NKI call: its registered name, its operands, the ids of the tensors its result holds (in walk
-    order, see ``program.encode.result_tensors``), and the student's line it came from."""
+    order, see ``program.encode.result_tensors``), the student's line it came from, and its scheduling edges
+    (``Order``; None for almost every call)."""
 
     fn: str
     args: tuple[Operand, ...]
     kwargs: tuple[tuple[str, Operand], ...]
     out: tuple[int, ...]
     loc: tuple[str, int]
+    order: Order | None = None
 
     def tensors(self) -> set[int]:
         """The tensor ids its operands name."""
@@ -296,8 +322,11 @@ def once_bodies(body: Sequence[Event]) -> dict[int, int]:
 
 def _event_json(e: Event) -> list[Any]:
     if isinstance(e, Call):
-        return ["call", e.fn, [operand_json(a) for a in e.args], [[k, operand_json(v)] for k, v in e.kwargs],
+        call = ["call", e.fn, [operand_json(a) for a in e.args], [[k, operand_json(v)] for k, v in e.kwargs],
                 list(e.out), [e.loc[0], e.loc[1]]]
+        if e.order is not None:
+            call.append([e.order.label, list(e.order.after)])
+        return call
     if isinstance(e, Instance):
         return ["instance", list(e.index), e.number, e.core]
     if isinstance(e, LoopEnter):
@@ -315,8 +344,8 @@ def _event(raw: Any, i: int) -> Event:
     need(isinstance(raw, list) and bool(raw) and isinstance(raw[0], str), f"{where} is not an event")
     word, rest = raw[0], raw[1:]
     if word == "call":
-        need(len(rest) == 5, f"{where}: a call has 5 fields")
-        fn, args, kwargs, out, loc = rest
+        need(len(rest) in (5, 6), f"{where}: a call has 5 fields, or 6 with its scheduling edges")
+        fn, args, kwargs, out, loc = rest[:5]
         need(isinstance(args, list), f"{where}: arguments must be a list")
         need(isinstance(kwargs, list) and all(isinstance(p, list) and len(p) == 2 for p in kwargs),
              f"{where}: keyword arguments must be [name, value]")
@@ -324,7 +353,8 @@ def _event(raw: Any, i: int) -> Event:
         return Call(text(fn, f"{where} name", MAX_NAME), tuple([parse_operand(a) for a in args]),
                     tuple([(text(k, f"{where} keyword", MAX_NAME), parse_operand(v)) for k, v in kwargs]),
                     integers(out, f"{where} outputs", 0, MAX_TENSORS - 1, MAX_TENSORS),
-                    (text(loc[0], f"{where} file"), integer(loc[1], f"{where} line", 0, 2**31)))
+                    (text(loc[0], f"{where} file"), integer(loc[1], f"{where} line", 0, 2**31)),
+                    _order(rest[5], where) if len(rest) == 6 else None)
     if word == "instance":
         need(len(rest) == 3, f"{where}: an instance has 3 fields")
         return Instance(integers(rest[0], f"{where} index", 0, MAX_INSTANCES), integer(rest[1], f"{where} number"),
@@ -352,6 +382,19 @@ def _event(raw: Any, i: int) -> Event:
         return Path(tuple(guards))
     need(False, f"{where} has unknown kind {text(word, 'an event kind', MAX_NAME)!r}")
     raise AssertionError  # (need raised)
+
+
+def _label(raw: Any, where: str) -> Label:
+    if isinstance(raw, str):
+        return text(raw, f"{where}: a label", MAX_NAME)
+    return integer(raw, f"{where}: a label", 0, MAX_EVENTS)
+
+
+def _order(raw: Any, where: str) -> Order:
+    """``[label or null, [label, ...]]``: a call's scheduling edges (``Order``)."""
+    need(isinstance(raw, list) and len(raw) == 2 and isinstance(raw[1], list) and len(raw[1]) <= MAX_EDGES,
+         f"{where}: scheduling edges are [label, [label, ...]] with at most {MAX_EDGES} labels waited for")
+    return Order(None if raw[0] is None else _label(raw[0], where), tuple(_label(a, where) for a in raw[1]))
 
 
 def from_json(data: str | bytes) -> Program:

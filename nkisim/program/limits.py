@@ -33,6 +33,15 @@ MAX_TENSORS = 500_000
 #: may try to find its path: about 7 us each, so 2^24 is half an hour of the executor's time, far past any grading
 #: time limit.  A program that asks for more is refused before it runs rather than stopped by the clock.
 MAX_EXECUTED_CALLS = 2**24
+#: Comparisons the validator spends on checking that some path of a loop body traced once holds at each of its
+#: iterations (iterations times the guards' comparisons and joins); a larger loop is left to the executor, which refuses an iteration no
+#: path holds at when it gets there (``runtime.runner``).
+MAX_PATH_CHECKS = 2**20
+#: Labels one call waits for (``ir.Order.after``): the cost model looks each up for every instruction the call
+#: issues, so a call counts as ``1 + len(after) // EDGES_PER_CALL`` calls toward ``MAX_EXECUTED_CALLS``.  A
+#: ``no_reorder`` chain waits for one label, ``depends_on`` for the handles it names.
+MAX_EDGES = 256
+EDGES_PER_CALL = 8
 #: SPMD instances of a launch grid.
 MAX_INSTANCES = 4096
 #: Loops open at once: NKI kernels nest a handful (a tiled matmul nests 3, flash attention 4).

@@ -6,8 +6,9 @@ programs the executor can run safely: every call is a registered NKI call (``cor
 operand checks out in its place (each kind's ``check``: tensors are used only after a call made them, index
 expressions name only loops that are running, arrays exist with the right dtype), loops nest at most
 ``MAX_LOOP_DEPTH`` deep and iterate inside their ranges, a body traced once is split into paths only at its
-top, SPMD instances fit the grid and the target's cores, and what the program asks of the executor -- events,
-tensors, calls run counting every iteration -- stays within fixed caps.  What only the ops know (an index out of
+top, every scheduling edge waits for a label an earlier call carries, SPMD instances fit the grid and the
+target's cores, and what the program asks of the executor -- events, tensors, calls run counting every
+iteration -- stays within fixed caps.  What only the ops know (an index out of
 a tensor's bounds, an illegal shape or memory space) the executor checks on its own tensors with the ops' own
 checks, so those raise the compiler's error there.
 """
@@ -19,14 +20,28 @@ import math
 from nkisim.core import dtypes as dt
 from nkisim.core.recording import CALLS
 from nkisim.core.target import Target
-from nkisim.program.ir import Array, Call, Instance, LoopEnter, LoopLeave, LoopStep, Path, Program, exact_iteration
+from nkisim.program.ir import (
+    Array,
+    Call,
+    Guard,
+    Instance,
+    LoopEnter,
+    LoopLeave,
+    LoopStep,
+    Path,
+    Program,
+    exact_iteration,
+)
 from nkisim.program.limits import (
+    EDGES_PER_CALL,
     MAX_ARRAY_BYTES,
+    MAX_EDGES,
     MAX_EVENTS,
     MAX_EXECUTED_CALLS,
     MAX_INPUT_ELEMENTS,
     MAX_INSTANCES,
     MAX_LOOP_DEPTH,
+    MAX_PATH_CHECKS,
     MAX_TENSORS,
     MAX_TRIP,
     fail,
@@ -44,6 +59,8 @@ class _Scope:
         self.arrays: tuple[Array, ...] = program.arrays
         self.defined: set[int] = set(range(len(program.inputs)))
         self.running: set[int] = set()
+        #: the labels of the calls so far (``ir.Order``): a scheduling edge may wait only for one of them
+        self.labels: set[object] = set()
         self.where = ""
 
     def fail(self, what: str) -> None:
@@ -70,7 +87,7 @@ class _Scope:
 class _Loop:
     """A loop open at the current point of the body, with what the executor will run of it."""
 
-    __slots__ = ("enter", "values", "last", "paths", "calls", "best", "tried")
+    __slots__ = ("enter", "values", "last", "paths", "calls", "best", "tried", "guards")
 
     def __init__(self, enter: LoopEnter) -> None:
         self.enter = enter
@@ -80,6 +97,7 @@ class _Loop:
         self.calls = 0  # calls run by one iteration of the body (of the current path)
         self.best = 0  # of the paths before the current one, the most calls one iteration runs
         self.tried = 0  # guards an iteration may evaluate to find its path (a path for one iteration: one lookup)
+        self.guards: list[tuple[Guard, ...]] = []  # each path's guards
 
 
 def _check_header(program: Program, target: Target) -> None:
@@ -123,10 +141,11 @@ def validate(program: Program, target: Target) -> None:
         cls = ev.__class__
         if cls is Call:
             _call(ev, st, program)  # type: ignore[arg-type]
+            runs = 1 if ev.order is None else 1 + len(ev.order.after) // EDGES_PER_CALL  # type: ignore[union-attr]
             if stack:
-                stack[-1].calls += 1
+                stack[-1].calls += runs
             else:
-                executed[0] += 1
+                executed[0] += runs
         elif cls is LoopStep:
             _step(ev, stack, st)  # type: ignore[arg-type]
         elif cls is LoopEnter:
@@ -165,6 +184,15 @@ def _call(ev: Call, st: _Scope, program: Program) -> None:
         if not 0 <= pid < program.tensors:
             st.fail(f"result tensor id {pid} out of range")
         st.defined.add(pid)
+    if ev.order is not None:
+        if len(ev.order.after) > MAX_EDGES:
+            st.fail(f"a call waits for more than {MAX_EDGES} labels (limits.MAX_EDGES)")
+        for label in ev.order.after:
+            if label not in st.labels:
+                st.fail(f"a scheduling edge waits for instruction {label!r}, which no earlier call is labelled "
+                        f"(the producer of an edge is issued before its consumer)")
+        if ev.order.label is not None:
+            st.labels.add(ev.order.label)
 
 
 def _enter(ev: LoopEnter, stack: list[_Loop], ids: set[int], st: _Scope) -> None:
@@ -206,6 +234,31 @@ def _path(ev: Path, stack: list[_Loop], st: _Scope, program: Program, i: int) ->
     lp.tried += 1 if ev.guards and exact_iteration(ev.guards[0], lp.enter.loop) is not None else len(ev.guards)
     for g in ev.guards:
         g.condition.check(st, 0)
+    lp.guards.append(ev.guards)
+
+
+def _nodes(pred: object) -> int:
+    """Comparisons and joins in a predicate: what evaluating it once costs."""
+    return 1 + sum(_nodes(getattr(pred, f)) for f in ("a", "b") if hasattr(pred, f))
+
+
+def _covered(lp: _Loop, st: _Scope) -> None:
+    """Some path of a body traced once holds at every iteration of its loop, when its guards name that loop
+    alone (``Guard.condition.holds_at``) and checking costs at most ``MAX_PATH_CHECKS`` comparisons: a
+    forged guard (``i % 2 == 5``) is refused here rather than when the executor reaches that iteration."""
+    lid = lp.enter.loop
+    if len(lp.values) * sum(_nodes(g.condition) for guards in lp.guards for g in guards) > MAX_PATH_CHECKS:
+        return
+    for v in lp.values:
+        env = {lid: v}
+        for guards in lp.guards:
+            truths = [g.condition.holds_at(env) for g in guards]
+            if any(t is None for t in truths):
+                return  # a guard on another loop: told only while the program runs
+            if all(t == g.held for t, g in zip(truths, guards)):
+                break
+        else:
+            st.fail(f"no path of the body of loop {lid} holds at its iteration {v}")
 
 
 def _leave(ev: LoopLeave, stack: list[_Loop], st: _Scope, executed: list[int]) -> None:
@@ -214,6 +267,8 @@ def _leave(ev: LoopLeave, stack: list[_Loop], st: _Scope, executed: list[int]) -
     if not stack or stack[-1].enter.loop != ev.loop:
         st.fail(f"loop {ev.loop} ends but is not the innermost running loop")
     lp = stack.pop()
+    if lp.enter.once and lp.guards:
+        _covered(lp, st)
     st.running.discard(ev.loop)
     runs = (max(lp.best, lp.calls) + lp.tried) * (len(lp.values) if lp.enter.once else 1)
     if stack:

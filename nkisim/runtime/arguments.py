@@ -59,16 +59,18 @@ def numpy_to_torch(a: np.ndarray) -> Any:
     return torch.from_numpy(np.ascontiguousarray(a))
 
 
-def to_tensor(name: str, value: Any, annotation: Any = None, writable: bool = False) -> tuple[Any, bool]:
+def to_tensor(name: str, value: Any, annotation: Any = None, writable: bool = False,
+              space: str = "shared_hbm") -> tuple[Any, bool]:
     """One kernel argument -> (kernel-side value, came_from_torch).
 
     ``writable``: the kernel may write the argument and the caller's array sees the writes (NKI 0.6, where AWS's
     simulator updates input arrays in place); otherwise it is read-only unless annotated mutable, which the
-    kernel then writes on a copy."""
+    kernel then writes on a copy.  ``space``: the HBM an array lands in (NKI 0.6 wraps a single-core launch's
+    arrays as ``nl.hbm`` tensors, an LNC2 launch's as ``nl.shared_hbm``; legacy kernels see ``shared_hbm``)."""
     from_torch = False
     mutable = getattr(annotation, "mutable", False)
     if isinstance(value, Placeholder):
-        t = Tensor(value.shape, value.dtype, Buffer("shared_hbm"), None, name)
+        t = Tensor(value.shape, value.dtype, Buffer(space), None, name)
         t.param = not (value.mutable or mutable or writable)
         t.argument = True
         t.written = True
@@ -88,7 +90,7 @@ def to_tensor(name: str, value: Any, annotation: Any = None, writable: bool = Fa
         data = np.ascontiguousarray(value)
         if mutable and not writable:
             data = data.copy()
-        t = Tensor(data.shape, d, Buffer("shared_hbm"), data, name)
+        t = Tensor(data.shape, d, Buffer(space), data, name)
         t.param = not (mutable or writable)
         t.argument = True
         t.written = True

@@ -200,7 +200,8 @@ def run(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool 
     for name, value in bound.arguments.items():
         if isinstance(value, arguments.Placeholder):
             any_placeholder = True
-        conv, from_torch = arguments.to_tensor(name, value, annotations.get(name), writable=nki06)
+        conv, from_torch = arguments.to_tensor(name, value, annotations.get(name), writable=nki06,
+                                               space="hbm" if nki06 and not sizes else "shared_hbm")
         to_torch |= from_torch
         _check_annotation(name, conv, annotations.get(name))
         converted[name] = conv

@@ -12,8 +12,8 @@ and the cost model sees the same loop structure.
 it recorded (``runtime.runner.Runner``), so Python side effects in a body (an address counter, a list of
 names) happen once, as on a device.
 
-A body whose Python branches on the loop's index (``if i == 0:``, ``if i < n - 1:``) is traced once per way
-its branches go: each condition is kept as a guard (its predicate, symbolic like a mask's, and whether it
+A body whose Python branches on the loop's index (``if i == 0:``, ``if i < n - 1:``, ``if i % 2 == 0:``,
+``if i // 4 == 0:``) is traced once per way its branches go: each condition is kept as a guard (its predicate, symbolic like a mask's, and whether it
 held), and an iteration whose guards hold as a traced iteration's did runs from that iteration's events (a
 ``Path`` of the program); one whose guards go another way is run by the kernel's Python once more, and traced.
 So ``if i == 0:`` runs the body's Python twice, whatever the trip count.
@@ -23,7 +23,8 @@ iteration keeps its events for itself alone (a path guarded by ``i == value``), 
 run from another's, the loop is unrolled in the program as before:
 
 - it took a concrete value of the loop variable other than a branch on a predicate: ``range(i)``, ``lst[i]``,
-  an operand frozen at this iteration (``i % 2``), a condition the program cannot hold (``if i % 2:``);
+  an operand frozen at this iteration (``t[i % 2]``), a condition the program cannot hold (``if lst[i * i]:``,
+  ``if (i * i) % 2:``; a predicate holds affine index expressions, and those divided by a positive integer);
 - it rebound a variable that held a tile some iteration reads (``acc = acc + t``: each iteration reads the tile
   the last one made), collected the body's tiles in a list, dict or tuple, or read a tile an earlier iteration
   made.

@@ -17,6 +17,7 @@ from nkisim.core.errors import NKIError
 from nkisim.core.indexing import Loop
 from nkisim.core.recording import CALLS
 from nkisim.core.tensor import Tensor
+from nkisim.cost.trace import set_order
 from nkisim.program.encode import Decoder, result_tensors
 from nkisim.program.ir import Call, Instance, LoopEnter, LoopLeave, LoopStep, Path, ProgramError, exact_iteration
 from nkisim.program.kinds.indexing import TensorRef
@@ -82,10 +83,15 @@ class Runner:
                 if plan is None or (plan.lids and plan.entered != self.entered and not self._bound(plan, loops)):
                     plan = self._plan(ev, i)
                 at(ev.loc)
+                order = ev.order
+                if order is not None:
+                    before = len(self.ctx.trace)
                 try:
                     result = plan.run()
                 except Exception as err:
                     self._failed(ev, err, plan)
+                if order is not None:
+                    set_order(self.ctx.trace[before:], order)
                 out = ev.out
                 if result.__class__ is Tensor and len(out) == 1:
                     tensors[out[0]] = result
@@ -189,6 +195,7 @@ class Runner:
         """Event ``at``, a call that runs once: its operands are decoded as they are."""
         dec = self.dec
         self.at(ev.loc)
+        before = len(self.ctx.trace)
         try:
             args = ev.args if ev.fn != _ASSIGN else self._last_use(ev, at).args
             value, kwargs = dec.value, ev.kwargs
@@ -198,6 +205,8 @@ class Runner:
                 result = CALLS[ev.fn](*[value(a) for a in args])
         except Exception as err:
             self._failed(ev, err)
+        if ev.order is not None:  # its instructions carry the call's scheduling edges (cost.trace.set_order)
+            set_order(self.ctx.trace[before:], ev.order)
         out = ev.out
         if result.__class__ is Tensor and len(out) == 1:  # (the common case: one tile made)
             dec.tensors[out[0]] = result
@@ -248,7 +257,7 @@ class Runner:
                 pid = value.id  # type: ignore[union-attr]
                 gone = self.drops.get(at)
                 if gone and pid in gone and pid not in operand_tensors(args[0], set()):
-                    return Call(ev.fn, (args[0], value, True), (), ev.out, ev.loc)
+                    return Call(ev.fn, (args[0], value, True), (), ev.out, ev.loc, ev.order)
         return ev
 
 

@@ -163,6 +163,25 @@ def nc_matmul(dst: Any, stationary: Any, moving: Any, is_stationary_onezero: boo
     return _done(name)
 
 
+def nc_matmul_mx(dst: Any, stationary: Any, moving: Any, stationary_scale: Any, moving_scale: Any,
+                 tile_position: Any = None, tile_size: Any = None, accumulate: Any = None,
+                 name: Any = None) -> NkiInstruction:
+    api = "nc_matmul_mx"
+    if accumulate is not None and not isinstance(accumulate, bool):
+        raise TypeError(f"'accumulate' of 'nc_matmul_mx' must be None, True or False, got {accumulate!r}")
+    _b.call("nisa.nc_matmul_mx", _t(stationary, api, "stationary"), _t(moving, api, "moving"),
+            _t(stationary_scale, api, "stationary_scale"), _t(moving_scale, api, "moving_scale"),
+            dst=_t(dst, api, "dst"), tile_position=tile_position or (), tile_size=tile_size or (),
+            accumulate=accumulate)
+    return _done(name)
+
+
+def quantize_mx(dst: Any, src: Any, dst_scale: Any, name: Any = None) -> NkiInstruction:
+    api = "quantize_mx"
+    _b.call("nisa.quantize_mx", _t(src, api, "src"), _t(dst, api, "dst"), _t(dst_scale, api, "dst_scale"))
+    return _done(name)
+
+
 def nc_transpose(dst: Any, data: Any, engine: Any = engine.unknown, name: Any = None) -> NkiInstruction:
     api = "nc_transpose"
     if dst.dtype != data.dtype:
@@ -371,10 +390,8 @@ def nc_match_replace8(dst: Any, data: Any, vals: Any, imm: Any, dst_idx: Any = N
 # --- instructions the simulator does not model yet ------------------------------------------------------------
 #: 0.6 instructions that exist in the API but that the simulator refuses with a clear error, and why
 NOT_SIMULATED: dict[str, str] = {
-    "nc_matmul_mx": "MX (microscaled) matmul of NeuronCore-v4",
     "activate2": "the two-operator activation of NeuronCore-v4",
     "exponential": "the Vector-engine exponential of NeuronCore-v4",
-    "quantize_mx": "MX quantisation of NeuronCore-v4",
     "nc_n_gather": "the GpSimd flattened gather",
     "dma_compute": "DMA-engine reductions",
     "rng": "the hardware random number generator",

@@ -57,21 +57,10 @@ float8_e4m3, float8_e5m2 = _dt.float8_e4m3, _dt.float8_e5m2
 float8_e4m3fn, float8_e8m0fnu = _dt.float8_e4m3fn, _dt.float8_e8m0fnu
 
 
-class _PackedDType:
-    """An x4 packed MX dtype (four fp8 or fp4 values in one 32-bit container, for NeuronCore-v4's MX matmul): not
-    simulated yet, so a tensor of one is refused with a clear error."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.__nki06_refused__ = "x4 packed MX dtypes (NeuronCore-v4 MX matmul)"
-
-    def __repr__(self) -> str:
-        return f"nl.{self.name}"
-
-
-float8_e5m2_x4 = _PackedDType("float8_e5m2_x4")
-float8_e4m3fn_x4 = _PackedDType("float8_e4m3fn_x4")
-float4_e2m1fn_x4 = _PackedDType("float4_e2m1fn_x4")
+#: NeuronCore-v4's x4 packed MX dtypes (four fp8 values in a 32-bit container, four fp4 in a 16-bit one): a tensor's
+#: shape counts containers; nisa.quantize_mx writes them, nisa.nc_matmul_mx reads them, .ap(dtype=)/.view reinterpret
+#: HBM bytes as them, and copies move them unconverted (core.dtypes, ops.mx)
+float8_e5m2_x4, float8_e4m3fn_x4, float4_e2m1fn_x4 = _dt.float8_e5m2_x4, _dt.float8_e4m3fn_x4, _dt.float4_e2m1fn_x4
 
 
 # --- memory ---------------------------------------------------------------------------------------------------

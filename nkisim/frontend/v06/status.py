@@ -26,15 +26,16 @@ PARTIAL = {
     "nki.language.abs_min": "NeuronCore-v4 (trn3) only: refused on trn1/trn2 targets",
     "nki.language.gather_flattened": "axis=0 only",
     "nki.language.rsqrt": "priced on ScalarE (0.5+ runs it on GpSimd); PSUM input refused as in 0.5+",
-    "nki.language.no_reorder": "program order is kept; no scheduling edges in the cost model",
+    "nki.language.no_reorder": "a chain of edges the cost model waits on; instructions are never reordered",
     "nki.language.NkiTensor.ap": "vector_offset and a tile as scalar_offset are refused (a register works)",
     "nki.language.NkiTensor.select": "a tile index is refused (an int or a register works)",
     "nki.isa.tensor_scalar_reduce": "reduce_cmd other than reset_reduce, reduce_res=None, reduce_init and "
                                     "reduce_res_negate are refused",
     "nki.isa.dma_copy": "priority= needs NeuronCore-v4; indirect (vector_offset) views are refused",
     "nki.isa.core_barrier": "orders the barrier tensor's accesses; no cross-core edge in the cost model",
-    "nki.isa.NkiInstruction": "depends_on edges are checked, not modelled by the cost model",
-    "nki.jit": "kernel.with_schedule edges are checked, not modelled",
+    "nki.isa.NkiInstruction": "depends_on edges are modelled; one on an instruction issued later is refused "
+                              "(the simulator issues in program order)",
+    "nki.jit": "kernel.with_schedule edges are modelled; a producer issued after its consumer is refused",
 }
 
 MISSING = object()

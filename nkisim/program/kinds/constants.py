@@ -216,6 +216,10 @@ class Fn(Kind):
     def decode(self, dec: Decoding) -> Any:
         return self.name  # the ops take an operator by its op-table name
 
+#: the largest tile step a program may give a direct allocation: a cap on hostile input, not a hardware number
+#: (a placement past the memory is refused when the tensor is placed, core.physical.check)
+MAX_TILE_STEP = 1 << 20
+
 
 @dataclass(frozen=True, slots=True)
 class Alloc:
@@ -227,22 +231,29 @@ class Alloc:
     par_tiles: tuple[int, ...]
     free_tiles: tuple[int, ...]
     base_bank: int | None
+    #: per block dimension, the step in tiles (SBUF) or banks (PSUM) an allocation function spaced its blocks
+    #: by, where that is not mod_alloc's C order; empty otherwise (and then left out of the JSON)
+    tile_steps: tuple[int, ...] = ()
 
     def json(self) -> Any:
-        return [self.space.value, self.base_addr, self.base_partition, list(self.par_tiles), list(self.free_tiles),
-                self.base_bank]
+        raw = [self.space.value, self.base_addr, self.base_partition, list(self.par_tiles), list(self.free_tiles),
+               self.base_bank]
+        return raw + [list(self.tile_steps)] if self.tile_steps else raw
 
     @classmethod
     def parse(cls, raw: Any) -> Alloc:
-        need(isinstance(raw, list) and len(raw) == 6 and raw[0] in (Space.SBUF.value, Space.PSUM.value),
-             "a direct allocation is [sbuf|psum, base_addr, base_partition, [par tiles], [free tiles], base_bank]")
+        need(isinstance(raw, list) and len(raw) in (6, 7) and raw[0] in (Space.SBUF.value, Space.PSUM.value),
+             "a direct allocation is [sbuf|psum, base_addr, base_partition, [par tiles], [free tiles], base_bank] "
+             "and, for blocks an allocation function spaced, [tile steps]")
+        steps = integers(raw[6], "tile steps", 0, MAX_TILE_STEP) if len(raw) == 7 else ()
+        need(len(raw) == 6 or any(steps), "tile steps, when given, must not all be 0")
         return cls(Space(raw[0]), integer(raw[1], "a base address"), integer(raw[2], "a base partition"),
                    integers(raw[3], "tile counts"), integers(raw[4], "tile counts"),
-                   None if raw[5] is None else integer(raw[5], "a base bank"))
+                   None if raw[5] is None else integer(raw[5], "a base bank"), steps)
 
     def live(self) -> ModAlloc:
         return ModAlloc(self.space.value, self.base_addr, self.base_partition, self.par_tiles, self.free_tiles,
-                        self.base_bank)
+                        self.base_bank, self.tile_steps)
 
 
 @kind
@@ -272,7 +283,8 @@ class Buf(Kind):
         alloc = None if a is None else Alloc(Space(a.space), int(a.base_addr), int(a.base_partition),
                                              tuple(int(v) for v in a.num_par_tiles),
                                              tuple(int(v) for v in a.num_free_tiles),
-                                             None if a.base_bank is None else int(a.base_bank))
+                                             None if a.base_bank is None else int(a.base_bank),
+                                             tuple(int(v) for v in a.tile_steps))
         return cls(Space(x.space), alloc)
 
     def decode(self, dec: Decoding) -> Any:

@@ -124,6 +124,13 @@ class Index(Kind):
         """The loop ids it names (the plan's bindings)."""
         return [lid for lid, _ in self.terms] + list(self.loops)
 
+    def value_at(self, env: dict[int, int]) -> int | None:
+        """Its value when each loop id ``lid`` is at ``env[lid]`` (None if it has a grid or names another loop; a
+        frozen value is its constant): what the validator checks a loop's paths with."""
+        if self.grid is not None or any(lid not in env for lid, _ in self.terms):
+            return None
+        return self.const + sum(c * env[lid] for lid, c in self.terms)
+
 
 #: Index.parse's memo of constant index expressions (records are immutable)
 _CONSTANTS: dict[int, Index] = {}

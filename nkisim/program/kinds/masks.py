@@ -76,7 +76,7 @@ class MaskConst(Kind):
                 raise RecordError("a mask's reason must be a short line")
             return cls(enc.array(np.asarray(x.value, dtype=bool)), bool(x.ok), x.reason, bool(x.has_grid))
         if e[0] == "cmp":
-            return Cmp(e[1], Index.encode(e[2], enc), Index.encode(e[3], enc))
+            return Cmp(e[1], _side(e[2], enc), _side(e[3], enc))
         subs = [cls.encode(sub, enc) for sub in e[1:]]
         if e[0] == "not":
             return Negation(subs[0])  # type: ignore[arg-type]
@@ -101,6 +101,11 @@ class Symbolic(Kind):
     __slots__ = ()
     tag = "M"
 
+    def holds_at(self, env: dict[int, int]) -> bool | None:
+        """Whether it holds when each loop id ``lid`` is at ``env[lid]``; None if that cannot be told from
+        ``env`` alone (another loop, a grid, a constant mask)."""
+        return None
+
     @classmethod
     def parse(cls, raw: dict[str, Any], depth: int) -> Operand:
         fields(raw, "M")
@@ -109,7 +114,7 @@ class Symbolic(Kind):
         word, n = m[0], len(m)
         if word == "cmp" and n == 4:
             need(isinstance(m[1], str) and m[1] in COMPARE, "a mask compares with < <= > >= == or !=")
-            return Cmp(m[1], index(m[2], depth + 1, "a mask's side"), index(m[3], depth + 1, "a mask's side"))
+            return Cmp(m[1], _parse_side(m[2], depth + 1), _parse_side(m[3], depth + 1))
         need((word in ("and", "or") and n == 3) or (word == "not" and n == 2), "malformed mask expression")
         subs = [parse_operand(sub, depth + 1) for sub in m[1:]]
         need(all(isinstance(s, (Symbolic, MaskConst)) for s in subs), f"{word} joins mask expressions")
@@ -122,12 +127,66 @@ kind(Symbolic)
 
 
 @dataclass(frozen=True, slots=True)
+class Divided:
+    """A side of a comparison: ``base // m`` or ``base % m`` of a scalar index expression and a positive integer,
+    ``{"D": [op, X, m]}``, evaluated at every iteration it runs in (``if i % 2 == 0:`` in a loop body traced once,
+    ``core.indexing.Affine.div``).  Its value, like the ``Affine`` it decodes to, is not affine: as a mask it is
+    refused by the op that reads it, as the recorded call was."""
+
+    op: str
+    base: Index
+    m: int
+
+    def json(self) -> Any:
+        return {"D": [self.op, self.base.json(), self.m]}
+
+    def check(self, scope: Scope, depth: int) -> None:
+        if self.op not in ("%", "//") or self.m < 1:
+            scope.fail(f"an index divided by {self.m} with {self.op!r}: only % and // by a positive integer")
+        if self.base.grid is not None or not self.base.affine:
+            scope.fail("only a scalar affine index expression is divided")
+        self.base.check(scope, depth + 1)
+
+    def decode(self, dec: Decoding) -> Any:
+        base = self.base.decode(dec)
+        return base // self.m if self.op == "//" else base % self.m
+
+    def loop_ids(self) -> list[int]:
+        return self.base.loop_ids()
+
+    def value_at(self, env: dict[int, int]) -> int | None:
+        v = self.base.value_at(env)
+        if v is None or self.m < 1:
+            return None
+        return v // self.m if self.op == "//" else v % self.m
+
+
+Side = Index | Divided
+
+
+def _side(x: Any, enc: Encoding) -> Side:
+    div = getattr(x, "div", None)
+    if div is not None:
+        return Divided(div[0], Index.encode(div[1], enc), div[2])
+    return Index.encode(x, enc)
+
+
+def _parse_side(raw: Any, depth: int) -> Side:
+    if raw.__class__ is dict and next(iter(raw), None) == "D":
+        fields(raw, "D")
+        d = raw["D"]
+        need(isinstance(d, list) and len(d) == 3 and d[0] in ("%", "//"), "a divided index is [op, X, m]")
+        return Divided(d[0], index(d[1], depth + 1, "a divided index"), integer(d[2], "a divisor"))
+    return index(raw, depth, "a mask's side")
+
+
+@dataclass(frozen=True, slots=True)
 class Cmp(Symbolic):
     """``lhs <op> rhs`` of two index expressions, compared at every iteration it runs in."""
 
     op: str
-    lhs: Index
-    rhs: Index
+    lhs: Side
+    rhs: Side
 
     def json(self) -> Any:
         return {"M": ["cmp", self.op, self.lhs.json(), self.rhs.json()]}
@@ -140,17 +199,34 @@ class Cmp(Symbolic):
         return COMPARE[self.op](self.lhs.decode(dec), self.rhs.decode(dec))
 
     def plan(self, comp: Planning) -> Part:
-        """Its index expressions decoded once (in a cell re-bound as an access's key is), compared every run."""
+        """Its index expressions decoded once (in a cell re-bound as an access's key is), compared every run (a
+        divided side divided every run: its value is frozen where it is made)."""
         cmp, lhs, rhs, dec = COMPARE[self.op], self.lhs, self.rhs, comp.dec
-        comp.note(lhs)
-        comp.note(rhs)
-        cell = [lhs.decode(dec), rhs.decode(dec)]
+        sides = [x.base if isinstance(x, Divided) else x for x in (lhs, rhs)]
+        for x in sides:
+            comp.note(x)
+        cell = [x.decode(dec) for x in sides]
 
         def rebind() -> None:
-            cell[:] = lhs.decode(dec), rhs.decode(dec)
+            cell[:] = [x.decode(dec) for x in sides]
 
         comp.rebinders.append(rebind)
-        return False, lambda: cmp(cell[0], cell[1])
+        if not isinstance(lhs, Divided) and not isinstance(rhs, Divided):
+            return False, lambda: cmp(cell[0], cell[1])
+        ops = [None if not isinstance(x, Divided) else (x.op, x.m) for x in (lhs, rhs)]
+
+        def now(k: int) -> Any:
+            how = ops[k]
+            if how is None:
+                return cell[k]
+            return cell[k] // how[1] if how[0] == "//" else cell[k] % how[1]
+
+        return False, lambda: cmp(now(0), now(1))
+
+    def holds_at(self, env: dict[int, int]) -> bool | None:
+        """Whether it holds when each loop id ``lid`` is at ``env[lid]`` (None: it names another loop or a grid)."""
+        a, b = self.lhs.value_at(env), self.rhs.value_at(env)
+        return None if a is None or b is None else bool(COMPARE[self.op](a, b))
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +251,10 @@ class Both(Symbolic):
 
     def decode(self, dec: Decoding) -> Any:
         return self.a.decode(dec) & self.b.decode(dec)
+
+    def holds_at(self, env: dict[int, int]) -> bool | None:
+        a, b = _holds(self.a, env), _holds(self.b, env)
+        return None if a is None or b is None else (a and b if self.word() == "and" else a or b)
 
     def plan(self, comp: Planning) -> Part:
         p, q = getter(self.a.plan(comp)), getter(self.b.plan(comp))
@@ -211,9 +291,18 @@ class Negation(Symbolic):
     def decode(self, dec: Decoding) -> Any:
         return ~self.a.decode(dec)
 
+    def holds_at(self, env: dict[int, int]) -> bool | None:
+        a = _holds(self.a, env)
+        return None if a is None else not a
+
     def plan(self, comp: Planning) -> Part:
         p = getter(self.a.plan(comp))
         return False, lambda: ~p()
+
+
+def _holds(p: Any, env: dict[int, int]) -> bool | None:
+    """``p.holds_at(env)`` for a symbolic predicate; None for a constant one (its value is an array)."""
+    return p.holds_at(env) if isinstance(p, Symbolic) else None
 
 
 def truth(predicate: Getter) -> Getter:

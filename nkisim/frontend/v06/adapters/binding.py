@@ -15,16 +15,32 @@ from typing import Any
 import numpy as np
 
 from nkisim.core import dtypes as dt
+from nkisim.core.context import active
 from nkisim.core.errors import nki_error
+from nkisim.core.recording import HOOK
 from nkisim.core.tensor import Access, Tensor
+from nkisim.frontend.v06.adapters import known_issues
 from nkisim.frontend.v06.adapters.errors import error
+from nkisim.frontend.v06.adapters.order import scheduling
 from nkisim.frontend.v06.adapters.tensor import NkiTensor
 from nkisim.ops.registry import OPS
+from nkisim.runtime.order import recording_body
 
 
 def call(entry: str, /, *args: Any, **kwargs: Any) -> Any:
-    """Call registry entry ``entry`` (recorded into the program like any NKI call)."""
-    return OPS[entry].function(*args, **kwargs)
+    """Call registry entry ``entry`` (recorded into the program like any NKI call), noted as the instruction just
+    issued so a ``name=``, an edge or an ``nl.no_reorder()`` block can still order it (``order.Scheduling``)."""
+    ctx = active()
+    if ctx is None:  # (the entry raises the compiler's error for an API outside a kernel)
+        return OPS[entry].function(*args, **kwargs)
+    if not HOOK.depth:
+        known_issues.check(ctx, entry, args, kwargs)
+    trace_from = len(ctx.trace)
+    body = recording_body()
+    body_from = len(body) if body is not None else -1
+    result = OPS[entry].function(*args, **kwargs)
+    (ctx.schedule or scheduling(ctx)).issue(ctx, trace_from, body, body_from)
+    return result
 
 
 def tensor(x: Any, api: str, pname: str) -> Any:
@@ -82,9 +98,6 @@ def dtype(x: Any, api: str, pname: str = "dtype") -> Any:
     """A dtype argument (``nl.float32``...) as the ops take it; None stays None."""
     if x is None:
         return None
-    if getattr(x, "__nki06_refused__", None):
-        raise NotImplementedError(f"'{pname}' of '{api}': {x!r} is an x4 packed MX dtype, which the nkisim simulator "
-                                  f"does not support yet")
     try:
         d = dt.normalize(x)
     except TypeError:

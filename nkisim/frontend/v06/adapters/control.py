@@ -20,21 +20,24 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from nkisim.core.context import current
+from nkisim.core.context import active, current
 from nkisim.core.indexing import Affine
 from nkisim.core.loops import LoopRange
 from nkisim.core.recording import HOOK
 from nkisim.frontend.v06.adapters import binding as _b
 from nkisim.frontend.v06.adapters.errors import error
+from nkisim.frontend.v06.adapters.order import NO_REORDER, scheduling
 
 #: how deep the kernel is inside ``with nl.no_reorder():`` blocks (dynamic loops are refused there)
-_NO_REORDER = [0]
+_NO_REORDER = NO_REORDER
 #: a ``while_loop`` that has not stopped after this many iterations is taken for a runaway condition
 MAX_WHILE_ITERATIONS = 1 << 20
 #: the dynamic loops the kernel is inside, outermost first (one id per loop): an instruction's scheduling edges
 #: may not cross them (``NkiInstruction.depends_on``)
 _DYNAMIC: list[int] = []
 _NEXT_LOOP = [0]
+#: the ids in ``_DYNAMIC`` of loops written ``for i in nl.dynamic_range(...)`` (E22 concerns those)
+_RANGES: set[int] = set()
 
 
 def dynamic_scope() -> tuple[int, ...]:
@@ -43,22 +46,49 @@ def dynamic_scope() -> tuple[int, ...]:
 
 
 @contextlib.contextmanager
-def _dynamic_loop() -> Iterator[None]:
+def _dynamic_loop(dynamic_range: bool = False) -> Iterator[None]:
     _NEXT_LOOP[0] += 1
     _DYNAMIC.append(_NEXT_LOOP[0])
+    if dynamic_range:
+        _RANGES.add(_NEXT_LOOP[0])
     try:
         yield
     finally:
-        _DYNAMIC.pop()
+        _RANGES.discard(_DYNAMIC.pop())
+
+
+def _loop_carried(reg: VirtualRegister, api: str) -> None:
+    """E22: the Neuron compiler fails with "Could not find register" on nested ``nl.dynamic_range`` loops with
+    loop-carried values (a known issue AWS lists since NKI 0.4).
+
+    A loop-carried value, concretely: a register written inside a dynamic loop's body (``register_move``,
+    ``register_load``) that was allocated outside that body, so its value outlives the iteration that wrote it
+    (the next iteration, or the code after the loop, reads it).  A register allocated inside the body is the
+    iteration's own temporary, and an induction register is read-only, so neither is carried.  Refused when the
+    innermost loop and one enclosing it are both ``nl.dynamic_range`` loops."""
+    scope = tuple(_DYNAMIC)
+    if len(scope) < 2 or scope[-1] not in _RANGES or not any(lp in _RANGES for lp in scope[:-1]):
+        return
+    if reg.home[:len(scope)] == scope:  # allocated in this very body: a temporary of the iteration
+        return
+    raise error("err_nested_dynamic_loop_register",
+                f"Could not find register: {api} writes a register allocated outside the inner nl.dynamic_range "
+                f"loop, a value carried across that loop's iterations, and the Neuron compiler cannot allocate "
+                f"registers for loop-carried values in nested nl.dynamic_range loops (a known issue of NKI 0.4+). "
+                f"Allocate the register inside the inner loop's body, avoid nesting the dynamic loops, or use a "
+                f"Python range / nl.affine_range for the outer loop when its trip count is known at compile time")
 
 
 class VirtualRegister:
     """A 32-bit sequencer register (``nisa.register_alloc``)."""
 
-    __slots__ = ("_value", "frozen", "loaded")
+    __slots__ = ("_value", "frozen", "loaded", "home")
 
     def __init__(self, value: Any = 0, *, frozen: bool = False, loaded: bool = False) -> None:
         self._value = value
+        #: the dynamic loops it was allocated in (a register written in a loop it was not allocated in carries a
+        #: value across that loop's iterations: ``_loop_carried``)
+        self.home = tuple(_DYNAMIC)
         #: a dynamic loop's induction register: read-only (writing it is an AssertionError, NKI 0.4+)
         self.frozen = frozen
         #: the value was read from a tensor (``register_load``): control flow on it depends on tensor values
@@ -112,6 +142,7 @@ def register_alloc(x: Any = None) -> VirtualRegister:
 def register_move(dst: Any, src: Any) -> None:
     """``dst <- src``: an int constant or another register's value."""
     _register(dst, "register_move")
+    _loop_carried(dst, "nisa.register_move")
     dst.set_value(register_value(src, "register_move", "src"), isinstance(src, VirtualRegister) and src.loaded,
              "register_move")
 
@@ -119,6 +150,7 @@ def register_move(dst: Any, src: Any) -> None:
 def register_load(dst: Any, src: Any) -> None:
     """``dst <- src``: the value of a one-element int32/uint32 tensor (SBUF or HBM) when the instruction runs."""
     _register(dst, "register_load")
+    _loop_carried(dst, "nisa.register_load")
     value = _b.call("nisa.register_load", _b.tensor(src, "register_load", "src"))
     dst.set_value(value, True, "register_load")
     ctx = current()
@@ -200,16 +232,19 @@ def dynamic_range(start: Any, stop: Any = None, step: Any = 1) -> Iterator[Virtu
 
 def _scoped(regs: Iterator[VirtualRegister]) -> Iterator[VirtualRegister]:
     """The loop body of ``for i in nl.dynamic_range(...)`` runs between this generator's yields: inside the loop."""
-    with _dynamic_loop():
+    with _dynamic_loop(dynamic_range=True):
         yield from regs
 
 
 @contextlib.contextmanager
 def no_reorder() -> Iterator[None]:
-    """Keep the block's instructions in program order (the simulator issues them in program order); dynamic
-    loops inside the block are refused."""
+    """Keep the block's instructions in program order: each instruction issued inside it (also by helpers it calls)
+    waits for the one issued before it (``order.Scheduling``); dynamic loops inside the block are refused."""
     _NO_REORDER[0] += 1
     try:
         yield
     finally:
         _NO_REORDER[0] -= 1
+        ctx = active()
+        if not _NO_REORDER[0] and ctx is not None:
+            scheduling(ctx).leave_no_reorder(ctx)

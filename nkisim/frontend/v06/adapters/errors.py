@@ -30,8 +30,15 @@ CATALOGUE: dict[str, type[NKIError]] = {
     "err_no_arguments": NKIValueError,  # E26: a kernel called with no arguments
     "err_activation_bias_shape": NKIValueError,  # E27: activation bias whose free size is not 1
     "err_unsupported_target": NKIValueError,  # an instruction the target's NeuronCore generation lacks
-    "err_dependency_across_dynamic_loop": NKIValueError,  # E23: a depends_on edge into or out of a dynamic loop
+    "err_dependency_across_dynamic_loop": NKIValueError,  # E23: a depends_on / with_schedule edge crossing a
+    # dynamic loop's boundary
+    "err_dtype_argument": NKITypeError,  # E32: a dtype kernel argument with no NKI equivalent
+    "err_nested_dynamic_loop_register": NKIRuntimeError,  # E22: a nested dynamic_range writes a loop-carried register
+    "err_schedule_unknown_instruction": NKIValueError,  # a with_schedule name no instruction carries
+    "err_schedule_against_program_order": NKIValueError,  # an edge whose producer is issued after its consumer
+    "err_too_many_edges": NKIValueError,  # one instruction waiting for more than limits.MAX_EDGES others
 }
+# E33 (nl calls the compiler rejects today but simulators run) is a warning, not an error: known_issues.py
 
 
 def error(error_id: str, message: str) -> NKIError:

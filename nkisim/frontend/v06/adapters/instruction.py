@@ -6,25 +6,35 @@ from __future__ import annotations
 from typing import Any
 
 from nkisim.core.context import active as _active
+from nkisim.core.location import user_location
 from nkisim.frontend.v06.adapters import binding as _b
 from nkisim.frontend.v06.adapters.control import dynamic_scope
 from nkisim.frontend.v06.adapters.errors import error as _error
+from nkisim.frontend.v06.adapters.order import Issued, scheduling
 from nkisim.frontend.v06.isa_constants import nc_version
+from nkisim.runtime.order import MAX_EDGES
 
 
 class NkiInstruction:
     """What an ``nisa`` call returns: a handle on the instruction it issued (``name=`` labels it)."""
 
-    def __init__(self, name: str | None, scope: tuple[int, ...] = ()) -> None:
+    def __init__(self, name: str | None, scope: tuple[int, ...] = (), issued: Issued | None = None) -> None:
         self.name = name
         #: the dynamic loops (``nl.fori_loop``, ``nl.while_loop``, ``nl.dynamic_range``) it was issued in
         self.scope = scope
+        #: the registry call it made, which an edge orders (``order.Issued``; None if it made none)
+        self.issued = issued
 
     def depends_on(self, *producers: NkiInstruction) -> NkiInstruction:
-        """Schedule this instruction after ``producers``.  The simulator runs instructions in program order, so
-        the edge holds already; the cost model does not add it yet.  An edge is a semaphore wait fixed when the
-        kernel is compiled, so it may not cross a dynamic loop's boundary: the producer sits in the consumer's
-        dynamic loop or in one enclosing it (Python loops are unrolled and do not count)."""
+        """Schedule this instruction after ``producers``: the cost model makes it wait for them
+        (``adapters.order``).  An edge is a semaphore wait fixed when the kernel is compiled, so it may not cross
+        a dynamic loop's boundary: the producer sits in the consumer's dynamic loop or in one enclosing it (Python
+        loops are unrolled and do not count).  The edge is given while the consumer's dynamic loop still runs: after
+        it, the loop's other iterations have been issued without it."""
+        if dynamic_scope()[:len(self.scope)] != self.scope:
+            raise _error("err_dependency_across_dynamic_loop",
+                         f"depends_on: {_label(self)} was issued inside a dynamic loop that has ended: give its edges "
+                         f"inside the loop body (a scheduling edge may not cross a dynamic loop's boundary)")
         for p in producers:
             if not isinstance(p, NkiInstruction):
                 raise TypeError(f"depends_on takes the NkiInstruction handles nisa calls return, got {p!r}")
@@ -35,6 +45,20 @@ class NkiInstruction:
                              f"edge may not cross a dynamic loop's boundary (nl.fori_loop / nl.while_loop), or its "
                              f"semaphore could fire unconditionally or never fire (deadlock); both instructions must "
                              f"sit at the same dynamic-loop nesting, or the producer in an enclosing scope")
+            if self.issued is not None and p.issued is not None and p.issued.seq >= self.issued.seq:
+                raise _error("err_schedule_against_program_order",
+                             f"depends_on: {_label(self)} cannot depend on {_label(p)}, issued after it (or itself): "
+                             f"the simulator issues instructions in program order, so it cannot reorder them: issue "
+                             f"the producer first")
+        ctx = _active()
+        if self.issued is not None and ctx is not None:
+            state = scheduling(ctx)
+            labels = tuple(state.label(p.issued) for p in producers if p.issued is not None)
+            have = self.issued.order.after if self.issued.order is not None else ()
+            if len(set(have) | set(labels)) > MAX_EDGES:
+                raise _error("err_too_many_edges", f"depends_on: {_label(self)} would wait for more than "
+                                                   f"{MAX_EDGES} instructions, more than a program holds")
+            self.issued.wait_for(labels)
         return self
 
     def __repr__(self) -> str:
@@ -50,9 +74,18 @@ def _label(i: NkiInstruction) -> str:
 
 
 def done(name: str | None) -> NkiInstruction:
+    """The ``NkiInstruction`` an ``nisa`` adapter returns for the registry call it just made, labelled ``name``."""
     if name is not None and not isinstance(name, str):
         raise TypeError(f"name= must be a string, got {type(name).__name__}")
-    return NkiInstruction(name, dynamic_scope())
+    scope = dynamic_scope()
+    ctx = _active()
+    issued = None
+    if ctx is not None:
+        state = scheduling(ctx)
+        issued = state.take(ctx)
+        if issued is not None and name is not None:
+            state.name(issued, name, scope, user_location())
+    return NkiInstruction(name, scope, issued)
 
 
 def tensor(x: Any, api: str, pname: str) -> Any:

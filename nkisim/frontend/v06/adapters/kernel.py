@@ -11,6 +11,7 @@ from ``nkisim.api`` exactly as for legacy ones.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import inspect
 import textwrap
@@ -18,12 +19,17 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from nkisim.core import context
+from nkisim.core import dtypes as dt
 from nkisim.core.tensor import Tensor
 from nkisim.frontend.v06.adapters.errors import error
+from nkisim.frontend.v06.adapters.order import scheduling
 from nkisim.frontend.v06.adapters.tensor import NkiTensor
 from nkisim.runtime import kernel as _runtime
 from nkisim.runtime.kernel import GridLaunch, launch
+from nkisim.runtime.order import MAX_EDGES
 
 
 class Entry:
@@ -31,7 +37,9 @@ class Entry:
     become the launch's tensors.  A callable object rather than a closure: the launch reads ``__code__`` (the
     kernel's file, for error locations) and follows ``__wrapped__`` for the signature and the source."""
 
-    def __init__(self, fn: Callable) -> None:
+    def __init__(self, fn: Callable, schedule: Scheduled | None = None) -> None:
+        #: the kernel's ``with_schedule`` edges, if any
+        self.schedule = schedule
         functools.update_wrapper(self, fn)
         self.__code__ = fn.__code__
         try:  # ``nt.tensor[...]`` annotations under ``from __future__ import annotations`` are strings
@@ -47,8 +55,23 @@ class Entry:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         fn = self.__wrapped__  # type: ignore[attr-defined]
         _check_python_subset(fn)
-        out = fn(*(_argument(a) for a in args), **{k: _argument(v) for k, v in kwargs.items()})
+        ctx = context.current()
+        state = scheduling(ctx)
+        if self.schedule is not None and not state.edges:
+            state.edges, state.where = dict(self.schedule.edges), self.schedule.where
+        names = _parameter_names(fn)
+        out = fn(*(_argument(a, names[k] if k < len(names) else f"#{k}") for k, a in enumerate(args)),
+                 **{k: _argument(v, k) for k, v in kwargs.items()})
+        state.finish(ctx.instance)
         return _result(out, fn)
+
+
+@dataclasses.dataclass(frozen=True)
+class Scheduled:
+    """``kernel.with_schedule(edges)``: consumer name -> the names it runs after, and the line that said so."""
+
+    edges: tuple[tuple[str, tuple[str, ...]], ...]
+    where: tuple[str, int]
 
 
 @functools.lru_cache(maxsize=512)
@@ -74,12 +97,49 @@ def _check_python_subset(fn: Callable) -> None:
         raise err
 
 
-def _argument(value: Any) -> Any:
+@functools.lru_cache(maxsize=512)
+def _parameter_names(fn: Callable) -> tuple[str, ...]:
+    return tuple(inspect.signature(fn).parameters)
+
+
+def _argument(value: Any, name: str) -> Any:
     if isinstance(value, Tensor):
         return NkiTensor.over(value)
     if isinstance(value, list):
         raise error("err_kernel_argument", "a list is not a valid NKI 0.6 kernel argument: pass a tuple")
+    d = _dtype_argument(value)
+    if d is not None:
+        return _nki_dtype(d, value, name)
     return value
+
+
+def _dtype_argument(value: Any) -> Any:
+    """``value`` as a dtype NumPy knows if it is a dtype object (``np.float32``, ``np.dtype('float16')``, a torch or
+    JAX dtype), else None.  AWS's ``nki.jit`` converts dtype arguments to NKI dtypes at the kernel's boundary."""
+    if isinstance(value, np.dtype):
+        return value
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return np.dtype(value)
+    module = type(value).__module__ or ""
+    if module.startswith("torch") and type(value).__name__ == "dtype":
+        return str(value).removeprefix("torch.")
+    if module.startswith("jax") or (isinstance(value, type) and (value.__module__ or "").startswith("jax")):
+        return getattr(value, "dtype", None)
+    return None
+
+
+def _nki_dtype(d: Any, value: Any, name: str) -> Any:
+    """E32: a dtype argument becomes the NKI dtype it names; one NKI has no equivalent for is a ``TypeError``
+    naming the argument, at the launch (NKI 0.4+)."""
+    try:
+        nd = dt.normalize(d)
+    except TypeError:
+        nd = None
+    if nd is None or nd not in dt.SUPPORTED:
+        raise error("err_dtype_argument",
+                    f"argument '{name}' is the dtype {value!r}, which has no NKI equivalent: pass one of "
+                    f"{', '.join(dt.name(x) for x in dt.SUPPORTED)} (nl.float32, nl.bfloat16, ...)")
+    return nd
 
 
 def _result(value: Any, fn: Callable) -> Any:
@@ -101,8 +161,8 @@ class Kernel(_runtime.Kernel):
 
     dialect = "0.6"
 
-    def __init__(self, fn: Callable, **options: Any) -> None:
-        super().__init__(Entry(fn), "auto", **options)
+    def __init__(self, fn: Callable, schedule: Scheduled | None = None, **options: Any) -> None:
+        super().__init__(Entry(fn, schedule), "auto", **options)
         self.original = fn
 
     def __repr__(self) -> str:
@@ -124,14 +184,26 @@ class Kernel(_runtime.Kernel):
         return GridLaunch(self, lnc)
 
     def with_schedule(self, edges: Any) -> Kernel:
-        """``kernel.with_schedule([(consumer, producer_or_names), ...])``: scheduling edges between named
-        instructions.  The simulator issues instructions in program order and the cost model does not add these
-        edges yet, so the kernel is returned unchanged after the edges are checked for form."""
+        """``kernel.with_schedule([(consumer, producer_or_names), ...])``: the kernel again, in which the instruction
+        named ``consumer`` (``name=``) runs after the named producers (``adapters.order``: the cost model waits,
+        the program keeps the edges).  A name no instruction carries is an error at this line when the kernel
+        runs; an edge across a dynamic loop's boundary is one at the consumer's line.  Edges replace any given
+        before."""
+        merged: dict[str, tuple[str, ...]] = {}
         for edge in edges:
             if not (isinstance(edge, tuple) and len(edge) == 2 and isinstance(edge[0], str)
                     and (isinstance(edge[1], str) or all(isinstance(n, str) for n in edge[1]))):
                 raise TypeError(f"with_schedule takes (consumer name, producer name or names) pairs, got {edge!r}")
-        return self
+            producers = (edge[1],) if isinstance(edge[1], str) else tuple(edge[1])
+            merged[edge[0]] = tuple(dict.fromkeys(merged.get(edge[0], ()) + producers))
+            if len(merged[edge[0]]) > MAX_EDGES:
+                raise error("err_too_many_edges", f"with_schedule: instruction {edge[0]!r} would run after more "
+                                                  f"than {MAX_EDGES} named instructions, more than a program holds")
+        caller = inspect.currentframe()
+        caller = caller.f_back if caller is not None else None
+        where = (caller.f_code.co_filename, caller.f_lineno) if caller is not None else ("<unknown>", 0)
+        schedule = Scheduled(tuple(merged.items()), where)
+        return Kernel(self.original, schedule, **self.options)
 
 
 def jit(fn: Callable | None = None, **kwargs: Any) -> Any:

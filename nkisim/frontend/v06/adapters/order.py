@@ -1,0 +1,123 @@
+"""NKI 0.6's scheduling edges: ``kernel.with_schedule``, ``NkiInstruction.depends_on`` and ``nl.no_reorder``.
+
+All three say the same thing -- "this instruction runs after that one" -- so they become one thing: an
+``ir.Order`` on the instruction's ``Call`` (the label it carries, the labels it waits for), copied onto the
+instructions the call put in the trace (``cost.trace.set_order``), which the cost model's scheduler turns into a
+wait.  The executor copies a program's orders onto the trace the same way, so a program replays its edges.
+
+An edge is usually given after its instructions were issued (``depends_on`` on two handles, a ``name=`` read by
+``with_schedule``), so each registry call the kernel's Python makes through ``binding.call`` is an ``Issued``:
+where its ``Call`` sits in the program being recorded and which instructions it emitted, so a label or an edge
+can still reach both.  The launch keeps one ``Scheduling`` for this (``KernelContext.schedule``).
+
+Labels: a ``name=`` labels its instruction with that name; an unnamed instruction an edge refers to gets a
+number.  An instruction waits for the latest one issued before it (in its SPMD instance) with a label it names,
+so an edge inside a loop body holds within an iteration; two instructions sharing a name make an edge wait for
+the later of them.  The simulator issues instructions in program order, so an edge whose producer comes after its
+consumer cannot hold: it is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from nkisim.core.context import KernelContext
+from nkisim.frontend.v06.adapters.errors import error
+from nkisim.runtime.order import Issued, issued_since
+
+#: how deep the kernel is inside ``with nl.no_reorder():`` blocks (``control.no_reorder``)
+NO_REORDER = [0]
+
+
+@dataclass
+class Scheduling:
+    """The scheduling edges of one launch.  ``edges``: ``with_schedule``'s consumer name -> producer names;
+    ``where``: the line that called ``with_schedule`` (where an edge naming no instruction is blamed)."""
+
+    edges: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    where: tuple[str, int] | None = None
+    anonymous: int = -1
+    issued: int = 0
+    #: the call ``binding.call`` made last, until an ``nisa`` adapter takes it for its ``NkiInstruction``
+    latest: Issued | None = None
+    #: (instance, name) -> the dynamic-loop scopes the instructions of that name were issued in
+    named: dict[tuple[int, str], list[tuple[int, ...]]] = field(default_factory=dict)
+    #: instance -> the last call issued inside ``nl.no_reorder()`` (the next one waits for it)
+    chain: dict[int, Issued] = field(default_factory=dict)
+    #: with_schedule edges whose producer had not been issued when the consumer was: (consumer, producer, line)
+    late: list[tuple[str, str, tuple[str, int]]] = field(default_factory=list)
+
+    def issue(self, ctx: KernelContext, trace_from: int, body: list | None, body_from: int) -> None:
+        """``binding.call`` made a registry call, which added the trace's instructions from ``trace_from`` on and
+        the recorder's events (``body``, if it records) from ``body_from`` on."""
+        self.issued += 1
+        issued = self.latest = issued_since(ctx, self.issued, trace_from, body, body_from)
+        if NO_REORDER[0] and issued.hi > issued.lo:  # (a call that issues no instruction, nl.ndarray, is no link of the chain)
+            before = self.chain.get(ctx.instance)
+            if before is not None:
+                issued.wait_for((self.label(before),))
+            self.chain[ctx.instance] = issued
+
+    def label(self, issued: Issued) -> str | int:
+        """The label an edge refers to ``issued`` by: its name, else a number given now."""
+        if issued.order is None or issued.order.label is None:
+            self.anonymous += 1
+            return issued.labelled(self.anonymous)
+        return issued.order.label
+
+    def take(self, ctx: KernelContext) -> Issued | None:
+        """The call just made, for the ``NkiInstruction`` of the ``nisa`` adapter that made it."""
+        issued, self.latest = self.latest, None
+        return issued if issued is not None and issued.instance == ctx.instance else None
+
+    def name(self, issued: Issued, name: str, scope: tuple[int, ...], loc: tuple[str, int]) -> None:
+        """``name=``: the call's label, and the ``with_schedule`` edges whose consumer it is."""
+        issued.labelled(name)
+        self.named.setdefault((issued.instance, name), []).append(scope)
+        producers = self.edges.get(name, ())
+        for p in producers:
+            scopes = self.named.get((issued.instance, p))
+            if not scopes:
+                self.late.append((name, p, loc))
+                continue
+            for sc in scopes:
+                if scope[:len(sc)] != sc:
+                    raise error("err_dependency_across_dynamic_loop",
+                                f"with_schedule edge ({name!r}, {p!r}): instruction {name!r} cannot depend on "
+                                f"{p!r}, issued inside a dynamic loop it is not in: a scheduling edge may not cross "
+                                f"a dynamic loop's boundary (nl.fori_loop / nl.while_loop), or its semaphore could "
+                                f"fire unconditionally or never fire (deadlock)")
+        if producers:
+            issued.wait_for(producers)
+
+    def finish(self, instance: int) -> None:
+        """The kernel's Python has returned (for one SPMD instance): every name ``with_schedule`` gave must label
+        an instruction, and every producer must have come before its consumer."""
+        for consumer, producers in self.edges.items():
+            for n in (consumer, *producers):
+                if (instance, n) not in self.named:
+                    err = error("err_schedule_unknown_instruction",
+                                f"kernel.with_schedule names instruction {n!r}, but no instruction of the kernel "
+                                f"has name={n!r}: give the instruction that name (every nisa call takes name=)")
+                    err.nki_location = self.where
+                    raise err
+        if self.late:
+            consumer, producer, loc = self.late[0]
+            err = error("err_schedule_against_program_order",
+                        f"with_schedule edge ({consumer!r}, {producer!r}): instruction {consumer!r} is issued before "
+                        f"{producer!r}, which it must run after; the simulator issues instructions in program "
+                        f"order, so it cannot reorder them: issue {producer!r} first")
+            err.nki_location = loc
+            raise err
+
+    def leave_no_reorder(self, ctx: KernelContext) -> None:
+        """The outermost ``nl.no_reorder()`` block ended: the next instruction starts no chain."""
+        self.chain.pop(ctx.instance, None)
+
+
+def scheduling(ctx: KernelContext) -> Scheduling:
+    """The launch's scheduling state (made on first use)."""
+    state = ctx.schedule
+    if state is None:
+        state = ctx.schedule = Scheduling()
+    return state
