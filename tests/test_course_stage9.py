@@ -155,8 +155,8 @@ MUTANTS = {
         "nl.multiply(xq.reshape((n, G, GROUP)), sc.reshape((n, G, 1)), dtype=nl.float32).reshape((n, C))",
         "nl.multiply(xq.reshape((n, GROUP, G)), sc.reshape((n, 1, G)), dtype=nl.float32).reshape((n, C))")),
     # the output scale multiplied instead of divided
-    "fp8_out_scale_inverted": _fp8(("nisa.tensor_scalar(nl.load(out_scale), np.divide, 1.0, reverse0=True, "
-                                    "engine=nisa.gpsimd_engine)", "nl.load(out_scale)")),
+    "fp8_out_scale_inverted": _fp8(("nisa.tensor_scalar(nl.load(out_scale), np.power, -1.0, engine=nisa.gpsimd_engine)",
+                                    "nl.load(out_scale)")),
     # rstd of the quantised values: the group scales left out of the statistic
     "fp8_rstd_of_the_raw_fp8_values": _fp8((
         "nisa.activation_reduce(op=nl.square, data=x, reduce_op=np.add, reduce_res=ss)",

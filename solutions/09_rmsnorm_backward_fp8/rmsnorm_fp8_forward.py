@@ -15,7 +15,7 @@ def rmsnorm_fp8_forward(x_q, x_scale, w, out_scale):
     G = C // GROUP
     T = (R + 127) // 128  # tiles of rows
     out = nl.ndarray((R, C), dtype=x_q.dtype, buffer=nl.shared_hbm)
-    inv_s = nisa.tensor_scalar(nl.load(out_scale), np.divide, 1.0, reverse0=True, engine=nisa.gpsimd_engine)
+    inv_s = nisa.tensor_scalar(nl.load(out_scale), np.power, -1.0, engine=nisa.gpsimd_engine)  # 1 / out_scale
     w_row = nl.load(w.reshape((1, C)), dtype=nl.float32)
     ws = nisa.tensor_scalar(w_row, np.multiply, inv_s, engine=nisa.gpsimd_engine).broadcast_to((128, C))  # w / s
     prev = ()  # (r0, n, x * w / s, rstd) of the tile whose second half is still to be issued

@@ -15,8 +15,7 @@ def rmsnorm_fp8_forward(x_q, x_scale, w, out_scale):
     T = (R + 127) // 128  # tiles of rows
     out = nl.ndarray((R, C), dtype=x_q.dtype, buffer=nl.shared_hbm)
     inv_s = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.tensor_scalar(dst=inv_s, data=nl.load(out_scale), op0=nl.divide, operand0=1.0, reverse0=True,
-                       engine=nisa.engine.gpsimd)
+    nisa.tensor_scalar(dst=inv_s, data=nl.load(out_scale), op0=nl.power, operand0=-1.0, engine=nisa.engine.gpsimd)
     w_s = nl.ndarray((1, C), dtype=nl.float32, buffer=nl.sbuf)
     nisa.tensor_scalar(dst=w_s, data=nl.load(w.reshape((1, C)), dtype=nl.float32), op0=nl.multiply, operand0=inv_s,
                        engine=nisa.engine.gpsimd)
