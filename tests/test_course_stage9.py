@@ -207,3 +207,16 @@ def test_the_straightforward_backward_is_correct_and_loses_to_engine_balance(tmp
     r = grade_in_process("rmsnorm_backward", write(tmp_path, "plain.py", PLAIN_BACKWARD, HEADER), seed=3)
     assert r.correctness == QUESTIONS["rmsnorm_backward"].correctness_points
     assert r.evaluation.ratio > 1.5, r.evaluation.ratio
+
+
+def test_the_fp8_kernel_without_its_software_pipeline_is_correct_and_slower(tmp_path):
+    """The lesson's point about in-order engines: the reference's five passes issued tile by tile, each tile's
+    second half right after its first, are as correct and about 1.3x slower (estimates), past the full speed tier."""
+    body = solution_variant(STAGE, "rmsnorm_fp8_forward",
+                            ("for t in range(T + 1):", "for t in range(T):"),
+                            ("        if t > 0:\n", "        if t >= 0:\n"),
+                            ("p0, pn, pxw, prstd = prev", "p0, pn, pxw, prstd = r0, n, xw, rstd"))
+    r = grade_in_process("rmsnorm_fp8_forward", write(tmp_path, "in_order.py", body, HEADER), seed=3)
+    assert r.correctness == QUESTIONS["rmsnorm_fp8_forward"].correctness_points
+    assert 1.2 < r.evaluation.ratio < 2.0, r.evaluation.ratio
+    assert r.speed == 0.5
