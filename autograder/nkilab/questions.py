@@ -180,7 +180,10 @@ def relaxed_reference(q: Question) -> Question | None:
 
 
 def timed_references(q: Question) -> list[Question]:
-    """The reference kernels ``q``'s speed tiers are measured against: its own, and its relaxed one if it has one."""
+    """The reference kernels ``q``'s speed tiers are measured against: its own, and its relaxed one if it has one;
+    none for a question graded on correctness only (no speed points, no timed run)."""
+    if not q.speed_points:
+        return []
     relaxed = relaxed_reference(q)
     return [q] if relaxed is None else [q, relaxed]
 
