@@ -290,9 +290,10 @@ print("cast without saturation:", np.array([120.0, 250.0, 1000.0]).astype(FP8),
 # (Vector), the sum of squares (Scalar, `activation_reduce`), `x · w / out_scale` (GpSimd), `· rstd` (Scalar, a scale
 # per row) and the saturation (GpSimd or Vector: a min and a max, which trn2's Scalar engine cannot apply; its
 # `tensor_scalar` takes multiply and add only). Each engine runs its instructions in program order, so a loop body
-# that issues the five in turn makes the Vector engine wait for the tile's last pass before it may start the next
-# tile. Issue the first half of tile `t` (load, dequantise, sum of squares, `rstd`, `x · w`) before the second half
-# of tile `t - 1` (scale, saturate, store): while GpSimd saturates one tile, Vector already dequantises the next.
+# that issues the five in turn leaves GpSimd, the busiest engine, idle between its two passes over a tile while the
+# Scalar engine scales it, and the Scalar engine's next sum of squares waits behind that scaling. Issue the first
+# half of tile `t` (load, dequantise, sum of squares, `rstd`, `x · w`) before the second half of tile `t - 1`
+# (scale, saturate, store): while the Scalar engine scales one tile, GpSimd already multiplies the next by `w`.
 # This is **software pipelining**: the loop runs one tile behind on the second half (`range(T + 1)`, the first
 # half skipped in the last step, the second in the first), and the estimate shows what it is worth.
 #
