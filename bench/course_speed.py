@@ -1,4 +1,4 @@
-"""Every reference kernel at its graded shape against the cost model's lower bound (``nkilab.bounds``).
+"""Every speed-graded reference kernel at its graded shape against the cost model's lower bound (``nkilab.bounds``).
 
     .venv/bin/python bench/course_speed.py            # the table
     .venv/bin/python bench/course_speed.py --json     # the same rows as JSON
@@ -6,7 +6,8 @@
 Per question: the speed case, the reference's estimated latency (nkisim cost model, on the question's target), the
 bound and what sets it (launch + DMA, PE or engines), the share (bound / estimate; 1.0 is a kernel at the limit),
 and the MFU (matmul flops over the estimate at the PE peak) or the bandwidth share (the least HBM traffic over the
-estimate at the peak DMA rate). Every number is an estimate, not a measurement.
+estimate at the peak DMA rate). Every number is an estimate, not a measurement. A question graded on correctness
+only (no speed points: a lesson's prescribed first version) has no graded shape and is listed by name below the table.
 """
 
 from __future__ import annotations
@@ -79,9 +80,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("questions", nargs="*", help="question ids (default: all)")
     args = ap.parse_args(argv)
-    rows = [row(QUESTIONS[qid]) for qid in (args.questions or list(QUESTIONS))]
-    print(json.dumps([asdict(r) for r in rows], indent=1) if args.json else table(rows))
+    qids = args.questions or list(QUESTIONS)
+    rows = [row(QUESTIONS[qid]) for qid in qids if speed_graded(QUESTIONS[qid])]
+    if args.json:
+        print(json.dumps([asdict(r) for r in rows], indent=1))
+        return 0
+    print(table(rows))
+    ungraded = [qid for qid in qids if not speed_graded(QUESTIONS[qid])]
+    if ungraded:
+        print(f"graded on correctness only (no speed points, no graded shape): {', '.join(ungraded)}")
     return 0
+
+
+def speed_graded(q: Question) -> bool:
+    """Whether ``q`` has speed points, i.e. a graded shape its reference must be fast at."""
+    return q.speed_points > 0
 
 
 if __name__ == "__main__":

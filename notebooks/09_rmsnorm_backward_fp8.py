@@ -286,6 +286,17 @@ print("cast without saturation:", np.array([120.0, 250.0, 1000.0]).astype(FP8),
 # `nl.multiply` broadcasts the size-1 axis. `nisa.tensor_scalar(v, np.minimum, 240.0, op1=np.maximum,
 # operand1=-240.0, dtype=nl.float8_e4m3)` saturates and casts in one instruction.
 #
+# **Keep three engines busy, tile after tile.** Every tile of rows takes five passes: the dequantising multiply
+# (Vector), the sum of squares (Scalar, `activation_reduce`), `x · w / out_scale` (GpSimd), `· rstd` (Scalar, a scale
+# per row) and the saturation (GpSimd or Vector: a min and a max, which trn2's Scalar engine cannot apply; its
+# `tensor_scalar` takes multiply and add only). Each engine runs its instructions in program order, so a loop body
+# that issues the five in turn leaves GpSimd, the busiest engine, idle between its two passes over a tile while the
+# Scalar engine scales it, and the Scalar engine's next sum of squares waits behind that scaling. Issue the first
+# half of tile `t` (load, dequantise, sum of squares, `rstd`, `x · w`) before the second half of tile `t - 1`
+# (scale, saturate, store): while the Scalar engine scales one tile, GpSimd already multiplies the next by `w`.
+# This is **software pipelining**: the loop runs one tile behind on the second half (`range(T + 1)`, the first
+# half skipped in the last step, the second in the first), and the estimate shows what it is worth.
+#
 # **The tolerance, from FP8's precision.** Compute in float32 and round once. Your result and the float64 reference
 # then differ only where the two values fall on opposite sides of a rounding boundary, and then by one unit in the
 # last place: the grader allows rtol = {{float8_e4m3:eps}} (one unit, relative) and atol =
@@ -310,22 +321,30 @@ def rmsnorm_fp8_forward(x_q, x_scale, w, out_scale):
     ### BEGIN SOLUTION
     R, C = x_q.shape
     G = C // GROUP
+    T = (R + 127) // 128  # tiles of rows
     out = nl.ndarray((R, C), dtype=x_q.dtype, buffer=nl.shared_hbm)
-    w_b = nl.load(w.reshape((1, C)), dtype=nl.float32).broadcast_to((128, C))
-    inv_s = nl.reciprocal(nl.load(out_scale).broadcast_to((128, 1)))  # 1 / out_scale on every partition
-    for t in range((R + 127) // 128):
-        r0, n = t * 128, min(128, R - t * 128)
-        xq = nl.load(x_q[r0:r0 + n, :])
-        sc = nl.load(x_scale[r0:r0 + n, :])
-        x = nl.multiply(xq.reshape((n, G, GROUP)), sc.reshape((n, G, 1)), dtype=nl.float32).reshape((n, C))
-        ss = nl.ndarray((n, 1), dtype=nl.float32)
-        nisa.activation_reduce(op=nl.square, data=x, reduce_op=np.add, reduce_res=ss)  # sum of squares (Scalar)
-        xw = nisa.tensor_tensor(x, w_b[:n, :], op=np.multiply, engine=nisa.gpsimd_engine)  # x * w     (GpSimd)
-        rstd = nl.rsqrt(nisa.tensor_scalar(ss, np.multiply, 1.0 / C, op1=np.add, operand1=1e-6))
-        v = nisa.activation(op=nl.copy, data=xw, scale=nl.multiply(rstd, inv_s[:n, :]))  # * rstd / s  (Scalar)
-        q = nisa.tensor_scalar(v, np.minimum, FP8_MAX, op1=np.maximum, operand1=-FP8_MAX, dtype=out.dtype,
-                               engine=nisa.gpsimd_engine)  # saturate, then cast to fp8                (GpSimd)
-        nl.store(out[r0:r0 + n, :], value=q)
+    inv_s = nisa.tensor_scalar(nl.load(out_scale), np.power, -1.0, engine=nisa.gpsimd_engine)  # 1 / out_scale
+    w_row = nl.load(w.reshape((1, C)), dtype=nl.float32)
+    ws = nisa.tensor_scalar(w_row, np.multiply, inv_s, engine=nisa.gpsimd_engine).broadcast_to((128, C))  # w / s
+    prev = ()  # (r0, n, x * w / s, rstd) of the tile whose second half is still to be issued
+    for t in range(T + 1):  # tile t's first half, then tile t - 1's second half: no in-order engine waits
+        if t < T:
+            r0, n = t * 128, min(128, R - t * 128)
+            xq = nl.load(x_q[r0:r0 + n, :])
+            sc = nl.load(x_scale[r0:r0 + n, :])
+            x = nl.multiply(xq.reshape((n, G, GROUP)), sc.reshape((n, G, 1)), dtype=nl.float32).reshape((n, C))
+            ss = nl.ndarray((n, 1), dtype=nl.float32)
+            nisa.activation_reduce(op=nl.square, data=x, reduce_op=np.add, reduce_res=ss)  # sum of squares (Scalar)
+            ms = nisa.tensor_scalar(ss, np.multiply, 1.0 / C, op1=np.add, operand1=1e-6, engine=nisa.scalar_engine)
+            rstd = nisa.activation(op=nl.rsqrt, data=ms)  # one value per row                          (Scalar)
+            xw = nisa.tensor_tensor(x, ws[:n, :], op=np.multiply, engine=nisa.gpsimd_engine)  # x * w / s  (GpSimd)
+        if t > 0:
+            p0, pn, pxw, prstd = prev
+            v = nisa.activation(op=nl.copy, data=pxw, scale=prstd)  # * rstd                             (Scalar)
+            q = nisa.tensor_scalar(v, np.minimum, FP8_MAX, op1=np.maximum, operand1=-FP8_MAX, dtype=out.dtype,
+                                   engine=nisa.gpsimd_engine)  # saturate, then cast to fp8                (GpSimd)
+            nl.store(out[p0:p0 + pn, :], value=q)
+        prev = (r0, n, xw, rstd)
     return out
     ### END SOLUTION
 
@@ -346,32 +365,44 @@ def rmsnorm_fp8_forward(x_q, x_scale, w, out_scale):
     ### BEGIN SOLUTION
     R, C = x_q.shape
     G = C // GROUP
+    T = (R + 127) // 128  # tiles of rows
     out = nl.ndarray((R, C), dtype=x_q.dtype, buffer=nl.shared_hbm)
-    w_b = nl.broadcast_to(nl.load(w.reshape((1, C)), dtype=nl.float32), (128, C))
-    inv_s = nl.reciprocal(nl.broadcast_to(nl.load(out_scale), (128, 1)))  # 1 / out_scale on every partition
-    for t in range((R + 127) // 128):
-        r0, n = t * 128, min(128, R - t * 128)
-        xq = nl.load(x_q[r0:r0 + n, :])
-        sc = nl.load(x_scale[r0:r0 + n, :])
-        x = nl.ndarray((n, G, GROUP), dtype=nl.float32, buffer=nl.sbuf)
-        # each scale times its 16 values: the [n, G, 1] scales read 16 times along the last axis (a stride-0 view)
-        nisa.tensor_tensor(dst=x, data1=xq.reshape((n, G, GROUP)), data2=sc.reshape((n, G, 1)).broadcast(2, GROUP),
-                           op=nl.multiply)
-        x = x.reshape((n, C))
-        ss = nl.ndarray((n, 1), dtype=nl.float32, buffer=nl.sbuf)
-        sq = nl.ndarray((n, C), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation_reduce(dst=sq, op=nl.square, data=x, reduce_op=nl.add, reduce_res=ss)  # sum of squares (Scalar)
-        xw = nl.ndarray((n, C), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.tensor_tensor(dst=xw, data1=x, data2=w_b[:n, :], op=nl.multiply, engine=nisa.engine.gpsimd)  # (GpSimd)
-        ms = nl.ndarray((n, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.tensor_scalar(dst=ms, data=ss, op0=nl.multiply, operand0=1.0 / C, op1=nl.add, operand1=1e-6)
-        rstd = nl.rsqrt(ms)
-        v = nl.ndarray((n, C), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation(dst=v, op=nl.copy, data=xw, scale=nl.multiply(rstd, inv_s[:n, :]))  # * rstd / s  (Scalar)
-        q = nl.ndarray((n, C), dtype=out.dtype, buffer=nl.sbuf)
-        nisa.tensor_scalar(dst=q, data=v, op0=nl.minimum, operand0=FP8_MAX, op1=nl.maximum, operand1=-FP8_MAX,
-                           engine=nisa.engine.gpsimd)  # saturate, then cast to fp8                        (GpSimd)
-        nl.store(out[r0:r0 + n, :], value=q)
+    inv_s = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=inv_s, data=nl.load(out_scale), op0=nl.power, operand0=-1.0, engine=nisa.engine.gpsimd)
+    w_s = nl.ndarray((1, C), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=w_s, data=nl.load(w.reshape((1, C)), dtype=nl.float32), op0=nl.multiply, operand0=inv_s,
+                       engine=nisa.engine.gpsimd)
+    ws = nl.broadcast_to(w_s, (128, C))  # w / s on every partition
+    prev = ()  # (r0, n, x * w / s, rstd) of the tile whose second half is still to be issued
+    for t in range(T + 1):  # tile t's first half, then tile t - 1's second half: no in-order engine waits
+        if t < T:
+            r0, n = t * 128, min(128, R - t * 128)
+            xq = nl.load(x_q[r0:r0 + n, :])
+            sc = nl.load(x_scale[r0:r0 + n, :])
+            x = nl.ndarray((n, G, GROUP), dtype=nl.float32, buffer=nl.sbuf)
+            # each scale times its 16 values: the [n, G, 1] scales read 16 times along the last axis (a stride-0 view)
+            nisa.tensor_tensor(dst=x, data1=xq.reshape((n, G, GROUP)), data2=sc.reshape((n, G, 1)).broadcast(2, GROUP),
+                               op=nl.multiply)
+            x = x.reshape((n, C))
+            ss = nl.ndarray((n, 1), dtype=nl.float32, buffer=nl.sbuf)
+            sq = nl.ndarray((n, C), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.activation_reduce(dst=sq, op=nl.square, data=x, reduce_op=nl.add, reduce_res=ss)  # (Scalar)
+            ms = nl.ndarray((n, 1), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.tensor_scalar(dst=ms, data=ss, op0=nl.multiply, operand0=1.0 / C, op1=nl.add, operand1=1e-6,
+                               engine=nisa.engine.scalar)
+            rstd = nl.ndarray((n, 1), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.activation(dst=rstd, op=nl.rsqrt, data=ms)  # one value per row                      (Scalar)
+            xw = nl.ndarray((n, C), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.tensor_tensor(dst=xw, data1=x, data2=ws[:n, :], op=nl.multiply, engine=nisa.engine.gpsimd)  # (GpSimd)
+        if t > 0:
+            p0, pn, pxw, prstd = prev
+            v = nl.ndarray((pn, C), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.activation(dst=v, op=nl.copy, data=pxw, scale=prstd)  # * rstd                         (Scalar)
+            q = nl.ndarray((pn, C), dtype=out.dtype, buffer=nl.sbuf)
+            nisa.tensor_scalar(dst=q, data=v, op0=nl.minimum, operand0=FP8_MAX, op1=nl.maximum, operand1=-FP8_MAX,
+                               engine=nisa.engine.gpsimd)  # saturate, then cast to fp8                  (GpSimd)
+            nl.store(out[p0:p0 + pn, :], value=q)
+        prev = (r0, n, xw, rstd)
     return out
     ### END SOLUTION
 

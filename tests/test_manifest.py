@@ -132,6 +132,9 @@ def test_the_class_grade_test_covers_every_stage():
 def test_every_relaxed_reference_is_timed_on_its_questions_speed_case():
     for q in QUESTIONS.values():
         refs = timed_references(q)
+        if not q.speed_points:  # graded on correctness only: nothing is timed
+            assert refs == [] and not q.relaxed
+            continue
         assert refs[0] is q
         if q.relaxed:
             rel = refs[1]
@@ -193,12 +196,57 @@ def test_facts_are_the_target_files_numbers():
 
 # --------------------------------------------------------------------------- speed at the graded shapes
 
-#: reference kernels below 80% of the bound at their graded shape, and why (the report says so too). Each is a
-#: deliberate first version whose speed point is measured against itself (stage 4's and stage 7's plain kernels,
-#: which their lessons then speed up), or limited by the engines' per-element work under the cost model (FP8:
-#: every value passes four engine instructions, and the three engines cannot all stay busy across the row-tile
-#: dependency chain). The test fails when one of them reaches the bound, so the list cannot go stale.
-BELOW_THE_BOUND = {"rmsnorm", "rmsnorm_linear", "rmsnorm_fp8_forward"}
+#: the questions graded on correctness only: a lesson's first version, whose prescribed instructions cannot come near
+#: the bound (stage 4's nl.* RMSNorm keeps the Vector engine busy for more than 1.25x the DMA bound; stage 7's loop
+#: nest transposes and reloads per output block), graded on correctness while the next question grades the speed-up
+CORRECTNESS_ONLY = {"rmsnorm", "rmsnorm_linear"}
+
+
+def test_the_correctness_only_first_versions_could_not_be_graded_at_80_percent():
+    """Why CORRECTNESS_ONLY exists, in the cost model's numbers: stage 4's prescribed nl.* steps keep the Vector
+    engine alone busy longer than the bound / 0.8 at the graded shape, and at stage 7 Q1's shape even the fast
+    kernel (Q2's reference, all three ideas) stays under 80% of the bound."""
+    import numpy as np
+
+    from nkilab.bounds import bound
+    from nkilab.modules import load_kernel
+    from nkisim import api
+
+    def estimate(q, solution_qid):
+        n = len(q.arg_names)
+        args = [np.zeros(sh, dtype=np.dtype(d)) for sh, d in zip(q.speed_case.shapes(n), q.speed_case.dtypes(n))]
+        ref = QUESTIONS[solution_qid]
+        return api.estimate(api.trace(load_kernel(ref.solution_path, ref.function), args, target="trn2"),
+                            target="trn2")
+
+    q4 = QUESTIONS["rmsnorm"]
+    assert estimate(q4, "rmsnorm").engine_busy_us["dve"] > bound(q4, "trn2").total_us / 0.8
+    q7 = QUESTIONS["rmsnorm_linear"]
+    assert bound(q7, "trn2").share(estimate(q7, "rmsnorm_linear_fast").total_us) < 0.8
+
+
+def test_the_fp8_bound_keeps_the_saturation_on_vector_and_gpsimd():
+    """The saturating cast is a min and a max, which trn2's Scalar engine cannot apply (its tensor_scalar takes
+    multiply and add only, and no activation function clamps), so the engines' bound spreads it over Vector and
+    GpSimd with the two-input passes: 2 x 2 + 1 cycles per element at their clocks, not over all three engines."""
+    from nkilab.bounds import bound
+    from nkisim import api
+
+    q = QUESTIONS["rmsnorm_fp8_forward"]
+    b = bound(q, "trn2")
+    p = api.target("trn2").params
+    per_partition = 2048 * 2048 / 128  # the graded shape, R = C = 2048, over 128 partitions
+    clk = p["clock_ghz"]
+    vector_gpsimd_us = (2 * 2 + 1) * per_partition / ((clk["dve"] + clk["pool"]) * 1e3)
+    every_us = (1 + 1 + 2 * 2) * per_partition / ((clk["act"] + clk["dve"] + clk["pool"]) * 1e3)
+    assert vector_gpsimd_us > every_us  # the Vector/GpSimd share sets it, not the three engines together
+    assert b.limit == "engines" and b.engines_us == pytest.approx(vector_gpsimd_us)
+    assert b.total_us == pytest.approx(float(p["kernel"]["fixed_us"]) + 2 * float(p["dma"]["fixed_latency_ns"]) / 1e3
+                                       + vector_gpsimd_us)
+    assert round(b.total_us, 1) == 90.0  # 11.5 + 2.6 + 75.9 us on trn2-0.7
+    # the mutant bound that let the Scalar engine saturate too was lower: max(two-input share, all three engines)
+    lax = max(2 * 2 * per_partition / ((clk["dve"] + clk["pool"]) * 1e3), every_us)
+    assert lax < b.engines_us
 
 
 @pytest.mark.slow
@@ -206,12 +254,13 @@ def test_reference_kernels_reach_80_percent_of_the_bound_at_their_graded_shapes(
     import sys
 
     sys.path.insert(0, str(REPO / "bench"))
-    from course_speed import TARGET_SHARE, row, table
+    from course_speed import TARGET_SHARE, row, speed_graded, table
 
-    rows = [row(q) for q in QUESTIONS.values()]
+    assert {qid for qid, q in QUESTIONS.items() if not speed_graded(q)} == CORRECTNESS_ONLY
+    assert all(timed_references(QUESTIONS[qid]) == [] for qid in CORRECTNESS_ONLY)  # no reference timed for them
+    rows = [row(q) for q in QUESTIONS.values() if speed_graded(q)]
     print(table(rows))
-    below = {r.qid for r in rows if r.share < TARGET_SHARE}
-    assert below == BELOW_THE_BOUND, table(rows)
+    assert [r.qid for r in rows if r.share < TARGET_SHARE] == [], table(rows)  # issue 21 scope 6: no exemption
     for r in rows:
         assert 0.0 < r.share <= 1.0, r  # no kernel beats the bound: the bound is a lower bound
         assert r.target == "trn2"

@@ -11,7 +11,8 @@ kernel's latency on the target, from the target file's peak rates (``nkisim.api.
 * **PE**: the computation's matmul flops at the Tensor Engine's peak for its input dtype;
 * **engines**: the elementwise passes the computation cannot do without, at the cost model's cycles per element (a
   one-input pass 1 cycle, a two-input pass 2) spread perfectly over the Scalar, Vector and GpSimd engines at their
-  clocks (a two-input pass on Vector and GpSimd only).
+  clocks; a two-input pass and a min/max pass (a saturation: the Scalar engine has no min or max on trn2) on Vector
+  and GpSimd only.
 
 bound = launch + 2 DMA latencies + max(DMA, PE, engines). ``bench/course_speed.py`` prints each reference's estimate against it.
 """
@@ -83,8 +84,8 @@ def bound(q: Question, target: str, case: Case | None = None) -> Bound:
     pe_tflops = float(p["peak"][pe_key]) * cores
     dma_gbps = float(p["peak"]["dma_gbps"]) * cores
     per_partition = w.elements / (128 * cores)
-    two = 2 * w.two_input_passes * per_partition / ((clocks["dve"] + clocks["pool"]) * 1e3)
-    every = (w.one_input_passes + 2 * w.two_input_passes) * per_partition / (
+    two = (2 * w.two_input_passes + w.minmax_passes) * per_partition / ((clocks["dve"] + clocks["pool"]) * 1e3)
+    every = (w.one_input_passes + w.minmax_passes + 2 * w.two_input_passes) * per_partition / (
         (clocks["act"] + clocks["dve"] + clocks["pool"]) * 1e3)
     return Bound(q.qid, target, float(p["kernel"]["fixed_us"]), 2 * float(p["dma"]["fixed_latency_ns"]) / 1e3,
                  w.hbm_bytes / (dma_gbps * 1e3),

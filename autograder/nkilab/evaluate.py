@@ -219,6 +219,7 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
     # a hidden case's runs (and their mirrors) are traced only after the public ones, and said nothing of
     hidden_runs = frozenset(i for i, (_, h) in enumerate(cases) if h) | \
         frozenset(len(data) + j for j, i in enumerate(mirrored) if cases[i][1])
+    speed = speed and q.speed_points > 0  # a question graded on correctness only has no timed run
     timed = len(runs) if speed else None
     if speed:  # the run whose latency counts, on inputs of this seed, its output checked like any case
         runs.append(case_data(q, q.speed_case, seed, TIMED_INDEX))

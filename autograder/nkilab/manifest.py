@@ -173,6 +173,8 @@ def _questions_with_points(stage: StageSpec) -> str:
 
 
 def _tiers(q: QuestionSpec, c: Course) -> str:
+    if not q.speed:
+        return "none: graded on correctness only (the next question grades its speed)"
     if q.relaxed:
         return (f"full ≤ {c.full_tier:g}× `{q.qid}`'s reference, half ≤ {c.full_tier:g}× `{q.relaxed}`'s "
                 "(the relaxed reference)")

@@ -79,6 +79,10 @@ class Work:
     elements: float = 0.0
     one_input_passes: float = 0.0
     two_input_passes: float = 0.0
+    #: one-input passes only the Vector and GpSimd engines can run: a min or max (a saturation). trn2's Scalar engine
+    #: applies activation functions, none of which clamps, and its tensor_scalar takes multiply and add only (AWS
+    #: nki.isa.tensor_scalar: "The Scalar Engine on trn2 only supports some operator combinations")
+    minmax_passes: float = 0.0
 
 
 def io_bytes(case: Case, n_args: int, out_shape: tuple[int, ...], out_dtype: str | None = None) -> float:
@@ -176,7 +180,10 @@ def relaxed_reference(q: Question) -> Question | None:
 
 
 def timed_references(q: Question) -> list[Question]:
-    """The reference kernels ``q``'s speed tiers are measured against: its own, and its relaxed one if it has one."""
+    """The reference kernels ``q``'s speed tiers are measured against: its own, and its relaxed one if it has one;
+    none for a question graded on correctness only (no speed points, no timed run)."""
+    if not q.speed_points:
+        return []
     relaxed = relaxed_reference(q)
     return [q] if relaxed is None else [q, relaxed]
 

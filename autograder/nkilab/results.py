@@ -255,7 +255,9 @@ class GradeRecord:
         n = len(self.cases)
         lines.append(f"  Correctness: {self.passed}/{n} cases -> {_g(self.correctness)}/{_g(self.correctness_max)} "
                      "points")
-        if self.correct:
+        if not self.speed_max:
+            pass  # graded on correctness only: no speed line
+        elif self.correct:
             lines += ["  " + line for line in self.speed_lines()]
             lines.append(f"  Speed: {_g(self.speed)}/{_g(self.speed_max)} points")
         else:
@@ -374,7 +376,7 @@ class GradeRecord:
                          "speed points")
         elif self.correct and t is not None and t.note:
             parts.append(t.note)
-        elif not self.correct and self.cases and self.problem is None:
+        elif not self.correct and self.cases and self.problem is None and self.speed_max:
             parts.append("no speed points until every case is right")
         return "; ".join(parts)
 

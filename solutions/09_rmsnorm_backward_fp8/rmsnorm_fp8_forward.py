@@ -13,20 +13,28 @@ def rmsnorm_fp8_forward(x_q, x_scale, w, out_scale):
     """rmsnorm(x_q * group scales) * w / out_scale, saturated, as float8_e4m3."""
     R, C = x_q.shape
     G = C // GROUP
+    T = (R + 127) // 128  # tiles of rows
     out = nl.ndarray((R, C), dtype=x_q.dtype, buffer=nl.shared_hbm)
-    w_b = nl.load(w.reshape((1, C)), dtype=nl.float32).broadcast_to((128, C))
-    inv_s = nl.reciprocal(nl.load(out_scale).broadcast_to((128, 1)))  # 1 / out_scale on every partition
-    for t in range((R + 127) // 128):
-        r0, n = t * 128, min(128, R - t * 128)
-        xq = nl.load(x_q[r0:r0 + n, :])
-        sc = nl.load(x_scale[r0:r0 + n, :])
-        x = nl.multiply(xq.reshape((n, G, GROUP)), sc.reshape((n, G, 1)), dtype=nl.float32).reshape((n, C))
-        ss = nl.ndarray((n, 1), dtype=nl.float32)
-        nisa.activation_reduce(op=nl.square, data=x, reduce_op=np.add, reduce_res=ss)  # sum of squares (Scalar)
-        xw = nisa.tensor_tensor(x, w_b[:n, :], op=np.multiply, engine=nisa.gpsimd_engine)  # x * w     (GpSimd)
-        rstd = nl.rsqrt(nisa.tensor_scalar(ss, np.multiply, 1.0 / C, op1=np.add, operand1=1e-6))
-        v = nisa.activation(op=nl.copy, data=xw, scale=nl.multiply(rstd, inv_s[:n, :]))  # * rstd / s  (Scalar)
-        q = nisa.tensor_scalar(v, np.minimum, FP8_MAX, op1=np.maximum, operand1=-FP8_MAX, dtype=out.dtype,
-                               engine=nisa.gpsimd_engine)  # saturate, then cast to fp8                (GpSimd)
-        nl.store(out[r0:r0 + n, :], value=q)
+    inv_s = nisa.tensor_scalar(nl.load(out_scale), np.power, -1.0, engine=nisa.gpsimd_engine)  # 1 / out_scale
+    w_row = nl.load(w.reshape((1, C)), dtype=nl.float32)
+    ws = nisa.tensor_scalar(w_row, np.multiply, inv_s, engine=nisa.gpsimd_engine).broadcast_to((128, C))  # w / s
+    prev = ()  # (r0, n, x * w / s, rstd) of the tile whose second half is still to be issued
+    for t in range(T + 1):  # tile t's first half, then tile t - 1's second half: no in-order engine waits
+        if t < T:
+            r0, n = t * 128, min(128, R - t * 128)
+            xq = nl.load(x_q[r0:r0 + n, :])
+            sc = nl.load(x_scale[r0:r0 + n, :])
+            x = nl.multiply(xq.reshape((n, G, GROUP)), sc.reshape((n, G, 1)), dtype=nl.float32).reshape((n, C))
+            ss = nl.ndarray((n, 1), dtype=nl.float32)
+            nisa.activation_reduce(op=nl.square, data=x, reduce_op=np.add, reduce_res=ss)  # sum of squares (Scalar)
+            ms = nisa.tensor_scalar(ss, np.multiply, 1.0 / C, op1=np.add, operand1=1e-6, engine=nisa.scalar_engine)
+            rstd = nisa.activation(op=nl.rsqrt, data=ms)  # one value per row                          (Scalar)
+            xw = nisa.tensor_tensor(x, ws[:n, :], op=np.multiply, engine=nisa.gpsimd_engine)  # x * w / s  (GpSimd)
+        if t > 0:
+            p0, pn, pxw, prstd = prev
+            v = nisa.activation(op=nl.copy, data=pxw, scale=prstd)  # * rstd                             (Scalar)
+            q = nisa.tensor_scalar(v, np.minimum, FP8_MAX, op1=np.maximum, operand1=-FP8_MAX, dtype=out.dtype,
+                                   engine=nisa.gpsimd_engine)  # saturate, then cast to fp8                (GpSimd)
+            nl.store(out[p0:p0 + pn, :], value=q)
+        prev = (r0, n, xw, rstd)
     return out

@@ -102,9 +102,11 @@ def _backward_work(c: Case) -> Work:
 
 def _fp8_work(c: Case) -> Work:
     """Dequantise (x_q times its group's scale) and weight (times w and the row's rstd / out_scale): two two-input
-    passes; the sum of squares and the saturating cast: two one-input passes."""
+    passes; the sum of squares: a one-input pass; the saturating cast: a min and a max, which only the Vector and
+    GpSimd engines can apply (a min/max pass: trn2's Scalar engine has neither)."""
     r, cc = c.shape
-    return Work(io_bytes(c, 4, (r, cc)), elements=float(r * cc), one_input_passes=2, two_input_passes=2)
+    return Work(io_bytes(c, 4, (r, cc)), elements=float(r * cc), one_input_passes=1, two_input_passes=2,
+                minmax_passes=1)
 
 
 QUESTIONS = [

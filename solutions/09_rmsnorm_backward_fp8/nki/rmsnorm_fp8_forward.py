@@ -12,30 +12,42 @@ def rmsnorm_fp8_forward(x_q, x_scale, w, out_scale):
     """rmsnorm(x_q * group scales) * w / out_scale, saturated, as float8_e4m3."""
     R, C = x_q.shape
     G = C // GROUP
+    T = (R + 127) // 128  # tiles of rows
     out = nl.ndarray((R, C), dtype=x_q.dtype, buffer=nl.shared_hbm)
-    w_b = nl.broadcast_to(nl.load(w.reshape((1, C)), dtype=nl.float32), (128, C))
-    inv_s = nl.reciprocal(nl.broadcast_to(nl.load(out_scale), (128, 1)))  # 1 / out_scale on every partition
-    for t in range((R + 127) // 128):
-        r0, n = t * 128, min(128, R - t * 128)
-        xq = nl.load(x_q[r0:r0 + n, :])
-        sc = nl.load(x_scale[r0:r0 + n, :])
-        x = nl.ndarray((n, G, GROUP), dtype=nl.float32, buffer=nl.sbuf)
-        # each scale times its 16 values: the [n, G, 1] scales read 16 times along the last axis (a stride-0 view)
-        nisa.tensor_tensor(dst=x, data1=xq.reshape((n, G, GROUP)), data2=sc.reshape((n, G, 1)).broadcast(2, GROUP),
-                           op=nl.multiply)
-        x = x.reshape((n, C))
-        ss = nl.ndarray((n, 1), dtype=nl.float32, buffer=nl.sbuf)
-        sq = nl.ndarray((n, C), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation_reduce(dst=sq, op=nl.square, data=x, reduce_op=nl.add, reduce_res=ss)  # sum of squares (Scalar)
-        xw = nl.ndarray((n, C), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.tensor_tensor(dst=xw, data1=x, data2=w_b[:n, :], op=nl.multiply, engine=nisa.engine.gpsimd)  # (GpSimd)
-        ms = nl.ndarray((n, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.tensor_scalar(dst=ms, data=ss, op0=nl.multiply, operand0=1.0 / C, op1=nl.add, operand1=1e-6)
-        rstd = nl.rsqrt(ms)
-        v = nl.ndarray((n, C), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation(dst=v, op=nl.copy, data=xw, scale=nl.multiply(rstd, inv_s[:n, :]))  # * rstd / s  (Scalar)
-        q = nl.ndarray((n, C), dtype=out.dtype, buffer=nl.sbuf)
-        nisa.tensor_scalar(dst=q, data=v, op0=nl.minimum, operand0=FP8_MAX, op1=nl.maximum, operand1=-FP8_MAX,
-                           engine=nisa.engine.gpsimd)  # saturate, then cast to fp8                        (GpSimd)
-        nl.store(out[r0:r0 + n, :], value=q)
+    inv_s = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=inv_s, data=nl.load(out_scale), op0=nl.power, operand0=-1.0, engine=nisa.engine.gpsimd)
+    w_s = nl.ndarray((1, C), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=w_s, data=nl.load(w.reshape((1, C)), dtype=nl.float32), op0=nl.multiply, operand0=inv_s,
+                       engine=nisa.engine.gpsimd)
+    ws = nl.broadcast_to(w_s, (128, C))  # w / s on every partition
+    prev = ()  # (r0, n, x * w / s, rstd) of the tile whose second half is still to be issued
+    for t in range(T + 1):  # tile t's first half, then tile t - 1's second half: no in-order engine waits
+        if t < T:
+            r0, n = t * 128, min(128, R - t * 128)
+            xq = nl.load(x_q[r0:r0 + n, :])
+            sc = nl.load(x_scale[r0:r0 + n, :])
+            x = nl.ndarray((n, G, GROUP), dtype=nl.float32, buffer=nl.sbuf)
+            # each scale times its 16 values: the [n, G, 1] scales read 16 times along the last axis (a stride-0 view)
+            nisa.tensor_tensor(dst=x, data1=xq.reshape((n, G, GROUP)), data2=sc.reshape((n, G, 1)).broadcast(2, GROUP),
+                               op=nl.multiply)
+            x = x.reshape((n, C))
+            ss = nl.ndarray((n, 1), dtype=nl.float32, buffer=nl.sbuf)
+            sq = nl.ndarray((n, C), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.activation_reduce(dst=sq, op=nl.square, data=x, reduce_op=nl.add, reduce_res=ss)  # (Scalar)
+            ms = nl.ndarray((n, 1), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.tensor_scalar(dst=ms, data=ss, op0=nl.multiply, operand0=1.0 / C, op1=nl.add, operand1=1e-6,
+                               engine=nisa.engine.scalar)
+            rstd = nl.ndarray((n, 1), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.activation(dst=rstd, op=nl.rsqrt, data=ms)  # one value per row                      (Scalar)
+            xw = nl.ndarray((n, C), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.tensor_tensor(dst=xw, data1=x, data2=ws[:n, :], op=nl.multiply, engine=nisa.engine.gpsimd)  # (GpSimd)
+        if t > 0:
+            p0, pn, pxw, prstd = prev
+            v = nl.ndarray((pn, C), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.activation(dst=v, op=nl.copy, data=pxw, scale=prstd)  # * rstd                         (Scalar)
+            q = nl.ndarray((pn, C), dtype=out.dtype, buffer=nl.sbuf)
+            nisa.tensor_scalar(dst=q, data=v, op0=nl.minimum, operand0=FP8_MAX, op1=nl.maximum, operand1=-FP8_MAX,
+                               engine=nisa.engine.gpsimd)  # saturate, then cast to fp8                  (GpSimd)
+            nl.store(out[p0:p0 + pn, :], value=q)
+        prev = (r0, n, xw, rstd)
     return out
