@@ -288,14 +288,15 @@ print("cast without saturation:", np.array([120.0, 250.0, 1000.0]).astype(FP8),
 #
 # **Keep three engines busy, tile after tile.** Every tile of rows takes five passes: the dequantising multiply
 # (Vector), the sum of squares (Scalar, `activation_reduce`), `x · w / out_scale` (GpSimd), `· rstd` (Scalar, a scale
-# per row) and the saturation (GpSimd or Vector: a min and a max, which trn2's Scalar engine cannot apply; its
-# `tensor_scalar` takes multiply and add only). Each engine runs its instructions in program order, so a loop body
-# that issues the five in turn leaves GpSimd, the busiest engine, idle between its two passes over a tile while the
-# Scalar engine scales it, and the Scalar engine's next sum of squares waits behind that scaling. Issue the first
-# half of tile `t` (load, dequantise, sum of squares, `rstd`, `x · w`) before the second half of tile `t - 1`
-# (scale, saturate, store): while the Scalar engine scales one tile, GpSimd already multiplies the next by `w`.
-# This is **software pipelining**: the loop runs one tile behind on the second half (`range(T + 1)`, the first
-# half skipped in the last step, the second in the first), and the estimate shows what it is worth.
+# per row) and the saturation (Vector: a min and a max; AWS documents trn2's Scalar engine `tensor_scalar` as
+# multiply and add only, and GpSimd's as `rsqrt` only, and the simulator refuses the others as the compiler does).
+# Each engine runs its instructions in program order, so a loop body that issues the five in turn makes every engine
+# wait for the one before: the Vector engine saturates tile `t` only after the Scalar engine has scaled it, and only
+# then dequantises tile `t + 1`. Issue, in each step of the loop, the first half of tile `t` (load, dequantise, sum
+# of squares, `rstd`, `x · w`), the scaling of tile `t - 1` and the saturation and store of tile `t - 2`: each of
+# those waits for work issued a step earlier, so no engine waits for another within a step. This is **software
+# pipelining**: the loop runs `T + 2` steps, each stage skipping the steps where its tile does not exist, and the
+# estimate shows what it is worth. The Vector engine stays the busiest (it dequantises and saturates).
 #
 # **The tolerance, from FP8's precision.** Compute in float32 and round once. Your result and the float64 reference
 # then differ only where the two values fall on opposite sides of a rounding boundary, and then by one unit in the
@@ -323,11 +324,11 @@ def rmsnorm_fp8_forward(x_q, x_scale, w, out_scale):
     G = C // GROUP
     T = (R + 127) // 128  # tiles of rows
     out = nl.ndarray((R, C), dtype=x_q.dtype, buffer=nl.shared_hbm)
-    inv_s = nisa.tensor_scalar(nl.load(out_scale), np.power, -1.0, engine=nisa.gpsimd_engine)  # 1 / out_scale
+    inv_s = nisa.tensor_scalar(nl.load(out_scale), np.power, -1.0)  # 1 / out_scale
     w_row = nl.load(w.reshape((1, C)), dtype=nl.float32)
-    ws = nisa.tensor_scalar(w_row, np.multiply, inv_s, engine=nisa.gpsimd_engine).broadcast_to((128, C))  # w / s
-    prev = ()  # (r0, n, x * w / s, rstd) of the tile whose second half is still to be issued
-    for t in range(T + 1):  # tile t's first half, then tile t - 1's second half: no in-order engine waits
+    ws = nisa.tensor_scalar(w_row, np.multiply, inv_s).broadcast_to((128, C))  # w / s
+    firsts, scaled = [], []  # tiles whose first half / whose scaling is issued, oldest first
+    for t in range(T + 2):  # tile t's first half, t - 1's scaling, t - 2's saturation: no in-order engine waits
         if t < T:
             r0, n = t * 128, min(128, R - t * 128)
             xq = nl.load(x_q[r0:r0 + n, :])
@@ -338,13 +339,15 @@ def rmsnorm_fp8_forward(x_q, x_scale, w, out_scale):
             ms = nisa.tensor_scalar(ss, np.multiply, 1.0 / C, op1=np.add, operand1=1e-6, engine=nisa.scalar_engine)
             rstd = nisa.activation(op=nl.rsqrt, data=ms)  # one value per row                          (Scalar)
             xw = nisa.tensor_tensor(x, ws[:n, :], op=np.multiply, engine=nisa.gpsimd_engine)  # x * w / s  (GpSimd)
-        if t > 0:
-            p0, pn, pxw, prstd = prev
-            v = nisa.activation(op=nl.copy, data=pxw, scale=prstd)  # * rstd                             (Scalar)
-            q = nisa.tensor_scalar(v, np.minimum, FP8_MAX, op1=np.maximum, operand1=-FP8_MAX, dtype=out.dtype,
-                                   engine=nisa.gpsimd_engine)  # saturate, then cast to fp8                (GpSimd)
+            firsts.append((r0, n, xw, rstd))
+        if 0 < t <= T:
+            p0, pn, pxw, prstd = firsts.pop(0)
+            scaled.append((p0, pn, nisa.activation(op=nl.copy, data=pxw, scale=prstd)))  # * rstd      (Scalar)
+        if t > 1:
+            p0, pn, v = scaled.pop(0)
+            q = nisa.tensor_scalar(v, np.minimum, FP8_MAX, op1=np.maximum, operand1=-FP8_MAX,
+                                   dtype=out.dtype)  # saturate, then cast to fp8                          (Vector)
             nl.store(out[p0:p0 + pn, :], value=q)
-        prev = (r0, n, xw, rstd)
     return out
     ### END SOLUTION
 
@@ -368,13 +371,12 @@ def rmsnorm_fp8_forward(x_q, x_scale, w, out_scale):
     T = (R + 127) // 128  # tiles of rows
     out = nl.ndarray((R, C), dtype=x_q.dtype, buffer=nl.shared_hbm)
     inv_s = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.tensor_scalar(dst=inv_s, data=nl.load(out_scale), op0=nl.power, operand0=-1.0, engine=nisa.engine.gpsimd)
+    nisa.tensor_scalar(dst=inv_s, data=nl.load(out_scale), op0=nl.power, operand0=-1.0)
     w_s = nl.ndarray((1, C), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.tensor_scalar(dst=w_s, data=nl.load(w.reshape((1, C)), dtype=nl.float32), op0=nl.multiply, operand0=inv_s,
-                       engine=nisa.engine.gpsimd)
+    nisa.tensor_scalar(dst=w_s, data=nl.load(w.reshape((1, C)), dtype=nl.float32), op0=nl.multiply, operand0=inv_s)
     ws = nl.broadcast_to(w_s, (128, C))  # w / s on every partition
-    prev = ()  # (r0, n, x * w / s, rstd) of the tile whose second half is still to be issued
-    for t in range(T + 1):  # tile t's first half, then tile t - 1's second half: no in-order engine waits
+    firsts, scaled = [], []  # tiles whose first half / whose scaling is issued, oldest first
+    for t in range(T + 2):  # tile t's first half, t - 1's scaling, t - 2's saturation: no in-order engine waits
         if t < T:
             r0, n = t * 128, min(128, R - t * 128)
             xq = nl.load(x_q[r0:r0 + n, :])
@@ -394,15 +396,18 @@ def rmsnorm_fp8_forward(x_q, x_scale, w, out_scale):
             nisa.activation(dst=rstd, op=nl.rsqrt, data=ms)  # one value per row                      (Scalar)
             xw = nl.ndarray((n, C), dtype=nl.float32, buffer=nl.sbuf)
             nisa.tensor_tensor(dst=xw, data1=x, data2=ws[:n, :], op=nl.multiply, engine=nisa.engine.gpsimd)  # (GpSimd)
-        if t > 0:
-            p0, pn, pxw, prstd = prev
+            firsts.append((r0, n, xw, rstd))
+        if 0 < t <= T:
+            p0, pn, pxw, prstd = firsts.pop(0)
             v = nl.ndarray((pn, C), dtype=nl.float32, buffer=nl.sbuf)
             nisa.activation(dst=v, op=nl.copy, data=pxw, scale=prstd)  # * rstd                         (Scalar)
+            scaled.append((p0, pn, v))
+        if t > 1:
+            p0, pn, v = scaled.pop(0)
             q = nl.ndarray((pn, C), dtype=out.dtype, buffer=nl.sbuf)
-            nisa.tensor_scalar(dst=q, data=v, op0=nl.minimum, operand0=FP8_MAX, op1=nl.maximum, operand1=-FP8_MAX,
-                               engine=nisa.engine.gpsimd)  # saturate, then cast to fp8                  (GpSimd)
+            nisa.tensor_scalar(dst=q, data=v, op0=nl.minimum, operand0=FP8_MAX, op1=nl.maximum,
+                               operand1=-FP8_MAX)  # saturate, then cast to fp8                          (Vector)
             nl.store(out[p0:p0 + pn, :], value=q)
-        prev = (r0, n, xw, rstd)
     return out
     ### END SOLUTION
 

@@ -147,16 +147,15 @@ MUTANTS = {
     # every tile treated as full: the last, ragged tile reads rows past R
     "ragged_last_tile_as_full": _bw(("r0, n = t * 128, min(128, R - t * 128)", "r0, n = t * 128, 128")),
     # no saturation: values past 240 become inf
-    "fp8_no_saturation": _fp8(("q = nisa.tensor_scalar(v, np.minimum, FP8_MAX, op1=np.maximum, operand1=-FP8_MAX, "
-                               "dtype=out.dtype,\n                                   engine=nisa.gpsimd_engine)",
+    "fp8_no_saturation": _fp8(("q = nisa.tensor_scalar(v, np.minimum, FP8_MAX, op1=np.maximum, operand1=-FP8_MAX,\n"
+                               "                                   dtype=out.dtype)",
                                "q = nl.copy(v, dtype=out.dtype)")),
     # each scale applied to a column stripe (every G-th value) instead of its 16 neighbours
     "fp8_group_scales_transposed": _fp8((
         "nl.multiply(xq.reshape((n, G, GROUP)), sc.reshape((n, G, 1)), dtype=nl.float32).reshape((n, C))",
         "nl.multiply(xq.reshape((n, GROUP, G)), sc.reshape((n, 1, G)), dtype=nl.float32).reshape((n, C))")),
     # the output scale multiplied instead of divided
-    "fp8_out_scale_inverted": _fp8(("nisa.tensor_scalar(nl.load(out_scale), np.power, -1.0, engine=nisa.gpsimd_engine)",
-                                    "nl.load(out_scale)")),
+    "fp8_out_scale_inverted": _fp8(("nisa.tensor_scalar(nl.load(out_scale), np.power, -1.0)", "nl.load(out_scale)")),
     # rstd of the quantised values: the group scales left out of the statistic
     "fp8_rstd_of_the_raw_fp8_values": _fp8((
         "nisa.activation_reduce(op=nl.square, data=x, reduce_op=np.add, reduce_res=ss)",
@@ -166,8 +165,8 @@ MUTANTS = {
     "fp8_without_the_weight": _fp8(("ws = nisa.tensor_scalar(w_row,",
                                     "ws = nisa.tensor_scalar(nl.ones((1, C), dtype=nl.float32),")),
     # the software pipeline mixes tiles up: tile t - 1's values scaled by tile t's rstd (right only for one tile)
-    "fp8_pipeline_mixes_up_tiles": _fp8(("v = nisa.activation(op=nl.copy, data=pxw, scale=prstd)",
-                                         "v = nisa.activation(op=nl.copy, data=pxw, scale=rstd)")),
+    "fp8_pipeline_mixes_up_tiles": _fp8(("nisa.activation(op=nl.copy, data=pxw, scale=prstd)",
+                                         "nisa.activation(op=nl.copy, data=pxw, scale=rstd)")),
 }
 
 test_mutants_lose_correctness_points = inprocess_mutant_test(MUTANTS, seed=23, header=HEADER)
@@ -211,11 +210,12 @@ def test_the_straightforward_backward_is_correct_and_loses_to_engine_balance(tmp
 
 def test_the_fp8_kernel_without_its_software_pipeline_is_correct_and_slower(tmp_path):
     """The lesson's point about in-order engines: the reference's five passes issued tile by tile, each tile's
-    second half right after its first, are as correct and about 1.3x slower (estimates), past the full speed tier."""
+    scaling and saturation right after its first half, are as correct and about 1.5x slower (estimates), past the
+    full speed tier."""
     body = solution_variant(STAGE, "rmsnorm_fp8_forward",
-                            ("for t in range(T + 1):", "for t in range(T):"),
-                            ("        if t > 0:\n", "        if t >= 0:\n"),
-                            ("p0, pn, pxw, prstd = prev", "p0, pn, pxw, prstd = r0, n, xw, rstd"))
+                            ("for t in range(T + 2):", "for t in range(T):"),
+                            ("        if 0 < t <= T:\n", "        if True:\n"),
+                            ("        if t > 1:\n", "        if True:\n"))
     r = grade_in_process("rmsnorm_fp8_forward", write(tmp_path, "in_order.py", body, HEADER), seed=3)
     assert r.correctness == QUESTIONS["rmsnorm_fp8_forward"].correctness_points
     assert 1.2 < r.evaluation.ratio < 2.0, r.evaluation.ratio

@@ -28,7 +28,7 @@ from nkisim.cost.instructions import (
     TENSOR_SCALAR,
     TENSOR_TENSOR,
 )
-from nkisim.ops import memory
+from nkisim.ops import engines, memory
 from nkisim.ops import reduce as red
 from nkisim.ops.base import check_partitions, emit, f32, mask_array, new_tile, operand, operands, write_dst
 from nkisim.ops.elementwise import values
@@ -209,6 +209,7 @@ def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False, op
         vals = x
     reads = [a] + [as_access(v) for v in (operand0, operand1) if is_tile(v)]
     eng = {2: "act", 3: "pool", 5: "dve"}.get(int(engine or 0), "dve")
+    engines.tensor_scalar_supports(ctx, eng, n0, n1)
     if dst is not None:
         out = write_dst(ctx, "tensor_scalar", dst, a.shape, vals, valid)
         emit(ctx, TENSOR_SCALAR, eng, reads=reads, writes=[out], extra={"alu": (n0, n1)})

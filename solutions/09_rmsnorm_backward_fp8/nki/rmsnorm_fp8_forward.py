@@ -15,13 +15,12 @@ def rmsnorm_fp8_forward(x_q, x_scale, w, out_scale):
     T = (R + 127) // 128  # tiles of rows
     out = nl.ndarray((R, C), dtype=x_q.dtype, buffer=nl.shared_hbm)
     inv_s = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.tensor_scalar(dst=inv_s, data=nl.load(out_scale), op0=nl.power, operand0=-1.0, engine=nisa.engine.gpsimd)
+    nisa.tensor_scalar(dst=inv_s, data=nl.load(out_scale), op0=nl.power, operand0=-1.0)
     w_s = nl.ndarray((1, C), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.tensor_scalar(dst=w_s, data=nl.load(w.reshape((1, C)), dtype=nl.float32), op0=nl.multiply, operand0=inv_s,
-                       engine=nisa.engine.gpsimd)
+    nisa.tensor_scalar(dst=w_s, data=nl.load(w.reshape((1, C)), dtype=nl.float32), op0=nl.multiply, operand0=inv_s)
     ws = nl.broadcast_to(w_s, (128, C))  # w / s on every partition
-    prev = ()  # (r0, n, x * w / s, rstd) of the tile whose second half is still to be issued
-    for t in range(T + 1):  # tile t's first half, then tile t - 1's second half: no in-order engine waits
+    firsts, scaled = [], []  # tiles whose first half / whose scaling is issued, oldest first
+    for t in range(T + 2):  # tile t's first half, t - 1's scaling, t - 2's saturation: no in-order engine waits
         if t < T:
             r0, n = t * 128, min(128, R - t * 128)
             xq = nl.load(x_q[r0:r0 + n, :])
@@ -41,13 +40,16 @@ def rmsnorm_fp8_forward(x_q, x_scale, w, out_scale):
             nisa.activation(dst=rstd, op=nl.rsqrt, data=ms)  # one value per row                      (Scalar)
             xw = nl.ndarray((n, C), dtype=nl.float32, buffer=nl.sbuf)
             nisa.tensor_tensor(dst=xw, data1=x, data2=ws[:n, :], op=nl.multiply, engine=nisa.engine.gpsimd)  # (GpSimd)
-        if t > 0:
-            p0, pn, pxw, prstd = prev
+            firsts.append((r0, n, xw, rstd))
+        if 0 < t <= T:
+            p0, pn, pxw, prstd = firsts.pop(0)
             v = nl.ndarray((pn, C), dtype=nl.float32, buffer=nl.sbuf)
             nisa.activation(dst=v, op=nl.copy, data=pxw, scale=prstd)  # * rstd                         (Scalar)
+            scaled.append((p0, pn, v))
+        if t > 1:
+            p0, pn, v = scaled.pop(0)
             q = nl.ndarray((pn, C), dtype=out.dtype, buffer=nl.sbuf)
-            nisa.tensor_scalar(dst=q, data=v, op0=nl.minimum, operand0=FP8_MAX, op1=nl.maximum, operand1=-FP8_MAX,
-                               engine=nisa.engine.gpsimd)  # saturate, then cast to fp8                  (GpSimd)
+            nisa.tensor_scalar(dst=q, data=v, op0=nl.minimum, operand0=FP8_MAX, op1=nl.maximum,
+                               operand1=-FP8_MAX)  # saturate, then cast to fp8                          (Vector)
             nl.store(out[p0:p0 + pn, :], value=q)
-        prev = (r0, n, xw, rstd)
     return out
