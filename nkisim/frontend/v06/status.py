@@ -27,11 +27,15 @@ PARTIAL = {
     "nki.language.gather_flattened": "axis=0 only",
     "nki.language.rsqrt": "priced on ScalarE (0.5+ runs it on GpSimd); PSUM input refused as in 0.5+",
     "nki.language.no_reorder": "a chain of edges the cost model waits on; instructions are never reordered",
-    "nki.language.NkiTensor.ap": "vector_offset and a tile as scalar_offset are refused (a register works)",
+    "nki.language.NkiTensor.ap": "a tile as scalar_offset is refused (a register works); vector_offset: as "
+                                 "vector_select",
+    "nki.language.NkiTensor.vector_select": "a view starting past row 0, free positions leaving the selected row "
+                                            "and a view with no free dimension are refused",
     "nki.language.NkiTensor.select": "a tile index is refused (an int or a register works)",
     "nki.isa.tensor_scalar_reduce": "reduce_cmd other than reset_reduce, reduce_res=None, reduce_init and "
                                     "reduce_res_negate are refused",
-    "nki.isa.dma_copy": "priority= needs NeuronCore-v4; indirect (vector_offset) views are refused",
+    "nki.isa.dma_copy": "priority= needs NeuronCore-v4; an indirect (vector_offset) view with dge_mode=hwdge is "
+                        "not refused (AWS: swdge only)",
     "nki.isa.core_barrier": "orders the barrier tensor's accesses; no cross-core edge in the cost model",
     "nki.isa.NkiInstruction": "depends_on edges are modelled; one on an instruction issued later is refused "
                               "(the simulator issues in program order)",

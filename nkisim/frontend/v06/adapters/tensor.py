@@ -21,6 +21,7 @@ from nkisim.core.errors import nki_error
 from nkisim.core.grids import DynSlice
 from nkisim.core.indexing import Affine
 from nkisim.core.tensor import Tensor
+from nkisim.frontend.v06.adapters import indirect
 from nkisim.frontend.v06.adapters.errors import error
 from nkisim.frontend.v06.adapters.layout import Pattern, contiguous, lower, restride
 
@@ -41,7 +42,7 @@ class NkiTensor:
     Shape, strides and offset are in elements of ``dtype``; every view method returns a new ``NkiTensor`` over
     the same storage.  On-chip tensors keep their partition dimension first."""
 
-    __slots__ = ("_base", "_offset", "_pattern", "_dyn", "_lowered", "__weakref__")
+    __slots__ = ("_base", "_offset", "_pattern", "_dyn", "_ind", "_lowered", "__weakref__")
     #: error messages name a tensor by the kernel's variable holding a view of it (``core.location.user_variable``)
     __nki_view__ = True
 
@@ -50,14 +51,17 @@ class NkiTensor:
                         "storage on the simulator")
 
     @classmethod
-    def over(cls, base: Tensor, offset: int = 0, pattern: Pattern | None = None, dyn: tuple = ()) -> NkiTensor:
+    def over(cls, base: Tensor, offset: int = 0, pattern: Pattern | None = None, dyn: tuple = (),
+             ind: indirect.Indirect | None = None) -> NkiTensor:
         """A view of ``base``'s storage (the whole tensor when no pattern is given).  ``dyn``: (loop index, stride)
-        terms added to the offset, from a dynamic loop's register (``.ap(scalar_offset=i)``, ``.select(d, i)``)."""
+        terms added to the offset, from a dynamic loop's register (``.ap(scalar_offset=i)``, ``.select(d, i)``);
+        ``ind``: the per-partition index of dimension 0 (``vector_select``, ``.ap(vector_offset=)``)."""
         t = object.__new__(cls)
         t._base = base
         t._offset = int(offset)
         t._pattern = contiguous(base.shape) if pattern is None else tuple((int(s), int(c)) for s, c in pattern)
         t._dyn = dyn
+        t._ind = ind
         t._lowered = None
         return t
 
@@ -128,7 +132,7 @@ class NkiTensor:
         return [[s, c] for s, c in self._pattern]
 
     def is_indirect(self) -> bool:
-        return bool(self._dyn)
+        return bool(self._dyn) or self._ind is not None
 
     # --- indexing -------------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> NkiTensor:
@@ -137,6 +141,9 @@ class NkiTensor:
         if any(k is Ellipsis for k in key):
             i = next(j for j, k in enumerate(key) if k is Ellipsis)
             key = key[:i] + (slice(None),) * (self.ndim - len(key) + 1) + key[i + 1:]
+        if self._ind is not None and key and not (isinstance(key[0], slice) and key[0] == slice(None)):
+            raise _view_error(f"dimension 0 of '{self.name}' is selected indirectly (vector_select / vector_offset): "
+                              f"it cannot be further sliced or selected")
         if len(key) > self.ndim:
             raise IndexError(f"too many indices for tensor '{self.name}' of shape {list(self.shape)}: {len(key)}")
         offset = self._offset
@@ -168,7 +175,7 @@ class NkiTensor:
         while sum(1 for d in kept if d is not None) < floor and dropped:
             axis, s = dropped.pop()  # the last integer-indexed dimension stays, with size 1
             kept[axis] = (s, 1)
-        return NkiTensor.over(self._base, offset, tuple(d for d in kept if d is not None), self._dyn)
+        return NkiTensor.over(self._base, offset, tuple(d for d in kept if d is not None), self._dyn, self._ind)
 
     def _slice_bounds(self, axis: int, size: int, k: slice) -> tuple[int, int, int]:
         step = 1 if k.step is None else _as_int(k.step, "slice step")
@@ -202,8 +209,11 @@ class NkiTensor:
         return d
 
     def _with(self, pattern: Pattern, offset: int | None = None, dyn: tuple | None = None) -> NkiTensor:
+        if self._ind is not None and (not pattern or pattern[0] != self._pattern[0]):
+            raise _view_error(f"dimension 0 of '{self.name}' is selected indirectly (vector_select / vector_offset): "
+                              f"a view cannot move, reshape or remove it")
         return NkiTensor.over(self._base, self._offset if offset is None else offset, pattern,
-                              self._dyn if dyn is None else dyn)
+                              self._dyn if dyn is None else dyn, self._ind)
 
 
 
@@ -320,12 +330,16 @@ class NkiTensor:
 
     def select(self, dim: Any, index: Any) -> NkiTensor:
         d = self._dim(dim, "select")
+        if d == 0 and self._ind is not None:
+            raise _view_error(f"select: dimension 0 of '{self.name}' is selected indirectly (vector_select / "
+                              f"vector_offset): it cannot be further selected")
         if not isinstance(index, (int, np.integer)) or isinstance(index, (bool, np.bool_)):
             if getattr(type(index), "__name__", "") != "VirtualRegister":
                 raise NotImplementedError("select with an index read from a tile is not supported by the simulator "
                                           "yet; use an integer or a register (nisa.register_load the tile first)")
-            if self._dyn:
-                raise _view_error(f"select: '{self.name}' already has a dynamic offset (one per view)")
+            if self.is_indirect():
+                raise _view_error(f"select: '{self.name}' already has a dynamic offset (one dynamic select per "
+                                  f"tensor)")
             offset, dyn = _plus(self._offset, self._dyn, index, self._pattern[d][0])
             return self._with(self._pattern[:d] + self._pattern[d + 1:], offset, dyn)
         c = self._pattern[d][1]
@@ -337,18 +351,23 @@ class NkiTensor:
         return self._with(self._pattern[:d] + self._pattern[d + 1:], self._offset + i * self._pattern[d][0])
 
     def vector_select(self, dim: Any, vector_offset: Any) -> NkiTensor:
-        raise NotImplementedError("vector_select (per-partition indirect addressing) is not supported by the "
-                                  "simulator yet")
-
-    vector_select.__nki06_refused__ = "per-partition indirect DMA addressing"  # type: ignore[attr-defined]
+        """Partition p reads row ``vector_offset[p]`` of dimension 0 (an HBM gather/scatter view for DMA)."""
+        if _as_int(dim, "dim") != 0:
+            raise _view_error(f"vector_select: dim must be 0, got {dim}")
+        indirect.check_index("vector_select", self.name, self.on_chip, self.is_indirect(), vector_offset)
+        pattern = ((self._pattern[0][0], vector_offset.shape[0]),) + self._pattern[1:]
+        return NkiTensor.over(self._base, self._offset, pattern, (),
+                              indirect.Indirect(vector_offset, self._pattern[0][0]))
 
     def ap(self, pattern: Any, offset: Any = None, scalar_offset: Any = None, vector_offset: Any = None,
            indirect_dim: Any = 0, dtype: Any = None) -> NkiTensor:
         """A view by explicit ``[[stride, count], ...]`` pairs over the raw storage (its shape, strides and
         offset of this view are disregarded, except the offset when ``offset`` is None)."""
-        if vector_offset is not None:
-            raise NotImplementedError(".ap() with vector_offset (per-partition indirect DMA) is not supported by the "
-                                      "simulator yet")
+        if vector_offset is not None and scalar_offset is not None:
+            raise _view_error(".ap(): scalar_offset and vector_offset cannot be combined (one dynamic offset per "
+                              "view)")
+        if vector_offset is not None and _as_int(indirect_dim, "indirect_dim") != 0:
+            raise _view_error(f".ap(): vector_offset needs indirect_dim=0, got indirect_dim={indirect_dim}")
         if scalar_offset is not None and getattr(type(scalar_offset), "__name__", "") != "VirtualRegister":
             raise NotImplementedError(".ap(scalar_offset=) with a tile is not supported by the simulator yet: load "
                                       "it into a register (nisa.register_load) and pass the register")
@@ -367,6 +386,14 @@ class NkiTensor:
                 raise _view_error(f".ap(): the first pair of a pattern over on-chip tensor '{self.name}' is its "
                                   f"partition dimension, whose stride must be the storage's free size {row}, got "
                                   f"{pairs[0][0]}")
+        if vector_offset is not None:
+            indirect.check_index(".ap(vector_offset=)", self.name, base.buffer.family != "hbm", False, vector_offset)
+            if not pairs or pairs[0][1] != vector_offset.shape[0]:
+                raise _view_error(f".ap(): the first pair of the pattern {[list(p) for p in pairs]} must count the "
+                                  f"{vector_offset.shape[0]} partitions of vector_offset '{vector_offset.name}'")
+            row = math.prod(base.shape[1:])  # the base's row stride: the pattern's leading stride is ignored
+            return NkiTensor.over(base, start, ((row, pairs[0][1]),) + pairs[1:], (),
+                                  indirect.Indirect(vector_offset, row))
         dyn: tuple = ()
         if scalar_offset is not None:
             d = _as_int(indirect_dim, "indirect_dim")
@@ -384,6 +411,8 @@ class NkiTensor:
 
         if not self._pattern or self._pattern[-1][0] != 1:
             raise _view_error(f"view: the last dimension of '{self.name}' must be contiguous (stride 1)")
+        if self.is_indirect():
+            raise _view_error(f"view: '{self.name}' has a dynamic or indirect offset; reinterpret the tensor first")
         base, start = binding.reinterpret(self._base, self._offset, dtype)
         ratio_num, ratio_den = self._base.itemsize, base.itemsize  # old elements -> new elements
         pattern = []
@@ -421,6 +450,8 @@ class NkiTensor:
     def lower(self) -> Tensor | Access:
         """What the ops take for this view: the base itself when the view is all of it, else an ``Access``."""
         low = self._lowered
+        if self._ind is not None:  # a fresh access each time: it reads the index tile's values when it runs
+            return indirect.lower(self._base, self._offset, self._pattern, self._ind)
         if low is None:
             low = self._lowered = lower(self._base, self._offset, self._pattern, self._dyn)
         return low

@@ -1,0 +1,101 @@
+"""NKI 0.6's per-partition indirect DMA views (``t.vector_select(0, idx)``, ``t.ap(..., vector_offset=idx)``) as the
+legacy front end's indirect access.
+
+Partition ``p`` of such a view reads row ``idx[p]`` of an HBM tensor: element ``v[p, j...]`` is
+``flat[offset + idx[p] * row + sum(j_k * s_k)]``.  That is exactly the legacy ``data[idx[i_p, 0], i_f]``: an
+``Access`` whose first component is ``('ind', idx[i_p, 0])`` over the storage seen as ``(rows, row)``, and whose free
+positions are an arange grid inside one row.  So a 0.6 gather or scatter builds that same ``Access``: the same
+checks (``err_indirect_indices_*``), the same program component, the same executor (out-of-range indices,
+``oob_mode=skip``) and the same DMA cost; there is no second implementation of indirect addressing.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from nkisim.core import dtypes as dt
+from nkisim.core.access import Access
+from nkisim.core.indexing import Affine
+from nkisim.core.tensor import Tensor
+from nkisim.frontend.v06.adapters.errors import error
+
+
+class Indirect:
+    """The index of an indirect view: its SBUF index tile (a (P, 1) view) and the row stride, in elements of the
+    view's storage, that each index is multiplied by."""
+
+    __slots__ = ("index", "row")
+
+    def __init__(self, index: Any, row: int) -> None:
+        self.index = index
+        self.row = int(row)
+
+
+def _invalid(message: str) -> Exception:
+    return error("err_invalid_view", message)
+
+
+def check_index(what: str, name: str, on_chip: bool, dynamic: bool, offsets: Any) -> None:
+    """The preconditions AWS states for a per-partition index (``vector_select``, ``.ap(vector_offset=)``)."""
+    if on_chip:
+        raise _invalid(f"{what}: '{name}' is on chip; per-partition indirect addressing reads HBM tensors only "
+                       f"(through DMA)")
+    if dynamic:
+        raise _invalid(f"{what}: '{name}' already has a dynamic offset (a dynamic select, scalar_offset or "
+                       f"vector_select): only one dynamic select per tensor")
+    if not getattr(offsets, "__nki_view__", False):
+        raise _invalid(f"{what}: the offsets must be an SBUF tensor of shape (P, 1), got "
+                       f"{type(offsets).__name__}")
+    if offsets.buffer.family != "sbuf" or offsets.ndim != 2 or offsets.shape[1] != 1:
+        raise _invalid(f"{what}: the offsets '{offsets.name}' must be an SBUF tensor of shape (P, 1), got shape "
+                       f"{list(offsets.shape)} in {offsets.buffer.family.upper()}")
+    if dt.is_float(offsets.dtype) or not dt.is_int(offsets.dtype):
+        raise _invalid(f"{what}: the offsets '{offsets.name}' must hold integers, got {dt.name(offsets.dtype)}")
+    if offsets.is_indirect():
+        raise _invalid(f"{what}: the offsets '{offsets.name}' are themselves an indirect view")
+
+
+def _index_access(index: Any, nfree: int) -> Access:
+    """``idx[i_p, 0]`` of the legacy spelling (``i_p`` of shape ``(P, 1, ..., 1)``, one 1 per free dimension of the
+    view), for a (P, 1) view of an SBUF tile (any column of it)."""
+    base: Tensor = index.view_base()
+    coords = [int(c) for c in np.unravel_index(index.offset, base.shape)]
+    p = index.shape[0]
+    if p > 1 and index.strides[0] != math.prod(base.shape[1:]):
+        raise _invalid(f"the offsets '{index.name}' must step one partition per index")
+    grid = np.arange(coords[0], coords[0] + p, dtype=np.int64).reshape((p,) + (1,) * nfree)
+    return Access(base, (Affine(0, None, grid),) + tuple(coords[1:]))
+
+
+def lower(base: Tensor, offset: int, pattern: tuple[tuple[int, int], ...], ind: Indirect) -> Access:
+    """The legacy access ``storage[idx[i_p, 0], i_f]`` that addresses the indirect view.
+
+    The storage is seen as ``(rows, row)``; the view's free positions must stay inside one row (the row the index
+    picks), as a legacy gather's free index does."""
+    row = ind.row
+    size = math.prod(base.shape)
+    free = pattern[1:]
+    if not free:
+        raise NotImplementedError(f"a 1-D indirect view of '{base.root.name}' is not supported by the simulator; "
+                                  f"give it a free dimension (a pattern [[row, P], [1, n]])")
+    if row <= 0 or size % row:
+        raise NotImplementedError(f"an indirect view of '{base.root.name}' whose row stride {row} does not divide its "
+                                  f"{size} elements is not supported by the simulator")
+    if offset >= row:
+        raise NotImplementedError(f"an indirect view of '{base.root.name}' starting past its first row (offset "
+                                  f"{offset}, rows of {row} elements) is not supported by the simulator; index the "
+                                  f"whole tensor and add the row to the offsets")
+    counts = tuple(c for _, c in free)
+    pos = np.full((1,) + counts, offset, dtype=np.int64)
+    for k, (s, c) in enumerate(free):
+        pos += (np.arange(c, dtype=np.int64) * s).reshape([1] + [c if j == k else 1 for j in range(len(counts))])
+    if pos.size and (pos.min() < 0 or pos.max() >= row):
+        raise NotImplementedError(f"the free pattern {[list(p) for p in free]} at offset {offset} of an indirect view "
+                                  f"of '{base.root.name}' leaves the row of {row} elements each index selects: not "
+                                  f"supported by the simulator (a legacy gather's free index stays inside the row)")
+    storage = base if base.ndim == 2 and base.shape[1] == row else base.reshape((size // row, row))
+    return Access(storage, (_index_access(ind.index, len(free)), Affine(0, None, pos)))
+

@@ -1,0 +1,374 @@
+"""NKI 0.6 per-partition indirect DMA (issue 20 scope 2: ``.ap()`` vector offsets and indirect dims).
+
+``hbm.vector_select(0, idx)`` and ``hbm.ap(pattern, vector_offset=idx, indirect_dim=0)`` are views whose partition p
+reads (or writes) row ``idx[p]``.  They are the legacy front end's indirect access ``data[idx[i_p, 0], i_f]``, not a
+second implementation: here a gather and a scatter match NumPy, the 0.6 gather issues the same program access, the
+same instructions and the same estimate as its legacy spelling, the program's JSON round trip reads the index tile
+when it runs (other indices, other rows), an index out of range is the legacy error (or skipped with
+``oob_mode=skip``), every documented precondition is refused at the kernel's own line, and a kernel whose indices are
+off by one fails the comparison.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import os
+
+import numpy as np
+import pytest
+
+import nkisim
+from nkisim import api
+
+nkisim.install()
+
+import neuronxcc.nki as lnki  # noqa: E402
+import neuronxcc.nki.language as lnl  # noqa: E402
+import nki  # noqa: E402
+import nki.isa as nisa  # noqa: E402
+import nki.language as nl  # noqa: E402
+
+HERE = os.path.abspath(__file__)
+RNG = np.random.default_rng(2611)
+DATA = RNG.standard_normal((64, 32)).astype(np.float32)
+#: ragged, repeated and out of order: 128 partitions reading 64 rows, row 5 three times, the last row, row 0
+IDX = np.concatenate([[5, 5, 63, 0, 5], RNG.integers(0, 64, 123)]).astype(np.int32).reshape(128, 1)
+
+
+# --- kernels -----------------------------------------------------------------------------------------------
+@nki.jit
+def gather_select(data, indices):
+    """AWS's gather, spelled with ``vector_select`` and ``nisa.dma_copy``."""
+    P, F = indices.shape[0], data.shape[1]
+    out = nl.ndarray((P, F), dtype=data.dtype, buffer=nl.shared_hbm)
+    idx = nl.ndarray((P, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=indices)
+    rows = nl.ndarray((P, F), dtype=data.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=rows, src=data.vector_select(0, idx))
+    nisa.dma_copy(dst=out, src=rows)
+    return out
+
+
+@nki.jit
+def gather_load(data, indices):
+    """The same gather through ``nl.load`` / ``nl.store`` (the twin of ``gather_legacy``)."""
+    P, F = indices.shape[0], data.shape[1]
+    out = nl.ndarray((P, F), dtype=data.dtype, buffer=nl.shared_hbm)
+    idx = nl.load(indices)
+    rows = nl.load(data.vector_select(0, idx))
+    nl.store(out, rows)
+    return out
+
+
+@lnki.jit
+def gather_legacy(data, indices):
+    P, F = indices.shape[0], data.shape[1]
+    out = lnl.ndarray((P, F), dtype=data.dtype, buffer=lnl.shared_hbm)
+    idx = lnl.load(indices)
+    i_p, i_f = lnl.arange(P)[:, None], lnl.arange(F)[None, :]
+    rows = lnl.load(data[idx[i_p, 0], i_f])
+    lnl.store(out, rows)
+    return out
+
+
+@nki.jit
+def gather_mutant(data, indices):
+    """The gather with every index one too large: it must fail the NumPy comparison."""
+    P, F = indices.shape[0], data.shape[1]
+    out = nl.ndarray((P, F), dtype=data.dtype, buffer=nl.shared_hbm)
+    idx = nl.ndarray((P, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=indices)
+    nisa.tensor_scalar(dst=idx, data=idx, op0=nl.add, operand0=1)
+    rows = nl.ndarray((P, F), dtype=data.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=rows, src=data.vector_select(0, idx))
+    nisa.dma_copy(dst=out, src=rows)
+    return out
+
+
+@nki.jit
+def scatter(src_data, indices, output):
+    """AWS's scatter: partition p of ``src_data`` goes to row ``indices[p]`` of ``output`` (written in place)."""
+    P, F = src_data.shape
+    src = nl.ndarray((P, F), dtype=src_data.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=src, src=src_data)
+    idx = nl.ndarray((P, 1), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=indices)
+    nisa.dma_copy(dst=output.ap(pattern=[[F, P], [1, F]], vector_offset=idx, indirect_dim=0), src=src)
+    return output
+
+
+@nki.jit
+def scatter_store(src_data, indices, output):
+    """The same scatter through ``nl.store`` of a ``vector_select`` view."""
+    idx = nl.load(indices)
+    nl.store(output.vector_select(0, idx), nl.load(src_data))
+    return output
+
+
+@nki.jit
+def gather_pattern(data, indices):
+    """``.ap(vector_offset=)`` with a non-trivial pattern over (rows, 4, 8) storage: partition p reads the 4x4 block
+    ``data[idx[p], 0:4, 2:6]`` transposed (stride 1 then stride 8 inside the row, from offset 2)."""
+    P = indices.shape[0]
+    out = nl.ndarray((P, 4, 4), dtype=data.dtype, buffer=nl.shared_hbm)
+    idx = nl.ndarray((P, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=indices)
+    block = nl.ndarray((P, 4, 4), dtype=data.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=block, src=data.ap([[0, P], [1, 4], [8, 4]], offset=2, vector_offset=idx, indirect_dim=0))
+    nisa.dma_copy(dst=out, src=block)
+    return out
+
+
+@nki.jit
+def gather_select_3d(data, indices):
+    """``vector_select`` of a (rows, 4, 8) tensor, then a static select and slice of the free dimensions."""
+    P = indices.shape[0]
+    out = nl.ndarray((P, 5), dtype=data.dtype, buffer=nl.shared_hbm)
+    idx = nl.ndarray((P, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=indices)
+    part = nl.ndarray((P, 5), dtype=data.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=part, src=data.vector_select(0, idx)[:, 3, 1:6])
+    nisa.dma_copy(dst=out, src=part)
+    return out
+
+
+@nki.jit
+def gather_skip(data, indices):
+    """``oob_mode=skip``: rows whose index is out of range are left as they were (zero)."""
+    P, F = indices.shape[0], data.shape[1]
+    out = nl.ndarray((P, F), dtype=data.dtype, buffer=nl.shared_hbm)
+    idx = nl.ndarray((P, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=indices)
+    rows = nl.ndarray((P, F), dtype=data.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=rows, value=0.0)
+    nisa.dma_copy(dst=rows, src=data.vector_select(0, idx), oob_mode=nisa.oob_mode.skip)
+    nisa.dma_copy(dst=out, src=rows)
+    return out
+
+
+# --- values against NumPy -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kernel", [gather_select, gather_load])
+def test_a_gather_reads_row_idx_p_for_partition_p(kernel):
+    np.testing.assert_array_equal(kernel(DATA, IDX), DATA[IDX[:, 0]])
+
+
+def test_a_kernel_with_indices_off_by_one_fails_the_comparison():
+    idx = np.minimum(IDX, 62)  # keep idx + 1 in range: the mutant must run and be wrong, not crash
+    out = gather_mutant(DATA, idx)
+    np.testing.assert_array_equal(out, DATA[idx[:, 0] + 1])  # it does what it says ...
+    assert not np.array_equal(out, DATA[idx[:, 0]])  # ... which is not the gather
+
+
+@pytest.mark.parametrize("kernel", [scatter, scatter_store])
+def test_a_scatter_writes_partition_p_to_row_idx_p(kernel):
+    src = RNG.standard_normal((96, 32)).astype(np.float32)
+    idx = RNG.permutation(128)[:96].astype(np.uint32).reshape(96, 1)  # distinct rows, out of order
+    output = RNG.standard_normal((128, 32)).astype(np.float32)
+    want = output.copy()
+    want[idx[:, 0]] = src
+    got = kernel(src, idx, output)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(output, want)  # the kernel argument itself was written
+
+
+def test_ap_with_vector_offset_and_a_non_trivial_pattern():
+    data = RNG.standard_normal((40, 4, 8)).astype(np.float32)
+    idx = RNG.integers(0, 40, (128, 1)).astype(np.int32)
+    want = data[idx[:, 0], 0:4, 2:6].transpose(0, 2, 1)
+    np.testing.assert_array_equal(gather_pattern(data, idx), want)
+
+
+def test_vector_select_of_a_3d_tensor_then_static_views_of_the_free_dims():
+    data = RNG.standard_normal((40, 4, 8)).astype(np.float32)
+    idx = RNG.integers(0, 40, (100, 1)).astype(np.int32)
+    np.testing.assert_array_equal(gather_select_3d(data, idx), data[idx[:, 0], 3, 1:6])
+
+
+def test_an_index_out_of_range_is_the_legacy_error_naming_it_and_skip_leaves_the_row():
+    bad = IDX.copy()
+    bad[7, 0] = 64
+    with pytest.raises(IndexError, match=r"index 2048 is out of bounds for axis 0 with size 2048"):
+        gather_select(DATA, bad)  # the flat element offset of row 64, as the legacy gather reports it
+    want = DATA[np.minimum(bad[:, 0], 63)]
+    want[7] = 0.0
+    np.testing.assert_array_equal(gather_skip(DATA, bad), want)
+
+
+# --- one mechanism: the legacy spelling's program and estimate --------------------------------------------------
+def _gather_call(program) -> list:
+    body = json.loads(program.to_json())["body"]
+    loads = [step for step in body if step[0] == "call" and step[1] == "nl.load"]
+    return loads[1][2]  # the second load: the gather's access (the first loads the indices)
+
+
+def test_the_06_gather_is_the_legacy_gather():
+    new = api.launch(gather_load, [DATA, IDX], target="trn2")
+    old = api.launch(gather_legacy, [DATA, IDX], target="trn2")
+    np.testing.assert_array_equal(new.outputs, old.outputs)
+    # the same program access: an 'ind' component reading idx[i_p, 0], then the free arange
+    assert _gather_call(new.program) == _gather_call(old.program)
+    assert "ind" in json.dumps(_gather_call(new.program))
+    assert json.loads(new.program.to_json())["arrays"] == json.loads(old.program.to_json())["arrays"]
+    # the same instructions, and the same estimate (the legacy indirect DMA's cost)
+    assert ([(i.engine, i.p, i.n, i.nbytes) for i in new.record.ctx.trace]
+            == [(i.engine, i.p, i.n, i.nbytes) for i in old.record.ctx.trace])
+    est_new, est_old = new.estimate(), old.estimate()
+    assert dataclasses.replace(est_new, line_us={}) == dataclasses.replace(est_old, line_us={})
+    assert est_new.total_us > 0 and est_new.dma_count == 3
+
+
+def test_the_program_round_trip_reads_the_indices_when_it_runs():
+    launch = api.launch(gather_select, [DATA, IDX], target="trn2")
+    program = api.program_from_json(launch.program.to_json())
+    assert program.dialect == "0.6"
+    done = api.execute(program, [DATA, IDX])
+    np.testing.assert_array_equal(done.outputs, DATA[IDX[:, 0]])
+    assert done.latency_us() == launch.estimate().total_us
+    other = IDX[::-1].copy()  # the program holds no index values: new indices, new rows
+    np.testing.assert_array_equal(api.execute(program, [DATA, other]).outputs, DATA[other[:, 0]])
+
+
+# --- every precondition, at the kernel's own line ------------------------------------------------------------------
+def _err_line(fn) -> int:
+    lines, start = inspect.getsourcelines(fn)
+    hits = [start + i for i, line in enumerate(lines) if line.rstrip().endswith("# ERR")]
+    assert len(hits) == 1
+    return hits[0]
+
+
+def _refused(body, match, *args, exc=ValueError):
+    with pytest.raises(exc, match=match) as info:
+        nki.jit(body)(*(args or (DATA, IDX)))
+    err = info.value
+    assert getattr(err, "error_id", None) in ("err_invalid_view", "err_view_out_of_bounds"), err
+    loc = err.nki_location
+    assert os.path.abspath(str(loc[0])) == HERE and loc[1] == _err_line(body), loc
+
+
+def _idx(indices):
+    idx = nl.ndarray(indices.shape, dtype=indices.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=indices)
+    return idx
+
+
+def test_vector_select_dim_must_be_0():
+    def body(data, indices):
+        data.vector_select(1, _idx(indices))  # ERR
+
+    _refused(body, "vector_select: dim must be 0")
+
+
+def test_vector_select_reads_hbm_tensors_only():
+    def body(data, indices):
+        t = nl.ndarray((128, 32), dtype=data.dtype, buffer=nl.sbuf)
+        t.vector_select(0, _idx(indices))  # ERR
+
+    _refused(body, "on chip; per-partition indirect addressing reads HBM tensors only")
+
+
+def test_the_offsets_are_an_sbuf_p_by_1_integer_tensor():
+    def in_hbm(data, indices):
+        data.vector_select(0, indices)  # ERR
+
+    def two_columns(data, indices):
+        wide = nl.ndarray((128, 2), dtype=nl.int32, buffer=nl.sbuf)
+        data.vector_select(0, wide)  # ERR
+
+    def floats(data, indices):
+        f = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        data.vector_select(0, f)  # ERR
+
+    def not_a_tensor(data, indices):
+        data.vector_select(0, [3, 4])  # ERR
+
+    _refused(in_hbm, r"must be an SBUF tensor of shape \(P, 1\), got shape \[128, 1\] in HBM")
+    _refused(two_columns, r"must be an SBUF tensor of shape \(P, 1\), got shape \[128, 2\] in SBUF")
+    _refused(floats, "must hold integers, got float32")
+    _refused(not_a_tensor, "must be an SBUF tensor of shape")
+
+
+def test_only_one_dynamic_select_per_tensor():
+    def twice(data, indices):
+        idx = _idx(indices)
+        v = data.vector_select(0, idx)
+        v.vector_select(0, idx)  # ERR
+
+    def after_a_register(data, indices):
+        idx = _idx(indices)
+
+        def step(i):  # i: the loop's register, a dynamic select of data's dimension 0
+            data.select(0, i).vector_select(0, idx)  # ERR
+
+        nl.fori_loop(0, 2, step)
+
+    _refused(twice, "only one dynamic select per tensor")
+    _refused(after_a_register, "only one dynamic select per tensor", DATA.reshape(16, 4, 32), IDX)
+
+
+def test_the_selected_dimension_cannot_be_sliced_selected_or_moved():
+    def sliced(data, indices):
+        v = data.vector_select(0, _idx(indices))
+        v[0:4, :]  # ERR
+
+    def selected(data, indices):
+        v = data.vector_select(0, _idx(indices))
+        v.select(0, 1)  # ERR
+
+    def moved(data, indices):
+        v = data.vector_select(0, _idx(indices))
+        v.permute((1, 0))  # ERR
+
+    def reinterpreted(data, indices):
+        v = data.vector_select(0, _idx(indices))
+        v.view(nl.int32)  # ERR
+
+    _refused(sliced, "it cannot be further sliced or selected")
+    _refused(selected, "it cannot be further selected")
+    _refused(moved, "a view cannot move, reshape or remove it")
+    _refused(reinterpreted, "has a dynamic or indirect offset")
+
+
+def test_ap_vector_offset_rules():
+    def dim_1(data, indices):
+        data.ap([[32, 128], [1, 32]], vector_offset=_idx(indices), indirect_dim=1)  # ERR
+
+    def on_chip(data, indices):
+        t = nl.ndarray((128, 32), dtype=data.dtype, buffer=nl.sbuf)
+        t.ap([[32, 128], [1, 32]], vector_offset=_idx(indices))  # ERR
+
+    def count(data, indices):
+        data.ap([[32, 64], [1, 32]], vector_offset=_idx(indices))  # ERR
+
+    def both(data, indices):
+        r = nisa.register_alloc(1)
+        data.ap([[32, 128], [1, 32]], scalar_offset=r, vector_offset=_idx(indices))  # ERR
+
+    _refused(dim_1, "vector_offset needs indirect_dim=0")
+    _refused(on_chip, "on chip; per-partition indirect addressing reads HBM tensors only")
+    _refused(count, "must count the 128 partitions of vector_offset")
+    _refused(both, "scalar_offset and vector_offset cannot be combined")
+
+
+def test_what_the_simulator_does_not_map_onto_a_legacy_gather_is_refused_as_not_supported():
+    """Free positions leaving the selected row, a view starting past row 0, a view with no free dimension: the
+    hardware may address them, the legacy indirect access cannot express them, so they are refused as 'not supported
+    by the simulator' rather than run some other way."""
+
+    def past_the_row(data, indices):
+        t = nl.ndarray((128, 32), dtype=data.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=data.ap([[32, 128], [1, 32]], offset=4, vector_offset=_idx(indices)))
+
+    def past_row_0(data, indices):
+        t = nl.ndarray((128, 32), dtype=data.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=data[2:40, :].vector_select(0, _idx(indices)))
+
+    def no_free_dim(data, indices):
+        t = nl.ndarray((128, 1), dtype=data.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=data.vector_select(0, _idx(indices))[:, 3])
+
+    for body, match in ((past_the_row, "leaves the row of 32 elements"), (past_row_0, "starting past its first row"),
+                        (no_free_dim, "1-D indirect view")):
+        with pytest.raises(NotImplementedError, match=match):
+            nki.jit(body)(DATA, IDX)
