@@ -74,6 +74,30 @@ def gather_legacy(data, indices):
 
 
 @nki.jit
+def gather_batches(data, indices):
+    """A gather from each batch of a (B, N, F) tensor: ``data[b]`` starts past row 0 of the storage."""
+    B, N, F = data.shape
+    P = indices.shape[0]
+    out = nl.ndarray((B, P, F), dtype=data.dtype, buffer=nl.shared_hbm)
+    idx = nl.load(indices)
+    for b in range(B):
+        nl.store(out[b], nl.load(data[b].vector_select(0, idx)))
+    return out
+
+
+@lnki.jit
+def gather_batches_legacy(data, indices):
+    B, N, F = data.shape
+    P = indices.shape[0]
+    out = lnl.ndarray((B, P, F), dtype=data.dtype, buffer=lnl.shared_hbm)
+    idx = lnl.load(indices)
+    i_p, i_f = lnl.arange(P)[:, None], lnl.arange(F)[None, :]
+    for b in range(B):
+        lnl.store(out[b], lnl.load(data[b, idx[i_p, 0], i_f]))
+    return out
+
+
+@nki.jit
 def gather_mutant(data, indices):
     """The gather with every index one too large: it must fail the NumPy comparison."""
     P, F = indices.shape[0], data.shape[1]
@@ -197,26 +221,40 @@ def test_an_index_out_of_range_is_the_legacy_error_naming_it_and_skip_leaves_the
 
 
 # --- one mechanism: the legacy spelling's program and estimate --------------------------------------------------
-def _gather_call(program) -> list:
+def _gather_calls(program) -> list:
     body = json.loads(program.to_json())["body"]
     loads = [step for step in body if step[0] == "call" and step[1] == "nl.load"]
-    return loads[1][2]  # the second load: the gather's access (the first loads the indices)
+    return [load[2] for load in loads[1:]]  # the gathers' accesses (the first load reads the indices)
 
 
-def test_the_06_gather_is_the_legacy_gather():
-    new = api.launch(gather_load, [DATA, IDX], target="trn2")
-    old = api.launch(gather_legacy, [DATA, IDX], target="trn2")
+def _same_launch(new, old) -> None:
     np.testing.assert_array_equal(new.outputs, old.outputs)
-    # the same program access: an 'ind' component reading idx[i_p, 0], then the free arange
-    assert _gather_call(new.program) == _gather_call(old.program)
-    assert "ind" in json.dumps(_gather_call(new.program))
+    # the same program accesses: an 'ind' component reading idx[i_p, 0], then the free arange
+    assert _gather_calls(new.program) == _gather_calls(old.program)
+    assert all('"ind"' in json.dumps(call) for call in _gather_calls(new.program))
     assert json.loads(new.program.to_json())["arrays"] == json.loads(old.program.to_json())["arrays"]
     # the same instructions, and the same estimate (the legacy indirect DMA's cost)
     assert ([(i.engine, i.p, i.n, i.nbytes) for i in new.record.ctx.trace]
             == [(i.engine, i.p, i.n, i.nbytes) for i in old.record.ctx.trace])
-    est_new, est_old = new.estimate(), old.estimate()
-    assert dataclasses.replace(est_new, line_us={}) == dataclasses.replace(est_old, line_us={})
-    assert est_new.total_us > 0 and est_new.dma_count == 3
+    assert dataclasses.replace(new.estimate(), line_us={}) == dataclasses.replace(old.estimate(), line_us={})
+
+
+def test_a_gather_from_each_batch_is_the_legacy_batched_gather():
+    data = RNG.standard_normal((3, 16, 8)).astype(np.float32)
+    idx = RNG.integers(0, 16, (128, 1)).astype(np.int32)
+    new = api.launch(gather_batches, [data, idx], target="trn2")
+    np.testing.assert_array_equal(new.outputs, data[:, idx[:, 0]])
+    _same_launch(new, api.launch(gather_batches_legacy, [data, idx], target="trn2"))
+    bad = idx.copy()
+    bad[3, 0] = 16  # row 16 of a batch of 16 rows: out of range, as data[b, 16] is in the legacy gather
+    with pytest.raises(IndexError, match="out of bounds"):
+        gather_batches(data, bad)
+
+
+def test_the_06_gather_is_the_legacy_gather():
+    new = api.launch(gather_load, [DATA, IDX], target="trn2")
+    _same_launch(new, api.launch(gather_legacy, [DATA, IDX], target="trn2"))
+    assert new.estimate().total_us > 0 and new.estimate().dma_count == 3
 
 
 def test_the_program_round_trip_reads_the_indices_when_it_runs():
@@ -368,7 +406,7 @@ def test_what_the_simulator_does_not_map_onto_a_legacy_gather_is_refused_as_not_
         t = nl.ndarray((128, 1), dtype=data.dtype, buffer=nl.sbuf)
         nisa.dma_copy(dst=t, src=data.vector_select(0, _idx(indices))[:, 3])
 
-    for body, match in ((past_the_row, "leaves the row of 32 elements"), (past_row_0, "starting past its first row"),
+    for body, match in ((past_the_row, "leaves the row of 32 elements"), (past_row_0, "starting at row 2, not at a multiple of its 38 rows"),
                         (no_free_dim, "1-D indirect view")):
         with pytest.raises(NotImplementedError, match=match):
             nki.jit(body)(DATA, IDX)

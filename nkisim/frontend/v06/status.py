@@ -29,8 +29,9 @@ PARTIAL = {
     "nki.language.no_reorder": "a chain of edges the cost model waits on; instructions are never reordered",
     "nki.language.NkiTensor.ap": "a tile as scalar_offset is refused (a register works); vector_offset: as "
                                  "vector_select",
-    "nki.language.NkiTensor.vector_select": "a view starting past row 0, free positions leaving the selected row "
-                                            "and a view with no free dimension are refused",
+    "nki.language.NkiTensor.vector_select": "a view starting at a row that is not a multiple of its row count "
+                                            "(data[b] works, data[2:40] does not), free positions leaving the selected "
+                                            "row and a view with no free dimension are refused",
     "nki.language.NkiTensor.select": "a tile index is refused (an int or a register works)",
     "nki.isa.tensor_scalar_reduce": "reduce_cmd other than reset_reduce, reduce_res=None, reduce_init and "
                                     "reduce_res_negate are refused",

@@ -24,14 +24,16 @@ from nkisim.frontend.v06.adapters.errors import error
 
 
 class Indirect:
-    """The index of an indirect view: its SBUF index tile (a (P, 1) view) and the row stride, in elements of the
-    view's storage, that each index is multiplied by."""
+    """The index of an indirect view: its SBUF index tile (a (P, 1) view), the row stride, in elements of the
+    view's storage, that each index is multiplied by, and how many rows the selected dimension had (a view of one
+    batch of a (B, N, F) tensor selects among its N rows, as the legacy ``data[b, idx[i_p, 0], i_f]`` does)."""
 
-    __slots__ = ("index", "row")
+    __slots__ = ("index", "row", "rows")
 
-    def __init__(self, index: Any, row: int) -> None:
+    def __init__(self, index: Any, row: int, rows: int) -> None:
         self.index = index
         self.row = int(row)
+        self.rows = int(rows)
 
 
 def _invalid(message: str) -> Exception:
@@ -73,8 +75,9 @@ def _index_access(index: Any, nfree: int) -> Access:
 def lower(base: Tensor, offset: int, pattern: tuple[tuple[int, int], ...], ind: Indirect) -> Access:
     """The legacy access ``storage[idx[i_p, 0], i_f]`` that addresses the indirect view.
 
-    The storage is seen as ``(rows, row)``; the view's free positions must stay inside one row (the row the index
-    picks), as a legacy gather's free index does."""
+    The storage is seen as ``(rows, row)`` (or ``(batches, rows, row)`` with an integer batch, for a view starting
+    past row 0); the view's free positions must stay inside one row (the row the index picks), as a legacy gather's
+    free index does."""
     row = ind.row
     size = math.prod(base.shape)
     free = pattern[1:]
@@ -84,10 +87,12 @@ def lower(base: Tensor, offset: int, pattern: tuple[tuple[int, int], ...], ind: 
     if row <= 0 or size % row:
         raise NotImplementedError(f"an indirect view of '{base.root.name}' whose row stride {row} does not divide its "
                                   f"{size} elements is not supported by the simulator")
-    if offset >= row:
-        raise NotImplementedError(f"an indirect view of '{base.root.name}' starting past its first row (offset "
-                                  f"{offset}, rows of {row} elements) is not supported by the simulator; index the "
-                                  f"whole tensor and add the row to the offsets")
+    first, offset = divmod(offset, row)
+    n = ind.rows
+    if first and (first % n or (size // row) % n):
+        raise NotImplementedError(f"an indirect view of '{base.root.name}' starting at row {first}, not at a multiple "
+                                  f"of its {n} rows, is not supported by the simulator; index the whole tensor and "
+                                  f"add the row to the offsets")
     counts = tuple(c for _, c in free)
     pos = np.full((1,) + counts, offset, dtype=np.int64)
     for k, (s, c) in enumerate(free):
@@ -96,6 +101,12 @@ def lower(base: Tensor, offset: int, pattern: tuple[tuple[int, int], ...], ind: 
         raise NotImplementedError(f"the free pattern {[list(p) for p in free]} at offset {offset} of an indirect view "
                                   f"of '{base.root.name}' leaves the row of {row} elements each index selects: not "
                                   f"supported by the simulator (a legacy gather's free index stays inside the row)")
+    gather = (_index_access(ind.index, len(free)), Affine(0, None, pos))
+    if first or (n < size // row and (size // row) % n == 0):
+        # a batch of a (batches, n, row) storage: the legacy data[b, idx[i_p, 0], i_f], an index bounded by n
+        shape = (size // row // n, n, row)
+        storage = base if base.shape == shape else base.reshape(shape)
+        return Access(storage, (first // n,) + gather)
     storage = base if base.ndim == 2 and base.shape[1] == row else base.reshape((size // row, row))
-    return Access(storage, (_index_access(ind.index, len(free)), Affine(0, None, pos)))
+    return Access(storage, gather)
 

@@ -357,7 +357,7 @@ class NkiTensor:
         indirect.check_index("vector_select", self.name, self.on_chip, self.is_indirect(), vector_offset)
         pattern = ((self._pattern[0][0], vector_offset.shape[0]),) + self._pattern[1:]
         return NkiTensor.over(self._base, self._offset, pattern, (),
-                              indirect.Indirect(vector_offset, self._pattern[0][0]))
+                              indirect.Indirect(vector_offset, *self._pattern[0]))
 
     def ap(self, pattern: Any, offset: Any = None, scalar_offset: Any = None, vector_offset: Any = None,
            indirect_dim: Any = 0, dtype: Any = None) -> NkiTensor:
@@ -393,7 +393,7 @@ class NkiTensor:
                                   f"{vector_offset.shape[0]} partitions of vector_offset '{vector_offset.name}'")
             row = math.prod(base.shape[1:])  # the base's row stride: the pattern's leading stride is ignored
             return NkiTensor.over(base, start, ((row, pairs[0][1]),) + pairs[1:], (),
-                                  indirect.Indirect(vector_offset, row))
+                                  indirect.Indirect(vector_offset, row, base.shape[0]))
         dyn: tuple = ()
         if scalar_offset is not None:
             d = _as_int(indirect_dim, "indirect_dim")
