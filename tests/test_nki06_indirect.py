@@ -6,7 +6,7 @@ second implementation: here a gather and a scatter match NumPy, the 0.6 gather i
 same instructions and the same estimate as its legacy spelling, the program's JSON round trip reads the index tile
 when it runs (other indices, other rows), an index out of range is the legacy error (or skipped with
 ``oob_mode=skip``), every documented precondition is refused at the kernel's own line, and a kernel whose indices are
-off by one fails the comparison.
+off by one fails the comparison.  ``.ap(scalar_offset=tile)`` on HBM is the same access with one index.
 """
 
 from __future__ import annotations
@@ -172,6 +172,19 @@ def gather_skip(data, indices):
     return out
 
 
+@nki.jit
+def pick_batch(data, which):
+    """``.ap(scalar_offset=tile)``: the batch ``which[0, 0]`` of a (B, N, F) tensor, read when the DMA runs."""
+    B, N, F = data.shape
+    out = nl.ndarray((N, F), dtype=data.dtype, buffer=nl.shared_hbm)
+    w = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=w, src=which)
+    t = nl.ndarray((N, F), dtype=data.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=data.ap([[F, N], [1, F]], scalar_offset=w, indirect_dim=0))
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
 # --- values against NumPy -------------------------------------------------------------------------------------
 @pytest.mark.parametrize("kernel", [gather_select, gather_load])
 def test_a_gather_reads_row_idx_p_for_partition_p(kernel):
@@ -218,6 +231,16 @@ def test_an_index_out_of_range_is_the_legacy_error_naming_it_and_skip_leaves_the
     want = DATA[np.minimum(bad[:, 0], 63)]
     want[7] = 0.0
     np.testing.assert_array_equal(gather_skip(DATA, bad), want)
+
+
+def test_ap_with_a_tile_as_scalar_offset_reads_the_offset_when_it_runs():
+    data = RNG.standard_normal((5, 16, 8)).astype(np.float32)
+    np.testing.assert_array_equal(pick_batch(data, np.array([[3]], np.int32)), data[3])
+    launch = api.launch(pick_batch, [data, np.array([[2]], np.int32)], target="trn2")
+    program = api.program_from_json(launch.program.to_json())
+    np.testing.assert_array_equal(api.execute(program, [data, np.array([[4]], np.int32)]).outputs, data[4])
+    with pytest.raises(IndexError, match="index 640 is out of bounds"):  # batch 5 of 5: the flat offset 5*16*8
+        pick_batch(data, np.array([[5]], np.int32))
 
 
 # --- one mechanism: the legacy spelling's program and estimate --------------------------------------------------
@@ -321,9 +344,9 @@ def test_the_offsets_are_an_sbuf_p_by_1_integer_tensor():
     def not_a_tensor(data, indices):
         data.vector_select(0, [3, 4])  # ERR
 
-    _refused(in_hbm, r"must be an SBUF tensor of shape \(P, 1\), got shape \[128, 1\] in HBM")
-    _refused(two_columns, r"must be an SBUF tensor of shape \(P, 1\), got shape \[128, 2\] in SBUF")
-    _refused(floats, "must hold integers, got float32")
+    _refused(in_hbm, r"must be an SBUF tensor of shape \(P, 1\), got 'indices' of shape \[128, 1\] in HBM")
+    _refused(two_columns, r"must be an SBUF tensor of shape \(P, 1\), got 'wide' of shape \[128, 2\] in SBUF")
+    _refused(floats, "the offsets 'f' must hold integers, got float32")
     _refused(not_a_tensor, "must be an SBUF tensor of shape")
 
 
@@ -383,8 +406,19 @@ def test_ap_vector_offset_rules():
         r = nisa.register_alloc(1)
         data.ap([[32, 128], [1, 32]], scalar_offset=r, vector_offset=_idx(indices))  # ERR
 
+    def scalar_tile_shape(data, indices):
+        data.ap([[32, 1], [1, 32]], scalar_offset=_idx(indices))  # ERR
+
+    def scalar_tile_on_chip(data, indices):
+        t = nl.ndarray((128, 32), dtype=data.dtype, buffer=nl.sbuf)
+        w = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        t.ap([[32, 128], [1, 32]], scalar_offset=w, indirect_dim=1)
+
+    _refused(scalar_tile_shape, r"a scalar offset must be a register or an SBUF tensor of shape \(1, 1\)")
+    with pytest.raises(NotImplementedError, match="a tile as the scalar offset of on-chip tensor"):
+        nki.jit(scalar_tile_on_chip)(DATA, IDX)
     _refused(dim_1, "vector_offset needs indirect_dim=0")
-    _refused(on_chip, "on chip; per-partition indirect addressing reads HBM tensors only")
+    _refused(on_chip, "'t' is on chip; per-partition indirect addressing reads HBM tensors only")
     _refused(count, "must count the 128 partitions of vector_offset")
     _refused(both, "scalar_offset and vector_offset cannot be combined")
 

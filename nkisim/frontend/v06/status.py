@@ -27,8 +27,8 @@ PARTIAL = {
     "nki.language.gather_flattened": "axis=0 only",
     "nki.language.rsqrt": "priced on ScalarE (0.5+ runs it on GpSimd); PSUM input refused as in 0.5+",
     "nki.language.no_reorder": "a chain of edges the cost model waits on; instructions are never reordered",
-    "nki.language.NkiTensor.ap": "a tile as scalar_offset is refused (a register works); vector_offset: as "
-                                 "vector_select",
+    "nki.language.NkiTensor.ap": "a tile as scalar_offset: HBM only, its pattern inside one slice of "
+                                 "indirect_dim (a register works anywhere); vector_offset: as vector_select",
     "nki.language.NkiTensor.vector_select": "a view starting at a row that is not a multiple of its row count "
                                             "(data[b] works, data[2:40] does not), free positions leaving the selected "
                                             "row and a view with no free dimension are refused",

@@ -142,7 +142,7 @@ class NkiTensor:
             i = next(j for j, k in enumerate(key) if k is Ellipsis)
             key = key[:i] + (slice(None),) * (self.ndim - len(key) + 1) + key[i + 1:]
         if self._ind is not None and key and not (isinstance(key[0], slice) and key[0] == slice(None)):
-            raise _view_error(f"dimension 0 of '{self.name}' is selected indirectly (vector_select / vector_offset): "
+            raise _view_error(f"dimension 0 of '{self.name}' is selected indirectly (vector_select, vector_offset or a tile as scalar_offset): "
                               f"it cannot be further sliced or selected")
         if len(key) > self.ndim:
             raise IndexError(f"too many indices for tensor '{self.name}' of shape {list(self.shape)}: {len(key)}")
@@ -210,7 +210,7 @@ class NkiTensor:
 
     def _with(self, pattern: Pattern, offset: int | None = None, dyn: tuple | None = None) -> NkiTensor:
         if self._ind is not None and (not pattern or pattern[0] != self._pattern[0]):
-            raise _view_error(f"dimension 0 of '{self.name}' is selected indirectly (vector_select / vector_offset): "
+            raise _view_error(f"dimension 0 of '{self.name}' is selected indirectly (vector_select, vector_offset or a tile as scalar_offset): "
                               f"a view cannot move, reshape or remove it")
         return NkiTensor.over(self._base, self._offset if offset is None else offset, pattern,
                               self._dyn if dyn is None else dyn, self._ind)
@@ -354,7 +354,7 @@ class NkiTensor:
         """Partition p reads row ``vector_offset[p]`` of dimension 0 (an HBM gather/scatter view for DMA)."""
         if _as_int(dim, "dim") != 0:
             raise _view_error(f"vector_select: dim must be 0, got {dim}")
-        indirect.check_index("vector_select", self.name, self.on_chip, self.is_indirect(), vector_offset)
+        indirect.check_index("vector_select", self._base.label(), self.on_chip, self.is_indirect(), vector_offset)
         pattern = ((self._pattern[0][0], vector_offset.shape[0]),) + self._pattern[1:]
         return NkiTensor.over(self._base, self._offset, pattern, (),
                               indirect.Indirect(vector_offset, *self._pattern[0]))
@@ -368,9 +368,6 @@ class NkiTensor:
                               "view)")
         if vector_offset is not None and _as_int(indirect_dim, "indirect_dim") != 0:
             raise _view_error(f".ap(): vector_offset needs indirect_dim=0, got indirect_dim={indirect_dim}")
-        if scalar_offset is not None and getattr(type(scalar_offset), "__name__", "") != "VirtualRegister":
-            raise NotImplementedError(".ap(scalar_offset=) with a tile is not supported by the simulator yet: load "
-                                      "it into a register (nisa.register_load) and pass the register")
         pairs = tuple((_as_int(p[0], "ap stride"), _as_int(p[1], "ap count")) for p in pattern)
         base = self._base
         start = self._offset
@@ -387,7 +384,7 @@ class NkiTensor:
                                   f"partition dimension, whose stride must be the storage's free size {row}, got "
                                   f"{pairs[0][0]}")
         if vector_offset is not None:
-            indirect.check_index(".ap(vector_offset=)", self.name, base.buffer.family != "hbm", False, vector_offset)
+            indirect.check_index(".ap(vector_offset=)", self._base.label(), base.buffer.family != "hbm", False, vector_offset)
             if not pairs or pairs[0][1] != vector_offset.shape[0]:
                 raise _view_error(f".ap(): the first pair of the pattern {[list(p) for p in pairs]} must count the "
                                   f"{vector_offset.shape[0]} partitions of vector_offset '{vector_offset.name}'")
@@ -399,6 +396,11 @@ class NkiTensor:
             d = _as_int(indirect_dim, "indirect_dim")
             if not 0 <= d < base.ndim:
                 raise _view_error(f".ap(): indirect_dim {d} is out of range for '{self.name}' of rank {base.ndim}")
+            if getattr(type(scalar_offset), "__name__", "") != "VirtualRegister":  # a (1, 1) tile: read when it runs
+                indirect.check_index(".ap(scalar_offset=)", self._base.label(), base.buffer.family != "hbm", False,
+                                     scalar_offset, scalar=True)
+                return NkiTensor.over(base, start, pairs, (), indirect.Indirect(
+                    scalar_offset, math.prod(base.shape[d + 1:]), base.shape[d], scalar=True))
             start, dyn = _plus(start, (), scalar_offset, math.prod(base.shape[d + 1:]))
         view = NkiTensor.over(base, start, pairs, dyn)
         if not dyn:
