@@ -1125,6 +1125,100 @@ def e_nc_matmul_mx(st, ss, mv, ms):
     return acc
 
 
+def k_exponential(a):
+    """NeuronCore-v4's Vector-engine exponential (NKI 0.6's nisa.exponential): exp(x - 1), and its running sum."""
+    y = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    r = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.exponential(nl.load(a), dst=y, max_value=1.0, reduce_res=r, reduce_cmd=nisa.reduce_cmd.reset_reduce)
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, y)
+    total = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(total, r)
+    return out, total
+
+
+def e_exponential(a):
+    y = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.exponential(nl.load(a), dst=y)  # ERR
+    return y
+
+
+def k_activate2(a):
+    """NeuronCore-v4's two-operator activation (NKI 0.6's nisa.activate2): tanh(2 x + 0.5)."""
+    y = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activate2(nl.tanh, nl.load(a), 2.0, 0.5, nl.multiply, nl.add, dst=y)
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, y)
+    return out
+
+
+def e_activate2(a):
+    y = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activate2(nl.tanh, nl.load(a), 2.0, 0.5, nl.add, nl.multiply, dst=y)  # ERR
+    return y
+
+
+SPARSE = np.where(X > 1, X, 0).astype(np.float32)  # nonzero_with_count: about a third nonzero
+
+
+def k_nonzero_with_count(a):
+    """GpSimd's nonzero compaction (NKI 0.6's nisa.nonzero_with_count): rows 0, 16, ... only."""
+    d = nl.ndarray((128, 65), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.memset(dst=d, value=5)
+    nisa.nonzero_with_count(nl.load(a), dst=d, index_offset=3, padding_val=-2)
+    out = nl.ndarray((128, 65), dtype=nl.int32, buffer=nl.shared_hbm)
+    nl.store(out, d)
+    return out
+
+
+def r_nonzero_with_count(a):
+    want = np.full((128, 65), 5, dtype=np.int32)
+    for p in range(0, 128, 16):
+        idx = np.flatnonzero(a[p])
+        want[p] = -2
+        want[p, :len(idx)] = idx + 3
+        want[p, 64] = len(idx)
+    return want
+
+
+def e_nonzero_with_count(a):
+    d = nl.ndarray((128, 64), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.nonzero_with_count(nl.load(a), dst=d)  # ERR
+    return d
+
+
+SNAKES = (np.random.default_rng(20261127).permutation(160).reshape(32, 5) - 80.0).astype(BF16)  # topk: two 16-partition snakes, no ties
+
+
+def k_topk(a):
+    """GpSimd's top-k (NKI 0.6's nisa.topk): the 13 largest of each group's 80-element snake, ascending."""
+    v = nl.ndarray((32, 13), dtype=nl.bfloat16, buffer=nl.sbuf)
+    i = nl.ndarray((32, 13), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.topk(nl.load(a), 80, val_dst=v, idx_dst=i)
+    vals = nl.ndarray((32, 13), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    nl.store(vals, v)
+    idx = nl.ndarray((32, 13), dtype=nl.uint32, buffer=nl.shared_hbm)
+    nl.store(idx, i)
+    return vals, idx
+
+
+def r_topk(a):
+    vals, idx = np.zeros((32, 13), dtype=BF16), np.zeros((32, 13), dtype=np.uint32)
+    for g in (0, 16):
+        snake = [float(a[g + e % 16, e // 16]) for e in range(80)]
+        best = sorted(range(80), key=lambda e: snake[e])[-13:]
+        vals[g:g + 16] = np.array([snake[e] for e in best], dtype=BF16)
+        idx[g:g + 16] = best
+    return vals, idx
+
+
+def e_topk(a):
+    v = nl.ndarray((32, 13), dtype=nl.bfloat16, buffer=nl.sbuf)
+    i = nl.ndarray((32, 13), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.topk(nl.load(a), 7, val_dst=v, idx_dst=i)  # ERR
+    return v
+
+
 def k_memset(a):
     r = nisa.memset((128, 64), 2.5, nl.float32)
     out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
@@ -1587,6 +1681,23 @@ def isa_cases() -> dict[str, CallCase]:
                                       refusal=Refusal(e_nc_matmul_mx, mx_in, SyntaxError,
                                                       "err_min_arch_support_for_inst", "requires min target gen4",
                                                       target="trn2")),
+        "nisa.exponential": CallCase(k_exponential, (X,), lambda a: (f32(np.exp(a.astype(np.float64) - 1)),
+                                                                     f32(np.exp(a.astype(np.float64) - 1).sum(
+                                                                         axis=1, keepdims=True))),
+                                     rtol=1e-5, target="trn3",
+                                     refusal=Refusal(e_exponential, (X,), SyntaxError, "err_min_arch_support_for_inst",
+                                                     "requires min target gen4", target="trn2")),
+        "nisa.activate2": CallCase(k_activate2, (X,), lambda a: f32(np.tanh(2 * a.astype(np.float64) + 0.5)),
+                                   rtol=1e-5, atol=1e-6, target="trn3",
+                                   refusal=Refusal(e_activate2, (X,), SyntaxError, "err_instruction_unsupported_op",
+                                                   "(op0, op1) = (add, multiply) is not supported", target="trn3")),
+        "nisa.nonzero_with_count": CallCase(k_nonzero_with_count, (SPARSE,), r_nonzero_with_count,
+                                            refusal=Refusal(e_nonzero_with_count, (SPARSE,), ValueError,
+                                                            "err_param_shape_mismatch",
+                                                            "one more element per partition")),
+        "nisa.topk": CallCase(k_topk, (SNAKES,), r_topk,
+                              refusal=Refusal(e_topk, (SNAKES,), ValueError, "err_size_of_dimension_exceed_arch_limit",
+                                              "n=7 of 'topk' must be at least 8")),
         "nisa.core_barrier": CallCase(k_core_barrier, (X,), lambda a: a,
                                       refusal=Refusal(e_core_barrier, (X,), TypeError, "err_unsupported_memory",
                                                       "address space 'shared_hbm'")),

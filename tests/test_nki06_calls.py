@@ -347,6 +347,8 @@ ELSEWHERE = {
     "fori_loop": "test_nki06_control", "while_loop": "test_nki06_control", "dynamic_range": "test_nki06_control",
     "no_reorder": "test_nki06_control",
     "nc_matmul_mx": "test_nki06_mx", "quantize_mx": "test_nki06_mx",
+    "exponential": "test_nki06_isa_more", "activate2": "test_nki06_isa_more",
+    "nonzero_with_count": "test_nki06_isa_more", "topk": "test_nki06_isa_more",
 }
 
 

@@ -11,6 +11,7 @@ from nkisim.ops import (  # noqa: F401
     creation,
     elementwise,
     isa,
+    isa_v4,
     lnc,
     matmul,
     memory,
