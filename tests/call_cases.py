@@ -1219,6 +1219,39 @@ def e_topk(a):
     return v
 
 
+GATHER_AT = np.random.default_rng(20261128).integers(0, 64, (128, 16)).astype(np.uint32)  # nc_n_gather
+
+
+def k_nc_n_gather(a, i):
+    """GpSimd's flattened gather (NKI 0.6's nisa.nc_n_gather): 16 elements of each partition's 64."""
+    d = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.nc_n_gather(nl.load(a), nl.load(i), dst=d)
+    out = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, d)
+    return out
+
+
+def e_nc_n_gather(a, i):
+    d = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.nc_n_gather(nl.load(a), nl.load(i).view(nl.int32), dst=d)  # ERR
+    return d
+
+
+def k_dma_compute(a, b):
+    """The DMA engines' add (NKI 0.6's nisa.dma_compute): two HBM tensors summed into an SBUF tile."""
+    d = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_compute([a, b], nl.add, dst=d)
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, d)
+    return out
+
+
+def e_dma_compute(a, b):
+    d = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_compute([a, b], nl.maximum, dst=d)  # ERR
+    return d
+
+
 def k_memset(a):
     r = nisa.memset((128, 64), 2.5, nl.float32)
     out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
@@ -1698,6 +1731,15 @@ def isa_cases() -> dict[str, CallCase]:
         "nisa.topk": CallCase(k_topk, (SNAKES,), r_topk,
                               refusal=Refusal(e_topk, (SNAKES,), ValueError, "err_size_of_dimension_exceed_arch_limit",
                                               "n=7 of 'topk' must be at least 8")),
+        "nisa.nc_n_gather": CallCase(k_nc_n_gather, (X, GATHER_AT),
+                                     lambda a, i: np.take_along_axis(a, i.astype(np.int64), axis=1),
+                                     refusal=Refusal(e_nc_n_gather, (X, GATHER_AT), TypeError,
+                                                     "err_supported_operand_dtype",
+                                                     "'indices' of 'nc_n_gather' has dtype int32")),
+        "nisa.dma_compute": CallCase(k_dma_compute, (X, Y), lambda a, b: f32(a.astype(np.float64) + b),
+                                     refusal=Refusal(e_dma_compute, (X, Y), SyntaxError,
+                                                     "err_instruction_unsupported_op",
+                                                     "maximum is not supported in 'dma_compute'")),
         "nisa.core_barrier": CallCase(k_core_barrier, (X,), lambda a: a,
                                       refusal=Refusal(e_core_barrier, (X,), TypeError, "err_unsupported_memory",
                                                       "address space 'shared_hbm'")),

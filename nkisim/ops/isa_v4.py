@@ -1,5 +1,5 @@
 """Instructions NKI 0.6 added to the ISA: ``exponential`` and ``activate2`` (NeuronCore-v4), ``nonzero_with_count``
-(NeuronCore-v3+) and ``topk``.
+(NeuronCore-v3+), ``topk``, ``nc_n_gather`` and ``dma_compute``.
 
 Each is one registry entry: the compiler's checks at the kernel's line, the NumPy numerics (in fp32, cast once to
 the destination's dtype) and the instruction it issues, priced by its kind in ``cost.instructions``.  Semantics and
@@ -16,11 +16,13 @@ import numpy as np
 from nkisim.core import dtypes as dt
 from nkisim.core.context import KernelContext, current
 from nkisim.core.errors import nki_error
+from nkisim.core.storage import read, write
 from nkisim.core.tensor import Access, as_access, is_tile, shape_str
-from nkisim.cost.instructions import ACTIVATE2, EXPONENTIAL, NONZERO_WITH_COUNT, TOPK
+from nkisim.cost.instructions import ACTIVATE2, DMA_COMPUTE, EXPONENTIAL, GATHER_FLATTENED, NONZERO_WITH_COUNT, TOPK
 from nkisim.ops.base import emit, operand, operands, write_dst
 from nkisim.ops.elementwise import values
-from nkisim.ops.mx import needs_v4
+from nkisim.ops.movement import gathered
+from nkisim.ops.mx import check_packed_copy, needs_v4
 from nkisim.ops.optable import ACTIVATIONS, ALU, op_name
 from nkisim.ops.outputs import IDLE, LOAD_REDUCE, REDUCE, RESET, RESET_REDUCE, accumulate, per_partition
 from nkisim.ops.registry import op
@@ -300,9 +302,10 @@ def topk(src: Any, n: Any, *, val_dst: Any, idx_dst: Any, name: str = "") -> Non
         raise nki_error("err_size_of_dimension_exceed_arch_limit",
                         f"size of dimension 0 in '{shape_str('src', a.shape)}' of '{api}' must be a multiple of "
                         f"{group} (one snake per GpSimd core's {group} partitions)")
-    if not 8 <= n < 65536 or cols * group < n:
+    lo, hi, k_max = (ctx.target.limit(k) for k in ("topk_min_elements", "topk_max_elements", "topk_max_k"))
+    if not lo <= n <= hi or cols * group < n:
         raise nki_error("err_size_of_dimension_exceed_arch_limit",
-                        f"n={n} of '{api}' must be at least 8, below 65536 and at most the snake's "
+                        f"n={n} of '{api}' must be at least {lo}, at most {hi} and at most the snake's "
                         f"{cols * group} elements ({shape_str('src', a.shape)} holds {cols} per partition)")
     k = _free(vd.shape)
     for pname, acc in (("val_dst", vd), ("idx_dst", idd)):
@@ -310,9 +313,9 @@ def topk(src: Any, n: Any, *, val_dst: Any, idx_dst: Any, name: str = "") -> Non
             raise nki_error("err_param_shape_mismatch",
                             f"Parameter shapes ({shape_str('val_dst', vd.shape)}, {shape_str(pname, acc.shape)}) of "
                             f"'{api}' has mismatched shapes: val_dst and idx_dst must both be [{parts}, K]")
-    if not 1 <= k < 32768 or k > n:
+    if not 1 <= k <= k_max or k > n:
         raise nki_error("err_size_of_dimension_exceed_arch_limit",
-                        f"K={k} (val_dst's free size) of '{api}' must be at least 1, below 32768 and at most n={n}")
+                        f"K={k} (val_dst's free size) of '{api}' must be at least 1, at most {k_max} and at most n={n}")
     top_v = top_i = None
     if ctx.numerics:
         x = values(a, ctx, F32).reshape(parts, cols)
@@ -326,3 +329,88 @@ def topk(src: Any, n: Any, *, val_dst: Any, idx_dst: Any, name: str = "") -> Non
     vout = write_dst(ctx, api, val_dst, (parts, k), top_v)
     iout = write_dst(ctx, api, idx_dst, (parts, k), top_i)
     emit(ctx, TOPK, reads=[a], writes=[vout, iout], n=n, extra={"n": n, "k": k})
+
+
+# --- nc_n_gather (GpSimd) ------------------------------------------------------------------------------------------
+@op("nisa.nc_n_gather", emits=(GATHER_FLATTENED,), spaces="sbuf")
+def nc_n_gather(data: Any, indices: Any, *, dst: Any, name: str = "") -> None:
+    """``nisa.nc_n_gather``: per partition, ``dst`` gets the elements of ``data``'s flattened free axes at the uint32
+    positions in ``indices`` (``dst`` and ``indices`` hold the same elements per partition): the GpSimd gather of
+    ``nl.gather_flattened`` (same numerics, same instruction), with 0.6's stricter operand rules."""
+    ctx = current()
+    api = "nc_n_gather"
+    a = operands(api, data=data)["data"]
+    ix = operands(api, indices=indices)["indices"]
+    d = as_access(operand(api, "dst", dst, ["sbuf"], ctx))
+    _dtype_in(api, "indices", ix, ("uint32",))
+    if d.dtype != a.dtype:
+        raise nki_error("err_supported_operand_dtype",
+                        f"'dst' ({dt.name(d.dtype)}) of '{api}' must have the dtype of 'data' ({dt.name(a.dtype)})")
+    if len({a.shape[0], ix.shape[0], d.shape[0]}) != 1:
+        raise nki_error("err_num_partition_mismatch",
+                        f"number of partitions (dimension 0 size of a tile) mismatch in parameters "
+                        f"({shape_str('data', a.shape)}, {shape_str('indices', ix.shape)}, "
+                        f"{shape_str('dst', d.shape)}) of '{api}'")
+    _same_elements(api, ix, "indices", d, "dst")
+    vals = gathered(api, a, ix, ctx) if ctx.numerics else None
+    out = write_dst(ctx, api, dst, ix.shape, vals)
+    emit(ctx, GATHER_FLATTENED, reads=[a, ix], writes=[out])
+
+
+# --- dma_compute (DMA) ---------------------------------------------------------------------------------------------
+def dma_sum(arrays: list[np.ndarray]) -> np.ndarray:
+    """The DMA compute engines' sum: every source widened to fp32, added in order in fp32 (flattened)."""
+    total = np.zeros(arrays[0].size, F32)
+    for a in arrays:
+        total += a.astype(F32).reshape(-1)
+    return total
+
+
+@op("nisa.dma_compute", emits=(DMA_COMPUTE,), spaces="hbm|sbuf")
+def dma_compute(srcs: Any, reduce_op: Any, *, dst: Any, scales: Any = None, unique_indices: bool = True,
+                oob_mode: Any = 0, name: str = "") -> None:
+    """``nisa.dma_compute``: ``dst = srcs[0] + srcs[1] + ...`` computed by the DMA engines in fp32 and cast once to
+    ``dst``'s dtype, each operand in HBM or SBUF with ``dst``'s element count (any shape).  As AWS documents it today
+    only ``nl.add`` with scales of 1.0 and at most 16 sources; the indirect (scatter/gather read-modify-write) form
+    needs ``.ap(vector_offset=...)`` views, which the simulator refuses.  Priced as one DMA that moves every source's
+    bytes at the DMA compute engine's throughput (the target's ``rmw_throughput``; ``rmw_sbuf_throughput`` into
+    SBUF), and at least the HBM bytes it reads and writes at HBM bandwidth."""
+    ctx = current()
+    api = "dma_compute"
+    if not isinstance(srcs, (list, tuple)) or not srcs:
+        raise nki_error("err_operand_cannot_be_none", f"'srcs' of '{api}' must be a non-empty list of tensors")
+    limit = ctx.target.limit("dma_compute_max_sources")
+    if len(srcs) > limit:
+        raise nki_error("err_size_of_dimension_exceed_arch_limit",
+                        f"'{api}' takes at most {limit} source tensors, got {len(srcs)}")
+    rname = op_name(reduce_op)
+    if rname != "add":
+        raise nki_error("err_instruction_unsupported_op", f"{rname} is not supported in '{api}' (only nl.add)")
+    if scales is not None and (len(scales) != len(srcs) or any(is_tile(s) or float(s) != 1.0 for s in scales)):
+        raise nki_error("err_unsupported_dtype_value",
+                        f"scales={list(scales)!r} of '{api}': one scale per source, all 1.0 (the only value the DMA "
+                        f"engines support today)")
+    allowed = ["hbm", "sbuf"]
+    d = as_access(operand(api, "dst", dst, allowed, ctx))
+    accs = [as_access(operand(api, f"srcs[{i}]", s, allowed, ctx)) for i, s in enumerate(srcs)]
+    count = int(np.prod(d.shape))
+    for i, s in enumerate(accs):
+        check_packed_copy(api, s.dtype, d.dtype)
+        if int(np.prod(s.shape)) != count:
+            raise nki_error("err_param_shape_mismatch",
+                            f"Parameter shapes ({shape_str(f'srcs[{i}]', s.shape)}, {shape_str('dst', d.shape)}) of "
+                            f"'{api}' has mismatched shapes: every source needs dst's {count} elements")
+    d.check_write()
+    vals = None
+    if ctx.numerics:
+        vals = dma_sum([np.asarray(read(s)) for s in accs]).reshape(d.shape)
+    write(d, vals)
+    src_bytes = sum(int(np.prod(s.shape)) * s.itemsize for s in accs)
+    hbm = sum(int(np.prod(s.shape)) * s.itemsize for s in accs if s.space == "hbm") + \
+        (count * d.itemsize if d.space == "hbm" else 0)
+    extra: dict[str, Any] = {"rmw": "add"}
+    if d.space == "sbuf":
+        extra["rmw_sbuf"] = True
+    if hbm:
+        extra["hbm_bytes"] = hbm
+    emit(ctx, DMA_COMPUTE, reads=accs, writes=[d], nbytes=src_bytes, extra=extra)

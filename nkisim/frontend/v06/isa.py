@@ -35,7 +35,9 @@ from nkisim.frontend.v06.adapters.instruction import tensor as _t
 from nkisim.frontend.v06.adapters.instruction import tensor_or_scalar as _ts
 from nkisim.frontend.v06.adapters.isa_v4 import (  # noqa: F401  (the instructions NKI 0.6 added)
     activate2,
+    dma_compute,
     exponential,
+    nc_n_gather,
     nonzero_with_count,
     topk,
 )
@@ -396,8 +398,6 @@ def nc_match_replace8(dst: Any, data: Any, vals: Any, imm: Any, dst_idx: Any = N
 # --- instructions the simulator does not model yet ------------------------------------------------------------
 #: 0.6 instructions that exist in the API but that the simulator refuses with a clear error, and why
 NOT_SIMULATED: dict[str, str] = {
-    "nc_n_gather": "the GpSimd flattened gather",
-    "dma_compute": "DMA-engine reductions",
     "rng": "the hardware random number generator",
     "rand2": "the XORWOW generator of NeuronCore-v4",
     "rand_set_state": "random generator state",

@@ -1,5 +1,5 @@
 """NKI 0.6 adapters of the instructions 0.6 added to the ISA (``ops/isa_v4.py``): ``exponential``, ``activate2``,
-``nonzero_with_count`` and ``topk``.  Each has AWS's signature (strict: an unknown keyword is Python's TypeError),
+``nonzero_with_count``, ``topk``, ``nc_n_gather`` and ``dma_compute``.  Each has AWS's signature (strict: an unknown keyword is Python's TypeError),
 normalises enums and operators, and calls the one registry entry, which checks, computes and prices it."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from nkisim.frontend.v06.adapters.instruction import NkiInstruction
 from nkisim.frontend.v06.adapters.instruction import done as _done
 from nkisim.frontend.v06.adapters.instruction import tensor as _t
 from nkisim.frontend.v06.adapters.instruction import tensor_or_scalar as _ts
-from nkisim.frontend.v06.isa_constants import canonical, reduce_cmd
+from nkisim.frontend.v06.isa_constants import canonical, oob_mode, reduce_cmd
 
-_Cmd = reduce_cmd
+_Cmd, _Oob = reduce_cmd, oob_mode
 
 
 def _cmd(value: Any, api: str) -> int:
@@ -62,5 +62,24 @@ def topk(val_dst: Any, idx_dst: Any, src: Any, n: Any, name: Any = None) -> NkiI
     return _done(name)
 
 
-for _fn in (exponential, activate2, nonzero_with_count, topk):
+def nc_n_gather(dst: Any, data: Any, indices: Any, name: Any = None) -> NkiInstruction:
+    api = "nc_n_gather"
+    _b.call("nisa.nc_n_gather", _t(data, api, "data"), _t(indices, api, "indices"), dst=_t(dst, api, "dst"))
+    return _done(name)
+
+
+def dma_compute(dst: Any, srcs: Any, reduce_op: Any, scales: Any = None, unique_indices: bool = True,
+                oob_mode: Any = oob_mode.error, name: Any = None) -> NkiInstruction:
+    api = "dma_compute"
+    if not isinstance(srcs, (list, tuple)):
+        raise TypeError(f"'srcs' of '{api}' must be a list of tensors, got {type(srcs).__name__}")
+    oob = _b.enum_value(oob_mode, _Oob, api, "oob_mode")
+    _b.call("nisa.dma_compute", [_t(s, api, f"srcs[{i}]") for i, s in enumerate(srcs)],
+            _b.op(reduce_op, api, "reduce_op"), dst=_t(dst, api, "dst"),
+            scales=None if scales is None else [_ts(s, api, "scales") for s in scales],
+            unique_indices=bool(unique_indices), oob_mode=canonical(oob))
+    return _done(name)
+
+
+for _fn in (exponential, activate2, nonzero_with_count, topk, nc_n_gather, dma_compute):
     _fn.__qualname__ = f"nki.isa.{_fn.__name__}"
