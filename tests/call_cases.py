@@ -1252,6 +1252,111 @@ def e_dma_compute(a, b):
     return d
 
 
+RNG_STATE = np.random.default_rng(20261129).integers(1, 2**32, (128, 6), dtype=np.uint64).astype(np.uint32)
+SEED = np.array([[12345]], dtype=np.uint32)
+
+
+def xorwow(words: Any, n: int) -> tuple[list[int], list[int]]:
+    """Marsaglia's XORWOW (x, y, z, w, v and the Weyl counter d) in Python ints: n draws and the words after."""
+    x, y, z, w, v, d = (int(u) for u in words)
+    m, out = 0xFFFFFFFF, []
+    for _ in range(n):
+        t = x ^ (x >> 2)
+        x, y, z, w = y, z, w, v
+        v = (v ^ ((v << 4) & m)) ^ (t ^ ((t << 1) & m))
+        d = (d + 362437) & m
+        out.append((v + d) & m)
+    return out, [x, y, z, w, v, d]
+
+
+def k_rand_set_state(s):
+    """GpSimd's generator loaded with each lane's XORWOW state (NKI 0.6's nisa.rand_set_state), then 4 draws."""
+    nisa.rand_set_state(nl.load(s), engine=nisa.gpsimd_engine)
+    d = nl.ndarray((128, 4), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.rng(dst=d, engine=nisa.gpsimd_engine)
+    out = nl.ndarray((128, 4), dtype=nl.uint32, buffer=nl.shared_hbm)
+    nl.store(out, d)
+    return out
+
+
+def e_rand_set_state(s):
+    nisa.rand_set_state(nl.load(s[:, 0:5]), engine=nisa.gpsimd_engine)  # ERR
+
+
+def k_rand_get_state(s):
+    """The state after 4 draws (NKI 0.6's nisa.rand_get_state)."""
+    nisa.rand_set_state(nl.load(s), engine=nisa.gpsimd_engine)
+    d = nl.ndarray((128, 4), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.rng(dst=d, engine=nisa.gpsimd_engine)
+    st = nl.ndarray((128, 6), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.rand_get_state(dst=st, engine=nisa.gpsimd_engine)
+    out = nl.ndarray((128, 6), dtype=nl.uint32, buffer=nl.shared_hbm)
+    nl.store(out, st)
+    return out
+
+
+def e_rand_get_state(s):
+    st = nl.ndarray((128, 6), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.rand_get_state(dst=st, engine=nisa.gpsimd_engine)  # ERR
+    return st
+
+
+def k_rng(seed):
+    """32 random bits per element from the Vector engine's generator seeded by nisa.set_rng_seed (NKI 0.6)."""
+    nisa.set_rng_seed(nl.load(seed))
+    d = nl.ndarray((128, 64), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.rng(dst=d)
+    out = nl.ndarray((128, 64), dtype=nl.uint32, buffer=nl.shared_hbm)
+    nl.store(out, d)
+    return out
+
+
+def check_random_bits(got: Any, inputs: Any) -> None:
+    """Properties only (the seed's expansion is the simulator's own): distinct words, every bit fair, and the same
+    values from a second launch."""
+    assert got.dtype == np.uint32 and got.shape == (128, 64)
+    assert len(np.unique(got)) > 0.99 * got.size
+    assert 0.49 < np.unpackbits(got.view(np.uint8)).mean() < 0.51
+
+
+def e_rng(seed):
+    d = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.rng(dst=d)  # ERR
+    return d
+
+
+def e_set_rng_seed(seed):
+    narrow = nl.zeros((1, 1), dtype=nl.uint16, buffer=nl.sbuf)
+    nisa.set_rng_seed(narrow)  # ERR
+
+
+def k_rand2(a):
+    """NeuronCore-v4's uniform generator (NKI 0.6's nisa.rand2) between per-partition bounds."""
+    lo = nl.load(a[:, 0:1])
+    hi = nl.load(a[:, 1:2])
+    d = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.rand2(lo, hi, dst=d)
+    out = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, d)
+    return out
+
+
+BOUNDS = np.stack([np.linspace(-3, 1, 128), np.linspace(-2, 5, 128)], axis=1).astype(np.float32)
+
+
+def check_rand2(got: Any, inputs: Any) -> None:
+    lo, hi = inputs[0][:, 0:1], inputs[0][:, 1:2]
+    assert got.dtype == np.float32 and np.all(got >= lo) and np.all(got < hi)
+    u = (got - lo) / (hi - lo)
+    assert abs(u.mean() - 0.5) < 0.01 and abs(u.var() - 1 / 12) < 0.005
+
+
+def e_rand2(a):
+    d = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.rand2(2.0, 2.0, dst=d)  # ERR
+    return d
+
+
 def k_memset(a):
     r = nisa.memset((128, 64), 2.5, nl.float32)
     out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
@@ -1740,6 +1845,24 @@ def isa_cases() -> dict[str, CallCase]:
                                      refusal=Refusal(e_dma_compute, (X, Y), SyntaxError,
                                                      "err_instruction_unsupported_op",
                                                      "maximum is not supported in 'dma_compute'")),
+        "nisa.rand_set_state": CallCase(k_rand_set_state, (RNG_STATE,),
+                                        lambda s: np.array([xorwow(r, 4)[0] for r in s], dtype=np.uint32),
+                                        refusal=Refusal(e_rand_set_state, (RNG_STATE,), ValueError,
+                                                        "err_param_shape_mismatch", "6 uint32 words per lane")),
+        "nisa.rand_get_state": CallCase(k_rand_get_state, (RNG_STATE,),
+                                        lambda s: np.array([xorwow(r, 4)[1] for r in s], dtype=np.uint32),
+                                        refusal=Refusal(e_rand_get_state, (RNG_STATE,), TypeError,
+                                                        "err_supported_operand_dtype",
+                                                        "'dst' of 'rand_get_state' has dtype int32")),
+        "nisa.rng": CallCase(k_rng, (SEED,), check=check_random_bits,
+                             refusal=Refusal(e_rng, (SEED,), TypeError, "err_supported_operand_dtype",
+                                             "'dst' of 'rng' has dtype float32")),
+        "nisa.set_rng_seed": CallCase(k_rng, (SEED,), check=check_random_bits,
+                                      refusal=Refusal(e_set_rng_seed, (SEED,), TypeError,
+                                                      "err_supported_operand_dtype", "the seed is a 32-bit value")),
+        "nisa.rand2": CallCase(k_rand2, (BOUNDS,), check=check_rand2, target="trn3",
+                               refusal=Refusal(e_rand2, (BOUNDS,), ValueError, "err_unsupported_dtype_value",
+                                               "min must be below max", target="trn3")),
         "nisa.core_barrier": CallCase(k_core_barrier, (X,), lambda a: a,
                                       refusal=Refusal(e_core_barrier, (X,), TypeError, "err_unsupported_memory",
                                                       "address space 'shared_hbm'")),

@@ -19,6 +19,7 @@ from nkisim.ops import (  # noqa: F401
     mx,
     reduce,
     registers,
+    rng,
     scan,
     select,
     topk,

@@ -39,6 +39,11 @@ from nkisim.frontend.v06.adapters.isa_v4 import (  # noqa: F401  (the instructio
     exponential,
     nc_n_gather,
     nonzero_with_count,
+    rand2,
+    rand_get_state,
+    rand_set_state,
+    rng,
+    set_rng_seed,
     topk,
 )
 from nkisim.frontend.v06.isa_constants import (  # noqa: F401  (re-exported: nisa.engine, ...)
@@ -398,11 +403,6 @@ def nc_match_replace8(dst: Any, data: Any, vals: Any, imm: Any, dst_idx: Any = N
 # --- instructions the simulator does not model yet ------------------------------------------------------------
 #: 0.6 instructions that exist in the API but that the simulator refuses with a clear error, and why
 NOT_SIMULATED: dict[str, str] = {
-    "rng": "the hardware random number generator",
-    "rand2": "the XORWOW generator of NeuronCore-v4",
-    "rand_set_state": "random generator state",
-    "rand_get_state": "random generator state",
-    "set_rng_seed": "random generator seeding",
 }
 
 

@@ -1,5 +1,6 @@
 """NKI 0.6 adapters of the instructions 0.6 added to the ISA (``ops/isa_v4.py``): ``exponential``, ``activate2``,
-``nonzero_with_count``, ``topk``, ``nc_n_gather`` and ``dma_compute``.  Each has AWS's signature (strict: an unknown keyword is Python's TypeError),
+``nonzero_with_count``, ``topk``, ``nc_n_gather``, ``dma_compute`` and the random generators (``rng``, ``rand2``,
+``set_rng_seed``, ``rand_set_state``, ``rand_get_state``).  Each has AWS's signature (strict: an unknown keyword is Python's TypeError),
 normalises enums and operators, and calls the one registry entry, which checks, computes and prices it."""
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from nkisim.frontend.v06.adapters.instruction import NkiInstruction
 from nkisim.frontend.v06.adapters.instruction import done as _done
 from nkisim.frontend.v06.adapters.instruction import tensor as _t
 from nkisim.frontend.v06.adapters.instruction import tensor_or_scalar as _ts
-from nkisim.frontend.v06.isa_constants import canonical, oob_mode, reduce_cmd
+from nkisim.frontend.v06.isa_constants import canonical, engine, oob_mode, reduce_cmd
 
-_Cmd, _Oob = reduce_cmd, oob_mode
+_Cmd, _Oob, _Engine = reduce_cmd, oob_mode, engine
 
 
 def _cmd(value: Any, api: str) -> int:
@@ -81,5 +82,40 @@ def dma_compute(dst: Any, srcs: Any, reduce_op: Any, scales: Any = None, unique_
     return _done(name)
 
 
-for _fn in (exponential, activate2, nonzero_with_count, topk, nc_n_gather, dma_compute):
+def _eng(value: Any, api: str) -> int:
+    return canonical(_b.enum_value(value, _Engine, api, "engine"))
+
+
+def rng(dst: Any, engine: Any = engine.vector, name: Any = None) -> NkiInstruction:
+    api = "rng"
+    _b.call("nisa.rng", dst=_t(dst, api, "dst"), engine=_eng(engine, api))
+    return _done(name)
+
+
+def rand2(dst: Any, min: Any, max: Any, name: Any = None) -> NkiInstruction:  # noqa: A002  (AWS's names)
+    api = "rand2"
+    _b.call("nisa.rand2", _ts(min, api, "min"), _ts(max, api, "max"), dst=_t(dst, api, "dst"))
+    return _done(name)
+
+
+def set_rng_seed(src_seeds: Any, name: Any = None) -> NkiInstruction:
+    api = "set_rng_seed"
+    _b.call("nisa.set_rng_seed", _t(src_seeds, api, "src_seeds"))
+    return _done(name)
+
+
+def rand_set_state(src_seeds: Any, engine: Any = engine.gpsimd, name: Any = None) -> NkiInstruction:
+    api = "rand_set_state"
+    _b.call("nisa.rand_set_state", _t(src_seeds, api, "src_seeds"), engine=_eng(engine, api))
+    return _done(name)
+
+
+def rand_get_state(dst: Any, engine: Any = engine.gpsimd, name: Any = None) -> NkiInstruction:
+    api = "rand_get_state"
+    _b.call("nisa.rand_get_state", dst=_t(dst, api, "dst"), engine=_eng(engine, api))
+    return _done(name)
+
+
+for _fn in (exponential, activate2, nonzero_with_count, topk, nc_n_gather, dma_compute, rng, rand2, set_rng_seed,
+            rand_set_state, rand_get_state):
     _fn.__qualname__ = f"nki.isa.{_fn.__name__}"
