@@ -725,3 +725,44 @@ def test_mutants_of_the_generator_fail_the_references(monkeypatch):
         m.setattr(rng_op, "low_bits", lambda bits, dtype: (bits >> (32 - 8 * np.dtype(dtype).itemsize)).astype(np.int64))
         with pytest.raises(AssertionError):
             test_rng_is_xorwow_from_the_loaded_state(nisa.engine.gpsimd, 6)
+
+
+# --- the program format -------------------------------------------------------------------------------------------
+def test_a_kernel_of_every_new_instruction_compiles_to_a_program_that_replays_and_prices_the_same():
+    """Each instruction here survives the program format: JSON, validation, replay (the generators' state included)
+    and estimate."""
+    x = RNG.uniform(-2, 2, (32, 16)).astype(F32)
+    snakes = _snake_input(32, 4)
+    state = RNG.integers(1, 2**32, (32, 6), dtype=np.uint64).astype(np.uint32)
+    table = RNG.uniform(-1, 1, (32, 64)).astype(F32)
+
+    def kernel(a, s, st, tb):
+        src = load(a)
+        e, z, r = new((32, 16)), new((32, 16)), new((32, 1))
+        nisa.exponential(dst=e, src=src, max_value=0.5, reduce_res=r, reduce_cmd=CMD.reset_reduce)
+        nisa.activate2(dst=z, op=nl.exp, data=src, imm0=0.5, imm1=1.0, op0=nl.multiply, op1=nl.add,
+                       reduce_op=nl.maximum, reduce_res=r, reduce_cmd=CMD.reset_reduce)
+        nz = new((32, 17), nl.int32)
+        nisa.memset(dst=nz, value=0)
+        nisa.nonzero_with_count(dst=nz, src=src, index_offset=2)
+        v, i = new((32, 8), nl.bfloat16), new((32, 8), nl.uint32)
+        nisa.topk(val_dst=v, idx_dst=i, src=load(s), n=60)
+        g = new((32, 8))
+        nisa.nc_n_gather(dst=g, data=load(tb), indices=i)
+        total = new((32, 16))
+        nisa.dma_compute(dst=total, srcs=[a, e, z], reduce_op=nl.add)
+        nisa.rand_set_state(src_seeds=load(st))
+        bits = new((32, 8), nl.uint32)
+        nisa.rng(dst=bits, engine=nisa.engine.gpsimd)
+        uni = new((32, 8))
+        nisa.rand2(dst=uni, min=0.0, max=2.0)
+        return out(total), out(r), out(nz), out(g), out(bits), out(uni)
+
+    launch = api.launch(nki.jit(kernel), [x, snakes, state, table], target="trn3")
+    program = api.program_from_json(launch.program.to_json())
+    api.validate(program, target="trn3")
+    replay = api.execute(program, [x, snakes, state, table], target="trn3")
+    for got, want in zip(replay.outputs, launch.outputs, strict=True):
+        np.testing.assert_array_equal(got, want)
+    assert replay.estimate().total_us == launch.latency_us()
+    assert [int(b) for b in launch.outputs[4][3]] == _lane_draws(list(state[3]), 8)[0]
