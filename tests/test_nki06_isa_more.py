@@ -766,3 +766,25 @@ def test_a_kernel_of_every_new_instruction_compiles_to_a_program_that_replays_an
         np.testing.assert_array_equal(got, want)
     assert replay.estimate().total_us == launch.latency_us()
     assert [int(b) for b in launch.outputs[4][3]] == _lane_draws(list(state[3]), 8)[0]
+
+
+def test_activate2_reads_the_held_accumulators_out_with_reduce_cmd_idle():
+    """A reset_reduce without reduce_res keeps the sum in the Scalar engine; a later idle activate2 with reduce_res
+    reads it out unchanged; before any reduction there is nothing to read, an error."""
+    x = RNG.uniform(-1, 1, (32, 12)).astype(F32)
+
+    def kernel(a):
+        src = load(a)
+        first, second, held = new((32, 12)), new((32, 12)), new((32, 1))
+        nisa.activate2(dst=first, op=nl.exp, data=src, imm0=1.0, imm1=0.0, op0=nl.bypass, op1=nl.bypass,
+                       reduce_op=nl.add, reduce_cmd=CMD.reset_reduce)
+        nisa.activate2(dst=second, op=nl.tanh, data=src, imm0=1.0, imm1=0.0, op0=nl.bypass, op1=nl.bypass,
+                       reduce_res=held)
+        return out(held)
+
+    np.testing.assert_allclose(nki.jit(kernel)(x)[:, 0], np.exp(x.astype(np.float64)).sum(axis=1), rtol=1e-5)
+
+    def nothing_held(a):
+        nisa.activate2(dst=new(a.shape), op=nl.exp, data=load(a), imm0=1.0, imm1=0.0, op0=nl.bypass,  # ERR
+                       op1=nl.bypass, reduce_res=new((32, 1)))
+    refused(nothing_held, Exception, "which no instruction has set")

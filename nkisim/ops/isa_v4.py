@@ -195,10 +195,11 @@ def activate2(op: Any, data: Any, imm0: Any, imm1: Any, op0: Any, op1: Any, *, r
             if opname != "bypass":
                 x = ALU[opname].fn(v, x) if rev else ALU[opname].fn(x, v)
         vals = (_prelu(x, alpha) if fname == "prelu" else ACTIVATIONS[fname].fn(x)).astype(F32)
-        regs = ctx.act_accum
+        regs = ctx.act_accum if np.size(ctx.act_accum) == parts else None  # (another tile's registers: not ours)
         if rop is not None:
-            if cmd in (RESET, RESET_REDUCE) or regs is None or np.shape(regs) != (parts,):
+            if cmd in (RESET, RESET_REDUCE) or regs is None:
                 regs = np.full((parts,), REDUCE_IDENTITY[rop], F32)
+            regs = np.asarray(regs, F32).reshape(parts)
             if cmd in (REDUCE, RESET_REDUCE):
                 fn = ALU[rop].fn
                 for col in vals.reshape(parts, -1).T:
