@@ -349,9 +349,9 @@ ELSEWHERE = {
     "nc_matmul_mx": "test_nki06_mx", "quantize_mx": "test_nki06_mx",
     "exponential": "test_nki06_isa_more", "activate2": "test_nki06_isa_more",
     "nonzero_with_count": "test_nki06_isa_more", "topk": "test_nki06_isa_more",
-    "nc_n_gather": "test_nki06_isa_more", "dma_compute": "test_nki06_isa_more", "rng": "test_nki06_isa_more",
-    "rand2": "test_nki06_isa_more", "set_rng_seed": "test_nki06_isa_more", "rand_set_state": "test_nki06_isa_more",
-    "rand_get_state": "test_nki06_isa_more",
+    "nc_n_gather": "test_nki06_gather_dma", "dma_compute": "test_nki06_gather_dma", "rng": "test_nki06_rng",
+    "rand2": "test_nki06_rng", "set_rng_seed": "test_nki06_rng", "rand_set_state": "test_nki06_rng",
+    "rand_get_state": "test_nki06_rng",
 }
 
 

@@ -1,5 +1,6 @@
-"""The instructions NKI 0.6 added to the ISA (``nkisim/ops/isa_v4.py``, ``nkisim/ops/rng.py``): ``exponential``,
-``activate2``, ``nonzero_with_count``, ``topk``, ``nc_n_gather``, ``dma_compute`` and the random generators.
+"""The instructions NKI 0.6 added to the ISA (``nkisim/ops/isa_v4.py``): ``exponential``, ``activate2``,
+``nonzero_with_count`` and ``topk`` (``nc_n_gather`` and ``dma_compute``: ``test_nki06_gather_dma.py``; the random
+generators: ``test_nki06_rng.py``).
 
 Our own 0.6 kernels against NumPy references written here (every documented option), each documented refusal at the
 kernel's own line, the estimate against the work each instruction does at the target's rates, and mutants of the ops
@@ -18,10 +19,7 @@ from nkisim import api
 from nkisim.core.target import get as get_target
 from nkisim.cost import costs
 from nkisim.ops import isa_v4
-from nkisim.ops import movement as movement_op
 from nkisim.ops import outputs as outputs_op
-from nkisim.ops import rng as rng_op
-from nkisim.ops.isa_v4 import dma_sum
 
 nkisim.install()
 
@@ -29,7 +27,6 @@ import nki  # noqa: E402
 import nki.isa as nisa  # noqa: E402
 import nki.language as nl  # noqa: E402
 
-HERE = __file__
 RNG = np.random.default_rng(2060)
 BF16 = ml_dtypes.bfloat16
 F32 = np.float32
@@ -45,10 +42,11 @@ def refused(body, exc, match, *args):
     """Launch 0.6 kernel ``body``: it must raise ``exc`` matching ``match`` at its ``# ERR`` line."""
     with pytest.raises(exc, match=match) as info:
         nki.jit(body)(*(args or (np.ones((32, 8), F32),)))
+    here = body.__code__.co_filename  # the kernel's own file (other test files use this helper too)
     loc = getattr(info.value, "nki_location", None)
-    if loc is None:  # Python's own TypeError (a bad keyword): the innermost frame of this file
-        loc = next((e.path, e.lineno + 1) for e in reversed(info.traceback) if str(e.path) == HERE)
-    assert str(loc[0]) == HERE and loc[1] == err_line(body), loc
+    if loc is None:  # Python's own TypeError (a bad keyword): the innermost frame of the kernel's file
+        loc = next((e.path, e.lineno + 1) for e in reversed(info.traceback) if str(e.path) == here)
+    assert str(loc[0]) == here and loc[1] == err_line(body), loc
     return info.value
 
 
@@ -440,332 +438,6 @@ def test_mutants_of_the_ops_fail_the_references(monkeypatch):
         m.setattr(isa_v4, "REDUCE_IDENTITY", dict(isa_v4.REDUCE_IDENTITY, add=1.0))
         with pytest.raises(AssertionError):
             test_activate2_prelu_takes_relu_param_and_reduces_into_the_scalar_accumulators()
-
-
-# --- nc_n_gather ------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("dtype", [np.float32, np.int32, BF16])
-def test_nc_n_gather_gathers_within_each_partition(dtype):
-    data = RNG.integers(-100, 100, (32, 4, 25)).astype(dtype)
-    idx = RNG.integers(0, 100, (32, 6, 9)).astype(np.uint32)
-    idx[:, 0, 0] = 99  # the last element of each partition
-
-    def kernel(d, i):
-        dst = new(i.shape, d.dtype)
-        nisa.nc_n_gather(dst=dst, data=load(d), indices=load(i))
-        return out(dst)
-
-    got = nki.jit(kernel)(data, idx)
-    flat = data.reshape(32, 100)
-    want = np.stack([flat[p][idx[p].reshape(-1).astype(np.int64)] for p in range(32)]).reshape(idx.shape)
-    assert got.dtype == data.dtype
-    np.testing.assert_array_equal(got, want)
-
-
-def test_nc_n_gather_refusals():
-    def int_indices(a):
-        i = new((32, 4), nl.int32)
-        nisa.memset(dst=i, value=0)
-        nisa.nc_n_gather(dst=new((32, 4)), data=load(a), indices=i)  # ERR
-    refused(int_indices, Exception, "'indices' of 'nc_n_gather' has dtype int32")
-
-    def cast(a):
-        i = new((32, 4), nl.uint32)
-        nisa.memset(dst=i, value=0)
-        nisa.nc_n_gather(dst=new((32, 4), nl.bfloat16), data=load(a), indices=i)  # ERR
-    refused(cast, Exception, "must have the dtype of 'data'")
-
-    def out_of_bounds(a):
-        i = new((32, 4), nl.uint32)
-        nisa.memset(dst=i, value=8)
-        nisa.nc_n_gather(dst=new((32, 4)), data=load(a), indices=i)  # ERR
-    refused(out_of_bounds, Exception, "index 8 of 'nc_n_gather' is out of bounds")
-
-    def in_psum(a):
-        i = new((32, 4), nl.uint32)
-        nisa.memset(dst=i, value=0)
-        nisa.nc_n_gather(dst=nl.ndarray((32, 4), dtype=nl.float32, buffer=nl.psum), data=load(a), indices=i)  # ERR
-    refused(in_psum, Exception, "address space 'sbuf'")
-
-
-# --- dma_compute --------------------------------------------------------------------------------------------------
-def test_dma_compute_adds_its_sources_in_fp32_and_casts_once():
-    """Three sources from HBM and SBUF, of different dtypes and shapes with equal element counts, into a bf16 SBUF
-    tile and into an HBM tensor."""
-    a = RNG.uniform(-2, 2, (32, 16)).astype(F32)
-    b = RNG.uniform(-2, 2, (32, 16)).astype(BF16)
-    c = RNG.uniform(-2, 2, (32, 4, 4)).astype(F32)
-
-    def kernel(x, y, z):
-        into_sbuf = new((32, 16), nl.bfloat16)
-        nisa.dma_compute(dst=into_sbuf, srcs=[x, load(y), z], reduce_op=nl.add)
-        into_hbm = nl.ndarray((32, 16), dtype=nl.float32, buffer=nl.shared_hbm)
-        nisa.dma_compute(dst=into_hbm, srcs=[load(x), y], reduce_op=nl.add, scales=[1.0, 1.0])
-        return out(into_sbuf), into_hbm
-
-    got_sbuf, got_hbm = nki.jit(kernel)(a, b, c)
-    total = a.astype(F32) + b.astype(F32) + c.reshape(32, 16)
-    np.testing.assert_array_equal(got_sbuf, total.astype(BF16))
-    np.testing.assert_array_equal(got_hbm, a + b.astype(F32))
-
-
-def test_dma_compute_refusals():
-    def multiply(a):
-        nisa.dma_compute(dst=new(a.shape), srcs=[a, a], reduce_op=nl.multiply)  # ERR
-    refused(multiply, Exception, "multiply is not supported in 'dma_compute'")
-
-    def scaled(a):
-        nisa.dma_compute(dst=new(a.shape), srcs=[a, a], reduce_op=nl.add, scales=[1.0, 2.0])  # ERR
-    refused(scaled, Exception, "all 1.0")
-
-    def seventeen(a):
-        nisa.dma_compute(dst=new(a.shape), srcs=[a] * 17, reduce_op=nl.add)  # ERR
-    refused(seventeen, Exception, "at most 16 source tensors")
-
-    def short(a):
-        nisa.dma_compute(dst=new(a.shape), srcs=[a, a[:, 0:4]], reduce_op=nl.add)  # ERR
-    refused(short, Exception, "every source needs dst's 256 elements")
-
-    def from_psum(a):
-        p = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.psum)
-        nisa.dma_compute(dst=new(a.shape), srcs=[a, p], reduce_op=nl.add)  # ERR
-    refused(from_psum, Exception, "address space")
-
-    def int_oob(a):
-        nisa.dma_compute(dst=new(a.shape), srcs=[a, a], reduce_op=nl.add, oob_mode=0)  # ERR
-    refused(int_oob, Exception, "must be a member of nki.isa.oob_mode")
-
-
-def test_dma_compute_is_priced_at_the_dma_compute_throughput():
-    """Four 128 x 2048 fp32 sources (4 MiB) added into SBUF: at least their bytes over 16 queues at the DMA rate
-    times the compute engines' throughput, and the HBM bytes at HBM bandwidth."""
-    x = RNG.uniform(-1, 1, (128, 2048)).astype(F32)
-
-    def kernel(a, b, c, d):
-        acc = new((128, 2048))
-        nisa.dma_compute(dst=acc, srcs=[a, b, c, d], reduce_op=nl.add)
-        return out(acc)
-
-    launch = api.launch(nki.jit(kernel), [x, x, x, x], target="trn2")
-    prm = get_target("trn2").params
-    ins = next(i for i in launch.record.ctx.trace if i.kind.name == "dma_compute")
-    nbytes = 4 * x.nbytes
-    assert ins.nbytes == nbytes
-    ns = costs.dma_queue_ns(ins, costs.dma_queues(ins, prm), prm)
-    d = prm["dma"]
-    assert ns >= nbytes / d["queues"] / (d["bytes_per_ns"] * d["rmw_sbuf_throughput"])
-    assert ns >= nbytes / d["hbm_gbps"]
-
-
-def test_mutants_of_the_gather_and_the_dma_sum_fail_the_references(monkeypatch):
-    with monkeypatch.context() as m:  # the flattened index read from the other end of the partition
-        m.setattr(isa_v4, "gathered", lambda api, a, ix, ctx: movement_op.gathered(api, a, ix, ctx)[:, ::-1])
-        with pytest.raises(AssertionError):
-            test_nc_n_gather_gathers_within_each_partition(np.float32)
-    with monkeypatch.context() as m:  # the last source dropped
-        m.setattr(isa_v4, "dma_sum", lambda arrays: dma_sum(arrays[:-1]))
-        with pytest.raises(AssertionError):
-            test_dma_compute_adds_its_sources_in_fp32_and_casts_once()
-    with monkeypatch.context() as m:  # a cast per source (the first rounded to bf16), not one cast of the fp32 sum
-        m.setattr(isa_v4, "dma_sum", lambda arrays: sum(a.reshape(-1) for a in arrays[1:]).astype(F32)
-                  + arrays[0].reshape(-1).astype(BF16).astype(F32))
-        with pytest.raises(AssertionError):
-            test_dma_compute_adds_its_sources_in_fp32_and_casts_once()
-
-
-# --- the random generators ---------------------------------------------------------------------------------------
-def _xorwow(words, n):
-    """Marsaglia's XORWOW in plain Python ints: ``n`` draws of one generator from its 6 words (x, y, z, w, v, d),
-    and the words after them."""
-    x, y, z, w, v, d = (int(u) for u in words)
-    m = 0xFFFFFFFF
-    out = []
-    for _ in range(n):
-        t = x ^ (x >> 2)
-        x, y, z, w = y, z, w, v
-        v = (v ^ ((v << 4) & m)) ^ (t ^ ((t << 1) & m))
-        d = (d + 362437) & m
-        out.append((v + d) & m)
-    return out, [x, y, z, w, v, d]
-
-
-def _lane_draws(state, n):
-    """Draws of a lane holding ``len(state) // 6`` generators: element j from generator j % G."""
-    g = len(state) // 6
-    per = [_xorwow(state[6 * i:6 * i + 6], len(range(i, n, g))) for i in range(g)]
-    return [per[j % g][0][j // g] for j in range(n)], [u for _, after in per for u in after]
-
-
-@pytest.mark.parametrize("engine, words", [(nisa.engine.gpsimd, 6), (nisa.engine.vector, 24)])
-def test_rng_is_xorwow_from_the_loaded_state(engine, words):
-    """rand_set_state loads each lane's words, rng draws XORWOW (low bits for narrow dtypes), rand_get_state returns
-    the advanced words; a lane that was not loaded keeps drawing from its own state."""
-    seeds = RNG.integers(1, 2**32, (16, words), dtype=np.uint64).astype(np.uint32)
-
-    def kernel(s):
-        st = new((16, words), nl.uint32)
-        nisa.dma_copy(dst=st, src=s)
-        nisa.rand_set_state(src_seeds=st, engine=engine)
-        wide = new((16, 10), nl.uint32)
-        nisa.rng(dst=wide, engine=engine)
-        narrow = new((16, 10), nl.int8)
-        nisa.rng(dst=narrow, engine=engine)
-        after = new((16, words), nl.uint32)
-        nisa.rand_get_state(dst=after, engine=engine)
-        return out(wide), out(narrow), out(after)
-
-    wide, narrow, after = nki.jit(kernel)(seeds)
-    for p in range(16):  # each rng call starts its row at generator 0 of the lane
-        first, state = _lane_draws(list(seeds[p]), 10)
-        second, state = _lane_draws(state, 10)
-        assert list(wide[p]) == first
-        assert [int(v) for v in narrow[p].view(np.uint8)] == [u & 0xFF for u in second]
-        assert list(after[p]) == state
-
-
-def test_set_rng_seed_is_deterministic_and_seeds_differ():
-    def kernel(s):
-        seed = new((1, 1), nl.uint32)
-        nisa.dma_copy(dst=seed, src=s)
-        nisa.set_rng_seed(src_seeds=seed)
-        a = new((128, 64), nl.uint32)
-        nisa.rng(dst=a)
-        nisa.set_rng_seed(src_seeds=seed)
-        b = new((128, 64), nl.uint32)
-        nisa.rng(dst=b)
-        return out(a), out(b)
-
-    a1, b1 = nki.jit(kernel)(np.array([[7]], np.uint32))
-    a2, _ = nki.jit(kernel)(np.array([[7]], np.uint32))
-    a3, _ = nki.jit(kernel)(np.array([[8]], np.uint32))
-    np.testing.assert_array_equal(a1, b1)  # reseeding restarts the sequence
-    np.testing.assert_array_equal(a1, a2)  # a launch draws the same values every time
-    assert np.mean(a1 == a3) < 0.01 and len(np.unique(a1)) > 0.99 * a1.size
-    bits = np.unpackbits(a1.view(np.uint8))
-    assert 0.49 < bits.mean() < 0.51  # every bit fair
-
-
-def test_rand2_is_uniform_in_range_and_cast_to_dst():
-    lo = RNG.uniform(-5, 0, (128, 1)).astype(F32)
-    hi = lo + RNG.uniform(0.5, 3, (128, 1)).astype(F32)
-
-    def kernel(a, b):
-        x = new((128, 512))
-        nisa.rand2(dst=x, min=load(a), max=load(b))
-        y = new((128, 512), nl.bfloat16)
-        nisa.rand2(dst=y, min=-1.0, max=1.0)
-        return out(x), out(y)
-
-    x, y = nki.jit(kernel)(lo, hi)
-    assert x.dtype == np.float32 and y.dtype == BF16
-    assert np.all(x >= lo) and np.all(x < hi)
-    u = (x - lo) / (hi - lo)
-    assert abs(u.mean() - 0.5) < 0.01 and abs(u.var() - 1 / 12) < 0.005
-    assert np.all(np.abs(y.astype(F32)) <= 1) and abs(y.astype(F32).mean()) < 0.01
-
-
-def test_rng_refusals(monkeypatch):
-    def float_dst(a):
-        nisa.rng(dst=new((32, 8)))  # ERR
-    refused(float_dst, Exception, "'dst' of 'rng' has dtype float32")
-
-    def gpsimd_psum(a):
-        nisa.rng(dst=nl.ndarray((32, 8), dtype=nl.uint32, buffer=nl.psum), engine=nisa.engine.gpsimd)  # ERR
-    refused(gpsimd_psum, Exception, "GpSimd cannot access PSUM")
-
-    def empty_range(a):
-        nisa.rand2(dst=new((32, 8)), min=1.0, max=1.0)  # ERR
-    refused(empty_range, Exception, "min must be below max")
-
-    def wide_seed(a):
-        nisa.set_rng_seed(src_seeds=new((1, 2), nl.uint32))  # ERR
-    refused(wide_seed, Exception, r"the seed is a \[1, 1\] tensor")
-
-    def short_state(a):
-        nisa.rand_set_state(src_seeds=new((32, 5), nl.uint32))  # ERR
-    refused(short_state, Exception, r"6 uint32 words per lane on the GpSimd engine")
-
-    def scalar_engine(a):
-        nisa.rand_get_state(dst=new((32, 6), nl.uint32), engine=nisa.engine.scalar)  # ERR
-    refused(scalar_engine, Exception, "Vector and GpSimd engines only")
-
-    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2")
-
-    def rand2_on_trn2(a):
-        nisa.rand2(dst=new((32, 8)), min=0.0, max=1.0)  # ERR
-    refused(rand2_on_trn2, Exception, "requires min target gen4")
-
-    def vector_state_on_trn2(a):
-        nisa.rand_set_state(src_seeds=new((32, 24), nl.uint32), engine=nisa.engine.vector)  # ERR
-    refused(vector_state_on_trn2, Exception, "on the Vector engine requires min target gen4")
-
-    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn1")
-
-    def gpsimd_rng_on_trn1(a):
-        nisa.rng(dst=new((32, 8), nl.uint32), engine=nisa.engine.gpsimd)  # ERR
-    refused(gpsimd_rng_on_trn1, Exception, "on the GpSimd engine requires min target gen3")
-
-
-def test_mutants_of_the_generator_fail_the_references(monkeypatch):
-    seeds = RNG.integers(1, 2**32, (16, 6), dtype=np.uint64).astype(np.uint32)
-
-    def kernel(s):
-        st = new((16, 6), nl.uint32)
-        nisa.dma_copy(dst=st, src=s)
-        nisa.rand_set_state(src_seeds=st)
-        a = new((16, 4), nl.uint32)
-        nisa.rng(dst=a, engine=nisa.engine.gpsimd)
-        return out(a)
-
-    want = [_lane_draws(list(seeds[p]), 4)[0] for p in range(16)]
-    assert nki.jit(kernel)(seeds).tolist() == want
-    with monkeypatch.context() as m:  # Marsaglia's Weyl increment mistyped
-        m.setattr(rng_op, "WEYL", 362436)
-        assert nki.jit(kernel)(seeds).tolist() != want
-    with monkeypatch.context() as m:  # the draws of narrow dtypes taken from the high bits
-        m.setattr(rng_op, "low_bits", lambda bits, dtype: (bits >> (32 - 8 * np.dtype(dtype).itemsize)).astype(np.int64))
-        with pytest.raises(AssertionError):
-            test_rng_is_xorwow_from_the_loaded_state(nisa.engine.gpsimd, 6)
-
-
-# --- the program format -------------------------------------------------------------------------------------------
-def test_a_kernel_of_every_new_instruction_compiles_to_a_program_that_replays_and_prices_the_same():
-    """Each instruction here survives the program format: JSON, validation, replay (the generators' state included)
-    and estimate."""
-    x = RNG.uniform(-2, 2, (32, 16)).astype(F32)
-    snakes = _snake_input(32, 4)
-    state = RNG.integers(1, 2**32, (32, 6), dtype=np.uint64).astype(np.uint32)
-    table = RNG.uniform(-1, 1, (32, 64)).astype(F32)
-
-    def kernel(a, s, st, tb):
-        src = load(a)
-        e, z, r = new((32, 16)), new((32, 16)), new((32, 1))
-        nisa.exponential(dst=e, src=src, max_value=0.5, reduce_res=r, reduce_cmd=CMD.reset_reduce)
-        nisa.activate2(dst=z, op=nl.exp, data=src, imm0=0.5, imm1=1.0, op0=nl.multiply, op1=nl.add,
-                       reduce_op=nl.maximum, reduce_res=r, reduce_cmd=CMD.reset_reduce)
-        nz = new((32, 17), nl.int32)
-        nisa.memset(dst=nz, value=0)
-        nisa.nonzero_with_count(dst=nz, src=src, index_offset=2)
-        v, i = new((32, 8), nl.bfloat16), new((32, 8), nl.uint32)
-        nisa.topk(val_dst=v, idx_dst=i, src=load(s), n=60)
-        g = new((32, 8))
-        nisa.nc_n_gather(dst=g, data=load(tb), indices=i)
-        total = new((32, 16))
-        nisa.dma_compute(dst=total, srcs=[a, e, z], reduce_op=nl.add)
-        nisa.rand_set_state(src_seeds=load(st))
-        bits = new((32, 8), nl.uint32)
-        nisa.rng(dst=bits, engine=nisa.engine.gpsimd)
-        uni = new((32, 8))
-        nisa.rand2(dst=uni, min=0.0, max=2.0)
-        return out(total), out(r), out(nz), out(g), out(bits), out(uni)
-
-    launch = api.launch(nki.jit(kernel), [x, snakes, state, table], target="trn3")
-    program = api.program_from_json(launch.program.to_json())
-    api.validate(program, target="trn3")
-    replay = api.execute(program, [x, snakes, state, table], target="trn3")
-    for got, want in zip(replay.outputs, launch.outputs, strict=True):
-        np.testing.assert_array_equal(got, want)
-    assert replay.estimate().total_us == launch.latency_us()
-    assert [int(b) for b in launch.outputs[4][3]] == _lane_draws(list(state[3]), 8)[0]
 
 
 def test_activate2_reads_the_held_accumulators_out_with_reduce_cmd_idle():
