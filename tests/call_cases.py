@@ -1125,6 +1125,238 @@ def e_nc_matmul_mx(st, ss, mv, ms):
     return acc
 
 
+def k_exponential(a):
+    """NeuronCore-v4's Vector-engine exponential (NKI 0.6's nisa.exponential): exp(x - 1), and its running sum."""
+    y = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    r = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.exponential(nl.load(a), dst=y, max_value=1.0, reduce_res=r, reduce_cmd=nisa.reduce_cmd.reset_reduce)
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, y)
+    total = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(total, r)
+    return out, total
+
+
+def e_exponential(a):
+    y = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.exponential(nl.load(a), dst=y)  # ERR
+    return y
+
+
+def k_activate2(a):
+    """NeuronCore-v4's two-operator activation (NKI 0.6's nisa.activate2): tanh(2 x + 0.5)."""
+    y = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activate2(nl.tanh, nl.load(a), 2.0, 0.5, nl.multiply, nl.add, dst=y)
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, y)
+    return out
+
+
+def e_activate2(a):
+    y = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activate2(nl.tanh, nl.load(a), 2.0, 0.5, nl.add, nl.multiply, dst=y)  # ERR
+    return y
+
+
+SPARSE = np.where(X > 1, X, 0).astype(np.float32)  # nonzero_with_count: about a third nonzero
+
+
+def k_nonzero_with_count(a):
+    """GpSimd's nonzero compaction (NKI 0.6's nisa.nonzero_with_count): rows 0, 16, ... only."""
+    d = nl.ndarray((128, 65), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.memset(dst=d, value=5)
+    nisa.nonzero_with_count(nl.load(a), dst=d, index_offset=3, padding_val=-2)
+    out = nl.ndarray((128, 65), dtype=nl.int32, buffer=nl.shared_hbm)
+    nl.store(out, d)
+    return out
+
+
+def r_nonzero_with_count(a):
+    want = np.full((128, 65), 5, dtype=np.int32)
+    for p in range(0, 128, 16):
+        idx = np.flatnonzero(a[p])
+        want[p] = -2
+        want[p, :len(idx)] = idx + 3
+        want[p, 64] = len(idx)
+    return want
+
+
+def e_nonzero_with_count(a):
+    d = nl.ndarray((128, 64), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.nonzero_with_count(nl.load(a), dst=d)  # ERR
+    return d
+
+
+SNAKES = (np.random.default_rng(20261127).permutation(160).reshape(32, 5) - 80.0).astype(BF16)  # topk: two 16-partition snakes, no ties
+
+
+def k_topk(a):
+    """GpSimd's top-k (NKI 0.6's nisa.topk): the 13 largest of each group's 80-element snake, ascending."""
+    v = nl.ndarray((32, 13), dtype=nl.bfloat16, buffer=nl.sbuf)
+    i = nl.ndarray((32, 13), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.topk(nl.load(a), 80, val_dst=v, idx_dst=i)
+    vals = nl.ndarray((32, 13), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    nl.store(vals, v)
+    idx = nl.ndarray((32, 13), dtype=nl.uint32, buffer=nl.shared_hbm)
+    nl.store(idx, i)
+    return vals, idx
+
+
+def r_topk(a):
+    vals, idx = np.zeros((32, 13), dtype=BF16), np.zeros((32, 13), dtype=np.uint32)
+    for g in (0, 16):
+        snake = [float(a[g + e % 16, e // 16]) for e in range(80)]
+        best = sorted(range(80), key=lambda e: snake[e])[-13:]
+        vals[g:g + 16] = np.array([snake[e] for e in best], dtype=BF16)
+        idx[g:g + 16] = best
+    return vals, idx
+
+
+def e_topk(a):
+    v = nl.ndarray((32, 13), dtype=nl.bfloat16, buffer=nl.sbuf)
+    i = nl.ndarray((32, 13), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.topk(nl.load(a), 7, val_dst=v, idx_dst=i)  # ERR
+    return v
+
+
+GATHER_AT = np.random.default_rng(20261128).integers(0, 64, (128, 16)).astype(np.uint32)  # nc_n_gather
+
+
+def k_nc_n_gather(a, i):
+    """GpSimd's flattened gather (NKI 0.6's nisa.nc_n_gather): 16 elements of each partition's 64."""
+    d = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.nc_n_gather(nl.load(a), nl.load(i), dst=d)
+    out = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, d)
+    return out
+
+
+def e_nc_n_gather(a, i):
+    d = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.nc_n_gather(nl.load(a), nl.load(i).view(nl.int32), dst=d)  # ERR
+    return d
+
+
+def k_dma_compute(a, b):
+    """The DMA engines' add (NKI 0.6's nisa.dma_compute): two HBM tensors summed into an SBUF tile."""
+    d = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_compute([a, b], nl.add, dst=d)
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, d)
+    return out
+
+
+def e_dma_compute(a, b):
+    d = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_compute([a, b], nl.maximum, dst=d)  # ERR
+    return d
+
+
+RNG_STATE = np.random.default_rng(20261129).integers(1, 2**32, (128, 6), dtype=np.uint64).astype(np.uint32)
+SEED = np.array([[12345]], dtype=np.uint32)
+
+
+def xorwow(words: Any, n: int) -> tuple[list[int], list[int]]:
+    """Marsaglia's XORWOW (x, y, z, w, v and the Weyl counter d) in Python ints: n draws and the words after."""
+    x, y, z, w, v, d = (int(u) for u in words)
+    m, out = 0xFFFFFFFF, []
+    for _ in range(n):
+        t = x ^ (x >> 2)
+        x, y, z, w = y, z, w, v
+        v = (v ^ ((v << 4) & m)) ^ (t ^ ((t << 1) & m))
+        d = (d + 362437) & m
+        out.append((v + d) & m)
+    return out, [x, y, z, w, v, d]
+
+
+def k_rand_set_state(s):
+    """GpSimd's generator loaded with each lane's XORWOW state (NKI 0.6's nisa.rand_set_state), then 4 draws."""
+    nisa.rand_set_state(nl.load(s), engine=nisa.gpsimd_engine)
+    d = nl.ndarray((128, 4), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.rng(dst=d, engine=nisa.gpsimd_engine)
+    out = nl.ndarray((128, 4), dtype=nl.uint32, buffer=nl.shared_hbm)
+    nl.store(out, d)
+    return out
+
+
+def e_rand_set_state(s):
+    nisa.rand_set_state(nl.load(s[:, 0:5]), engine=nisa.gpsimd_engine)  # ERR
+
+
+def k_rand_get_state(s):
+    """The state after 4 draws (NKI 0.6's nisa.rand_get_state)."""
+    nisa.rand_set_state(nl.load(s), engine=nisa.gpsimd_engine)
+    d = nl.ndarray((128, 4), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.rng(dst=d, engine=nisa.gpsimd_engine)
+    st = nl.ndarray((128, 6), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.rand_get_state(dst=st, engine=nisa.gpsimd_engine)
+    out = nl.ndarray((128, 6), dtype=nl.uint32, buffer=nl.shared_hbm)
+    nl.store(out, st)
+    return out
+
+
+def e_rand_get_state(s):
+    st = nl.ndarray((128, 6), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.rand_get_state(dst=st, engine=nisa.gpsimd_engine)  # ERR
+    return st
+
+
+def k_rng(seed):
+    """32 random bits per element from the Vector engine's generator seeded by nisa.set_rng_seed (NKI 0.6)."""
+    nisa.set_rng_seed(nl.load(seed))
+    d = nl.ndarray((128, 64), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.rng(dst=d)
+    out = nl.ndarray((128, 64), dtype=nl.uint32, buffer=nl.shared_hbm)
+    nl.store(out, d)
+    return out
+
+
+def check_random_bits(got: Any, inputs: Any) -> None:
+    """Properties only (the seed's expansion is the simulator's own): distinct words, every bit fair, and the same
+    values from a second launch."""
+    assert got.dtype == np.uint32 and got.shape == (128, 64)
+    assert len(np.unique(got)) > 0.99 * got.size
+    assert 0.49 < np.unpackbits(got.view(np.uint8)).mean() < 0.51
+
+
+def e_rng(seed):
+    d = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.rng(dst=d)  # ERR
+    return d
+
+
+def e_set_rng_seed(seed):
+    narrow = nl.zeros((1, 1), dtype=nl.uint16, buffer=nl.sbuf)
+    nisa.set_rng_seed(narrow)  # ERR
+
+
+def k_rand2(a):
+    """NeuronCore-v4's uniform generator (NKI 0.6's nisa.rand2) between per-partition bounds."""
+    lo = nl.load(a[:, 0:1])
+    hi = nl.load(a[:, 1:2])
+    d = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.rand2(lo, hi, dst=d)
+    out = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, d)
+    return out
+
+
+BOUNDS = np.stack([np.linspace(-3, 1, 128), np.linspace(-2, 5, 128)], axis=1).astype(np.float32)
+
+
+def check_rand2(got: Any, inputs: Any) -> None:
+    lo, hi = inputs[0][:, 0:1], inputs[0][:, 1:2]
+    assert got.dtype == np.float32 and np.all(got >= lo) and np.all(got < hi)
+    u = (got - lo) / (hi - lo)
+    assert abs(u.mean() - 0.5) < 0.01 and abs(u.var() - 1 / 12) < 0.005
+
+
+def e_rand2(a):
+    d = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.rand2(2.0, 2.0, dst=d)  # ERR
+    return d
+
+
 def k_memset(a):
     r = nisa.memset((128, 64), 2.5, nl.float32)
     out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
@@ -1587,6 +1819,50 @@ def isa_cases() -> dict[str, CallCase]:
                                       refusal=Refusal(e_nc_matmul_mx, mx_in, SyntaxError,
                                                       "err_min_arch_support_for_inst", "requires min target gen4",
                                                       target="trn2")),
+        "nisa.exponential": CallCase(k_exponential, (X,), lambda a: (f32(np.exp(a.astype(np.float64) - 1)),
+                                                                     f32(np.exp(a.astype(np.float64) - 1).sum(
+                                                                         axis=1, keepdims=True))),
+                                     rtol=1e-5, target="trn3",
+                                     refusal=Refusal(e_exponential, (X,), SyntaxError, "err_min_arch_support_for_inst",
+                                                     "requires min target gen4", target="trn2")),
+        "nisa.activate2": CallCase(k_activate2, (X,), lambda a: f32(np.tanh(2 * a.astype(np.float64) + 0.5)),
+                                   rtol=1e-5, atol=1e-6, target="trn3",
+                                   refusal=Refusal(e_activate2, (X,), SyntaxError, "err_instruction_unsupported_op",
+                                                   "(op0, op1) = (add, multiply) is not supported", target="trn3")),
+        "nisa.nonzero_with_count": CallCase(k_nonzero_with_count, (SPARSE,), r_nonzero_with_count,
+                                            refusal=Refusal(e_nonzero_with_count, (SPARSE,), ValueError,
+                                                            "err_param_shape_mismatch",
+                                                            "one more element per partition")),
+        "nisa.topk": CallCase(k_topk, (SNAKES,), r_topk,
+                              refusal=Refusal(e_topk, (SNAKES,), ValueError, "err_size_of_dimension_exceed_arch_limit",
+                                              "n=7 of 'topk' must be at least 8")),
+        "nisa.nc_n_gather": CallCase(k_nc_n_gather, (X, GATHER_AT),
+                                     lambda a, i: np.take_along_axis(a, i.astype(np.int64), axis=1),
+                                     refusal=Refusal(e_nc_n_gather, (X, GATHER_AT), TypeError,
+                                                     "err_supported_operand_dtype",
+                                                     "'indices' of 'nc_n_gather' has dtype int32")),
+        "nisa.dma_compute": CallCase(k_dma_compute, (X, Y), lambda a, b: f32(a.astype(np.float64) + b),
+                                     refusal=Refusal(e_dma_compute, (X, Y), SyntaxError,
+                                                     "err_instruction_unsupported_op",
+                                                     "maximum is not supported in 'dma_compute'")),
+        "nisa.rand_set_state": CallCase(k_rand_set_state, (RNG_STATE,),
+                                        lambda s: np.array([xorwow(r, 4)[0] for r in s], dtype=np.uint32),
+                                        refusal=Refusal(e_rand_set_state, (RNG_STATE,), ValueError,
+                                                        "err_param_shape_mismatch", "6 uint32 words per lane")),
+        "nisa.rand_get_state": CallCase(k_rand_get_state, (RNG_STATE,),
+                                        lambda s: np.array([xorwow(r, 4)[1] for r in s], dtype=np.uint32),
+                                        refusal=Refusal(e_rand_get_state, (RNG_STATE,), TypeError,
+                                                        "err_supported_operand_dtype",
+                                                        "'dst' of 'rand_get_state' has dtype int32")),
+        "nisa.rng": CallCase(k_rng, (SEED,), check=check_random_bits,
+                             refusal=Refusal(e_rng, (SEED,), TypeError, "err_supported_operand_dtype",
+                                             "'dst' of 'rng' has dtype float32")),
+        "nisa.set_rng_seed": CallCase(k_rng, (SEED,), check=check_random_bits,
+                                      refusal=Refusal(e_set_rng_seed, (SEED,), TypeError,
+                                                      "err_supported_operand_dtype", "the seed is a 32-bit value")),
+        "nisa.rand2": CallCase(k_rand2, (BOUNDS,), check=check_rand2, target="trn3",
+                               refusal=Refusal(e_rand2, (BOUNDS,), ValueError, "err_unsupported_dtype_value",
+                                               "min must be below max", target="trn3")),
         "nisa.core_barrier": CallCase(k_core_barrier, (X,), lambda a: a,
                                       refusal=Refusal(e_core_barrier, (X,), TypeError, "err_unsupported_memory",
                                                       "address space 'shared_hbm'")),

@@ -347,6 +347,11 @@ ELSEWHERE = {
     "fori_loop": "test_nki06_control", "while_loop": "test_nki06_control", "dynamic_range": "test_nki06_control",
     "no_reorder": "test_nki06_control",
     "nc_matmul_mx": "test_nki06_mx", "quantize_mx": "test_nki06_mx",
+    "exponential": "test_nki06_isa_more", "activate2": "test_nki06_isa_more",
+    "nonzero_with_count": "test_nki06_isa_more", "topk": "test_nki06_isa_more",
+    "nc_n_gather": "test_nki06_gather_dma", "dma_compute": "test_nki06_gather_dma", "rng": "test_nki06_rng",
+    "rand2": "test_nki06_rng", "set_rng_seed": "test_nki06_rng", "rand_set_state": "test_nki06_rng",
+    "rand_get_state": "test_nki06_rng",
 }
 
 

@@ -20,7 +20,11 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 @pytest.mark.parametrize("module, name, state", [
     ("nki.isa", "tensor_tensor", "implemented"),
-    ("nki.isa", "topk", "refused"),
+    ("nki.isa", "topk", "implemented"),
+    ("nki.isa", "exponential", "implemented"),
+    ("nki.isa", "nc_n_gather", "implemented"),
+    ("nki.isa", "rand2", "partial"),
+    ("nki.isa", "rand_set_state", "implemented"),
     ("nki.collectives", "all_reduce", "refused"),
     ("nki.language", "rand", "partial"),
     ("nki.language", "NkiTensor.vector_select", "partial"),

@@ -40,6 +40,8 @@ NOT_HARDWARE = {
     ("runtime/heap.py", 128): "glibc's default trim threshold (128 KiB)",
     ("runtime/kernel.py", 512): "a cache size",
     ("frontend/v06/adapters/kernel.py", 512): "a cache size",
+    ("ops/rng.py", 16): "a shift of the generator's 32-bit integer hash",
+    ("ops/rng.py", 24): "the 24-bit fraction of a uniform fp32 draw (2^-24)",
 }
 
 

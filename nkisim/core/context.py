@@ -61,6 +61,8 @@ class KernelContext:
     direct_allocation: bool = False
     #: nl.rand's generator (seeded by nl.random_seed, else 0 on first use)
     rng: np.random.Generator | None = None
+    #: the engines' XORWOW generator states of nisa.rng / rand2 (ops.rng): engine -> [lanes, words] uint32
+    xorwow: dict[str, np.ndarray] = field(default_factory=dict)
     #: physical SBUF/PSUM bytes of directly allocated tensors, by space (core.physical)
     physical: dict[str, np.ndarray] = field(default_factory=dict)
     #: warnings given once per call site in this launch (NKI 0.6's known compile failures: keys of their own)

@@ -38,7 +38,7 @@ def compute_ns(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any], engine:
         if ins.extra.get("stride_bytes", 0) > eng["stride_free_bytes"]:
             c *= eng["stride_penalty"]  # spec §4.3: strided SBUF/PSUM access runs at half bandwidth
         c = max(eng["min_ii_cycles"], c) + eng["instr_overhead_cycles"]
-        if ins.extra.get("reduce") and ins.kind in (isa.ACTIVATION, isa.TENSOR_SCALAR):
+        if ins.extra.get("reduce") and ins.kind in (isa.ACTIVATION, isa.TENSOR_SCALAR, isa.ACTIVATE2, isa.EXPONENTIAL):
             c += eng["min_ii_cycles"]  # spec §4.3: accumulator read-out, max(64, N) + 64
     return c / prm["clock_ghz"][engine]
 

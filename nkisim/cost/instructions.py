@@ -66,6 +66,13 @@ def quantize_mx(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> flo
     return max(ins.n, 1) / prm["engine"]["quantize_mx_elements_per_cycle"]
 
 
+def topk(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    """GpSimd's top-k: ``[engine] topk_cycles_per_element`` cycles per element of the snake it searches, plus one
+    per value it selects (AWS's estimate for ``nisa.topk``: ``4 n + K`` cycles per partition)."""
+    extra = ins.extra or {}
+    return prm["engine"]["topk_cycles_per_element"] * extra.get("n", max(ins.n, 1)) + extra.get("k", 1)
+
+
 def broadcast(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
     return broadcast_pe_cycles(ins, prm) if partition_broadcast(ins) else max(ins.n, 1)
 
@@ -179,6 +186,7 @@ BROADCAST_TO = Instruction("broadcast_to", "pe", broadcast,
                            "a partition broadcast as matmuls with a ones vector (a free-axis broadcast is a VectorE copy)")
 # --- ScalarE ----------------------------------------------------------------------------------
 ACTIVATION = Instruction("activation", "act", one_input, "an activation function, N cycles")
+ACTIVATE2 = Instruction("activate2", "act", one_input, "op((x op0 imm0) op1 imm1), optional reduce (NeuronCore-v4)")
 COPY = Instruction("copy", "act", streaming, "a copy through the Scalar engine (nl.copy)")
 # --- VectorE ----------------------------------------------------------------------------------
 TENSOR_TENSOR = Instruction("tensor_tensor", "dve", tensor_tensor, "a binary op of two tiles, one or two passes")
@@ -190,6 +198,9 @@ SCALAR_TENSOR_TENSOR = Instruction("scalar_tensor_tensor", "dve", two_inputs, "(
 WHERE = Instruction("where", "dve", two_inputs, "select between two operands by a predicate")
 TENSOR_TENSOR_SCAN = Instruction("tensor_tensor_scan", "dve", two_inputs, "a scan along the free axis")
 QUANTIZE_MX = Instruction("quantize_mx", "dve", quantize_mx, "bf16/fp16 to MXFP8 data and scales, 4 elements/cycle")
+RNG = Instruction("rng", "dve", one_input, "32 random bits per element (Vector, or GpSimd from NeuronCore-v3)")
+RAND2 = Instruction("rand2", "dve", one_input, "uniform random fp32 values in [min, max) (NeuronCore-v4)")
+EXPONENTIAL = Instruction("exponential", "dve", one_input, "exp(x - max) with an optional running sum (NeuronCore-v4)")
 RECIPROCAL = Instruction("reciprocal", "dve", reciprocal, "1/x on VectorE, 8 cycles per element")
 BN_STATS = Instruction("bn_stats", "dve", one_input, "mean and variance partials")
 BN_AGGR = Instruction("bn_aggr", "dve", bn_aggr, "aggregate bn_stats partials")
@@ -211,6 +222,9 @@ AFFINE_SELECT = Instruction("affine_select", "pool", gpsimd_fixed, "select by an
 TENSOR_PARTITION_REDUCE = Instruction("tensor_partition_reduce", "pool", gpsimd_fixed, "a reduction across partitions")
 GATHER_FLATTENED = Instruction("gather_flattened", "pool", one_input, "gather along the flattened free axes")
 LOCAL_GATHER = Instruction("local_gather", "pool", one_input, "gather within GpSimd's 16-partition groups")
+RNG_STATE = Instruction("rng_state", "pool", one_input, "seed, load or store a random generator's state")
+NONZERO_WITH_COUNT = Instruction("nonzero_with_count", "pool", one_input, "indices of nonzero elements and their count")
+TOPK = Instruction("topk", "pool", topk, "the K largest values of a 16-partition snake, 4n + K cycles")
 SEQUENCE_BOUNDS = Instruction("sequence_bounds", "pool", one_input, "start and end of each segment id")
 # a sequencer register read from / written to a one-element tensor (nisa.register_load / register_store, NKI 0.6);
 # priced as a one-element GpSimd access: no published figure (uncalibrated)
@@ -221,6 +235,7 @@ LOAD = Instruction("load", "dma", None, "HBM to SBUF")
 STORE = Instruction("store", "dma", None, "SBUF to HBM")
 DMA_COPY = Instruction("dma_copy", "dma", None, "a DMA between any two memories")
 LOAD_TRANSPOSE2D = Instruction("load_transpose2d", "dma", None, "a load that transposes a 2-D block (slower DMA)")
+DMA_COMPUTE = Instruction("dma_compute", "dma", None, "a DMA that adds its sources as it copies (the DMA's compute engine)")
 DMA_TRANSPOSE = Instruction("dma_transpose", "dma", None, "a DMA that transposes")
 SPILL = Instruction("spill", "dma", None, "the compiler's copy of a spilled tile out to HBM")
 RELOAD = Instruction("reload", "dma", None, "the compiler's copy of a spilled tile back on chip")

@@ -13,7 +13,7 @@ from nkisim.core import dtypes as dt
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.storage import read, storage
-from nkisim.core.tensor import Tensor, is_tile, shape_str
+from nkisim.core.tensor import Access, Tensor, is_tile, shape_str
 from nkisim.cost.instructions import (
     DMA_COPY,
     DROPOUT,
@@ -220,18 +220,25 @@ def gather_flattened(data: Any = None, indices: Any = None, *, mask: Any = None,
         raise nki_error("err_num_partition_mismatch",
                         f"number of partitions (dimension 0 size of a tile) mismatch in parameters "
                         f"({shape_str('data', a.shape)}, {shape_str('indices', ix.shape)}) of 'gather_flattened'")
-    vals = None
-    if ctx.numerics:
-        src = read(a).reshape(a.shape[0], -1)
-        pos = flat(ix, ctx, np.dtype(np.int64))
-        if pos.size and (pos.min() < 0 or pos.max() >= src.shape[1]):
-            raise nki_error("err_tensor_access_out_of_bound",
-                            f"index {int(pos.max())} of 'gather_flattened' is out of bounds for "
-                            f"{shape_str('data', a.shape)}")
-        vals = np.take_along_axis(src, pos, axis=1)
+    vals = gathered("gather_flattened", a, ix, ctx) if ctx.numerics else None
     valid = mask_array(mask, ix.shape, "gather_flattened", ctx)
     return deliver(ctx, GATHER_FLATTENED, ix.shape, a.dtype if dtype is None else dtype, vals,
                    reads=[a, ix], valid=valid)
+
+
+def gathered(api: str, a: Access, ix: Access, ctx: Any) -> np.ndarray:
+    """Per partition, the elements of ``a``'s flattened free axes at the positions in ``ix`` (``ix``'s flattened
+    shape): the GpSimd gather of ``nl.gather_flattened`` and ``nisa.nc_n_gather``; an index out of bounds is the
+    compiler's error."""
+    src = read(a).reshape(a.shape[0], -1)
+    pos = flat(ix, ctx, np.dtype(np.int64))
+    assert pos is not None  # (numerics runs only)
+    if pos.size and (pos.min() < 0 or pos.max() >= src.shape[1]):
+        bad = int(pos.max()) if pos.max() >= src.shape[1] else int(pos.min())
+        raise nki_error("err_tensor_access_out_of_bound",
+                        f"index {bad} of '{api}' is out of bounds for {shape_str('data', a.shape)} (indices run "
+                        f"from 0 to {src.shape[1] - 1}, the elements of one partition)")
+    return np.take_along_axis(src, pos, axis=1)
 
 
 @op("nl.atomic_rmw", emits=(DMA_COPY,))

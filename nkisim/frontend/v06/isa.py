@@ -33,6 +33,19 @@ from nkisim.frontend.v06.adapters.instruction import done as _done
 from nkisim.frontend.v06.adapters.instruction import needs_gen as _needs_gen
 from nkisim.frontend.v06.adapters.instruction import tensor as _t
 from nkisim.frontend.v06.adapters.instruction import tensor_or_scalar as _ts
+from nkisim.frontend.v06.adapters.isa_v4 import (  # noqa: F401  (the instructions NKI 0.6 added)
+    activate2,
+    dma_compute,
+    exponential,
+    nc_n_gather,
+    nonzero_with_count,
+    rand2,
+    rand_get_state,
+    rand_set_state,
+    rng,
+    set_rng_seed,
+    topk,
+)
 from nkisim.frontend.v06.isa_constants import (  # noqa: F401  (re-exported: nisa.engine, ...)
     canonical,
     dge_mode,
@@ -390,17 +403,6 @@ def nc_match_replace8(dst: Any, data: Any, vals: Any, imm: Any, dst_idx: Any = N
 # --- instructions the simulator does not model yet ------------------------------------------------------------
 #: 0.6 instructions that exist in the API but that the simulator refuses with a clear error, and why
 NOT_SIMULATED: dict[str, str] = {
-    "activate2": "the two-operator activation of NeuronCore-v4",
-    "exponential": "the Vector-engine exponential of NeuronCore-v4",
-    "nc_n_gather": "the GpSimd flattened gather",
-    "dma_compute": "DMA-engine reductions",
-    "rng": "the hardware random number generator",
-    "rand2": "the XORWOW generator of NeuronCore-v4",
-    "rand_set_state": "random generator state",
-    "rand_get_state": "random generator state",
-    "set_rng_seed": "random generator seeding",
-    "nonzero_with_count": "nonzero index compaction",
-    "topk": "the GpSimd top-k",
 }
 
 

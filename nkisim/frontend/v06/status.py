@@ -37,6 +37,11 @@ PARTIAL = {
                                     "reduce_res_negate are refused",
     "nki.isa.dma_copy": "priority= needs NeuronCore-v4; an indirect (vector_offset) view with dge_mode=hwdge is "
                         "not refused (AWS: swdge only)",
+    "nki.isa.dma_compute": "static form only: the scatter/gather read-modify-write through vector_offset views is "
+                           "refused",
+    "nki.isa.rng": "a documented XORWOW generator of the simulator's own (seed expansion, lane order): not the "
+                   "hardware's bits",
+    "nki.isa.rand2": "a documented XORWOW generator of the simulator's own: not the hardware's bits",
     "nki.isa.core_barrier": "orders the barrier tensor's accesses; no cross-core edge in the cost model",
     "nki.isa.NkiInstruction": "depends_on edges are modelled; one on an instruction issued later is refused "
                               "(the simulator issues in program order)",
