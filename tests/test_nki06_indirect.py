@@ -458,3 +458,27 @@ def test_what_the_simulator_does_not_map_onto_a_legacy_gather_is_refused_as_not_
                         (no_free_dim, "1-D indirect view")):
         with pytest.raises(NotImplementedError, match=match):
             nki.jit(body)(DATA, IDX)
+
+
+@pytest.mark.parametrize("mode", ["hwdge", "none"])
+def test_only_the_software_dge_addresses_per_partition(mode):
+    """AWS: swdge is the only DGE mode for vector_offset gather/scatter (hwdge has no vector_offset; none is static
+    only); swdge and the compiler's choice run, the other two are refused at the kernel's line."""
+    dge = getattr(nisa.dge_mode, mode)
+
+    @nki.jit
+    def k(data, indices):
+        out = nl.ndarray((128, 32), dtype=data.dtype, buffer=nl.shared_hbm)
+        idx = nl.load(indices)
+        rows = nl.ndarray((128, 32), dtype=data.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=rows, src=data.vector_select(0, idx), dge_mode=dge)  # ERR
+        nisa.dma_copy(dst=out, src=rows)
+        return out
+
+    with pytest.raises(Exception, match=f"dge_mode={mode} cannot address src per partition") as info:
+        k(DATA, IDX)
+    line = [n for n, t in enumerate(open(HERE).read().splitlines(), 1) if t.rstrip().endswith("dge_mode=dge)  # ERR")]
+    assert info.value.nki_location[1] == line[0]
+    for ok in (nisa.dge_mode.swdge, nisa.dge_mode.unknown):
+        dge = ok
+        np.testing.assert_array_equal(k(DATA, IDX), DATA[IDX[:, 0]])

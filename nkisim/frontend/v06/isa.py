@@ -96,6 +96,12 @@ def dma_copy(dst: Any, src: Any, priority: Any = None, oob_mode: Any = oob_mode.
                                        f"or nisa.engine.sync")
     if priority is not None:
         _needs_gen(4, "dma_copy with priority=")
+    per_partition = [n for n, t in (("dst", dst), ("src", src)) if getattr(t, "_ind", None) is not None]
+    if per_partition and dge in (_Dge.hwdge, _Dge.none):
+        raise _error("err_dma_dge_mode", f"dma_copy with dge_mode={dge.name} cannot address {per_partition[0]} "
+                                         f"per partition (a vector_select / .ap(vector_offset=) view): only the "
+                                         f"software DGE builds those descriptors; use dge_mode=swdge or leave it "
+                                         f"unknown")
     _b.call("nisa.dma_copy", dst=d, src=s, oob_mode=canonical(oob), dge_mode=canonical(dge))
     return _done(name)
 

@@ -35,8 +35,6 @@ PARTIAL = {
     "nki.language.NkiTensor.select": "a tile index is refused (an int or a register works)",
     "nki.isa.tensor_scalar_reduce": "reduce_cmd other than reset_reduce, reduce_res=None, reduce_init and "
                                     "reduce_res_negate are refused",
-    "nki.isa.dma_copy": "priority= needs NeuronCore-v4; an indirect (vector_offset) view with dge_mode=hwdge is "
-                        "not refused (AWS: swdge only)",
     "nki.isa.dma_compute": "static form only: the scatter/gather read-modify-write through vector_offset views is "
                            "refused",
     "nki.isa.rng": "a documented XORWOW generator of the simulator's own (seed expansion, lane order): not the "

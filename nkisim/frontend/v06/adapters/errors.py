@@ -19,6 +19,7 @@ CATALOGUE: dict[str, type[NKIError]] = {
     "err_dma_psum_source": NKITypeError,  # E5: dma_copy from PSUM
     "err_dma_hwdge_cast": NKITypeError,  # E6: dma_copy(dge_mode=hwdge) between different dtypes
     "err_dma_engine": NKIValueError,  # dma_copy(engine=...) without hwdge, or not scalar/sync
+    "err_dma_dge_mode": NKIValueError,  # dma_copy(dge_mode=hwdge/none) through a per-partition (vector_offset) view
     "err_memset_value_type": NKITypeError,  # E7: memset value type differs from dst's
     "err_transpose_dtype": NKITypeError,  # nc_transpose: dst.dtype must equal data.dtype
     "err_reduce_axis": NKIValueError,  # E8: reduce axes not the trailing dims of the actual rank
