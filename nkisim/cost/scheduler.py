@@ -138,7 +138,8 @@ class Buffers:
         # exists on chip: only roots that appear in some region occupy SBUF
         used = {r.root for ins in trace for r in (*ins.reads, *ins.writes)}
         # tiles a Python loop makes anew in each iteration: every loop of a 0.6 kernel, a legacy kernel's range loops
-        unrolled, live = unroll.python_loop_sites(trace)
+        first, last = unroll.lifetimes(trace)  # one pass over the trace for both uses below
+        unrolled, live = unroll.python_loop_sites(trace, first, last)
         spaces = {b.root: b.space for ins in trace for b in ins.bufs}
         #: partition broadcasts whose result stays in PSUM, read there (costs.psum_broadcasts)
         self.psum_resident = costs.psum_broadcasts(trace, spaces, prm)
@@ -179,7 +180,6 @@ class Buffers:
         made: dict[tuple, list[int]] = {}
         for r, key in self.site_key.items():
             made.setdefault((key, loops_of.get(r, ())), []).append(r)
-        first, last = unroll.lifetimes(trace)
         self.per_iteration: dict[tuple, int] = {}
         for (key, _loops), rs in made.items():
             self.per_iteration[key] = max(self.per_iteration.get(key, 1), unroll.most_live(rs, first, last))

@@ -105,7 +105,8 @@ def straight_line(trace: list[Instr], loops_of: dict[int, tuple], max_instructio
     return {r for r, loops in loops_of.items() if loops and all(uid in unrolled for uid, _kind, _it in loops)}
 
 
-def python_loop_sites(trace: list[Instr]) -> tuple[dict[int, Any], dict[Any, int]]:
+def python_loop_sites(trace: list[Instr], first: dict[int, int],
+                      last: dict[int, int]) -> tuple[dict[int, Any], dict[Any, int]]:
     """The on-chip tiles of a kernel's unrolled Python loops: root -> allocation site, and per site the most of its
     tiles live at once.
 
@@ -116,12 +117,11 @@ def python_loop_sites(trace: list[Instr]) -> tuple[dict[int, Any], dict[Any, int
     tiles is such a loop's site: its tiles get what the tiles of an unrolled NKI loop get (``tile_copies``),
     a buffer per iteration as far as SBUF has room, rotating when it has not, where one iteration holds as many of
     them as are ever live at once (first to last use: the accumulators of one iteration, several results of one
-    line).  A PSUM tile rotates over ``psum_rotation`` banks like an NKI loop's: the tiles of a Python loop are not
-    all live at once, and PSUM has 8 banks, so the compiler reuses the banks of dead ones; kept apart as fixed
-    allocations, 36 filter transposes held 36 banks and left an accumulator of the kernel's main loop one bank, no
-    double buffering (stage 8's conv2d, legacy).  Both dialects spell the same loop alike.  A tile made once stays a
-    fixed allocation."""
-    first, last = lifetimes(trace)
+    line; ``first``/``last`` are ``lifetimes(trace)``).  A PSUM tile rotates over ``psum_rotation`` banks like an
+    NKI loop's: the tiles of a Python loop are not all live at once, and PSUM has 8 banks, so the compiler reuses
+    the banks of dead ones; kept apart as fixed allocations, 36 filter transposes held 36 banks and left an
+    accumulator of the kernel's main loop one bank, no double buffering (stage 8's conv2d, legacy).  Both dialects
+    spell the same loop alike.  A tile made once stays a fixed allocation."""
     site: dict[int, Any] = {}
     for ins in trace:
         for b in ins.bufs:

@@ -375,6 +375,15 @@ def f32(acc: Access | Tensor | None, ctx: KernelContext) -> np.ndarray | None:
     return a.astype(np.int64)
 
 
+def dtype_in(api: str, pname: str, acc: Access, allowed: tuple[str | np.dtype, ...]) -> None:
+    """The compiler's error for an operand whose dtype is not one of ``allowed`` (dtypes or their NKI names)."""
+    names = tuple(a if isinstance(a, str) else dt.name(a) for a in allowed)
+    if dt.name(acc.dtype) not in names:
+        raise nki_error("err_supported_operand_dtype",
+                        f"'{pname}' of '{api}' has dtype {dt.name(acc.dtype)}, expected one of the following dtypes: "
+                        f"{', '.join(names)}")
+
+
 def packed_operand(acc: Access | Tensor) -> Exception:
     """The error for an x4 packed MX tile handed to an instruction that computes on element values."""
     return nki_error("err_supported_operand_dtype",

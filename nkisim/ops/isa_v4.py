@@ -19,7 +19,7 @@ from nkisim.core.errors import nki_error
 from nkisim.core.storage import read, write
 from nkisim.core.tensor import Access, as_access, is_tile, shape_str
 from nkisim.cost.instructions import ACTIVATE2, DMA_COMPUTE, EXPONENTIAL, GATHER_FLATTENED, NONZERO_WITH_COUNT, TOPK
-from nkisim.ops.base import emit, operand, operands, write_dst
+from nkisim.ops.base import dtype_in, emit, operand, operands, write_dst
 from nkisim.ops.elementwise import values
 from nkisim.ops.movement import gathered
 from nkisim.ops.mx import check_packed_copy, needs_v4
@@ -40,13 +40,6 @@ def _same_elements(api: str, a: Access, aname: str, d: Access, dname: str) -> No
         raise nki_error("err_param_shape_mismatch",
                         f"Parameter shapes ({shape_str(aname, a.shape)}, {shape_str(dname, d.shape)}) of '{api}' has "
                         f"mismatched shapes: they must have the same partitions and elements per partition")
-
-
-def _dtype_in(api: str, pname: str, acc: Access, allowed: tuple[str, ...]) -> None:
-    if dt.name(acc.dtype) not in allowed:
-        raise nki_error("err_supported_operand_dtype",
-                        f"'{pname}' of '{api}' has dtype {dt.name(acc.dtype)}, expected one of the following dtypes: "
-                        f"{', '.join(allowed)}")
 
 
 def _command(api: str, reduce_cmd: Any, allowed: tuple[int, ...]) -> int:
@@ -96,7 +89,7 @@ def exponential(src: Any, *, dst: Any, max_value: Any = 0.0, reduce_res: Any = N
             raise nki_error("err_exceed_max_supported_dimension",
                             f"parameter '{shape_str(pname, acc.shape)}' of '{api}' exceed max supported number of "
                             f"dimensions of 4.")
-    _dtype_in(api, "src", a, _EXP_SRC)
+    dtype_in(api, "src", a, _EXP_SRC)
     if dt.name(d.dtype) == "uint32" or dt.is_packed(d.dtype):
         raise nki_error("err_supported_operand_dtype", f"'dst' of '{api}' cannot have dtype {dt.name(d.dtype)}")
     _same_elements(api, a, "src", d, "dst")
@@ -242,8 +235,8 @@ def nonzero_with_count(src: Any, *, dst: Any, index_offset: Any = 0, padding_val
                         f"inst {api} requires min target gen3 (trn2), got {ctx.target}")
     a = operands(api, src=src)["src"]
     d = as_access(operand(api, "dst", dst, ["sbuf"], ctx))
-    _dtype_in(api, "src", a, ("float32", "int32"))
-    _dtype_in(api, "dst", d, ("int32",))
+    dtype_in(api, "src", a, ("float32", "int32"))
+    dtype_in(api, "dst", d, ("int32",))
     t = _free(a.shape)
     if d.shape[0] != a.shape[0] or _free(d.shape) != t + 1:
         raise nki_error("err_param_shape_mismatch",
@@ -291,9 +284,9 @@ def topk(src: Any, n: Any, *, val_dst: Any, idx_dst: Any, name: str = "") -> Non
     a = operands(api, src=src)["src"]
     vd = as_access(operand(api, "val_dst", val_dst, ["sbuf"], ctx))
     idd = as_access(operand(api, "idx_dst", idx_dst, ["sbuf"], ctx))
-    _dtype_in(api, "src", a, ("bfloat16",))
-    _dtype_in(api, "val_dst", vd, ("bfloat16",))
-    _dtype_in(api, "idx_dst", idd, ("uint32",))
+    dtype_in(api, "src", a, ("bfloat16",))
+    dtype_in(api, "val_dst", vd, ("bfloat16",))
+    dtype_in(api, "idx_dst", idd, ("uint32",))
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
         raise nki_error("err_supported_operand_dtype", f"'n' of '{api}' must be an integer, got {n!r}")
     n = int(n)
@@ -343,7 +336,7 @@ def nc_n_gather(data: Any, indices: Any, *, dst: Any, name: str = "") -> None:
     a = operands(api, data=data)["data"]
     ix = operands(api, indices=indices)["indices"]
     d = as_access(operand(api, "dst", dst, ["sbuf"], ctx))
-    _dtype_in(api, "indices", ix, ("uint32",))
+    dtype_in(api, "indices", ix, ("uint32",))
     if d.dtype != a.dtype:
         raise nki_error("err_supported_operand_dtype",
                         f"'dst' ({dt.name(d.dtype)}) of '{api}' must have the dtype of 'data' ({dt.name(a.dtype)})")

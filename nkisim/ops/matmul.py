@@ -15,18 +15,11 @@ from nkisim.core.location import warn
 from nkisim.core.storage import read
 from nkisim.core.tensor import Access, Tensor, as_access, shape_str
 from nkisim.cost.instructions import NC_MATMUL, NC_TRANSPOSE, TENSOR_COPY, Instruction
-from nkisim.ops.base import emit, mask_array, new_tile, operand, operands, write_dst
+from nkisim.ops.base import dtype_in, emit, mask_array, new_tile, operand, operands, write_dst
 from nkisim.ops.elementwise import values
 from nkisim.ops.registry import op
 
 _MATMUL_DTYPES = (dt.float8_e4m3, dt.float8_e5m2, dt.bfloat16, dt.float16, dt.tfloat32, dt.float32)
-
-
-def _check_dtype(api: str, name: str, acc: Access) -> None:
-    if acc.dtype not in _MATMUL_DTYPES:
-        raise nki_error("err_supported_operand_dtype",
-                        f"'{name}' of '{api}' has dtype {dt.name(acc.dtype)}, expected one of the following dtypes: "
-                        f"float8_e4m3, float8_e5m2, bfloat16, float16, tfloat32, float32")
 
 
 def _limit(api: str, pname: str, shape: tuple[int, ...], dim: int, limit: int) -> None:
@@ -71,7 +64,7 @@ def _pe_matmul(api: str, stat: Access, mov: Access, sname: str, mname: str, mask
     ctx = current()
     _rank2(api, sname, stat.shape)
     for pname, acc in ((sname, stat), (mname, mov)):
-        _check_dtype(api, pname, acc)
+        dtype_in(api, pname, acc, _MATMUL_DTYPES)
     if stat.shape[0] != mov.shape[0]:
         raise nki_error("err_param_shape_incompatible_with_matmul",
                         f"Number of partitions mismatch in '{api}': contraction dimension of "

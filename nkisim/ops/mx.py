@@ -26,7 +26,7 @@ from nkisim.core.errors import nki_error
 from nkisim.core.storage import read, write
 from nkisim.core.tensor import Access, as_access, shape_str
 from nkisim.cost.instructions import NC_MATMUL_MX, QUANTIZE_MX
-from nkisim.ops.base import emit, operand, region
+from nkisim.ops.base import dtype_in, emit, operand, region
 from nkisim.ops.matmul import into_psum
 from nkisim.ops.registry import op
 
@@ -99,13 +99,6 @@ def check_packed_fill(api: str, dtype: np.dtype, value: Any) -> None:
                         f"supported for float8_e4m3fn_x4, float8_e5m2_x4 and float4_e2m1fn_x4")
 
 
-def _dtype_in(api: str, pname: str, acc: Access, allowed: tuple[np.dtype, ...]) -> None:
-    if acc.dtype not in allowed:
-        raise nki_error("err_supported_operand_dtype",
-                        f"'{pname}' of '{api}' has dtype {dt.name(acc.dtype)}, expected one of the following dtypes: "
-                        f"{', '.join(dt.name(d) for d in allowed)}")
-
-
 def _partitions(api: str, pname: str, acc: Access, quadrant: int, limit: int) -> int:
     """The partition count of an MX data operand: a multiple of the quadrant, at most ``limit``."""
     p = acc.shape[0]
@@ -124,7 +117,7 @@ def _scale_tile(api: str, pname: str, acc: Access, data: Access, dname: str, row
     """``acc`` can hold the scales of ``data``: one column per container column, a row for every group, starting at
     one of the quadrant offsets the hardware reads scales at (0, 4, 8 or 12 on trn3: up to four tensors' scales
     packed in one tile)."""
-    _dtype_in(api, pname, acc, _SCALE_DTYPES)
+    dtype_in(api, pname, acc, _SCALE_DTYPES)
     tgt = current().target
     quadrant, per_tensor = tgt.limit("quadrant_partitions"), tgt.limit("quadrant_partitions") // \
         tgt.limit("mx_group_partitions")
@@ -168,8 +161,8 @@ def quantize_mx(src: Any, dst: Any, dst_scale: Any, name: str = "") -> None:
     allowed = ["sbuf"]
     s, d, sc = (as_access(operand(api, n, v, allowed, ctx)) for n, v in (("src", src), ("dst", dst),
                                                                         ("dst_scale", dst_scale)))
-    _dtype_in(api, "src", s, _QUANTIZE_SRC)
-    _dtype_in(api, "dst", d, _QUANTIZE_DST)
+    dtype_in(api, "src", s, _QUANTIZE_SRC)
+    dtype_in(api, "dst", d, _QUANTIZE_DST)
     quadrant, group = _group_rows(ctx)
     p = _partitions(api, "src", s, quadrant, ctx.target.partitions)
     f = s.shape[1]
@@ -233,7 +226,7 @@ def nc_matmul_mx(stationary: Any, moving: Any, stationary_scale: Any, moving_sca
         ("stationary", stationary), ("moving", moving), ("stationary_scale", stationary_scale),
         ("moving_scale", moving_scale)))
     for pname, a in (("stationary", st), ("moving", mv)):
-        _dtype_in(api, pname, a, dt.PACKED)
+        dtype_in(api, pname, a, dt.PACKED)
     quadrant, group = _group_rows(ctx)
     tgt = ctx.target
     k = _partitions(api, "stationary", st, quadrant, tgt.partitions)

@@ -31,7 +31,7 @@ from nkisim.core.errors import nki_error
 from nkisim.core.storage import read
 from nkisim.core.tensor import Access, as_access, is_tile, shape_str
 from nkisim.cost.instructions import RAND2, RNG, RNG_STATE
-from nkisim.ops.base import emit, operand, operands, write_dst
+from nkisim.ops.base import dtype_in, emit, operand, operands, write_dst
 from nkisim.ops.mx import needs_v4
 from nkisim.ops.outputs import per_partition
 from nkisim.ops.registry import op
@@ -122,13 +122,6 @@ def _no_gpsimd_psum(api: str, acc: Access, eng: str) -> None:
                         f"instead. (GpSimd cannot access PSUM)")
 
 
-def _dtype_in(api: str, pname: str, acc: Access, allowed: tuple[str, ...]) -> None:
-    if dt.name(acc.dtype) not in allowed:
-        raise nki_error("err_supported_operand_dtype",
-                        f"'{pname}' of '{api}' has dtype {dt.name(acc.dtype)}, expected one of the following dtypes: "
-                        f"{', '.join(allowed)}")
-
-
 def low_bits(bits: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """32-bit draws truncated to ``dtype``'s width (its least significant bits), as that dtype's values."""
     width = np.dtype(dtype).itemsize * 8
@@ -147,7 +140,7 @@ def rng(*, dst: Any, engine: Any = 5, name: str = "") -> None:
     eng = _engine(api, engine, ctx, 2)
     d = as_access(operand(api, "dst", dst, ["psum", "sbuf"], ctx))
     _no_gpsimd_psum(api, d, eng)
-    _dtype_in(api, "dst", d, _RNG_DTYPES)
+    dtype_in(api, "dst", d, _RNG_DTYPES)
     parts, n = d.shape[0], int(np.prod(d.shape[1:] or (1,)))
     vals = low_bits(draw(state_of(ctx, eng), parts, n), d.dtype) if ctx.numerics else None
     emit(ctx, RNG, eng, writes=[write_dst(ctx, api, dst, d.shape, vals)])
@@ -199,7 +192,7 @@ def set_rng_seed(src_seeds: Any, *, name: str = "") -> None:
 
 def _state_tile(api: str, pname: str, acc: Access, ctx: KernelContext, eng: str) -> int:
     words = _words(ctx, eng)
-    _dtype_in(api, pname, acc, ("uint32",))
+    dtype_in(api, pname, acc, ("uint32",))
     if len(acc.shape) != 2 or acc.shape[1] != words:
         raise nki_error("err_param_shape_mismatch",
                         f"Parameter shapes ({shape_str(pname, acc.shape)}) of '{api}' has mismatched shapes: XORWOW "
