@@ -286,24 +286,36 @@ print("cast without saturation:", np.array([120.0, 250.0, 1000.0]).astype(FP8),
 # `nl.multiply` broadcasts the size-1 axis. `nisa.tensor_scalar(v, np.minimum, 240.0, op1=np.maximum,
 # operand1=-240.0, dtype=nl.float8_e4m3)` saturates and casts in one instruction.
 #
-# **Keep three engines busy, tile after tile.** Every tile of rows takes five passes: the dequantising multiply
-# (Vector), the sum of squares (Scalar, `activation_reduce`), `x · w / out_scale` (GpSimd), `· rstd` (Scalar, a scale
-# per row) and the saturation (Vector: a min and a max; AWS documents trn2's Scalar engine `tensor_scalar` as
-# multiply and add only, and GpSimd's as `rsqrt` only, and the simulator refuses the others as the compiler does).
-# Each engine runs its instructions in program order, so a loop body that issues the five in turn makes every engine
-# wait for the one before: the Vector engine saturates tile `t` only after the Scalar engine has scaled it, and only
-# then dequantises tile `t + 1`. Issue, in each step of the loop, the first half of tile `t` (load, dequantise, sum
-# of squares, `rstd`, `x · w`), the scaling of tile `t - 1` and the saturation and store of tile `t - 2`: each of
-# those waits for work issued a step earlier, so no engine waits for another within a step. This is **software
-# pipelining**: the loop runs `T + 2` steps, each stage skipping the steps where its tile does not exist, and the
-# estimate shows what it is worth. The Vector engine stays the busiest (it dequantises and saturates).
+# **Compute in bf16: the output is FP8.** An FP8 result keeps 3 mantissa bits, so nothing in between needs float32's
+# 23. Load `x_q` and the scales with `dtype=nl.bfloat16` (the DMA converts on the way; FP8 values are exact in bf16),
+# keep every tile bf16, and store the saturated bf16 tile into the FP8 output (the DMA converts again). On trn2 the
+# Vector engine has a **performance mode** for 2-byte data: a `tensor_tensor` multiply of contiguous bf16 tiles runs
+# at a quarter of its float32 cost and a bf16 `tensor_scalar` at a quarter of one pass. Each bf16 rounding is off by
+# at most 2^-9 relative; a few of them stay far under half an FP8 unit (2^-5 relative at least), so the result still lies within one
+# unit of the exactly rounded value (the tolerance below).
 #
-# **The tolerance, from FP8's precision.** Compute in float32 and round once. Your result and the float64 reference
-# then differ only where the two values fall on opposite sides of a rounding boundary, and then by one unit in the
-# last place: the grader allows rtol = {{float8_e4m3:eps}} (one unit, relative) and atol =
-# {{float8_e4m3:smallest_subnormal_pow2}} (one subnormal step near zero). A wrong group scale, a missing `rstd`, an
-# inverted `out_scale` or a missing saturation are off by far more. Correctness earns 3 points, speed 1 (≤ 1.2× the
-# reference's estimated latency for R = C = 2048 with a float32 weight).
+# **Keep three engines busy, tile after tile.** Every tile of rows takes five passes: the dequantising multiply, the
+# sum of squares (Scalar, `activation_reduce`), `x · w` (GpSimd), `· rstd / out_scale` (one `tensor_scalar` with two
+# multiplies on the Vector engine; one tile in four on the Scalar engine, as a scale per row) and the saturation
+# (Vector: a min and a max; AWS documents trn2's Scalar engine `tensor_scalar` as multiply and add only, and GpSimd's
+# as `rsqrt` only, and the simulator refuses the others as the compiler does). The dequantising multiply reads each
+# scale 16 times (a zero stride), which is not contiguous, so the performance mode halves it only once: give three
+# quarters of the groups to the Vector engine and the last quarter to GpSimd, two instructions that run side by side.
+#
+# Each engine runs its instructions in program order, so a loop body that issues the five passes in turn makes every
+# engine wait for the one before. Issue, in each step `t` of the loop, the first stage of tile `t` (load, dequantise,
+# sum of squares, `rstd`), the weight of tile `t - 2`, the `rstd` of tile `t - 3` and the saturation and store of tile
+# `t - 5`: each waits for work issued steps earlier, long enough for a slow engine to have finished it. This is
+# **software pipelining**: the loop runs `T + 5` steps, each stage skipping the steps where its tile does not exist,
+# and the estimate shows what it is worth.
+#
+# **The tolerance, from FP8's precision.** A kernel that rounds once differs from the float64 reference only where
+# the two values fall on opposite sides of a rounding boundary, and then by one unit in the last place; bf16 in
+# between moves a value by far less than half a unit, so it can only do the same; the grader allows rtol =
+# {{float8_e4m3:eps}} (one unit, relative) and atol = {{float8_e4m3:smallest_subnormal_pow2}} (one subnormal step
+# near zero). A wrong group scale, a missing `rstd`, an inverted `out_scale` or a missing saturation are off by far
+# more. Correctness earns 3 points, speed 1 (≤ 1.2× the reference's estimated latency for R = C = 2048 with a
+# float32 weight).
 
 # %% nbgrader={"grade": false, "grade_id": "q2_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="legacy"
 # %%writefile rmsnorm_fp8_forward.py
@@ -318,36 +330,53 @@ GROUP = 16  # values per input scale
 
 @nki.jit
 def rmsnorm_fp8_forward(x_q, x_scale, w, out_scale):
-    """rmsnorm(x_q * group scales) * w / out_scale, saturated, as float8_e4m3."""
+    """rmsnorm(x_q * group scales) * w / out_scale, saturated, as float8_e4m3 (bf16 in between)."""
     ### BEGIN SOLUTION
     R, C = x_q.shape
     G = C // GROUP
+    GV = max(1, 3 * G // 4)  # groups the Vector engine dequantises; GpSimd takes the rest
     T = (R + 127) // 128  # tiles of rows
     out = nl.ndarray((R, C), dtype=x_q.dtype, buffer=nl.shared_hbm)
-    inv_s = nisa.tensor_scalar(nl.load(out_scale), np.power, -1.0)  # 1 / out_scale
-    w_row = nl.load(w.reshape((1, C)), dtype=nl.float32)
-    ws = nisa.tensor_scalar(w_row, np.multiply, inv_s).broadcast_to((128, C))  # w / s
-    firsts, scaled = [], []  # tiles whose first half / whose scaling is issued, oldest first
-    for t in range(T + 2):  # tile t's first half, t - 1's scaling, t - 2's saturation: no in-order engine waits
+    inv_s = nisa.tensor_scalar(nl.load(out_scale), np.power, -1.0).broadcast_to((128, 1))  # 1 / out_scale, every row
+    inv_sb = nisa.activation(op=nl.copy, data=inv_s, dtype=nl.bfloat16)
+    eps = nl.full((128, 1), 1e-6, dtype=nl.float32)
+    i_p = nl.arange(128)[:, None, None]
+    i_g = nl.arange(G)[None, :, None] + 0 * nl.arange(GROUP)[None, None, :]  # each group's scale 16 times
+    ws = None  # w on every partition: loaded in the first step, after that tile's loads
+    tiles = {}  # tile -> what its next stage needs
+    for t in range(T + 5):  # step t: tile t's first stage, t-2's weight, t-3's rstd, t-5's saturation and store
+        if 0 <= t - 5 < T:
+            p0, pn, v = tiles.pop(t - 5)
+            q = nisa.tensor_scalar(v, np.minimum, FP8_MAX, op1=np.maximum, operand1=-FP8_MAX)  # saturate (Vector)
+            nl.store(out[p0:p0 + pn, :], value=q)  # the DMA casts bf16 to float8_e4m3
+        if 0 <= t - 3 < T:
+            p0, pn, xw, rstd, rstd_b = tiles[t - 3]
+            if t % 4 == 2:  # one tile in four on the Scalar engine, which has time to spare
+                rs = nisa.activation(op=nl.copy, data=rstd, scale=inv_s[:pn])  # rstd / out_scale
+                v = nisa.activation(op=nl.copy, data=xw, scale=rs, dtype=nl.bfloat16)
+            else:  # the others on the Vector engine: all bf16, so 4x in its performance mode
+                v = nisa.tensor_scalar(xw, np.multiply, rstd_b, op1=np.multiply, operand1=inv_sb[:pn])
+            tiles[t - 3] = (p0, pn, v)
+        if 0 <= t - 2 < T:
+            p0, pn, x, rstd, rstd_b = tiles[t - 2]
+            xw = nisa.tensor_tensor(x, ws[:pn, :], op=np.multiply, engine=nisa.gpsimd_engine)  # x * w (GpSimd)
+            tiles[t - 2] = (p0, pn, xw, rstd, rstd_b)
         if t < T:
             r0, n = t * 128, min(128, R - t * 128)
-            xq = nl.load(x_q[r0:r0 + n, :])
-            sc = nl.load(x_scale[r0:r0 + n, :])
-            x = nl.multiply(xq.reshape((n, G, GROUP)), sc.reshape((n, G, 1)), dtype=nl.float32).reshape((n, C))
+            xq = nl.load(x_q[r0:r0 + n, :], dtype=nl.bfloat16).reshape((n, G, GROUP))  # the DMA casts (exact)
+            sc = nl.load(x_scale[r0:r0 + n, :], dtype=nl.bfloat16)
+            x = nl.ndarray((n, G, GROUP), dtype=nl.bfloat16)
+            x[:, :GV, :] = nisa.tensor_tensor(xq[:, :GV, :], sc[i_p[:n], i_g[:, :GV, :]], op=np.multiply)
+            if GV < G:
+                x[:, GV:, :] = nisa.tensor_tensor(xq[:, GV:, :], sc[i_p[:n], i_g[:, GV:, :]],
+                                                  op=np.multiply, engine=nisa.gpsimd_engine)  # (GpSimd)
+            x = x.reshape((n, C))
             ss = nl.ndarray((n, 1), dtype=nl.float32)
             nisa.activation_reduce(op=nl.square, data=x, reduce_op=np.add, reduce_res=ss)  # sum of squares (Scalar)
-            ms = nisa.tensor_scalar(ss, np.multiply, 1.0 / C, op1=np.add, operand1=1e-6, engine=nisa.scalar_engine)
-            rstd = nisa.activation(op=nl.rsqrt, data=ms)  # one value per row                          (Scalar)
-            xw = nisa.tensor_tensor(x, ws[:n, :], op=np.multiply, engine=nisa.gpsimd_engine)  # x * w / s  (GpSimd)
-            firsts.append((r0, n, xw, rstd))
-        if 0 < t <= T:
-            p0, pn, pxw, prstd = firsts.pop(0)
-            scaled.append((p0, pn, nisa.activation(op=nl.copy, data=pxw, scale=prstd)))  # * rstd      (Scalar)
-        if t > 1:
-            p0, pn, v = scaled.pop(0)
-            q = nisa.tensor_scalar(v, np.minimum, FP8_MAX, op1=np.maximum, operand1=-FP8_MAX,
-                                   dtype=out.dtype)  # saturate, then cast to fp8                          (Vector)
-            nl.store(out[p0:p0 + pn, :], value=q)
+            rstd = nisa.activation(op=nl.rsqrt, data=ss, scale=1.0 / C, bias=eps[:n])  # 1 / sqrt(ss / C + eps)
+            tiles[t] = (r0, n, x, rstd, nisa.activation(op=nl.copy, data=rstd, dtype=nl.bfloat16))
+        if t == 0:  # after the first tile's loads: w in bf16 on every partition (the Tensor Engine broadcasts)
+            ws = nl.load(w.reshape((1, C)), dtype=nl.bfloat16).broadcast_to((128, C))
     return out
     ### END SOLUTION
 
@@ -364,50 +393,66 @@ GROUP = 16  # values per input scale
 
 @nki.jit
 def rmsnorm_fp8_forward(x_q, x_scale, w, out_scale):
-    """rmsnorm(x_q * group scales) * w / out_scale, saturated, as float8_e4m3."""
+    """rmsnorm(x_q * group scales) * w / out_scale, saturated, as float8_e4m3 (bf16 in between)."""
     ### BEGIN SOLUTION
     R, C = x_q.shape
     G = C // GROUP
+    GV = max(1, 3 * G // 4)  # groups the Vector engine dequantises; GpSimd takes the rest
     T = (R + 127) // 128  # tiles of rows
     out = nl.ndarray((R, C), dtype=x_q.dtype, buffer=nl.shared_hbm)
-    inv_s = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.tensor_scalar(dst=inv_s, data=nl.load(out_scale), op0=nl.power, operand0=-1.0)
-    w_s = nl.ndarray((1, C), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.tensor_scalar(dst=w_s, data=nl.load(w.reshape((1, C)), dtype=nl.float32), op0=nl.multiply, operand0=inv_s)
-    ws = nl.broadcast_to(w_s, (128, C))  # w / s on every partition
-    firsts, scaled = [], []  # tiles whose first half / whose scaling is issued, oldest first
-    for t in range(T + 2):  # tile t's first half, t - 1's scaling, t - 2's saturation: no in-order engine waits
+    inv_s1 = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=inv_s1, data=nl.load(out_scale), op0=nl.power, operand0=-1.0)
+    inv_s = nl.broadcast_to(inv_s1, (128, 1))  # 1 / out_scale on every partition
+    inv_sb = nl.ndarray((128, 1), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.activation(dst=inv_sb, op=nl.copy, data=inv_s)
+    eps = nl.full((128, 1), 1e-6, dtype=nl.float32)
+    ws = None  # w on every partition: loaded in the first step, after that tile's loads
+    tiles = {}  # tile -> what its next stage needs
+    for t in range(T + 5):  # step t: tile t's first stage, t-2's weight, t-3's rstd, t-5's saturation and store
+        if 0 <= t - 5 < T:
+            p0, pn, v = tiles.pop(t - 5)
+            q = nl.ndarray((pn, C), dtype=nl.bfloat16, buffer=nl.sbuf)
+            nisa.tensor_scalar(dst=q, data=v, op0=nl.minimum, operand0=FP8_MAX, op1=nl.maximum,
+                               operand1=-FP8_MAX)  # saturate (Vector)
+            nl.store(out[p0:p0 + pn, :], value=q)  # the DMA casts bf16 to float8_e4m3
+        if 0 <= t - 3 < T:
+            p0, pn, xw, rstd, rstd_b = tiles[t - 3]
+            v = nl.ndarray((pn, C), dtype=nl.bfloat16, buffer=nl.sbuf)
+            if t % 4 == 2:  # one tile in four on the Scalar engine, which has time to spare
+                rs = nl.ndarray((pn, 1), dtype=nl.float32, buffer=nl.sbuf)
+                nisa.activation(dst=rs, op=nl.copy, data=rstd, scale=inv_s[:pn, :])  # rstd / out_scale
+                nisa.activation(dst=v, op=nl.copy, data=xw, scale=rs)
+            else:  # the others on the Vector engine: all bf16, so 4x in its performance mode
+                nisa.tensor_scalar(dst=v, data=xw, op0=nl.multiply, operand0=rstd_b, op1=nl.multiply,
+                                   operand1=inv_sb[:pn, :])
+            tiles[t - 3] = (p0, pn, v)
+        if 0 <= t - 2 < T:
+            p0, pn, x, rstd, rstd_b = tiles[t - 2]
+            xw = nl.ndarray((pn, C), dtype=nl.bfloat16, buffer=nl.sbuf)
+            nisa.tensor_tensor(dst=xw, data1=x, data2=ws[:pn, :], op=nl.multiply, engine=nisa.engine.gpsimd)  # x * w
+            tiles[t - 2] = (p0, pn, xw, rstd, rstd_b)
         if t < T:
             r0, n = t * 128, min(128, R - t * 128)
-            xq = nl.load(x_q[r0:r0 + n, :])
-            sc = nl.load(x_scale[r0:r0 + n, :])
-            x = nl.ndarray((n, G, GROUP), dtype=nl.float32, buffer=nl.sbuf)
-            # each scale times its 16 values: the [n, G, 1] scales read 16 times along the last axis (a stride-0 view)
-            nisa.tensor_tensor(dst=x, data1=xq.reshape((n, G, GROUP)), data2=sc.reshape((n, G, 1)).broadcast(2, GROUP),
+            xq = nl.load(x_q[r0:r0 + n, :], dtype=nl.bfloat16).reshape((n, G, GROUP))  # the DMA casts (exact)
+            sc = nl.load(x_scale[r0:r0 + n, :], dtype=nl.bfloat16).reshape((n, G, 1))
+            x = nl.ndarray((n, G, GROUP), dtype=nl.bfloat16, buffer=nl.sbuf)
+            # each group's scale read 16 times along the last axis (a stride-0 view)
+            nisa.tensor_tensor(dst=x[:, :GV, :], data1=xq[:, :GV, :], data2=sc[:, :GV, :].broadcast(2, GROUP),
                                op=nl.multiply)
+            if GV < G:
+                nisa.tensor_tensor(dst=x[:, GV:, :], data1=xq[:, GV:, :], data2=sc[:, GV:, :].broadcast(2, GROUP),
+                                   op=nl.multiply, engine=nisa.engine.gpsimd)
             x = x.reshape((n, C))
             ss = nl.ndarray((n, 1), dtype=nl.float32, buffer=nl.sbuf)
-            sq = nl.ndarray((n, C), dtype=nl.float32, buffer=nl.sbuf)
+            sq = nl.ndarray((n, C), dtype=nl.bfloat16, buffer=nl.sbuf)
             nisa.activation_reduce(dst=sq, op=nl.square, data=x, reduce_op=nl.add, reduce_res=ss)  # (Scalar)
-            ms = nl.ndarray((n, 1), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.tensor_scalar(dst=ms, data=ss, op0=nl.multiply, operand0=1.0 / C, op1=nl.add, operand1=1e-6,
-                               engine=nisa.engine.scalar)
             rstd = nl.ndarray((n, 1), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.activation(dst=rstd, op=nl.rsqrt, data=ms)  # one value per row                      (Scalar)
-            xw = nl.ndarray((n, C), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.tensor_tensor(dst=xw, data1=x, data2=ws[:n, :], op=nl.multiply, engine=nisa.engine.gpsimd)  # (GpSimd)
-            firsts.append((r0, n, xw, rstd))
-        if 0 < t <= T:
-            p0, pn, pxw, prstd = firsts.pop(0)
-            v = nl.ndarray((pn, C), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.activation(dst=v, op=nl.copy, data=pxw, scale=prstd)  # * rstd                         (Scalar)
-            scaled.append((p0, pn, v))
-        if t > 1:
-            p0, pn, v = scaled.pop(0)
-            q = nl.ndarray((pn, C), dtype=out.dtype, buffer=nl.sbuf)
-            nisa.tensor_scalar(dst=q, data=v, op0=nl.minimum, operand0=FP8_MAX, op1=nl.maximum,
-                               operand1=-FP8_MAX)  # saturate, then cast to fp8                          (Vector)
-            nl.store(out[p0:p0 + pn, :], value=q)
+            nisa.activation(dst=rstd, op=nl.rsqrt, data=ss, scale=1.0 / C, bias=eps[:n, :])  # 1 / sqrt(ss/C + eps)
+            rstd_b = nl.ndarray((n, 1), dtype=nl.bfloat16, buffer=nl.sbuf)
+            nisa.activation(dst=rstd_b, op=nl.copy, data=rstd)
+            tiles[t] = (r0, n, x, rstd, rstd_b)
+        if t == 0:  # after the first tile's loads: w in bf16 on every partition (the Tensor Engine broadcasts)
+            ws = nl.broadcast_to(nl.load(w.reshape((1, C)), dtype=nl.bfloat16), (128, C))
     return out
     ### END SOLUTION
 

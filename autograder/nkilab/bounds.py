@@ -9,10 +9,13 @@ kernel's latency on the target, from the target file's peak rates (``nkisim.api.
   that store takes a latency of its own;
 * **DMA**: the least HBM traffic -- every input read once, the output written once -- at the peak DMA rate;
 * **PE**: the computation's matmul flops at the Tensor Engine's peak for its input dtype;
-* **engines**: the elementwise passes the computation cannot do without, at the cost model's cycles per element (a
-  one-input pass 1 cycle, a two-input pass 2) spread perfectly over the Scalar, Vector and GpSimd engines at their
-  clocks; a two-input pass and a min/max pass (a saturation: the Scalar engine has no min or max on trn2) on Vector
-  and GpSimd only.
+* **engines**: the elementwise passes the computation cannot do without, at the cost model's cycles per element on
+  each engine (``pass_cycles``: a one-input pass 1 cycle, a two-input pass 2, fewer in VectorE's bf16 performance
+  mode when the question's tolerance admits bf16 intermediates), shared out over the Scalar, Vector and GpSimd
+  engines in the best way there is: the least time T in which the engines, each at its clock, can finish every
+  pass, a fraction of a pass on any engine that runs it (a linear programme; ``engines_us`` solves its dual). A
+  two-input pass and a min/max pass (a saturation: the Scalar engine has no min or max on trn2) run on Vector and
+  GpSimd only.
 
 bound = launch + 2 DMA latencies + max(DMA, PE, engines). ``bench/course_speed.py`` prints each reference's estimate against it.
 """
@@ -20,6 +23,8 @@ bound = launch + 2 DMA latencies + max(DMA, PE, engines). ``bench/course_speed.p
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
 
 from nkilab.questions import Case, Question, Work, io_bytes
 
@@ -84,13 +89,64 @@ def bound(q: Question, target: str, case: Case | None = None) -> Bound:
     pe_tflops = float(p["peak"][pe_key]) * cores
     dma_gbps = float(p["peak"]["dma_gbps"]) * cores
     per_partition = w.elements / (128 * cores)
-    two = (2 * w.two_input_passes + w.minmax_passes) * per_partition / ((clocks["dve"] + clocks["pool"]) * 1e3)
-    every = (w.one_input_passes + w.minmax_passes + 2 * w.two_input_passes) * per_partition / (
-        (clocks["act"] + clocks["dve"] + clocks["pool"]) * 1e3)
+    passes = {"one": w.one_input_passes, "two": w.two_input_passes, "broadcast": w.broadcast_passes,
+              "minmax": w.minmax_passes}
     return Bound(q.qid, target, float(p["kernel"]["fixed_us"]), 2 * float(p["dma"]["fixed_latency_ns"]) / 1e3,
                  w.hbm_bytes / (dma_gbps * 1e3),
-                 w.pe_flops / (pe_tflops * 1e6) if w.pe_flops else 0.0, max(two, every), w.hbm_bytes, w.pe_flops,
+                 w.pe_flops / (pe_tflops * 1e6) if w.pe_flops else 0.0,
+                 engines_us(passes, per_partition, pass_cycles(p, w.half), clocks), w.hbm_bytes, w.pe_flops,
                  pe_tflops, dma_gbps)
+
+
+def pass_cycles(params: dict, half: bool) -> dict[str, dict[str, float]]:
+    """Cycles per element (per partition) of each kind of pass on each engine that can run it, by the cost model's
+    own rules (``nkisim.cost.instructions``) and the target's parameters: a two-input pass 2 cycles, 1 for a bf16
+    add, subtract or multiply of contiguous inputs; a one-input pass 1; VectorE's performance mode divides its bf16
+    two-input passes by ``dve_perf_tensor_tensor_speedup`` and its bf16 one-input passes by ``dve_perf_copy_speedup``.
+    A min/max on GpSimd is a two-input pass against a constant (its tensor_scalar computes rsqrt only)."""
+    eng = params["engine"]
+    perf = bool(eng["dve_perf_mode"]) and half
+    dve_two = float(eng["dve_perf_tensor_tensor_speedup"]) if perf else 1.0
+    dve_one = float(eng["dve_perf_copy_speedup"]) if perf else 1.0
+    act_one = float(eng["act_perf_copy_speedup"]) if half else 1.0
+    contiguous = 1.0 if half else 2.0
+    return {"two": {"dve": contiguous / dve_two, "pool": contiguous},
+            "broadcast": {"dve": 2.0 / dve_two, "pool": 2.0},
+            "one": {"act": 1.0 / act_one, "dve": 1.0 / dve_one, "pool": 1.0},
+            "minmax": {"dve": 1.0 / dve_one, "pool": 2.0}}
+
+
+#: grid steps per unit of the engine weights ``engines_us`` searches (a finer grid only raises the bound toward the
+#: programme's optimum; every point of it is a valid lower bound)
+_WEIGHT_STEPS = 960
+
+
+def engines_us(passes: dict[str, float], per_partition: float, cycles: dict[str, dict[str, float]],
+               clocks: dict) -> float:
+    """The least time (µs) in which the engines finish ``passes`` (kind -> how many) over ``per_partition``
+    elements, each pass split in any fractions over the engines that run it.
+
+    That is a linear programme: minimise T with every engine's share of the work at most T. Its dual is the
+    maximum, over weights y >= 0 on the engines summing to 1, of the sum over passes of the cheapest y_e * t_e (t_e:
+    the whole pass on engine e, µs). Every weight vector gives a lower bound (weak duality), so searching a grid of
+    them gives a valid bound that approaches the optimum from below."""
+    kinds = [k for k, n in passes.items() if n]
+    if not kinds:
+        return 0.0
+    engines = sorted({e for k in kinds for e in cycles[k]})
+    times = np.full((len(kinds), len(engines)), np.inf)  # µs of each pass kind, all of it, on each engine
+    for i, k in enumerate(kinds):
+        for j, e in enumerate(engines):
+            if e in cycles[k]:
+                times[i, j] = passes[k] * cycles[k][e] * per_partition / (float(clocks[e]) * 1e3)
+    steps = _WEIGHT_STEPS
+    axes = np.meshgrid(*[np.arange(steps + 1, dtype=float)] * (len(engines) - 1), indexing="ij")
+    grid = np.stack([a.ravel() for a in axes], axis=1) if axes else np.zeros((1, 0))
+    grid = grid[grid.sum(axis=1) <= steps]
+    y = np.concatenate([grid, steps - grid.sum(axis=1, keepdims=True)], axis=1) / steps
+    can = np.isfinite(times)[None, :, :]  # an engine that cannot run a pass takes none of it, whatever its weight
+    weighted = np.where(can, y[:, None, :] * np.where(can, times[None, :, :], 0.0), np.inf)
+    return float(np.max(weighted.min(axis=2).sum(axis=1)))
 
 
 def _cores(q: Question) -> int:

@@ -83,6 +83,12 @@ class Work:
     #: applies activation functions, none of which clamps, and its tensor_scalar takes multiply and add only (AWS
     #: nki.isa.tensor_scalar: "The Scalar Engine on trn2 only supports some operator combinations")
     minmax_passes: float = 0.0
+    #: two-input passes whose second operand repeats along the free axis (a group scale read with a zero stride):
+    #: not contiguous, so VectorE's bf16 one-pass rule does not apply (``nkisim.cost.instructions.tensor_tensor``)
+    broadcast_passes: float = 0.0
+    #: the tolerance admits bf16 intermediates (an FP8 output): the bound prices every pass at the engines' bf16
+    #: rates, VectorE's performance mode included, since a kernel may compute in bf16 and still pass
+    half: bool = False
 
 
 def io_bytes(case: Case, n_args: int, out_shape: tuple[int, ...], out_dtype: str | None = None) -> float:

@@ -93,7 +93,7 @@ def tensor_tensor(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> f
     one_pass = (spaces.count("psum") == 1) or \
         (half and contiguous and str(ins.extra.get("alu")) in ("add", "subtract", "multiply"))
     c = n if one_pass else 2 * n
-    if prm["engine"]["dve_perf_mode"] and half:
+    if prm["engine"]["dve_perf_mode"] and half and ins.engine == "dve":  # VectorE's performance mode only
         c /= prm["engine"]["dve_perf_tensor_tensor_speedup"]
     return c
 

@@ -485,14 +485,18 @@ def _note_strided_operands(instr: Instr, reads: Sequence[Access | Tensor], write
     """Record in ``extra["stride_bytes"]`` the widest innermost free-dim stride (bytes) of the on-chip
     operands that are not contiguous; the cost model charges engine access at half bandwidth above
     its ``stride_free_bytes``.  Whole tiles are contiguous and skipped without a call."""
-    widest = 0
-    for a in (*reads, *writes):
+    widest, zero = 0, False
+    for i, a in enumerate((*reads, *writes)):
         if a.__class__ is Access and not a.is_whole and a.tensor.buffer.family != "hbm":
             stride = a.free_stride_bytes()
             if stride > a.tensor.itemsize:
                 widest = max(widest, stride)
+            elif stride == 0 and i < len(reads) and a.shape and math.prod(a.shape[1:]) > 1:
+                zero = True  # a read that repeats one element along the free axis (a stride-0 broadcast view)
     if widest:
         instr.extra = dict(instr.extra or {}, stride_bytes=widest)
+    if zero:  # the same fact the ops record for a NumPy-broadcast operand: the bf16 fast paths need contiguous reads
+        instr.extra = dict(instr.extra or {}, broadcast=True)
 
 
 def out_dtype(dtype: Any, default: np.dtype) -> np.dtype:

@@ -174,9 +174,11 @@ def binary_op(name: str, x: Any, y: Any, dtype: Any = None, mask: Any = None,
         scalarish = math.prod(xs[1:]) == 1
     else:
         scalarish = _is_vector(xs, out_shape) or _is_vector(ys, out_shape)
+    extra: dict = {"alu": name}
+    if xt and yt and xs != ys and not scalarish:
+        extra["broadcast"] = True  # one operand repeated along a free axis: a zero-stride read, not contiguous
     tile.producer = emit(ctx, TENSOR_SCALAR if scalarish else TENSOR_TENSOR,
-                         reads=(xa, ya) if xt and yt else (xa if xt else ya,), writes=(tile,),
-                         extra={"alu": name})
+                         reads=(xa, ya) if xt and yt else (xa if xt else ya,), writes=(tile,), extra=extra)
     return tile
 
 
