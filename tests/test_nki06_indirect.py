@@ -482,3 +482,33 @@ def test_only_the_software_dge_addresses_per_partition(mode):
     for ok in (nisa.dge_mode.swdge, nisa.dge_mode.unknown):
         dge = ok
         np.testing.assert_array_equal(k(DATA, IDX), DATA[IDX[:, 0]])
+
+
+def test_a_dynamic_start_needs_a_dge_of_either_kind():
+    """AWS's dma_copy: with either DGE the source may start at an address known only when the kernel runs; without
+    one (dge_mode=none) the descriptors are made before it runs. A (1, 1) tile or a register as the scalar offset is
+    such a start: refused with none, at the kernel's line, and not mistaken for a per-partition view (hwdge runs).
+    (A register loaded from a tile is not checked here: run on values it is folded into a static offset, and
+    traced without values it is refused.)"""
+    B, N, F = 5, 16, 8
+    data = RNG.standard_normal((B, N, F)).astype(np.float32)
+    dge = nisa.dge_mode.none
+
+    @nki.jit
+    def k(data, which):
+        out = nl.ndarray((N, F), dtype=data.dtype, buffer=nl.shared_hbm)
+        w = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=w, src=which)
+        t = nl.ndarray((N, F), dtype=data.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=data.ap([[F, N], [1, F]], scalar_offset=w, indirect_dim=0), dge_mode=dge)  # ERR
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    which = np.array([[3]], np.int32)
+    with pytest.raises(Exception, match="dge_mode=none cannot address src at a dynamic start") as info:
+        k(data, which)
+    line = [n for n, t in enumerate(open(HERE).read().splitlines(), 1) if t.rstrip().endswith("dge_mode=dge)  # ERR")]
+    assert info.value.nki_location[1] == line[-1]
+    for ok in (nisa.dge_mode.hwdge, nisa.dge_mode.swdge, nisa.dge_mode.unknown):
+        dge = ok
+        np.testing.assert_array_equal(k(data, which), data[3])

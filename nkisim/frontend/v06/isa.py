@@ -96,12 +96,17 @@ def dma_copy(dst: Any, src: Any, priority: Any = None, oob_mode: Any = oob_mode.
                                        f"or nisa.engine.sync")
     if priority is not None:
         _needs_gen(4, "dma_copy with priority=")
-    per_partition = [n for n, t in (("dst", dst), ("src", src)) if getattr(t, "_ind", None) is not None]
-    if per_partition and dge in (_Dge.hwdge, _Dge.none):
-        raise _error("err_dma_dge_mode", f"dma_copy with dge_mode={dge.name} cannot address {per_partition[0]} "
-                                         f"per partition (a vector_select / .ap(vector_offset=) view): only the "
-                                         f"software DGE builds those descriptors; use dge_mode=swdge or leave it "
-                                         f"unknown")
+    for n, t in (("dst", dst), ("src", src)):
+        how = t.dynamic_addressing() if getattr(t, "__nki_view__", False) else None
+        if how == "vector" and dge in (_Dge.hwdge, _Dge.none):
+            raise _error("err_dma_dge_mode", f"dma_copy with dge_mode={dge.name} cannot address {n} per partition (a "
+                                             f"vector_select / .ap(vector_offset=) view): only the software DGE builds "
+                                             f"those descriptors; use dge_mode=swdge or leave it unknown")
+        if how == "scalar" and dge is _Dge.none:
+            raise _error("err_dma_dge_mode", f"dma_copy with dge_mode=none cannot address {n} at a dynamic start (a "
+                                             f"register or a tile as its offset): without a DGE the descriptors are "
+                                             f"made before the kernel runs; use dge_mode=hwdge or swdge, or leave it "
+                                             f"unknown")
     _b.call("nisa.dma_copy", dst=d, src=s, oob_mode=canonical(oob), dge_mode=canonical(dge))
     return _done(name)
 

@@ -134,6 +134,16 @@ class NkiTensor:
     def is_indirect(self) -> bool:
         return bool(self._dyn) or self._ind is not None
 
+    def dynamic_addressing(self) -> str | None:
+        """How the view's address is found when the kernel runs: ``"vector"`` for a per-partition index
+        (``vector_select``, ``.ap(vector_offset=)``: a gather or scatter), ``"scalar"`` for one dynamic start
+        (a register or a (1, 1) tile as the offset), None for a static address. AWS's ``dma_copy``: only the
+        software DGE gathers and scatters; either DGE takes a dynamic start; without a DGE the descriptors are made
+        before the kernel runs, so nothing may be dynamic."""
+        if self._ind is not None:
+            return "scalar" if self._ind.scalar else "vector"
+        return "scalar" if self._dyn else None
+
     # --- indexing -------------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> NkiTensor:
         if not isinstance(key, tuple):
