@@ -120,6 +120,17 @@ def run_cases(job: dict, texts: list[np.ndarray], cases: list[list[np.ndarray]],
         emit({"kind": "case", "index": i, **facts}, [out] if out is not None else [])
 
 
+def _job_cases(job: dict, arrays: list[np.ndarray]) -> tuple[list[np.ndarray], list[list[np.ndarray]]]:
+    """The job's program texts and its cases' inputs, in the order the parent wrote them."""
+    n = int(job["programs"])
+    texts, k = arrays[:n], n
+    cases = []
+    for count in job["cases"]:
+        cases.append(arrays[k:k + count])
+        k += count
+    return texts, cases
+
+
 def main() -> int:
     warnings.simplefilter("ignore")
     job, arrays = read_message(sys.stdin.buffer, [1 << 31]) or ({}, [])
@@ -129,16 +140,59 @@ def main() -> int:
     def emit(header: dict, out: list[np.ndarray]) -> None:
         write_message(channel, header, out)
 
-    n = int(job["programs"])
-    texts, k = arrays[:n], n
-    cases = []
-    for count in job["cases"]:
-        cases.append(arrays[k:k + count])
-        k += count
+    texts, cases = _job_cases(job, arrays)
     run_cases(job, texts, cases, emit)
     emit({"kind": "done"}, [])
     return 0
 
 
+def serve() -> int:
+    """The executor as a fork server: one process per grading process (under nbgrader, one notebook's kernel),
+    so a question pays a fork instead of a Python start-up and the simulator's import (about 0.3 s each).
+
+    The first message names the results channel; every later one is a job, run in a forked worker -- a fresh copy of
+    this process, the simulator imported and nothing of an earlier job in it -- that answers on the channel as
+    ``main`` does and exits. The server then says how the worker ended (``{"kind": "ended", "code": ...}``), which
+    is how the parent knows a job is over even when the worker died without a word. A worker lowers its own CPU
+    limit to the job's. At the end of its input the server exits; the parent kills it on any trouble."""
+    import resource
+
+    from nkisim import api
+
+    warnings.simplefilter("ignore")
+    api.target("trn2")  # parse the targets once, before any fork
+    hello, _ = read_message(sys.stdin.buffer, [1 << 20]) or ({}, [])
+    channel = os.fdopen(int(hello["channel"]), "wb")
+    os.set_inheritable(channel.fileno(), False)
+    while (msg := read_message(sys.stdin.buffer, [1 << 31])) is not None:
+        job, arrays = msg
+        pid = os.fork()
+        if pid == 0:  # the worker
+            code = 1
+            try:
+                cpu = int(job.get("cpu_s") or 0)
+                if cpu > 0:
+                    used = int(resource.getrusage(resource.RUSAGE_SELF).ru_utime) + 1
+                    _soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+                    limit = cpu + used if hard == resource.RLIM_INFINITY else min(cpu + used, hard)
+                    resource.setrlimit(resource.RLIMIT_CPU, (limit, limit))
+
+                def emit(header: dict, out: list[np.ndarray]) -> None:
+                    write_message(channel, header, out)
+
+                texts, cases = _job_cases(job, arrays)
+                run_cases(job, texts, cases, emit)
+                emit({"kind": "done"}, [])
+                channel.flush()
+                code = 0
+            finally:
+                os._exit(code)
+        del job, arrays
+        _, status = os.waitpid(pid, 0)
+        write_message(channel, {"kind": "ended", "code": os.waitstatus_to_exitcode(status)}, [])
+        channel.flush()
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(serve() if sys.argv[1:] == ["--serve"] else main())

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from nkilab.runner import kill_group
+from nkilab.processes import kill_group
 
 
 class CourseBusy(RuntimeError):

@@ -49,9 +49,9 @@ from nkilab.evaluate import PRESET_ENV, grading_target, reference_key, reference
 from nkilab.grade import GRADING_ENV
 from nkilab.grade_table import Submission, collect, table, write_csv, write_lms_csv
 from nkilab.nbgrader_plugins import feedback_flags, grading_flags
+from nkilab.processes import kill_group
 from nkilab.questions import HIDDEN_CASES_ENV, QUESTIONS, timed_references
 from nkilab.release import CONFIG, REPO, load_source
-from nkilab.runner import kill_group
 from nkilab.salvage import answer_cells_unchanged, salvage, with_outcomes
 from nkilab.sanitize import grade_id, is_grade, restore
 

@@ -9,15 +9,12 @@ its whole sandbox (every process in it); a crash (``os._exit``, segfault) is jus
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,10 +22,7 @@ import numpy as np
 
 from nkilab import sandbox
 from nkilab._execute import MAX_PROGRAM_BYTES, MESSAGE_CHARS
-from nkilab._io import ProtocolError, read_message, write_message
-
-TAIL = 2000  # characters of the child's stdout/stderr kept for messages
-GRACE_S = 5.0  # after the child is gone, how long its results may still take to drain
+from nkilab.processes import Budget, ChildRun, clean_text, executor_server, spawn
 
 
 @dataclass
@@ -97,17 +91,6 @@ def _case_runs(messages: list[tuple[dict, list[np.ndarray]]], n_cases: int, resu
             done = True
     result.cases = [runs.get(i, CaseRun("not_run")) for i in range(n_cases)]
     return done
-
-
-def clean_text(value: object, limit: int) -> str:
-    """A string that came from a child, made safe to show: one line, no control characters, at most ``limit``
-    characters.  (Renderers escape markup; this keeps a message from faking lines of a report.)"""
-    text = "" if value is None else str(value)
-    text = " ".join(_CONTROL.sub(" ", text).split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def error_facts(value: object, source: list[str] | None) -> dict | None:
@@ -184,74 +167,7 @@ def _bench(head: dict) -> dict:
                                                                                "message": "no benchmark"}}
 
 
-@dataclass
-class _ChildRun:
-    """One child process's messages and how it ended."""
-
-    messages: list[tuple[dict, list[np.ndarray]]] = field(default_factory=list)
-    timed_out: bool = False
-    returncode: int | None = None
-    garbled: str | None = None
-    stdout: str = ""
-    stderr: str = ""
-    seconds: float = 0.0
-    #: how many messages had arrived when the follow-up job was sent (None: never sent)
-    phase_at: int | None = None
-
-
-@dataclass
-class _Limits:
-    """What one child may send back: bytes (headers and arrays) and messages."""
-
-    bytes: int
-    messages: int
-
-
-def _spawn(cmd: list[str], cwd: str | None, env: dict[str, str] | None, job: dict, arrays: list[np.ndarray],
-           deadline: float, limits: sandbox.Limits, budget: _Limits,
-           followup: tuple[dict, list[np.ndarray]] | None = None) -> _ChildRun:
-    """Start ``cmd`` with the job on stdin and a results pipe (its fd in ``job["channel"]``), collect every
-    message until it exits or the ``deadline`` (``time.monotonic()``) passes, then kill its whole process group.
-    ``followup`` is written to its stdin once it sends a ``phase`` message (and then stdin is closed)."""
-    run = _ChildRun()
-    read_end, write_end = os.pipe()
-    job = dict(job, channel=write_end)
-    phase = threading.Event()
-    with tempfile.TemporaryDirectory(prefix="nkilab-") as tmp:  # the parent's own: stdout/stderr captures
-        folder = Path(tmp)
-        start = time.monotonic()
-        with open(folder / "stdout.txt", "wb") as out_f, open(folder / "stderr.txt", "wb") as err_f, \
-                os.fdopen(read_end, "rb") as results:
-            try:
-                proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=out_f, stderr=err_f,
-                                        pass_fds=(write_end,), start_new_session=True,
-                                        preexec_fn=sandbox.rlimits(limits))
-            finally:
-                os.close(write_end)
-            def stop() -> None:  # a malformed or oversized stream: nothing more from this child is read
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-
-            reader = threading.Thread(target=_read_all, args=(results, run, budget, phase if followup else None,
-                                                              stop), daemon=True)
-            reader.start()
-            threading.Thread(target=_send_job, args=(proc, job, arrays, followup, phase), daemon=True).start()
-            try:
-                run.returncode = proc.wait(timeout=max(deadline - time.monotonic(), 0.0))
-            except subprocess.TimeoutExpired:
-                run.timed_out = True
-            phase.set()  # the sender thread stops waiting
-            kill_group(proc)  # whatever it left behind goes too (in the sandbox: every process in it)
-            reader.join(GRACE_S)
-        run.seconds = time.monotonic() - start
-        run.stdout = (folder / "stdout.txt").read_text(errors="replace")[-TAIL:]
-        run.stderr = (folder / "stderr.txt").read_text(errors="replace")[-TAIL:]
-    return run
-
-
-def _merge(result: RunResult, run: _ChildRun) -> None:
+def _merge(result: RunResult, run: ChildRun) -> None:
     result.timed_out |= run.timed_out
     result.returncode = run.returncode
     result.garbled = result.garbled or run.garbled
@@ -297,8 +213,8 @@ def run_module(module_path: str | os.PathLike, function: str, cases: list[list[n
         if bench is not None:
             job["bench"] = {"shapes": [list(s) for s in bench[0]], "dtypes": list(bench[1])}
         out_bytes = sum(_output_allowance(args) for args in cases)
-        run = _spawn(cmd, cwd, None if sandboxed else env, job, [a for args in cases for a in args], deadline,
-                     limits, _Limits(out_bytes + SPARE_BYTES, len(cases) + SPARE_MESSAGES))
+        run = spawn(cmd, cwd, None if sandboxed else env, job, [a for args in cases for a in args], deadline,
+                     limits, Budget(out_bytes + SPARE_BYTES, len(cases) + SPARE_MESSAGES))
         _merge(result, run)
         done = _case_runs(run.messages, len(cases), result, source)
     else:
@@ -317,6 +233,9 @@ def _source_lines(path: Path) -> list[str] | None:
     except OSError:
         return None
 
+
+#: the executor server's own CPU limit (seconds): each worker lowers its own to its question's
+SERVER_CPU_S = 3600
 
 #: the most of a kernel file the parent reads to quote its lines
 MAX_SOURCE_BYTES = 1 << 20
@@ -344,25 +263,27 @@ def _traced_then_executed(result: RunResult, cmd: list[str], cwd: str | None, en
     wire = [[[list(s), d] for s, d in sig] for sig in signatures]
     job = dict(job, role="trace", signatures=wire[:public], more=public < len(signatures))
     followup = ({"signatures": wire[public:]}, []) if public < len(signatures) else None
-    budget = _Limits(len(signatures) * MAX_PROGRAM_BYTES + SPARE_BYTES, len(signatures) + SPARE_MESSAGES)
-    run = _spawn(cmd, cwd, env, job, [], deadline, limits, budget, followup)
+    budget = Budget(len(signatures) * MAX_PROGRAM_BYTES + SPARE_BYTES, len(signatures) + SPARE_MESSAGES)
+    run = spawn(cmd, cwd, env, job, [], deadline, limits, budget, followup)
     _merge(result, run)
     programs, failed, done = _collect_programs(run, len(signatures), public, result, source)
     if not done or result.timed_out or result.garbled or result.import_error is not None or \
             run.returncode not in (0, None):
         result.cases = [CaseRun("not_run") for _ in cases]
         return done
-    # the executor: its own sandbox holding only the simulator, the grader's inputs, the programs
+    # the executor: its own sandbox holding only the simulator, the grader's inputs, the programs; one fork server
+    # per grading process (nkilab.processes.ExecutorServer), a fresh worker per question under the question's CPU limit
     exec_job, texts = _execution(cases, index, signatures, programs, timed, job)
-    argv = [python or sys.executable, "-m", "nkilab._execute"]
+    argv = [python or sys.executable, "-m", "nkilab._execute", "--serve"]
     exec_env = _child_env(job.get("target"))
+    server_limits = dataclasses.replace(limits, cpu_s=max(limits.cpu_s, SERVER_CPU_S))
     if sandboxed:
-        exec_cmd, exec_cwd, exec_env_arg = sandbox.command(argv, None, exec_env, limits), None, None
+        server = executor_server(sandbox.command(argv, None, exec_env, server_limits), None, None, server_limits)
     else:
-        exec_cmd, exec_cwd, exec_env_arg = argv, tempfile.gettempdir(), exec_env
+        server = executor_server(argv, tempfile.gettempdir(), exec_env, server_limits)
     out_bytes = sum(_output_allowance(args) for args in cases)
-    run = _spawn(exec_cmd, exec_cwd, exec_env_arg, exec_job, texts + [a for args in cases for a in args], deadline,
-                 limits, _Limits(out_bytes + SPARE_BYTES, len(cases) + SPARE_MESSAGES))
+    run = server.run(dict(exec_job, cpu_s=limits.cpu_s), texts + [a for args in cases for a in args], deadline,
+                     Budget(out_bytes + SPARE_BYTES, len(cases) + SPARE_MESSAGES))
     _merge(result, run)
     done = _case_runs(run.messages, len(cases), result, source)
     _trace_failures(result, cases, index, failed)
@@ -379,7 +300,7 @@ def _signatures(cases: list[list[np.ndarray]], hidden: frozenset[int] = frozense
     return signatures, {sig: k for k, sig in enumerate(signatures)}, len(public)
 
 
-def _collect_programs(run: _ChildRun, n: int, public: int, result: RunResult,
+def _collect_programs(run: ChildRun, n: int, public: int, result: RunResult,
                       source: list[str] | None) -> tuple[dict[int, np.ndarray], dict[int, dict], bool]:
     """The tracing child's answer, checked: (programs by signature, trace errors by signature, said done).
 
@@ -430,54 +351,6 @@ def _trace_failures(result: RunResult, cases: list[list[np.ndarray]], index: dic
             result.cases[i] = CaseRun("error", error=failed[k])
 
 
-def _send_job(proc: subprocess.Popen, job: dict, arrays: list[np.ndarray],
-              followup: tuple[dict, list[np.ndarray]] | None, phase: threading.Event) -> None:
-    try:
-        assert proc.stdin is not None
-        write_message(proc.stdin, job, arrays)
-        if followup is not None:
-            phase.wait()
-            if proc.poll() is None:
-                write_message(proc.stdin, *followup)
-        proc.stdin.close()
-    except (OSError, ValueError):  # the child died before reading its job: reported as a crash
-        pass
-
-
-def _read_all(results, run: _ChildRun, budget: _Limits, phase: threading.Event | None,
-              stop: Callable[[], None]) -> None:
-    """Every message of ``results`` into ``run``, within ``budget``; past it, or at a malformed message, the
-    child is stopped at once (``stop``) rather than left writing into a pipe nobody reads until the deadline."""
-    left = [budget.bytes]
-    try:
-        while (msg := read_message(results, left)) is not None:
-            if len(run.messages) >= budget.messages:
-                run.garbled = "more messages than the job calls for"
-                stop()
-                return
-            run.messages.append(msg)
-            if msg[0].get("kind") == "phase" and phase is not None and run.phase_at is None:
-                run.phase_at = len(run.messages)
-                phase.set()
-    except ProtocolError as err:
-        run.garbled = clean_text(err, 120)
-        stop()
-    except (OSError, ValueError):
-        pass
-
-
-def kill_group(proc: subprocess.Popen) -> None:
-    """SIGKILL the process group ``proc`` leads (it was started with ``start_new_session``), then reap it."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass
-
-
 def run_inprocess(fn: object, function: str, cases: list[list[np.ndarray]], *, timed: int | None = None,
                   bench: tuple[list[tuple[int, ...]], list[str]] | None = None,
                   target: str | None = None, grid: tuple | None = None) -> RunResult:
@@ -493,7 +366,7 @@ def run_inprocess(fn: object, function: str, cases: list[list[np.ndarray]], *, t
         from nkisim import api
 
         signatures, index, _ = _signatures(cases)
-        traced = _ChildRun()
+        traced = ChildRun()
         _child.trace_programs(api.as_kernel(fn), dict(job, signatures=[[[list(s), d] for s, d in sig]
                                                                        for sig in signatures]),
                               None, lambda head, arrays: traced.messages.append((head, arrays)))

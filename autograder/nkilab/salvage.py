@@ -29,8 +29,8 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
+from nkilab.processes import kill_group
 from nkilab.results import MIME
-from nkilab.runner import kill_group
 from nkilab.sanitize import SKIP_TAG, grade_id, is_answer, is_grade
 
 OUT_PROMPT = re.compile(r"^Out\[\d+\]: .*\n?", re.M)
