@@ -29,8 +29,8 @@ def _cases(n: int = 2) -> list[list[np.ndarray]]:
     return [[rng.standard_normal((128, 512)).astype(np.float32) for _ in range(2)] for _ in range(n)]
 
 
-def _servers() -> dict[tuple, processes.ExecutorServer]:
-    return {k: s for k, s in processes._SERVERS.items() if s.proc is not None and s.proc.poll() is None}
+def _pids() -> set[int]:
+    return {s.proc.pid for s in processes.running_servers()}
 
 
 def test_one_server_answers_question_after_question():
@@ -39,11 +39,11 @@ def test_one_server_answers_question_after_question():
     first = run_module(q.solution_path, q.function, cases, sandboxed=True, timeout=60)
     assert [c.status for c in first.cases] == ["ok", "ok"]
     np.testing.assert_allclose(first.cases[0].output, cases[0][0] + cases[0][1], rtol=1e-6)
-    pids = {k: s.proc.pid for k, s in _servers().items()}
+    pids = _pids()
     assert pids
     again = run_module(q.solution_path, q.function, cases, sandboxed=True, timeout=60)
     assert [c.status for c in again.cases] == ["ok", "ok"] and not again.crashed
-    assert {k: s.proc.pid for k, s in _servers().items()} == pids  # the same server, a new worker
+    assert _pids() == pids  # the same server, a new worker
 
 
 def _server() -> processes.ExecutorServer:

@@ -259,6 +259,11 @@ def executor_server(cmd: list[str], cwd: str | None, env: dict[str, str] | None,
         return _SERVERS[key]
 
 
+def running_servers() -> list[ExecutorServer]:
+    """The servers of this process that are alive now."""
+    return [s for s in _SERVERS.values() if s.proc is not None and s.proc.poll() is None]
+
+
 @atexit.register
 def _stop_servers() -> None:
     for server in list(_SERVERS.values()):
