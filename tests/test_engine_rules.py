@@ -105,3 +105,13 @@ def _call_lines() -> set[int]:
     lines = open(__file__).read().splitlines()
     return {n for n, text in enumerate(lines, 1) if text.rstrip().endswith("# the call")} | \
            {n - 1 for n, text in enumerate(lines, 1) if text.rstrip().endswith("# the call")}
+
+
+def test_the_operator_lists_are_the_target_files():
+    """One source per fact: the rules above read each target's ``[engine_ops]`` table, which cites AWS's docstring."""
+    from nkisim import api
+
+    assert api.target("trn2").engine_ops("tensor_scalar_scalar") == {"multiply+add", "multiply", "add"}
+    assert api.target("trn1").engine_ops("tensor_scalar_scalar") == frozenset()
+    assert api.target("trn3").engine_ops("tensor_scalar_scalar") is None  # every operator on NeuronCore-v4
+    assert all(api.target(t).engine_ops("tensor_scalar_gpsimd") == {"rsqrt"} for t in ("trn1", "trn2", "trn3"))

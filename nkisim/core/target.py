@@ -63,6 +63,12 @@ class Target:
         """A plain, deep copy of ``params`` to change (bench/calibrate.py --fit scans candidate values)."""
         return {k: dict(v) if isinstance(v, Mapping) else v for k, v in self.params.items()}
 
+    def engine_ops(self, key: str) -> frozenset[str] | None:
+        """The operators (``"op0+op1"`` or ``"op0"``) the target file's ``[engine_ops]`` table lets an engine asked
+        for by name compute (``tensor_scalar_gpsimd``...); None when it computes every one (``"*"``)."""
+        ops = [str(o) for o in self.params["engine_ops"][key]]
+        return None if "*" in ops else frozenset(ops)
+
     def limit(self, key: str) -> int:
         """A limit of the target file's ``[limits]`` table by name (``bn_stats_free_max``,
         ``quadrant_partitions``...): the compiler's checks read every hardware number from here."""
