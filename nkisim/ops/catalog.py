@@ -22,6 +22,7 @@ from nkisim.ops import (  # noqa: F401
     rng,
     scan,
     select,
+    statistics,
     topk,
     transpose,
 )
