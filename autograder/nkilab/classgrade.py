@@ -28,7 +28,6 @@ import argparse
 import html
 import json
 import os
-import re
 import secrets
 import shutil
 import subprocess
@@ -40,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.api import Gradebook
 from nbgrader.plugins import CsvExportPlugin
 
 from nkilab import example_class, gradebook_audit, intake, manifest, sandbox, seeds
@@ -52,8 +51,7 @@ from nkilab.nbgrader_plugins import feedback_flags, grading_flags
 from nkilab.processes import kill_group
 from nkilab.questions import HIDDEN_CASES_ENV, QUESTIONS, timed_references
 from nkilab.release import CONFIG, REPO, load_source
-from nkilab.salvage import answer_cells_unchanged, salvage, with_outcomes
-from nkilab.sanitize import grade_id, is_grade, restore
+from nkilab.rescue import already_graded, attempted, autograded, failure_reason, salvage_submission, sanitize_notes
 
 EXAMPLE_DIR = REPO / "build" / "example_class"
 EXAMPLE_MARK = ".nkilab-example-class"  # only a directory carrying this file is ever wiped
@@ -214,25 +212,6 @@ def course_layout(course: Path, only: list[str] | None) -> tuple[list[str], list
 # --------------------------------------------------------------------------- grading
 
 
-def _autograded(course: Path, student: str, assignment: str, notebooks: list[str]) -> bool:
-    folder = course / "autograded" / student / assignment
-    return all((folder / f"{nb}.ipynb").exists() for nb in notebooks)
-
-
-def already_graded(db_url: str, student: str, assignment: str, notebooks: list[str]) -> bool:
-    """Every autograded cell of the submission has a recorded score (what ``--resume`` keeps)."""
-    with Gradebook(db_url) as gb:
-        try:
-            sub = gb.find_submission(assignment, student)
-        except MissingEntry:
-            return False
-        nbs = {nb.name: nb for nb in sub.notebooks}
-        if set(notebooks) - set(nbs):
-            return False
-        grades = [g for nb in notebooks for g in nbs[nb].grades if g.cell.cell_type == "code"]
-        return bool(grades) and all(g.auto_score is not None for g in grades)
-
-
 def course_seed(course: Path, given: int | None, resume: bool) -> int:
     """``--seed``, else ``NKILAB_SEED`` (both pinned by the TA), else on ``--resume`` the stopped run's seed from the
     TA's seed file, else a fresh one."""
@@ -242,79 +221,6 @@ def course_seed(course: Path, given: int | None, resume: bool) -> int:
         return int(os.environ["NKILAB_SEED"])
     found = seeds.read_seed(seeds.seed_file(course)) if resume else None
     return found if found is not None else secrets.randbits(32)
-
-
-def _attempted(log: str, student: str, assignment: str) -> bool:
-    return re.search(rf"Sanitizing \S*[/\\]{re.escape(student)}[/\\]{re.escape(assignment)}[/\\]", log) is not None
-
-
-def _failure_reason(log: str, student: str) -> str:
-    section = log.split(f"Creating/updating student with ID '{student}'")[-1]
-    section = section.split("Creating/updating student with ID")[0]
-    if "Kernel died" in section or "DeadKernelError" in section:
-        return "the notebook's kernel died"
-    if "UnresponsiveKernelError" in section or "became unresponsive" in section:
-        return "the notebook's kernel stopped responding"
-    if "CellTimeoutError" in section or "Timeout waiting" in section:
-        return "the notebook ran out of time"
-    return "nbgrader could not grade it"
-
-
-def _restored_from_gradebook(course: Path, db_url: str, student: str, assignment: str, notebook: str,
-                             folder: str = "submitted"):
-    """The submission rebuilt exactly as RestoreSubmission + OverwriteCells would (grade cells from the DB)."""
-    submitted = nbformat.read(course / folder / student / assignment / f"{notebook}.ipynb", as_version=4)
-    release = nbformat.read(course / "release" / assignment / f"{notebook}.ipynb", as_version=4)
-    restored = restore(submitted, release)
-    with Gradebook(db_url) as gb:
-        for cell in restored.notebook.cells:
-            if is_grade(cell) and cell.cell_type == "code":
-                try:
-                    cell.source = gb.find_source_cell(grade_id(cell), notebook, assignment).source
-                except MissingEntry:
-                    pass
-    return restored
-
-
-def salvage_submission(course: Path, db_url: str, student: str, assignment: str, notebooks: list[str],
-                       limits: Limits, env: dict[str, str], reason: str, folder: str = "submitted") -> list[str]:
-    """Grade a discarded submission outside Jupyter; scores go to the gradebook.  Returns notes."""
-    notes = [f"{reason}, so nbgrader discarded the submission: graded outside the notebook kernel instead"]
-    for notebook in notebooks:
-        restored = _restored_from_gradebook(course, db_url, student, assignment, notebook, folder)
-        work = course / "salvage" / student / assignment
-        outcomes = salvage(restored.notebook, work, timeout=limits.notebook, env=env)
-        unchanged = answer_cells_unchanged(restored.notebook)
-        with Gradebook(db_url) as gb:
-            gb.update_or_create_submission(assignment, student)
-            for gid, outcome in outcomes.items():
-                g = gb.find_grade(gid, notebook, assignment, student)
-                g.auto_score, g.needs_manual_grade = outcome.points, False
-                if outcome.text.startswith("The grading process"):
-                    notes.append(f"{gid}: {outcome.text.strip()}")
-            for gid, untouched in unchanged.items():
-                g = gb.find_grade(gid, notebook, assignment, student)
-                g.auto_score = 0.0 if untouched else None
-                g.needs_manual_grade = not untouched
-            gb.db.commit()
-        out = course / "autograded" / student / assignment
-        out.mkdir(parents=True, exist_ok=True)
-        nbformat.write(with_outcomes(restored.notebook, outcomes, f"Its kernel could not finish: {reason}."),
-                       out / f"{notebook}.ipynb")
-    return notes
-
-
-def sanitize_notes(course: Path, student: str, assignment: str, notebooks: list[str],
-                   folder: str = "submitted") -> list[str]:
-    """What RestoreSubmission changed (recomputed: it is a pure function of submission and release)."""
-    notes = []
-    for notebook in notebooks:
-        path = course / folder / student / assignment / f"{notebook}.ipynb"
-        release = course / "release" / assignment / f"{notebook}.ipynb"
-        if path.exists() and release.exists():
-            restored = restore(nbformat.read(path, as_version=4), nbformat.read(release, as_version=4))
-            notes += restored.notes
-    return notes
 
 
 def grade_assignment(course: Path, nbg: Nbgrader, assignment: str, notebooks: list[str],
@@ -357,16 +263,16 @@ def grade_assignment(course: Path, nbg: Nbgrader, assignment: str, notebooks: li
     for r in (r for r in records if r.gradable):
         notes = ([r.note] if r.note else []) + sanitize_notes(course, r.student, assignment, notebooks, r.folder)
         status = "graded"
-        if not _autograded(course, r.student, assignment, notebooks) and not _attempted(log, r.student, assignment):
+        if not autograded(course, r.student, assignment, notebooks) and not attempted(log, r.student, assignment):
             _, log1 = nbg.run(["autograde", assignment, "--student", r.student, "--force", "--create", *flags,
                                f"--CourseDirectory.submitted_directory={r.folder}"],
                               f"autograde-{assignment}-{r.student}", limits.notebook + 300)
             log += log1
             notes.append("not reached by the class-wide run: graded on its own")
-        if not _autograded(course, r.student, assignment, notebooks):
-            reason = _failure_reason(log, r.student)
+        if not autograded(course, r.student, assignment, notebooks):
+            reason = failure_reason(log, r.student)
             try:
-                notes += salvage_submission(course, db_url, r.student, assignment, notebooks, limits, env, reason,
+                notes += salvage_submission(course, db_url, r.student, assignment, notebooks, limits.notebook, env, reason,
                                             r.folder)
                 status = "salvaged"
             except Exception as err:  # the batch goes on; the TA sees why
