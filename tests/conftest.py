@@ -13,3 +13,14 @@ os.environ.setdefault("NKISIM_STRICT_REGISTRY", "1")
 pytest.register_assert_rewrite("course_testing")
 
 import program_check  # noqa: E402,F401  (NKISIM_CHECK_PROGRAMS=1: every launch is also checked as a program)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _stop_executor_servers():
+    """A grading process keeps one executor server (``nkilab.processes``) for its life; in a test session that life
+    is the whole session, so each module's servers are stopped at its end, and "nothing outlives grading" checks
+    see only the grading run they look at."""
+    yield
+    from nkilab import processes
+
+    processes.stop_servers()

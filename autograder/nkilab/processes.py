@@ -265,6 +265,8 @@ def running_servers() -> list[ExecutorServer]:
 
 
 @atexit.register
-def _stop_servers() -> None:
+def stop_servers() -> None:
+    """Stop every server of this process (at its exit; a test suite after each module, since a server may
+    otherwise outlive the tests that started it by the whole session)."""
     for server in list(_SERVERS.values()):
         server.stop()
