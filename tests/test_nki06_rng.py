@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from call_cases import xorwow  # Marsaglia's XORWOW in Python ints: the one reference
 from test_nki06_isa_more import BF16, CMD, F32, _snake_input, load, new, out, refused
 
 import nkisim
@@ -30,25 +31,10 @@ def _trn3(monkeypatch):
 
 
 # --- the random generators ---------------------------------------------------------------------------------------
-def _xorwow(words, n):
-    """Marsaglia's XORWOW in plain Python ints: ``n`` draws of one generator from its 6 words (x, y, z, w, v, d),
-    and the words after them."""
-    x, y, z, w, v, d = (int(u) for u in words)
-    m = 0xFFFFFFFF
-    out = []
-    for _ in range(n):
-        t = x ^ (x >> 2)
-        x, y, z, w = y, z, w, v
-        v = (v ^ ((v << 4) & m)) ^ (t ^ ((t << 1) & m))
-        d = (d + 362437) & m
-        out.append((v + d) & m)
-    return out, [x, y, z, w, v, d]
-
-
 def _lane_draws(state, n):
     """Draws of a lane holding ``len(state) // 6`` generators: element j from generator j % G."""
     g = len(state) // 6
-    per = [_xorwow(state[6 * i:6 * i + 6], len(range(i, n, g))) for i in range(g)]
+    per = [xorwow(state[6 * i:6 * i + 6], len(range(i, n, g))) for i in range(g)]
     return [per[j % g][0][j // g] for j in range(n)], [u for _, after in per for u in after]
 
 
