@@ -65,8 +65,8 @@ class Budget:
 
 
 def spawn(cmd: list[str], cwd: str | None, env: dict[str, str] | None, job: dict, arrays: list[np.ndarray],
-           deadline: float, limits: sandbox.Limits, budget: Budget,
-           followup: tuple[dict, list[np.ndarray]] | None = None) -> ChildRun:
+          deadline: float, limits: sandbox.Limits, budget: Budget,
+          followup: tuple[dict, list[np.ndarray]] | None = None) -> ChildRun:
     """Start ``cmd`` with the job on stdin and a results pipe (its fd in ``job["channel"]``), collect every
     message until it exits or the ``deadline`` (``time.monotonic()``) passes, then kill its whole process group.
     ``followup`` is written to its stdin once it sends a ``phase`` message (and then stdin is closed)."""
@@ -79,12 +79,8 @@ def spawn(cmd: list[str], cwd: str | None, env: dict[str, str] | None, job: dict
         start = time.monotonic()
         with open(folder / "stdout.txt", "wb") as out_f, open(folder / "stderr.txt", "wb") as err_f, \
                 os.fdopen(read_end, "rb") as results:
-            try:
-                proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=out_f, stderr=err_f,
-                                        pass_fds=(write_end,), start_new_session=True,
-                                        preexec_fn=sandbox.rlimits(limits))
-            finally:
-                os.close(write_end)
+            proc = _start(cmd, cwd, env, limits, write_end, out_f, err_f)
+
             def stop() -> None:  # a malformed or oversized stream: nothing more from this child is read
                 try:
                     os.killpg(proc.pid, signal.SIGKILL)
@@ -92,7 +88,7 @@ def spawn(cmd: list[str], cwd: str | None, env: dict[str, str] | None, job: dict
                     pass
 
             reader = threading.Thread(target=read_all, args=(results, run, budget, phase if followup else None,
-                                                              stop), daemon=True)
+                                                             stop), daemon=True)
             reader.start()
             threading.Thread(target=send_job, args=(proc, job, arrays, followup, phase), daemon=True).start()
             try:
@@ -108,8 +104,19 @@ def spawn(cmd: list[str], cwd: str | None, env: dict[str, str] | None, job: dict
     return run
 
 
+def _start(cmd: list[str], cwd: str | None, env: dict[str, str] | None, limits: sandbox.Limits, channel: int,
+           stdout: Any, stderr: Any) -> subprocess.Popen:
+    """``cmd`` under ``limits`` in a session of its own (so its whole group can be killed), job on a stdin pipe,
+    the results pipe's write end ``channel`` passed to it and closed here."""
+    try:
+        return subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=stdout, stderr=stderr,
+                                pass_fds=(channel,), start_new_session=True, preexec_fn=sandbox.rlimits(limits))
+    finally:
+        os.close(channel)
+
+
 def send_job(proc: subprocess.Popen, job: dict, arrays: list[np.ndarray],
-              followup: tuple[dict, list[np.ndarray]] | None, phase: threading.Event) -> None:
+             followup: tuple[dict, list[np.ndarray]] | None, phase: threading.Event) -> None:
     try:
         assert proc.stdin is not None
         write_message(proc.stdin, job, arrays)
@@ -123,12 +130,16 @@ def send_job(proc: subprocess.Popen, job: dict, arrays: list[np.ndarray],
 
 
 def read_all(results, run: ChildRun, budget: Budget, phase: threading.Event | None,
-              stop: Callable[[], None]) -> None:
+             stop: Callable[[], None], end: list[dict] | None = None) -> None:
     """Every message of ``results`` into ``run``, within ``budget``; past it, or at a malformed message, the
-    child is stopped at once (``stop``) rather than left writing into a pipe nobody reads until the deadline."""
+    child is stopped at once (``stop``) rather than left writing into a pipe nobody reads until the deadline.
+    Given ``end``, reading stops at the fork server's ``ended`` message, which goes there (not into ``run``)."""
     left = [budget.bytes]
     try:
         while (msg := read_message(results, left)) is not None:
+            if end is not None and msg[0].get("kind") == "ended":
+                end.append(msg[0])
+                return
             if len(run.messages) >= budget.messages:
                 run.garbled = "more messages than the job calls for"
                 stop()
@@ -156,8 +167,6 @@ def kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-
-
 class ExecutorServer:
     """The executor (``nkilab._execute``) as a fork server: started once, in its own sandbox holding only the
     simulator, and kept while this process grades; each job runs in a worker it forks, so a question pays a fork
@@ -176,13 +185,8 @@ class ExecutorServer:
 
     def _start(self) -> None:
         read_end, write_end = os.pipe()
-        try:
-            self.proc = subprocess.Popen(self.cmd, cwd=self.cwd, env=self.env, stdin=subprocess.PIPE,
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                         pass_fds=(write_end,), start_new_session=True,
-                                         preexec_fn=sandbox.rlimits(self.limits))
-        finally:
-            os.close(write_end)
+        self.proc = _start(self.cmd, self.cwd, self.env, self.limits, write_end, subprocess.DEVNULL,
+                           subprocess.DEVNULL)
         self.results = os.fdopen(read_end, "rb")
         assert self.proc.stdin is not None
         write_message(self.proc.stdin, {"channel": write_end}, [])
@@ -213,8 +217,9 @@ class ExecutorServer:
                 self.stop()
                 run.seconds = time.monotonic() - start
                 return run
-            ended: list[dict] = []
-            reader = threading.Thread(target=self._read_job, args=(run, budget, ended), daemon=True)
+            ended: list[dict] = []  # trouble (garbled, over budget) is the run's; the server is stopped below
+            reader = threading.Thread(target=read_all, args=(self.results, run, budget, None, lambda: None, ended),
+                                      daemon=True)
             reader.start()
             reader.join(max(deadline - time.monotonic(), 0.0))
             if reader.is_alive():
@@ -227,22 +232,6 @@ class ExecutorServer:
                 run.returncode = code if type(code) is int else None
             run.seconds = time.monotonic() - start
             return run
-
-    def _read_job(self, run: ChildRun, budget: Budget, ended: list[dict]) -> None:
-        left = [budget.bytes]
-        try:
-            while (msg := read_message(self.results, left)) is not None:
-                if msg[0].get("kind") == "ended":
-                    ended.append(msg[0])
-                    return
-                if len(run.messages) >= budget.messages:
-                    run.garbled = "more messages than the job calls for"
-                    return
-                run.messages.append(msg)
-        except ProtocolError as err:
-            run.garbled = clean_text(err, 120)
-        except (OSError, ValueError):
-            pass
 
 
 _SERVERS: dict[tuple, ExecutorServer] = {}
