@@ -261,6 +261,15 @@ def profile_kernel(kernel: Any, *args: Any, grid: Any = None, target: str | None
     return Profile.from_launch(res)
 
 
+def cycles_per_element(target_name: str, instruction: str, engine: str, dtype: str, alu: str | None = None,
+                       broadcast: bool = False) -> float:
+    """The cost model's engine cycles per element of a large ``instruction`` (``"tensor_tensor"``...) on ``engine``
+    with every operand ``dtype`` in SBUF (``broadcast``: one input repeated along the free axis), on ``target_name``."""
+    from nkisim.cost.instructions import element_cycles
+
+    return element_cycles(instruction, engine, dtype, target(target_name).params, alu, broadcast)
+
+
 def targets() -> tuple[str, ...]:
     """The names of the targets the simulator models (one ``nkisim/targets/<name>.toml`` each)."""
     return _target.names()

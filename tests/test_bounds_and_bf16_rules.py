@@ -43,14 +43,14 @@ def _primal(passes, per_partition, cycles, clocks, steps=24):
 
 
 def test_one_input_passes_spread_over_three_engines():
-    cycles = pass_cycles(TRN2, half=False)
+    cycles = pass_cycles("trn2", half=False)
     # 3.36 elements per ns over the three clocks: 33600 one-input cycles of work take 10 us
     exact = 33600 / 3360
     assert exact * (1 - 5e-3) <= engines_us({"one": 1}, 33600, cycles, CLOCKS) <= exact  # from below: a valid bound
 
 
 def test_a_two_input_pass_never_runs_on_the_scalar_engine():
-    cycles = pass_cycles(TRN2, half=False)
+    cycles = pass_cycles("trn2", half=False)
     assert "act" not in cycles["two"] and "act" not in cycles["minmax"] and "act" not in cycles["broadcast"]
     # two cycles per element over Vector and GpSimd only
     exact = 2 * 21600 / 2160
@@ -61,7 +61,7 @@ def test_a_two_input_pass_never_runs_on_the_scalar_engine():
 def test_the_dual_meets_an_independent_primal_search(half):
     """The FP8 question's passes: the dual's value never exceeds the primal's (weak duality, both valid) and the
     two meet within the grids' resolution."""
-    cycles = pass_cycles(TRN2, half=half)
+    cycles = pass_cycles("trn2", half=half)
     passes = {"one": 2, "two": 1, "broadcast": 1, "minmax": 1}
     dual = engines_us(passes, 32768, cycles, CLOCKS)
     primal = _primal(passes, 32768, cycles, CLOCKS)
@@ -70,7 +70,7 @@ def test_the_dual_meets_an_independent_primal_search(half):
 
 
 def test_bf16_rates_follow_the_target_file():
-    fp32, bf16 = pass_cycles(TRN2, half=False), pass_cycles(TRN2, half=True)
+    fp32, bf16 = pass_cycles("trn2", half=False), pass_cycles("trn2", half=True)
     eng = TRN2["engine"]
     assert fp32["two"]["dve"] == 2 and fp32["one"]["dve"] == 1
     assert bf16["two"]["dve"] == 1 / eng["dve_perf_tensor_tensor_speedup"]  # one pass, then the perf mode's 2x

@@ -254,7 +254,7 @@ def test_the_fp8_bound_keeps_the_saturation_on_vector_and_gpsimd():
     # the saturation's engines matter where it is dear: at float32 rates a mutant rule that let the Scalar engine
     # saturate too gives a lower bound (at bf16 rates the Vector engine's 4x makes the saturation nearly free)
     passes = {"one": 2, "two": 1, "broadcast": 1, "minmax": 1}
-    strict, lax = pass_cycles(p, half=False), pass_cycles(p, half=False)
+    strict, lax = pass_cycles("trn2", half=False), pass_cycles("trn2", half=False)
     lax["minmax"]["act"] = 1.0
     assert engines_us(passes, per_partition, lax, clk) < engines_us(passes, per_partition, strict, clk) - 1.0
 

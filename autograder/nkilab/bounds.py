@@ -94,26 +94,29 @@ def bound(q: Question, target: str, case: Case | None = None) -> Bound:
     return Bound(q.qid, target, float(p["kernel"]["fixed_us"]), 2 * float(p["dma"]["fixed_latency_ns"]) / 1e3,
                  w.hbm_bytes / (dma_gbps * 1e3),
                  w.pe_flops / (pe_tflops * 1e6) if w.pe_flops else 0.0,
-                 engines_us(passes, per_partition, pass_cycles(p, w.half), clocks), w.hbm_bytes, w.pe_flops,
+                 engines_us(passes, per_partition, pass_cycles(target, w.half), clocks), w.hbm_bytes, w.pe_flops,
                  pe_tflops, dma_gbps)
 
 
-def pass_cycles(params: dict, half: bool) -> dict[str, dict[str, float]]:
-    """Cycles per element (per partition) of each kind of pass on each engine that can run it, by the cost model's
-    own rules (``nkisim.cost.instructions``) and the target's parameters: a two-input pass 2 cycles, 1 for a bf16
-    add, subtract or multiply of contiguous inputs; a one-input pass 1; VectorE's performance mode divides its bf16
-    two-input passes by ``dve_perf_tensor_tensor_speedup`` and its bf16 one-input passes by ``dve_perf_copy_speedup``.
-    A min/max on GpSimd is a two-input pass against a constant (its tensor_scalar computes rsqrt only)."""
-    eng = params["engine"]
-    perf = bool(eng["dve_perf_mode"]) and half
-    dve_two = float(eng["dve_perf_tensor_tensor_speedup"]) if perf else 1.0
-    dve_one = float(eng["dve_perf_copy_speedup"]) if perf else 1.0
-    act_one = float(eng["act_perf_copy_speedup"]) if half else 1.0
-    contiguous = 1.0 if half else 2.0
-    return {"two": {"dve": contiguous / dve_two, "pool": contiguous},
-            "broadcast": {"dve": 2.0 / dve_two, "pool": 2.0},
-            "one": {"act": 1.0 / act_one, "dve": 1.0 / dve_one, "pool": 1.0},
-            "minmax": {"dve": 1.0 / dve_one, "pool": 2.0}}
+def pass_cycles(target: str, half: bool) -> dict[str, dict[str, float]]:
+    """Cycles per element (per partition) of each kind of pass on each engine that can run it, asked of the cost model
+    itself (``nkisim.api.cycles_per_element``: the instruction kinds' own formulas and the target's parameters), for
+    operands in bf16 when ``half`` (the question's tolerance admits bf16 intermediates), else float32. A pass is the
+    instruction that does it: a two-input pass a multiply (``tensor_tensor``; ``broadcast``: its second input
+    repeated along the free axis), a one-input pass a ``tensor_scalar``, a min/max a ``tensor_scalar`` on the Vector
+    engine and a ``tensor_tensor`` against a constant on GpSimd (whose tensor_scalar computes rsqrt only); the Scalar
+    engine runs one-input passes only, and no min or max on trn2."""
+    from nkisim import api
+
+    dtype = "bfloat16" if half else "float32"
+
+    def c(instruction: str, engine: str, alu: str, broadcast: bool = False) -> float:
+        return api.cycles_per_element(target, instruction, engine, dtype, alu, broadcast)
+
+    return {"two": {e: c("tensor_tensor", e, "multiply") for e in ("dve", "pool")},
+            "broadcast": {e: c("tensor_tensor", e, "multiply", True) for e in ("dve", "pool")},
+            "one": {e: c("tensor_scalar", e, "multiply") for e in ("act", "dve", "pool")},
+            "minmax": {"dve": c("tensor_scalar", "dve", "minimum"), "pool": c("tensor_tensor", "pool", "minimum")}}
 
 
 #: grid steps per unit of the engine weights ``engines_us`` searches (a finer grid only raises the bound toward the

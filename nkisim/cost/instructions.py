@@ -242,3 +242,14 @@ RELOAD = Instruction("reload", "dma", None, "the compiler's copy of a spilled ti
 
 #: every instruction kind by name (what reports and tests look up; the cost model never does)
 INSTRUCTIONS: dict[str, Instruction] = {v.name: v for v in list(globals().values()) if isinstance(v, Instruction)}
+
+
+def element_cycles(name: str, engine: str, dtype: str, prm: dict[str, Any], alu: str | None = None,
+                   broadcast: bool = False, n: int = 4096) -> float:
+    """Engine cycles per element (per partition) of a large instruction of kind ``name`` on ``engine``, every
+    operand of ``dtype`` in SBUF (``broadcast``: one input repeated along the free axis), by the kind's own formula:
+    what a lower bound on a computation's engine time may charge a pass (``nkilab.bounds``), with no second copy of
+    the rules."""
+    ins = Instr(INSTRUCTIONS[name], engine, 128, n, (dtype,) * 3, 0, (), (), ("", 0),
+                extra={"alu": alu, "broadcast": broadcast} if alu or broadcast else {"alu": alu})
+    return INSTRUCTIONS[name].cycles(ins, ("sbuf",) * 3, prm) / n  # type: ignore[misc]
