@@ -12,7 +12,8 @@ import time
 import pytest
 from course_testing import (
     REPO,
-    mutant_grading_test,
+    grade_in_process,
+    inprocess_mutant_test,
     outputs_text,
     run_reference_notebook,
     write,
@@ -30,8 +31,8 @@ SOLUTIONS = REPO / "solutions" / STAGE
 
 
 @pytest.mark.slow
-def test_reference_notebook_runs_and_earns_full_marks(tmp_path):
-    nb = run_reference_notebook(STAGE, tmp_path, {"q1_grade", "q2_grade"})
+def test_reference_notebook_runs_and_earns_full_marks():
+    nb = run_reference_notebook(STAGE, {"q1_grade", "q2_grade"})
     # the 128-partition demo shows the compiler's message
     assert "exceed architecture limitation of 128" in outputs_text(nb, "demo_limit")
 
@@ -42,7 +43,7 @@ def test_reference_notebook_runs_and_earns_full_marks(tmp_path):
 def test_reference_kernels_full_marks():
     for qid in ("vector_add_naive", "vector_add_stream"):
         q = QUESTIONS[qid]
-        r = grade_report(qid, q.solution_path, seed=123, verbose=False)
+        r = grade_in_process(qid, q.solution_path, 123)
         assert r.points == q.points, (qid, r)
 
 
@@ -111,7 +112,7 @@ MUTANTS = {
 }
 
 
-test_mutants_lose_correctness_points = mutant_grading_test(MUTANTS, seed=7)
+test_mutants_lose_correctness_points = inprocess_mutant_test(MUTANTS, seed=7)
 
 
 def test_check_diagnoses_in_plain_words(tmp_path, capsys):
@@ -160,7 +161,7 @@ def test_slow_kernel_gets_partial_or_no_speed_points(tmp_path):
                 nl.store(out[:, j * 2048:(j + 1) * 2048], value=nl.add(x, y))
             return out
         """)
-    r = grade_report("vector_add_stream", one_pair, seed=3, verbose=False)
+    r = grade_in_process("vector_add_stream", one_pair, 3)
     assert r.correctness == 2.0 and r.evaluation.ratio > 1.2 and r.speed < 2.0
     tiny = write(tmp_path, "tiny.py", """
         @nki.jit
@@ -172,7 +173,7 @@ def test_slow_kernel_gets_partial_or_no_speed_points(tmp_path):
                 nl.store(out[:, s:s + chunk], value=nl.add(nl.load(a[:, s:s + chunk]), nl.load(b[:, s:s + chunk])))
             return out
         """)
-    r = grade_report("vector_add_stream", tiny, seed=3, verbose=False)
+    r = grade_in_process("vector_add_stream", tiny, 3)
     assert r.correctness == 2.0 and r.evaluation.ratio > 2.0 and r.speed == 0.0
 
 
