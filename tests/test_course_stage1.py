@@ -115,6 +115,7 @@ MUTANTS = {
 test_mutants_lose_correctness_points = inprocess_mutant_test(MUTANTS, seed=7)
 
 
+@pytest.mark.processes
 def test_check_diagnoses_in_plain_words(tmp_path, capsys):
     path = write(tmp_path, "m.py", MUTANTS["wrong_offset"][1])
     result = check("vector_add_stream", path)
@@ -177,6 +178,7 @@ def test_slow_kernel_gets_partial_or_no_speed_points(tmp_path):
     assert r.correctness == 2.0 and r.evaluation.ratio > 2.0 and r.speed == 0.0
 
 
+@pytest.mark.processes
 def test_infinite_loop_times_out_with_zero(tmp_path):
     path = write(tmp_path, "loop.py", """
         @nki.jit
@@ -190,6 +192,7 @@ def test_infinite_loop_times_out_with_zero(tmp_path):
     assert r.points == 0.0 and "timed out" in r.evaluation.problem
 
 
+@pytest.mark.processes
 def test_memory_hog_gets_a_memory_error_not_the_machine(tmp_path, capsys):
     # an 8 GiB HBM tensor, which this machine could allocate and fill: the grader's child process is capped,
     # so the kernel fails at its own line in a moment instead of filling memory (the batch behind it goes on)
@@ -208,6 +211,7 @@ def test_memory_hog_gets_a_memory_error_not_the_machine(tmp_path, capsys):
     assert "MemoryError at hog.py line 9" in verdict and "at most 4096 MiB of memory" in verdict, verdict
 
 
+@pytest.mark.processes
 def test_an_output_never_written_is_reported_at_the_students_allocation(tmp_path, capsys):
     # the zero-trip loop: the error names the student's variable and line, not the grader's (it used to say
     # "NKIValueError at _child.py line 126: Output tensor `t3` is never written to")
@@ -228,6 +232,7 @@ def test_an_output_never_written_is_reported_at_the_students_allocation(tmp_path
     assert "result = nl.ndarray(a.shape" in verdict, verdict
 
 
+@pytest.mark.processes
 def test_crash_and_import_error_score_zero(tmp_path, capsys):
     crash = write(tmp_path, "crash.py", """
         import os
@@ -266,6 +271,7 @@ def test_monkeypatching_numpy_cannot_change_the_grade(tmp_path):
     assert r.points == 0.0 and r.correctness == 0.0
 
 
+@pytest.mark.processes
 def test_numpy_result_poked_into_the_output_scores_zero(tmp_path):
     """A kernel that stores something legal, then overwrites its output's values from NumPy, must not pass:
     NKI tensors expose no host-side values inside a kernel, on hardware or here."""
@@ -282,6 +288,7 @@ def test_numpy_result_poked_into_the_output_scores_zero(tmp_path):
     assert all("has no attribute 'data'" in c.verdict.message for c in r.evaluation.cases)
 
 
+@pytest.mark.processes
 def test_stderr_noise_in_a_correct_kernel_does_not_cost_points(tmp_path, capsys):
     # (`sys` is refused by the grader's screen of kernel files, so the noise is warnings, which go to stderr)
     path = write(tmp_path, "noisy.py", """
@@ -332,6 +339,7 @@ def test_leak_scan_catches_solution_code(tmp_path):
     assert scan_for_leaks(leaky, prints)
 
 
+@pytest.mark.processes
 def test_nkilab_imports_from_anywhere(tmp_path):
     proc = subprocess.run([sys.executable, "-c", "import nkilab; print(nkilab.grade.__name__)"], cwd=tmp_path,
                           capture_output=True, text=True, env={k: v for k, v in os.environ.items()

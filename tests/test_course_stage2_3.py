@@ -217,6 +217,7 @@ RELU_FORGOTTEN = """
 
 
 @pytest.mark.parametrize("seed", range(6))
+@pytest.mark.processes
 def test_tiny_cases_do_not_reward_the_luck_of_the_draw(tmp_path, seed):
     # a kernel without the ReLU is right on a 1x1 case whenever the drawn sum is positive, about every
     # other seed; the negated twin of each tiny case makes it wrong under every seed
@@ -232,6 +233,7 @@ def test_tiny_cases_do_not_reward_the_luck_of_the_draw(tmp_path, seed):
                     speed=False).correct
 
 
+@pytest.mark.processes
 def test_check_explains_ragged_and_free_dim_mistakes(tmp_path, capsys):
     path = write(tmp_path, "nomask.py", MUTANTS["missing_mask"][1])
     assert not check("tiled_add_relu", path).passed

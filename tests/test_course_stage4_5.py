@@ -214,6 +214,7 @@ MUTANTS = {
 test_mutants_lose_correctness_points = inprocess_mutant_test(MUTANTS, seed=7, header=HEADER)
 
 
+@pytest.mark.processes
 def test_check_explains_the_missing_mask(tmp_path, capsys):
     path = write(tmp_path, "nomask.py", MUTANTS["rms_no_mask"][1])
     result = check("rmsnorm", path)
@@ -231,6 +232,7 @@ def test_check_explains_the_missing_mask(tmp_path, capsys):
 # --------------------------------------------------------------------------- grid / target plumbing
 
 
+@pytest.mark.processes
 def test_grid_questions_run_in_process_and_ignore_the_default_target(capsys, monkeypatch):
     monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn1")  # the question forces trn2 regardless
     for qid in STAGES["05_multicore_spmd"]:

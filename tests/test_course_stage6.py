@@ -113,6 +113,7 @@ MUTANTS = {
 test_mutants_lose_correctness_points = inprocess_mutant_test(MUTANTS, seed=11)
 
 
+@pytest.mark.processes
 def test_check_explains_a_lost_accumulation(tmp_path, capsys):
     # overwriting PSUM in every iteration of an affine_range K loop is the compiler's dependency error, at the
     # student's line; with K = 128 (one iteration) there is nothing to lose and the case passes

@@ -5,6 +5,7 @@ and the CSVs is checked on a small course built here, without running any kernel
 from __future__ import annotations
 
 import csv
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -16,6 +17,7 @@ from nkilab.grade_table import CellGrade, Submission, collect, table, write_csv,
 from nkilab.results import MIME, CaseRecord, GradeRecord, Outcome
 
 LAB = "01_lab"
+pytestmark = pytest.mark.processes  # nbgrader starts a new gradebook by running alembic
 
 
 def _cell(gid: str, source: str, points: float, cell_type: str = "code") -> nbformat.NotebookNode:
@@ -33,9 +35,19 @@ def _record(passed: int, of: int, points: float) -> dict:
 
 
 @pytest.fixture
-def course(tmp_path: Path) -> tuple[Path, str]:
+def course(built: Path, tmp_path: Path) -> tuple[Path, str]:
+    """A fresh copy of the module's course (a test may change it)."""
+    copy = tmp_path / "course"
+    shutil.copytree(built, copy)
+    return copy, f"sqlite:///{copy / 'gradebook.db'}"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
     """A course with one assignment (a kernel worth 3 and a written answer worth 1) and three students: ann
-    (graded: 2 of 4 cases, her answer waiting for a TA), bo (graded: full marks, no answer) and cy (nothing)."""
+    (graded: 2 of 4 cases, her answer waiting for a TA), bo (graded: full marks, no answer) and cy (nothing).
+    Built once: nbgrader starts a new gradebook by running alembic in a process of its own."""
+    tmp_path = tmp_path_factory.mktemp("course")
     release = tmp_path / "release" / LAB
     release.mkdir(parents=True)
     kernel = _cell("q1_grade", 'grade("vector_add_naive", "vector_add_naive.py")', 3.0)
@@ -62,7 +74,7 @@ def course(tmp_path: Path) -> tuple[Path, str]:
         graded = _cell("q1_grade", kernel.source, 3.0)
         graded.outputs = [nbformat.v4.new_output("display_data", data={MIME: _record(passed, 4, points)})]
         nbformat.write(nbformat.v4.new_notebook(cells=[graded, written]), out / f"{LAB}.ipynb")
-    return tmp_path, db
+    return tmp_path
 
 
 def test_collect_reads_scores_from_the_gradebook_and_reasons_from_the_records(course):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from nkilab import sandbox
 from nkilab.evaluate import grading_target, reference_latency
 from nkilab.questions import QUESTIONS, timed_references
 
@@ -14,7 +13,7 @@ TIMED = sorted({r.qid: r for q in QUESTIONS.values() for r in timed_references(q
 
 
 @pytest.mark.processes
-@pytest.mark.skipif(sandbox.probe() is not None, reason=f"no sandbox here: {sandbox.probe()}")
+@pytest.mark.usefixtures("needs_sandbox")
 @pytest.mark.parametrize("q", TIMED, ids=[q.qid for q in TIMED])
 def test_in_process_and_sandboxed_references_agree(monkeypatch, q):
     monkeypatch.delenv("NKILAB_REFERENCE_LATENCIES", raising=False)  # measured here, not read from a preset
