@@ -90,8 +90,8 @@ except Exception as err:  # the compiler's error, shown instead of stopping the 
 # carried from one iteration to the next). The compiler then keeps the tensors the loop carries in program
 # order (here each tile's store into `out` would wait until the previous store has completed) and the
 # iterations no longer overlap. The values are the same, only the time changes where overlap mattered: for
-# N = 8192 and F = 64, where each iteration moves little data, the cost model estimates 107 µs with
-# `sequential_range` against 46 µs with `affine_range` on trn2; for F = 2048 both take 581 µs, since moving the
+# N = 8192 and F = 64, where each iteration moves little data, the cost model estimates 108 µs with
+# `sequential_range` against 48 µs with `affine_range` on trn2; for F = 2048 both take 583 µs, since moving the
 # data is the bottleneck either way. Use `affine_range` unless an iteration needs what an earlier one wrote.
 #
 # Write `tiled_add(a, b)` that returns `a + b`:

@@ -138,3 +138,15 @@ def test_a_slow_kernel_is_told_why_and_a_06_hand_in_is_graded_alike(bundle, tmp_
     assert "Your costliest lines: line " in out and f"See {QUESTIONS['vector_add_stream'].speed_lesson}." in out
     nki = run_autograder(bundle, tmp_path / "nki", submission({"dialect": "nki"}))
     assert nki["score"] == 7.0, [t["output"] for t in nki["tests"]]
+
+
+def test_adds_through_transposed_views_earn_their_correctness_points_only(bundle, tmp_path):
+    """Issue 28's attack, on Gradescope as in the example class (peggy): stage 1's adds move every element (Q1) or
+    every 64 bytes (Q2) as a DMA piece of its own; priced by its descriptors it earns its correctness points only
+    (7/7 while a DMA was priced by the bounding box of its access)."""
+    results = run_autograder(bundle, tmp_path, submission({"answers": {
+        "q1_kernel": "kernels/peggy_add_through_transposed_views.py",
+        "q2_kernel": "kernels/peggy_stream_columns_across_partitions.py"}}))
+    visible = [t for t in results["tests"] if t["visibility"] == "visible"]
+    assert [t["score"] for t in visible] == [2.0, 2.0] and results["score"] == 4.0
+    assert all("Correctness: 10/10 cases" in t["output"] for t in visible), [t["output"] for t in visible]

@@ -14,7 +14,7 @@ from nkisim.core.errors import nki_error
 from nkisim.core.tensor import Tensor, is_tile, shape_str
 from nkisim.cost.instructions import TENSOR_SCALAR_CUMULATIVE, TENSOR_SCALAR_REDUCE, TENSOR_TENSOR_SCAN
 from nkisim.ops.base import mask_array, operands
-from nkisim.ops.optable import ALU
+from nkisim.ops.optable import ACTIVATIONS, ALU, op_name
 from nkisim.ops.outputs import (
     F32,
     RESET_REDUCE,
@@ -30,6 +30,9 @@ from nkisim.ops.registry import op
 
 _ARITH = ("add", "subtract", "multiply", "divide", "max", "min", "maximum", "minimum", "power", "mod", "fmod")
 _RUNNING = ("add", "subtract", "multiply", "max", "min", "maximum", "minimum")
+#: the "Arithmetic Unary" operators of AWS's operator table (nki.api.shared.rst, nki-aluop): an arithmetic ``op0``
+#: of tensor_scalar_reduce that ignores ``operand0`` (nki-library's rmsnorm_quant: ``op0=nl.abs, operand0=0.0``)
+_UNARY = ("abs", "square", "relu", "rsqrt", "reciprocal")
 
 
 def _apply(op: str, x: Any, y: Any, reverse: bool) -> Any:
@@ -121,7 +124,8 @@ def tensor_scalar_reduce(data: Any = None, op0: Any = "add", operand0: Any = 0.0
     """``nisa.tensor_scalar_reduce`` (Vector): ``data op0 operand0`` like ``tensor_scalar`` with one
     operator, plus its reduction over all free axes written into ``reduce_res`` (``[P, 1]``)."""
     ctx = current()
-    n0 = alu(op0, "tensor_scalar_reduce", _ARITH)
+    unary = op_name(op0) in _UNARY
+    n0 = op_name(op0) if unary else alu(op0, "tensor_scalar_reduce", _ARITH)
     rop = alu(reduce_op, "tensor_scalar_reduce", _RUNNING)
     if reduce_res is None:
         raise nki_error("err_operand_cannot_be_none", "'reduce_res' cannot be None.")
@@ -130,7 +134,8 @@ def tensor_scalar_reduce(data: Any = None, op0: Any = "add", operand0: Any = 0.0
     valid = mask_array(mask, a.shape, "tensor_scalar_reduce", ctx)
     vals = partial = None
     if ctx.numerics:
-        vals = _apply(n0, flat(a, ctx), v0, reverse0).astype(F32)
+        x = flat(a, ctx)
+        vals = (ACTIVATIONS[n0].fn(x) if unary else _apply(n0, x, v0, reverse0)).astype(F32)
         kept = vals if valid is None or valid.ndim == 0 else np.where(
             np.broadcast_to(valid, a.shape).reshape(vals.shape), vals, np.nan)
         partial = _reduce_rows(rop, kept)
