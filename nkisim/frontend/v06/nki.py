@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from nkisim.frontend.v06 import collectives, isa, language, typing  # noqa: F401
-from nkisim.frontend.v06.adapters.kernel import Kernel, jit, simulate  # noqa: F401
+from nkisim.frontend.v06.adapters.kernel import Kernel, cpu_simulate, jit, simulate  # noqa: F401
 
 __path__: list[str] = []  # makes ``nki.<submodule>`` importable through the finder
 SIMULATED = True

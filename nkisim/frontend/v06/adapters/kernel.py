@@ -14,6 +14,7 @@ import ast
 import dataclasses
 import functools
 import inspect
+import os
 import textwrap
 import warnings
 from collections.abc import Callable
@@ -245,3 +246,37 @@ def simulate(kernel: Any) -> Callable[..., Any]:
     if isinstance(kernel, Kernel):
         return kernel
     return Kernel(_function(kernel))
+
+
+#: ``NKI_NC_VERSION`` (the variable nki-library's harness sets for AWS's CPU simulator from its platform target,
+#: test/utils/simulation_setup.py and common_dataclasses.Platforms.get_nc_gen) -> the target it names
+_NC_TARGET = {"gen2": "trn1", "gen3": "trn2", "gen4": "trn3"}
+
+
+class _CpuSimulation:
+    """``nki.cpu_simulate(kernel)``: call it, or index it with the logical-core degree first."""
+
+    def __init__(self, kernel: Kernel, lnc: Any = None) -> None:
+        self.kernel, self.lnc = kernel, lnc
+
+    def __getitem__(self, lnc: Any) -> _CpuSimulation:
+        return _CpuSimulation(self.kernel, lnc)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        gen = os.environ.get("NKI_NC_VERSION", "")
+        target = _NC_TARGET.get(gen.removeprefix("nc_version.")) if gen else None
+        if gen and target is None:
+            raise ValueError(f"NKI_NC_VERSION={gen!r} names no NeuronCore generation: gen2 (trn1), gen3 (trn2) "
+                             f"or gen4 (trn3)")
+        return launch(self.kernel, self.lnc, args, kwargs, target=target)
+
+
+def cpu_simulate(kernel: Any) -> _CpuSimulation:
+    """``nki.cpu_simulate(kernel)[lnc](**inputs)``, as nki-library's ``--test-mode simulation`` calls AWS's CPU
+    simulator (its test/utils/simulation_setup.py): the kernel on the simulator, NumPy in and out.  The target is
+    the one ``NKI_NC_VERSION`` names when that harness set it (gen2 trn1, gen3 trn2, gen4 trn3), else the launch's
+    usual one (``NEURON_PLATFORM_TARGET_OVERRIDE``, default trn2)."""
+    sim = simulate(kernel)
+    if isinstance(sim, GridLaunch):
+        return _CpuSimulation(sim.kernel, sim.grid)
+    return _CpuSimulation(sim)
