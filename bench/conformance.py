@@ -291,6 +291,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="--nkilib: skip the shapes AWS's harness skips as slow on its CPU simulator")
     ap.add_argument("--case-timeout", type=float, default=nkilib_suite.CASE_TIMEOUT_S,
                     help="--nkilib: seconds one test case may take before it counts as failed")
+    ap.add_argument("--per-file", type=int, default=0,
+                    help="--nkilib: run at most this many cases of each test file, evenly spaced (0: all)")
     ap.add_argument("--only", action="append", default=[], help="run only files whose name contains this")
     ap.add_argument("--json", help="also write the JSON summary to this file")
     args = ap.parse_args(argv)
@@ -308,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
             suites.append(mx)
     nkilib: list[nkilib_suite.NkilibResult] = []
     for ref in (args.nkilib_ref or [None]) if args.nkilib else []:
-        nkilib.append(nkilib_suite.run(args.nkilib, ref, args.only, args.aws_skips, args.case_timeout))
+        nkilib.append(nkilib_suite.run(args.nkilib, ref, args.only, args.aws_skips, args.case_timeout,
+                                         per_file=args.per_file))
     if not suites and not nkilib:
         ap.error("give at least one of --aws, --samples, --cs149, --aws-examples, --nkilib")
     summary = report(suites)

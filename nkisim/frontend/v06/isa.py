@@ -145,10 +145,13 @@ def memset(dst: Any, value: Any, engine: Any = engine.unknown, name: Any = None)
     api = "memset"
     d = _t(dst, api, "dst")
     integer = not _dt.is_float(dst.dtype)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
+    # rule memset.float_on_integer, narrowed: nki-library's 2.29_release kernels, validated on the 0.3 compiler,
+    # write memset(value=0.0) on uint32 tiles; the migration guide's refused example is value=2.0 on int32
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            integer and not isinstance(value, int) and value != 0.0):
         raise _error("err_memset_value_type",
-                     f"'value' {value!r} of 'memset' does not match dst's dtype {_dt.name(dst.dtype)}: an integer dst "
-                     f"takes an int literal (NKI 0.3+)")
+                     f"'value' {value!r} of 'memset' does not match dst's dtype {_dt.name(dst.dtype)}: NKI 0.3 dropped "
+                     f"the silent cast of a float value to an integer dst; pass an int literal")
     _b.call("nisa.memset", None, value, None, engine=_eng(engine, api), dst=d)
     return _done(name)
 

@@ -253,7 +253,7 @@ def _axes(axis: Any, x: Any, api: str) -> tuple[int, ...]:
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     rank = x.ndim
     norm = sorted(int(a) + rank if int(a) < 0 else int(a) for a in axes)
-    if not norm or norm[0] == 0 or norm != list(range(norm[0], rank)):
+    if not norm or norm[0] == 0 or norm != list(_builtins.range(norm[0], rank)):
         raise _error("err_reduce_axis", f"axis={axis!r} of 'nl.{api}' on a rank-{rank} tile: reductions run over "
                                         f"trailing free dimensions ending at the last one, e.g. [{rank - 1}] or "
                                         f"[1, ..., {rank - 1}]")
@@ -385,18 +385,24 @@ def ds(start: Any, size: Any) -> DynSlice:
 
 
 # --- loops -----------------------------------------------------------------------------------------------------
-def affine_range(start: Any, stop: Any = None, step: Any = 1) -> range:
+def affine_range(start: Any, stop: Any = None, step: Any = 1) -> _builtins.range:
     """Deprecated alias of Python's ``range`` (NKI 0.6 unrolls static loops)."""
-    return range(start, stop, step) if stop is not None else range(start)
+    return _builtins.range(start, stop, step) if stop is not None else _builtins.range(start)
 
 
-def sequential_range(start: Any, stop: Any = None, step: Any = 1) -> range:
+def sequential_range(start: Any, stop: Any = None, step: Any = 1) -> _builtins.range:
     """Deprecated alias of Python's ``range``."""
     return affine_range(start, stop, step)
 
 
-def static_range(start: Any, stop: Any = None, step: Any = 1) -> range:
+def static_range(start: Any, stop: Any = None, step: Any = 1) -> _builtins.range:
     """Deprecated alias of Python's ``range``."""
+    return affine_range(start, stop, step)
+
+
+def range(start: Any, stop: Any = None, step: Any = 1) -> _builtins.range:  # noqa: A001 - NKI's name
+    """Python's ``range``: not in AWS's 0.6 API files, but nki-library's main branch loops with ``nl.range``
+    (experimental/mxfp_subkernels/mxfp_load_utils.py), so the compiler it targets has it."""
     return affine_range(start, stop, step)
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from nkisim.core import dtypes as dt
 from nkisim.core.context import active
 from nkisim.core.errors import nki_error
+from nkisim.core.location import user_location, warn
 from nkisim.core.recording import HOOK
 from nkisim.core.tensor import Access, Tensor
 from nkisim.frontend.v06.adapters import known_issues
@@ -83,15 +84,36 @@ def op(x: Any, api: str, pname: str = "op", optional: bool = False) -> str | Non
     return name
 
 
+#: raw integers of an enum that AWS-validated code passes (rule ``enum.raw_integer``, narrowed): nki-library's
+#: 2.29_release and main kernels, validated on the 0.3+ compiler, pass ``dge_mode=3`` and ``0``
+#: (``_DGE_MODE_NONE = 3``, ``_DGE_MODE_UNKNOWN = 0`` in mlp_tkg, qkv_tkg, norm_tkg_utils); the migration guide's
+#: refused example is ``dge_mode=2``, which stays refused with every other raw integer
+_RAW_ACCEPTED = {"dge_mode": frozenset({0, 3})}
+
+
 def enum_value(x: Any, cls: type[enum.Enum], api: str, pname: str) -> enum.Enum:
-    """``x`` if it is a member of ``cls``: NKI 0.6 refuses integers and strings for enum parameters."""
+    """``x`` if it is a member of ``cls``: NKI 0.3 dropped integers and strings for enum parameters (AWS's migration
+    guide), except the raw ``dge_mode`` numbers AWS's own validated kernels pass, taken with a warning."""
     if isinstance(x, cls):
         return x
+    if isinstance(x, int) and not isinstance(x, bool) and x in _RAW_ACCEPTED.get(cls.__name__, ()):
+        member = cls(x)
+        ctx = active()
+        site = (f"raw {cls.__name__}", user_location())
+        if ctx is None or site not in ctx.warned:
+            if ctx is not None:
+                ctx.warned.add(site)
+            warn(f"'{pname}' of '{api}' is the integer {x}: AWS's migration guide says \"Raw integer values (e.g., "
+                 f"dge_mode=2) are no longer accepted for enum parameters\" (nki/migration/index.rst, NKI 0.3.0), "
+                 f"but AWS's own kernels validated on that compiler (nki-library 2.29_release) pass dge_mode={x}; the "
+                 f"simulator reads it as nisa.{cls.__name__}.{member.name}. Write nisa.{cls.__name__}.{member.name}",
+                 known_issues.DocumentedRuleWarning)
+        return member
     first = next(iter(cls)).name
     raise error("err_enum_argument",
                     f"'{pname}' of '{api}' must be a member of nki.isa.{cls.__name__} (for example "
-                    f"nisa.{cls.__name__}.{first}), got {x!r}: NKI 0.6 does not accept integers or strings for enum "
-                    f"parameters")
+                    f"nisa.{cls.__name__}.{first}), got {x!r}: NKI 0.3 dropped integers and strings for enum "
+                    f"parameters; pass the member")
 
 
 def dtype(x: Any, api: str, pname: str = "dtype") -> Any:

@@ -60,9 +60,12 @@ def check_index(what: str, name: str, on_chip: bool, dynamic: bool, offsets: Any
     if dynamic:
         raise _invalid(f"{what}: '{name}' already has a dynamic offset (a dynamic select, scalar_offset or "
                        f"vector_select): only one dynamic select per tensor")
+    # AWS's docs give the offsets as a [P, 1] tile; nki-library's kernels (validated on the compiler) also pass
+    # [P, 1, 1] (rule ap.vector_offset_shape): one offset per partition is what matters
     if not scalar and (not getattr(offsets, "__nki_view__", False) or offsets.buffer.family != "sbuf"
-                       or offsets.ndim != 2 or offsets.shape[1] != 1):
-        raise _invalid(f"{what}: the offsets must be an SBUF tensor of shape (P, 1), got {_describe(offsets)}")
+                       or offsets.ndim < 2 or math.prod(offsets.shape[1:]) != 1):
+        raise _invalid(f"{what}: the offsets must be an SBUF tensor with one offset per partition (shape (P, 1)), got "
+                       f"{_describe(offsets)}")
     if dt.is_float(offsets.dtype) or not dt.is_int(offsets.dtype):
         raise _invalid(f"{what}: the offsets '{offsets.view_base().label()}' must hold integers, got {dt.name(offsets.dtype)}")
     if offsets.is_indirect():

@@ -14,6 +14,7 @@ import ast
 import dataclasses
 import functools
 import inspect
+import math
 import os
 import textwrap
 import warnings
@@ -26,6 +27,7 @@ from nkisim.core import context
 from nkisim.core import dtypes as dt
 from nkisim.core.tensor import Tensor
 from nkisim.frontend.v06.adapters.errors import error
+from nkisim.frontend.v06.adapters.known_issues import DocumentedRuleWarning
 from nkisim.frontend.v06.adapters.order import scheduling
 from nkisim.frontend.v06.adapters.tensor import NkiTensor
 from nkisim.runtime import kernel as _runtime
@@ -77,7 +79,8 @@ class Scheduled:
 
 @functools.lru_cache(maxsize=512)
 def _identity_tests(fn: Callable) -> tuple[int, ...]:
-    """Lines of the kernel's ``is`` / ``is not`` comparisons (the NKI 0.3+ compiler refuses them)."""
+    """Lines of the kernel's ``is`` / ``is not`` comparisons (AWS's migration guide says the NKI 0.3+ compiler
+    refuses them)."""
     try:
         lines, start = inspect.getsourcelines(fn)
         tree = ast.parse(textwrap.dedent("".join(lines)))
@@ -87,15 +90,23 @@ def _identity_tests(fn: Callable) -> tuple[int, ...]:
                         and any(isinstance(o, (ast.Is, ast.IsNot)) for o in node.ops)))
 
 
+#: kernels whose ``is`` comparisons were warned about in this process (once per kernel function)
+_WARNED_IDENTITY: set[Callable] = set()
+
+
 def _check_python_subset(fn: Callable) -> None:
+    """Rule ``kernel.identity_operator`` (a warning): AWS's migration guide says the 0.3 compiler does not support
+    ``is`` / ``is not``, yet nki-library's 2.29_release kernels, validated on that compiler, test ``x is None`` on
+    hundreds of lines; identity against trace-time Python values is evaluated while tracing."""
     lines = _identity_tests(fn)
-    if lines:
-        err = error("err_unsupported_syntax", "the 'is' / 'is not' operators are not supported in NKI kernels (NKI "
-                                              "0.3+): object identity means nothing while the compiler traces the "
-                                              "kernel; compare with == / != instead")
-        err.nki_location = (fn.__code__.co_filename, lines[0])
-        err.filename, err.lineno = err.nki_location  # type: ignore[attr-defined]
-        raise err
+    if lines and fn not in _WARNED_IDENTITY:
+        _WARNED_IDENTITY.add(fn)
+        warnings.warn_explicit(
+            "the 'is' / 'is not' operators: AWS's migration guide says \"The NKI 0.3.0 compiler does not support "
+            "Python's is / is not operators ... Use == / != instead\" (nki/migration/index.rst), but AWS's own "
+            "kernels validated on that compiler (nki-library 2.29_release) compare trace-time values such as None "
+            "this way; the simulator evaluates them while tracing. Prefer == / != where either works",
+            DocumentedRuleWarning, fn.__code__.co_filename, lines[0])
 
 
 @functools.lru_cache(maxsize=512)
@@ -144,13 +155,19 @@ def _nki_dtype(d: Any, value: Any, name: str) -> Any:
 
 
 def _result(value: Any, fn: Callable) -> Any:
+    """A returned view is the launch's output: the tensor itself, or a reshape of all of it (nki-library's kernels,
+    validated on the compiler, ``return out.reshape(shape)``)."""
     if value.__class__ is NkiTensor:
         low = value.lower()
-        if not isinstance(low, Tensor):
-            raise error("err_invalid_view", f"kernel {fn.__name__} returned a view of '{value.name}': return the "
-                                            f"tensor itself (allocate the output with nl.ndarray(..., "
-                                            f"buffer=nl.shared_hbm))")
-        return low
+        if isinstance(low, Tensor):
+            return low
+        base = value.view_base()
+        if value.offset == 0 and value.size == math.prod(base.shape) and value.is_contiguous() \
+                and not value.is_indirect():
+            return base.reshape(value.shape)
+        raise NotImplementedError(f"kernel {fn.__name__} returned a part of '{value.name}' (shape {list(value.shape)} "
+                                  f"of {list(base.shape)}): the simulator returns whole tensors or reshapes of them; "
+                                  f"return the tensor and slice it outside")
     if isinstance(value, (tuple, list)):
         return type(value)(_result(v, fn) for v in value)
     return value

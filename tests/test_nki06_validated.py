@@ -1,0 +1,110 @@
+"""Issue 29: what AWS's validated kernels write runs, where a doc (or nothing) said otherwise.
+
+nki-library's release branches are validated on AWS's compiler, so a spelling they use is one the compiler accepts.
+Each test here is one such spelling, written the way nki-library writes it, checked against NumPy: the reshape of
+an output returned from the kernel, ordered NeuronCore generations, per-partition offsets in a ``[P, 1, 1]`` tile,
+``nl.range``, and an empty slice.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nkisim
+
+nkisim.install()
+
+import nki  # noqa: E402
+import nki.isa as nisa  # noqa: E402
+import nki.language as nl  # noqa: E402
+
+RNG = np.random.default_rng(29)
+
+
+@nki.jit
+def _flat_then_reshaped(x):
+    """nki-library's ``return out.reshape(shape)``: the output allocated flat, returned in the caller's shape."""
+    b, s, h = x.shape
+    out = nl.ndarray((b * s, h), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((b * s, h), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x.reshape((b * s, h)))
+    nisa.activation(dst=t, op=nl.exp, data=t)
+    nisa.dma_copy(dst=out, src=t)
+    return out.reshape((b, s, h))
+
+
+def test_a_kernel_returns_a_reshape_of_its_whole_output():
+    x = RNG.standard_normal((2, 64, 16)).astype(np.float32)
+    got = _flat_then_reshaped(x)
+    assert got.shape == (2, 64, 16)
+    np.testing.assert_allclose(got, np.exp(x), rtol=1e-5)
+
+
+def test_returning_part_of_a_tensor_is_a_simulator_limit_not_a_compiler_rule():
+    @nki.jit
+    def half(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=x)
+        return out[0:64, :]
+
+    with pytest.raises(NotImplementedError, match="the simulator returns whole tensors or reshapes of them"):
+        half(np.ones((128, 8), np.float32))
+
+
+@pytest.mark.parametrize(("target", "gen"), [("trn1", 2), ("trn2", 3), ("trn3", 4)])
+def test_neuroncore_generations_are_ordered(monkeypatch: pytest.MonkeyPatch, target: str, gen: int):
+    """``nisa.get_nc_version() <= nisa.nc_version.gen2`` as nki-library's kernels branch on it."""
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", target)
+
+    @nki.jit
+    def which(x):
+        out = nl.ndarray((1, 3), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray((1, 3), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=t[:, 0:1], value=1.0 if nisa.get_nc_version() <= nisa.nc_version.gen2 else 0.0)
+        nisa.memset(dst=t[:, 1:2], value=1.0 if nisa.get_nc_version() >= nisa.nc_version.gen3 else 0.0)
+        nisa.memset(dst=t[:, 2:3], value=1.0 if nisa.get_nc_version() > nisa.nc_version.gen3 else 0.0)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    got = which(np.ones((1, 1), np.float32))[0]
+    np.testing.assert_array_equal(got, [gen <= 2, gen >= 3, gen > 3])
+    assert sorted([nisa.nc_version.gen4, nisa.nc_version.gen2, nisa.nc_version.gen3]) == list(nisa.nc_version)
+    with pytest.raises(TypeError):
+        _ = nisa.engine.vector < nisa.engine.scalar  # other enums keep == / != only (language guide)
+
+
+def test_per_partition_offsets_in_a_p_by_1_by_1_tile():
+    """nki-library's ``.ap(vector_offset=t)`` with a [P, 1, 1] offsets tile: one row per partition."""
+    data = RNG.standard_normal((64, 32)).astype(np.float32)
+    idx = RNG.integers(0, 64, (128, 1, 1)).astype(np.int32)
+
+    @nki.jit
+    def gather(data, indices):
+        out = nl.ndarray((128, 32), dtype=data.dtype, buffer=nl.shared_hbm)
+        offsets = nl.ndarray((128, 1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=offsets, src=indices)
+        rows = nl.ndarray((128, 32), dtype=data.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=rows, src=data.ap([[32, 128], [1, 32]], vector_offset=offsets, indirect_dim=0))
+        nisa.dma_copy(dst=out, src=rows)
+        return out
+
+    np.testing.assert_array_equal(gather(data, idx), data[idx[:, 0, 0]])
+
+
+def test_nl_range_loops_like_python_range():
+    @nki.jit
+    def cumulative(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        acc = nl.ndarray((x.shape[0], 1), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.memset(dst=acc, value=0.0)
+        col = nl.ndarray((x.shape[0], 1), dtype=x.dtype, buffer=nl.sbuf)
+        for j in nl.range(x.shape[1]):
+            nisa.dma_copy(dst=col, src=x[:, j:j + 1])
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=col, op=nl.add)
+            nisa.dma_copy(dst=out[:, j:j + 1], src=acc)
+        return out
+
+    x = RNG.standard_normal((8, 6)).astype(np.float32)
+    np.testing.assert_allclose(cumulative(x), np.cumsum(x, axis=1), rtol=1e-5)
+    assert list(nl.range(2, 8, 3)) == [2, 5]
