@@ -57,6 +57,7 @@ class nc_version(_enum.Enum):  # noqa: N801
     gen3 = 3
     gen4 = 4
 
+    # rule: enum.nc_version_order
     def __lt__(self, other: object) -> bool:
         return self.value < other.value if isinstance(other, nc_version) else NotImplemented
 

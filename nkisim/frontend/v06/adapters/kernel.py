@@ -51,9 +51,11 @@ class Entry:
             pass
         for p in inspect.signature(fn).parameters.values():
             if p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD):
+                # rule: kernel.keyword_only
                 raise error("err_kernel_argument",
                             f"kernel {fn.__name__}: parameter '{p.name}' is keyword-only; NKI 0.6 kernels take no "
-                            f"'*' separator or **kwargs in their signature")
+                            f"'*' separator or **kwargs in their signature (NKI 0.3 dropped them): make it a plain "
+                            f"parameter")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         fn = self.__wrapped__  # type: ignore[attr-defined]
@@ -101,6 +103,7 @@ def _check_python_subset(fn: Callable) -> None:
     lines = _identity_tests(fn)
     if lines and fn not in _WARNED_IDENTITY:
         _WARNED_IDENTITY.add(fn)
+        # rule: kernel.identity_operator
         warnings.warn_explicit(
             "the 'is' / 'is not' operators: AWS's migration guide says \"The NKI 0.3.0 compiler does not support "
             "Python's is / is not operators ... Use == / != instead\" (nki/migration/index.rst), but AWS's own "
@@ -118,7 +121,9 @@ def _argument(value: Any, name: str) -> Any:
     if isinstance(value, Tensor):
         return NkiTensor.over(value)
     if isinstance(value, list):
-        raise error("err_kernel_argument", "a list is not a valid NKI 0.6 kernel argument: pass a tuple")
+        # rule: kernel.list_argument
+        raise error("err_kernel_argument", "a list is not a valid NKI 0.6 kernel argument (NKI 0.3 dropped list "
+                                            "arguments): pass a tuple")
     d = _dtype_argument(value)
     if d is not None:
         return _nki_dtype(d, value, name)
@@ -148,6 +153,7 @@ def _nki_dtype(d: Any, value: Any, name: str) -> Any:
     except TypeError:
         nd = None
     if nd is None or nd not in dt.SUPPORTED:
+        # rule: kernel.dtype_argument
         raise error("err_dtype_argument",
                     f"argument '{name}' is the dtype {value!r}, which has no NKI equivalent: pass one of "
                     f"{', '.join(dt.name(x) for x in dt.SUPPORTED)} (nl.float32, nl.bfloat16, ...)")
@@ -165,6 +171,7 @@ def _result(value: Any, fn: Callable) -> Any:
         if value.offset == 0 and value.size == math.prod(base.shape) and value.is_contiguous() \
                 and not value.is_indirect():
             return base.reshape(value.shape)
+        # rule: limit.returned_part
         raise NotImplementedError(f"kernel {fn.__name__} returned a part of '{value.name}' (shape {list(value.shape)} "
                                   f"of {list(base.shape)}): the simulator returns whole tensors or reshapes of them; "
                                   f"return the tensor and slice it outside")
@@ -188,12 +195,14 @@ class Kernel(_runtime.Kernel):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if context.active() is not None:
+            # rule: kernel.sub_kernel
             raise error("err_jit_sub_kernel",
                         f"kernel {self.original.__name__} is decorated with @nki.jit and called from inside another "
                         f"kernel: NKI 0.6 compiles the top-level kernel only (the compiler complains that classes "
                         f"must derive from nl.NKIObject). Call the undecorated function here, and use "
                         f"nki.jit({self.original.__name__})(...) where it is launched on its own")
         if not args and not kwargs:
+            # rule: kernel.no_arguments
             raise error("err_no_arguments", f"kernel {self.original.__name__} called with no arguments: an NKI kernel "
                                             f"takes at least one argument")
         return launch(self, None, args, kwargs)
@@ -211,10 +220,12 @@ class Kernel(_runtime.Kernel):
         for edge in edges:
             if not (isinstance(edge, tuple) and len(edge) == 2 and isinstance(edge[0], str)
                     and (isinstance(edge[1], str) or all(isinstance(n, str) for n in edge[1]))):
+                # rule: python.argument_type
                 raise TypeError(f"with_schedule takes (consumer name, producer name or names) pairs, got {edge!r}")
             producers = (edge[1],) if isinstance(edge[1], str) else tuple(edge[1])
             merged[edge[0]] = tuple(dict.fromkeys(merged.get(edge[0], ()) + producers))
             if len(merged[edge[0]]) > MAX_EDGES:
+                # rule: limit.edges
                 raise error("err_too_many_edges", f"with_schedule: instruction {edge[0]!r} would run after more "
                                                   f"than {MAX_EDGES} named instructions, more than a program holds")
         caller = inspect.currentframe()
@@ -230,8 +241,9 @@ def jit(fn: Callable | None = None, **kwargs: Any) -> Any:
     ``mode=`` is ignored since NKI 0.3 (a warning says so); ``platform_target=`` is an error since 0.3 (set
     ``NEURON_PLATFORM_TARGET_OVERRIDE`` instead)."""
     if "platform_target" in kwargs:
+        # rule: jit.platform_target
         raise error("err_platform_target_argument",
-                    "nki.jit(platform_target=...) is not supported since NKI 0.3: set the "
+                    "nki.jit(platform_target=...) is not supported (NKI 0.3 dropped it): set the "
                     "NEURON_PLATFORM_TARGET_OVERRIDE environment variable (trn1, trn2, trn3) instead")
     if "mode" in kwargs:
         kwargs.pop("mode")
@@ -248,6 +260,7 @@ def _function(f: Any) -> Callable:
     if isinstance(f, _runtime.Kernel):  # a legacy kernel handed to NKI 0.6: its function
         return f.func
     if not callable(f):
+        # rule: python.argument_type
         raise TypeError(f"nki.jit expects a function, got {type(f).__name__}")
     return f
 
@@ -283,6 +296,7 @@ class _CpuSimulation:
         gen = os.environ.get("NKI_NC_VERSION", "")
         target = _NC_TARGET.get(gen.removeprefix("nc_version.")) if gen else None
         if gen and target is None:
+            # rule: limit.nc_version_variable
             raise ValueError(f"NKI_NC_VERSION={gen!r} names no NeuronCore generation: gen2 (trn1), gen3 (trn2) "
                              f"or gen4 (trn3)")
         return launch(self.kernel, self.lnc, args, kwargs, target=target)

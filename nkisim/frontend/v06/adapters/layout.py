@@ -152,6 +152,7 @@ def lower(base: Tensor, offset: int, pattern: Pattern, dyn: tuple = ()) -> Tenso
             key[d] = slice(k.start + move, k.stop + move, k.step) if isinstance(k, slice) else move + k
         return Access(base, tuple(key))
     if dyn:
+        # rule: limit.dynamic_offset_pattern
         raise NotImplementedError(f"a dynamic offset on a view with pattern {[list(p) for p in pattern]} is not "
                                   f"supported by the simulator; give the view a basic layout")
     counts = tuple(c for _, c in pattern)
@@ -159,10 +160,12 @@ def lower(base: Tensor, offset: int, pattern: Pattern, dyn: tuple = ()) -> Tenso
     for k, (s, c) in enumerate(pattern):
         flat += (np.arange(c, dtype=np.int64) * s).reshape([c if j == k else 1 for j in range(len(counts))])
     if flat.size and (flat.min() < 0 or flat.max() >= math.prod(shape)):
+        # rule: view.bounds
         raise error("err_view_out_of_bounds",
                         f"access pattern {[list(p) for p in pattern]} at offset {offset} leaves the storage of "
                         f"'{base.root.name}'")
     if len(counts) < 2:
+        # rule: limit.dynamic_offset_pattern
         raise NotImplementedError(f"a 1-D view with pattern {[list(p) for p in pattern]} is not supported by the "
                                   f"simulator; give it a second dimension")
     coords = open_grids(np.unravel_index(flat, shape))
