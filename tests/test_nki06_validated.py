@@ -108,3 +108,50 @@ def test_nl_range_loops_like_python_range():
     x = RNG.standard_normal((8, 6)).astype(np.float32)
     np.testing.assert_allclose(cumulative(x), np.cumsum(x, axis=1), rtol=1e-5)
     assert list(nl.range(2, 8, 3)) == [2, 5]
+
+
+def test_a_one_dimensional_view_across_rows_of_hbm():
+    """A ``[[1, n]]`` pattern that crosses the rows of a 2-D HBM tensor (nki-library's attention_tkg copies such
+    views): the elements in storage order."""
+
+    @nki.jit
+    def copy(x):
+        out = nl.ndarray((4, 5), dtype=x.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out.ap([[1, 20]], offset=0), src=x.ap([[1, 20]], offset=6))
+        return out
+
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+    np.testing.assert_array_equal(copy(x), x.reshape(-1)[6:26].reshape(4, 5))
+
+
+def test_a_directly_placed_kernel_transposes_on_the_pe_array_into_its_own_psum_tile():
+    """nki-library's tp_broadcast: ``nc_transpose`` into a PSUM tile placed with ``address=``, the source an SBUF
+    tile placed too, whose ``buffer`` is ``nl.sbuf`` like any SBUF tensor's."""
+
+    @nki.jit
+    def transpose(x):
+        src = nl.ndarray((64, 32), dtype=nl.float32, buffer=nl.sbuf, address=(0, 0))
+        assert src.buffer == nl.sbuf and nl.is_sbuf(src.buffer)
+        nisa.dma_copy(dst=src, src=x)
+        tp = nl.ndarray((32, 64), dtype=nl.float32, buffer=nl.psum, address=(0, 0))
+        nisa.nc_transpose(dst=tp, data=src)
+        res = nl.ndarray((32, 64), dtype=nl.float32, buffer=nl.sbuf, address=(0, 4096))
+        nisa.tensor_copy(dst=res, src=tp)
+        out = nl.ndarray((32, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=res)
+        return out
+
+    x = RNG.standard_normal((64, 32)).astype(np.float32)
+    np.testing.assert_allclose(transpose(x), x.T, rtol=1e-6)
+
+
+def test_an_empty_slice_is_a_view_of_nothing():
+    @nki.jit
+    def empty(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        assert x[:, 0:0].shape == (x.shape[0], 0)
+        nisa.dma_copy(dst=out, src=x)
+        return out
+
+    x = np.ones((4, 8), np.float32)
+    np.testing.assert_array_equal(empty(x), x)

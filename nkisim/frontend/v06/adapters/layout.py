@@ -164,10 +164,10 @@ def lower(base: Tensor, offset: int, pattern: Pattern, dyn: tuple = ()) -> Tenso
         raise error("err_view_out_of_bounds",
                         f"access pattern {[list(p) for p in pattern]} at offset {offset} leaves the storage of "
                         f"'{base.root.name}'")
-    if len(counts) < 2:
-        # rule: limit.dynamic_offset_pattern
-        raise NotImplementedError(f"a 1-D view with pattern {[list(p) for p in pattern]} is not supported by the "
-                                  f"simulator; give it a second dimension")
+    if len(counts) < 2:  # a 1-D view across the storage's rows: a gather of the flattened storage
+        size = math.prod(shape)  # (one row, the elements): the core indexes with grids of two dimensions at least
+        return Access(base.reshape((1, size)), (Affine(0, grid=np.zeros((1, 1), dtype=np.int64)),
+                                                Affine(0, grid=np.ascontiguousarray(flat[None, :], dtype=np.int64))))
     coords = open_grids(np.unravel_index(flat, shape))
     return Access(base, tuple(Affine(0, grid=np.ascontiguousarray(c, dtype=np.int64)) for c in coords))
 

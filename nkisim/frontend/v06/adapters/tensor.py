@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from nkisim.core.access import Access
+from nkisim.core.buffers import Buffer
 from nkisim.core.errors import nki_error
 from nkisim.core.grids import DynSlice
 from nkisim.core.indexing import Affine
@@ -94,7 +95,10 @@ class NkiTensor:
 
     @property
     def buffer(self) -> Any:
-        return self._base.root.buffer
+        """The memory the tensor lives in (``nl.sbuf``, ...), also for one placed with ``address=``: nki-library's
+        TensorView tests ``t.buffer == nl.sbuf`` on its directly allocated tiles."""
+        buf = self._base.root.buffer
+        return buf if buf.alloc is None else Buffer(buf.space)
 
     @property
     def ndim(self) -> int:
