@@ -155,3 +155,61 @@ def test_an_empty_slice_is_a_view_of_nothing():
 
     x = np.ones((4, 8), np.float32)
     np.testing.assert_array_equal(empty(x), x)
+
+
+def test_tensor_scalar_reduce_takes_every_option_aws_documents():
+    """Scope 4: reduce_res=None keeps the reduction in the registers, reduce_cmd=reduce continues it, load_reduce
+    starts from reduce_init (a scalar or a [P, 1] float32 tile), reduce_res_negate negates the read-out only."""
+
+    @nki.jit
+    def chained(a, b, init):
+        parts, free = a.shape
+        out = nl.ndarray((parts, 5), dtype=nl.float32, buffer=nl.shared_hbm)
+        ta = nl.ndarray((parts, free), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=ta, src=a)
+        tb = nl.ndarray((parts, free), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=tb, src=b)
+        ti = nl.ndarray((parts, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=ti, src=init)
+        d = nl.ndarray((parts, free), dtype=nl.float32, buffer=nl.sbuf)
+        r = nl.ndarray((parts, 5), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar_reduce(dst=d, data=ta, op0=nl.multiply, operand0=2.0, reduce_op=nl.add)
+        nisa.tensor_scalar_reduce(dst=d, data=tb, op0=nl.multiply, operand0=2.0, reduce_op=nl.add,
+                                  reduce_res=r[:, 0:1], reduce_cmd=nisa.reduce_cmd.reduce)
+        nisa.tensor_scalar_reduce(dst=d, data=ta, op0=nl.add, operand0=1.0, reduce_op=nl.maximum,
+                                  reduce_res=r[:, 1:2], reduce_res_negate=True)
+        nisa.tensor_scalar_reduce(dst=d, data=tb, op0=nl.add, operand0=0.0, reduce_op=nl.maximum,
+                                  reduce_res=r[:, 2:3], reduce_cmd=nisa.reduce_cmd.reduce)  # the max, not negated
+        nisa.tensor_scalar_reduce(dst=d, data=ta, op0=nl.add, operand0=0.0, reduce_op=nl.add,
+                                  reduce_res=r[:, 3:4], reduce_cmd=nisa.reduce_cmd.load_reduce, reduce_init=ti)
+        nisa.tensor_scalar_reduce(dst=d, data=ta, op0=nl.subtract, operand0=1.0, reduce_op=nl.add,
+                                  reduce_res=r[:, 4:5], reduce_cmd=nisa.reduce_cmd.load_reduce, reduce_init=5.0)
+        nisa.dma_copy(dst=out, src=r)
+        return out
+
+    a, b = RNG.standard_normal((2, 16, 8)).astype(np.float32)
+    init = RNG.standard_normal((16, 1)).astype(np.float32)
+    want = np.stack([(2 * a).sum(1) + (2 * b).sum(1), -(a + 1).max(1), np.maximum((a + 1).max(1), b.max(1)),
+                     a.sum(1) + init[:, 0], (a - 1).sum(1) + 5], axis=1)
+    np.testing.assert_allclose(chained(a, b, init), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"reduce_cmd": "idle"}, "must be reset_reduce, reduce or load_reduce"),
+    ({"reduce_cmd": "load_reduce"}, "'reduce_init' of 'tensor_scalar_reduce' must be given"),
+])
+def test_tensor_scalar_reduce_refuses_what_aws_does_not_support(kwargs, match):
+    from nkisim.core.errors import NKIError
+
+    kw = {k: getattr(nisa.reduce_cmd, v) if k == "reduce_cmd" else v for k, v in kwargs.items()}
+
+    @nki.jit
+    def body(a):
+        t = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        r = nl.ndarray((a.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar_reduce(dst=t, data=t, op0=nl.add, operand0=1.0, reduce_op=nl.add, reduce_res=r, **kw)
+        return a
+
+    with pytest.raises(NKIError, match=match):
+        body(np.ones((4, 4), np.float32))

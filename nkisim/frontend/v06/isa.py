@@ -331,15 +331,11 @@ def tensor_scalar_reduce(dst: Any, data: Any, op0: Any, operand0: Any, reduce_op
                          reverse0: bool = False, reduce_cmd: Any = reduce_cmd.reset_reduce, reduce_init: Any = None,
                          reduce_res_negate: bool = False, name: Any = None) -> NkiInstruction:
     api = "tensor_scalar_reduce"
-    cmd = _b.enum_value(reduce_cmd, _Cmd, api, "reduce_cmd")
-    if reduce_res is None or cmd is not _Cmd.reset_reduce or reduce_init is not None \
-            or reduce_res_negate:
-        # rule: limit.tensor_scalar_reduce
-        raise NotImplementedError("tensor_scalar_reduce is simulated with reduce_cmd=reset_reduce into a reduce_res "
-                                  "tile only (reduce_res=None, reduce_init= and reduce_res_negate= are not yet)")
     _b.call("nisa.tensor_scalar_reduce", _t(data, api, "data"), _b.op(op0, api, "op0"), _ts(operand0, api, "operand0"),
-            _b.op(reduce_op, api, "reduce_op"), _t(reduce_res, api, "reduce_res"), bool(reverse0),
-            dst=_t(dst, api, "dst"))
+            _b.op(reduce_op, api, "reduce_op"), None if reduce_res is None else _t(reduce_res, api, "reduce_res"),
+            bool(reverse0), dst=_t(dst, api, "dst"), reduce_cmd=_cmd(reduce_cmd, api),
+            reduce_init=None if reduce_init is None else _ts(reduce_init, api, "reduce_init"),
+            reduce_res_negate=bool(reduce_res_negate))
     return _done(name)
 
 

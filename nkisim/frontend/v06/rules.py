@@ -237,8 +237,6 @@ RULES: tuple[Rule, ...] = (
     _limit("limit.returned_part", "NotImplementedError", "a kernel returning part of a tensor (a whole tensor or a "
            "reshape of it is fine)", "replaces the unsourced rule 'return the tensor itself': nki-library's kernels "
            "return out.reshape(shape)"),
-    _limit("limit.tensor_scalar_reduce", "NotImplementedError", "tensor_scalar_reduce options the simulator does "
-           "not model yet"),
     _limit("limit.refused_api", "NotImplementedError", "an nki.isa / nki.collectives call the simulator does not "
            "model (collectives across devices)"),
     _limit("limit.rand_buffer", "NotImplementedError", "nl.rand outside SBUF; nl.gather_flattened off axis 0"),
