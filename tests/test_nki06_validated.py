@@ -213,3 +213,19 @@ def test_tensor_scalar_reduce_refuses_what_aws_does_not_support(kwargs, match):
 
     with pytest.raises(NKIError, match=match):
         body(np.ones((4, 4), np.float32))
+
+
+def test_a_broadcast_pattern_over_hbm_reads_one_row_into_every_partition():
+    """attention_bwd's ``sinks.ap([[0, P], [S, H], [1, S]], offset=...)`` (stride 0 on the partitions): before, a
+    ZeroDivisionError in the simulator's layout code."""
+
+    @nki.jit
+    def spread(x):
+        out = nl.ndarray((8, 3, 4), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray((8, 3, 4), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x.ap(pattern=[[0, 8], [4, 3], [1, 4]], offset=12))
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    x = np.arange(48, dtype=np.float32).reshape(4, 12)
+    np.testing.assert_array_equal(spread(x), np.broadcast_to(x.reshape(-1)[12:24].reshape(3, 4), (8, 3, 4)))

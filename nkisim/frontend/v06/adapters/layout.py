@@ -119,7 +119,7 @@ def storage_shape(pattern: Pattern, size: int) -> tuple[int, ...] | None:
     """A row-major shape of ``size`` elements whose strides are the pattern's (each dividing the one before), so
     that the view is a basic index of the storage seen in that shape; None if the strides do not nest."""
     steps = sorted({s for s, c in pattern if c > 1}, reverse=True)
-    if not steps or steps[0] <= 0 or size % steps[0]:
+    if not steps or steps[-1] <= 0 or size % steps[0]:  # a stride of 0 (a broadcast) is no basic index
         return None
     dims = [size // steps[0]]
     for hi, lo in zip(steps, steps[1:]):
