@@ -229,3 +229,23 @@ def test_a_broadcast_pattern_over_hbm_reads_one_row_into_every_partition():
 
     x = np.arange(48, dtype=np.float32).reshape(4, 12)
     np.testing.assert_array_equal(spread(x), np.broadcast_to(x.reshape(-1)[12:24].reshape(3, 4), (8, 3, 4)))
+
+
+def test_a_dataclass_nkiobject_without_annotated_fields_is_built_from_keywords():
+    """attention_cte's ``@dataclass class SectionParams(nl.NKIObject)`` with plain class attributes, built as
+    ``SectionParams(section_idx=..., ...)``."""
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Section(nl.NKIObject):
+        index = None
+        offset = None
+
+    @dataclasses.dataclass(frozen=True)
+    class Sized(nl.NKIObject):
+        size: int = 1
+
+    s = Section(index=3, offset=12)
+    assert (s.index, s.offset) == (3, 12) and Section().index is None
+    z = Sized(size=4, label="x")
+    assert (z.size, z.label) == (4, "x")

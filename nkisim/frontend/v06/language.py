@@ -175,7 +175,24 @@ class _TileSize:
 tile_size = _TileSize()
 
 
-class NKIObject:
+class _NKIObjectType(type):
+    """Keyword construction of every ``NKIObject``, also under ``@dataclass``: nki-library's kernels (validated on
+    the compiler) declare ``@dataclass class SectionParams(nl.NKIObject)`` with unannotated class attributes, so
+    the dataclass has no fields, and build it as ``SectionParams(section_idx=..., ...)``.  Keywords the dataclass's
+    ``__init__`` does not take are set on the object, as ``NKIObject.__init__`` sets every keyword."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        fields = getattr(cls, "__dataclass_fields__", None)
+        if fields is None or not kwargs:
+            return super().__call__(*args, **kwargs)
+        extra = {k: kwargs.pop(k) for k in list(kwargs) if k not in fields}
+        obj = super().__call__(*args, **kwargs)
+        for k, v in extra.items():
+            object.__setattr__(obj, k, v)  # (a frozen dataclass too)
+        return obj
+
+
+class NKIObject(metaclass=_NKIObjectType):
     """Base class of the plain classes a kernel may pass as compile-time arguments."""
 
     def __init__(self, **fields: Any) -> None:
