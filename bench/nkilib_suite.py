@@ -45,8 +45,6 @@ DEPS = os.path.join(ROOT, "build", "nkilib-deps")
 PYTHON = sys.executable
 #: a case taking longer than this is stopped and counted as failed (issue 29 asks for <= 10 s per shape)
 CASE_TIMEOUT_S = 300
-#: listing one file's cases (coverage_parametrize builds thousands for some) may take this long
-COLLECT_TIMEOUT_S = 1200
 #: nkisim's version-difference refusals say which NKI version dropped the feature, in these words
 VERSION_DIFFERENCE = re.compile(r"NKI \d+\.\d+ dropped")
 #: an import error of a module the public tree does not contain
@@ -251,41 +249,20 @@ def _message(node: ET.Element) -> str:
     return first[:300]
 
 
-def sample_ids(work: str, rel: str, env: dict[str, str], per_file: int) -> list[str] | None:
-    """``per_file`` of the file's test ids, evenly spaced over its collection order (None: all of them, or the
-    collection failed and the run reports why)."""
-    try:
-        proc = subprocess.run([PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "--co",
-                               "--test-mode", "simulation", rel], cwd=work, env=env, capture_output=True, text=True,
-                               timeout=COLLECT_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return []
-    # ids are relative to the rootdir pytest picks (test/, where pytest.ini is); the run is from its parent
-    ids = [os.path.join("test", ln.strip()) for ln in proc.stdout.splitlines() if "::" in ln and ln[0] != " "]
-    if not ids or len(ids) <= per_file:
-        return None
-    step = len(ids) / per_file
-    return [ids[int(i * step)] for i in range(per_file)]
-
-
 def run_file(work: str, rel: str, env: dict[str, str], case_timeout: float, extra: list[str],
              per_file: int = 0) -> list[Case]:
     """One pytest process of nki-library's harness on ``rel`` (``per_file`` of its cases if > 0); every case it
     reports."""
-    sampled = sample_ids(work, rel, env, per_file) if per_file > 0 else None
-    if sampled == []:
-        return [Case(rel, "(collection)", "failed", COLLECT_TIMEOUT_S,
-                     f"collecting the file's cases took over {COLLECT_TIMEOUT_S} s")]
-    targets = sampled or [rel]
+    sample = ["-p", "nkilib_sample", f"--nkilib-per-file={per_file}"] if per_file > 0 else []
     xml = os.path.join(tempfile.mkdtemp(prefix="junit"), "r.xml")
     out_dir = tempfile.mkdtemp(prefix="nkilib-out")
     cmd = [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", f"--junitxml={xml}",
            "--test-mode", "simulation", "--output-directory", out_dir, "--force-local-cleanup",
-           "--disable-no-tests-failure", f"--timeout={case_timeout}", *targets, *extra]
+           "--disable-no-tests-failure", f"--timeout={case_timeout}", *sample, rel, *extra]
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True,
-                              timeout=max(600.0, case_timeout * 400))
+                              timeout=max(1800.0, case_timeout * 400))
         log, code = proc.stdout + proc.stderr, proc.returncode
     except subprocess.TimeoutExpired:
         log, code = "the whole file timed out", -1
