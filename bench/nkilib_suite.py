@@ -330,6 +330,9 @@ def run(clone: str, ref: str | None = None, only: list[str] | None = None, aws_s
                 c = Counter(k.outcome for k in cases)
                 print(f"  {rel.removeprefix('test/integration/nkilib/'):62s} {c['passed']:4d} passed "
                       f"{c['failed']:4d} failed {c['skipped']:4d} skipped", flush=True)
+                for k in cases:
+                    if k.outcome != "passed":
+                        print(f"      {k.outcome:7s} {k.name[:70]}: {k.message[:160]}", flush=True)
         return result
     finally:
         shutil.rmtree(work, ignore_errors=True)
