@@ -79,7 +79,10 @@ def _pe_matmul(api: str, stat: Access, mov: Access, sname: str, mname: str, mask
     if ctx.numerics:
         f = np.dtype(np.float32)
         k = mov.shape[0]
-        vals = np.matmul(values(stat, ctx, f).T, values(mov, ctx, f).reshape(k, n)).reshape(out_shape)
+        # into an array of the result's shape, which the tile then owns: a reshaped product would be a view, and
+        # a view is copied into a tile of its own (ops.base.new_tile)
+        vals = np.empty(out_shape, f)
+        np.matmul(values(stat, ctx, f).T, values(mov, ctx, f).reshape(k, n), out=vals.reshape(stat.shape[1], n))
     extra = {"k": stat.shape[0], "m": stat.shape[1], "n": n, "in_dtype": dt.name(mov.dtype)}
     if dst is not None:
         into_psum(ctx, api, dst, out_shape, vals, valid, [stat, mov], extra, accumulate)
