@@ -100,6 +100,27 @@ def matmul_case(rng: np.random.Generator) -> list[Row]:
             ("(b*) same, program executed", t_exec, t_np, float(np.max(np.abs(done - ref))), EXEC_GOALS["matmul"])]
 
 
+def unrolled_case(rng: np.random.Generator) -> None:
+    """(e) the course's NKI 0.6 reference for stage 8, whose Python loops unroll into one call per instruction (as
+    students' kernels do): the launch a grader runs, recording its program, per instruction.  Wall and CPU time
+    both, since a shared machine inflates the first."""
+    x = rng.standard_normal((1, 200, 14, 14), dtype=np.float32)
+    w = rng.standard_normal((300, 200, 5, 5), dtype=np.float32)
+    b = rng.standard_normal(300, dtype=np.float32)
+    kernel = kernels.conv2d_maxpool_06()
+    from nkisim import api
+
+    t_wall, done = median_time(lambda: api.launch(kernel, [x, w, b]), repeats=3)
+    cpu = time.process_time()
+    api.launch(kernel, [x, w, b])
+    cpu = time.process_time() - cpu
+    n_instr = len(done.record.ctx.trace)
+    err = float(np.max(np.abs(done.outputs - kernels.conv2d_maxpool_numpy(x, w, b))))
+    print(f"{'(e) NKI 0.6, loops unrolled, launched':40s} {t_wall / n_instr * 1e6:9.1f}us {'':>10s} {'':>7s} "
+          f"{'-':>7s} {'info':>6s}   ({n_instr} instructions in {t_wall * 1e3:.0f} ms, CPU {cpu / n_instr * 1e6:.1f} "
+          f"us each; stage 8 reference conv2d_maxpool 1x200x14x14 * 300x200x5x5; max abs err {err:.3g})")
+
+
 def main() -> int:
     rng = np.random.default_rng(0)
     load = os.getloadavg()
@@ -139,6 +160,7 @@ def main() -> int:
     n_nest = 4 * kernels.NESTED_OUTER * kernels.NESTED_INNER
     print(f"{'(d*) nested loops, inner trip 2, executed':40s} {t_nest / n_nest * 1e6:9.1f}us {'':>10s} {'':>7s} "
           f"{'-':>7s} {'info':>6s}   ({n_nest} instructions in {t_nest * 1e3:.1f} ms)")
+    unrolled_case(rng)
     print("(*) rows: the kernel traced once (nkisim.api.trace), then its instruction program executed on the same "
           "inputs (nkisim.api.execute), validation included; goals of the executor, issue 11")
     return 0
