@@ -389,9 +389,19 @@ def f32(acc: Access | Tensor | None, ctx: KernelContext) -> np.ndarray | None:
     return a.astype(np.int64)
 
 
+#: id of a tuple of allowed dtypes ``dtype_in`` was passed -> (that tuple, kept so the id stays its own; their NKI names)
+_DTYPE_NAMES: dict[int, tuple[tuple, tuple[str, ...]]] = {}
+
+
 def dtype_in(api: str, pname: str, acc: Access, allowed: tuple[str | np.dtype, ...]) -> None:
     """The compiler's error for an operand whose dtype is not one of ``allowed`` (dtypes or their NKI names)."""
-    names = tuple(a if isinstance(a, str) else dt.name(a) for a in allowed)
+    hit = _DTYPE_NAMES.get(id(allowed))
+    if hit is not None and hit[0] is allowed:  # (each op passes one constant tuple: named once)
+        names = hit[1]
+    else:
+        names = tuple(a if isinstance(a, str) else dt.name(a) for a in allowed)
+        if len(_DTYPE_NAMES) < 1024:
+            _DTYPE_NAMES[id(allowed)] = (allowed, names)
     if dt.name(acc.dtype) not in names:
         raise nki_error("err_supported_operand_dtype",
                         f"'{pname}' of '{api}' has dtype {dt.name(acc.dtype)}, expected one of the following dtypes: "
