@@ -226,10 +226,10 @@ def run_module(module_path: str | os.PathLike, function: str, cases: list[list[n
 
 
 def _source_lines(path: Path) -> list[str] | None:
-    """The kernel file's lines as the parent holds them (the screen read the same file): what a reported line
-    number is shown with."""
+    """The kernel file's lines as the parent holds them (the screen read the same file, as UTF-8 with or without
+    a byte-order mark): what a reported line number is shown with."""
     try:
-        return path.read_bytes()[:MAX_SOURCE_BYTES].decode("utf-8", errors="replace").splitlines()
+        return path.read_bytes()[:MAX_SOURCE_BYTES].decode("utf-8-sig", errors="replace").splitlines()
     except OSError:
         return None
 
