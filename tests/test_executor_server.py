@@ -49,8 +49,8 @@ def test_one_server_answers_question_after_question():
 def _server() -> processes.ExecutorServer:
     argv = [sys.executable, "-m", "nkilab._execute", "--serve"]
     limits = sandbox.Limits(cpu_s=60)
-    cmd = sandbox.command(argv, None, sandbox.environment({}), limits)
-    return processes.ExecutorServer(cmd, None, None, limits)
+    return processes.ExecutorServer(lambda: sandbox.command(argv, None, sandbox.environment({}), limits), None, None,
+                                    limits)
 
 
 def test_a_worker_that_dies_is_a_crash_and_the_server_lives_on():

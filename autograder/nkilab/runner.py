@@ -220,25 +220,36 @@ def run_module(module_path: str | os.PathLike, function: str, cases: list[list[n
     env = _child_env(target)
     child_module = f"{sandbox.KERNEL_DIR}/{module_path.name}" if sandboxed else str(module_path)
     argv = [python or sys.executable, "-m", "nkilab._child"]
-    cmd = sandbox.command(argv, module_path, env, limits) if sandboxed else argv
+    cmd = sandbox.command(argv, module_path, env, limits) if sandboxed else sandbox.plain(argv)
     cwd = None if sandboxed else str(module_path.parent)
     job: dict = {"module": child_module, "function": function, "timed": timed, "target": target,
                  "grid": list(grid) if grid is not None else None}
+    try:
+        done = _run(result, cmd, cwd, None if sandboxed else env, job, cases, timed, bench, python, source, deadline,
+                    limits, hidden, sandboxed)
+    finally:
+        cmd.close()
+    if not result.timed_out and (not done or result.returncode not in (0, None)) and result.import_error is None:
+        result.crashed = True
+    return result
+
+
+def _run(result: RunResult, cmd: sandbox.Command, cwd: str | None, env: dict[str, str] | None, job: dict,
+         cases: list[list[np.ndarray]], timed: int | None, bench: tuple[list[tuple[int, ...]], list[str]] | None,
+         python: str | None, source: list[str] | None, deadline: float, limits: sandbox.Limits,
+         hidden: frozenset[int], sandboxed: bool) -> bool:
+    """The child's run (and on the simulator, the executor's); True when the processes finished their work."""
     if not _simulated():
         job["cases"] = [len(a) for a in cases]
         if bench is not None:
             job["bench"] = {"shapes": [list(s) for s in bench[0]], "dtypes": list(bench[1])}
         out_bytes = sum(_output_allowance(args) for args in cases)
-        run = spawn(cmd, cwd, None if sandboxed else env, job, [a for args in cases for a in args], deadline,
-                     limits, Budget(out_bytes + SPARE_BYTES, len(cases) + SPARE_MESSAGES))
+        run = spawn(cmd, cwd, env, job, [a for args in cases for a in args], deadline, limits,
+                    Budget(out_bytes + SPARE_BYTES, len(cases) + SPARE_MESSAGES))
         _merge(result, run)
-        done = _case_runs(run.messages, len(cases), result, source)
-    else:
-        done = _traced_then_executed(result, cmd, cwd, None if sandboxed else env, job, cases, timed, python,
-                                     source, deadline, limits, hidden, sandboxed)
-    if not result.timed_out and (not done or result.returncode not in (0, None)) and result.import_error is None:
-        result.crashed = True
-    return result
+        return _case_runs(run.messages, len(cases), result, source)
+    return _traced_then_executed(result, cmd, cwd, env, job, cases, timed, python, source, deadline, limits, hidden,
+                                 sandboxed)
 
 
 def _source_lines(path: Path) -> list[str] | None:
@@ -270,7 +281,7 @@ def _simulated() -> bool:
     return bool(nkisim.using_simulator())
 
 
-def _traced_then_executed(result: RunResult, cmd: list[str], cwd: str | None, env: dict[str, str] | None,
+def _traced_then_executed(result: RunResult, cmd: sandbox.Command, cwd: str | None, env: dict[str, str] | None,
                           job: dict, cases: list[list[np.ndarray]], timed: int | None, python: str | None,
                           source: list[str] | None, deadline: float, limits: sandbox.Limits,
                           hidden: frozenset[int], sandboxed: bool) -> bool:
@@ -293,10 +304,12 @@ def _traced_then_executed(result: RunResult, cmd: list[str], cwd: str | None, en
     argv = [python or sys.executable, "-m", "nkilab._execute", "--serve"]
     exec_env = _child_env(job.get("target"))
     server_limits = dataclasses.replace(limits, cpu_s=max(limits.cpu_s, SERVER_CPU_S))
+    key = (tuple(argv), tuple(sorted(exec_env.items())), sandboxed)
     if sandboxed:
-        server = executor_server(sandbox.command(argv, None, exec_env, server_limits), None, None, server_limits)
+        server = executor_server(key, lambda: sandbox.command(argv, None, exec_env, server_limits), None, None,
+                                 server_limits)
     else:
-        server = executor_server(argv, tempfile.gettempdir(), exec_env, server_limits)
+        server = executor_server(key, lambda: sandbox.plain(argv), tempfile.gettempdir(), exec_env, server_limits)
     out_bytes = sum(_output_allowance(args) for args in cases)
     run = server.run(dict(exec_job, cpu_s=limits.cpu_s), texts + [a for args in cases for a in args], deadline,
                      Budget(out_bytes + SPARE_BYTES, len(cases) + SPARE_MESSAGES))
