@@ -47,7 +47,8 @@ class Refusal:
     reason: str
 
     def message(self, file_name: str) -> str:
-        return f"{file_name} line {self.line} (`{self.code}`): {self.reason} ({HINT})"
+        where = f"{file_name} line {self.line} (`{self.code}`)" if self.line else file_name  # 0: the whole file
+        return f"{where}: {self.reason} ({HINT})"
 
 
 def _module_allowed(name: str, imported: tuple[str, ...] = ()) -> bool:
