@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from nkilab import example_class
+from nkilab import example_class, processes
 from nkilab.cells import Kind, needs_kernel, plan
 from nkilab.direct_grade import DirectGrade
 from nkilab.sanitize import grade_id, restore
@@ -76,16 +76,30 @@ def _outputs(nb: nbformat.NotebookNode) -> dict[str, tuple[str, str]]:
 
 @pytest.mark.slow
 def test_direct_and_kernel_grading_agree(tmp_path, monkeypatch):
+    """The same notebook graded without a kernel and with the sandboxed one: the same files, reports and points.
+    Each grading is one student's, and has executor servers of its own: none outlives its notebook (issue 28)."""
     monkeypatch.setenv("NKILAB_SEED", "7")
+    started: list[int] = []
+    start = vars(processes.ExecutorServer)["_start"]  # (the server start, wrapped to see which servers ran)
+
+    def recording(server):
+        start(server)
+        started.append(server.proc.pid)
+
+    monkeypatch.setattr(processes.ExecutorServer, "_start", recording)
     nb = _submission({"answers": {"q2_kernel": "kernels/mallory_detect_the_timed_run.py"}})
-    results = {}
+    results, servers = {}, {}
     for direct in (True, False):
         folder = tmp_path / ("direct" if direct else "kernel")
         folder.mkdir()
+        started.clear()
         graded, _ = DirectGrade(direct=direct, timeout=300).preprocess(copy.deepcopy(nb),
                                                                        {"metadata": {"path": str(folder)}})
         results[direct] = (_outputs(graded), {p.name: p.read_text() for p in sorted(folder.glob("*.py"))})
+        servers[direct] = set(started)
+        assert started and processes.running_servers() == []
     assert results[True] == results[False]
+    assert not servers[True] & servers[False]
     outputs, files = results[True]
     assert outputs["q1_grade"][1] == "3.0" and outputs["q2_grade"][1] == "4.0"
     assert set(files) == {"vector_add_naive.py", "vector_add_stream.py"}

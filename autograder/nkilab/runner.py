@@ -299,7 +299,7 @@ def _traced_then_executed(result: RunResult, cmd: sandbox.Command, cwd: str | No
         result.cases = [CaseRun("not_run") for _ in cases]
         return done
     # the executor: its own sandbox holding only the simulator, the grader's inputs, the programs; one fork server
-    # per grading process (nkilab.processes.ExecutorServer), a fresh worker per question under the question's CPU limit
+    # per notebook graded (nkilab.processes.ExecutorServer), a fresh worker per question under the question's CPU limit
     exec_job, texts = _execution(cases, index, signatures, programs, timed, job)
     argv = [python or sys.executable, "-m", "nkilab._execute", "--serve"]
     exec_env = _child_env(job.get("target"))
