@@ -106,20 +106,25 @@ def test_the_thief_earns_its_kernels_honest_grade_and_nothing_leaks_or_changes(c
 
 
 @pytest.mark.slow
-def test_a_kernel_that_dies_costs_only_the_cells_it_would_have_run(course):
-    """A plain-Python answer that kills its kernel: the teacher's kernel test after it is not run (0), the grade
-    cell after it is the grader's and scores the kernel question in full."""
+def test_a_kernel_that_floods_or_dies_costs_only_the_cells_it_would_have_run(course):
+    """A plain-Python answer that prints 20 MB (the grader keeps the first 4 MiB), another that kills its kernel:
+    the teacher's kernel test after them is not run (0), the grade cell after them is the grader's and scores the
+    kernel question in full."""
     release = nbformat.read(REPO / "assignments" / "01_vector_add.ipynb", as_version=4)
     nb = restore(example_class.build_notebook(release, {}, example_class.reference_answers("01_vector_add")),
                  release).notebook
     q1 = next(i for i, c in enumerate(nb.cells) if grade_id(c) == "q1_grade")
+    flood = nbformat.v4.new_code_cell("for _ in range(200):\n    print('x' * 100_000)")
+    flood.metadata["nbgrader"] = {"solution": True, "grade": False, "locked": False, "grade_id": "floods"}
     answer = nbformat.v4.new_code_cell("import os\nos._exit(3)")
     answer.metadata["nbgrader"] = {"solution": True, "grade": False, "locked": False, "grade_id": "dies"}
     check = nbformat.v4.new_code_cell("print('never')")
     check.metadata["nbgrader"] = {"solution": False, "grade": True, "locked": True, "grade_id": "check", "points": 1}
-    nb.cells[q1:q1] = [answer, check]
+    nb.cells[q1:q1] = [flood, answer, check]
     graded, _ = DirectGrade(timeout=120).preprocess(copy.deepcopy(nb), {"metadata": {"path": str(course["folder"])}})
     cells = {grade_id(c): c for c in graded.cells}
+    printed = outputs_text(cells["floods"])
+    assert 3 << 20 <= len(printed) < 5 << 20 and "the grader kept the first 4 MiB" in printed
     assert [o["ename"] for o in cells["dies"].outputs if o.output_type == "error"]
     assert KERNEL_DIED in outputs_text(cells["check"]) and "never" not in outputs_text(cells["check"])
     assert [o["data"]["text/plain"] for o in cells["q1_grade"].outputs if o.output_type == "execute_result"] == ["3.0"]

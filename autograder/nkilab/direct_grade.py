@@ -21,6 +21,7 @@ limits hold either way, and each notebook's grading ends by stopping the executo
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import nbformat
@@ -36,6 +37,9 @@ from nkilab.sanitize import is_answer
 
 #: the error a cell left to a dead kernel shows
 KERNEL_DIED = "the notebook's kernel died in an earlier cell, so this cell did not run"
+#: what the grader keeps of a notebook kernel's outputs, in all (the student's prints: the rest is dropped, said so)
+MAX_KERNEL_OUTPUT = 4 << 20
+CAPPED = f"\n[the grader kept the first {MAX_KERNEL_OUTPUT >> 20} MiB of this notebook's output]\n"
 
 
 class DirectGrade(TimeLimitedExecute):
@@ -50,6 +54,7 @@ class DirectGrade(TimeLimitedExecute):
         folder = Path(where)
         steps = cells.plan(nb)
         self._deadline = self._start_clock()
+        self._kernel_output, self._output_capped = 0, False
         try:
             if cells.needs_kernel(steps) or not self.direct:
                 NotebookClient.__init__(self, nb, km)  # as nbconvert's ExecutePreprocessor.preprocess does
@@ -66,6 +71,24 @@ class DirectGrade(TimeLimitedExecute):
         finally:
             processes.stop_servers()
         return nb, resources
+
+    def output(self, outs, msg, display_id, cell_index):
+        """nbclient's handling of one output of the kernel's, until the notebook's kernel has printed
+        ``MAX_KERNEL_OUTPUT`` bytes (a stream is cut there, and says so): an endless print must not fill the grader's
+        memory."""
+        if self._output_capped:
+            return None
+        content = msg.get("content", {})
+        size = len(json.dumps(content, default=str))
+        if self._kernel_output + size > MAX_KERNEL_OUTPUT:
+            self._output_capped = True
+            left = MAX_KERNEL_OUTPUT - self._kernel_output
+            if msg.get("msg_type") != "stream" or not isinstance(content.get("text"), str) or left <= 0:
+                outs.append(nbformat.v4.new_output("stream", name="stdout", text=CAPPED))
+                return None
+            msg = dict(msg, content=dict(content, text=content["text"][:left] + CAPPED))
+        self._kernel_output += size
+        return super().output(outs, msg, display_id, cell_index)
 
     def _start_clock(self) -> float | None:
         import time

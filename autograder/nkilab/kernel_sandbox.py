@@ -38,6 +38,8 @@ from nkilab import sandbox
 IPC_PREFIX = f"{sandbox.SCRATCH}/nkilab-kernel"
 CONNECTION_FILE = f"{sandbox.KERNEL_DIR}/connection.json"
 CHANNELS = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
+#: the largest message the grader takes from the kernel (a larger one ends the connection: the cells left time out)
+MAX_MESSAGE_BYTES = 16 << 20
 
 
 def kernel_limits(cpu_s: int) -> sandbox.Limits:
@@ -53,6 +55,7 @@ class _OnceConnected:
         sock = self.context.socket(channel_socket_types[channel])  # type: ignore[attr-defined]
         sock.linger = 1000
         sock.setsockopt(zmq.RECONNECT_IVL, -1)
+        sock.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
         if identity:
             sock.identity = identity
         sock.connect(url)
