@@ -90,6 +90,12 @@ class DirectGrade(TimeLimitedExecute):
         self._kernel_output += size
         return super().output(outs, msg, display_id, cell_index)
 
+    def _stop_kernel(self) -> None:
+        """End a kernel that stopped answering now, not when the notebook's last grade cell is done."""
+        process = getattr(getattr(self.km, "provisioner", None), "process", None)
+        if process is not None:  # bwrap, in a session of its own: its whole sandbox goes (nbclient's clean-up follows)
+            processes.kill_group(process)
+
     def _start_clock(self) -> float | None:
         import time
 
@@ -127,6 +133,7 @@ class DirectGrade(TimeLimitedExecute):
                     dead = True
                     cell.outputs = [nbformat.v4.new_output("error", ename=type(err).__name__, traceback=[],
                                                            evalue="the notebook's kernel died or stopped answering")]
+                    self._stop_kernel()
                 cells.drop_records(cell)
             elif kernel:
                 cell.outputs = [nbformat.v4.new_output("error", ename="DeadKernelError", evalue=KERNEL_DIED,
