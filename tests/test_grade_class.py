@@ -589,6 +589,7 @@ def test_intake_reports_broken_renamed_and_extra_files(tmp_path):
     assert readable(submitted / "b" / "lab" / "lab.ipynb") is None
 
 
+@pytest.mark.processes
 def test_kernel_reaching_for_backing_arrays_gets_no_points():
     r = grade_report("vector_add_naive", example_class.CLASS_DIR / "kernels" / "hana_numpy_add.py", seed=1,
                      verbose=False)
@@ -596,6 +597,7 @@ def test_kernel_reaching_for_backing_arrays_gets_no_points():
     assert "has no attribute 'data'" in r.evaluation.cases[0].verdict.message
 
 
+@pytest.mark.processes
 def test_kernel_returning_a_numpy_array_gets_no_points(tmp_path):
     kernel = tmp_path / "host_add.py"
     kernel.write_text("import neuronxcc.nki as nki\nimport numpy as np\n\n\n@nki.jit\n"
@@ -605,6 +607,7 @@ def test_kernel_returning_a_numpy_array_gets_no_points(tmp_path):
     assert "not an NKI tensor" in r.evaluation.cases[0].verdict.message
 
 
+@pytest.mark.processes
 def test_notebook_time_limit_stops_a_slow_cell_and_grading_goes_on(tmp_path):
     """``notebook_timeout`` caps the whole notebook (it rests on nbclient's per-cell ``_get_timeout``,
     pinned in requirements.txt): the cell running when time is up is interrupted, later cells still run."""

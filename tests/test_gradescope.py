@@ -17,7 +17,7 @@ import jsonschema
 import nbformat
 import pytest
 
-from nkilab import example_class, gradescope, sandbox
+from nkilab import example_class, gradescope
 from nkilab.questions import QUESTIONS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,7 +50,7 @@ RESULTS_SCHEMA = {
     "additionalProperties": False,
 }
 
-pytestmark = pytest.mark.skipif(sandbox.probe() is not None, reason=f"no sandbox here: {sandbox.probe()}")
+pytestmark = [pytest.mark.processes, pytest.mark.usefixtures("needs_sandbox")]
 
 
 @pytest.fixture(scope="module")

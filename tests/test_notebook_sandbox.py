@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from nkilab import example_class, processes, sandbox
+from nkilab import example_class, processes
 from nkilab.direct_grade import KERNEL_DIED, DirectGrade
 from nkilab.results import MIME
 from nkilab.salvage import KERNEL_NOT_RUN, salvage
@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 STAGE = "03_free_dim_streaming"
 SECRET_SEED = "8675309"
 
-pytestmark = pytest.mark.skipif(sandbox.probe() is not None, reason=f"no sandbox here: {sandbox.probe()}")
+pytestmark = [pytest.mark.processes, pytest.mark.usefixtures("needs_sandbox")]
 
 
 def teachers_release(stage: str = STAGE) -> nbformat.NotebookNode:
