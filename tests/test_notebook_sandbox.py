@@ -16,9 +16,11 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import zmq
 
 from nkilab import example_class, processes
 from nkilab.direct_grade import KERNEL_DIED, DirectGrade
+from nkilab.kernel_sandbox import MAX_MESSAGE_BYTES, SandboxedKernelClient, SandboxedKernelManager
 from nkilab.results import MIME
 from nkilab.salvage import KERNEL_NOT_RUN, salvage
 from nkilab.sanitize import grade_id, restore
@@ -27,7 +29,22 @@ REPO = Path(__file__).resolve().parents[1]
 STAGE = "03_free_dim_streaming"
 SECRET_SEED = "8675309"
 
-pytestmark = [pytest.mark.processes, pytest.mark.usefixtures("needs_sandbox")]
+def test_the_kernels_client_connects_once_and_never_follows_the_path_again():
+    """The client of a sandboxed kernel (what nbclient gets from the manager): its sockets never reconnect (a cell
+    could replace a socket in the sandbox with a link to one of the host's), take no message over 64 MiB, and it
+    starts no heartbeat channel (which reconnects by design).  No kernel is started here."""
+    km = SandboxedKernelManager(kernel_name="python3")
+    kc = km.client()
+    assert isinstance(kc, SandboxedKernelClient)
+    kc.start_channels()
+    try:
+        assert kc._hb_channel is None  # noqa: SLF001  (the channel jupyter_client creates on first use)
+        for channel in (kc.shell_channel, kc.iopub_channel, kc.stdin_channel, kc.control_channel):
+            assert channel.socket.getsockopt(zmq.RECONNECT_IVL) == -1
+            assert channel.socket.getsockopt(zmq.MAXMSGSIZE) == MAX_MESSAGE_BYTES
+    finally:
+        kc.stop_channels()
+    assert km.kernel_spec.interrupt_mode == "message" and km.transport == "ipc"
 
 
 def teachers_release(stage: str = STAGE) -> nbformat.NotebookNode:
@@ -76,6 +93,8 @@ def outputs_text(cell: nbformat.NotebookNode) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.processes
+@pytest.mark.usefixtures("needs_sandbox")
 @pytest.mark.timeout(600)
 def test_the_thief_earns_its_kernels_honest_grade_and_nothing_leaks_or_changes(course):
     release = teachers_release()
@@ -106,6 +125,8 @@ def test_the_thief_earns_its_kernels_honest_grade_and_nothing_leaks_or_changes(c
 
 
 @pytest.mark.slow
+@pytest.mark.processes
+@pytest.mark.usefixtures("needs_sandbox")
 def test_a_kernel_that_floods_or_dies_costs_only_the_cells_it_would_have_run(course):
     """A plain-Python answer that prints 20 MB (the grader keeps the first 4 MiB), another that kills its kernel:
     the teacher's kernel test after them is not run (0), the grade cell after them is the grader's and scores the
@@ -131,6 +152,8 @@ def test_a_kernel_that_floods_or_dies_costs_only_the_cells_it_would_have_run(cou
 
 
 @pytest.mark.slow
+@pytest.mark.processes
+@pytest.mark.usefixtures("needs_sandbox")
 def test_salvage_runs_no_code_of_the_students(course, tmp_path):
     """A submission whose grading process died is replayed by the plan: answers written, grade cells run by the
     grader, nothing of the student's run (a teacher's kernel test scores 0, said so)."""

@@ -39,7 +39,7 @@ IPC_PREFIX = f"{sandbox.SCRATCH}/nkilab-kernel"
 CONNECTION_FILE = f"{sandbox.KERNEL_DIR}/connection.json"
 CHANNELS = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
 #: the largest message the grader takes from the kernel (a larger one ends the connection: the cells left time out)
-MAX_MESSAGE_BYTES = 16 << 20
+MAX_MESSAGE_BYTES = 64 << 20
 
 
 def kernel_limits(cpu_s: int) -> sandbox.Limits:
@@ -74,7 +74,7 @@ class SandboxedKernelManager(_OnceConnected, AsyncKernelManager):
     """ipykernel in the sandbox (see the module docstring).  Whatever kernel the notebook names, this runs the
     grader's own Python and ipykernel, under ``limits``."""
 
-    client_class = Type(SandboxedKernelClient)  # type: ignore[assignment]
+    client_factory = Type(klass=AsyncKernelClient, default_value=SandboxedKernelClient)
     limits = Instance(sandbox.Limits, kw=dict(cpu_s=600, processes=32))
     #: the sandbox's first process, as this process sees it (None before it starts)
     sandbox_pid: int | None = None
