@@ -52,14 +52,17 @@ def execute(nb: nbformat.NotebookNode, cwd: Path) -> tuple[nbformat.NotebookNode
     return nb, time.monotonic() - start
 
 
-def run_reference_notebook(stage: str, cwd: Path, grade_ids: set[str], dialect: str = "legacy") -> nbformat.NotebookNode:
-    """Run the authored lesson ``stage`` (reference answers in place) in ``cwd`` and check what every lesson
+def run_reference_notebook(stage: str, cwd: Path, grade_ids: set[str], dialect: str | None = None) -> nbformat.NotebookNode:
+    """Run the authored lesson ``stage`` (reference answers in place; its cells in ``dialect``, by default the course's
+    ``stub_dialect``: the NKI 0.6 notebook students get) in ``cwd`` and check what every lesson
     owes: no error or stderr output, exactly ``grade_ids`` graded and each at full points, every self-check
     cell passing at 1.00x the reference's estimated trn2 latency, all within the notebook budget.  Returns
     the executed notebook for the lesson's own checks of its demos."""
+    from nkilab import manifest
     from nkilab.release import load_source
 
-    nb, seconds = execute(load_source(REPO / "notebooks" / f"{stage}.py", dialect), cwd)
+    nb, seconds = execute(load_source(REPO / "notebooks" / f"{stage}.py", dialect or manifest.course().stub_dialect),
+                          cwd)
     assert errors_and_stderr(nb) == []
     cells = grade_cells(nb)
     assert set(cells) == grade_ids

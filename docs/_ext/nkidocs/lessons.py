@@ -1,9 +1,10 @@
-"""The lesson pages: the *student* notebooks (``docs/lessons`` links to ``assignments/``), with the outputs of
-their demo cells.
+"""The lesson pages: the *student* notebooks (``docs/lessons`` links to ``assignments/``: NKI 0.6, the course's
+``stub_dialect``; the legacy twins in ``assignments/legacy/`` are not pages), with the outputs of their demo cells.
 
 A student notebook has no outputs, and running it would fail at every kernel the student has not written yet.
-So the authored lesson (``notebooks/NN_*.py``, reference answers in place) runs once under a real Jupyter kernel,
-and the outputs of its *demo* cells are put into the student notebook as MyST-NB reads it (``source-read``).
+So the authored lesson (``notebooks/NN_*.py`` in the stub dialect, reference answers in place) runs once under a
+real Jupyter kernel, and the outputs of its *demo* cells are put into the student notebook as MyST-NB reads it
+(``source-read``).
 Answers, checks and graded cells get none: their outputs would describe the reference kernels.  Every line of
 reference code a demo prints (a profile's source column) is hidden first (``nkilab.redact.scrub_outputs``), and
 ``tests/test_docs_site.py`` scans the site as built for any that got through.
@@ -186,9 +187,10 @@ def run_lesson(source: Path, timeout: float = 600) -> dict[str, list]:
     the outputs of its demo cells by cell id."""
     from nbclient import NotebookClient
 
+    from nkilab import manifest
     from nkilab.release import load_source
 
-    nb = load_source(source)
+    nb = load_source(source, manifest.course().stub_dialect)  # the cells of the notebooks the pages show
     with tempfile.TemporaryDirectory(prefix="nkidocs-lesson-") as tmp:
         NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
                        resources={"metadata": {"path": tmp}}).execute()
