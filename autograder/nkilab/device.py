@@ -106,10 +106,14 @@ def on_device(root: Path = Path("/dev")) -> bool:
     return bool(neuron_devices(root)) and aws_nki_installed()
 
 
-def instance_type(dmi: Path = Path("/sys/devices/virtual/dmi/id/product_name")) -> str:
+#: where a Nitro EC2 instance reports its type (``trn2.48xlarge``)
+DMI_PRODUCT = Path("/sys/devices/virtual/dmi/id/product_name")
+
+
+def instance_type(dmi: Path | None = None) -> str:
     """The EC2 instance type (``trn2.48xlarge``) as a Nitro instance reports it, or a plain description."""
     try:
-        name = dmi.read_text(errors="replace").strip()
+        name = (dmi or DMI_PRODUCT).read_text(errors="replace").strip()
     except OSError:
         name = ""
     return name if _INSTANCE.fullmatch(name) else "this Neuron instance"

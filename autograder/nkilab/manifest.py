@@ -150,6 +150,7 @@ def question_fields(qid: str) -> dict[str, Any]:
     stage = next(s for s in c.stages if q in s.questions)
     lesson = f"stage {stage.number}, section \u201c{q.speed_lesson}\u201d" if q.speed_lesson else ""
     return {"qid": q.qid, "title": q.title, "function": q.qid, "solution": q.solutions["legacy"],
+            "solution_nki": q.solutions.get("nki", ""),
             "correctness_points": q.correctness, "speed_points": q.speed, "full_tier": c.full_tier,
             "partial_tier": c.full_tier if q.relaxed else c.partial_tier, "relaxed": q.relaxed,
             "speed_lesson": lesson}
