@@ -207,7 +207,7 @@ def test_the_grader_compiles_a_06_kernel_to_a_neff_in_a_child_and_times_it_itsel
                       "    return a\n")
     q = QUESTIONS["vector_add_stream"]
     shapes = q.speed_case.shapes(len(q.arg_names))
-    env = runner._child_env(None)
+    env = sandbox.environment({})  # the child's environment, as the grader builds it
     env["PYTHONPATH"] = os.pathsep.join([str(tools["aws"]), env["PYTHONPATH"]])  # AWS's nki is installed
     result = runner.RunResult()
     facts = runner.device_bench([sys.executable, "-m", "nkilab._child"], kernel, str(tmp_path), env,
