@@ -236,7 +236,9 @@ def example_class_coverage(class_dir: Path = REPO / "autograder" / "example_clas
             own = bool(recipe.get("answers")) or recipe.get("default") == "stub" or any(
                 recipe.get(k) for k in ("add", "delete", "copy", "edit", "strip_metadata", "extra_files", "file_name"))
             mark = "✗" if recipe.get("corrupt") else "●" if own else "✓"
-            out[student][stage] = mark + (" 0.6" if recipe.get("dialect") == "nki" else "")
+            dialect = recipe.get("dialect", course().stub_dialect)  # the coverage table marks the other dialect
+            out[student][stage] = mark + ("" if dialect == course().stub_dialect else " legacy" if dialect == "legacy"
+                                          else " 0.6")
     return out
 
 
