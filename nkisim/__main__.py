@@ -2,9 +2,9 @@
 
 The options (``--help`` lists them) choose the target and what to report about each kernel launch; everything
 after the script's name is the script's own arguments.  ``python -m nkisim --install-hook`` writes a .pth file
-into the active environment so that ``import neuronxcc.nki`` works there without ``nkisim.install()`` (never
-shadowing a real compiler).  An error in the script is shown from the script's own frames: the simulator's and
-runpy's frames are cut (``--full-traceback`` keeps them, for debugging the simulator).
+into the active environment so that ``import nki`` (NKI 0.6) and ``import neuronxcc.nki`` work there without
+``nkisim.install()`` (never shadowing AWS's packages).  An error in the script is shown from the script's own
+frames: the simulator's and runpy's frames are cut (``--full-traceback`` keeps them, for debugging the simulator).
 """
 
 from __future__ import annotations
@@ -103,8 +103,8 @@ def parser() -> argparse.ArgumentParser:
                      help="show the simulator's and runpy's frames in tracebacks too (for debugging nkisim; by "
                           "default a traceback starts at your script)")
     out.add_argument("--install-hook", action="store_true",
-                     help="write a .pth file so `import neuronxcc.nki` finds the simulator in this environment "
-                          "(make setup does this), then exit")
+                     help="write a .pth file so `import nki` and `import neuronxcc.nki` find the simulator in this "
+                          "environment where AWS's packages are not installed (make setup does this), then exit")
     return p
 
 
