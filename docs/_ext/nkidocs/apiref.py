@@ -204,8 +204,8 @@ def migration_markdown() -> str:
               "launches, queries) has no legacy counterpart here.", "",
               "| NKI 0.6 | legacy | what changed |", "|---|---|---|"]
     for a in api.adapters():
-        new = f"{{py:obj}}`{a.short} <{a.name}>`"
-        old = f"`{a.legacy}`" if a.legacy else "--"
+        new = f"{{py:obj}}`{a.name}`"
+        old = f"{{py:obj}}`neuronxcc.{a.name}`" if a.legacy else "--"  # the legacy call's own page entry
         what = "; ".join(a.changes()) or ("the same call" if a.legacy else "no instruction of its own")
         lines.append(f"| {new} | {old} | {what.replace('|', '/')} |")
     return "\n".join(lines)
