@@ -26,14 +26,21 @@ sandbox-tool:
 		echo "make: bubblewrap (bwrap) is missing; grading needs it: sudo apt-get install bubblewrap" >&2; \
 	fi
 
+# The suite on every core (pytest-xdist); --dist loadfile keeps each test module on one worker, so a module's
+# fixtures (the example class graded, the docs site built) run once. The twenty slowest tests are listed at the end.
+TEST_JOBS ?= auto
+PYTEST_JOBS := -n $(TEST_JOBS) --dist loadfile
+
 test: setup
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m mypy
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(PYTEST_JOBS) --durations=20
 
+# The edit loop: no slow test and no test that starts a process (a sandbox, a Jupyter kernel, a server, a command:
+# such a test fails here unless marked `processes`), stopping at the first failure.
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "not slow" -x
+	NKILAB_TEST_FAST=1 $(PY) -m pytest -q $(PYTEST_JOBS) -m "not slow and not processes" -x
 
 # Simulator wall time vs NumPy, cost-model estimates vs published hardware latencies, then grading seconds per
 # hand-in on a synthetic class (NKILAB_BENCH_STUDENTS students x every stage).

@@ -214,10 +214,11 @@ def cases(quick: bool = False) -> list[tuple[str, str, object, tuple, float]]:
 
 # free parameters and the candidate values --fit scans (section, key): candidates
 FIT: dict[str, dict[tuple[str, str], list[float]]] = {
-    "trn1": {("loops", "unroll_max_instructions"): [0, 256, 384, 400, 512, 640, 799, 800, 1024, 4096]},
+    "trn1": {("loops", "unroll_max_instructions"): [0, 256, 384, 400, 512, 640, 799, 800, 1024, 4096],
+             ("dma", "issue_ns"): [0, 20, 30, 40, 60, 80, 100]},
     "trn2": {("dma", "dge_ns"): [350, 400, 440, 460, 470, 480, 490, 500, 520, 560, 600],
              ("dma", "dge_descriptor_ns"): [0.0, 0.5, 0.7, 0.8, 0.9, 1.0, 1.2, 1.5, 2.0],
-             ("dma", "descriptor_ns"): [0, 5, 10, 15, 20]},
+             ("dma", "issue_ns"): [0, 10, 20, 40]},
 }
 
 

@@ -11,14 +11,19 @@ stop the whole collection.
     python bench/conformance.py --samples ~/src/nki-samples          # a commit before c4b806e
     python bench/conformance.py --cs149 ~/src/asst4-trainium --cs149 ~/src/asst4-trainium2
     python bench/conformance.py --aws-examples ~/src/aws-neuron-sdk  # HEAD: nki/examples, NKI 0.6 (import nki)
+    python bench/conformance.py --nkilib ~/src/nki-library [--nkilib-ref 2.29_release ...]  # NKI 0.6 production
 
 The NKI 0.6 examples are kernels, not test files: ``bench/aws_examples06.py`` holds a NumPy driver and reference
 for each (or runs the example as its own NumPy script), one process per case.  When the clone is the whole docs
 source, ``--aws-examples`` also runs its MX deep dive (``nki/deep-dives/src/mxfp-matmul``, trn3 only) through
 ``bench/aws_mx06.py``, checked against AWS's own goldens, as a second suite (``aws-nki06-mx``).
 
-Prints a text table per suite and, last, one JSON object with the counts (``--json FILE`` also
-writes it to FILE).
+``--nkilib`` runs nki-library's own integration tests in its ``--test-mode simulation`` with nkisim as the
+simulator (``bench/nkilib_suite.py``): every kernel at its tests' shapes against their torch references, ending
+with ``N passed, M failed, K skipped`` (a reason for every skip; version-difference refusals counted apart).
+
+Prints a text table per suite and one JSON object with the counts (``--json FILE`` also writes it to FILE); with
+``--nkilib`` the closing line is nki-library's counts.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
+
+import nkilib_suite
 
 PYTHON = sys.executable
 FILE_TIMEOUT_S = 600
@@ -277,6 +284,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--samples", help="clone of nki-samples at a commit before c4b806e")
     ap.add_argument("--cs149", action="append", default=[], help="clone of stanford-cs149/asst4-trainium[2]")
     ap.add_argument("--aws-examples", help="clone of aws-neuron-sdk at HEAD (or its nki/examples folder): NKI 0.6")
+    ap.add_argument("--nkilib", help="clone of aws-neuron/nki-library: its integration tests in simulation mode")
+    ap.add_argument("--nkilib-ref", action="append", default=[],
+                    help="branch or commit of the --nkilib clone to run (repeatable; default: its checkout)")
+    ap.add_argument("--aws-skips", action="store_true",
+                    help="--nkilib: skip the shapes AWS's harness skips as slow on its CPU simulator")
+    ap.add_argument("--case-timeout", type=float, default=nkilib_suite.CASE_TIMEOUT_S,
+                    help="--nkilib: seconds one test case may take before it counts as failed")
+    ap.add_argument("--per-file", type=int, default=0,
+                    help="--nkilib: run at most this many cases of each test file, evenly spaced (0: all)")
     ap.add_argument("--only", action="append", default=[], help="run only files whose name contains this")
     ap.add_argument("--json", help="also write the JSON summary to this file")
     args = ap.parse_args(argv)
@@ -292,11 +308,22 @@ def main(argv: list[str] | None = None) -> int:
         mx = aws_mx_suite(args.aws_examples, args.only)
         if mx is not None:
             suites.append(mx)
-    if not suites:
-        ap.error("give at least one of --aws, --samples, --cs149, --aws-examples")
+    nkilib: list[nkilib_suite.NkilibResult] = []
+    for ref in (args.nkilib_ref or [None]) if args.nkilib else []:
+        nkilib.append(nkilib_suite.run(args.nkilib, ref, args.only, args.aws_skips, args.case_timeout,
+                                         per_file=args.per_file))
+    if not suites and not nkilib:
+        ap.error("give at least one of --aws, --samples, --cs149, --aws-examples, --nkilib")
     summary = report(suites)
+    for res in nkilib:
+        summary[res.label] = {"totals": res.counts(), "notes": res.notes, "cases": [asdict(c) for c in res.cases]}
     text = json.dumps({k: v["totals"] for k, v in summary.items()}, indent=2)
     print(text)
+    for res in nkilib:
+        nkilib_suite.report(res)
+    if len(nkilib) > 1:
+        total = {k: sum(r.counts()[k] for r in nkilib) for k in ("passed", "failed", "skipped")}
+        print(f"{total['passed']} passed, {total['failed']} failed, {total['skipped']} skipped")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(summary, fh, indent=2)

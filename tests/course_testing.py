@@ -11,7 +11,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 from nkilab import grade_report
 from nkilab.questions import QUESTIONS
@@ -45,24 +44,23 @@ def solution_variant(stage: str, question: str, *edits: tuple[str, str], name: s
 
 def execute(nb: nbformat.NotebookNode, cwd: Path) -> tuple[nbformat.NotebookNode, float]:
     """Run ``nb`` in a python3 Jupyter kernel in ``cwd`` (errors stay in the outputs); return it and the seconds taken."""
+    from nkilab import lesson_runs
+
     start = time.monotonic()
-    client = NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
-                            resources={"metadata": {"path": str(cwd)}})
-    client.execute()
+    lesson_runs.execute(nb, cwd, timeout=300)
     return nb, time.monotonic() - start
 
 
-def run_reference_notebook(stage: str, cwd: Path, grade_ids: set[str], dialect: str | None = None) -> nbformat.NotebookNode:
-    """Run the authored lesson ``stage`` (reference answers in place; its cells in ``dialect``, by default the course's
-    ``stub_dialect``: the NKI 0.6 notebook students get) in ``cwd`` and check what every lesson
-    owes: no error or stderr output, exactly ``grade_ids`` graded and each at full points, every self-check
-    cell passing at 1.00x the reference's estimated trn2 latency, all within the notebook budget.  Returns
-    the executed notebook for the lesson's own checks of its demos."""
-    from nkilab import manifest
-    from nkilab.release import load_source
+def run_reference_notebook(stage: str, grade_ids: set[str], dialect: str | None = None) -> nbformat.NotebookNode:
+    """The authored lesson ``stage`` (reference answers in place) as ``dialect``'s students get it (default: the
+    course's stub dialect), executed once per test run and shared with the docs build (``nkilab.lesson_runs``),
+    checked for what every lesson owes: no error or stderr output, exactly ``grade_ids`` graded and each at full
+    points, every self-check cell passing at 1.00x the reference's estimated trn2 latency, all within the notebook
+    budget.  Returns the executed notebook for the lesson's own checks of its demos."""
+    from nkilab import lesson_runs
 
-    nb, seconds = execute(load_source(REPO / "notebooks" / f"{stage}.py", dialect or manifest.course().stub_dialect),
-                          cwd)
+    run = lesson_runs.run(stage, dialect)
+    nb, seconds = run.notebook, run.seconds
     assert errors_and_stderr(nb) == []
     cells = grade_cells(nb)
     assert set(cells) == grade_ids
@@ -120,33 +118,16 @@ def outputs_text(nb: nbformat.NotebookNode, cell_id: str) -> str:
 # --------------------------------------------------------------------------- the grader's verdicts
 
 
-def mutant_grading_test(mutants: dict[str, tuple[str, str]], *, seed: int,
-                        header: str = HEADER) -> Callable[[Path, str], None]:
-    """The test that every mutant (name -> (question id, kernel body)) loses correctness points, and so
-    earns no speed points, when graded with ``seed``. Assign it to a ``test_*`` name in a test module::
-
-        test_mutants_lose_correctness_points = mutant_grading_test(MUTANTS, seed=7)
-    """
-
-    @pytest.mark.parametrize("name", sorted(mutants))
-    def test_mutants_lose_correctness_points(tmp_path: Path, name: str) -> None:
-        qid, body = mutants[name]
-        path = write(tmp_path, f"{name}.py", body, header)
-        r = grade_report(qid, path, seed=seed, verbose=False)
-        q = QUESTIONS[qid]
-        assert r.correctness < q.correctness_points, (name, r.correctness)
-        assert r.speed == 0.0  # correctness gates speed
-
-    return test_mutants_lose_correctness_points
-
-
 def processes_under(folder: Path, markers: tuple[str, ...] = (), repo: Path | None = None) -> list[str]:
     """Processes working for a grading run in ``folder``: their working directory or command line is in it, or
     their command line holds one of ``markers`` (a grading child, a sandbox) -- and, given ``repo``, their command
-    line or environment names that checkout (other checkouts' test runs on the same machine are not this run's).
+    line or environment names that checkout (other checkouts' test runs on the same machine are not this run's) and
+    they are not working for a live test (a process of this test run's pytest, or of another pytest-xdist worker,
+    descends from the run's pytest; one a finished grading run left behind was handed to init).
     For "nothing outlives grading"."""
     import os
 
+    root = os.getppid() if os.environ.get("PYTEST_XDIST_WORKER") else os.getpid()
     found = []
     for p in Path("/proc").iterdir():
         if not p.name.isdigit() or int(p.name) == os.getpid():
@@ -158,9 +139,25 @@ def processes_under(folder: Path, markers: tuple[str, ...] = (), repo: Path | No
             continue
         if cwd.startswith(str(folder)) or str(folder) in cmd:
             found.append(f"{p.name}: {cmd[:120]}")
-        elif any(m in cmd for m in markers) and (repo is None or _names(p, cmd, repo)):
+        elif any(m in cmd for m in markers) and (repo is None or _names(p, cmd, repo)) \
+                and not _descends_from(int(p.name), root):
             found.append(f"{p.name}: {cmd[:120]}")
     return found
+
+
+def _descends_from(pid: int, root: int) -> bool:
+    """Whether ``root`` is among the ancestors of process ``pid`` (False once the chain cannot be read)."""
+    seen = set()
+    while pid > 1 and pid not in seen:
+        seen.add(pid)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        pid = int(stat.rsplit(")", 1)[1].split()[1])  # the field after the state: the parent's pid
+        if pid == root:
+            return True
+    return False
 
 
 def _names(proc: Path, cmd: str, repo: Path) -> bool:
@@ -186,7 +183,12 @@ def grade_in_process(qid: str, path: Path, seed: int, name: str | None = None):
 
 def inprocess_mutant_test(mutants: dict[str, tuple[str, str]], *, seed: int,
                           header: str = HEADER) -> Callable[[Path, str], None]:
-    """``mutant_grading_test``, graded in this process (``grade_in_process``)."""
+    """The test that every mutant (name -> (question id, kernel body)) loses correctness points, and so earns no
+    speed points, graded with ``seed`` in this process (``grade_in_process``: the sandbox is not what a mutant
+    tests; each stage's lesson run grades its references through it). Assign it to a ``test_*`` name::
+
+        test_mutants_lose_correctness_points = inprocess_mutant_test(MUTANTS, seed=7)
+    """
 
     @pytest.mark.parametrize("name", sorted(mutants))
     def test_mutants_lose_correctness_points(tmp_path: Path, name: str) -> None:

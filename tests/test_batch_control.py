@@ -27,6 +27,7 @@ def test_a_second_run_on_the_same_course_is_refused(tmp_path):
         pass
 
 
+@pytest.mark.processes
 def test_the_lock_is_released_when_the_holder_dies(tmp_path):
     lock = tmp_path / "lock"
     holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; "

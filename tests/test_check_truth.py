@@ -37,6 +37,7 @@ def test_every_mutant_file_is_listed():
 
 
 @pytest.mark.parametrize("name", sorted(MUTANTS))
+@pytest.mark.processes
 def test_check_catches_a_rule_breaking_kernel_that_grading_would_catch(name: str, capsys):
     qid, broken = MUTANTS[name]
     q = QUESTIONS[qid]
@@ -73,6 +74,7 @@ def test_check_catches_a_rule_breaking_kernel_that_grading_would_catch(name: str
     assert report.record.render_text(Audience.TA).count("[FAIL] hidden case") == len(wrong_hidden)
 
 
+@pytest.mark.processes
 def test_the_reference_solutions_pass_check_as_they_pass_grading(capsys):
     """The other side of the promise, on the questions above: a kernel right on every kind passes check()."""
     for qid in sorted({qid for qid, _ in MUTANTS.values()}):

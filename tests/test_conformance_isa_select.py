@@ -256,6 +256,37 @@ def test_tensor_scalar_reduce_result_and_reduction() -> None:
     np.testing.assert_allclose(red[:, 0], (a * s).astype(np.float64).sum(axis=1), rtol=1e-4, atol=1e-4)
 
 
+def test_tensor_scalar_reduce_with_a_unary_operator() -> None:
+    """Issue 31 scope 4: AWS's operator table (nki.api.shared.rst, nki-aluop) lists abs, square, relu, rsqrt and
+    reciprocal as "Arithmetic Unary" operators, and tensor_scalar_reduce takes an arithmetic ``op0``; nki-library's
+    rmsnorm_quant (2.29_release) passes ``op0=nl.abs, operand0=0.0`` to take each row's largest magnitude.  The
+    operand is ignored; a bitvec operator is still refused."""
+
+    @nki.jit
+    def kernel(a):
+        out = _out(a.shape)
+        red = _out((a.shape[0], 1))
+        r = nl.ndarray((a.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+        nl.store(out, nisa.tensor_scalar_reduce(data=nl.load(a), op0=nl.abs, operand0=0.0, reduce_op=nl.maximum,
+                                                reduce_res=r))
+        nl.store(red, r)
+        return out, red
+
+    a = RNG.standard_normal((128, 96), dtype=np.float32)
+    out, red = kernel(a)
+    np.testing.assert_array_equal(out, np.abs(a))
+    np.testing.assert_array_equal(red[:, 0], np.abs(a).max(axis=1))
+
+    @nki.jit
+    def bitvec(a):
+        r = nl.ndarray((a.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar_reduce(data=nl.load(a), op0=nl.bitwise_and, operand0=1, reduce_op=nl.add, reduce_res=r)
+        return a
+
+    with pytest.raises(Exception, match="bitwise_and is not supported in 'tensor_scalar_reduce'"):
+        bitvec(a.astype(np.int32))
+
+
 def test_max8_find_index8_and_match_replace8_agree_with_numpy() -> None:
     @nki.jit
     def kernel(a):

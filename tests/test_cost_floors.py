@@ -7,7 +7,10 @@ it issues must take at least
   partition per cycle, performance modes included) at the engine's clock; for TensorE the moving operand's
   columns (a transpose's moving operand is the identity: one column per input partition);
 - (DMA) the bytes it reads over the core's peak DMA bandwidth, and the bytes it reads and writes in HBM over the
-  core's HBM bandwidth.
+  core's HBM bandwidth; and its descriptors (issue 28): each piece contiguous in its source and destination pays
+  the documented fixed cost of a DMA buffer (the target's ``descriptor_bytes`` at the engine's rate), on one of the
+  16 queues at best.  The descriptors counted must be at least one per partition of its widest on-chip side (a
+  bound from the regions alone; tests/test_dma_runs.py checks the counts against the addresses).
 
 The work is counted from the instruction's operand regions (box volumes and dtypes), not from the sizes the op
 recorded for the cost model, so an op that understates what it touches cannot pass.  Every instruction kind of
@@ -40,7 +43,8 @@ FP8 = ("float8_e4m3", "float8_e5m2")
 
 
 def _extra_kernels() -> list[tuple]:
-    """Kernels for kinds no call case issues on a target: an HBM->HBM read-modify-write (issue 19's attack)."""
+    """Kernels for kinds no call case issues on a target: an HBM->HBM read-modify-write (issue 19's attack), and a
+    load and a store through a transposed view (issue 28's attack: every element a run of its own)."""
 
     def rmw(a, b):
         out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
@@ -48,8 +52,15 @@ def _extra_kernels() -> list[tuple]:
         nisa.dma_copy(dst=out, src=b, dst_rmw_op=np.add)
         return out
 
+    def transposed(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        i_p = nl.arange(a.shape[1])[:, None]
+        i_f = nl.arange(a.shape[0])[None, :]
+        nl.store(out[i_f, i_p], value=nl.load(a[i_f, i_p]))
+        return out
+
     x = np.ones((128, 2048), np.float32)
-    return [(rmw, (x, x), None)]
+    return [(rmw, (x, x), None), (transposed, (np.ones((64, 128), np.float32),), None)]
 
 
 def _widened(inputs: tuple) -> tuple | None:
@@ -113,7 +124,12 @@ def _floor_ns(ins, bufs, prm) -> float:
     if engine == "dma":
         read_bytes = sum(v * s for v, _p, s, _h in facts[:nreads])
         hbm_bytes = sum(v * s for v, _p, s, h in facts if h)
-        return max(read_bytes / peak["dma_gbps"], hbm_bytes / prm["dma"]["hbm_gbps"])
+        least_runs = max(1 if h else p for _v, p, _s, h in facts)  # a piece never spans two partitions
+        assert ins.runs >= least_runs or ins.kind in (SPILL, RELOAD), (ins, ins.runs, least_runs)
+        d = prm["dma"]
+        per_run = d["descriptor_bytes"] / d["bytes_per_ns"]  # the fixed cost of one DMA buffer on its engine
+        runs = max(ins.runs, least_runs)
+        return max(read_bytes / peak["dma_gbps"] + runs * per_run / d["queues"], hbm_bytes / d["hbm_gbps"])
     per_partition = max((v / p for v, p, _s, _h in facts), default=1)
     if ins.kind is INSTRUCTIONS["nc_matmul_mx"]:  # its flops at NeuronCore-v4's MX peak (4 values per container)
         (stat, _p, _s, _h), (mov, parts, _s2, _h2) = facts[0], facts[1]
@@ -159,6 +175,8 @@ def test_no_instruction_is_cheaper_than_its_work(scheduled) -> None:
     cheap = [(ins.op, ins.engine, ins.p, ins.n, ins.dtypes, round(took, 2), round(floor, 2))
              for ins, took, floor in rows if took < floor * (1 - 1e-9)]
     assert not cheap, f"{target}: instructions priced below their work: {cheap[:10]}"
+    # issue 28's attack was met: the transposed view's DMAs count a descriptor per element (64 x 128)
+    assert sum(1 for ins, _took, _floor in rows if ins.engine == "dma" and ins.runs == 64 * 128) == 2, target
 
 
 def test_every_instruction_kind_is_checked(scheduled) -> None:

@@ -234,14 +234,14 @@ def _tiled_add(loop):
 
 
 def test_stage2_numbers_for_sequential_range():
-    """notebooks/02_partition_tiling.py: '107 µs with sequential_range against 46 µs with affine_range' for
-    N = 8192, F = 64; 'for F = 2048 both take 581 µs'."""
+    """notebooks/02_partition_tiling.py: '108 µs with sequential_range against 48 µs with affine_range' for
+    N = 8192, F = 64; 'for F = 2048 both take 583 µs'."""
     small = nt.tensor[[8192, 64], nl.float32]
     seq, aff = (_estimate(_tiled_add(lp), small, small).total_us for lp in (nl.sequential_range, nl.affine_range))
-    assert (round(seq), round(aff)) == (107, 46)
+    assert (round(seq), round(aff)) == (108, 48)
     big = nt.tensor[[8192, 2048], nl.float32]
     seq, aff = (_estimate(_tiled_add(lp), big, big).total_us for lp in (nl.sequential_range, nl.affine_range))
-    assert round(seq) == round(aff) == 581
+    assert round(seq) == round(aff) == 583
 
 
 def test_stage4_numbers_for_a_broadcast_redone_per_tile():

@@ -102,6 +102,38 @@ def test_loop_invariant_compute_is_charged_once():
     assert dve_hoisted == pytest.approx(17 * one / clock / 1000)  # one product + 16 adds
 
 
+def test_compute_whose_scalar_changes_with_the_loop_is_not_hoisted():
+    """Issue 28 item 7: ``x * (j + 1)`` reads a tile made before the loop, but its scalar operand changes every
+    iteration, so the 64 products differ and no compiler can compute them once; ``x * 3.0`` is the same product
+    every time and is charged once.  Both through the eager launch and through the recorded program."""
+
+    def varying(x):
+        out = nl.ndarray((64, 128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        for j in nl.affine_range(64):
+            nl.store(out[j], value=nl.multiply(t, j + 1))
+        return out
+
+    def invariant(x):
+        out = nl.ndarray((64, 128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        for j in nl.affine_range(64):
+            nl.store(out[j], value=nl.multiply(t, 3.0))
+        return out
+
+    x = np.ones((128, 512), np.float32)
+    one = max(64, 512) + 60  # a one-input VectorE pass over 512 fp32 elements plus the access overhead, in cycles
+    dve = {}
+    for kernel, want in ((varying, np.arange(1, 65, dtype=np.float32)[:, None, None] * x), (invariant, 3 * x)):
+        k = nki.jit(kernel, platform_target="trn2")
+        run = api.launch(k, (x,), target="trn2")
+        np.testing.assert_array_equal(run.outputs, np.broadcast_to(want, (64, 128, 512)))
+        dve[kernel] = run.estimate().engine_busy_us["dve"]
+        assert api.estimate(api.trace(k, (x,), target="trn2")).engine_busy_us["dve"] == pytest.approx(dve[kernel])
+    assert dve[varying] == pytest.approx(64 * one / 0.96 / 1000)  # every product (trn2 VectorE 0.96 GHz)
+    assert dve[invariant] == pytest.approx(one / 0.96 / 1000)  # one
+
+
 def test_a_partition_broadcast_read_by_vector_engine_stays_in_psum():
     """``B.broadcast_to`` is a TensorE matmul into PSUM; a tensor_tensor reading it there takes one pass (spec
     §4.3) and no copy to SBUF is needed.  Wider than one PSUM bank, it is copied out and read from SBUF."""

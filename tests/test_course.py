@@ -44,6 +44,7 @@ def built(tmp_path_factory) -> Path:
     return root / "c"
 
 
+@pytest.mark.processes
 def test_make_course_builds_source_release_gradebook_and_roster(built: Path) -> None:
     src = nbformat.read(built / "source" / "01_vector_add" / "01_vector_add.ipynb", as_version=4)
     # the lesson, as make release reads it for the course's stub dialect (the other dialect's kernel cells dropped)
@@ -63,6 +64,7 @@ def test_make_course_builds_source_release_gradebook_and_roster(built: Path) -> 
     assert points == expected and "w1_answer" in points  # the written answer is in the gradebook too
 
 
+@pytest.mark.processes
 def test_make_course_dialect_legacy_hands_out_the_legacy_twins(tmp_path: Path) -> None:
     """One word, ``make course ... DIALECT=legacy``: the course's release is the legacy twin students of CS149's
     handouts get (``assignments/legacy/``), its gradebook the same questions and points."""
@@ -76,6 +78,7 @@ def test_make_course_dialect_legacy_hands_out_the_legacy_twins(tmp_path: Path) -
     assert any("import neuronxcc.nki as nki" in c.source for c in released.cells if c.cell_type == "code")
 
 
+@pytest.mark.processes
 def test_rebuilding_keeps_the_course_and_adds_lessons(built: Path) -> None:
     release = built / "release" / "01_vector_add" / "01_vector_add.ipynb"
     before = release.stat().st_mtime_ns
@@ -86,6 +89,7 @@ def test_rebuilding_keeps_the_course_and_adds_lessons(built: Path) -> None:
         course.build(built, only=["99_nothing"])
 
 
+@pytest.mark.processes
 def test_bare_venv_nbgrader_finds_alembic(tmp_path: Path) -> None:
     """nbgrader starts `alembic` by name when it makes a gradebook: with the venv's bin/ not on PATH that failed
     ("No such file or directory: 'alembic'"); make setup's path hook fixes it for every interpreter of the venv."""

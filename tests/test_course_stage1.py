@@ -12,7 +12,8 @@ import time
 import pytest
 from course_testing import (
     REPO,
-    mutant_grading_test,
+    grade_in_process,
+    inprocess_mutant_test,
     outputs_text,
     run_reference_notebook,
     write,
@@ -30,8 +31,8 @@ SOLUTIONS = REPO / "solutions" / STAGE
 
 
 @pytest.mark.slow
-def test_reference_notebook_runs_and_earns_full_marks(tmp_path):
-    nb = run_reference_notebook(STAGE, tmp_path, {"q1_grade", "q2_grade"})
+def test_reference_notebook_runs_and_earns_full_marks():
+    nb = run_reference_notebook(STAGE, {"q1_grade", "q2_grade"})
     # the 128-partition demo shows the compiler's message
     assert "exceed architecture limitation of 128" in outputs_text(nb, "demo_limit")
 
@@ -42,7 +43,7 @@ def test_reference_notebook_runs_and_earns_full_marks(tmp_path):
 def test_reference_kernels_full_marks():
     for qid in ("vector_add_naive", "vector_add_stream"):
         q = QUESTIONS[qid]
-        r = grade_report(qid, q.solution_path, seed=123, verbose=False)
+        r = grade_in_process(qid, q.solution_path, 123)
         assert r.points == q.points, (qid, r)
 
 
@@ -111,9 +112,10 @@ MUTANTS = {
 }
 
 
-test_mutants_lose_correctness_points = mutant_grading_test(MUTANTS, seed=7)
+test_mutants_lose_correctness_points = inprocess_mutant_test(MUTANTS, seed=7)
 
 
+@pytest.mark.processes
 def test_check_diagnoses_in_plain_words(tmp_path, capsys):
     path = write(tmp_path, "m.py", MUTANTS["wrong_offset"][1])
     result = check("vector_add_stream", path)
@@ -160,7 +162,7 @@ def test_slow_kernel_gets_partial_or_no_speed_points(tmp_path):
                 nl.store(out[:, j * 2048:(j + 1) * 2048], value=nl.add(x, y))
             return out
         """)
-    r = grade_report("vector_add_stream", one_pair, seed=3, verbose=False)
+    r = grade_in_process("vector_add_stream", one_pair, 3)
     assert r.correctness == 2.0 and r.evaluation.ratio > 1.2 and r.speed < 2.0
     tiny = write(tmp_path, "tiny.py", """
         @nki.jit
@@ -172,10 +174,11 @@ def test_slow_kernel_gets_partial_or_no_speed_points(tmp_path):
                 nl.store(out[:, s:s + chunk], value=nl.add(nl.load(a[:, s:s + chunk]), nl.load(b[:, s:s + chunk])))
             return out
         """)
-    r = grade_report("vector_add_stream", tiny, seed=3, verbose=False)
+    r = grade_in_process("vector_add_stream", tiny, 3)
     assert r.correctness == 2.0 and r.evaluation.ratio > 2.0 and r.speed == 0.0
 
 
+@pytest.mark.processes
 def test_infinite_loop_times_out_with_zero(tmp_path):
     path = write(tmp_path, "loop.py", """
         @nki.jit
@@ -189,6 +192,7 @@ def test_infinite_loop_times_out_with_zero(tmp_path):
     assert r.points == 0.0 and "timed out" in r.evaluation.problem
 
 
+@pytest.mark.processes
 def test_memory_hog_gets_a_memory_error_not_the_machine(tmp_path, capsys):
     # an 8 GiB HBM tensor, which this machine could allocate and fill: the grader's child process is capped,
     # so the kernel fails at its own line in a moment instead of filling memory (the batch behind it goes on)
@@ -207,6 +211,7 @@ def test_memory_hog_gets_a_memory_error_not_the_machine(tmp_path, capsys):
     assert "MemoryError at hog.py line 9" in verdict and "at most 4096 MiB of memory" in verdict, verdict
 
 
+@pytest.mark.processes
 def test_an_output_never_written_is_reported_at_the_students_allocation(tmp_path, capsys):
     # the zero-trip loop: the error names the student's variable and line, not the grader's (it used to say
     # "NKIValueError at _child.py line 126: Output tensor `t3` is never written to")
@@ -227,6 +232,7 @@ def test_an_output_never_written_is_reported_at_the_students_allocation(tmp_path
     assert "result = nl.ndarray(a.shape" in verdict, verdict
 
 
+@pytest.mark.processes
 def test_crash_and_import_error_score_zero(tmp_path, capsys):
     crash = write(tmp_path, "crash.py", """
         import os
@@ -265,6 +271,7 @@ def test_monkeypatching_numpy_cannot_change_the_grade(tmp_path):
     assert r.points == 0.0 and r.correctness == 0.0
 
 
+@pytest.mark.processes
 def test_numpy_result_poked_into_the_output_scores_zero(tmp_path):
     """A kernel that stores something legal, then overwrites its output's values from NumPy, must not pass:
     NKI tensors expose no host-side values inside a kernel, on hardware or here."""
@@ -281,6 +288,7 @@ def test_numpy_result_poked_into_the_output_scores_zero(tmp_path):
     assert all("has no attribute 'data'" in c.verdict.message for c in r.evaluation.cases)
 
 
+@pytest.mark.processes
 def test_stderr_noise_in_a_correct_kernel_does_not_cost_points(tmp_path, capsys):
     # (`sys` is refused by the grader's screen of kernel files, so the noise is warnings, which go to stderr)
     path = write(tmp_path, "noisy.py", """
@@ -331,6 +339,7 @@ def test_leak_scan_catches_solution_code(tmp_path):
     assert scan_for_leaks(leaky, prints)
 
 
+@pytest.mark.processes
 def test_nkilab_imports_from_anywhere(tmp_path):
     proc = subprocess.run([sys.executable, "-c", "import nkilab; print(nkilab.grade.__name__)"], cwd=tmp_path,
                           capture_output=True, text=True, env={k: v for k, v in os.environ.items()

@@ -10,13 +10,14 @@ import nbformat
 import pytest
 from course_testing import (
     REPO,
-    mutant_grading_test,
+    grade_in_process,
+    inprocess_mutant_test,
     outputs_text,
     run_reference_notebook,
     write,
 )
 
-from nkilab import check, grade_report
+from nkilab import check
 from nkilab.questions import QUESTIONS
 from nkilab.release import reference_fingerprints, scan_for_leaks
 
@@ -36,8 +37,8 @@ def images(nb: nbformat.NotebookNode, cell_id: str) -> int:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("stage", sorted(STAGES))
-def test_reference_notebook_runs_and_earns_full_marks(tmp_path, stage):
-    nb = run_reference_notebook(stage, tmp_path, set(STAGES[stage].values()))
+def test_reference_notebook_runs_and_earns_full_marks(stage):
+    nb = run_reference_notebook(stage, set(STAGES[stage].values()))
     if stage.startswith("02"):
         assert "exceed architecture limitation of 128" in outputs_text(nb, "demo_limit")
         assert "slice 128:256 is out of bounds for dimension 0 of 'x' with size 129" in outputs_text(nb, "demo_ragged")
@@ -61,7 +62,7 @@ def test_reference_notebook_runs_and_earns_full_marks(tmp_path, stage):
 @pytest.mark.parametrize("qid", ["tiled_add", "tiled_add_relu", "stream_add_1d"])
 def test_reference_kernels_full_marks(qid):
     q = QUESTIONS[qid]
-    r = grade_report(qid, q.solution_path, seed=123, verbose=False)
+    r = grade_in_process(qid, q.solution_path, 123)
     assert r.points == q.points, (qid, r)
 
 
@@ -198,7 +199,7 @@ MUTANTS = {
 }
 
 
-test_mutants_lose_correctness_points = mutant_grading_test(MUTANTS, seed=11)
+test_mutants_lose_correctness_points = inprocess_mutant_test(MUTANTS, seed=11)
 
 
 RELU_FORGOTTEN = """
@@ -216,6 +217,7 @@ RELU_FORGOTTEN = """
 
 
 @pytest.mark.parametrize("seed", range(6))
+@pytest.mark.processes
 def test_tiny_cases_do_not_reward_the_luck_of_the_draw(tmp_path, seed):
     # a kernel without the ReLU is right on a 1x1 case whenever the drawn sum is positive, about every
     # other seed; the negated twin of each tiny case makes it wrong under every seed
@@ -231,6 +233,7 @@ def test_tiny_cases_do_not_reward_the_luck_of_the_draw(tmp_path, seed):
                     speed=False).correct
 
 
+@pytest.mark.processes
 def test_check_explains_ragged_and_free_dim_mistakes(tmp_path, capsys):
     path = write(tmp_path, "nomask.py", MUTANTS["missing_mask"][1])
     assert not check("tiled_add_relu", path).passed
@@ -258,7 +261,7 @@ def test_speed_tiers_reward_full_128_row_tiles(tmp_path):
                 nl.store(out[t * 32:(t + 1) * 32, :], value=nl.add(a_tile, b_tile))
             return out
         """)
-    r = grade_report("tiled_add", tile32, seed=3, verbose=False)
+    r = grade_in_process("tiled_add", tile32, 3)
     assert r.correctness == 2.0 and r.evaluation.ratio > 2.0 and r.speed == 0.0
 
 
@@ -279,7 +282,7 @@ def test_speed_tiers_follow_free_dim(tmp_path, free_dim, speed):
                 nl.store(o3[t], value=nl.add(a_tile, b_tile))
             return out
         """)
-    r = grade_report("stream_add_1d", path, seed=4, verbose=False)
+    r = grade_in_process("stream_add_1d", path, 4)
     assert r.correctness == 2.0 and r.speed == speed, (free_dim, r.evaluation.ratio)
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from course_testing import (
-    mutant_grading_test,
+    grade_in_process,
+    inprocess_mutant_test,
     outputs_text,
     run_reference_notebook,
     solution_variant,
@@ -41,8 +42,8 @@ def load(path: Path, name: str):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("stage", sorted(STAGES))
-def test_reference_notebook_runs_and_earns_full_marks(tmp_path, stage):
-    nb = run_reference_notebook(stage, tmp_path, {"q1_grade", "q2_grade"})
+def test_reference_notebook_runs_and_earns_full_marks(stage):
+    nb = run_reference_notebook(stage, {"q1_grade", "q2_grade"})
     if stage.startswith("04"):
         assert "slice 128:256 is out of bounds for dimension 0 of 'x' with size 200" in outputs_text(nb, "demo_nomask")
         assert "copy with a smaller last tile is exact: True" in outputs_text(nb, "demo_mask")
@@ -74,7 +75,7 @@ def test_numpy_reference_is_torch_rms_norm():
 @pytest.mark.parametrize("qid", [q for qs in STAGES.values() for q in qs])
 def test_reference_kernels_full_marks(qid):
     q = QUESTIONS[qid]
-    r = grade_report(qid, q.solution_path, seed=123, verbose=False)
+    r = grade_in_process(qid, q.solution_path, 123)
     assert r.points == q.points, (qid, r)
 
 
@@ -91,12 +92,12 @@ def test_stage_registries():
 
 def test_fast_kernel_is_faster_than_the_plain_one(tmp_path):
     # Q1, the straightforward kernel, is graded on correctness only: all 4 points, no timed run, no speed line
-    plain = grade_report("rmsnorm", QUESTIONS["rmsnorm"].solution_path, seed=1, verbose=False)
+    plain = grade_in_process("rmsnorm", QUESTIONS["rmsnorm"].solution_path, 1)
     assert (plain.points, plain.correctness, plain.speed) == (4.0, 4.0, 0.0)
     assert plain.evaluation.latency_us is None and "Speed" not in plain.text()
     # handed in as Q2 it is correct and earns only half the speed points of the optimized tier
     body = solution_variant("04_masked_rmsnorm", "rmsnorm", name="rmsnorm_fast")
-    as_fast = grade_report("rmsnorm_fast", write(tmp_path, "plain_as_fast.py", body), seed=1, verbose=False)
+    as_fast = grade_in_process("rmsnorm_fast", write(tmp_path, "plain_as_fast.py", body), 1)
     assert 1.2 < as_fast.evaluation.ratio < 2.0
     assert (as_fast.correctness, as_fast.speed) == (1.0, 1.5)
 
@@ -211,9 +212,10 @@ MUTANTS = {
 }
 
 
-test_mutants_lose_correctness_points = mutant_grading_test(MUTANTS, seed=7, header=HEADER)
+test_mutants_lose_correctness_points = inprocess_mutant_test(MUTANTS, seed=7, header=HEADER)
 
 
+@pytest.mark.processes
 def test_check_explains_the_missing_mask(tmp_path, capsys):
     path = write(tmp_path, "nomask.py", MUTANTS["rms_no_mask"][1])
     result = check("rmsnorm", path)
@@ -231,6 +233,7 @@ def test_check_explains_the_missing_mask(tmp_path, capsys):
 # --------------------------------------------------------------------------- grid / target plumbing
 
 
+@pytest.mark.processes
 def test_grid_questions_run_in_process_and_ignore_the_default_target(capsys, monkeypatch):
     monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn1")  # the question forces trn2 regardless
     for qid in STAGES["05_multicore_spmd"]:

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import pytest
 from course_testing import (
-    mutant_grading_test,
+    grade_in_process,
+    inprocess_mutant_test,
     outputs_text,
     run_reference_notebook,
     solution_variant,
     write,
 )
 
-from nkilab import check, grade_report
+from nkilab import check
 from nkilab.questions import QUESTIONS
 
 STAGE = "06_tensor_engine_matmul"
@@ -21,8 +22,8 @@ QIDS = ("matmul_tiled", "matmul_fast")
 
 
 @pytest.mark.slow
-def test_reference_notebook_runs_and_earns_full_marks(tmp_path):
-    nb = run_reference_notebook(STAGE, tmp_path, {"q1_grade", "q2_grade"})
+def test_reference_notebook_runs_and_earns_full_marks():
+    nb = run_reference_notebook(STAGE, {"q1_grade", "q2_grade"})
     one = outputs_text(nb, "demo_one_tile")
     assert "result tile: (64, 512) float32 in nl.psum" in one
     assert float(one.split("max |kernel - numpy| =")[1].split()[0]) < 1e-4
@@ -40,7 +41,7 @@ def test_reference_notebook_runs_and_earns_full_marks(tmp_path):
 @pytest.mark.parametrize("qid", QIDS)
 def test_reference_kernels_full_marks(qid):
     q = QUESTIONS[qid]
-    r = grade_report(qid, q.solution_path, seed=123, verbose=False)
+    r = grade_in_process(qid, q.solution_path, 123)
     assert r.points == q.points, (qid, r)
 
 
@@ -85,7 +86,7 @@ def test_speed_tiers_reward_reuse(tmp_path):
     hoisted = write(tmp_path, "hoisted.py", HOISTED)
     q = QUESTIONS["matmul_fast"]
     for path, speed, lo, hi in ((tiled, 0.0, 2.0, 2.6), (hoisted, 1.5, 1.2, 2.0)):
-        r = grade_report("matmul_fast", path, seed=5, verbose=False)
+        r = grade_in_process("matmul_fast", path, 5)
         assert r.correctness == q.correctness_points, r
         assert r.speed == speed and lo < r.evaluation.ratio <= hi, (path.name, r.evaluation.ratio)
 
@@ -109,9 +110,10 @@ MUTANTS = {
                             "result[m * 128:(m + 1) * 128, n * 511:n * 511 + 512]"),
 }
 
-test_mutants_lose_correctness_points = mutant_grading_test(MUTANTS, seed=11)
+test_mutants_lose_correctness_points = inprocess_mutant_test(MUTANTS, seed=11)
 
 
+@pytest.mark.processes
 def test_check_explains_a_lost_accumulation(tmp_path, capsys):
     # overwriting PSUM in every iteration of an affine_range K loop is the compiler's dependency error, at the
     # student's line; with K = 128 (one iteration) there is nothing to lose and the case passes

@@ -5,9 +5,15 @@ reward keeping w in SBUF and hoisting the transposes (cost-model estimates, whic
 from __future__ import annotations
 
 import pytest
-from course_testing import mutant_grading_test, outputs_text, run_reference_notebook, solution_variant, write
+from course_testing import (
+    grade_in_process,
+    inprocess_mutant_test,
+    outputs_text,
+    run_reference_notebook,
+    solution_variant,
+    write,
+)
 
-from nkilab import grade_report
 from nkilab.questions import QUESTIONS
 
 STAGE = "07_fused_rmsnorm_linear"
@@ -15,8 +21,8 @@ QIDS = ("rmsnorm_linear", "rmsnorm_linear_fast")
 
 
 @pytest.mark.slow
-def test_reference_notebook_runs_and_earns_full_marks(tmp_path):
-    nb = run_reference_notebook(STAGE, tmp_path, {"q1_grade", "q2_grade"})
+def test_reference_notebook_runs_and_earns_full_marks():
+    nb = run_reference_notebook(STAGE, {"q1_grade", "q2_grade"})
     assert "transposed: (128, 128) float32 in nl.psum" in outputs_text(nb, "demo_transpose")
     assert "equal to block.T: True" in outputs_text(nb, "demo_transpose")
     profile = outputs_text(nb, "profile_demo")
@@ -31,7 +37,7 @@ def test_reference_notebook_runs_and_earns_full_marks(tmp_path):
 @pytest.mark.parametrize("seed", [1, 2])
 def test_reference_kernels_full_marks(qid, seed):
     q = QUESTIONS[qid]
-    r = grade_report(qid, q.solution_path, seed=seed, verbose=False)
+    r = grade_in_process(qid, q.solution_path, seed)
     assert r.points == q.points, (qid, r)
 
 
@@ -72,7 +78,7 @@ def test_speed_tiers_reward_reuse(tmp_path):
                     solution_variant(STAGE, "rmsnorm_linear", HOISTED_TRANSPOSES, name="rmsnorm_linear_fast"))
     q = QUESTIONS["rmsnorm_linear_fast"]
     for path, speed, lo, hi in ((plain, 0.0, 2.0, 4.5), (hoisted, 1.5, 1.2, 2.0)):
-        r = grade_report("rmsnorm_linear_fast", path, seed=3, verbose=False)
+        r = grade_in_process("rmsnorm_linear_fast", path, 3)
         assert r.correctness == q.correctness_points, r
         assert r.speed == speed and lo < r.evaluation.ratio <= hi, (path.name, r.evaluation.ratio)
 
@@ -97,4 +103,4 @@ MUTANTS = {
                                     "g.reshape((C, 1))[0:128, :]"),
 }
 
-test_mutants_lose_correctness_points = mutant_grading_test(MUTANTS, seed=13)
+test_mutants_lose_correctness_points = inprocess_mutant_test(MUTANTS, seed=13)

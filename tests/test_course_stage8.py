@@ -17,7 +17,6 @@ from course_testing import (
     write,
 )
 
-from nkilab import grade_report
 from nkilab.evaluate import evaluate, record
 from nkilab.modules import load_kernel
 from nkilab.questions import QUESTIONS, Case, Question
@@ -36,8 +35,8 @@ def torch_conv_pool(x: np.ndarray, w: np.ndarray, bias: np.ndarray, pool: int = 
 
 
 @pytest.mark.slow
-def test_reference_notebook_runs_and_earns_full_marks(tmp_path):
-    nb = run_reference_notebook(STAGE, tmp_path, {"q1_grade", "q2_grade"})
+def test_reference_notebook_runs_and_earns_full_marks():
+    nb = run_reference_notebook(STAGE, {"q1_grade", "q2_grade"})
     assert float(outputs_text(nb, "demo_taps").split("=")[1]) < 1e-12
     profile = outputs_text(nb, "profile_demo")
     assert "cost-model estimate" in profile and "target trn2" in profile
@@ -54,7 +53,7 @@ def test_reference_notebook_runs_and_earns_full_marks(tmp_path):
 @pytest.mark.parametrize("qid", QIDS)
 def test_reference_kernels_full_marks(qid):
     q = QUESTIONS[qid]
-    r = grade_report(qid, q.solution_path, seed=321, verbose=False)
+    r = grade_in_process(qid, q.solution_path, 321)
     assert r.points == q.points, (qid, r)
 
 

@@ -152,6 +152,7 @@ def neff(folder: Path, *shapes: tuple[int, ...]) -> Path:
     return path
 
 
+@pytest.mark.processes
 def test_nrtpy_benchmark_times_the_neff_on_the_device(tools, monkeypatch):
     monkeypatch.setenv(device.NRTPY_PYTHON_ENV, str(tools["python"]))
     inputs = [np.ones((128, 512), np.float32), np.ones((128, 512), np.float32)]
@@ -169,6 +170,7 @@ def test_nrtpy_benchmark_times_the_neff_on_the_device(tools, monkeypatch):
         device.time_neff(neff(tools["root"], (64, 512)), inputs[:1])
 
 
+@pytest.mark.processes
 def test_without_nrtpy_neuron_explorer_captures_the_second_execution(tools, monkeypatch):
     monkeypatch.setenv("PATH", f"{tools['bin']}{os.pathsep}{os.environ['PATH']}")
     path = neff(tools["root"], (128, 512))
@@ -196,6 +198,7 @@ def test_with_no_tool_and_no_device_nothing_claims_a_measurement(tools):
     assert not device.on_device(tools["root"] / "dev")  # a device, but `import nki` is the simulator here
 
 
+@pytest.mark.processes
 def test_the_grader_compiles_a_06_kernel_to_a_neff_in_a_child_and_times_it_itself(tools, monkeypatch, tmp_path):
     """The grading parent's device path for an NKI 0.6 kernel: a child imports the student's file under AWS's nki
     (the stand-in), runs it once on the timed case's shapes with NEURON_FRAMEWORK_DEBUG=1 in a scratch folder, and

@@ -15,12 +15,12 @@ from nkilab.release import REPO, load_source
 
 
 @pytest.mark.slow
-def test_stage5_in_the_legacy_dialect_runs_and_earns_full_marks(tmp_path):
+def test_stage5_in_the_legacy_dialect_runs_and_earns_full_marks():
     lesson = load_source(REPO / "notebooks" / "05_multicore_spmd.py", "legacy")
     code = [c.source for c in lesson.cells if c.cell_type == "code"]
     assert sum(c.startswith("%%writefile") for c in code) == 2
     assert all("import nki\n" not in c for c in code) and any("import neuronxcc.nki as nki" in c for c in code)
-    nb = run_reference_notebook("05_multicore_spmd", tmp_path, {"q1_grade", "q2_grade"}, dialect="legacy")
+    nb = run_reference_notebook("05_multicore_spmd", {"q1_grade", "q2_grade"}, dialect="legacy")
     assert "nl.spmd_dim(nl.nc(2), 2) gives the same result: True" in outputs_text(nb, "demo_trn1")
     table = outputs_text(nb, "speedup_demo")
     assert "estimated latency on trn2" in table, table

@@ -112,6 +112,7 @@ def matmul_tiled(lhsT, rhs):
 """
 
 
+@pytest.mark.processes
 def test_check_shows_the_assignment_line_for_matmul(tmp_path, capsys):
     path = write(tmp_path, "matmul_tiled.py", MATMUL_REBINDS)
     lines = Path(path).read_text().splitlines()
@@ -182,6 +183,7 @@ def test_numpy_scalar_operators_on_tiles_still_compute():
     np.testing.assert_allclose(got, want, rtol=1e-5)
 
 
+@pytest.mark.processes
 def test_check_tells_np_add_to_use_nl_add(tmp_path, capsys):
     path = write(tmp_path, "vector_add_naive.py", """
         @nki.jit
@@ -240,6 +242,7 @@ def test_branch_on_affine_range_variable_is_warned_at_the_line(kernel):
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.processes
 def test_check_warns_about_a_branch_on_the_loop_variable(tmp_path, capsys):
     path = write(tmp_path, "tiled_add.py", """
         @nki.jit
@@ -321,6 +324,7 @@ def test_loop_variables_that_are_not_branched_on_still_work():
 
 
 # --------------------------------------------------------------------------- the timed run failed
+@pytest.mark.processes
 def test_check_does_not_say_passed_when_the_timed_run_fails(tmp_path, capsys):
     path = write(tmp_path, "vector_add_stream.py", """
         @nki.jit

@@ -21,7 +21,7 @@ from nkilab import processes, sandbox
 from nkilab.questions import QUESTIONS
 from nkilab.runner import run_module
 
-pytestmark = pytest.mark.skipif(sandbox.probe() is not None, reason=f"no sandbox here: {sandbox.probe()}")
+pytestmark = [pytest.mark.processes, pytest.mark.usefixtures("needs_sandbox")]
 
 
 def _cases(n: int = 2) -> list[list[np.ndarray]]:
@@ -33,6 +33,7 @@ def _pids() -> set[int]:
     return {s.proc.pid for s in processes.running_servers()}
 
 
+@pytest.mark.processes
 def test_one_server_answers_question_after_question():
     q = QUESTIONS["vector_add_naive"]
     cases = _cases()
@@ -53,6 +54,7 @@ def _server() -> processes.ExecutorServer:
     return processes.ExecutorServer(cmd, None, None, limits)
 
 
+@pytest.mark.processes
 def test_a_worker_that_dies_is_a_crash_and_the_server_lives_on():
     server = _server()
     try:
@@ -68,6 +70,7 @@ def test_a_worker_that_dies_is_a_crash_and_the_server_lives_on():
         server.stop()
 
 
+@pytest.mark.processes
 def test_trouble_replaces_the_server():
     server = _server()
     try:

@@ -172,6 +172,7 @@ def tiled_add(a, b):
 """
 
 
+@pytest.mark.processes
 def test_check_draws_which_tiles_are_wrong(tmp_path: Path, capsys) -> None:
     result = check("tiled_add", write(tmp_path, "tiled_add.py", SECOND_TILE_WRONG))
     assert not result.passed

@@ -16,7 +16,7 @@ import jsonschema
 import nbformat
 import pytest
 
-from nkilab import example_class, gradescope, manifest, sandbox
+from nkilab import example_class, gradescope, manifest
 from nkilab.questions import QUESTIONS
 from nkilab.release import assignments_dir
 
@@ -50,7 +50,7 @@ RESULTS_SCHEMA = {
     "additionalProperties": False,
 }
 
-pytestmark = pytest.mark.skipif(sandbox.probe() is not None, reason=f"no sandbox here: {sandbox.probe()}")
+pytestmark = [pytest.mark.processes, pytest.mark.usefixtures("needs_sandbox")]
 
 
 @pytest.fixture(scope="module")
@@ -155,3 +155,15 @@ def test_make_gradescope_dialect_legacy_bundles_the_legacy_twin(tmp_path):
         shipped = bundle.read(f"{STAGE}.ipynb").decode()
     assert shipped == (REPO / "assignments" / "legacy" / f"{STAGE}.ipynb").read_text()
     assert "import neuronxcc.nki as nki" in shipped
+
+
+def test_adds_through_transposed_views_earn_their_correctness_points_only(bundle, tmp_path):
+    """Issue 28's attack, on Gradescope as in the example class (peggy): stage 1's adds move every element (Q1) or
+    every 64 bytes (Q2) as a DMA piece of its own; priced by its descriptors it earns its correctness points only
+    (7/7 while a DMA was priced by the bounding box of its access)."""
+    results = run_autograder(bundle, tmp_path, submission({"answers": {
+        "q1_kernel": "kernels/peggy_add_through_transposed_views.py",
+        "q2_kernel": "kernels/peggy_stream_columns_across_partitions.py"}}))
+    visible = [t for t in results["tests"] if t["visibility"] == "visible"]
+    assert [t["score"] for t in visible] == [2.0, 2.0] and results["score"] == 4.0
+    assert all("Correctness: 10/10 cases" in t["output"] for t in visible), [t["output"] for t in visible]

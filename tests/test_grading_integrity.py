@@ -360,6 +360,7 @@ def _feedback_course(root: Path) -> tuple[Path, str]:
     return root, db_url
 
 
+@pytest.mark.processes
 def test_real_nbgrader_generate_feedback_is_inert(tmp_path):
     """``nbgrader generate_feedback`` with ``feedback_flags()``, as classgrade runs it (about 5 s)."""
     course, _ = _feedback_course(tmp_path)
@@ -410,6 +411,7 @@ def _sql(db_url: str, statement: str, *args) -> None:
         conn.execute(statement, args)
 
 
+@pytest.mark.processes
 def test_a_manual_score_rewritten_during_grading_is_reported_exactly(audit_template, tmp_path):
     db_url = _gradebook(audit_template, tmp_path)
     before = gradebook_audit.snapshot(db_url)
@@ -420,6 +422,7 @@ def test_a_manual_score_rewritten_during_grading_is_reported_exactly(audit_templ
     assert str(found[0]) == "ada / lab / nb / q1: manual_score changed from 3.0 to 10.0"
 
 
+@pytest.mark.processes
 def test_extra_credit_comments_and_deletions_are_reported_auto_scores_are_not(audit_template, tmp_path):
     db_url = _gradebook(audit_template, tmp_path)
     before = gradebook_audit.snapshot(db_url)

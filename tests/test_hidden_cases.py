@@ -15,6 +15,7 @@ CLEO = example_class.CLASS_DIR / "kernels" / "cleo_add_float32_out.py"  # float3
 REFERENCE = QUESTIONS["vector_add_naive"].solution_path
 
 
+@pytest.mark.processes
 def test_a_student_running_a_grade_cell_sees_hidden_cases_only_as_a_count(monkeypatch, capsys):
     monkeypatch.delenv(GRADING_ENV, raising=False)
     grade_report("vector_add_naive", CLEO, seed=1)
@@ -29,6 +30,7 @@ def test_a_student_running_a_grade_cell_sees_hidden_cases_only_as_a_count(monkey
     assert "[FAIL] hidden case 8/10  a, b: float16 [64, 100]" in ta
 
 
+@pytest.mark.processes
 def test_private_hidden_cases_replace_the_public_registrys(tmp_path, monkeypatch):
     path = tmp_path / "hidden.json"
     path.write_text(json.dumps({"vector_add_naive": [{"shape": [3, 5]}, {"shape": [100, 64], "dtype": "float32"}]}))
@@ -44,6 +46,7 @@ def test_private_hidden_cases_replace_the_public_registrys(tmp_path, monkeypatch
     assert grade_report("vector_add_naive", REFERENCE, seed=1, verbose=False).points == 3.0
 
 
+@pytest.mark.processes
 def test_a_typo_in_the_private_file_is_said_not_ignored(tmp_path, monkeypatch, capsys):
     path = tmp_path / "hidden.json"
     path.write_text(json.dumps({"vector_add_naiv": [{"shape": [3, 5]}]}))

@@ -36,6 +36,7 @@ def get(url: str) -> tuple[int, bytes]:
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.processes
 def test_make_lab_serves_the_notebooks_headless_without_instructor_tools(tmp_path: Path) -> None:
     port, token = free_port(), secrets.token_hex(16)
     work = tmp_path / "work"
@@ -111,6 +112,7 @@ def test_copies_are_kept_and_a_changed_lesson_is_reported(tmp_path: Path) -> Non
     assert sorted(s.copy.name for s in stale) == ["01_a.ipynb", "02_b.ipynb"]
 
 
+@pytest.mark.processes
 def test_make_lab_prints_the_warning(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
@@ -149,6 +151,7 @@ def test_allow_root_is_added_exactly_when_running_as_root(monkeypatch, tmp_path:
     assert lab.command(tmp_path, ["--allow-root"], "jupyter").count("--allow-root") == 1
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("dialect", ["", "nki", "legacy"])
 def test_make_lab_dialect_picks_the_notebooks_in_one_word(tmp_path: Path, dialect: str) -> None:
     """``make lab`` opens the NKI 0.6 notebooks (the course's dialect); ``make lab DIALECT=legacy`` their legacy twins,

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.processes  # every test here starts a process (a command)
+
 REPO = Path(__file__).resolve().parents[1]
 LINT = Path(sys.executable).with_name("lint-imports")
 

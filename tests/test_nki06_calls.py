@@ -169,7 +169,7 @@ def test_random_calls_by_their_properties() -> None:
     assert 0.35 < kept.mean() < 0.65 and np.array_equal(d1[kept], x[kept])
 
 
-@covers("ds", "affine_range", "sequential_range", "static_range", "program_id", "num_programs", "program_ndim",
+@covers("ds", "affine_range", "sequential_range", "static_range", "range", "program_id", "num_programs", "program_ndim",
         "is_hbm", "is_sbuf", "is_psum", "is_on_chip", "device_print")
 def test_indices_loops_queries_and_print(capsys: pytest.CaptureFixture) -> None:
     x = rand(128, 64)
@@ -182,7 +182,8 @@ def test_indices_loops_queries_and_print(capsys: pytest.CaptureFixture) -> None:
         for i in nl.affine_range(2):
             for j in nl.sequential_range(0, 2):
                 for _ in nl.static_range(1):
-                    total += 1  # plain Python ints: 4 iterations
+                    for _ in nl.range(1):  # nl.range: nki-library main's spelling
+                        total += 1  # plain Python ints: 4 iterations
                     t = nl.load(a[nl.ds(i * 64, 64), nl.ds(j * 32, 32)])
                     nl.store(out[i * 64:(i + 1) * 64, j * 32:(j + 1) * 32], t)
         assert total == 4

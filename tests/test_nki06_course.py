@@ -92,6 +92,7 @@ def test_readme_help_and_docs_say_one_thing_about_forcing_the_simulator(page):
     assert switch_rows((REPO / page).read_text()) == [(s.setting, s.effect) for s in SWITCHES], page
 
 
+@pytest.mark.processes
 def test_the_help_gives_the_same_table():
     shown = subprocess.run([sys.executable, "-m", "nkisim", "--help"], capture_output=True, text=True, timeout=60,
                            env={"COLUMNS": "120", "PATH": "/usr/bin:/bin"}).stdout

@@ -344,10 +344,10 @@ def test_the_offsets_are_an_sbuf_p_by_1_integer_tensor():
     def not_a_tensor(data, indices):
         data.vector_select(0, [3, 4])  # ERR
 
-    _refused(in_hbm, r"must be an SBUF tensor of shape \(P, 1\), got 'indices' of shape \[128, 1\] in HBM")
-    _refused(two_columns, r"must be an SBUF tensor of shape \(P, 1\), got 'wide' of shape \[128, 2\] in SBUF")
+    _refused(in_hbm, r"one offset per partition \(shape \(P, 1\)\), got 'indices' of shape \[128, 1\] in HBM")
+    _refused(two_columns, r"one offset per partition \(shape \(P, 1\)\), got 'wide' of shape \[128, 2\] in SBUF")
     _refused(floats, "the offsets 'f' must hold integers, got float32")
-    _refused(not_a_tensor, "must be an SBUF tensor of shape")
+    _refused(not_a_tensor, "must be an SBUF tensor with one offset per partition")
 
 
 def test_only_one_dynamic_select_per_tensor():

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.processes  # every test here starts a process (a command)
+
 ROOT = Path(__file__).resolve().parent.parent
 PLACEHOLDER = 'raise ImportError("WRONG PACKAGE. This name is reserved; install the real package elsewhere")\n'
 

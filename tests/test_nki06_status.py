@@ -39,6 +39,7 @@ def test_classify(module: str, name: str, state: str) -> None:
     assert status.classify(module, name)[0] == state
 
 
+@pytest.mark.processes
 def test_the_published_table_is_generated_from_the_api_files(tmp_path: Path) -> None:
     if not os.path.isdir(MIRROR):
         pytest.skip(f"no local mirror of aws-neuron-sdk at {MIRROR}")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.processes  # every test here starts a process (a command, a sandbox)
 REPO = Path(__file__).resolve().parents[1]
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(REPO / "autograder")]))
 HEAVY = ("nkilab.grade", "nkilab.check", "nkilab.evaluate", "nkilab.compare", "nkilab.questions", "nkilab.manifest")

@@ -18,12 +18,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nkilab import gate, grade_report, sandbox
+from nkilab import gate, grade_report
 from nkilab.questions import HIDDEN_CASES_ENV
 from nkilab.results import Audience
 from nkilab.runner import run_module
 
-pytestmark = pytest.mark.skipif(sandbox.probe() is not None, reason=f"no sandbox here: {sandbox.probe()}")
+pytestmark = [pytest.mark.processes, pytest.mark.usefixtures("needs_sandbox")]
 
 HEADER = "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\nimport numpy as np\n\n"
 HONEST = """

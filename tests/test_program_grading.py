@@ -16,10 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nkilab import grade_report, sandbox
+from nkilab import grade_report
 from nkilab.runner import run_module
-
-pytestmark = pytest.mark.skipif(sandbox.probe() is not None, reason=f"no sandbox here: {sandbox.probe()}")
 
 HEADER = "import sys\n\nimport neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\nimport numpy as np\n\n"
 HONEST = """
@@ -55,6 +53,8 @@ def honest(tmp_path_factory) -> tuple[np.ndarray, float]:
     return case.output, case.timing["latency_us"]
 
 
+@pytest.mark.processes
+@pytest.mark.usefixtures("needs_sandbox")
 def test_the_child_never_sees_an_input_value(tmp_path):
     """Tracing hands the kernel tensors without storage: reading one to bake the answer in finds nothing."""
     path = kernel(tmp_path, "peek", """
@@ -68,6 +68,8 @@ def test_the_child_never_sees_an_input_value(tmp_path):
     assert case.status == "ok" and case.error is None
 
 
+@pytest.mark.processes
+@pytest.mark.usefixtures("needs_sandbox")
 def test_storage_written_around_the_instructions_counts_for_nothing(tmp_path):
     """No instruction writes the output, whatever the kernel does to tile objects in its own process: the
     executor's output tensor is never written, the compiler's error, no output."""
@@ -82,6 +84,8 @@ def test_storage_written_around_the_instructions_counts_for_nothing(tmp_path):
     assert case.error["error_id"] == "err_tensor_output_not_written_to", case.error
 
 
+@pytest.mark.processes
+@pytest.mark.usefixtures("needs_sandbox")
 def test_patching_the_simulator_in_the_child_changes_nothing(tmp_path, honest):
     """The kernel zeroes the cost model and rewires nl.add to subtract in its own process: the grader's executor
     computes a + b and the honest latency, to the bit."""
@@ -97,6 +101,8 @@ def test_patching_the_simulator_in_the_child_changes_nothing(tmp_path, honest):
     assert case.timing["latency_us"] == honest[1]
 
 
+@pytest.mark.processes
+@pytest.mark.usefixtures("needs_sandbox")
 def test_a_forged_program_is_executed_as_written(tmp_path):
     """The kernel replaces the tracer with one that sends a hand-written program returning input `a` unchanged:
     it validates, so it runs, and the output is `a` -- what that program computes, not the answer."""
@@ -117,6 +123,8 @@ def test_a_forged_program_is_executed_as_written(tmp_path):
     np.testing.assert_array_equal(case.output, inputs()[0])
 
 
+@pytest.mark.processes
+@pytest.mark.usefixtures("needs_sandbox")
 def test_a_program_naming_what_is_not_an_nki_call_is_refused(tmp_path):
     path = kernel(tmp_path, "evil", HONEST, before="""
         from nkisim import api as _api
@@ -135,6 +143,8 @@ def test_a_program_naming_what_is_not_an_nki_call_is_refused(tmp_path):
     assert "'os.system' is not an NKI call" in case.error["message"]
 
 
+@pytest.mark.processes
+@pytest.mark.usefixtures("needs_sandbox")
 def test_an_out_of_bounds_program_gets_the_compilers_error(tmp_path):
     """A forged access past the end of an input is caught by the op's own bounds check in the executor."""
     path = kernel(tmp_path, "oob", HONEST, before="""
@@ -176,6 +186,8 @@ def _looping(tmp_path, trips: int):
         """)
 
 
+@pytest.mark.processes
+@pytest.mark.usefixtures("needs_sandbox")
 def test_a_program_looping_a_trillion_times_is_refused_before_it_runs(tmp_path):
     """Two nested loop bodies of a million iterations each would run for days: the validator counts the calls a
     program would run and refuses it (``limits.MAX_EXECUTED_CALLS``), with no time spent."""
@@ -186,6 +198,8 @@ def test_a_program_looping_a_trillion_times_is_refused_before_it_runs(tmp_path):
     assert "would run more than 16777216 calls" in case.error["message"]
 
 
+@pytest.mark.processes
+@pytest.mark.usefixtures("needs_sandbox")
 def test_a_long_program_within_the_caps_is_stopped_at_the_timeout(tmp_path):
     """Just under the cap (2,000 x 2,000 iterations of the kernel's four calls) the program is valid and would
     run for minutes: the executor's fork is killed at the run's timeout, and nothing is graded."""
@@ -194,6 +208,8 @@ def test_a_long_program_within_the_caps_is_stopped_at_the_timeout(tmp_path):
     assert [(c.status, c.output) for c in res.cases] == [("not_run", None)], res.cases
 
 
+@pytest.mark.processes
+@pytest.mark.usefixtures("needs_sandbox")
 @pytest.mark.parametrize("name", ["poke", "patch", "forge"])
 def test_the_same_kernels_through_the_grader_score_zero(tmp_path, name):
     bodies = {"poke": ("out._data = a", ""), "patch": (HONEST, "import nkisim.cost.model as _m"),

@@ -20,6 +20,7 @@ def writefile_stubs(nb: nbformat.NotebookNode) -> list[str]:
     return [c.source for c in nb.cells if c.cell_type == "code" and c.source.startswith("%%writefile")]
 
 
+@pytest.mark.processes
 @pytest.mark.slow  # nbgrader generate_assignment for every stage: about half a minute
 def test_make_release_legacy_writes_the_twins_and_logs_the_files_it_wrote(tmp_path: Path):
     proc = subprocess.run(["make", "--no-print-directory", "release", "DIALECT=legacy", f"OUT={tmp_path}"], cwd=REPO,

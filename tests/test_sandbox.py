@@ -22,8 +22,6 @@ from nkilab import gate, grade_report, sandbox
 from nkilab.questions import QUESTIONS
 from nkilab.runner import run_module
 
-pytestmark = pytest.mark.skipif(sandbox.probe() is not None, reason=f"no sandbox here: {sandbox.probe()}")
-
 HEADER = "import os\nimport signal\nimport sys\nimport time\n\nimport neuronxcc.nki as nki\n" \
          "import neuronxcc.nki.language as nl\nimport numpy as np\n\n"
 HONEST_BODY = """
@@ -67,6 +65,8 @@ def victims(tmp_path: Path) -> dict[str, Path]:
     return found
 
 
+@pytest.mark.processes
+@pytest.mark.usefixtures("needs_sandbox")
 def test_honest_kernel_runs_in_the_sandbox_and_its_outputs_come_back(tmp_path):
     res = run(kernel(tmp_path, "honest", ""))
     assert res.sandboxed and not res.crashed and not res.timed_out and res.import_error is None
@@ -74,6 +74,8 @@ def test_honest_kernel_runs_in_the_sandbox_and_its_outputs_come_back(tmp_path):
     np.testing.assert_array_equal(res.cases[0].output, a + b)
 
 
+@pytest.mark.processes
+@pytest.mark.usefixtures("needs_sandbox")
 def test_files_outside_the_sandbox_do_not_exist_for_the_kernel(tmp_path, victims):
     path = kernel(tmp_path, "thief", f"""
         seen = []
@@ -96,6 +98,8 @@ def test_files_outside_the_sandbox_do_not_exist_for_the_kernel(tmp_path, victims
     assert {k: digest(v) for k, v in victims.items()} == before
 
 
+@pytest.mark.processes
+@pytest.mark.usefixtures("needs_sandbox")
 def test_the_grader_package_and_python_are_read_only(tmp_path):
     import nkilab.questions
 
@@ -110,6 +114,8 @@ def test_the_grader_package_and_python_are_read_only(tmp_path):
     assert digest(target) == before
 
 
+@pytest.mark.processes
+@pytest.mark.usefixtures("needs_sandbox")
 def test_environment_is_cleared(tmp_path, monkeypatch):
     monkeypatch.setenv("NKILAB_SEED", "13579")
     monkeypatch.setenv("NKILAB_REFERENCE_LATENCIES", '{"vector_add_naive@trn2": 1}')
@@ -121,6 +127,8 @@ def test_environment_is_cleared(tmp_path, monkeypatch):
     assert "'HOME', '/tmp'" in msg
 
 
+@pytest.mark.processes
+@pytest.mark.usefixtures("needs_sandbox")
 def test_the_kernel_cannot_see_or_signal_the_grader(tmp_path):
     path = kernel(tmp_path, "killer", """
         pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
@@ -142,6 +150,8 @@ def test_the_kernel_cannot_see_or_signal_the_grader(tmp_path):
         assert all(int(p) < 10 for p in visible.strip("[").split(", ") if p)
 
 
+@pytest.mark.processes
+@pytest.mark.usefixtures("needs_sandbox")
 def test_no_process_outlives_the_run(tmp_path):
     token = f"{os.getpid()}{int(time.time())}"
     path = kernel(tmp_path, "daemon", f"""
@@ -164,6 +174,8 @@ def test_no_process_outlives_the_run(tmp_path):
     assert leftovers == []
 
 
+@pytest.mark.processes
+@pytest.mark.usefixtures("needs_sandbox")
 def test_memory_and_disk_limits_are_hard(tmp_path):
     path = kernel(tmp_path, "hog", """
         import resource
@@ -193,6 +205,8 @@ def test_memory_and_disk_limits_are_hard(tmp_path):
     assert not list((tmp_path / "handin").glob("fill*"))
 
 
+@pytest.mark.processes
+@pytest.mark.usefixtures("needs_sandbox")
 def test_forged_results_are_not_believed(tmp_path):
     """A kernel that writes the old exchange files, prints a fake result frame to stdout and exits 0: the parent
     reads only the pipe it opened, so the run is a crash with no case answered."""
@@ -208,6 +222,8 @@ def test_forged_results_are_not_believed(tmp_path):
     assert res.crashed and res.cases[0].status == "not_run"
 
 
+@pytest.mark.processes
+@pytest.mark.usefixtures("needs_sandbox")
 def test_a_write_into_the_results_pipe_is_a_garbled_run_not_a_result(tmp_path):
     path = kernel(tmp_path, "pipe", """
         for fd in range(3, 64):
@@ -227,6 +243,8 @@ def test_a_write_into_the_results_pipe_is_a_garbled_run_not_a_result(tmp_path):
 ATTACKS = ["thief", "patcher", "env", "killer", "daemon", "hog", "forger", "pipe"]
 
 
+@pytest.mark.processes
+@pytest.mark.usefixtures("needs_sandbox")
 @pytest.mark.parametrize("name", ATTACKS)
 def test_every_attack_is_refused_by_the_screen_and_scores_zero(tmp_path, victims, name):
     sources = {
@@ -247,6 +265,8 @@ def test_every_attack_is_refused_by_the_screen_and_scores_zero(tmp_path, victims
     assert f"line {refusal.line}" in r.evaluation.problem
 
 
+@pytest.mark.processes
+@pytest.mark.usefixtures("needs_sandbox")
 def test_grading_without_a_sandbox_is_refused_unless_asked(monkeypatch, tmp_path, capsys):
     honest = QUESTIONS["vector_add_naive"].solution_path
     monkeypatch.setattr(sandbox, "bwrap_path", lambda: None)
@@ -262,6 +282,8 @@ def test_grading_without_a_sandbox_is_refused_unless_asked(monkeypatch, tmp_path
         sandbox.probe.cache_clear()
 
 
+@pytest.mark.processes
+@pytest.mark.usefixtures("needs_sandbox")
 def test_grading_takes_the_course_target_not_the_graders_shell(monkeypatch):
     """A TA's shell with NEURON_PLATFORM_TARGET_OVERRIDE=trn1 still grades on the course's target (trn2)."""
     monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn1")

@@ -74,7 +74,7 @@ def test_trn3_has_every_parameter_trn2_has():
 def test_carried_over_fits_are_marked_uncalibrated():
     """The cost model's fitted parameters have no trn3 figure to fit: trn3 keeps trn2's and says so."""
     text = TRN3_FILE.read_text()
-    for key in ("sem_ns", "matmul_overhead_cycles", "descriptor_ns", "dge_ns", "fixed_us", "unroll_max_instructions"):
+    for key in ("sem_ns", "matmul_overhead_cycles", "dge_ns", "fixed_us", "unroll_max_instructions"):
         line = next(ln for ln in text.splitlines() if ln.startswith(key))
         assert "uncalibrated" in line, line
 

@@ -76,8 +76,9 @@ def read_message(fh: BinaryIO, budget: list[int]) -> tuple[dict, list[np.ndarray
     if size > budget[0]:
         raise ProtocolError("more data than allowed")
     budget[0] -= size
+    blob = _read_exact(fh, size)  # (outside the try: a stream cut short is not "not JSON")
     try:
-        header = json.loads(_read_exact(fh, size))
+        header = json.loads(blob)
     except (ValueError, RecursionError) as err:
         raise ProtocolError(f"header is not JSON ({type(err).__name__})") from None
     if not isinstance(header, dict) or not isinstance(header.get("arrays"), list):

@@ -46,7 +46,7 @@ from nkilab import example_class, gradebook_audit, intake, manifest, sandbox, se
 from nkilab.batch_control import CHILDREN, CourseBusy, course_lock, on_signals
 from nkilab.evaluate import PRESET_ENV, grading_target, reference_key, reference_latency
 from nkilab.grade import GRADING_ENV
-from nkilab.grade_table import Submission, collect, table, write_csv, write_lms_csv
+from nkilab.grade_table import Submission, collect, release_grade_cells, table, write_csv, write_lms_csv
 from nkilab.nbgrader_plugins import feedback_flags, grading_flags
 from nkilab.processes import kill_group
 from nkilab.questions import HIDDEN_CASES_ENV, QUESTIONS, timed_references
@@ -104,10 +104,12 @@ class Nbgrader:
         return code, log_path.read_text(errors="replace")
 
 
-def reference_presets() -> str:
-    """Every question's reference latency, measured once here before any student code runs (JSON for the env)."""
+def reference_presets(questions: Iterable[str] | None = None) -> str:
+    """The reference latencies of ``questions`` (default: every question), measured once here before any student
+    code runs (JSON for the env)."""
     found = {}
-    for rq in (r for q in QUESTIONS.values() for r in timed_references(q)):
+    asked = QUESTIONS.values() if questions is None else [QUESTIONS[q] for q in questions if q in QUESTIONS]
+    for rq in (r for q in asked for r in timed_references(q)):
         target = grading_target(rq)
         res = reference_latency(rq, target, 120.0)
         if res.get("status") == "ok":
@@ -354,7 +356,9 @@ def _grade_class(course: Path, *, example: bool, only: list[str] | None, limits:
     subs: list[Submission] = []
     db_url = f"sqlite:///{course / 'gradebook.db'}"
     before = gradebook_audit.snapshot(db_url)  # a TA's manual scores, to prove grading left them alone
-    env[PRESET_ENV] = reference_presets()
+    graded = {question for a in assignments for rows in release_grade_cells(course, a).values()
+              for _, kind, _, question in rows if kind == "kernel"}
+    env[PRESET_ENV] = reference_presets(graded)  # only the questions this run grades: a TA's one stage waits less
     results = {a: grade_assignment(course, nbg, a, layout[a], [r for r in records if r.assignment == a], limits, env,
                                    resume)
                for a in assignments}

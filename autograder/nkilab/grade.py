@@ -65,9 +65,9 @@ def report_audience() -> Audience:
 
 def grade_report(question_id: str, module_path: str | os.PathLike | None = None, *, seed: int | None = None,
                  target: str | None = None, timeout: float | None = None, verbose: bool = True) -> GradeReport:
-    """Grade one question.  The kernel runs in the OS sandbox; if that cannot run here, the question scores 0
+    """Grade one question.  A kernel file runs in the OS sandbox; if that cannot run here, the question scores 0
     with the reason, unless unsandboxed grading was asked for (``NKILAB_NO_SANDBOX=1``), which is then said
-    at the top of the report."""
+    at the top of the report.  A kernel object (already imported by the caller) is graded in this process."""
     q = get(question_id)
     module_path = q.default_module if module_path is None else module_path
     seed = grading_seed() if seed is None else seed
@@ -76,14 +76,15 @@ def grade_report(question_id: str, module_path: str | os.PathLike | None = None,
     try:
         with warnings.catch_warnings(), contextlib.redirect_stderr(out):
             warnings.simplefilter("ignore")
-            sandboxed = sandbox.require()
+            # a kernel file runs in the sandbox; a kernel object is the caller's, already in this process
+            sandboxed = sandbox.require() if not callable(module_path) else False
             ev = evaluate(q, module_path, hidden=True, seed=seed, target=target or grading_target(q), timeout=timeout,
                           sandboxed=sandboxed)
             # in proportion to the cases passed (after a timeout or crash, the cases that finished right)
             cpts = q.correctness_points * (ev.passed / len(ev.cases)) if ev.cases else 0.0
             spts = q.speed_points * ev.speed_fraction() if ev.correct else 0.0
             rec = record(ev, correctness=cpts, speed=spts, sandboxed=sandboxed,
-                         warnings=() if sandboxed else (sandbox.WARNING,))
+                         warnings=() if sandboxed or callable(module_path) else (sandbox.WARNING,))
             report = GradeReport(q.qid, rec.points, q.points, rec.correctness, rec.speed, ev, seed, rec)
             print(report.text(), end="", file=out)
     except Exception as err:  # a harness failure must not zero the cell through stderr

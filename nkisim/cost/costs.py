@@ -52,10 +52,13 @@ def dma_queues(ins: Instr, prm: dict[str, Any]) -> int:
 def dma_queue_ns(ins: Instr, nq: int, prm: dict[str, Any]) -> float:
     """Time one of the ``nq`` DMA queues is busy with its share of the transfer.
 
-    A read-modify-write (``dma_copy(dst_rmw_op=...)``) streams at the target's ``rmw_throughput`` of the DMA
-    rate (it reads the destination too); a transfer that reads and writes HBM (HBM to HBM, or a read-modify-write
-    of an HBM destination) takes at least its HBM bytes (``hbm_bytes``: reads plus writes) at the core's HBM
-    bandwidth, whichever is longer (issue 19: no instruction is cheaper than its work)."""
+    Its share of the transfer's descriptors (one per piece contiguous in its source and destination,
+    ``descriptors``), each paying the fixed cost of a DMA buffer (``descriptor_ns``), plus its bytes at the engine's
+    rate.  A read-modify-write
+    (``dma_copy(dst_rmw_op=...)``) streams at the target's ``rmw_throughput`` of the DMA rate (it reads the
+    destination too); a transfer that reads and writes HBM (HBM to HBM, or a read-modify-write of an HBM
+    destination) takes at least its HBM bytes (``hbm_bytes``: reads plus writes) at the core's HBM bandwidth,
+    whichever is longer (issue 19: no instruction is cheaper than its work)."""
     d = prm["dma"]
     eff = 1.0
     if ins.run:
@@ -65,19 +68,27 @@ def dma_queue_ns(ins: Instr, nq: int, prm: dict[str, Any]) -> float:
     extra = ins.extra
     if extra and extra.get("rmw"):
         eff *= d["rmw_sbuf_throughput"] if extra.get("rmw_sbuf") else d["rmw_throughput"]
-    t = d["issue_ns"] + d.get("descriptor_ns", 0.0) * descriptors(ins) / nq + \
-        (ins.nbytes / nq) / (d["bytes_per_ns"] * eff)
+    t = d["issue_ns"] + descriptor_ns(prm) * descriptors(ins) / nq + (ins.nbytes / nq) / (d["bytes_per_ns"] * eff)
     hbm = extra.get("hbm_bytes") if extra else None
     if hbm:
         t = max(t, hbm / d["hbm_gbps"])  # GB/s = B/ns
     return t
 
 
+def descriptor_ns(prm: dict[str, Any]) -> float:
+    """The fixed cost of one descriptor (a DMA buffer: a piece of a transfer contiguous in its source and
+    destination) on one queue: the time its engine takes to stream the target's ``descriptor_bytes`` (AWS's DMA
+    bandwidth guide: below 256 B per partition a transfer is "severely overhead-bound")."""
+    d = prm["dma"]
+    return d["descriptor_bytes"] / d["bytes_per_ns"]
+
+
 def descriptors(ins: Instr) -> int:
-    """DMA descriptors of a transfer: one per contiguous piece, and a piece never spans partitions
-    (the on-chip side is partition-strided), so it is at most one partition's bytes (spec §4.4:
-    "128x512 fp32 is 16 transfers x 8 DMA buffers").  A 1-D HBM slice copied into an (R, 1) tile
-    is R descriptors of one element each."""
+    """DMA descriptors of a transfer: its pieces contiguous in source and destination (``cost.runs``, recorded
+    when the DMA was issued).  A transfer the compiler makes itself (a spill or reload: one partition's bytes each,
+    contiguous in HBM) has none recorded: one per partition's bytes."""
+    if ins.runs:
+        return ins.runs
     if ins.nbytes <= 0:
         return 1
     piece = ins.nbytes / max(ins.p, 1)

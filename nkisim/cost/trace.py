@@ -48,7 +48,7 @@ class Instr:
     """
 
     __slots__ = ("kind", "op", "engine", "_p", "_n", "_dtypes", "nbytes", "_reads", "_writes", "loc", "acc",
-                 "extra", "instance", "loops", "_bufs", "core", "run", "_recs", "_nr", "order")
+                 "extra", "instance", "loops", "_bufs", "core", "run", "runs", "_recs", "_nr", "order")
 
     def __init__(self, kind: Any, engine: str, p: int | None, n: int | None, dtypes: tuple, nbytes: int,
                  reads: tuple, writes: tuple, loc: tuple[str, int], acc: bool = False,
@@ -70,7 +70,8 @@ class Instr:
         self.loops = loops  # ((loop uid, kind, iteration), ...) of enclosing loops
         self._bufs = bufs  # buffer_info() of each on-chip root tensor touched (for buffer rotation)
         self.core = core  # NeuronCore the SPMD instance runs on
-        self.run = run  # DMA: contiguous HBM bytes per descriptor (0 = unknown)
+        self.run = run  # DMA: mean bytes of a contiguous run of its HBM side with the shortest ones (0 = none)
+        self.runs = 0  # DMA: its descriptors, the pieces contiguous in its source and destination (cost.runs)
         self._recs = recs  # operand records not yet expanded (see the class docstring)
         self._nr = nr  # how many of them are reads
         #: its call's scheduling edges (``program.ir.Order``: a label, and the labels it waits for), or None
@@ -143,7 +144,7 @@ class Instr:
 
     def as_dict(self) -> dict[str, Any]:
         fields = ("op", "engine", "p", "n", "dtypes", "nbytes", "reads", "writes", "loc", "acc", "extra",
-                  "instance", "loops", "bufs", "core", "run")
+                  "instance", "loops", "bufs", "core", "run", "runs")
         return {k: getattr(self, k) for k in fields}
 
 
@@ -182,33 +183,3 @@ def buffer_info(acc: Any) -> BufferInfo:
     else:
         root.__dict__["_buffer_info"] = info
     return info
-
-
-def contiguous_bytes(acc: Any, box: tuple) -> int:
-    """Bytes of the longest contiguous run of an HBM access (trailing fully-covered dims merge).
-    DMA efficiency depends on it: short strided runs cannot stream at the full engine rate.
-    ``acc``: an Access, or a Tensor standing for its whole access."""
-    t = getattr(acc, "tensor", acc)
-    shape = t.shape
-    if len(box) != len(shape):
-        return 0
-    run = t.itemsize
-    for i in range(len(box) - 1, -1, -1):
-        lo, hi = box[i]
-        run *= max(hi - lo, 1)
-        if hi - lo != shape[i]:
-            break
-    return run
-
-
-def dma_run(accesses: Any, boxes: Any) -> int:
-    """Contiguous HBM run of a DMA: the shorter of its HBM sides (0 when no side is in HBM).
-    ``accesses``: Accesses, or Tensors standing for their whole access."""
-    best = -1  # (a loop, not a list of runs: every DMA instruction asks, mostly with one HBM side)
-    for a, box in zip(accesses, boxes):
-        t = getattr(a, "tensor", a)
-        if t.buffer.family == "hbm":
-            run = contiguous_bytes(t, box)
-            if best < 0 or run < best:
-                best = run
-    return best if best >= 0 else 0

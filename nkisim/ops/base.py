@@ -19,8 +19,9 @@ from nkisim.core.location import assigned_name, user_frame, user_location
 from nkisim.core.storage import read, write
 from nkisim.core.tensor import Tensor, as_access
 from nkisim.core.whole import whole_parts_of_shape
-from nkisim.cost.instructions import NC_MATMUL, Instruction
-from nkisim.cost.trace import Instr, Region, buffer_info, dma_run
+from nkisim.cost.instructions import DMA_TRANSPOSE, LOAD_TRANSPOSE2D, NC_MATMUL, Instruction
+from nkisim.cost.runs import dma_runs
+from nkisim.cost.trace import Instr, Region, buffer_info
 from nkisim.ops.registry import ON_CHIP_SPACES
 from nkisim.ops.registry import SPACES as _SPACES  # (registry.spaces_of, read inline: once per operand check)
 
@@ -474,7 +475,7 @@ def emit(ctx: KernelContext, kind: Instruction, engine: str | None = None, reads
                   ctx.instance, state if state is not None else ctx.current_loop_state(), (), ctx.core, 0, recs,
                   len(reads))
     if instr.engine == "dma":
-        instr.run = dma_run((*reads, *writes), recs[3::4])
+        instr.runs, instr.run = dma_runs(reads, writes, mask, kind is LOAD_TRANSPOSE2D or kind is DMA_TRANSPOSE)
     elif indexed:
         _note_strided_operands(instr, reads, writes)
     ctx.trace.append(instr)

@@ -263,7 +263,7 @@ def nc_transpose(data: Any, *, mask: Any = None, dtype: Any = None, engine: Any 
 def _transpose(api: str, pname: str, x: Any, dtype: Any, mask: Any, engine: str, dst: Any = None) -> Tensor | None:
     ctx = current()
     a = operands(api, **{pname: x})[pname]
-    if engine == "pe":
+    if engine == "pe" and dst is None:  # an NKI 0.6 transpose names its PSUM dst: nothing for the compiler to place
         _no_pe_transpose_if_allocated(ctx, api, pname)
     shape = a.shape
     if len(shape) > 2:

@@ -22,6 +22,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import numpy as np
+
+from nkisim.core.context import active
+from nkisim.core.indexing import Affine
 from nkisim.core.recording import CALLS, call_name, recorded
 from nkisim.cost.instructions import Instruction
 
@@ -40,7 +44,7 @@ class Op:
     (``nl.ndarray``), and the generator's state (``nl.random_seed``)."""
 
     call: str  # 'nl.add', 'nisa.tensor_tensor', 'tile.binary'
-    impl: Callable[..., Any]  # checks and numerics, unwrapped
+    impl: Callable[..., Any]  # checks and numerics, unwrapped but for noting its scalar arguments (cost.hoist)
     emits: tuple[Instruction, ...]
     spaces: str
     function: Callable[..., Any]  # what the front end exports: impl wrapped for recording
@@ -76,6 +80,8 @@ def op(call: str, *, emits: Iterable[Instruction] = (), spaces: str = ON_CHIP,
             raise ValueError(f"NKI call {call!r} is registered twice")
         if call_name(impl) is not None:  # one implementation offered under a second name (nl.transpose, t.T)
             impl = impl.__wrapped__  # type: ignore[attr-defined]
+        if emits and not getattr(impl, "__nki_scalars__", False):
+            impl = _noting_scalars(impl)
         function = recorded(call)(impl)
         if prepare is not None:
             function = _prepared(function, prepare)
@@ -85,6 +91,48 @@ def op(call: str, *, emits: Iterable[Instruction] = (), spaces: str = ON_CHIP,
         return function  # type: ignore[return-value]
 
     return register
+
+
+_NUMBERS = (int, float, np.number)
+
+
+def _scalar_values(args: tuple, kwargs: dict) -> tuple:
+    """The values of a call's scalar arguments (numbers, and index expressions without a grid at this iteration)."""
+    out = []
+    for a in (*args, *kwargs.values()) if kwargs else args:
+        cls = a.__class__
+        if cls is Affine:
+            if a.grid is None and a.loops:
+                out.append(a.value())
+        elif cls is not bool and isinstance(a, _NUMBERS):
+            out.append(a)
+    return tuple(out)
+
+
+def _noting_scalars(impl: Callable[..., Any]) -> Callable[..., Any]:
+    """``impl``, noting on each instruction it issues the values of the call's scalar arguments
+    (``extra["scalars"]``): an operand of the instruction like its tiles, so the cost model hoists an instruction
+    out of a loop only when they do not change with the loop either (``cost.hoist``: ``x * (j + 1)`` computes
+    another product in every iteration)."""
+
+    @functools.wraps(impl)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        scalars = _scalar_values(args, kwargs)
+        if not scalars:
+            return impl(*args, **kwargs)
+        ctx = active()
+        if ctx is None:
+            return impl(*args, **kwargs)
+        trace = ctx.trace
+        start = len(trace)
+        out = impl(*args, **kwargs)
+        for ins in trace[start:]:
+            extra = ins.extra
+            ins.extra = dict(extra, scalars=extra.get("scalars", ()) + scalars) if extra else {"scalars": scalars}
+        return out
+
+    call.__nki_scalars__ = True  # type: ignore[attr-defined]
+    return call
 
 
 def _prepared(function: Callable[..., Any], prepare: Callable[[tuple, dict], tuple[tuple, dict]]) -> Callable[..., Any]:

@@ -14,9 +14,11 @@ from nkisim.core.errors import nki_error
 from nkisim.core.tensor import Tensor, is_tile, shape_str
 from nkisim.cost.instructions import TENSOR_SCALAR_CUMULATIVE, TENSOR_SCALAR_REDUCE, TENSOR_TENSOR_SCAN
 from nkisim.ops.base import mask_array, operands
-from nkisim.ops.optable import ALU
+from nkisim.ops.optable import ACTIVATIONS, ALU, op_name
 from nkisim.ops.outputs import (
     F32,
+    LOAD_REDUCE,
+    REDUCE,
     RESET_REDUCE,
     accumulate,
     alu,
@@ -30,6 +32,9 @@ from nkisim.ops.registry import op
 
 _ARITH = ("add", "subtract", "multiply", "divide", "max", "min", "maximum", "minimum", "power", "mod", "fmod")
 _RUNNING = ("add", "subtract", "multiply", "max", "min", "maximum", "minimum")
+#: the "Arithmetic Unary" operators of AWS's operator table (nki.api.shared.rst, nki-aluop): an arithmetic ``op0``
+#: of tensor_scalar_reduce that ignores ``operand0`` (nki-library's rmsnorm_quant: ``op0=nl.abs, operand0=0.0``)
+_UNARY = ("abs", "square", "relu", "rsqrt", "reciprocal")
 
 
 def _apply(op: str, x: Any, y: Any, reverse: bool) -> Any:
@@ -117,29 +122,53 @@ def tensor_scalar_cumulative(src: Any = None, dst: Any = None, op0: Any = "add",
 @op("nisa.tensor_scalar_reduce", emits=(TENSOR_SCALAR_REDUCE,))
 def tensor_scalar_reduce(data: Any = None, op0: Any = "add", operand0: Any = 0.0, reduce_op: Any = "add",
                          reduce_res: Any = None, reverse0: bool = False, *, dtype: Any = None, mask: Any = None,
-                         dst: Any = None, name: str = "") -> Tensor | None:
+                         dst: Any = None, name: str = "", reduce_cmd: Any = None, reduce_init: Any = None,
+                         reduce_res_negate: bool = False) -> Tensor | None:
     """``nisa.tensor_scalar_reduce`` (Vector): ``data op0 operand0`` like ``tensor_scalar`` with one
-    operator, plus its reduction over all free axes written into ``reduce_res`` (``[P, 1]``)."""
+    operator, plus its reduction over all free axes into the Vector engine's accumulator registers, read out
+    into ``reduce_res`` (``[P, 1]``), negated there with ``reduce_res_negate`` (the registers keep the sum).
+
+    ``reduce_cmd`` (NKI 0.6; None is the legacy call: reset_reduce, ``reduce_res`` required): ``reset_reduce``
+    starts from the operator's identity, ``reduce`` from what the registers hold, ``load_reduce`` from
+    ``reduce_init`` (a float32 scalar or ``[P, 1]`` tile).  With ``reduce_res=None`` the result stays in the
+    registers for a later call to read out (AWS's isa docs, tensor_scalar_reduce)."""
     ctx = current()
-    n0 = alu(op0, "tensor_scalar_reduce", _ARITH)
-    rop = alu(reduce_op, "tensor_scalar_reduce", _RUNNING)
-    if reduce_res is None:
+    api = "tensor_scalar_reduce"
+    unary = op_name(op0) in _UNARY
+    n0 = op_name(op0) if unary else alu(op0, api, _ARITH)
+    rop = alu(reduce_op, api, _RUNNING)
+    legacy = reduce_cmd is None
+    cmd = RESET_REDUCE if legacy else int(reduce_cmd)
+    if reduce_res is None and legacy:
         raise nki_error("err_operand_cannot_be_none", "'reduce_res' cannot be None.")
-    a = operands("tensor_scalar_reduce", data=data)["data"]
-    v0 = per_partition("tensor_scalar_reduce", "operand0", operand0, a.shape[0], ctx)
-    valid = mask_array(mask, a.shape, "tensor_scalar_reduce", ctx)
+    if cmd not in (RESET_REDUCE, REDUCE, LOAD_REDUCE):
+        raise nki_error("err_instruction_unsupported_op",
+                        f"reduce_cmd of '{api}' must be reset_reduce, reduce or load_reduce (the ones AWS's "
+                        f"tensor_scalar_reduce supports)")
+    if cmd == LOAD_REDUCE and reduce_init is None:
+        raise nki_error("err_operand_cannot_be_none", f"'reduce_init' of '{api}' must be given with "
+                                                      f"reduce_cmd=load_reduce")
+    a = operands(api, data=data)["data"]
+    if is_tile(reduce_init) and operands(api, reduce_init=reduce_init)["reduce_init"].dtype != F32:
+        raise nki_error("err_supported_operand_dtype", f"'reduce_init' of '{api}' must be float32")
+    v0 = per_partition(api, "operand0", operand0, a.shape[0], ctx)
+    init = None if reduce_init is None else per_partition(api, "reduce_init", reduce_init, a.shape[0], ctx, 2)
+    valid = mask_array(mask, a.shape, api, ctx)
     vals = partial = None
     if ctx.numerics:
-        vals = _apply(n0, flat(a, ctx), v0, reverse0).astype(F32)
+        x = flat(a, ctx)
+        vals = (ACTIVATIONS[n0].fn(x) if unary else _apply(n0, x, v0, reverse0)).astype(F32)
         kept = vals if valid is None or valid.ndim == 0 else np.where(
             np.broadcast_to(valid, a.shape).reshape(vals.shape), vals, np.nan)
         partial = _reduce_rows(rop, kept)
-    regs = accumulate(ctx, RESET_REDUCE, rop, partial)
-    r = write_reduce_res("tensor_scalar_reduce", reduce_res, regs)
+    regs = accumulate(ctx, cmd, rop, partial, load=init)
+    writes = []
+    if reduce_res is not None:  # the negation is the read-out's: the registers keep the reduction itself
+        writes.append(write_reduce_res(api, reduce_res, -regs if regs is not None and reduce_res_negate else regs))
     out_dt = a.dtype if dtype is None else dtype
-    reads = [a] + _tile_reads("tensor_scalar_reduce", operand0=operand0)
+    reads = [a] + _tile_reads(api, operand0=operand0, reduce_init=reduce_init)
     return deliver(ctx, TENSOR_SCALAR_REDUCE, a.shape, out_dt, vals, dst, reads=reads, valid=valid,
-                   extra_writes=[r], extra={"alu": n0, "reduce": rop})
+                   extra_writes=writes, extra={"alu": n0, "reduce": rop})
 
 
 def _reduce_rows(op: str, x: np.ndarray) -> np.ndarray:

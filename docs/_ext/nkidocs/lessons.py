@@ -2,41 +2,34 @@
 ``stub_dialect``; the legacy twins in ``assignments/legacy/`` are not pages), with the outputs of their demo cells.
 
 A student notebook has no outputs, and running it would fail at every kernel the student has not written yet.
-So the authored lesson (``notebooks/NN_*.py`` in the stub dialect, reference answers in place) runs once under a
-real Jupyter kernel, and the outputs of its *demo* cells are put into the student notebook as MyST-NB reads it
-(``source-read``).
+So the authored lesson (``notebooks/NN_*.py``, reference answers in place) runs once under a real Jupyter kernel,
+and the outputs of its *demo* cells are put into the student notebook as MyST-NB reads it (``source-read``).
 Answers, checks and graded cells get none: their outputs would describe the reference kernels.  Every line of
 reference code a demo prints (a profile's source column) is hidden first (``nkilab.redact.scrub_outputs``), and
 ``tests/test_docs_site.py`` scans the site as built for any that got through.
 
-Running the seven lessons takes about a minute, so the raw outputs are cached in ``build/docs-cache/`` under a
-key made of everything they depend on (the lesson, the simulator, the grader and the pinned requirements); a
-fresh clone, like CI's, runs them.  ``NKIDOCS_OUTPUTS=0`` leaves the outputs out (a quick build of the text).
+Running the lessons takes minutes, so each run is kept (``nkilab.lesson_runs``, in ``build/docs-cache/lessons``)
+under a key made of everything it depends on (the lesson, the simulator, the grader, the reference solutions and
+the pinned requirements); a fresh clone, like CI's, runs them once, and the course tests read the same runs.  ``NKIDOCS_OUTPUTS=0`` leaves the outputs out (a quick build of the text).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
-import sys
-import tempfile
-from pathlib import Path
 
 import nbformat
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
+from nkilab import lesson_runs
+from nkilab.lesson_runs import cache_key  # noqa: F401  (the error pages' examples are kept under it too)
 from nkilab.redact import HIDDEN, scrub_outputs
 
 logger = logging.getLogger(__name__)
 
-REPO = Path(__file__).resolve().parents[3]
-NOTEBOOKS = REPO / "notebooks"
-#: what the outputs of an authored lesson depend on, besides the lesson itself
-INPUTS = ("nkisim", "autograder/nkilab", "requirements.txt", "pyproject.toml")
-CACHE = Path(os.environ.get("NKIDOCS_CACHE", REPO / "build" / "docs-cache"))
+NOTEBOOKS = lesson_runs.NOTEBOOKS
+CACHE = lesson_runs.cache_dir()
 _STEM = re.compile(r"lessons/(\d\d_\w+)$")
 
 
@@ -140,58 +133,8 @@ def _fingerprints() -> set[str]:
 
 
 def demo_outputs(stem: str) -> dict[str, list]:
-    """The raw outputs of the authored lesson ``stem``'s demo cells by cell id, from the cache or by running it."""
-    source = NOTEBOOKS / f"{stem}.py"
-    path = CACHE / f"{stem}-{_key(source)}.json"
-    if path.is_file():
-        return {k: [nbformat.from_dict(o) for o in v] for k, v in json.loads(path.read_text()).items()}
-    logger.info(f"running {source.relative_to(REPO)} for its demo outputs ...")
-    outputs = run_lesson(source)
-    CACHE.mkdir(parents=True, exist_ok=True)
-    for old in CACHE.glob(f"{stem}-*.json"):
-        old.unlink()
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(outputs))
-    tmp.replace(path)
-    return outputs
-
-
-def _key(source: Path) -> str:
-    """A digest of everything the outputs of ``source`` depend on."""
-    return cache_key(str(source.relative_to(REPO)).encode() + b"\0" + source.read_bytes())
-
-
-_INPUTS_DIGEST: bytes | None = None
-
-
-def cache_key(content: bytes) -> str:
-    """A digest of ``content`` and of everything a run of course code depends on besides it: the simulator, the
-    grader, the pinned requirements and Python's version (read once per build)."""
-    global _INPUTS_DIGEST
-    if _INPUTS_DIGEST is None:
-        digest = hashlib.sha256(f"{sys.version_info[:2]}\n".encode())
-        for path in sorted(p for part in INPUTS for p in _files(REPO / part)):
-            digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes() + b"\0")
-        _INPUTS_DIGEST = digest.digest()
-    return hashlib.sha256(_INPUTS_DIGEST + content).hexdigest()[:16]
-
-
-def _files(path: Path) -> list[Path]:
-    if path.is_file():
-        return [path]
-    return [p for p in path.rglob("*") if p.suffix in (".py", ".toml") and "__pycache__" not in p.parts]
-
-
-def run_lesson(source: Path, timeout: float = 600) -> dict[str, list]:
-    """Run an authored lesson (reference answers in place) in a scratch folder under a real Jupyter kernel;
-    the outputs of its demo cells by cell id."""
-    from nbclient import NotebookClient
-
-    from nkilab import manifest
-    from nkilab.release import load_source
-
-    nb = load_source(source, manifest.course().stub_dialect)  # the cells of the notebooks the pages show
-    with tempfile.TemporaryDirectory(prefix="nkidocs-lesson-") as tmp:
-        NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
-                       resources={"metadata": {"path": tmp}}).execute()
+    """The raw outputs of the authored lesson ``stem``'s demo cells by cell id, as the course's students get the
+    lesson (its stub dialect), from the lesson's kept run (``nkilab.lesson_runs``; run now if none is kept)."""
+    logger.info(f"lesson {stem}: demo outputs from its run kept in {CACHE} (run now if there is none) ...")
+    nb = lesson_runs.run(stem).notebook
     return {cell["id"]: cell.outputs for cell in nb.cells if cell.cell_type == "code" and is_demo(cell)}

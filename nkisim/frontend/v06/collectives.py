@@ -27,6 +27,7 @@ class ReplicaGroup:
 
 def _refused(name: str) -> Any:
     def refused(*args: Any, **kwargs: Any) -> Any:
+        # rule: limit.refused_api
         raise CollectivesNotSupported(f"nki.collectives.{name}: collectives across devices are not supported by the "
                                       f"nkisim simulator (one NeuronCore, or two under kernel[2], is simulated; AWS's "
                                       f"nki.simulate does not implement collectives either)")

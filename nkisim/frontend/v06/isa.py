@@ -83,15 +83,20 @@ def dma_copy(dst: Any, src: Any, priority: Any = None, oob_mode: Any = oob_mode.
     dge = _b.enum_value(dge_mode, _Dge, api, "dge_mode")
     eng = _b.enum_value(engine, _Engine, api, "engine")
     if src.buffer.family == "psum":
-        raise _error("err_dma_psum_source", "'src' of 'dma_copy' is in PSUM: DMA cannot read PSUM (NKI 0.3+); copy it "
+        # rule: dma_copy.psum_source
+        raise _error("err_dma_psum_source", "'src' of 'dma_copy' is in PSUM: DMA cannot read PSUM (NKI 0.3 dropped DMA "
+                                            "reads from PSUM); copy it "
                                             "to SBUF first with nisa.tensor_copy or nisa.activation")
     hw = dge is _Dge.hwdge
     if hw and dst.dtype != src.dtype:
+        # rule: dma_copy.hwdge_cast
         raise _error("err_dma_hwdge_cast",
                      f"dma_copy with dge_mode=hwdge cannot cast ({_dt.name(src.dtype)} -> {_dt.name(dst.dtype)}): "
-                     f"hardware DGE copies need equal dtypes; reinterpret with .view() or use another dge_mode")
+                     f"hardware DGE copies need equal dtypes (NKI 0.3 dropped casting hwdge copies); reinterpret with "
+                     f".view() or use another dge_mode")
     if eng is not _Engine.unknown and (not hw or eng not in (_Engine.scalar,
                                                                           _Engine.sync)):
+        # rule: dma_copy.engine
         raise _error("err_dma_engine", f"engine={eng} of 'dma_copy' needs dge_mode=hwdge and one of nisa.engine.scalar "
                                        f"or nisa.engine.sync")
     if priority is not None:
@@ -99,10 +104,12 @@ def dma_copy(dst: Any, src: Any, priority: Any = None, oob_mode: Any = oob_mode.
     for n, t in (("dst", dst), ("src", src)):
         how = t.dynamic_addressing() if getattr(t, "__nki_view__", False) else None
         if how == "vector" and dge in (_Dge.hwdge, _Dge.none):
+            # rule: dma_copy.dge_mode_indirect
             raise _error("err_dma_dge_mode", f"dma_copy with dge_mode={dge.name} cannot address {n} per partition (a "
                                              f"vector_select / .ap(vector_offset=) view): only the software DGE builds "
                                              f"those descriptors; use dge_mode=swdge or leave it unknown")
         if how == "scalar" and dge is _Dge.none:
+            # rule: dma_copy.dge_mode_dynamic
             raise _error("err_dma_dge_mode", f"dma_copy with dge_mode=none cannot address {n} at a dynamic start (a "
                                              f"register or a tile as its offset): without a DGE the descriptors are "
                                              f"made before the kernel runs; use dge_mode=hwdge or swdge, or leave it "
@@ -116,9 +123,11 @@ def dma_transpose(dst: Any, src: Any, axes: Any = None, priority: Any = None, dg
     api = "dma_transpose"
     dge = _b.enum_value(dge_mode, _Dge, api, "dge_mode")
     if _b.enum_value(oob_mode, _Oob, api, "oob_mode") is _Oob.skip:
+        # rule: dma.oob_skip_static
         raise _error("err_operand_type", "oob_mode=skip of 'dma_transpose' needs an indirect source (NKI 0.5+); a "
                                          "static transpose cannot go out of bounds")
     if dst.dtype != src.dtype:
+        # rule: transpose.dtype
         raise _error("err_transpose_dtype", f"'dst' ({_dt.name(dst.dtype)}) and 'src' ({_dt.name(src.dtype)}) of "
                                             f"'dma_transpose' must have the same dtype")
     if priority is not None:
@@ -145,10 +154,14 @@ def memset(dst: Any, value: Any, engine: Any = engine.unknown, name: Any = None)
     api = "memset"
     d = _t(dst, api, "dst")
     integer = not _dt.is_float(dst.dtype)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
+    # rule memset.float_on_integer, narrowed: nki-library's 2.29_release kernels, validated on the 0.3 compiler,
+    # write memset(value=0.0) on uint32 tiles; the migration guide's refused example is value=2.0 on int32
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            integer and not isinstance(value, int) and value != 0.0):
+        # rule: memset.float_on_integer
         raise _error("err_memset_value_type",
-                     f"'value' {value!r} of 'memset' does not match dst's dtype {_dt.name(dst.dtype)}: an integer dst "
-                     f"takes an int literal (NKI 0.3+)")
+                     f"'value' {value!r} of 'memset' does not match dst's dtype {_dt.name(dst.dtype)}: NKI 0.3 dropped "
+                     f"the silent cast of a float value to an integer dst; pass an int literal")
     _b.call("nisa.memset", None, value, None, engine=_eng(engine, api), dst=d)
     return _done(name)
 
@@ -175,8 +188,10 @@ def nc_matmul(dst: Any, stationary: Any, moving: Any, is_stationary_onezero: boo
     api = "nc_matmul"
     mode = _b.enum_value(perf_mode, matmul_perf_mode, api, "perf_mode")
     if accumulate is not None and not isinstance(accumulate, bool):
+        # rule: python.argument_type
         raise TypeError(f"'accumulate' of 'nc_matmul' must be None, True or False, got {accumulate!r}")
     if {stationary.dtype, moving.dtype} == {_dt.float8_e4m3, _dt.float8_e4m3fn}:
+        # rule: nc_matmul.fp8_mix
         raise _error("err_operand_type", "'stationary' and 'moving' of 'nc_matmul' mix float8_e4m3 with "
                                          "float8_e4m3fn, which NKI 0.4+ refuses: use one of the two")
     _b.call("nisa.nc_matmul", _t(stationary, api, "stationary"), _t(moving, api, "moving"),
@@ -192,6 +207,7 @@ def nc_matmul_mx(dst: Any, stationary: Any, moving: Any, stationary_scale: Any, 
                  name: Any = None) -> NkiInstruction:
     api = "nc_matmul_mx"
     if accumulate is not None and not isinstance(accumulate, bool):
+        # rule: python.argument_type
         raise TypeError(f"'accumulate' of 'nc_matmul_mx' must be None, True or False, got {accumulate!r}")
     _b.call("nisa.nc_matmul_mx", _t(stationary, api, "stationary"), _t(moving, api, "moving"),
             _t(stationary_scale, api, "stationary_scale"), _t(moving_scale, api, "moving_scale"),
@@ -209,6 +225,7 @@ def quantize_mx(dst: Any, src: Any, dst_scale: Any, name: Any = None) -> NkiInst
 def nc_transpose(dst: Any, data: Any, engine: Any = engine.unknown, name: Any = None) -> NkiInstruction:
     api = "nc_transpose"
     if dst.dtype != data.dtype:
+        # rule: transpose.dtype
         raise _error("err_transpose_dtype", f"'dst' ({_dt.name(dst.dtype)}) and 'data' ({_dt.name(data.dtype)}) of "
                                             f"'nc_transpose' must have the same dtype (NKI 0.6 transposes do not cast)")
     _b.call("nisa.nc_transpose", _t(data, api, "data"), engine=_eng(engine, api), dst=_t(dst, api, "dst"))
@@ -252,8 +269,10 @@ def tensor_reduce(dst: Any, op: Any, data: Any, axis: Any, negate: bool = False,
     rank = data.ndim
     norm = sorted(a + rank if a < 0 else a for a in axes)
     if not norm or norm != list(range(norm[0], rank)) or norm[0] == 0:
+        # rule: reduce.trailing_axes
         raise _error("err_reduce_axis", f"axis={axis!r} of 'tensor_reduce' on a rank-{rank} tile: the reduced axes "
-                                        f"must be trailing free dimensions ending at the last one, e.g. [{rank - 1}] "
+                                        f"must be trailing free dimensions ending at the last one (NKI 0.3 dropped axis=1 meaning the "
+                                        f"last one), e.g. [{rank - 1}] "
                                         f"or [1, ..., {rank - 1}]")
     _b.call("nisa.tensor_reduce", _b.op(op, api), _t(data, api, "data"), tuple(norm), negate=bool(negate),
             keepdims=bool(keepdims), dst=_t(dst, api, "dst"))
@@ -271,6 +290,7 @@ def activation(dst: Any, op: Any, data: Any, bias: Any = None, scale: Any = 1.0,
     api = "activation"
     if bias is not None and bias.__class__ is not float and getattr(bias, "ndim", 2) >= 2 and \
             bias.size != bias.shape[0]:
+        # rule: activation.bias_shape
         raise _error("err_activation_bias_shape", f"'bias' of 'activation' must have a free size of 1 (one value per "
                                                   f"partition), got shape {list(bias.shape)}")
     _b.call("nisa.activation", _b.op(op, api), _t(data, api, "data"),
@@ -311,14 +331,11 @@ def tensor_scalar_reduce(dst: Any, data: Any, op0: Any, operand0: Any, reduce_op
                          reverse0: bool = False, reduce_cmd: Any = reduce_cmd.reset_reduce, reduce_init: Any = None,
                          reduce_res_negate: bool = False, name: Any = None) -> NkiInstruction:
     api = "tensor_scalar_reduce"
-    cmd = _b.enum_value(reduce_cmd, _Cmd, api, "reduce_cmd")
-    if reduce_res is None or cmd is not _Cmd.reset_reduce or reduce_init is not None \
-            or reduce_res_negate:
-        raise NotImplementedError("tensor_scalar_reduce is simulated with reduce_cmd=reset_reduce into a reduce_res "
-                                  "tile only (reduce_res=None, reduce_init= and reduce_res_negate= are not yet)")
     _b.call("nisa.tensor_scalar_reduce", _t(data, api, "data"), _b.op(op0, api, "op0"), _ts(operand0, api, "operand0"),
-            _b.op(reduce_op, api, "reduce_op"), _t(reduce_res, api, "reduce_res"), bool(reverse0),
-            dst=_t(dst, api, "dst"))
+            _b.op(reduce_op, api, "reduce_op"), None if reduce_res is None else _t(reduce_res, api, "reduce_res"),
+            bool(reverse0), dst=_t(dst, api, "dst"), reduce_cmd=_cmd(reduce_cmd, api),
+            reduce_init=None if reduce_init is None else _ts(reduce_init, api, "reduce_init"),
+            reduce_res_negate=bool(reduce_res_negate))
     return _done(name)
 
 
@@ -418,21 +435,22 @@ NOT_SIMULATED: dict[str, str] = {
 
 
 #: legacy instructions NKI 0.6 removed, and what replaces them (asking for one is an AttributeError that says so)
-REMOVED = {
-    "tensor_copy_dynamic_src": "removed in NKI 0.4: use nisa.tensor_copy with .ap(scalar_offset=register)",
-    "tensor_copy_dynamic_dst": "removed in NKI 0.4: use nisa.tensor_copy with .ap(scalar_offset=register)",
-    "builtin_custom_op": "not part of NKI 0.6",
-}
+#: instructions an NKI release removed (rule isa.removed), and what replaces them
+REMOVED = {"tensor_copy_dynamic_src", "tensor_copy_dynamic_dst"}
 
 
 def __getattr__(name: str) -> Any:
     if name in REMOVED:
-        raise AttributeError(f"module 'nki.isa' has no attribute '{name}': {REMOVED[name]}")
+        # rule: isa.removed
+        raise AttributeError(f"module 'nki.isa' has no attribute '{name}': removed in NKI 0.4 (NKI 0.4 dropped "
+                             f"nisa.{name}); use nisa.tensor_copy with .ap(scalar_offset=register)")
+    # rule: python.no_attribute
     raise AttributeError(f"module 'nki.isa' has no attribute '{name}'")
 
 
 def _refusal(api: str, what: str) -> Any:
     def refused(*args: Any, **kwargs: Any) -> Any:
+        # rule: limit.refused_api
         raise NotImplementedError(f"nki.isa.{api} ({what}) is not supported by the nkisim simulator yet")
 
     refused.__name__ = api

@@ -48,9 +48,27 @@ class matmul_perf_mode(_enum.Enum):  # noqa: N801
 
 
 class nc_version(_enum.Enum):  # noqa: N801
+    """NeuronCore generations, ordered: AWS's language guide allows only == / != on enum values
+    (nki-language-guide.rst, "No other binary operators on enum values are supported"), but nki-library's kernels,
+    validated on the compiler, write ``nisa.get_nc_version() >= nisa.nc_version.gen3`` and ``<= gen2`` (rule
+    ``enum.nc_version_order``): generations compare by number."""
+
     gen2 = 2
     gen3 = 3
     gen4 = 4
+
+    # rule: enum.nc_version_order
+    def __lt__(self, other: object) -> bool:
+        return self.value < other.value if isinstance(other, nc_version) else NotImplemented
+
+    def __le__(self, other: object) -> bool:
+        return self.value <= other.value if isinstance(other, nc_version) else NotImplemented
+
+    def __gt__(self, other: object) -> bool:
+        return self.value > other.value if isinstance(other, nc_version) else NotImplemented
+
+    def __ge__(self, other: object) -> bool:
+        return self.value >= other.value if isinstance(other, nc_version) else NotImplemented
 
 
 class dma_engine(_enum.Enum):  # noqa: N801

@@ -78,9 +78,11 @@ sbuf, psum, hbm, private_hbm, shared_hbm = _sbuf, _psum, _hbm, _private_hbm, _sh
 
 def _family(buffer: Any) -> str:
     if isinstance(buffer, str):
+        # rule: buffer.string
         raise _error("err_string_buffer", f"buffer {buffer!r}: NKI 0.6 takes buffers as nl.sbuf, nl.psum, nl.hbm or "
-                                          f"nl.shared_hbm, not strings")
+                                          f"nl.shared_hbm, not strings (NKI 0.3 dropped string buffer names)")
     if not isinstance(buffer, Buffer):
+        # rule: python.argument_type
         raise TypeError(f"expected a buffer (nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm), got {buffer!r}")
     return buffer.family
 
@@ -173,7 +175,24 @@ class _TileSize:
 tile_size = _TileSize()
 
 
-class NKIObject:
+class _NKIObjectType(type):
+    """Keyword construction of every ``NKIObject``, also under ``@dataclass``: nki-library's kernels (validated on
+    the compiler) declare ``@dataclass class SectionParams(nl.NKIObject)`` with unannotated class attributes, so
+    the dataclass has no fields, and build it as ``SectionParams(section_idx=..., ...)``.  Keywords the dataclass's
+    ``__init__`` does not take are set on the object, as ``NKIObject.__init__`` sets every keyword."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        fields = getattr(cls, "__dataclass_fields__", None)
+        if fields is None or not kwargs:
+            return super().__call__(*args, **kwargs)
+        extra = {k: kwargs.pop(k) for k in list(kwargs) if k not in fields}
+        obj = super().__call__(*args, **kwargs)
+        for k, v in extra.items():
+            object.__setattr__(obj, k, v)  # (a frozen dataclass too)
+        return obj
+
+
+class NKIObject(metaclass=_NKIObjectType):
     """Base class of the plain classes a kernel may pass as compile-time arguments."""
 
     def __init__(self, **fields: Any) -> None:
@@ -219,11 +238,13 @@ _COMPARE = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equa
 def _binary(name: str) -> Callable:
     def fn(x: Any, y: Any, dtype: Any = None) -> NkiTensor:
         if not isinstance(x, NkiTensor) and not isinstance(y, NkiTensor):
+            # rule: operator.tile_operand
             raise _error("err_operand_type", f"nl.{name} needs at least one tile operand")
         d = _b.dtype(dtype, name)
         if d is None and name in _COMPARE:
             d = _first_dtype(x, y)  # NKI 0.3+: comparisons and logical ops produce 1/0 in the input dtype
         if name in ("abs_max", "abs_min") and _target().nc_version < 4:
+            # rule: target.generation
             raise _error("err_unsupported_target", f"nl.{name} needs NeuronCore-v4 (trn3); the target is "
                                                    f"{_target()}")
         return _b.wrap(_b.call(f"nl.{name}", _b.tensor_or_scalar(x, name, "x"), _b.tensor_or_scalar(y, name, "y"),
@@ -253,9 +274,11 @@ def _axes(axis: Any, x: Any, api: str) -> tuple[int, ...]:
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     rank = x.ndim
     norm = sorted(int(a) + rank if int(a) < 0 else int(a) for a in axes)
-    if not norm or norm[0] == 0 or norm != list(range(norm[0], rank)):
+    if not norm or norm[0] == 0 or norm != list(_builtins.range(norm[0], rank)):
+        # rule: reduce.trailing_axes
         raise _error("err_reduce_axis", f"axis={axis!r} of 'nl.{api}' on a rank-{rank} tile: reductions run over "
-                                        f"trailing free dimensions ending at the last one, e.g. [{rank - 1}] or "
+                                        f"trailing free dimensions ending at the last one (NKI 0.3 dropped axis=1 meaning the last one), "
+                                        f"e.g. [{rank - 1}] or "
                                         f"[1, ..., {rank - 1}]")
     return tuple(norm)
 
@@ -278,7 +301,9 @@ for _name, _op in (("sum", "add"), ("max", "max"), ("min", "min"), ("mean", "add
 def rsqrt(x: Any, dtype: Any = None) -> NkiTensor:
     """``nl.rsqrt``: 1/sqrt(x).  NKI 0.5 moved it to GpSimd, which cannot read PSUM, so a PSUM input is refused."""
     if isinstance(x, NkiTensor) and is_psum(x.buffer):
-        raise _error("err_operand_type", "'x' of 'nl.rsqrt' is in PSUM: nl.rsqrt runs on GpSimd, which cannot read "
+        # rule: rsqrt.psum_input
+        raise _error("err_operand_type", "'x' of 'nl.rsqrt' is in PSUM (NKI 0.5 dropped PSUM inputs of nl.rsqrt): nl.rsqrt "
+                                         "runs on GpSimd, which cannot read "
                                          "PSUM (NKI 0.5+); copy it to SBUF first")
     return _b.wrap(_b.call("nl.rsqrt", _tile(x, "rsqrt"), dtype=_b.dtype(dtype, "rsqrt")))
 
@@ -335,6 +360,7 @@ def matmul(x: Any, y: Any, transpose_x: _builtins.bool = False) -> NkiTensor:
 
 def gather_flattened(data: Any, indices: Any, axis: Any = 0, dtype: Any = None) -> NkiTensor:
     if axis != 0:
+        # rule: limit.rand_buffer
         raise NotImplementedError("nl.gather_flattened is simulated along axis 0 only")
     return _b.wrap(_b.call("nl.gather_flattened", _tile(data, "gather_flattened", "data"),
                            _tile(indices, "gather_flattened", "indices"), dtype=_b.dtype(dtype, "gather_flattened")))
@@ -345,6 +371,7 @@ def broadcast_to(x: Any, shape: Any, dtype: Any = None) -> NkiTensor:
     partition dimension included).  ``x`` itself when the shape is unchanged and no dtype is asked for."""
     shape = tuple(int(s) for s in shape)
     if len(shape) != x.ndim or _builtins.any(a != b and a != 1 for a, b in zip(x.shape, shape)):
+        # rule: view.method_arguments
         raise _error("err_invalid_view", f"nl.broadcast_to: shape {list(shape)} is not a broadcast of "
                                          f"{list(x.shape)} (same rank; each dimension equal or from 1)")
     d = _b.dtype(dtype, "broadcast_to")
@@ -376,6 +403,7 @@ def load_transpose2d(src: Any, dtype: Any = None) -> NkiTensor:
 
 def device_print(print_prefix: Any, tensor: Any) -> None:
     if not isinstance(print_prefix, str):
+        # rule: device_print.prefix
         raise TypeError("nl.device_print: the prefix must be a constant string")
     _legacy_nl.device_print(print_prefix, _tile(tensor, "device_print", "tensor"))
 
@@ -385,18 +413,24 @@ def ds(start: Any, size: Any) -> DynSlice:
 
 
 # --- loops -----------------------------------------------------------------------------------------------------
-def affine_range(start: Any, stop: Any = None, step: Any = 1) -> range:
+def affine_range(start: Any, stop: Any = None, step: Any = 1) -> _builtins.range:
     """Deprecated alias of Python's ``range`` (NKI 0.6 unrolls static loops)."""
-    return range(start, stop, step) if stop is not None else range(start)
+    return _builtins.range(start, stop, step) if stop is not None else _builtins.range(start)
 
 
-def sequential_range(start: Any, stop: Any = None, step: Any = 1) -> range:
+def sequential_range(start: Any, stop: Any = None, step: Any = 1) -> _builtins.range:
     """Deprecated alias of Python's ``range``."""
     return affine_range(start, stop, step)
 
 
-def static_range(start: Any, stop: Any = None, step: Any = 1) -> range:
+def static_range(start: Any, stop: Any = None, step: Any = 1) -> _builtins.range:
     """Deprecated alias of Python's ``range``."""
+    return affine_range(start, stop, step)
+
+
+def range(start: Any, stop: Any = None, step: Any = 1) -> _builtins.range:  # noqa: A001 - NKI's name
+    """Python's ``range``: not in AWS's 0.6 API files, but nki-library's main branch loops with ``nl.range``
+    (experimental/mxfp_subkernels/mxfp_load_utils.py), so the compiler it targets has it."""
     return affine_range(start, stop, step)
 
 
@@ -407,6 +441,7 @@ def program_id(axis: Any = 0) -> int:
     """This logical core's index (0 or 1 under ``kernel[2]``)."""
     ctx = _current()
     if int(axis) != 0 and int(axis) >= len(ctx.grid):
+        # rule: python.index
         raise IndexError(f"nl.program_id: axis {axis} is out of range for a launch of rank {len(ctx.grid)}")
     return ctx.program[int(axis)] if ctx.grid else 0
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from nkisim.frontend.v06 import collectives, isa, language, typing  # noqa: F401
-from nkisim.frontend.v06.adapters.kernel import Kernel, jit, simulate  # noqa: F401
+from nkisim.frontend.v06.adapters.kernel import Kernel, cpu_simulate, jit, simulate  # noqa: F401
 
 __path__: list[str] = []  # makes ``nki.<submodule>`` importable through the finder
 SIMULATED = True
@@ -26,7 +26,10 @@ _LEGACY = ("benchmark", "profile", "baremetal", "simulate_kernel", "trace")
 
 def __getattr__(name: str) -> Any:
     if name in _LEGACY:
-        raise AttributeError(f"module 'nki' has no attribute '{name}': NKI 0.6 has no nki.{name}. On nkisim, run the "
+        # rule: nki.legacy_entry_point
+        raise AttributeError(f"module 'nki' has no attribute '{name}': NKI 0.6 has no nki.{name} (NKI 0.2 dropped the "
+                             f"legacy entry points). On nkisim, run the "
                              f"script with `python -m nkisim --latency script.py` for each launch's estimated latency, "
                              f"or use nkisim.api.launch(kernel, args).latency_us() / .profile()")
+    # rule: python.no_attribute
     raise AttributeError(f"module 'nki' has no attribute '{name}'")

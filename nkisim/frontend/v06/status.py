@@ -33,8 +33,6 @@ PARTIAL = {
                                             "(data[b] works, data[2:40] does not), free positions leaving the selected "
                                             "row and a view with no free dimension are refused",
     "nki.language.NkiTensor.select": "a tile index is refused (an int or a register works)",
-    "nki.isa.tensor_scalar_reduce": "reduce_cmd other than reset_reduce, reduce_res=None, reduce_init and "
-                                    "reduce_res_negate are refused",
     "nki.isa.dma_compute": "static form only: the scatter/gather read-modify-write through vector_offset views is "
                            "refused",
     "nki.isa.rng": "a documented XORWOW generator of the simulator's own (seed expansion, lane order): not the "

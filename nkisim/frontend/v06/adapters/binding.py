@@ -17,6 +17,7 @@ import numpy as np
 from nkisim.core import dtypes as dt
 from nkisim.core.context import active
 from nkisim.core.errors import nki_error
+from nkisim.core.location import user_location, warn
 from nkisim.core.recording import HOOK
 from nkisim.core.tensor import Access, Tensor
 from nkisim.frontend.v06.adapters import known_issues
@@ -46,6 +47,7 @@ def call(entry: str, /, *args: Any, **kwargs: Any) -> Any:
 def tensor(x: Any, api: str, pname: str) -> Any:
     """A required tensor operand, lowered (a clear error for anything else)."""
     if x.__class__ is not NkiTensor:
+        # rule: python.argument_type
         raise error("err_operand_type", f"'{pname}' of '{api}' must be an NkiTensor, got {type(x).__name__}")
     return x.lower()
 
@@ -54,6 +56,7 @@ def tensor_or_scalar(x: Any, api: str, pname: str) -> Any:
     if x.__class__ is NkiTensor:
         return x.lower()
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+        # rule: python.argument_type
         raise error("err_operand_type",
                         f"'{pname}' of '{api}' must be an NkiTensor or a number, got {type(x).__name__}")
     return x
@@ -64,6 +67,7 @@ def wrap(result: Any) -> Any:
     if isinstance(result, Tensor):
         return NkiTensor.over(result)
     if isinstance(result, Access):
+        # rule: python.internal
         raise AssertionError("an op returned an access where NKI 0.6 expects a tensor")
     if isinstance(result, (tuple, list)):
         return type(result)(wrap(r) for r in result)
@@ -77,21 +81,45 @@ def op(x: Any, api: str, pname: str = "op", optional: bool = False) -> str | Non
         return None
     name = getattr(x, "__nki_op__", None)
     if name is None:
+        # rule: python.argument_type
         raise error("err_operand_type",
                         f"'{pname}' of '{api}' must be an operator from nki.language (nl.add, nl.exp, ...), got "
                         f"{x!r}")
     return name
 
 
+#: raw integers of an enum that AWS-validated code passes (rule ``enum.raw_integer``, narrowed): nki-library's
+#: 2.29_release and main kernels, validated on the 0.3+ compiler, pass ``dge_mode=3`` and ``0``
+#: (``_DGE_MODE_NONE = 3``, ``_DGE_MODE_UNKNOWN = 0`` in mlp_tkg, qkv_tkg, norm_tkg_utils); the migration guide's
+#: refused example is ``dge_mode=2``, which stays refused with every other raw integer
+_RAW_ACCEPTED = {"dge_mode": frozenset({0, 3})}
+
+
 def enum_value(x: Any, cls: type[enum.Enum], api: str, pname: str) -> enum.Enum:
-    """``x`` if it is a member of ``cls``: NKI 0.6 refuses integers and strings for enum parameters."""
+    """``x`` if it is a member of ``cls``: NKI 0.3 dropped integers and strings for enum parameters (AWS's migration
+    guide), except the raw ``dge_mode`` numbers AWS's own validated kernels pass, taken with a warning."""
     if isinstance(x, cls):
         return x
+    if isinstance(x, int) and not isinstance(x, bool) and x in _RAW_ACCEPTED.get(cls.__name__, ()):
+        member = cls(x)
+        ctx = active()
+        site = (f"raw {cls.__name__}", user_location())
+        if ctx is None or site not in ctx.warned:
+            if ctx is not None:
+                ctx.warned.add(site)
+            # rule: enum.raw_dge_mode
+            warn(f"'{pname}' of '{api}' is the integer {x}: AWS's migration guide says \"Raw integer values (e.g., "
+                 f"dge_mode=2) are no longer accepted for enum parameters\" (nki/migration/index.rst, NKI 0.3.0), "
+                 f"but AWS's own kernels validated on that compiler (nki-library 2.29_release) pass dge_mode={x}; the "
+                 f"simulator reads it as nisa.{cls.__name__}.{member.name}. Write nisa.{cls.__name__}.{member.name}",
+                 known_issues.DocumentedRuleWarning)
+        return member
     first = next(iter(cls)).name
+    # rule: enum.raw_integer
     raise error("err_enum_argument",
                     f"'{pname}' of '{api}' must be a member of nki.isa.{cls.__name__} (for example "
-                    f"nisa.{cls.__name__}.{first}), got {x!r}: NKI 0.6 does not accept integers or strings for enum "
-                    f"parameters")
+                    f"nisa.{cls.__name__}.{first}), got {x!r}: NKI 0.3 dropped integers and strings for enum "
+                    f"parameters; pass the member")
 
 
 def dtype(x: Any, api: str, pname: str = "dtype") -> Any:
@@ -101,8 +129,10 @@ def dtype(x: Any, api: str, pname: str = "dtype") -> Any:
     try:
         d = dt.normalize(x)
     except TypeError:
+        # rule: python.argument_type
         raise nki_error("err_unsupported_dtype_value", f"'{pname}' of '{api}' is not an NKI dtype: {x!r}") from None
     if d not in dt.SUPPORTED:
+        # rule: python.argument_type
         raise nki_error("err_unsupported_dtype_value", f"'{pname}' of '{api}' is not an NKI dtype: {x!r}")
     return d
 
@@ -112,6 +142,7 @@ def reinterpret(base: Tensor, offset: int, dtype_: Any) -> tuple[Tensor, int]:
     d = dtype(dtype_, "view")
     old, new = base.itemsize, dt.storage_dtype(d).itemsize
     if (offset * old) % new:
+        # rule: view.reinterpret
         raise error("err_invalid_view", f"offset {offset} of '{base.root.name}' is not a whole number of "
                                             f"{new}-byte elements")
     if d == base.dtype:
@@ -130,4 +161,5 @@ def assign(view: NkiTensor, value: Any) -> None:
     if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)):
         call("nisa.memset", None, value, None, dst=view.lower())
         return
+    # rule: python.argument_type
     raise TypeError(f"cannot assign {type(value).__name__} to an NkiTensor: assign a tensor or a number")

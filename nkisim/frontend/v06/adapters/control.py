@@ -71,6 +71,7 @@ def _loop_carried(reg: VirtualRegister, api: str) -> None:
         return
     if reg.home[:len(scope)] == scope:  # allocated in this very body: a temporary of the iteration
         return
+    # rule: control.nested_loop_register
     raise error("err_nested_dynamic_loop_register",
                 f"Could not find register: {api} writes a register allocated outside the inner nl.dynamic_range "
                 f"loop, a value carried across that loop's iterations, and the Neuron compiler cannot allocate "
@@ -101,11 +102,13 @@ class VirtualRegister:
 
     def set_value(self, value: Any, loaded: bool, api: str) -> None:
         if self.frozen:
+            # rule: control.induction_read_only
             raise AssertionError(f"{api}: the induction register of a dynamic loop is read-only (NKI 0.4+); copy it "
                                  f"into another register first")
         self._value, self.loaded = value, loaded
 
     def _no_python(self, *_: Any) -> Any:
+        # rule: control.register_python_value
         raise TypeError("a VirtualRegister's value exists only while the kernel runs on the device: it cannot be used "
                         "in a Python if/while, int() or range(); branch on it with nl.while_loop or nl.fori_loop")
 
@@ -120,13 +123,16 @@ def register_value(x: Any, api: str, pname: str, allow_affine: bool = True) -> A
     if isinstance(x, VirtualRegister):
         v = x.value
         if v is None:
+            # rule: limit.values_unknown
             raise error("err_operand_type", f"'{pname}' of '{api}': the register holds a value read from a tensor, "
                                             f"which is unknown while tracing without values (run the kernel on NumPy "
                                             f"inputs)")
         if isinstance(v, Affine) and not allow_affine:
+            # rule: control.induction_read_only
             raise error("err_operand_type", f"'{pname}' of '{api}' cannot be a dynamic loop's index register")
         return v
     if isinstance(x, bool) or not isinstance(x, int):
+        # rule: python.argument_type
         raise TypeError(f"'{pname}' of '{api}' must be an int or a VirtualRegister, got {type(x).__name__}")
     return x
 
@@ -135,6 +141,7 @@ def register_value(x: Any, api: str, pname: str, allow_affine: bool = True) -> A
 def register_alloc(x: Any = None) -> VirtualRegister:
     """A new register, holding ``x`` (an int) if given, else 0."""
     if x is not None and (isinstance(x, bool) or not isinstance(x, int)):
+        # rule: python.argument_type
         raise TypeError(f"register_alloc takes an int initial value, got {type(x).__name__}")
     return VirtualRegister(0 if x is None else int(x))
 
@@ -167,18 +174,21 @@ def register_store(dst: Any, src: Any) -> None:
 
 def _register(x: Any, api: str) -> None:
     if not isinstance(x, VirtualRegister):
+        # rule: python.argument_type
         raise TypeError(f"{api} expects a VirtualRegister from nisa.register_alloc(), got {type(x).__name__}")
 
 
 # --- loops ----------------------------------------------------------------------------------------------------
 def _step(step: Any, api: str) -> int:
     if isinstance(step, VirtualRegister) or isinstance(step, bool) or not isinstance(step, int) or step <= 0:
+        # rule: control.dynamic_step
         raise AssertionError(f"{api}: step must be a positive compile-time int, got {step!r}")
     return step
 
 
 def _no_reorder_check(api: str) -> None:
     if _NO_REORDER[0]:
+        # rule: control.no_reorder_dynamic_loop
         raise error("err_invalid_view", f"{api} inside nl.no_reorder(): dynamic loops cannot be reordered around, so "
                                         f"NKI does not allow them in a no_reorder block")
 
@@ -200,6 +210,7 @@ def _iterate(lower: Any, upper: Any, step: int, api: str) -> Iterator[VirtualReg
 def fori_loop(lower: Any, upper: Any, body_fun: Callable[[VirtualRegister], Any], step: Any = 1) -> None:
     """``for i in range(lower, upper, step): body_fun(i)`` as a device loop; ``i`` is a read-only register."""
     if not callable(body_fun):
+        # rule: python.argument_type
         raise TypeError("nl.fori_loop's body_fun must be a function of the induction register")
     with _dynamic_loop():
         for reg in _iterate(lower, upper, _step(step, "nl.fori_loop"), "nl.fori_loop"):
@@ -218,8 +229,10 @@ def while_loop(init: Any, body_fun: Callable[[VirtualRegister], Any]) -> None:
                 return
             r = body_fun(r)
             if not isinstance(r, VirtualRegister):
+                # rule: python.argument_type
                 raise TypeError(f"nl.while_loop's body_fun must return the register holding the next condition, "
                                 f"got {type(r).__name__}")
+    # rule: limit.while_iterations
     raise RuntimeError(f"nl.while_loop ran {MAX_WHILE_ITERATIONS} iterations without its condition reaching 0")
 
 

@@ -39,16 +39,19 @@ def sendrecv(src: Any, dst: Any, send_to_rank: Any, recv_from_rank: Any, pipe_id
     me = _lnc.current_core(ctx)
     for pname, rank in (("send_to_rank", send_to_rank), ("recv_from_rank", recv_from_rank)):
         if isinstance(rank, bool) or not isinstance(rank, int) or rank != 1 - me:
+            # rule: sendrecv.ranks
             raise _error("err_operand_type", f"'{pname}' of 'sendrecv' on logical core {me} must be {1 - me}, the "
                                              f"other core of the LNC2 pair, got {rank!r}")
     if eng is _DmaEngine.gpsimd_dma:
         cap = _GPSIMD_SENDRECV_ELEMENTS * src.dtype.itemsize
         per_partition = src.size // src.shape[0] * src.dtype.itemsize
         if per_partition > cap:
+            # rule: sendrecv.gpsimd_bytes
             raise _error("err_operand_type", f"sendrecv over dma_engine.gpsimd_dma moves at most {cap} bytes per "
                                              f"partition for {src.dtype.itemsize * 8}-bit data, got {per_partition}")
     if not _lnc.meet(ctx, ("sendrecv", pipe_id), (s, d),
                      lambda got: _b.call("nisa.sendrecv", got[0][0], got[0][1], got[1][0], got[1][1])):
+        # rule: sendrecv.ranks
         raise _error("err_operand_type", "nisa.sendrecv exchanges tiles between the two logical cores of an LNC2 "
                                          "launch: launch the kernel as kernel[2](...)")
     return _done(name)
@@ -62,6 +65,7 @@ def core_barrier(data: Any, cores: Any, engine: Any = engine.gpsimd, name: Any =
     d = _t(data, api, "data")
     _needs_gen(3, "core_barrier")
     if tuple(cores) != (0, 1):
+        # rule: core_barrier.cores
         raise _error("err_operand_type", f"'cores' of 'core_barrier' must be (0, 1), got {cores!r}")
     ctx = _current()
     if not _lnc.meet(ctx, ("core_barrier",), d,

@@ -21,9 +21,11 @@ from nkisim.frontend.v06.adapters.tensor import NkiTensor
 
 def _family(buffer: Any) -> str:
     if isinstance(buffer, str):
+        # rule: buffer.string
         raise _error("err_string_buffer", f"buffer {buffer!r}: NKI 0.6 takes buffers as nl.sbuf, nl.psum, nl.hbm or "
-                                          f"nl.shared_hbm, not strings")
+                                          f"nl.shared_hbm, not strings (NKI 0.3 dropped string buffer names)")
     if not isinstance(buffer, Buffer):
+        # rule: python.argument_type
         raise TypeError(f"expected a buffer (nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm), got {buffer!r}")
     return buffer.family
 
@@ -51,9 +53,11 @@ def _placed(buffer: Buffer, shape: tuple[int, ...], address: Any) -> Buffer:
     """The buffer of an explicitly placed tensor (``address=``), after the documented placement rules."""
 
     if _family(buffer) == "hbm":
+        # rule: ndarray.address
         raise _error("err_operand_type", "nl.ndarray(address=...) places SBUF or PSUM tensors only")
     if not (isinstance(address, tuple) and len(address) == 2 and builtins.all(isinstance(a, int) and not isinstance(a, builtins.bool)
                                                                       and a >= 0 for a in address)):
+        # rule: ndarray.address
         raise _error("err_operand_type", f"address must be (partition offset, free byte offset), got {address!r}")
     part, free = address
     n = shape[0]
@@ -61,9 +65,11 @@ def _placed(buffer: Buffer, shape: tuple[int, ...], address: Any) -> Buffer:
     quadrant = tgt.limit("quadrant_partitions")
     starts = (0,) if n > 2 * quadrant else tuple(range(0, tgt.partitions, quadrant * (2 if n > quadrant else 1)))
     if part not in starts:
+        # rule: ndarray.address
         raise _error("err_operand_type", f"a tensor of {n} partitions starts at partition {' or '.join(map(str, starts))}"
                                          f", not {part}")
     if _family(buffer) == "psum" and free % tgt.psum_bank_bytes:
+        # rule: ndarray.psum_bank
         raise _error("err_operand_type", f"a PSUM tensor must start at a bank boundary (a multiple of "
                                          f"{tgt.psum_bank_bytes} bytes), not byte {free}")
     return Buffer(buffer.space, ModAlloc(buffer.space, base_addr=free, base_partition=part))
@@ -98,6 +104,7 @@ def empty_like(x: Any, dtype: Any = None, buffer: Any = None, name: Any = "") ->
 
 def rand(shape: Any, dtype: Any, buffer: Any = sbuf, name: Any = "") -> NkiTensor:
     if _family(buffer) != "sbuf":
+        # rule: limit.rand_buffer
         raise NotImplementedError("nl.rand is simulated into SBUF only")
     return _b.wrap(_b.call("nl.rand", _shape(shape), _b.dtype(dtype, "rand")))
 
@@ -106,6 +113,7 @@ def random_seed(seed: Any) -> None:
     """``nl.random_seed``: seed ``nl.rand`` from a ``[1, 1]`` SBUF/PSUM tensor (NKI 0.6 takes no Python int)."""
     t = _tile(seed, "random_seed", "seed")
     if seed.size != 1 or not seed.on_chip:
+        # rule: random_seed.shape
         raise _error("err_operand_type", f"'seed' of 'random_seed' must be a [1, 1] tensor in SBUF or PSUM, got shape "
                                          f"{list(seed.shape)} in {seed.buffer}")
     _b.call("nl.random_seed", t)

@@ -49,23 +49,33 @@ def check_index(what: str, name: str, on_chip: bool, dynamic: bool, offsets: Any
     ``scalar`` for a (1, 1) tile holding one offset (``.ap(scalar_offset=tile)``)."""
     if scalar:
         if on_chip:
+            # rule: limit.scalar_offset_on_chip
             raise NotImplementedError(f"{what}: a tile as the scalar offset of on-chip tensor '{name}' is not supported "
                                       f"by the simulator yet; load it into a register (nisa.register_load)")
         if not getattr(offsets, "__nki_view__", False) or offsets.buffer.family != "sbuf" or offsets.shape != (1, 1):
+            # rule: view.scalar_offset_shape
             raise _invalid(f"{what}: a scalar offset must be a register or an SBUF tensor of shape (1, 1), got "
                            f"{_describe(offsets)}")
     elif on_chip:
+        # rule: view.vector_select_hbm
         raise _invalid(f"{what}: '{name}' is on chip; per-partition indirect addressing reads HBM tensors only "
                        f"(through DMA)")
     if dynamic:
+        # rule: view.one_dynamic_select
         raise _invalid(f"{what}: '{name}' already has a dynamic offset (a dynamic select, scalar_offset or "
                        f"vector_select): only one dynamic select per tensor")
+    # AWS's docs give the offsets as a [P, 1] tile; nki-library's kernels (validated on the compiler) also pass
+    # [P, 1, 1] (rule ap.vector_offset_shape): one offset per partition is what matters
     if not scalar and (not getattr(offsets, "__nki_view__", False) or offsets.buffer.family != "sbuf"
-                       or offsets.ndim != 2 or offsets.shape[1] != 1):
-        raise _invalid(f"{what}: the offsets must be an SBUF tensor of shape (P, 1), got {_describe(offsets)}")
+                       or offsets.ndim < 2 or math.prod(offsets.shape[1:]) != 1):
+        # rule: view.vector_offset_shape
+        raise _invalid(f"{what}: the offsets must be an SBUF tensor with one offset per partition (shape (P, 1)), got "
+                       f"{_describe(offsets)}")
     if dt.is_float(offsets.dtype) or not dt.is_int(offsets.dtype):
+        # rule: view.vector_offset_shape
         raise _invalid(f"{what}: the offsets '{offsets.view_base().label()}' must hold integers, got {dt.name(offsets.dtype)}")
     if offsets.is_indirect():
+        # rule: view.indirect_final
         raise _invalid(f"{what}: the offsets '{offsets.view_base().label()}' are themselves an indirect view")
 
 
@@ -84,6 +94,7 @@ def _index_access(index: Any, nfree: int, scalar: bool = False) -> Access:
         return Access(base, tuple(coords))
     p = index.shape[0]
     if p > 1 and index.strides[0] != math.prod(base.shape[1:]):
+        # rule: limit.indirect_pattern
         raise _invalid(f"the offsets '{index.view_base().label()}' must step one partition per index")
     grid = np.arange(coords[0], coords[0] + p, dtype=np.int64).reshape((p,) + (1,) * nfree)
     return Access(base, (Affine(0, None, grid),) + tuple(coords[1:]))
@@ -99,14 +110,17 @@ def lower(base: Tensor, offset: int, pattern: tuple[tuple[int, int], ...], ind: 
     size = math.prod(base.shape)
     free = pattern if ind.scalar else pattern[1:]
     if len(pattern) < 2:
+        # rule: limit.indirect_pattern
         raise NotImplementedError(f"a 1-D indirect view of '{base.root.label()}' is not supported by the simulator; "
                                   f"give it a free dimension (a pattern [[row, P], [1, n]])")
     if row <= 0 or size % row:
+        # rule: limit.indirect_pattern
         raise NotImplementedError(f"an indirect view of '{base.root.label()}' whose row stride {row} does not divide its "
                                   f"{size} elements is not supported by the simulator")
     first, offset = divmod(offset, row)
     n = ind.rows
     if first and (first % n or (size // row) % n):
+        # rule: limit.indirect_pattern
         raise NotImplementedError(f"an indirect view of '{base.root.label()}' starting at row {first}, not at a multiple "
                                   f"of its {n} rows, is not supported by the simulator; index the whole tensor and "
                                   f"add the row to the offsets")
@@ -116,6 +130,7 @@ def lower(base: Tensor, offset: int, pattern: tuple[tuple[int, int], ...], ind: 
     for k, (s, c) in enumerate(free):
         pos += (np.arange(c, dtype=np.int64) * s).reshape(lead + tuple(c if j == k else 1 for j in range(len(counts))))
     if pos.size and (pos.min() < 0 or pos.max() >= row):
+        # rule: limit.indirect_pattern
         raise NotImplementedError(f"the free pattern {[list(p) for p in free]} at offset {offset} of an indirect view "
                                   f"of '{base.root.label()}' leaves the row of {row} elements each index selects: not "
                                   f"supported by the simulator (a legacy gather's free index stays inside the row)")

@@ -32,13 +32,16 @@ class NkiInstruction:
         loops are unrolled and do not count).  The edge is given while the consumer's dynamic loop still runs: after
         it, the loop's other iterations have been issued without it."""
         if dynamic_scope()[:len(self.scope)] != self.scope:
+            # rule: schedule.dynamic_loop_edge
             raise _error("err_dependency_across_dynamic_loop",
                          f"depends_on: {_label(self)} was issued inside a dynamic loop that has ended: give its edges "
                          f"inside the loop body (a scheduling edge may not cross a dynamic loop's boundary)")
         for p in producers:
             if not isinstance(p, NkiInstruction):
+                # rule: python.argument_type
                 raise TypeError(f"depends_on takes the NkiInstruction handles nisa calls return, got {p!r}")
             if self.scope[:len(p.scope)] != p.scope:  # p sits in a dynamic loop the consumer is not in
+                # rule: schedule.dynamic_loop_edge
                 raise _error("err_dependency_across_dynamic_loop",
                              f"depends_on: {_label(self)} cannot depend on {_label(p)}, issued inside a dynamic loop "
                              f"it is not in: a scheduling "
@@ -46,6 +49,7 @@ class NkiInstruction:
                              f"semaphore could fire unconditionally or never fire (deadlock); both instructions must "
                              f"sit at the same dynamic-loop nesting, or the producer in an enclosing scope")
             if self.issued is not None and p.issued is not None and p.issued.seq >= self.issued.seq:
+                # rule: limit.program_order
                 raise _error("err_schedule_against_program_order",
                              f"depends_on: {_label(self)} cannot depend on {_label(p)}, issued after it (or itself): "
                              f"the simulator issues instructions in program order, so it cannot reorder them: issue "
@@ -56,6 +60,7 @@ class NkiInstruction:
             labels = tuple(state.label(p.issued) for p in producers if p.issued is not None)
             have = self.issued.order.after if self.issued.order is not None else ()
             if len(set(have) | set(labels)) > MAX_EDGES:
+                # rule: limit.edges
                 raise _error("err_too_many_edges", f"depends_on: {_label(self)} would wait for more than "
                                                    f"{MAX_EDGES} instructions, more than a program holds")
             self.issued.wait_for(labels)
@@ -76,6 +81,7 @@ def _label(i: NkiInstruction) -> str:
 def done(name: str | None) -> NkiInstruction:
     """The ``NkiInstruction`` an ``nisa`` adapter returns for the registry call it just made, labelled ``name``."""
     if name is not None and not isinstance(name, str):
+        # rule: python.argument_type
         raise TypeError(f"name= must be a string, got {type(name).__name__}")
     scope = dynamic_scope()
     ctx = _active()
@@ -118,6 +124,7 @@ def get_nc_sub_version() -> int:
 def needs_gen(gen: int, what: str) -> None:
     have = _nc_version_number()
     if have < gen:
+        # rule: target.generation
         raise _error("err_unsupported_target", f"{what} needs NeuronCore-v{gen} (gen{gen}); the target is gen{have}")
 
 

@@ -73,6 +73,7 @@ def dma_compute(dst: Any, srcs: Any, reduce_op: Any, scales: Any = None, unique_
                 oob_mode: Any = oob_mode.error, name: Any = None) -> NkiInstruction:
     api = "dma_compute"
     if not isinstance(srcs, (list, tuple)):
+        # rule: python.argument_type
         raise TypeError(f"'srcs' of '{api}' must be a list of tensors, got {type(srcs).__name__}")
     oob = _b.enum_value(oob_mode, _Oob, api, "oob_mode")
     _b.call("nisa.dma_compute", [_t(s, api, f"srcs[{i}]") for i, s in enumerate(srcs)],

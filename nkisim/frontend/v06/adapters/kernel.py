@@ -14,6 +14,8 @@ import ast
 import dataclasses
 import functools
 import inspect
+import math
+import os
 import textwrap
 import warnings
 from collections.abc import Callable
@@ -25,6 +27,7 @@ from nkisim.core import context
 from nkisim.core import dtypes as dt
 from nkisim.core.tensor import Tensor
 from nkisim.frontend.v06.adapters.errors import error
+from nkisim.frontend.v06.adapters.known_issues import DocumentedRuleWarning
 from nkisim.frontend.v06.adapters.order import scheduling
 from nkisim.frontend.v06.adapters.tensor import NkiTensor
 from nkisim.runtime import kernel as _runtime
@@ -48,9 +51,11 @@ class Entry:
             pass
         for p in inspect.signature(fn).parameters.values():
             if p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD):
+                # rule: kernel.keyword_only
                 raise error("err_kernel_argument",
                             f"kernel {fn.__name__}: parameter '{p.name}' is keyword-only; NKI 0.6 kernels take no "
-                            f"'*' separator or **kwargs in their signature")
+                            f"'*' separator or **kwargs in their signature (NKI 0.3 dropped them): make it a plain "
+                            f"parameter")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         fn = self.__wrapped__  # type: ignore[attr-defined]
@@ -76,7 +81,8 @@ class Scheduled:
 
 @functools.lru_cache(maxsize=512)
 def _identity_tests(fn: Callable) -> tuple[int, ...]:
-    """Lines of the kernel's ``is`` / ``is not`` comparisons (the NKI 0.3+ compiler refuses them)."""
+    """Lines of the kernel's ``is`` / ``is not`` comparisons (AWS's migration guide says the NKI 0.3+ compiler
+    refuses them)."""
     try:
         lines, start = inspect.getsourcelines(fn)
         tree = ast.parse(textwrap.dedent("".join(lines)))
@@ -86,15 +92,24 @@ def _identity_tests(fn: Callable) -> tuple[int, ...]:
                         and any(isinstance(o, (ast.Is, ast.IsNot)) for o in node.ops)))
 
 
+#: kernels whose ``is`` comparisons were warned about in this process (once per kernel function)
+_WARNED_IDENTITY: set[Callable] = set()
+
+
 def _check_python_subset(fn: Callable) -> None:
+    """Rule ``kernel.identity_operator`` (a warning): AWS's migration guide says the 0.3 compiler does not support
+    ``is`` / ``is not``, yet nki-library's 2.29_release kernels, validated on that compiler, test ``x is None`` on
+    hundreds of lines; identity against trace-time Python values is evaluated while tracing."""
     lines = _identity_tests(fn)
-    if lines:
-        err = error("err_unsupported_syntax", "the 'is' / 'is not' operators are not supported in NKI kernels (NKI "
-                                              "0.3+): object identity means nothing while the compiler traces the "
-                                              "kernel; compare with == / != instead")
-        err.nki_location = (fn.__code__.co_filename, lines[0])
-        err.filename, err.lineno = err.nki_location  # type: ignore[attr-defined]
-        raise err
+    if lines and fn not in _WARNED_IDENTITY:
+        _WARNED_IDENTITY.add(fn)
+        # rule: kernel.identity_operator
+        warnings.warn_explicit(
+            "the 'is' / 'is not' operators: AWS's migration guide says \"The NKI 0.3.0 compiler does not support "
+            "Python's is / is not operators ... Use == / != instead\" (nki/migration/index.rst), but AWS's own "
+            "kernels validated on that compiler (nki-library 2.29_release) compare trace-time values such as None "
+            "this way; the simulator evaluates them while tracing. Prefer == / != where either works",
+            DocumentedRuleWarning, fn.__code__.co_filename, lines[0])
 
 
 @functools.lru_cache(maxsize=512)
@@ -106,7 +121,9 @@ def _argument(value: Any, name: str) -> Any:
     if isinstance(value, Tensor):
         return NkiTensor.over(value)
     if isinstance(value, list):
-        raise error("err_kernel_argument", "a list is not a valid NKI 0.6 kernel argument: pass a tuple")
+        # rule: kernel.list_argument
+        raise error("err_kernel_argument", "a list is not a valid NKI 0.6 kernel argument (NKI 0.3 dropped list "
+                                            "arguments): pass a tuple")
     d = _dtype_argument(value)
     if d is not None:
         return _nki_dtype(d, value, name)
@@ -136,6 +153,7 @@ def _nki_dtype(d: Any, value: Any, name: str) -> Any:
     except TypeError:
         nd = None
     if nd is None or nd not in dt.SUPPORTED:
+        # rule: kernel.dtype_argument
         raise error("err_dtype_argument",
                     f"argument '{name}' is the dtype {value!r}, which has no NKI equivalent: pass one of "
                     f"{', '.join(dt.name(x) for x in dt.SUPPORTED)} (nl.float32, nl.bfloat16, ...)")
@@ -143,13 +161,20 @@ def _nki_dtype(d: Any, value: Any, name: str) -> Any:
 
 
 def _result(value: Any, fn: Callable) -> Any:
+    """A returned view is the launch's output: the tensor itself, or a reshape of all of it (nki-library's kernels,
+    validated on the compiler, ``return out.reshape(shape)``)."""
     if value.__class__ is NkiTensor:
         low = value.lower()
-        if not isinstance(low, Tensor):
-            raise error("err_invalid_view", f"kernel {fn.__name__} returned a view of '{value.name}': return the "
-                                            f"tensor itself (allocate the output with nl.ndarray(..., "
-                                            f"buffer=nl.shared_hbm))")
-        return low
+        if isinstance(low, Tensor):
+            return low
+        base = value.view_base()
+        if value.offset == 0 and value.size == math.prod(base.shape) and value.is_contiguous() \
+                and not value.is_indirect():
+            return base.reshape(value.shape)
+        # rule: limit.returned_part
+        raise NotImplementedError(f"kernel {fn.__name__} returned a part of '{value.name}' (shape {list(value.shape)} "
+                                  f"of {list(base.shape)}): the simulator returns whole tensors or reshapes of them; "
+                                  f"return the tensor and slice it outside")
     if isinstance(value, (tuple, list)):
         return type(value)(_result(v, fn) for v in value)
     return value
@@ -170,12 +195,14 @@ class Kernel(_runtime.Kernel):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if context.active() is not None:
+            # rule: kernel.sub_kernel
             raise error("err_jit_sub_kernel",
                         f"kernel {self.original.__name__} is decorated with @nki.jit and called from inside another "
                         f"kernel: NKI 0.6 compiles the top-level kernel only (the compiler complains that classes "
                         f"must derive from nl.NKIObject). Call the undecorated function here, and use "
                         f"nki.jit({self.original.__name__})(...) where it is launched on its own")
         if not args and not kwargs:
+            # rule: kernel.no_arguments
             raise error("err_no_arguments", f"kernel {self.original.__name__} called with no arguments: an NKI kernel "
                                             f"takes at least one argument")
         return launch(self, None, args, kwargs)
@@ -193,10 +220,12 @@ class Kernel(_runtime.Kernel):
         for edge in edges:
             if not (isinstance(edge, tuple) and len(edge) == 2 and isinstance(edge[0], str)
                     and (isinstance(edge[1], str) or all(isinstance(n, str) for n in edge[1]))):
+                # rule: python.argument_type
                 raise TypeError(f"with_schedule takes (consumer name, producer name or names) pairs, got {edge!r}")
             producers = (edge[1],) if isinstance(edge[1], str) else tuple(edge[1])
             merged[edge[0]] = tuple(dict.fromkeys(merged.get(edge[0], ()) + producers))
             if len(merged[edge[0]]) > MAX_EDGES:
+                # rule: limit.edges
                 raise error("err_too_many_edges", f"with_schedule: instruction {edge[0]!r} would run after more "
                                                   f"than {MAX_EDGES} named instructions, more than a program holds")
         caller = inspect.currentframe()
@@ -212,8 +241,9 @@ def jit(fn: Callable | None = None, **kwargs: Any) -> Any:
     ``mode=`` is ignored since NKI 0.3 (a warning says so); ``platform_target=`` is an error since 0.3 (set
     ``NEURON_PLATFORM_TARGET_OVERRIDE`` instead)."""
     if "platform_target" in kwargs:
+        # rule: jit.platform_target
         raise error("err_platform_target_argument",
-                    "nki.jit(platform_target=...) is not supported since NKI 0.3: set the "
+                    "nki.jit(platform_target=...) is not supported (NKI 0.3 dropped it): set the "
                     "NEURON_PLATFORM_TARGET_OVERRIDE environment variable (trn1, trn2, trn3) instead")
     if "mode" in kwargs:
         kwargs.pop("mode")
@@ -230,6 +260,7 @@ def _function(f: Any) -> Callable:
     if isinstance(f, _runtime.Kernel):  # a legacy kernel handed to NKI 0.6: its function
         return f.func
     if not callable(f):
+        # rule: python.argument_type
         raise TypeError(f"nki.jit expects a function, got {type(f).__name__}")
     return f
 
@@ -245,3 +276,38 @@ def simulate(kernel: Any) -> Callable[..., Any]:
     if isinstance(kernel, Kernel):
         return kernel
     return Kernel(_function(kernel))
+
+
+#: ``NKI_NC_VERSION`` (the variable nki-library's harness sets for AWS's CPU simulator from its platform target,
+#: test/utils/simulation_setup.py and common_dataclasses.Platforms.get_nc_gen) -> the target it names
+_NC_TARGET = {"gen2": "trn1", "gen3": "trn2", "gen4": "trn3"}
+
+
+class _CpuSimulation:
+    """``nki.cpu_simulate(kernel)``: call it, or index it with the logical-core degree first."""
+
+    def __init__(self, kernel: Kernel, lnc: Any = None) -> None:
+        self.kernel, self.lnc = kernel, lnc
+
+    def __getitem__(self, lnc: Any) -> _CpuSimulation:
+        return _CpuSimulation(self.kernel, lnc)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        gen = os.environ.get("NKI_NC_VERSION", "")
+        target = _NC_TARGET.get(gen.removeprefix("nc_version.")) if gen else None
+        if gen and target is None:
+            # rule: limit.nc_version_variable
+            raise ValueError(f"NKI_NC_VERSION={gen!r} names no NeuronCore generation: gen2 (trn1), gen3 (trn2) "
+                             f"or gen4 (trn3)")
+        return launch(self.kernel, self.lnc, args, kwargs, target=target)
+
+
+def cpu_simulate(kernel: Any) -> _CpuSimulation:
+    """``nki.cpu_simulate(kernel)[lnc](**inputs)``, as nki-library's ``--test-mode simulation`` calls AWS's CPU
+    simulator (its test/utils/simulation_setup.py): the kernel on the simulator, NumPy in and out.  The target is
+    the one ``NKI_NC_VERSION`` names when that harness set it (gen2 trn1, gen3 trn2, gen4 trn3), else the launch's
+    usual one (``NEURON_PLATFORM_TARGET_OVERRIDE``, default trn2)."""
+    sim = simulate(kernel)
+    if isinstance(sim, GridLaunch):
+        return _CpuSimulation(sim.kernel, sim.grid)
+    return _CpuSimulation(sim)

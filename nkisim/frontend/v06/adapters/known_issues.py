@@ -21,6 +21,12 @@ class HardwareCompileWarning(UserWarning):
     """The call runs in the simulator but the Neuron compiler rejects it today (a known issue AWS lists)."""
 
 
+class DocumentedRuleWarning(UserWarning):
+    """AWS's docs state a rule that code AWS validates on its compiler breaks (nki-library's release branches): the
+    simulator runs the code, and quotes the doc so the kernel's author can decide (``nkisim/frontend/v06/rules.py``
+    lists each such rule with the doc line and the validated code)."""
+
+
 #: the ``nl`` binary ops (registry entries) whose operands must have the same shape on the hardware
 _BINARY = frozenset(f"nl.{n}" for n in (
     "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "equal", "not_equal", "less",

@@ -119,7 +119,7 @@ def storage_shape(pattern: Pattern, size: int) -> tuple[int, ...] | None:
     """A row-major shape of ``size`` elements whose strides are the pattern's (each dividing the one before), so
     that the view is a basic index of the storage seen in that shape; None if the strides do not nest."""
     steps = sorted({s for s, c in pattern if c > 1}, reverse=True)
-    if not steps or steps[0] <= 0 or size % steps[0]:
+    if not steps or steps[-1] <= 0 or size % steps[0]:  # a stride of 0 (a broadcast) is no basic index
         return None
     dims = [size // steps[0]]
     for hi, lo in zip(steps, steps[1:]):
@@ -152,6 +152,7 @@ def lower(base: Tensor, offset: int, pattern: Pattern, dyn: tuple = ()) -> Tenso
             key[d] = slice(k.start + move, k.stop + move, k.step) if isinstance(k, slice) else move + k
         return Access(base, tuple(key))
     if dyn:
+        # rule: limit.dynamic_offset_pattern
         raise NotImplementedError(f"a dynamic offset on a view with pattern {[list(p) for p in pattern]} is not "
                                   f"supported by the simulator; give the view a basic layout")
     counts = tuple(c for _, c in pattern)
@@ -159,12 +160,14 @@ def lower(base: Tensor, offset: int, pattern: Pattern, dyn: tuple = ()) -> Tenso
     for k, (s, c) in enumerate(pattern):
         flat += (np.arange(c, dtype=np.int64) * s).reshape([c if j == k else 1 for j in range(len(counts))])
     if flat.size and (flat.min() < 0 or flat.max() >= math.prod(shape)):
+        # rule: view.bounds
         raise error("err_view_out_of_bounds",
                         f"access pattern {[list(p) for p in pattern]} at offset {offset} leaves the storage of "
                         f"'{base.root.name}'")
-    if len(counts) < 2:
-        raise NotImplementedError(f"a 1-D view with pattern {[list(p) for p in pattern]} is not supported by the "
-                                  f"simulator; give it a second dimension")
+    if len(counts) < 2:  # a 1-D view across the storage's rows: a gather of the flattened storage
+        size = math.prod(shape)  # (one row, the elements): the core indexes with grids of two dimensions at least
+        return Access(base.reshape((1, size)), (Affine(0, grid=np.zeros((1, 1), dtype=np.int64)),
+                                                Affine(0, grid=np.ascontiguousarray(flat[None, :], dtype=np.int64))))
     coords = open_grids(np.unravel_index(flat, shape))
     return Access(base, tuple(Affine(0, grid=np.ascontiguousarray(c, dtype=np.int64)) for c in coords))
 

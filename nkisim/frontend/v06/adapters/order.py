@@ -82,6 +82,7 @@ class Scheduling:
                 continue
             for sc in scopes:
                 if scope[:len(sc)] != sc:
+                    # rule: schedule.dynamic_loop_edge
                     raise error("err_dependency_across_dynamic_loop",
                                 f"with_schedule edge ({name!r}, {p!r}): instruction {name!r} cannot depend on "
                                 f"{p!r}, issued inside a dynamic loop it is not in: a scheduling edge may not cross "
@@ -100,6 +101,7 @@ class Scheduling:
                                 f"kernel.with_schedule names instruction {n!r}, but no instruction of the kernel "
                                 f"has name={n!r}: give the instruction that name (every nisa call takes name=)")
                     err.nki_location = self.where
+                    # rule: schedule.unknown_name
                     raise err
         if self.late:
             consumer, producer, loc = self.late[0]
@@ -108,6 +110,7 @@ class Scheduling:
                         f"{producer!r}, which it must run after; the simulator issues instructions in program "
                         f"order, so it cannot reorder them: issue {producer!r} first")
             err.nki_location = loc
+            # rule: limit.program_order
             raise err
 
     def leave_no_reorder(self, ctx: KernelContext) -> None:

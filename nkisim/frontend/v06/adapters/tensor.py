@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from nkisim.core.access import Access
+from nkisim.core.buffers import Buffer
 from nkisim.core.errors import nki_error
 from nkisim.core.grids import DynSlice
 from nkisim.core.indexing import Affine
@@ -32,6 +33,7 @@ def _view_error(message: str) -> Exception:
 
 def _as_int(x: Any, what: str) -> int:
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        # rule: python.argument_type
         raise TypeError(f"{what} must be an integer, got {type(x).__name__}")
     return int(x)
 
@@ -47,6 +49,7 @@ class NkiTensor:
     __nki_view__ = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # rule: limit.no_storage
         raise TypeError("create tensors with nl.ndarray (or nl.zeros, nl.load, ...); NkiTensor(...) cannot bind "
                         "storage on the simulator")
 
@@ -92,7 +95,10 @@ class NkiTensor:
 
     @property
     def buffer(self) -> Any:
-        return self._base.root.buffer
+        """The memory the tensor lives in (``nl.sbuf``, ...), also for one placed with ``address=``: nki-library's
+        TensorView tests ``t.buffer == nl.sbuf`` on its directly allocated tiles."""
+        buf = self._base.root.buffer
+        return buf if buf.alloc is None else Buffer(buf.space)
 
     @property
     def ndim(self) -> int:
@@ -110,9 +116,11 @@ class NkiTensor:
         return f"NkiTensor({self.name}, shape={self.shape}, dtype={self.dtype}, buffer={self.buffer})"
 
     def __iter__(self) -> Any:
+        # rule: python.tensor_value
         raise TypeError("an NkiTensor cannot be iterated: loop over indices and index it")
 
     def __bool__(self) -> bool:
+        # rule: python.tensor_value
         raise TypeError("the truth value of an NkiTensor is not known when the kernel is compiled: its values exist "
                         "only on the device (compare with nl.equal into a tile, or branch on registers with "
                         "nl.while_loop)")
@@ -152,9 +160,11 @@ class NkiTensor:
             i = next(j for j, k in enumerate(key) if k is Ellipsis)
             key = key[:i] + (slice(None),) * (self.ndim - len(key) + 1) + key[i + 1:]
         if self._ind is not None and key and not (isinstance(key[0], slice) and key[0] == slice(None)):
+            # rule: view.indirect_final
             raise _view_error(f"dimension 0 of '{self.name}' is selected indirectly (vector_select, vector_offset or a tile as scalar_offset): "
                               f"it cannot be further sliced or selected")
         if len(key) > self.ndim:
+            # rule: python.index
             raise IndexError(f"too many indices for tensor '{self.name}' of shape {list(self.shape)}: {len(key)}")
         offset = self._offset
         kept: list[tuple[int, int] | None] = []  # None: a dimension an integer removed
@@ -169,6 +179,7 @@ class NkiTensor:
             elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
                 i = int(k) + c if int(k) < 0 else int(k)
                 if not 0 <= i < c:
+                    # rule: view.bounds
                     raise error("err_view_out_of_bounds",
                                     f"index {int(k)} is out of bounds for dimension {axis} of '{self.name}' with size "
                                     f"{c}")
@@ -179,6 +190,7 @@ class NkiTensor:
                     kept.append(None)
                     dropped.append((axis, s))
             else:
+                # rule: python.argument_type
                 raise TypeError(f"unsupported index {k!r} for tensor '{self.name}': NKI 0.6 indexes with integers, "
                                 f"slices and nl.ds (index tensors go through .ap(), .select() or .vector_select())")
         floor = 2 if self.on_chip else 1
@@ -190,15 +202,19 @@ class NkiTensor:
     def _slice_bounds(self, axis: int, size: int, k: slice) -> tuple[int, int, int]:
         step = 1 if k.step is None else _as_int(k.step, "slice step")
         if step < 1:
-            raise _view_error(f"slice step {step} on dimension {axis} of '{self.name}': NKI views step forward (>= 1)")
+            # rule: limit.slice_step
+            raise _view_error(f"slice step {step} on dimension {axis} of '{self.name}': the simulator's views step "
+                              f"forward only (>= 1)")
         start = 0 if k.start is None else _as_int(k.start, "slice start")
         stop = size if k.stop is None else _as_int(k.stop, "slice stop")
         start = start + size if start < 0 else start
         stop = stop + size if stop < 0 else stop
-        if not 0 <= start < stop <= size:
+        # an empty slice (start == stop) is a view of nothing: nki-library's kernels take x[:, 0:0] views
+        if not 0 <= start <= stop <= size:
+            # rule: view.bounds
             raise error("err_view_out_of_bounds",
                             f"slice {start}:{stop} is out of bounds for dimension {axis} of '{self.name}' with size "
-                            f"{size} (a slice must satisfy 0 <= start < stop <= size)")
+                            f"{size} (a slice must satisfy 0 <= start <= stop <= size)")
         return start, stop, step
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -212,14 +228,17 @@ class NkiTensor:
         n = self.ndim + extra
         d = d + n if d < 0 else d
         if not 0 <= d < n:
+            # rule: python.index
             raise _view_error(f"{what}: dimension {dim} is out of range for a tensor of {self.ndim} dimensions")
         if d == 0 and self.on_chip and not allow_partition:
+            # rule: view.partition_dim
             raise _view_error(f"{what}: dimension 0 of on-chip tensor '{self.name}' is its partition dimension, "
                               f"which a view cannot change")
         return d
 
     def _with(self, pattern: Pattern, offset: int | None = None, dyn: tuple | None = None) -> NkiTensor:
         if self._ind is not None and (not pattern or pattern[0] != self._pattern[0]):
+            # rule: view.indirect_final
             raise _view_error(f"dimension 0 of '{self.name}' is selected indirectly (vector_select, vector_offset or a tile as scalar_offset): "
                               f"a view cannot move, reshape or remove it")
         return NkiTensor.over(self._base, self._offset if offset is None else offset, pattern,
@@ -230,8 +249,10 @@ class NkiTensor:
     def permute(self, dims: Any) -> NkiTensor:
         dims = tuple(_as_int(d, "permute dims") for d in dims)
         if sorted(dims) != list(range(self.ndim)):
+            # rule: view.method_arguments
             raise _view_error(f"permute: {dims} is not a permutation of the {self.ndim} dimensions of '{self.name}'")
         if self.on_chip and dims[0] != 0:
+            # rule: view.partition_dim
             raise _view_error(f"permute: dims[0] must be 0 for on-chip tensor '{self.name}' (the partition dimension "
                               f"stays first), got {dims}")
         return self._with(tuple(self._pattern[d] for d in dims))
@@ -239,6 +260,7 @@ class NkiTensor:
     def broadcast(self, dim: Any, size: Any) -> NkiTensor:
         d = self._dim(dim, "broadcast")
         if self._pattern[d][1] != 1:
+            # rule: view.method_arguments
             raise _view_error(f"broadcast: dimension {d} of '{self.name}' has size {self._pattern[d][1]}, not 1")
         pat = list(self._pattern)
         pat[d] = (0, _as_int(size, "broadcast size"))
@@ -253,6 +275,7 @@ class NkiTensor:
     def squeeze_dim(self, dim: Any) -> NkiTensor:
         d = self._dim(dim, "squeeze_dim")
         if self._pattern[d][1] != 1:
+            # rule: view.method_arguments
             raise _view_error(f"squeeze_dim: dimension {d} of '{self.name}' has size {self._pattern[d][1]}, not 1")
         return self._with(self._pattern[:d] + self._pattern[d + 1:])
 
@@ -261,6 +284,7 @@ class NkiTensor:
         s, c = self._pattern[self._dim(dim, "reshape_dim", allow_partition=True)]
         d = self._dim(dim, "reshape_dim", allow_partition=True)
         if d == 0 and self.on_chip and len(shape) != 1:
+            # rule: view.partition_dim
             raise _view_error(f"reshape_dim: dimension 0 of on-chip tensor '{self.name}' is its partition dimension")
         shape = _infer(shape, c, "reshape_dim")
         split = []
@@ -274,10 +298,12 @@ class NkiTensor:
         a = self._dim(start_dim, "flatten_dims")
         b = self._dim(end_dim, "flatten_dims")
         if b < a:
+            # rule: view.method_arguments
             raise _view_error(f"flatten_dims: end_dim {b} comes before start_dim {a}")
         group = self._pattern[a:b + 1]
         for (s0, _), (s1, c1) in zip(group, group[1:]):
             if s0 != s1 * c1:
+                # rule: view.contiguity
                 raise _view_error(f"flatten_dims: dimensions {a}..{b} of '{self.name}' are not contiguous in memory "
                                   f"(strides {[s for s, _ in group]})")
         merged = (group[-1][0], math.prod(c for _, c in group))
@@ -288,6 +314,7 @@ class NkiTensor:
             shape = (shape,)
         shape = _infer(tuple(_as_int(s, "reshape shape") for s in shape), self.size, "reshape")
         if self.on_chip and shape[0] != self.shape[0]:
+            # rule: view.partition_dim
             raise _view_error(f"reshape: on-chip tensor '{self.name}' keeps its partition dimension {self.shape[0]}, "
                               f"got shape {list(shape)}")
         if self.on_chip:
@@ -296,6 +323,7 @@ class NkiTensor:
         else:
             pattern = restride(self._pattern, shape)
         if pattern is None:
+            # rule: view.contiguity
             raise _view_error(f"reshape: the layout of '{self.name}' (pattern {self.get_pattern()}) cannot be viewed "
                               f"as shape {list(shape)} without a copy")
         return self._with(pattern)
@@ -304,6 +332,7 @@ class NkiTensor:
         """einops-style: split the grouped source dimensions, reorder, merge the grouped destination ones."""
         sizes = dict(fixed_sizes or {})
         if len(src_pattern) != self.ndim:
+            # rule: view.method_arguments
             raise _view_error(f"rearrange: source pattern {src_pattern} names {len(src_pattern)} dimensions, "
                               f"'{self.name}' has {self.ndim}")
         names: list[str] = []
@@ -322,6 +351,7 @@ class NkiTensor:
             pos += len(group)
         flat_dst = [n for e in dst_pattern for n in ((e,) if isinstance(e, str) else tuple(e))]
         if sorted(flat_dst) != sorted(names):
+            # rule: view.method_arguments
             raise _view_error(f"rearrange: {dst_pattern} does not name the same dimensions as {src_pattern}")
         view = view.permute(tuple(names.index(n) for n in flat_dst))
         pos = 0
@@ -341,13 +371,16 @@ class NkiTensor:
     def select(self, dim: Any, index: Any) -> NkiTensor:
         d = self._dim(dim, "select")
         if d == 0 and self._ind is not None:
+            # rule: view.indirect_final
             raise _view_error(f"select: dimension 0 of '{self.name}' is selected indirectly (vector_select / "
                               f"vector_offset): it cannot be further selected")
         if not isinstance(index, (int, np.integer)) or isinstance(index, (bool, np.bool_)):
             if getattr(type(index), "__name__", "") != "VirtualRegister":
+                # rule: limit.select_tile_index
                 raise NotImplementedError("select with an index read from a tile is not supported by the simulator "
                                           "yet; use an integer or a register (nisa.register_load the tile first)")
             if self.is_indirect():
+                # rule: view.one_dynamic_select
                 raise _view_error(f"select: '{self.name}' already has a dynamic offset (one dynamic select per "
                                   f"tensor)")
             offset, dyn = _plus(self._offset, self._dyn, index, self._pattern[d][0])
@@ -355,6 +388,7 @@ class NkiTensor:
         c = self._pattern[d][1]
         i = int(index) + c if int(index) < 0 else int(index)
         if not 0 <= i < c:
+            # rule: view.bounds
             raise error("err_view_out_of_bounds",
                             f"select: index {int(index)} is out of bounds for dimension {d} of '{self.name}' with "
                             f"size {c}")
@@ -363,6 +397,7 @@ class NkiTensor:
     def vector_select(self, dim: Any, vector_offset: Any) -> NkiTensor:
         """Partition p reads row ``vector_offset[p]`` of dimension 0 (an HBM gather/scatter view for DMA)."""
         if _as_int(dim, "dim") != 0:
+            # rule: view.vector_select_hbm
             raise _view_error(f"vector_select: dim must be 0, got {dim}")
         indirect.check_index("vector_select", self._base.label(), self.on_chip, self.is_indirect(), vector_offset)
         pattern = ((self._pattern[0][0], vector_offset.shape[0]),) + self._pattern[1:]
@@ -374,9 +409,11 @@ class NkiTensor:
         """A view by explicit ``[[stride, count], ...]`` pairs over the raw storage (its shape, strides and
         offset of this view are disregarded, except the offset when ``offset`` is None)."""
         if vector_offset is not None and scalar_offset is not None:
+            # rule: view.one_dynamic_select
             raise _view_error(".ap(): scalar_offset and vector_offset cannot be combined (one dynamic offset per "
                               "view)")
         if vector_offset is not None and _as_int(indirect_dim, "indirect_dim") != 0:
+            # rule: view.ap_pattern
             raise _view_error(f".ap(): vector_offset needs indirect_dim=0, got indirect_dim={indirect_dim}")
         pairs = tuple((_as_int(p[0], "ap stride"), _as_int(p[1], "ap count")) for p in pattern)
         base = self._base
@@ -390,12 +427,14 @@ class NkiTensor:
         if base.buffer.family != "hbm" and pairs:
             row = math.prod(base.shape[1:])
             if pairs[0][0] != row and pairs[0][1] > 1:
+                # rule: view.ap_pattern
                 raise _view_error(f".ap(): the first pair of a pattern over on-chip tensor '{self.name}' is its "
                                   f"partition dimension, whose stride must be the storage's free size {row}, got "
                                   f"{pairs[0][0]}")
         if vector_offset is not None:
             indirect.check_index(".ap(vector_offset=)", self._base.label(), base.buffer.family != "hbm", False, vector_offset)
             if not pairs or pairs[0][1] != vector_offset.shape[0]:
+                # rule: view.ap_pattern
                 raise _view_error(f".ap(): the first pair of the pattern {[list(p) for p in pairs]} must count the "
                                   f"{vector_offset.shape[0]} partitions of vector_offset '{vector_offset.name}'")
             row = math.prod(base.shape[1:])  # the base's row stride: the pattern's leading stride is ignored
@@ -405,6 +444,7 @@ class NkiTensor:
         if scalar_offset is not None:
             d = _as_int(indirect_dim, "indirect_dim")
             if not 0 <= d < base.ndim:
+                # rule: view.ap_pattern
                 raise _view_error(f".ap(): indirect_dim {d} is out of range for '{self.name}' of rank {base.ndim}")
             if getattr(type(scalar_offset), "__name__", "") != "VirtualRegister":  # a (1, 1) tile: read when it runs
                 indirect.check_index(".ap(scalar_offset=)", self._base.label(), base.buffer.family != "hbm", False,
@@ -422,8 +462,10 @@ class NkiTensor:
         from nkisim.frontend.v06.adapters import binding
 
         if not self._pattern or self._pattern[-1][0] != 1:
+            # rule: view.reinterpret
             raise _view_error(f"view: the last dimension of '{self.name}' must be contiguous (stride 1)")
         if self.is_indirect():
+            # rule: view.reinterpret
             raise _view_error(f"view: '{self.name}' has a dynamic or indirect offset; reinterpret the tensor first")
         base, start = binding.reinterpret(self._base, self._offset, dtype)
         ratio_num, ratio_den = self._base.itemsize, base.itemsize  # old elements -> new elements
@@ -431,6 +473,7 @@ class NkiTensor:
         for i, (s, c) in enumerate(self._pattern):
             last = i == len(self._pattern) - 1
             if (s * ratio_num) % ratio_den or (last and (c * ratio_num) % ratio_den):
+                # rule: view.reinterpret
                 raise _view_error(f"view: '{self.name}' cannot be read as {dtype}: its layout does not divide into "
                                   f"{base.itemsize}-byte elements")
             pattern.append((s * ratio_num // ratio_den if not last else 1, c * ratio_num // ratio_den if last else c))
@@ -439,6 +482,7 @@ class NkiTensor:
     reinterpret_cast = view
 
     def indirect(self, index: Any, num_elem: Any = None) -> NkiTensor:
+        # rule: limit.tensor_indirection
         raise NotImplementedError("tensor indirection (.indirect, NeuronCore-v4) is not supported by the simulator "
                                   "yet")
 
@@ -455,6 +499,7 @@ class NkiTensor:
             hi += max(0, s * (c - 1))
         size = math.prod(self._base.shape)
         if lo < 0 or hi >= size:
+            # rule: view.bounds
             raise error("err_view_out_of_bounds",
                             f"access pattern {self.get_pattern()} at offset {self._offset} addresses elements "
                             f"[{lo}, {hi}] of '{self.name}', whose storage holds {size}")
@@ -482,13 +527,16 @@ def _plus(offset: int, dyn: tuple, value: Any, stride: int) -> tuple[int, tuple]
 
 def _infer(shape: tuple[int, ...], total: int, what: str) -> tuple[int, ...]:
     if shape.count(-1) > 1:
+        # rule: view.method_arguments
         raise _view_error(f"{what}: at most one dimension may be -1, got {list(shape)}")
     if -1 in shape:
         known = math.prod(s for s in shape if s != -1)
         if known == 0 or total % known:
+            # rule: view.method_arguments
             raise _view_error(f"{what}: cannot infer -1 in {list(shape)} for {total} elements")
         shape = tuple(total // known if s == -1 else s for s in shape)
     if math.prod(shape) != total:
+        # rule: reshape.element_count
         raise nki_error("err_param_shape_mismatch",
                         f"{what}: shape {list(shape)} has {math.prod(shape)} elements, the tensor has {total} "
                         f"(a reshape keeps the element count)")

@@ -1,0 +1,251 @@
+"""Issue 29: what AWS's validated kernels write runs, where a doc (or nothing) said otherwise.
+
+nki-library's release branches are validated on AWS's compiler, so a spelling they use is one the compiler accepts.
+Each test here is one such spelling, written the way nki-library writes it, checked against NumPy: the reshape of
+an output returned from the kernel, ordered NeuronCore generations, per-partition offsets in a ``[P, 1, 1]`` tile,
+``nl.range``, and an empty slice.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nkisim
+
+nkisim.install()
+
+import nki  # noqa: E402
+import nki.isa as nisa  # noqa: E402
+import nki.language as nl  # noqa: E402
+
+RNG = np.random.default_rng(29)
+
+
+@nki.jit
+def _flat_then_reshaped(x):
+    """nki-library's ``return out.reshape(shape)``: the output allocated flat, returned in the caller's shape."""
+    b, s, h = x.shape
+    out = nl.ndarray((b * s, h), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((b * s, h), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x.reshape((b * s, h)))
+    nisa.activation(dst=t, op=nl.exp, data=t)
+    nisa.dma_copy(dst=out, src=t)
+    return out.reshape((b, s, h))
+
+
+def test_a_kernel_returns_a_reshape_of_its_whole_output():
+    x = RNG.standard_normal((2, 64, 16)).astype(np.float32)
+    got = _flat_then_reshaped(x)
+    assert got.shape == (2, 64, 16)
+    np.testing.assert_allclose(got, np.exp(x), rtol=1e-5)
+
+
+def test_returning_part_of_a_tensor_is_a_simulator_limit_not_a_compiler_rule():
+    @nki.jit
+    def half(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=x)
+        return out[0:64, :]
+
+    with pytest.raises(NotImplementedError, match="the simulator returns whole tensors or reshapes of them"):
+        half(np.ones((128, 8), np.float32))
+
+
+@pytest.mark.parametrize(("target", "gen"), [("trn1", 2), ("trn2", 3), ("trn3", 4)])
+def test_neuroncore_generations_are_ordered(monkeypatch: pytest.MonkeyPatch, target: str, gen: int):
+    """``nisa.get_nc_version() <= nisa.nc_version.gen2`` as nki-library's kernels branch on it."""
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", target)
+
+    @nki.jit
+    def which(x):
+        out = nl.ndarray((1, 3), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray((1, 3), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=t[:, 0:1], value=1.0 if nisa.get_nc_version() <= nisa.nc_version.gen2 else 0.0)
+        nisa.memset(dst=t[:, 1:2], value=1.0 if nisa.get_nc_version() >= nisa.nc_version.gen3 else 0.0)
+        nisa.memset(dst=t[:, 2:3], value=1.0 if nisa.get_nc_version() > nisa.nc_version.gen3 else 0.0)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    got = which(np.ones((1, 1), np.float32))[0]
+    np.testing.assert_array_equal(got, [gen <= 2, gen >= 3, gen > 3])
+    assert sorted([nisa.nc_version.gen4, nisa.nc_version.gen2, nisa.nc_version.gen3]) == list(nisa.nc_version)
+    with pytest.raises(TypeError):
+        _ = nisa.engine.vector < nisa.engine.scalar  # other enums keep == / != only (language guide)
+
+
+def test_per_partition_offsets_in_a_p_by_1_by_1_tile():
+    """nki-library's ``.ap(vector_offset=t)`` with a [P, 1, 1] offsets tile: one row per partition."""
+    data = RNG.standard_normal((64, 32)).astype(np.float32)
+    idx = RNG.integers(0, 64, (128, 1, 1)).astype(np.int32)
+
+    @nki.jit
+    def gather(data, indices):
+        out = nl.ndarray((128, 32), dtype=data.dtype, buffer=nl.shared_hbm)
+        offsets = nl.ndarray((128, 1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=offsets, src=indices)
+        rows = nl.ndarray((128, 32), dtype=data.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=rows, src=data.ap([[32, 128], [1, 32]], vector_offset=offsets, indirect_dim=0))
+        nisa.dma_copy(dst=out, src=rows)
+        return out
+
+    np.testing.assert_array_equal(gather(data, idx), data[idx[:, 0, 0]])
+
+
+def test_nl_range_loops_like_python_range():
+    @nki.jit
+    def cumulative(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        acc = nl.ndarray((x.shape[0], 1), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.memset(dst=acc, value=0.0)
+        col = nl.ndarray((x.shape[0], 1), dtype=x.dtype, buffer=nl.sbuf)
+        for j in nl.range(x.shape[1]):
+            nisa.dma_copy(dst=col, src=x[:, j:j + 1])
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=col, op=nl.add)
+            nisa.dma_copy(dst=out[:, j:j + 1], src=acc)
+        return out
+
+    x = RNG.standard_normal((8, 6)).astype(np.float32)
+    np.testing.assert_allclose(cumulative(x), np.cumsum(x, axis=1), rtol=1e-5)
+    assert list(nl.range(2, 8, 3)) == [2, 5]
+
+
+def test_a_one_dimensional_view_across_rows_of_hbm():
+    """A ``[[1, n]]`` pattern that crosses the rows of a 2-D HBM tensor (nki-library's attention_tkg copies such
+    views): the elements in storage order."""
+
+    @nki.jit
+    def copy(x):
+        out = nl.ndarray((4, 5), dtype=x.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out.ap([[1, 20]], offset=0), src=x.ap([[1, 20]], offset=6))
+        return out
+
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+    np.testing.assert_array_equal(copy(x), x.reshape(-1)[6:26].reshape(4, 5))
+
+
+def test_a_directly_placed_kernel_transposes_on_the_pe_array_into_its_own_psum_tile():
+    """nki-library's tp_broadcast: ``nc_transpose`` into a PSUM tile placed with ``address=``, the source an SBUF
+    tile placed too, whose ``buffer`` is ``nl.sbuf`` like any SBUF tensor's."""
+
+    @nki.jit
+    def transpose(x):
+        src = nl.ndarray((64, 32), dtype=nl.float32, buffer=nl.sbuf, address=(0, 0))
+        assert src.buffer == nl.sbuf and nl.is_sbuf(src.buffer)
+        nisa.dma_copy(dst=src, src=x)
+        tp = nl.ndarray((32, 64), dtype=nl.float32, buffer=nl.psum, address=(0, 0))
+        nisa.nc_transpose(dst=tp, data=src)
+        res = nl.ndarray((32, 64), dtype=nl.float32, buffer=nl.sbuf, address=(0, 4096))
+        nisa.tensor_copy(dst=res, src=tp)
+        out = nl.ndarray((32, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=res)
+        return out
+
+    x = RNG.standard_normal((64, 32)).astype(np.float32)
+    np.testing.assert_allclose(transpose(x), x.T, rtol=1e-6)
+
+
+def test_an_empty_slice_is_a_view_of_nothing():
+    @nki.jit
+    def empty(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        assert x[:, 0:0].shape == (x.shape[0], 0)
+        nisa.dma_copy(dst=out, src=x)
+        return out
+
+    x = np.ones((4, 8), np.float32)
+    np.testing.assert_array_equal(empty(x), x)
+
+
+def test_tensor_scalar_reduce_takes_every_option_aws_documents():
+    """Scope 4: reduce_res=None keeps the reduction in the registers, reduce_cmd=reduce continues it, load_reduce
+    starts from reduce_init (a scalar or a [P, 1] float32 tile), reduce_res_negate negates the read-out only."""
+
+    @nki.jit
+    def chained(a, b, init):
+        parts, free = a.shape
+        out = nl.ndarray((parts, 5), dtype=nl.float32, buffer=nl.shared_hbm)
+        ta = nl.ndarray((parts, free), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=ta, src=a)
+        tb = nl.ndarray((parts, free), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=tb, src=b)
+        ti = nl.ndarray((parts, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=ti, src=init)
+        d = nl.ndarray((parts, free), dtype=nl.float32, buffer=nl.sbuf)
+        r = nl.ndarray((parts, 5), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar_reduce(dst=d, data=ta, op0=nl.multiply, operand0=2.0, reduce_op=nl.add)
+        nisa.tensor_scalar_reduce(dst=d, data=tb, op0=nl.multiply, operand0=2.0, reduce_op=nl.add,
+                                  reduce_res=r[:, 0:1], reduce_cmd=nisa.reduce_cmd.reduce)
+        nisa.tensor_scalar_reduce(dst=d, data=ta, op0=nl.add, operand0=1.0, reduce_op=nl.maximum,
+                                  reduce_res=r[:, 1:2], reduce_res_negate=True)
+        nisa.tensor_scalar_reduce(dst=d, data=tb, op0=nl.add, operand0=0.0, reduce_op=nl.maximum,
+                                  reduce_res=r[:, 2:3], reduce_cmd=nisa.reduce_cmd.reduce)  # the max, not negated
+        nisa.tensor_scalar_reduce(dst=d, data=ta, op0=nl.add, operand0=0.0, reduce_op=nl.add,
+                                  reduce_res=r[:, 3:4], reduce_cmd=nisa.reduce_cmd.load_reduce, reduce_init=ti)
+        nisa.tensor_scalar_reduce(dst=d, data=ta, op0=nl.subtract, operand0=1.0, reduce_op=nl.add,
+                                  reduce_res=r[:, 4:5], reduce_cmd=nisa.reduce_cmd.load_reduce, reduce_init=5.0)
+        nisa.dma_copy(dst=out, src=r)
+        return out
+
+    a, b = RNG.standard_normal((2, 16, 8)).astype(np.float32)
+    init = RNG.standard_normal((16, 1)).astype(np.float32)
+    want = np.stack([(2 * a).sum(1) + (2 * b).sum(1), -(a + 1).max(1), np.maximum((a + 1).max(1), b.max(1)),
+                     a.sum(1) + init[:, 0], (a - 1).sum(1) + 5], axis=1)
+    np.testing.assert_allclose(chained(a, b, init), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"reduce_cmd": "idle"}, "must be reset_reduce, reduce or load_reduce"),
+    ({"reduce_cmd": "load_reduce"}, "'reduce_init' of 'tensor_scalar_reduce' must be given"),
+])
+def test_tensor_scalar_reduce_refuses_what_aws_does_not_support(kwargs, match):
+    from nkisim.core.errors import NKIError
+
+    kw = {k: getattr(nisa.reduce_cmd, v) if k == "reduce_cmd" else v for k, v in kwargs.items()}
+
+    @nki.jit
+    def body(a):
+        t = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        r = nl.ndarray((a.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar_reduce(dst=t, data=t, op0=nl.add, operand0=1.0, reduce_op=nl.add, reduce_res=r, **kw)
+        return a
+
+    with pytest.raises(NKIError, match=match):
+        body(np.ones((4, 4), np.float32))
+
+
+def test_a_broadcast_pattern_over_hbm_reads_one_row_into_every_partition():
+    """attention_bwd's ``sinks.ap([[0, P], [S, H], [1, S]], offset=...)`` (stride 0 on the partitions): before, a
+    ZeroDivisionError in the simulator's layout code."""
+
+    @nki.jit
+    def spread(x):
+        out = nl.ndarray((8, 3, 4), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray((8, 3, 4), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x.ap(pattern=[[0, 8], [4, 3], [1, 4]], offset=12))
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    x = np.arange(48, dtype=np.float32).reshape(4, 12)
+    np.testing.assert_array_equal(spread(x), np.broadcast_to(x.reshape(-1)[12:24].reshape(3, 4), (8, 3, 4)))
+
+
+def test_a_dataclass_nkiobject_without_annotated_fields_is_built_from_keywords():
+    """attention_cte's ``@dataclass class SectionParams(nl.NKIObject)`` with plain class attributes, built as
+    ``SectionParams(section_idx=..., ...)``."""
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Section(nl.NKIObject):
+        index = None
+        offset = None
+
+    @dataclasses.dataclass(frozen=True)
+    class Sized(nl.NKIObject):
+        size: int = 1
+
+    s = Section(index=3, offset=12)
+    assert (s.index, s.offset) == (3, 12) and Section().index is None
+    z = Sized(size=4, label="x")
+    assert (z.size, z.label) == (4, "x")

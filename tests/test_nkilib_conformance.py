@@ -1,0 +1,119 @@
+"""Issue 29: AWS's nki-library runs unmodified through its own ``--test-mode simulation`` on nkisim.
+
+In process: ``nki.cpu_simulate(kernel)[lnc](**inputs)`` as nki-library's harness calls it (and the target its
+``NKI_NC_VERSION`` names), the ``neuron_dtypes`` stand-in's x4 packing against nkisim's own unpacking, and the
+harness's patch of a docstring repeated after it closed.  Then, marked slow, ``bench/conformance.py --nkilib`` on a
+clone of the local mirror of nki-library (skipped without one, like the other conformance tests): its cases pass
+against the torch references its tests compute, every skip names its reason, and the output ends with the counts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import nkisim
+
+nkisim.install()
+
+import nki  # noqa: E402
+import nki.isa as nisa  # noqa: E402
+import nki.language as nl  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "bench" / "nkilib_support"))
+
+import neuron_dtypes  # noqa: E402
+import nkilib_suite  # noqa: E402
+
+MIRROR = os.environ.get("NKILAB_NKILIB_MIRROR", "/work/.mirror/aws-neuron+nki-library/repo")
+
+
+@nki.jit
+def _scale(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=3.0)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+@nki.jit
+def _version(x):
+    out = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.sbuf)
+    gen = 2 if nisa.get_nc_version() == nisa.nc_version.gen2 else 3 if nisa.get_nc_version() == nisa.nc_version.gen3 \
+        else 4
+    nisa.memset(dst=t, value=float(gen))
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def test_cpu_simulate_runs_a_kernel_with_keyword_inputs_at_each_lnc(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NKI_NC_VERSION", raising=False)
+    x = np.arange(128 * 8, dtype=np.float32).reshape(128, 8)
+    np.testing.assert_array_equal(nki.cpu_simulate(_scale)[1](x=x), 3 * x)
+    np.testing.assert_array_equal(nki.cpu_simulate(_scale)(x), 3 * x)
+
+
+@pytest.mark.parametrize(("gen", "number"), [("gen2", 2), ("gen3", 3), ("gen4", 4)])
+def test_cpu_simulate_targets_the_generation_nki_nc_version_names(monkeypatch: pytest.MonkeyPatch, gen: str,
+                                                                   number: int) -> None:
+    monkeypatch.setenv("NKI_NC_VERSION", gen)
+    assert float(nki.cpu_simulate(_version)[1](x=np.ones((1, 1), np.float32))[0, 0]) == number
+
+
+def test_cpu_simulate_refuses_a_generation_it_does_not_know(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NKI_NC_VERSION", "gen9")
+    with pytest.raises(ValueError, match="gen9"):
+        nki.cpu_simulate(_scale)[1](x=np.ones((1, 1), np.float32))
+
+
+@pytest.mark.parametrize("x4", [nl.float8_e4m3fn_x4, nl.float8_e5m2_x4, nl.float4_e2m1fn_x4])
+def test_neuron_dtypes_static_cast_packs_four_values_as_nkisim_unpacks_them(x4) -> None:
+    from nkisim.ops import mx
+
+    values = np.array([[0.5, -1.0, 1.5, 2.0, -0.5, 3.0, 4.0, -6.0]], np.float32)
+    packed = neuron_dtypes.static_cast(values, x4)
+    assert packed.dtype == x4 and packed.shape == (1, 2)
+    np.testing.assert_array_equal(mx.unpack(packed.view(np.uint32 if x4 != nl.float4_e2m1fn_x4 else np.uint16), x4)
+                                  .reshape(1, 8), values)
+    np.testing.assert_array_equal(neuron_dtypes.static_cast(packed, np.float32), values)
+
+
+def test_the_harness_removes_a_docstring_tail_repeated_after_it_closed() -> None:
+    good = 'def f():\n    """Doc.\n\n    Notes:\n        Two lines.\n    """\n    return 1\n'
+    broken = good.replace('    """\n    return', '    """\n\n    Notes:\n        Two lines.\n    """\n    return')
+    with pytest.raises(SyntaxError):
+        compile(broken, "f.py", "exec")
+    fixed = nkilib_suite.repeated_docstring(broken)
+    assert fixed is not None and fixed[0] == good and (fixed[1], fixed[2]) == (7, 10)
+    assert nkilib_suite.repeated_docstring("x = (\n") is None
+
+
+@pytest.mark.slow
+def test_nkilib_cumsum_passes_through_its_own_simulation_mode(tmp_path: Path) -> None:
+    if not os.path.isdir(MIRROR):
+        pytest.skip(f"no local mirror of nki-library at {MIRROR}")
+    clone = tmp_path / "nki-library"
+    subprocess.run(["git", "clone", "-q", f"file://{MIRROR}", str(clone)], check=True, timeout=600)
+    summary = tmp_path / "summary.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "conformance.py"), "--nkilib", str(clone),
+                           "--nkilib-ref", "origin/2.29_release", "--only", "core/cumsum/", "--aws-skips",
+                           "--json", str(summary)], capture_output=True, text=True, timeout=1800, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    last = proc.stdout.strip().splitlines()[-1]
+    m = re.fullmatch(r"(\d+) passed, (\d+) failed, (\d+) skipped", last)
+    assert m, last
+    (result,) = json.loads(summary.read_text()).values()
+    assert result["totals"]["passed"] == int(m.group(1)) >= 30 and result["totals"]["failed"] == 0
+    assert all(c["message"] for c in result["cases"] if c["outcome"] == "skipped")
