@@ -137,7 +137,7 @@ def test_failing_hidden_edge_cases_costs_correctness_points(graded):
 @pytest.mark.slow
 def test_endless_loop_scores_zero_and_the_batch_goes_on(graded):
     assert score(graded, "dev", "01_vector_add", "q1_grade") == 0.0
-    assert "timed out after 20 s" in report_text(graded, "dev", "01_vector_add", "q1_grade")
+    assert "timed out after 40 s" in report_text(graded, "dev", "01_vector_add", "q1_grade")
     assert score(graded, "dev", "01_vector_add", "q2_grade") == 4.0
     for later in ("eve", "finn", "gus", "hana", "ivan", "jade", "lena"):
         assert (graded["course"] / "autograded" / later / "01_vector_add" / "01_vector_add.ipynb").exists(), later
@@ -397,8 +397,9 @@ EXPECTED_KERNEL_POINTS = {
     # oscar's stage 1 Q2 adds by HBM->HBM DMAs: priced at its HBM traffic (5N bytes) it takes 1.54x the reference
     # on trn2, half the speed points (it was 0.66x, full points, while a read-modify-write cost a plain copy)
     "oscar": [3, 0, "-", "-", "-", "-", "-", "-", "-"],
-    # nadia writes NKI 0.6: the lesson's 0.6 answers earn what ada's legacy ones do (stages 1 and 5); her stage 6
-    # Q1 restarts the PSUM accumulation at every K tile: right on the 3 of 10 cases with one K tile (0.9/3)
+    # the class hands in NKI 0.6 but for dev, eve, lena and oscar, on CS149's legacy handout: their legacy kernels earn
+    # what the same algorithms earn in 0.6 (lena: the lesson's legacy answers, ada's points). nadia's stage 6 Q1
+    # restarts the PSUM accumulation at every K tile: right on the 3 of 10 cases with one K tile (0.9/3)
     "nadia": [7, "-", "-", "-", 7, 4.9, "-", "-", "-"],
     # peggy's stage 1 adds move every element (Q1) or every 64 bytes (Q2) as a DMA piece of its own through views
     # that put the columns across the partitions: right values, correctness points only (7/7 while a DMA was priced
