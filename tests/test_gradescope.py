@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -16,8 +17,9 @@ import jsonschema
 import nbformat
 import pytest
 
-from nkilab import example_class, gradescope
+from nkilab import example_class, gradescope, manifest
 from nkilab.questions import QUESTIONS
+from nkilab.release import assignments_dir
 
 REPO = Path(__file__).resolve().parents[1]
 STAGE = "01_vector_add"
@@ -95,8 +97,11 @@ def run_autograder(bundle: Path, root: Path, notebook: nbformat.NotebookNode | N
 
 
 def submission(recipe: dict) -> nbformat.NotebookNode:
-    released = nbformat.read(REPO / "assignments" / f"{STAGE}.ipynb", as_version=4)
-    reference = example_class.reference_answers(STAGE, dialect=recipe.get("dialect", "legacy"))
+    """A hand-in built as the example class's are: on the released notebook of the recipe's dialect (the course's,
+    NKI 0.6, unless it says legacy)."""
+    dialect = recipe.get("dialect", manifest.course().stub_dialect)
+    released = nbformat.read(assignments_dir(REPO, dialect) / f"{STAGE}.ipynb", as_version=4)
+    reference = example_class.reference_answers(STAGE, dialect=dialect)
     return example_class.build_notebook(released, recipe, reference)
 
 
@@ -128,16 +133,29 @@ def test_the_stub_a_cheat_and_an_empty_submission(bundle, tmp_path):
     assert empty["score"] == 0.0 and "no notebook in the submission" in empty["output"]
 
 
-def test_a_slow_kernel_is_told_why_and_a_06_hand_in_is_graded_alike(bundle, tmp_path):
-    """Speed feedback that teaches reaches Gradescope's visible output (issue 22 scope 2); the lesson's NKI 0.6
-    answers earn what its legacy ones do (issue 21 scope 3)."""
+def test_a_slow_kernel_is_told_why_and_a_legacy_hand_in_is_graded_alike(bundle, tmp_path):
+    """Speed feedback that teaches reaches Gradescope's visible output (issue 22 scope 2); a legacy twin's hand-in
+    with the lesson's legacy answers earns what the NKI 0.6 ones do (issue 30 scope 2)."""
     slow = run_autograder(bundle, tmp_path / "slow", submission({"answers": {
         "q2_kernel": "kernels/ben_stream_one_chunk_at_a_time.py"}}))
     out = [t for t in slow["tests"] if t["visibility"] == "visible"][1]["output"]
     assert "Where the time goes (estimates): yours vs the reference" in out and "Why: " in out, out
     assert "Your costliest lines: line " in out and f"See {QUESTIONS['vector_add_stream'].speed_lesson}." in out
-    nki = run_autograder(bundle, tmp_path / "nki", submission({"dialect": "nki"}))
-    assert nki["score"] == 7.0, [t["output"] for t in nki["tests"]]
+    legacy = run_autograder(bundle, tmp_path / "legacy", submission({"dialect": "legacy"}))
+    assert legacy["score"] == 7.0, [t["output"] for t in legacy["tests"]]
+
+
+def test_make_gradescope_dialect_legacy_bundles_the_legacy_twin(tmp_path):
+    """One word, ``make gradescope DIALECT=legacy``: the bundle holds the legacy twin of the notebook, and lands beside
+    the NKI 0.6 bundles in a folder of its own."""
+    out = subprocess.run([sys.executable, "-m", "nkilab.gradescope", "build", "--dialect", "legacy", "--assignment",
+                          STAGE, "--out", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert f"make gradescope: wrote {tmp_path / (STAGE + '.zip')}" in out.stdout
+    with zipfile.ZipFile(tmp_path / f"{STAGE}.zip") as bundle:
+        shipped = bundle.read(f"{STAGE}.ipynb").decode()
+    assert shipped == (REPO / "assignments" / "legacy" / f"{STAGE}.ipynb").read_text()
+    assert "import neuronxcc.nki as nki" in shipped
 
 
 def test_adds_through_transposed_views_earn_their_correctness_points_only(bundle, tmp_path):
@@ -150,3 +168,22 @@ def test_adds_through_transposed_views_earn_their_correctness_points_only(bundle
     visible = [t for t in results["tests"] if t["visibility"] == "visible"]
     assert [t["score"] for t in visible] == [2.0, 2.0] and results["score"] == 4.0
     assert all("Correctness: 10/10 cases" in t["output"] for t in visible), [t["output"] for t in visible]
+
+
+@pytest.mark.slow
+def test_issue_28_attacks_earn_their_honest_content(bundle, tmp_path):
+    """theo's stage 1 on Gradescope: an exception class named after each case (0, and no case named in any test,
+    the staff's included) and a byte-order mark before `import os` (refused, 0); the thief's plain-Python cell,
+    added beside a slow kernel to replace nkilab.grade, is dropped with every added cell (Gradescope runs no
+    notebook kernel): the slow kernel's own 3 of 4."""
+    theo = run_autograder(bundle, tmp_path / "theo", submission({"answers": {
+        "q1_kernel": "kernels/theo_name_the_hidden_case.py", "q2_kernel": "kernels/theo_bom_import_os.py"}}))
+    visible = [t for t in theo["tests"] if t["visibility"] == "visible"]
+    assert [t["score"] for t in visible] == [0.0, 0.0]
+    assert "raised an exception" in visible[0]["output"] and not re.search(r"Case_\d", json.dumps(theo))
+    assert "line 3 (`import os`)" in visible[1]["output"]
+    thief = run_autograder(bundle, tmp_path / "thief", submission({
+        "answers": {"q2_kernel": "kernels/ben_stream_one_chunk_at_a_time.py"},
+        "add": [{"after": "q1_kernel", "file": "cells/theo_thief.py"}]}))
+    assert [t["score"] for t in thief["tests"] if t["visibility"] == "visible"] == [3.0, 3.0]
+    assert "THEFT" not in json.dumps(thief)

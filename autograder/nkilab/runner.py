@@ -10,17 +10,19 @@ its whole sandbox (every process in it); a crash (``os._exit``, segfault) is jus
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from nkilab import sandbox
+from nkilab import device, modules, sandbox
 from nkilab._execute import MAX_PROGRAM_BYTES, MESSAGE_CHARS
 from nkilab.processes import Budget, ChildRun, clean_text, executor_server, spawn
 
@@ -39,7 +41,7 @@ class CaseRun:
 class RunResult:
     import_error: dict | None = None
     cases: list[CaseRun] = field(default_factory=list)
-    bench: dict | None = None  # a device's nki.benchmark result
+    bench: dict | None = None  # a device's measurement: nki.benchmark's (legacy) or the NEFF timed here (NKI 0.6)
     timed_out: bool = False
     crashed: bool = False
     garbled: str | None = None  # the results stream was malformed (a forged or interleaved write)
@@ -100,8 +102,8 @@ def error_facts(value: object, source: list[str] | None) -> dict | None:
     dropped, and so is any file name."""
     if not isinstance(value, dict):
         return None
-    kind = str(value.get("type") or "")
-    info: dict[str, object] = {"type": kind[:60] if _IDENTIFIER.fullmatch(kind[:60]) else "Exception",
+    kind = value.get("type")
+    info: dict[str, object] = {"type": kind if isinstance(kind, str) and kind in reported_errors() else UNNAMED,
                                "message": clean_text(value.get("message"), MESSAGE_CHARS)}
     error_id = value.get("error_id")
     if isinstance(error_id, str) and _IDENTIFIER.fullmatch(error_id[:80]):
@@ -113,6 +115,21 @@ def error_facts(value: object, source: list[str] | None) -> dict | None:
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+
+#: how an error is named when its class is not one the grader knows: a class the kernel defined (``type("...",
+#: (Exception,), {})``) is named by the kernel, which could spell a hidden case's shape into feedback with it
+UNNAMED = "an exception"
+
+
+@functools.cache
+def reported_errors() -> frozenset[str]:
+    """The exception classes a report may name: Python's built-in ones and the simulator's (NKI's errors)."""
+    import builtins
+
+    import nkisim.api
+
+    own = {name for name, value in vars(builtins).items() if isinstance(value, type) and issubclass(value, BaseException)}
+    return frozenset(own) | nkisim.api.error_class_names()
 
 
 def _seconds(value: object) -> float:
@@ -204,32 +221,53 @@ def run_module(module_path: str | os.PathLike, function: str, cases: list[list[n
     env = _child_env(target)
     child_module = f"{sandbox.KERNEL_DIR}/{module_path.name}" if sandboxed else str(module_path)
     argv = [python or sys.executable, "-m", "nkilab._child"]
-    cmd = sandbox.command(argv, module_path, env, limits) if sandboxed else argv
+    cmd = sandbox.command(argv, module_path, env, limits) if sandboxed else sandbox.plain(argv)
     cwd = None if sandboxed else str(module_path.parent)
     job: dict = {"module": child_module, "function": function, "timed": timed, "target": target,
                  "grid": list(grid) if grid is not None else None}
-    if not _simulated():
-        job["cases"] = [len(a) for a in cases]
-        if bench is not None:
-            job["bench"] = {"shapes": [list(s) for s in bench[0]], "dtypes": list(bench[1])}
-        out_bytes = sum(_output_allowance(args) for args in cases)
-        run = spawn(cmd, cwd, None if sandboxed else env, job, [a for args in cases for a in args], deadline,
-                     limits, Budget(out_bytes + SPARE_BYTES, len(cases) + SPARE_MESSAGES))
-        _merge(result, run)
-        done = _case_runs(run.messages, len(cases), result, source)
-    else:
-        done = _traced_then_executed(result, cmd, cwd, None if sandboxed else env, job, cases, timed, python,
-                                     source, deadline, limits, hidden, sandboxed)
+
+    def timing() -> dict:
+        assert bench is not None
+        return device_bench(argv, module_path, cwd, env, job, bench, deadline, limits, sandboxed, result, source)
+
+    try:
+        done = _run(result, cmd, cwd, None if sandboxed else env, job, cases, timed, bench, python, source, deadline,
+                    limits, hidden, sandboxed, timing)
+    finally:
+        cmd.close()
     if not result.timed_out and (not done or result.returncode not in (0, None)) and result.import_error is None:
         result.crashed = True
     return result
 
 
+def _run(result: RunResult, cmd: sandbox.Command, cwd: str | None, env: dict[str, str] | None, job: dict,
+         cases: list[list[np.ndarray]], timed: int | None, bench: tuple[list[tuple[int, ...]], list[str]] | None,
+         python: str | None, source: list[str] | None, deadline: float, limits: sandbox.Limits,
+         hidden: frozenset[int], sandboxed: bool, timing: Callable[[], dict]) -> bool:
+    """The child's run (and on the simulator, the executor's); True when the processes finished their work.  On a
+    device, ``timing`` measures a 0.6 kernel's latency from its NEFF (``device_bench``) once its cases ran."""
+    if not _simulated():
+        job["cases"] = [len(a) for a in cases]
+        if bench is not None:
+            job["bench"] = {"shapes": [list(s) for s in bench[0]], "dtypes": list(bench[1])}
+        out_bytes = sum(_output_allowance(args) for args in cases)
+        run = spawn(cmd, cwd, env, job, [a for args in cases for a in args], deadline, limits,
+                    Budget(out_bytes + SPARE_BYTES, len(cases) + SPARE_MESSAGES))
+        _merge(result, run)
+        done = _case_runs(run.messages, len(cases), result, source)
+        said = next((h.get("dialect") for h, _ in run.messages if h.get("kind") == "import"), None)
+        if done and bench is not None and said == "0.6" and not result.timed_out:
+            result.bench = timing()
+        return done
+    return _traced_then_executed(result, cmd, cwd, env, job, cases, timed, python, source, deadline, limits, hidden,
+                                 sandboxed)
+
+
 def _source_lines(path: Path) -> list[str] | None:
-    """The kernel file's lines as the parent holds them (the screen read the same file): what a reported line
-    number is shown with."""
+    """The kernel file's lines as the parent holds them (the screen read the same file, as UTF-8 with or without
+    a byte-order mark): what a reported line number is shown with."""
     try:
-        return path.read_bytes()[:MAX_SOURCE_BYTES].decode("utf-8", errors="replace").splitlines()
+        return path.read_bytes()[:MAX_SOURCE_BYTES].decode("utf-8-sig", errors="replace").splitlines()
     except OSError:
         return None
 
@@ -249,12 +287,51 @@ def _output_allowance(args: list[np.ndarray]) -> int:
 
 
 def _simulated() -> bool:
+    """Grade on the simulator (trace in the sandbox, execute apart), unless this is a Neuron device with AWS's NKI:
+    there the child runs each kernel itself, on the device when it is AWS's."""
     import nkisim
 
-    return bool(nkisim.using_simulator())
+    return bool(nkisim.using_simulator()) and not device.on_device()
 
 
-def _traced_then_executed(result: RunResult, cmd: list[str], cwd: str | None, env: dict[str, str] | None,
+def device_bench(argv: list[str], module_path: Path, cwd: str | None, env: dict[str, str], job: dict,
+                 bench: tuple[list[tuple[int, ...]], list[str]], deadline: float, limits: sandbox.Limits,
+                 sandboxed: bool, result: RunResult, source: list[str] | None) -> dict:
+    """An NKI 0.6 kernel's device latency, measured as AWS documents for 0.6 (``nkilab.device``): a second child
+    compiles the kernel on the timed case's shapes with ``NEURON_FRAMEWORK_DEBUG=1`` and sends the NEFF it left
+    (bytes, nothing else read from it); this process writes them to a folder of its own and times them with nrtpy
+    or ``neuron-explorer``.  The result is the parent's measurement, never the child's word."""
+    with tempfile.TemporaryDirectory(prefix="nkilab-neff-") as tmp:
+        workdir = f"{sandbox.SCRATCH}/neff" if sandboxed else str(Path(tmp) / "compile")
+        neff_env = dict(env, NEURON_FRAMEWORK_DEBUG="1", NKI_ARTIFACTS_DIR=f"{workdir}/artifacts")
+        cmd = sandbox.command(argv, module_path, neff_env, limits) if sandboxed else sandbox.plain(argv)
+        neff_job = dict(job, role="neff", workdir=workdir,
+                        bench={"shapes": [list(s) for s in bench[0]], "dtypes": list(bench[1])})
+        try:
+            run = spawn(cmd, cwd, None if sandboxed else neff_env, neff_job, [], deadline, limits,
+                        Budget(device.MAX_NEFF_BYTES + SPARE_BYTES, SPARE_MESSAGES))
+        finally:
+            cmd.close()
+        result.seconds += run.seconds  # (its exit status is not the graded run's: a failed compile is no latency)
+        got = next(((h, a) for h, a in run.messages if h.get("kind") == "neff"), None)
+        if run.timed_out or got is None:
+            return {"status": "error", "error": {"type": "RuntimeError", "message": "the kernel's compile for timing "
+                                                 "did not finish"}}
+        head, arrays = got
+        if head.get("status") != "ok" or len(arrays) != 1 or arrays[0].dtype != np.uint8 or arrays[0].ndim != 1:
+            return {"status": "error", "error": error_facts(head.get("error"), source)
+                    or {"type": "RuntimeError", "message": "no NEFF"}}
+        neff = Path(tmp) / "kernel.neff"
+        neff.write_bytes(arrays[0].tobytes())
+        rng = np.random.default_rng(0)  # the timed case's shapes, as the compile used them
+        inputs = [rng.standard_normal(s).astype(np.dtype(d)) for s, d in zip(bench[0], bench[1])]
+        try:
+            return device.time_neff(neff, inputs, timeout=max(deadline - time.monotonic(), 1.0)).as_facts()
+        except device.DeviceError as err:
+            return {"status": "error", "error": {"type": "DeviceError", "message": str(err)}}
+
+
+def _traced_then_executed(result: RunResult, cmd: sandbox.Command, cwd: str | None, env: dict[str, str] | None,
                           job: dict, cases: list[list[np.ndarray]], timed: int | None, python: str | None,
                           source: list[str] | None, deadline: float, limits: sandbox.Limits,
                           hidden: frozenset[int], sandboxed: bool) -> bool:
@@ -272,15 +349,17 @@ def _traced_then_executed(result: RunResult, cmd: list[str], cwd: str | None, en
         result.cases = [CaseRun("not_run") for _ in cases]
         return done
     # the executor: its own sandbox holding only the simulator, the grader's inputs, the programs; one fork server
-    # per grading process (nkilab.processes.ExecutorServer), a fresh worker per question under the question's CPU limit
+    # per notebook graded (nkilab.processes.ExecutorServer), a fresh worker per question under the question's CPU limit
     exec_job, texts = _execution(cases, index, signatures, programs, timed, job)
     argv = [python or sys.executable, "-m", "nkilab._execute", "--serve"]
     exec_env = _child_env(job.get("target"))
     server_limits = dataclasses.replace(limits, cpu_s=max(limits.cpu_s, SERVER_CPU_S))
+    key = (tuple(argv), tuple(sorted(exec_env.items())), sandboxed)
     if sandboxed:
-        server = executor_server(sandbox.command(argv, None, exec_env, server_limits), None, None, server_limits)
+        server = executor_server(key, lambda: sandbox.command(argv, None, exec_env, server_limits), None, None,
+                                 server_limits)
     else:
-        server = executor_server(argv, tempfile.gettempdir(), exec_env, server_limits)
+        server = executor_server(key, lambda: sandbox.plain(argv), tempfile.gettempdir(), exec_env, server_limits)
     out_bytes = sum(_output_allowance(args) for args in cases)
     run = server.run(dict(exec_job, cpu_s=limits.cpu_s), texts + [a for args in cases for a in args], deadline,
                      Budget(out_bytes + SPARE_BYTES, len(cases) + SPARE_MESSAGES))
@@ -361,7 +440,8 @@ def run_inprocess(fn: object, function: str, cases: list[list[np.ndarray]], *, t
     start = time.monotonic()
     messages: list[tuple[dict, list[np.ndarray]]] = []
     job = {"grid": list(grid) if grid is not None else None, "target": target, "timed": timed}
-    if _child.on_simulator():  # as the grader does it: traced once per signature, the programs executed
+    if _child.simulated(fn) or (_child.on_simulator() and not device.on_device()):  # as the grader does it: traced
+        # once per signature, the programs executed
         from nkilab import _execute
         from nkisim import api
 
@@ -383,6 +463,13 @@ def run_inprocess(fn: object, function: str, cases: list[list[np.ndarray]], *, t
         job["bench"] = {"shapes": [list(s) for s in bench[0]], "dtypes": list(bench[1])}
     _child.execute(fn, job, cases, None, lambda head, arrays: messages.append((head, arrays)))
     _case_runs(messages, len(cases), result, _own_source(fn))
+    if bench is not None and not _child.simulated(fn) and modules.kernel_dialect(fn) == "0.6":  # AWS's NKI 0.6
+        rng = np.random.default_rng(0)
+        inputs = [rng.standard_normal(s).astype(np.dtype(d)) for s, d in zip(bench[0], bench[1])]
+        try:
+            result.bench = device.measure_kernel(fn, inputs, _child.make_grid(job["grid"], "0.6")).as_facts()
+        except device.DeviceError as err:
+            result.bench = {"status": "error", "error": {"type": "DeviceError", "message": str(err)}}
     result.seconds = time.monotonic() - start
     return result
 
