@@ -134,11 +134,12 @@ def grading_env(limits: Limits, seed_path: Path, sandboxed: bool) -> dict[str, s
 # --------------------------------------------------------------------------- the example class
 
 
-def prepare_example(course: Path, nbg: Nbgrader,
-                    class_dir: Path = example_class.CLASS_DIR) -> tuple[list[str], list[str], list[intake.Intake]]:
+def prepare_example(course: Path, nbg: Nbgrader, class_dir: Path = example_class.CLASS_DIR,
+                    only: list[str] | None = None) -> tuple[list[str], list[str], list[intake.Intake]]:
     """A fresh nbgrader course for the bundled class (or another in its format): sources, roster, release,
-    hand-ins taken in."""
-    stages = example_class.stages_used(class_dir)
+    hand-ins taken in; with ``only``, just those stages (the course is rebuilt on every run, so a run grading one
+    stage need not release and hand in the others)."""
+    stages = [s for s in example_class.stages_used(class_dir) if only is None or s in only]
     students = [s.id for s in example_class.roster(class_dir)]
     (course / "source").mkdir(parents=True)
     shutil.copy(CONFIG, course / "nbgrader_config.py")
@@ -158,7 +159,8 @@ def prepare_example(course: Path, nbg: Nbgrader,
     for stage in stages:
         if code != 0 or not (course / "release" / stage / f"{stage}.ipynb").exists():
             raise ClassGradeError(f"nbgrader generate_assignment failed for {stage}:\n{out[-3000:]}")
-    example_class.build_submissions(course / "incoming", class_dir=class_dir, release=course / "release")
+    example_class.build_submissions(course / "incoming", class_dir=class_dir, release=course / "release",
+                                    stages=stages)
     records = intake.take_in(course / "incoming", course / "submitted", students, {s: [s] for s in stages})
     return students, stages, records
 
@@ -346,10 +348,8 @@ def _grade_class(course: Path, *, example: bool, only: list[str] | None, limits:
     nbg = Nbgrader(course, env, course / "logs")
     if example:
         _log(f"Example class: building the course in {course} (nbgrader generate_assignment, roster, hand-ins)")
-        students, assignments, records = prepare_example(course, nbg, class_dir)
+        students, assignments, records = prepare_example(course, nbg, class_dir, only)
         layout = {a: [a] for a in assignments}
-        if only:
-            assignments = [a for a in assignments if a in only]
     else:
         students, assignments, layout = course_layout(course, only)
         records = intake.inspect(course / "submitted", students, {a: layout[a] for a in assignments})

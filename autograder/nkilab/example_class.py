@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import csv
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -184,17 +185,18 @@ def corrupted(text: str, how: bool | str) -> str:
 
 
 def build_submissions(dest: Path, assignments: Path = REPO / "assignments", class_dir: Path = CLASS_DIR,
-                      notebooks: Path = REPO / "notebooks", release: Path | None = None) -> list[Path]:
+                      notebooks: Path = REPO / "notebooks", release: Path | None = None,
+                      stages: Collection[str] | None = None) -> list[Path]:
     """Write every student's hand-in under ``dest/<student>/<stage>/`` (nbgrader's ``submitted`` layout): each
     built on the released notebook of its recipe's dialect (default: the course's, in ``assignments``; ``legacy``:
     the twin in ``assignments/legacy``).  A stage the teacher changed (``teacher_versions``) is handed in on the
-    course's own release (``release/<stage>/<stage>.ipynb``)."""
+    course's own release (``release/<stage>/<stage>.ipynb``).  ``stages``: only those (default: every one)."""
     written: list[Path] = []
     references: dict[tuple[str, str], dict[str, str]] = {}
     versions = teacher_versions(class_dir)
     for student, entry in recipes(class_dir).items():
         for stage, recipe in entry.items():
-            if not stage[:2].isdigit():
+            if not stage[:2].isdigit() or (stages is not None and stage not in stages):
                 continue
             where = f"{student}/{stage}"
             key = (stage, recipe.get("dialect", manifest.course().stub_dialect))
