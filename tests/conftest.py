@@ -2,6 +2,7 @@
 
 import os
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -76,3 +77,15 @@ if os.environ.get("NKILAB_TEST_CPU"):
         yield
         with open(os.environ["NKILAB_TEST_CPU"], "a") as fh:
             fh.write(f"{_cpu() - start:.2f}\t{item.nodeid}\n")
+
+
+#: node ids measured at a second of CPU or more (tests/slow_tests.txt): marked `slow` like the ones marked in place
+MEASURED_SLOW = frozenset(line.split("\t")[0] for line in
+                          (Path(__file__).with_name("slow_tests.txt")).read_text().splitlines()
+                          if line.strip() and not line.startswith("#"))
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.nodeid in MEASURED_SLOW:
+            item.add_marker(pytest.mark.slow)
