@@ -321,7 +321,10 @@ def test_nothing_of_the_grader_or_a_peer_reaches_a_student_or_a_spreadsheet(grad
         # (a line a peer shares with the reference solutions is ada's own answer too: the test above covers those)
         peers = set().union(*(lines for who, lines in kernels.items() if who != student)) - kernels.get(student, set()) \
             - reference_lines
-        leaked = [line for line in peers if line in html]
+        # a line the student handed in is theirs (ada's lesson answers share lines with cleo's kernels)
+        own = "\n".join(c.source for nb in (course / "submitted" / student / page.parts[-2]).glob("*.ipynb")
+                        for c in nbformat.read(nb, as_version=4).cells)
+        leaked = [line for line in peers if line in html and line not in own]
         assert not leaked, (page, leaked[:3])
     for sheet in ("grades_by_question.csv", "lms_grades.csv", "grades.csv"):
         with open(course / sheet, newline="") as fh:
@@ -538,8 +541,7 @@ def test_stages_5_to_9_honest_slow_wrong_and_hostile(graded):
     assert "NaN/Inf values where the answer is finite" in report_text(graded, "cleo", "09_rmsnorm_backward_fp8",
                                                                        "q2_grade")  # no FP8 saturation: inf
     # NumPy on NKI 0.6 tensors: np.transpose makes a 0-d object array, which np.matmul refuses
-    assert "raised ValueError: matmul: Input operand 0" in report_text(graded, "mallory", "06_tensor_engine_matmul",
-                                                                        "q2_grade")
+    assert "your kernel raised ValueError" in report_text(graded, "mallory", "06_tensor_engine_matmul", "q2_grade")
     assert "[FAIL] hidden case" in report_text(graded, "cleo", "06_tensor_engine_matmul", "q1_grade")  # bf16 sums
 
 
