@@ -43,6 +43,20 @@ class NotATensor(TypeError):
     """A kernel returned something a device kernel cannot: a host value instead of an NKI tensor."""
 
 
+def error_class_names() -> frozenset[str]:
+    """The names of the exception classes the simulator raises at a kernel (as ``type(err).__name__`` reads
+    them): the compiler's error catalogue, the 0.6 front end's validation and collectives errors, a program's
+    errors and a returned host value.  A grader may name these to a student; any other class a kernel raised is
+    one the kernel defined, and its name is the kernel's text."""
+    from nkisim.core import errors
+    from nkisim.frontend.v06.adapters.instruction import NkiValidationError
+    from nkisim.frontend.v06.collectives import CollectivesNotSupported
+
+    return frozenset(cls.__name__ for cls in (
+        errors.NKIError, errors.NKIValueError, errors.NKITypeError, errors.NKIIndexError, errors.NKIRuntimeError,
+        errors.NKISyntaxError, NotATensor, ProgramError, NkiValidationError, CollectivesNotSupported))
+
+
 def as_kernel(fn: Callable | Kernel) -> Kernel:
     """``fn`` as a launchable kernel: a jitted kernel as it is, a plain function jitted."""
     return fn if isinstance(fn, Kernel) else Kernel(fn)

@@ -25,21 +25,24 @@ TRN2 = api.target("trn2").params
 
 def _primal(passes, per_partition, cycles, clocks, steps=24):
     """min over splits (each pass's fractions over its engines, on a grid) of the busiest engine's time: an upper
-    bound on the programme's optimum that approaches it as the grid refines."""
-    kinds = [k for k, n in passes.items() if n]
-    choices = []
-    for k in kinds:
-        engines = sorted(cycles[k])
-        splits = [c for c in itertools.product(range(steps + 1), repeat=len(engines)) if sum(c) == steps]
-        choices.append([(k, dict(zip(engines, (x / steps for x in c)))) for c in splits])
-    best = np.inf
-    for combo in itertools.product(*choices):
-        load = dict.fromkeys(clocks, 0.0)
-        for k, split in combo:
-            for e, f in split.items():
-                load[e] += f * passes[k] * cycles[k][e] * per_partition / (clocks[e] * 1e3)
-        best = min(best, max(load.values()))
-    return best
+    bound on the programme's optimum that approaches it as the grid refines. Every combination of the passes'
+    splits is tried (the engines' loads summed with NumPy, one pass kind at a time; the last kind's splits one by
+    one, so the millions of combinations never sit in memory at once)."""
+    engines = sorted(clocks)
+    contributions = []  # per pass kind: each split's load on every engine (µs)
+    for k in (k for k, n in passes.items() if n):
+        mine = sorted(cycles[k])
+        splits = np.array([c for c in itertools.product(range(steps + 1), repeat=len(mine)) if sum(c) == steps])
+        load = np.zeros((len(splits), len(engines)))
+        for j, e in enumerate(mine):
+            load[:, engines.index(e)] = splits[:, j] / steps * passes[k] * cycles[k][e] * per_partition / (
+                clocks[e] * 1e3)
+        contributions.append(load)
+    *first, last = contributions
+    load = np.zeros((1, len(engines)))
+    for c in first:
+        load = (load[:, None, :] + c[None, :, :]).reshape(-1, len(engines))
+    return float(min((load + split).max(axis=1).min() for split in last))
 
 
 def test_one_input_passes_spread_over_three_engines():

@@ -50,8 +50,8 @@ def test_one_server_answers_question_after_question():
 def _server() -> processes.ExecutorServer:
     argv = [sys.executable, "-m", "nkilab._execute", "--serve"]
     limits = sandbox.Limits(cpu_s=60)
-    cmd = sandbox.command(argv, None, sandbox.environment({}), limits)
-    return processes.ExecutorServer(cmd, None, None, limits)
+    return processes.ExecutorServer(lambda: sandbox.command(argv, None, sandbox.environment({}), limits), None, None,
+                                    limits)
 
 
 @pytest.mark.processes

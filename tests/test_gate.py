@@ -118,6 +118,47 @@ def test_unparseable_or_binary_files(tmp_path):
     assert refusal is not None and ("too deeply" in refusal.reason or "cannot be parsed" in refusal.reason)
 
 
+#: kernel files whose bytes Python decodes otherwise than as UTF-8 would: (bytes, what Python compiles from them)
+ENCODINGS = {
+    # UTF-7 reads "+AAo-" as a new line: the comment hides a line Python runs (issue 28's fork bomb started so)
+    "utf-7 declaration": b"# coding: utf-7\nimport numpy as np\n# +AAo-import os\n",
+    "utf-7 on line 2": b"#!/usr/bin/env python\n# -*- coding: utf-7 -*-\nimport numpy as np\n# +AAo-import os\n",
+    "latin-1 declaration": b"# vim: set fileencoding=latin-1 :\nimport numpy as np\n",
+    "utf-16 with its mark": "# coding: utf-16\nimport os\n".encode("utf-16"),
+    "utf-16 declaration": b"# coding: utf-16\nimport os\n",
+    "unknown encoding": b"# coding: klingon\nimport os\n",
+}
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_a_file_python_would_decode_otherwise_is_refused(tmp_path, name):
+    path = tmp_path / "k.py"
+    path.write_bytes(ENCODINGS[name])
+    refusal = gate.screen(path)
+    assert refusal is not None, name
+    assert "encoding" in refusal.reason or "not UTF-8" in refusal.reason, refusal.reason
+
+
+def test_the_utf7_fixture_is_a_real_bypass():
+    """What the screen refuses above is what Python runs: the hidden ``import os`` compiles."""
+    assert "os" in compile(ENCODINGS["utf-7 declaration"], "k.py", "exec").co_names
+    assert "os" not in compile(b"import numpy as np\n# +AAo-import os\n", "k.py", "exec").co_names
+
+
+def test_a_byte_order_mark_is_read_as_python_reads_it(tmp_path):
+    """Python runs a file that starts with UTF-8's byte-order mark; the screen reads the same text (it once saw
+    a syntax error there, left the file to the import, and the import ran ``import os``)."""
+    path = tmp_path / "k.py"
+    path.write_bytes(b"\xef\xbb\xbfimport neuronxcc.nki as nki\nimport os\n")
+    assert "os" in compile(path.read_bytes(), "k.py", "exec").co_names
+    refusal = gate.screen(path)
+    assert refusal is not None and refusal.line == 2 and "`import os`" in refusal.reason
+    path.write_bytes(b"\xef\xbb\xbf# -*- coding: utf-8 -*-\nimport neuronxcc.nki as nki\n")
+    assert gate.screen(path) is None  # a UTF-8 declaration, with or without the mark, is fine
+    path.write_bytes(b"# coding=utf8\nimport numpy as np\n")
+    assert gate.screen(path) is None
+
+
 # --------------------------------------------------------------------------- the class of bypass, closed
 
 #: modules a kernel may reach by name through allowed objects: they hold no way to files, frames or code in strings

@@ -246,6 +246,29 @@ def test_attacks_on_the_batch_change_nothing_and_earn_nothing(graded):
 
 
 @pytest.mark.slow
+def test_issue_28_attacks_earn_their_honest_content(graded):
+    """theo: a kernel-named exception class says nothing of a hidden case; a byte-order mark and a UTF-7 comment no
+    longer hide `import os` from the screen; the thief's plain-Python cell ran in a sandboxed kernel (its own
+    feedback shows what it found: nothing of the grader's), and the grade cell, the grader's, scored his slow
+    kernel's 2 of 4 though the cell had replaced nkilab.grade and forged a grade record."""
+    q1 = report_text(graded, "theo", "01_vector_add", "q1_grade")
+    assert "raised an exception" in q1 and not re.search(r"Case_\d", q1)
+    assert "line 3 (`import os`)" in report_text(graded, "theo", "01_vector_add", "q2_grade")
+    assert "declares the source encoding `utf-7`" in report_text(graded, "theo", "02_partition_tiling", "q1_grade")
+    stage = "03_free_dim_streaming"
+    assert score(graded, "theo", stage, "q1_grade") == 2.0 and score(graded, "theo", stage, "tiles_check") == 0.0
+    assert "stream_add_1d: 2 of 4 points" in report_text(graded, "theo", stage, "q1_grade")
+    nb = nbformat.read(graded["course"] / "autograded" / "theo" / stage / f"{stage}.ipynb", as_version=4)
+    theft = next(json.dumps(c.outputs) for c in nb.cells if grade_id(c) == "tiles_answer")
+    assert "THEFT environment" in theft and "NKILAB_" not in theft and str(SEED) not in theft
+    assert "THEFT overwrote" not in theft and str(graded["course"]) not in theft
+    page = (graded["course"] / "feedback" / "theo" / stage / f"{stage}.html").read_text()
+    assert "THEFT environment" in page and "gradebook.db: FileNotFoundError" in page  # what he found: nothing
+    for student, points in [("ada", 4.0), ("ben", 2.0), ("trudy", 0.0)]:  # the teacher's grade cell, for everyone
+        assert score(graded, student, stage, "q1_grade") == points, student
+
+
+@pytest.mark.slow
 def test_feedback_pages_carry_no_student_markup_and_no_reference_lines(graded):
     def lines(text: str) -> set[str]:
         return {line.strip() for line in text.splitlines()}
@@ -261,7 +284,7 @@ def test_feedback_pages_carry_no_student_markup_and_no_reference_lines(graded):
         assert "<script>document.title" not in html and "onerror=" not in html and "javascript:alert" not in html, page
         assert "13579" not in html and str(SEED) not in html, page
         student = page.parts[-3]
-        if student in ("mallory", "trudy"):
+        if student in ("mallory", "trudy", "theo"):
             leaked = [f for f in fingerprints if f in html]
             assert not leaked, (page, leaked[:3])
     trudy = (graded["course"] / "feedback" / "trudy" / "01_vector_add" / "01_vector_add.html").read_text()
@@ -381,6 +404,11 @@ EXPECTED_KERNEL_POINTS = {
     # that put the columns across the partitions: right values, correctness points only (7/7 while a DMA was priced
     # by the bounding box of its access)
     "peggy": [4, "-", "-", "-", "-", "-", "-", "-", "-"],
+    # theo (issue 28): stage 1 a type()-named exception (0) and a byte-order mark before `import os` (refused, 0);
+    # stage 2 a UTF-7 comment hiding `import os` (refused, 0) and the reference ReLU (4); stage 3, under the
+    # teacher's version, the thief beside his slow kernel: what the kernel earns, 2 (4 while the thief's cell ran
+    # unsandboxed in the kernel that also ran the grade cell)
+    "theo": [0, 4, 2, "-", "-", "-", "-", "-", "-"],
 }
 
 
@@ -456,7 +484,8 @@ def test_course_mode_regrades_a_course_in_place(graded):
     assert sorted(p.name for p in (course / "submitted").iterdir()) == before  # submitted/ is only read
     with open(course / "regrade.csv", newline="") as fh:
         rows = [r for r in csv.DictReader(fh) if r["student"] == "ada"]
-    assert [r["points"] for r in rows] == ["4", ""]  # the kernel, and the written answer waiting for a TA
+    # the teacher's practice check (0 points), the kernel, and the written answer waiting for a TA
+    assert [r["points"] for r in rows] == ["0", "4", ""]
 
 
 @pytest.mark.slow
@@ -588,9 +617,10 @@ def test_notebook_time_limit_stops_a_slow_cell_and_grading_goes_on(tmp_path):
     pinned in requirements.txt): the cell running when time is up is interrupted, later cells still run."""
     from nkilab.nbgrader_plugins import TimeLimitedExecute
 
-    cells = ["import time; time.sleep(1); print('one')", "time.sleep(60); print('two')", "print('three')"]
+    # (the limit leaves room for a kernel that starts slowly on a busy machine: only the second cell can reach it)
+    cells = ["import time; print('one')", "time.sleep(600); print('two')", "print('three')"]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    ex = TimeLimitedExecute(timeout=120, notebook_timeout=4, interrupt_on_timeout=True)
+    ex = TimeLimitedExecute(timeout=900, notebook_timeout=20, interrupt_on_timeout=True)
     nb, _ = ex.preprocess(nb, {"metadata": {"path": str(tmp_path)}})
     texts = ["".join(o.get("text", "") for o in c.outputs) for c in nb.cells]
     assert texts[0] == "one\n" and texts[2] == "three\n"

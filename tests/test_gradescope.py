@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -150,3 +151,22 @@ def test_adds_through_transposed_views_earn_their_correctness_points_only(bundle
     visible = [t for t in results["tests"] if t["visibility"] == "visible"]
     assert [t["score"] for t in visible] == [2.0, 2.0] and results["score"] == 4.0
     assert all("Correctness: 10/10 cases" in t["output"] for t in visible), [t["output"] for t in visible]
+
+
+@pytest.mark.slow
+def test_issue_28_attacks_earn_their_honest_content(bundle, tmp_path):
+    """theo's stage 1 on Gradescope: an exception class named after each case (0, and no case named in any test,
+    the staff's included) and a byte-order mark before `import os` (refused, 0); the thief's plain-Python cell,
+    added beside a slow kernel to replace nkilab.grade, is dropped with every added cell (Gradescope runs no
+    notebook kernel): the slow kernel's own 3 of 4."""
+    theo = run_autograder(bundle, tmp_path / "theo", submission({"answers": {
+        "q1_kernel": "kernels/theo_name_the_hidden_case.py", "q2_kernel": "kernels/theo_bom_import_os.py"}}))
+    visible = [t for t in theo["tests"] if t["visibility"] == "visible"]
+    assert [t["score"] for t in visible] == [0.0, 0.0]
+    assert "raised an exception" in visible[0]["output"] and not re.search(r"Case_\d", json.dumps(theo))
+    assert "line 3 (`import os`)" in visible[1]["output"]
+    thief = run_autograder(bundle, tmp_path / "thief", submission({
+        "answers": {"q2_kernel": "kernels/ben_stream_one_chunk_at_a_time.py"},
+        "add": [{"after": "q1_kernel", "file": "cells/theo_thief.py"}]}))
+    assert [t["score"] for t in thief["tests"] if t["visibility"] == "visible"] == [3.0, 3.0]
+    assert "THEFT" not in json.dumps(thief)

@@ -4,12 +4,14 @@ private hidden cases kept in a grader-side file (``NKILAB_HIDDEN_CASES`` / ``mak
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from nkilab import example_class, grade_report
 from nkilab.grade import GRADING_ENV
 from nkilab.questions import HIDDEN_CASES_ENV, QUESTIONS
+from nkilab.results import Audience
 
 CLEO = example_class.CLASS_DIR / "kernels" / "cleo_add_float32_out.py"  # float32 output whatever the input
 REFERENCE = QUESTIONS["vector_add_naive"].solution_path
@@ -62,3 +64,19 @@ def _fresh_file_cache():
     questions.load_hidden_cases.cache_clear()
     yield
     questions.load_hidden_cases.cache_clear()
+
+
+@pytest.mark.processes
+def test_an_exception_class_the_kernel_names_never_reaches_feedback(monkeypatch, capsys):
+    """theo's kernel raises a class it made with ``type()``, named after the case's shape and dtype: every case is
+    reported as "an exception" (only Python's and NKI's own classes are named), to the TA too."""
+    theo = example_class.CLASS_DIR / "kernels" / "theo_name_the_hidden_case.py"
+    for audience in ("", "1"):
+        monkeypatch.setenv(GRADING_ENV, audience)
+        r = grade_report("vector_add_naive", theo, seed=1)
+        text = capsys.readouterr().out
+        assert r.points == 0.0
+        named = re.compile(r"Case_\d")  # the class's name (the kernel's own line, quoted for the TA, says Case_{size})
+        assert not named.search(text) and not named.search(json.dumps(r.record.to_json())), text
+        assert {c.category() for c in r.record.cases} == {"raised an exception"}
+    assert "hidden case 8 (float16, under one tile): raised an exception" in r.record.render_text(Audience.STUDENT)

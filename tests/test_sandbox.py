@@ -110,7 +110,9 @@ def test_the_grader_package_and_python_are_read_only(tmp_path):
             fh.write("\\nPATCHED = True\\n")
         """)
     res = run(path)
-    assert res.import_error is not None and "Read-only file system" in res.import_error["message"]
+    # read-only, and under a root grader not even the sandbox user's to try (root owns it, the sandbox is nobody)
+    assert res.import_error is not None and any(why in res.import_error["message"] for why in (
+        "Read-only file system", "Permission denied"))
     assert digest(target) == before
 
 
@@ -172,6 +174,75 @@ def test_no_process_outlives_the_run(tmp_path):
         except OSError:
             pass
     assert leftovers == []
+
+
+def _our_sandboxes() -> dict[str, int]:
+    """Processes and threads this test process started (its descendants), counted per PID namespace other than its
+    own: one count per sandbox (the machine's other sandboxes are not counted)."""
+    parent: dict[int, int] = {}
+    for p in Path("/proc").iterdir():
+        try:
+            if p.name.isdigit():
+                status = (p / "status").read_text()
+                parent[int(p.name)] = int(status.split("\nPPid:")[1].split()[0])
+        except (OSError, IndexError, ValueError):
+            pass
+    ours, me = os.readlink("/proc/self/ns/pid"), os.getpid()
+    found: dict[str, int] = {}
+    for pid in parent:
+        up, seen = pid, 0
+        while up not in (0, 1, me) and seen < 64:
+            up, seen = parent.get(up, 0), seen + 1
+        if up != me:
+            continue
+        try:
+            ns = os.readlink(f"/proc/{pid}/ns/pid")
+            if ns != ours:
+                found[ns] = found.get(ns, 0) + len(os.listdir(f"/proc/{pid}/task"))
+        except OSError:
+            pass
+    return found
+
+
+@pytest.mark.processes
+@pytest.mark.usefixtures("needs_sandbox")
+@pytest.mark.timeout(120)
+def test_a_fork_bomb_stops_at_the_sandbox_process_limit_and_stalls_nobody(tmp_path):
+    """A real fork bomb (every process forks for ever) runs until its own time limit: the sandbox never holds more
+    than its process limit (plus its init), even when the grader is root (whose processes Linux never limits: the
+    sandbox's are nobody's), it earns nothing, a peer graded beside it meanwhile is graded right, and nothing is
+    left when the bomb's time is up."""
+    import threading
+
+    bomb = kernel(tmp_path, "bomb", """
+        while True:
+            try:
+                os.fork()
+            except OSError:
+                pass
+        """)
+    before = set(_our_sandboxes())  # (an executor server an earlier test left running)
+    outcome: dict = {}
+    thread = threading.Thread(target=lambda: outcome.update(bomb=run(bomb, timeout=10)))
+    thread.start()
+    peak, peer, bomb_ns = 0, None, None
+    deadline = time.monotonic() + 30
+    while thread.is_alive() and time.monotonic() < deadline:
+        counts = {ns: n for ns, n in _our_sandboxes().items() if ns not in before}
+        if counts and max(counts.values()) > peak:
+            peak, bomb_ns = max(counts.values()), max(counts, key=lambda ns: counts[ns])
+        if peer is None and peak >= sandbox.Limits().processes:  # the bomb is at its limit: grade a peer now
+            peer = run(kernel(tmp_path, "peer", ""), timeout=20)
+        time.sleep(0.05)
+    thread.join(30)
+    res = outcome["bomb"]
+    assert res.timed_out and not res.cases[0].status == "ok"
+    assert sandbox.Limits().processes <= peak <= sandbox.Limits().processes + 1, peak
+    assert peer is not None and not peer.timed_out and not peer.crashed
+    a, b = inputs()[0]
+    np.testing.assert_array_equal(peer.cases[0].output, a + b)
+    time.sleep(0.5)
+    assert bomb_ns not in _our_sandboxes()
 
 
 @pytest.mark.processes

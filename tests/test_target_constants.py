@@ -41,6 +41,7 @@ NOT_HARDWARE = {
     ("runtime/kernel.py", 512): "a cache size",
     ("frontend/v06/adapters/kernel.py", 512): "a cache size",
     ("ops/rng.py", 16): "a shift of the generator's 32-bit integer hash",
+    ("frontend/v06/rules.py", 128): "a line number of AWS's docs source that a refusal cites",
     ("ops/rng.py", 24): "the 24-bit fraction of a uniform fp32 draw (2^-24)",
 }
 

@@ -147,7 +147,7 @@ def main() -> int:
 
 
 def serve() -> int:
-    """The executor as a fork server: one process per grading process (under nbgrader, one notebook's kernel),
+    """The executor as a fork server: one process per notebook graded (``nkilab.processes.ExecutorServer``),
     so a question pays a fork instead of a Python start-up and the simulator's import (about 0.3 s each).
 
     The first message names the results channel; every later one is a job, run in a forked worker -- a fresh copy of

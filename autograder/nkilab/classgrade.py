@@ -139,11 +139,14 @@ def prepare_example(course: Path, nbg: Nbgrader,
     (course / "source").mkdir(parents=True)
     shutil.copy(CONFIG, course / "nbgrader_config.py")
     (course / EXAMPLE_MARK).write_text("Built by `python -m nkilab.classgrade`; deleted and rebuilt on every run.\n")
+    versions = example_class.teacher_versions(class_dir)
     for stage in stages:
         folder = course / "source" / stage
         folder.mkdir()
-        nbformat.write(load_source(REPO / "notebooks" / f"{stage}.py", manifest.course().stub_dialect),
-                       folder / f"{stage}.ipynb")
+        source = load_source(REPO / "notebooks" / f"{stage}.py", manifest.course().stub_dialect)
+        if stage in versions:  # the class's teacher changed this lesson before releasing it
+            source = example_class.teacher_source(source, versions[stage], class_dir, f"course/{stage}")
+        nbformat.write(source, folder / f"{stage}.ipynb")
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:  # as `nbgrader db student import roster.csv`
         for s in example_class.roster(class_dir):
             gb.update_or_create_student(s.id, first_name=s.first_name, last_name=s.last_name, email=s.email)
@@ -151,7 +154,7 @@ def prepare_example(course: Path, nbg: Nbgrader,
     for stage in stages:
         if code != 0 or not (course / "release" / stage / f"{stage}.ipynb").exists():
             raise ClassGradeError(f"nbgrader generate_assignment failed for {stage}:\n{out[-3000:]}")
-    example_class.build_submissions(course / "incoming", class_dir=class_dir)
+    example_class.build_submissions(course / "incoming", class_dir=class_dir, release=course / "release")
     records = intake.take_in(course / "incoming", course / "submitted", students, {s: [s] for s in stages})
     return students, stages, records
 

@@ -1,126 +1,142 @@
-"""``DirectGrade``: nbgrader's execute step for the course's notebooks without a Jupyter kernel per notebook.
+"""``DirectGrade``: nbgrader's execute step, with every verdict computed by the grader and every byte of the
+student's run in the sandbox.
 
-After ``RestoreSubmission`` a submission runs nothing of the student's in the notebook: its kernel answers are
-``%%writefile`` cells and its grade cells are the release's ``from nkilab import grade; grade("<question>",
-"<file>")``, which grade the file in a sandboxed child process.  Starting a Jupyter kernel and importing the
-course's set-up (matplotlib, the simulator) for every notebook only to make those calls was most of the CPU
-time per hand-in.  So when every code cell that would run is one of those two forms, this step does exactly
-what the kernel would have done, here in the nbgrader process (which stays warm across the class: NumPy and the
-simulator imported once, each question's inputs and expected outputs drawn once per grading seed): it writes
-each answer to its file (``Writing <file>``), calls ``grade_report`` for each grade cell, and records the report
-as the cell's stdout and the points as its result -- the outputs nbgrader reads the score from.  Set-up and
-teaching cells are not run (grading needs none of them).  A notebook with any other grade cell (a TA's own
-course) goes through the Jupyter kernel as before (``TimeLimitedExecute``), and ``DirectGrade.direct=False``
-turns this off.  The per-notebook time limit holds either way.
+After ``RestoreSubmission`` a notebook's cells are the release's, with only the answer cells' sources the
+student's, and grading follows their plan (``nkilab.cells``): ``%%writefile`` answers are written by the grader,
+grade cells that call the grading library run here, in the nbgrader process, outside any kernel of the
+student's (each ``grade(...)`` grades its file in sandboxed child processes), and everything else belongs to the
+notebook's Jupyter kernel.  That kernel is started only when a grade cell needs it -- a teacher's plain-Python
+test of a plain-Python answer -- and then runs inside the sandbox (``nkilab.kernel_sandbox``): no course, no
+gradebook, no seed, no environment of the grader's, its own process limit.  Whatever the student's code does in
+that kernel (replace ``nkilab.grade``, print a forged grade record, write files, die) reaches only the cells the
+kernel runs; its grade records are dropped, and a dead kernel costs the cells it would have run, nothing else.
+
+The course's own notebooks (answers in ``%%writefile`` cells, grade cells calling ``grade``) need no kernel: a
+notebook is graded in this warm process (NumPy and the simulator imported once, each question's inputs and
+expected outputs drawn once per grading seed), with the outputs a kernel would give.  ``DirectGrade.direct=False``
+starts the sandboxed kernel anyway (for the cells grading leaves to it).  The per-cell and per-notebook time
+limits hold either way, and each notebook's grading ends by stopping the executor servers it started
+(``nkilab.processes``): one student's questions share a server, never two students'.
 """
 
 from __future__ import annotations
 
-import ast
-import contextlib
-import io
-import time
-from dataclasses import dataclass
+import json
 from pathlib import Path
 
 import nbformat
+from nbclient import NotebookClient
 from nbconvert.exporters.exporter import ResourcesDict
 from nbformat import NotebookNode
 from traitlets import Bool
 
-from nkilab.grade import grade_report
+from nkilab import cells, processes
+from nkilab.kernel_sandbox import SandboxedKernelManager, kernel_limits
 from nkilab.nbgrader_plugins import TimeLimitedExecute
-from nkilab.results import MIME
-from nkilab.sanitize import SKIP_TAG, WRITEFILE, is_grade, writefile_target
+from nkilab.sanitize import is_answer
 
-
-@dataclass(frozen=True)
-class Step:
-    """One cell to run: write an answer to ``file``, or grade ``question`` on ``file``."""
-
-    index: int
-    file: str
-    question: str | None = None  # None: a %%writefile answer
-
-
-def grade_call(source: str) -> tuple[str, str] | None:
-    """(question, file) when ``source`` is only ``from nkilab import grade`` and ``grade("<q>", "<file>")``."""
-    try:
-        body = ast.parse(source).body
-    except SyntaxError:
-        return None
-    calls = [s for s in body if not (isinstance(s, ast.ImportFrom) and s.module == "nkilab"
-                                     and [a.name for a in s.names] == ["grade"] and not s.names[0].asname)]
-    if len(calls) != 1 or not isinstance(calls[0], ast.Expr) or not isinstance(calls[0].value, ast.Call):
-        return None
-    call = calls[0].value
-    args = call.args
-    if not (isinstance(call.func, ast.Name) and call.func.id == "grade" and not call.keywords and len(args) == 2
-            and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in args)):
-        return None
-    question, file = args[0].value, args[1].value
-    return (question, file) if Path(file).name == file else None
-
-
-def plan(nb: NotebookNode) -> list[Step] | None:
-    """The cells to run directly, or None when some grade cell is not a plain ``grade(...)`` call."""
-    steps = []
-    for i, cell in enumerate(nb.cells):
-        if cell.cell_type != "code" or SKIP_TAG in cell.metadata.get("tags", []):
-            continue
-        target = writefile_target(cell.source)
-        if target is not None:
-            if Path(target).name != target:
-                return None
-            steps.append(Step(i, target))
-        elif is_grade(cell):
-            call = grade_call(cell.source)
-            if call is None:
-                return None
-            steps.append(Step(i, call[1], call[0]))
-    return steps
+#: the error a cell left to a dead kernel shows
+KERNEL_DIED = "the notebook's kernel died in an earlier cell, so this cell did not run"
+#: what the grader keeps of a notebook kernel's outputs, in all (the student's prints: the rest is dropped, said so)
+MAX_KERNEL_OUTPUT = 4 << 20
+CAPPED = f"\n[the grader kept the first {MAX_KERNEL_OUTPUT >> 20} MiB of this notebook's output]\n"
 
 
 class DirectGrade(TimeLimitedExecute):
-    """Run the course's ``%%writefile`` and ``grade(...)`` cells in this process (see the module docstring)."""
+    """Grade a notebook by its plan (see the module docstring)."""
 
-    direct = Bool(True, help="grade plain grade(...) cells without starting a Jupyter kernel").tag(config=True)
+    direct = Bool(True, help="start no Jupyter kernel unless a grade cell needs one").tag(config=True)
 
     def preprocess(self, nb: NotebookNode, resources: ResourcesDict | None = None, km=None):
         where = (resources or {}).get("metadata", {}).get("path")
-        steps = plan(nb) if self.direct and where else None
-        if steps is None:  # not the course's plain form, or no notebook folder to write the answers into
-            return super().preprocess(nb, resources, km=km)
+        if not where:
+            raise ValueError("DirectGrade needs the notebook's folder (resources['metadata']['path'])")
         folder = Path(where)
-        deadline = time.monotonic() + self.notebook_timeout if self.notebook_timeout else None
-        for count, step in enumerate(steps, 1):
-            cell = nb.cells[step.index]
-            cell.execution_count, cell.outputs = count, []
-            if step.question is None:
-                self._write(cell, folder / step.file)
-            elif deadline is not None and time.monotonic() > deadline:
-                cell.outputs.append(nbformat.v4.new_output(
-                    "error", ename="TimeoutError", evalue=f"the notebook's {self.notebook_timeout} s ran out",
-                    traceback=[]))
+        steps = cells.plan(nb)
+        self._deadline = self._start_clock()
+        self._kernel_output, self._output_capped = 0, False
+        try:
+            if cells.needs_kernel(steps) or not self.direct:
+                NotebookClient.__init__(self, nb, km)  # as nbconvert's ExecutePreprocessor.preprocess does
+                self.reset_execution_trackers()
+                self._check_assign_resources(resources)
+                with self.setup_kernel():
+                    assert self.kc is not None
+                    info = self.wait_for_reply(self.kc.kernel_info())
+                    if info:
+                        nb.metadata["language_info"] = info["content"]["language_info"]
+                    self._run(nb, steps, folder, resources, kernel=True)
             else:
-                text = io.StringIO()
-                with contextlib.redirect_stdout(text):
-                    report = grade_report(step.question, folder / step.file)
-                cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=text.getvalue()))
-                if report.record is not None:  # what feedback and the TA's table read (``nkilab.results``)
-                    cell.outputs.append(nbformat.v4.new_output("display_data", data={MIME: report.record.to_json(),
-                                                                                     "text/plain": ""}))
-                cell.outputs.append(nbformat.v4.new_output("execute_result", data={"text/plain": repr(report.points)},
-                                                           execution_count=count))
+                self._run(nb, steps, folder, resources, kernel=False)
+        finally:
+            processes.stop_servers()
         return nb, resources
 
-    @staticmethod
-    def _write(cell: NotebookNode, path: Path) -> None:
-        """What ``%%writefile [-a] <file>`` does: the cell's body to the file, and the same message."""
-        first, _, body = cell.source.partition("\n")
-        append = WRITEFILE.match(first.strip()) is not None and " -a " in f" {first} "
-        existed = path.exists()
-        with open(path, "a" if append else "w") as fh:
-            fh.write(body if body.endswith("\n") else body + "\n")  # IPython ends a cell magic's body with one
-        verb = "Appending to" if append else ("Overwriting" if existed else "Writing")
-        cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=f"{verb} {path.name}\n"))
+    def output(self, outs, msg, display_id, cell_index):
+        """nbclient's handling of one output of the kernel's, until the notebook's kernel has printed
+        ``MAX_KERNEL_OUTPUT`` bytes (a stream is cut there, and says so): an endless print must not fill the grader's
+        memory."""
+        if self._output_capped:
+            return None
+        content = msg.get("content", {})
+        size = len(json.dumps(content, default=str))
+        if self._kernel_output + size > MAX_KERNEL_OUTPUT:
+            self._output_capped = True
+            left = MAX_KERNEL_OUTPUT - self._kernel_output
+            if msg.get("msg_type") != "stream" or not isinstance(content.get("text"), str) or left <= 0:
+                outs.append(nbformat.v4.new_output("stream", name="stdout", text=CAPPED))
+                return None
+            msg = dict(msg, content=dict(content, text=content["text"][:left] + CAPPED))
+        self._kernel_output += size
+        return super().output(outs, msg, display_id, cell_index)
+
+    def _stop_kernel(self) -> None:
+        """End a kernel that stopped answering now, not when the notebook's last grade cell is done."""
+        process = getattr(getattr(self.km, "provisioner", None), "process", None)
+        if process is not None:  # bwrap, in a session of its own: its whole sandbox goes (nbclient's clean-up follows)
+            processes.kill_group(process)
+
+    def _start_clock(self) -> float | None:
+        import time
+
+        return time.monotonic() + self.notebook_timeout if self.notebook_timeout else None
+
+    def create_kernel_manager(self):
+        """The notebook's kernel, in the sandbox, under the notebook's CPU time."""
+        self.km = SandboxedKernelManager(config=self.config,
+                                         limits=kernel_limits(int(self.notebook_timeout or 600) + 60))
+        return self.km
+
+    def _run(self, nb: NotebookNode, steps: list[cells.Step], folder: Path, resources: ResourcesDict | None, *,
+             kernel: bool) -> None:
+        import time
+
+        namespace = cells.grader_namespace()
+        dead = False
+        for count, step in enumerate(steps, 1):
+            cell = nb.cells[step.index]
+            if step.kind is cells.Kind.KERNEL and not is_answer(cell):
+                cells.run_teacher_imports(cell, namespace, folder)
+            if step.kind is cells.Kind.GRADER:
+                cell.execution_count = count
+                if self._deadline is not None and time.monotonic() > self._deadline:
+                    cell.outputs = [nbformat.v4.new_output("error", ename="TimeoutError", traceback=[],
+                                                           evalue=f"the notebook's {self.notebook_timeout} s ran out")]
+                else:
+                    cell.outputs = cells.run_grader_cell(cell, namespace, folder, count)
+                continue
+            written = cells.write_answer(cell, folder) if step.kind is cells.Kind.WRITE else None
+            if kernel and not dead:  # the kernel runs it too: its later cells may read the file
+                try:
+                    self.preprocess_cell(cell, resources, step.index)
+                except Exception as err:  # a dead or stuck kernel: the student's cells, not the grading, end
+                    dead = True
+                    cell.outputs = [nbformat.v4.new_output("error", ename=type(err).__name__, traceback=[],
+                                                           evalue="the notebook's kernel died or stopped answering")]
+                    self._stop_kernel()
+                cells.drop_records(cell)
+            elif kernel:
+                cell.outputs = [nbformat.v4.new_output("error", ename="DeadKernelError", evalue=KERNEL_DIED,
+                                                       traceback=[])]
+            if written is not None:
+                cell.execution_count, cell.outputs = count, written

@@ -52,6 +52,41 @@ def recipes(class_dir: Path = CLASS_DIR) -> dict[str, dict]:
     return data
 
 
+def teacher_versions(class_dir: Path = CLASS_DIR) -> dict[str, dict]:
+    """stage -> how the class's teacher changed the lesson before releasing it (``submissions.json``'s ``course``):
+    a TA's own course, whose grade cells are not the lesson's."""
+    data = json.loads((class_dir / "submissions.json").read_text()).get("course", {})
+    return {k: v for k, v in data.items() if k[:2].isdigit()}
+
+
+def teacher_source(source: NotebookNode, version: dict, class_dir: Path = CLASS_DIR, where: str = "") -> NotebookNode:
+    """The lesson's nbgrader source as the teacher changed it: ``edit`` (a cell's source and points) and ``add``
+    (new cells from files, each with its nbgrader metadata: ``{"after", "file", "grade_id", "grade", "solution",
+    "points"}``; a solution's file holds its ``BEGIN SOLUTION`` markers)."""
+    nb = copy.deepcopy(source)
+    for gid, change in version.get("edit", {}).items():
+        cell = nb.cells[_index(nb, gid, where)]
+        cell.source = change.get("source", cell.source)
+        if "points" in change:
+            cell.metadata["nbgrader"]["points"] = change["points"]
+    for item in version.get("add", []):
+        cell = _new_cell(class_dir / item["file"], item["grade_id"])
+        meta = {"grade": bool(item.get("grade")), "solution": bool(item.get("solution")),
+                "locked": not item.get("solution"), "grade_id": item["grade_id"], "schema_version": 3}
+        if meta["grade"]:
+            meta["points"] = item.get("points", 0)
+        cell.metadata["nbgrader"] = meta
+        nb.cells.insert(_index(nb, item["after"], where) + 1, cell)
+    return nb
+
+
+def teacher_answers(version: dict, class_dir: Path = CLASS_DIR) -> dict[str, str]:
+    """grade_id -> the teacher's answer of each answer cell the teacher added (solution markers removed)."""
+    return {item["grade_id"]: "\n".join(ln for ln in (class_dir / item["file"]).read_text().rstrip("\n").split("\n")
+                                        if not any(m in ln for m in MARKER_LINES))
+            for item in version.get("add", []) if item.get("solution")}
+
+
 def stages_used(class_dir: Path = CLASS_DIR) -> list[str]:
     return sorted({k for r in recipes(class_dir).values() for k in r if k[:2].isdigit()})
 
@@ -146,10 +181,13 @@ def corrupted(text: str, how: bool | str) -> str:
 
 
 def build_submissions(dest: Path, assignments: Path = REPO / "assignments", class_dir: Path = CLASS_DIR,
-                      notebooks: Path = REPO / "notebooks") -> list[Path]:
-    """Write every student's hand-in under ``dest/<student>/<stage>/`` (nbgrader's ``submitted`` layout)."""
+                      notebooks: Path = REPO / "notebooks", release: Path | None = None) -> list[Path]:
+    """Write every student's hand-in under ``dest/<student>/<stage>/`` (nbgrader's ``submitted`` layout).  A stage
+    the teacher changed (``teacher_versions``) is handed in on the course's own release
+    (``release/<stage>/<stage>.ipynb``), the others on ``assignments/<stage>.ipynb``."""
     written: list[Path] = []
     references: dict[tuple[str, str], dict[str, str]] = {}
+    versions = teacher_versions(class_dir)
     for student, entry in recipes(class_dir).items():
         for stage, recipe in entry.items():
             if not stage[:2].isdigit():
@@ -158,7 +196,13 @@ def build_submissions(dest: Path, assignments: Path = REPO / "assignments", clas
             key = (stage, recipe.get("dialect", "legacy"))
             if key not in references:
                 references[key] = reference_answers(stage, notebooks, key[1])
-            released = nbformat.read(assignments / f"{stage}.ipynb", as_version=4)
+                references[key].update(teacher_answers(versions.get(stage, {}), class_dir))
+            if stage in versions:
+                if release is None:
+                    raise RecipeError(f"{where}: the teacher changed {stage}: hand it in on the course's release")
+                released = nbformat.read(release / stage / f"{stage}.ipynb", as_version=4)
+            else:
+                released = nbformat.read(assignments / f"{stage}.ipynb", as_version=4)
             nb = build_notebook(released, recipe, references[key], class_dir, where)
             folder = dest / student / stage
             folder.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,11 @@ kernel legitimately uses -- ``neuronxcc.nki`` (or ``nki``), NumPy for dtypes and
 from __future__ import annotations
 
 import ast
+import codecs
+import io
+import re
 import sys
+import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,7 +47,8 @@ class Refusal:
     reason: str
 
     def message(self, file_name: str) -> str:
-        return f"{file_name} line {self.line} (`{self.code}`): {self.reason} ({HINT})"
+        where = f"{file_name} line {self.line} (`{self.code}`)" if self.line else file_name  # 0: the whole file
+        return f"{where}: {self.reason} ({HINT})"
 
 
 def _module_allowed(name: str, imported: tuple[str, ...] = ()) -> bool:
@@ -149,12 +154,60 @@ def screen_source(source: str) -> Refusal | None:
 
 
 def screen(path: str | Path) -> Refusal | None:
-    """Screen the kernel file at ``path`` (an unreadable or non-UTF-8 file is refused too)."""
+    """Screen the kernel file at ``path`` as Python will compile it (an unreadable or non-UTF-8 file is refused)."""
     try:
-        source = Path(path).read_bytes().decode("utf-8")
+        data = Path(path).read_bytes()
+    except OSError as err:
+        return Refusal(0, "", f"the file cannot be read ({type(err).__name__})")
+    source = decode(data)
+    return source if isinstance(source, Refusal) else screen_source(source)
+
+
+#: a source-encoding declaration (PEP 263) anywhere in the first two lines, loosely: Python's own rule needs a
+#: comment line, but a looser match can only refuse more, never let a declaration through unseen
+_DECLARATION = re.compile(rb"coding[:=][ \t]*([-\w.]+)")
+
+
+def decode(data: bytes) -> str | Refusal:
+    """The text Python compiles from ``data``, or why a kernel file may not be that.
+
+    Python decodes a module by its first two lines: a UTF-8 byte-order mark, or a ``# coding: <name>``
+    declaration (``tokenize.detect_encoding`` is that rule).  A kernel file must be UTF-8 (with or without the
+    mark): under ``# coding: utf-7`` or ``utf-16`` the text Python runs is not the text a reader, or a screen
+    decoding UTF-8, sees (``+AAo-`` in a comment is a new line to UTF-7).  No AWS kernel declares another encoding
+    (nki-library and the docs' ``nki/examples`` declare none, or UTF-8)."""
+    head = b"\n".join(data.split(b"\n", 2)[:2])
+    for match in _DECLARATION.finditer(head):
+        name = match.group(1).decode("ascii", "replace")
+        if _codec(name) not in ("utf-8", "utf-8-sig"):
+            return Refusal(0, "", f"the file declares the source encoding `{name}` (kernel files must be UTF-8)")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as err:  # a first line that is not UTF-8, or a mark contradicting a declaration
+        return Refusal(0, "", "the file is not UTF-8 text" if not _utf8(data) else
+                       f"the file's encoding cannot be read ({err.msg})")
+    if _codec(encoding) not in ("utf-8", "utf-8-sig"):
+        return Refusal(0, "", f"the file declares the source encoding `{encoding}` (kernel files must be UTF-8)")
+    try:
+        return data.decode(encoding)
     except UnicodeDecodeError:
         return Refusal(0, "", "the file is not UTF-8 text")
-    return screen_source(source)
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _codec(name: str) -> str | None:
+    """The codec's canonical name (``UTF8`` -> ``utf-8``), None for a name Python does not know."""
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        return None
 
 
 def _line(source: str, n: int) -> str:

@@ -96,14 +96,15 @@ def grade_report(question_id: str, module_path: str | os.PathLike | None = None,
     finally:
         if out is not sys.stdout:
             out.close()
-    LAST[0] = rec
+    MADE.append(rec)
     if verbose:
         _display(rec)
     return report
 
 
-#: the latest record this process made (``nkilab.salvage`` logs the one its grade cell made)
-LAST: list[GradeRecord | None] = [None]
+#: the records this process made since its reader last cleared it: a grade cell run by the grader
+#: (``nkilab.cells.run_grader_cell``) keeps the ones it made, as a kernel's grade cell displays them
+MADE: list[GradeRecord] = []
 
 
 def _display(rec: GradeRecord) -> None:

@@ -1,6 +1,6 @@
 """The processes grading starts, and the pipes between them: a one-shot child (``spawn``: a job in, messages out,
 killed at its deadline with everything it started) and the executor's fork server (``ExecutorServer``: one
-sandboxed process kept for the grading process's life, a forked worker per job).
+sandboxed process kept while one notebook is graded, a forked worker per job).
 
 Every byte a child sends is hostile: messages are read within a budget of bytes and messages, a malformed stream
 stops the child at once, and nothing a child writes anywhere else is read.
@@ -64,7 +64,7 @@ class Budget:
     messages: int
 
 
-def spawn(cmd: list[str], cwd: str | None, env: dict[str, str] | None, job: dict, arrays: list[np.ndarray],
+def spawn(cmd: sandbox.Command, cwd: str | None, env: dict[str, str] | None, job: dict, arrays: list[np.ndarray],
           deadline: float, limits: sandbox.Limits, budget: Budget,
           followup: tuple[dict, list[np.ndarray]] | None = None) -> ChildRun:
     """Start ``cmd`` with the job on stdin and a results pipe (its fd in ``job["channel"]``), collect every
@@ -104,15 +104,18 @@ def spawn(cmd: list[str], cwd: str | None, env: dict[str, str] | None, job: dict
     return run
 
 
-def _start(cmd: list[str], cwd: str | None, env: dict[str, str] | None, limits: sandbox.Limits, channel: int,
+def _start(cmd: sandbox.Command, cwd: str | None, env: dict[str, str] | None, limits: sandbox.Limits, channel: int,
            stdout: Any, stderr: Any) -> subprocess.Popen:
     """``cmd`` under ``limits`` in a session of its own (so its whole group can be killed), job on a stdin pipe,
     the results pipe's write end ``channel`` passed to it and closed here."""
     try:
-        return subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=stdout, stderr=stderr,
-                                pass_fds=(channel,), start_new_session=True, preexec_fn=sandbox.rlimits(limits))
+        proc = subprocess.Popen(cmd.argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=stdout, stderr=stderr,
+                                pass_fds=(channel, *cmd.fds), start_new_session=True,
+                                preexec_fn=sandbox.preexec(limits, cmd))
     finally:
         os.close(channel)
+    cmd.started()
+    return proc
 
 
 def send_job(proc: subprocess.Popen, job: dict, arrays: list[np.ndarray],
@@ -168,25 +171,31 @@ def kill_group(proc: subprocess.Popen) -> None:
 
 
 class ExecutorServer:
-    """The executor (``nkilab._execute``) as a fork server: started once, in its own sandbox holding only the
-    simulator, and kept while this process grades; each job runs in a worker it forks, so a question pays a fork
-    instead of a Python start-up and the simulator's import. Under nbgrader this process is one notebook's kernel:
-    one student's questions share a server, never two students'.
+    """The executor (``nkilab._execute``) as a fork server: started on first use, in its own sandbox holding only the
+    simulator, and kept until ``stop_servers`` (the grading of a notebook ends, or this process does); each job runs
+    in a worker it forks, so a question pays a fork instead of a Python start-up and the simulator's import. Under
+    nbgrader (``nkilab.direct_grade``) a notebook's grading ends by stopping it: one student's questions share a
+    server, never two students'.
 
     A job's answer ends with the server's ``ended`` message (the worker's exit code). Any trouble -- the deadline, a
     budget exceeded, a malformed stream, a dead server -- kills the server and its workers, and the next job starts
-    a fresh one: a job never inherits a damaged process."""
+    a fresh one: a job never inherits a damaged process. ``make`` builds the command each start runs (a sandbox's
+    start-up descriptors serve one start)."""
 
-    def __init__(self, cmd: list[str], cwd: str | None, env: dict[str, str] | None, limits: sandbox.Limits) -> None:
-        self.cmd, self.cwd, self.env, self.limits = cmd, cwd, env, limits
+    def __init__(self, make: Callable[[], sandbox.Command], cwd: str | None, env: dict[str, str] | None,
+                 limits: sandbox.Limits) -> None:
+        self.make, self.cwd, self.env, self.limits = make, cwd, env, limits
         self.proc: subprocess.Popen | None = None
         self.results: Any = None
         self.lock = threading.Lock()
 
     def _start(self) -> None:
         read_end, write_end = os.pipe()
-        self.proc = _start(self.cmd, self.cwd, self.env, self.limits, write_end, subprocess.DEVNULL,
-                           subprocess.DEVNULL)
+        cmd = self.make()
+        try:
+            self.proc = _start(cmd, self.cwd, self.env, self.limits, write_end, subprocess.DEVNULL, subprocess.DEVNULL)
+        finally:
+            cmd.close()
         self.results = os.fdopen(read_end, "rb")
         assert self.proc.stdin is not None
         write_message(self.proc.stdin, {"channel": write_end}, [])
@@ -211,12 +220,19 @@ class ExecutorServer:
                 if self.proc is None or self.proc.poll() is not None:
                     self.stop()
                     self._start()
-                assert self.proc is not None and self.proc.stdin is not None
-                write_message(self.proc.stdin, job, arrays)
-            except (OSError, ValueError):  # the server died before it took the job: reported as a crash
+            except (OSError, ValueError):  # the server could not start: reported as a crash
                 self.stop()
                 run.seconds = time.monotonic() - start
                 return run
+            assert self.proc is not None and self.proc.stdin is not None
+
+            def send(stdin: Any) -> None:  # a server that never reads must not hold this process past the deadline
+                try:
+                    write_message(stdin, job, arrays)
+                except (OSError, ValueError):
+                    pass
+
+            threading.Thread(target=send, args=(self.proc.stdin,), daemon=True).start()
             ended: list[dict] = []  # trouble (garbled, over budget) is the run's; the server is stopped below
             reader = threading.Thread(target=read_all, args=(self.results, run, budget, None, lambda: None, ended),
                                       daemon=True)
@@ -225,7 +241,7 @@ class ExecutorServer:
             if reader.is_alive():
                 run.timed_out = True
             if reader.is_alive() or not ended or run.garbled:
-                self.stop()  # its pipe closes, so the reader ends
+                self.stop()  # its pipes close, so the reader and the sender end
                 reader.join(GRACE_S)
             if ended:
                 code = ended[0].get("code")
@@ -238,13 +254,14 @@ _SERVERS: dict[tuple, ExecutorServer] = {}
 _SERVERS_LOCK = threading.Lock()
 
 
-def executor_server(cmd: list[str], cwd: str | None, env: dict[str, str] | None,
+def executor_server(key: tuple, make: Callable[[], sandbox.Command], cwd: str | None, env: dict[str, str] | None,
                     limits: sandbox.Limits) -> ExecutorServer:
-    """This process's server for ``cmd`` (the sandbox command and environment), started on first use."""
-    key = (tuple(cmd), cwd, tuple(sorted((env or {}).items())), limits)
+    """This process's server for ``key`` (what its command runs: argv, environment, sandboxed or not), started on
+    first use."""
+    key = (key, cwd, tuple(sorted((env or {}).items())), limits)
     with _SERVERS_LOCK:
         if key not in _SERVERS:
-            _SERVERS[key] = ExecutorServer(cmd, cwd, env, limits)
+            _SERVERS[key] = ExecutorServer(make, cwd, env, limits)
         return _SERVERS[key]
 
 

@@ -10,6 +10,7 @@ its whole sandbox (every process in it); a crash (``os._exit``, segfault) is jus
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 import sys
@@ -100,8 +101,8 @@ def error_facts(value: object, source: list[str] | None) -> dict | None:
     dropped, and so is any file name."""
     if not isinstance(value, dict):
         return None
-    kind = str(value.get("type") or "")
-    info: dict[str, object] = {"type": kind[:60] if _IDENTIFIER.fullmatch(kind[:60]) else "Exception",
+    kind = value.get("type")
+    info: dict[str, object] = {"type": kind if isinstance(kind, str) and kind in reported_errors() else UNNAMED,
                                "message": clean_text(value.get("message"), MESSAGE_CHARS)}
     error_id = value.get("error_id")
     if isinstance(error_id, str) and _IDENTIFIER.fullmatch(error_id[:80]):
@@ -113,6 +114,21 @@ def error_facts(value: object, source: list[str] | None) -> dict | None:
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+
+#: how an error is named when its class is not one the grader knows: a class the kernel defined (``type("...",
+#: (Exception,), {})``) is named by the kernel, which could spell a hidden case's shape into feedback with it
+UNNAMED = "an exception"
+
+
+@functools.cache
+def reported_errors() -> frozenset[str]:
+    """The exception classes a report may name: Python's built-in ones and the simulator's (NKI's errors)."""
+    import builtins
+
+    import nkisim.api
+
+    own = {name for name, value in vars(builtins).items() if isinstance(value, type) and issubclass(value, BaseException)}
+    return frozenset(own) | nkisim.api.error_class_names()
 
 
 def _seconds(value: object) -> float:
@@ -204,32 +220,43 @@ def run_module(module_path: str | os.PathLike, function: str, cases: list[list[n
     env = _child_env(target)
     child_module = f"{sandbox.KERNEL_DIR}/{module_path.name}" if sandboxed else str(module_path)
     argv = [python or sys.executable, "-m", "nkilab._child"]
-    cmd = sandbox.command(argv, module_path, env, limits) if sandboxed else argv
+    cmd = sandbox.command(argv, module_path, env, limits) if sandboxed else sandbox.plain(argv)
     cwd = None if sandboxed else str(module_path.parent)
     job: dict = {"module": child_module, "function": function, "timed": timed, "target": target,
                  "grid": list(grid) if grid is not None else None}
-    if not _simulated():
-        job["cases"] = [len(a) for a in cases]
-        if bench is not None:
-            job["bench"] = {"shapes": [list(s) for s in bench[0]], "dtypes": list(bench[1])}
-        out_bytes = sum(_output_allowance(args) for args in cases)
-        run = spawn(cmd, cwd, None if sandboxed else env, job, [a for args in cases for a in args], deadline,
-                     limits, Budget(out_bytes + SPARE_BYTES, len(cases) + SPARE_MESSAGES))
-        _merge(result, run)
-        done = _case_runs(run.messages, len(cases), result, source)
-    else:
-        done = _traced_then_executed(result, cmd, cwd, None if sandboxed else env, job, cases, timed, python,
-                                     source, deadline, limits, hidden, sandboxed)
+    try:
+        done = _run(result, cmd, cwd, None if sandboxed else env, job, cases, timed, bench, python, source, deadline,
+                    limits, hidden, sandboxed)
+    finally:
+        cmd.close()
     if not result.timed_out and (not done or result.returncode not in (0, None)) and result.import_error is None:
         result.crashed = True
     return result
 
 
+def _run(result: RunResult, cmd: sandbox.Command, cwd: str | None, env: dict[str, str] | None, job: dict,
+         cases: list[list[np.ndarray]], timed: int | None, bench: tuple[list[tuple[int, ...]], list[str]] | None,
+         python: str | None, source: list[str] | None, deadline: float, limits: sandbox.Limits,
+         hidden: frozenset[int], sandboxed: bool) -> bool:
+    """The child's run (and on the simulator, the executor's); True when the processes finished their work."""
+    if not _simulated():
+        job["cases"] = [len(a) for a in cases]
+        if bench is not None:
+            job["bench"] = {"shapes": [list(s) for s in bench[0]], "dtypes": list(bench[1])}
+        out_bytes = sum(_output_allowance(args) for args in cases)
+        run = spawn(cmd, cwd, env, job, [a for args in cases for a in args], deadline, limits,
+                    Budget(out_bytes + SPARE_BYTES, len(cases) + SPARE_MESSAGES))
+        _merge(result, run)
+        return _case_runs(run.messages, len(cases), result, source)
+    return _traced_then_executed(result, cmd, cwd, env, job, cases, timed, python, source, deadline, limits, hidden,
+                                 sandboxed)
+
+
 def _source_lines(path: Path) -> list[str] | None:
-    """The kernel file's lines as the parent holds them (the screen read the same file): what a reported line
-    number is shown with."""
+    """The kernel file's lines as the parent holds them (the screen read the same file, as UTF-8 with or without
+    a byte-order mark): what a reported line number is shown with."""
     try:
-        return path.read_bytes()[:MAX_SOURCE_BYTES].decode("utf-8", errors="replace").splitlines()
+        return path.read_bytes()[:MAX_SOURCE_BYTES].decode("utf-8-sig", errors="replace").splitlines()
     except OSError:
         return None
 
@@ -254,7 +281,7 @@ def _simulated() -> bool:
     return bool(nkisim.using_simulator())
 
 
-def _traced_then_executed(result: RunResult, cmd: list[str], cwd: str | None, env: dict[str, str] | None,
+def _traced_then_executed(result: RunResult, cmd: sandbox.Command, cwd: str | None, env: dict[str, str] | None,
                           job: dict, cases: list[list[np.ndarray]], timed: int | None, python: str | None,
                           source: list[str] | None, deadline: float, limits: sandbox.Limits,
                           hidden: frozenset[int], sandboxed: bool) -> bool:
@@ -272,15 +299,17 @@ def _traced_then_executed(result: RunResult, cmd: list[str], cwd: str | None, en
         result.cases = [CaseRun("not_run") for _ in cases]
         return done
     # the executor: its own sandbox holding only the simulator, the grader's inputs, the programs; one fork server
-    # per grading process (nkilab.processes.ExecutorServer), a fresh worker per question under the question's CPU limit
+    # per notebook graded (nkilab.processes.ExecutorServer), a fresh worker per question under the question's CPU limit
     exec_job, texts = _execution(cases, index, signatures, programs, timed, job)
     argv = [python or sys.executable, "-m", "nkilab._execute", "--serve"]
     exec_env = _child_env(job.get("target"))
     server_limits = dataclasses.replace(limits, cpu_s=max(limits.cpu_s, SERVER_CPU_S))
+    key = (tuple(argv), tuple(sorted(exec_env.items())), sandboxed)
     if sandboxed:
-        server = executor_server(sandbox.command(argv, None, exec_env, server_limits), None, None, server_limits)
+        server = executor_server(key, lambda: sandbox.command(argv, None, exec_env, server_limits), None, None,
+                                 server_limits)
     else:
-        server = executor_server(argv, tempfile.gettempdir(), exec_env, server_limits)
+        server = executor_server(key, lambda: sandbox.plain(argv), tempfile.gettempdir(), exec_env, server_limits)
     out_bytes = sum(_output_allowance(args) for args in cases)
     run = server.run(dict(exec_job, cpu_s=limits.cpu_s), texts + [a for args in cases for a in args], deadline,
                      Budget(out_bytes + SPARE_BYTES, len(cases) + SPARE_MESSAGES))

@@ -5,8 +5,8 @@ assignment") and the export shows 0 as if nothing had been handed in.  Our grade
 kernel in a child process, so a kernel that crashes only loses its own question -- but a child can still kill
 the process that started it (``os.kill(os.getppid(), SIGKILL)``), which *is* the notebook's kernel.
 
-Salvaging replays the rebuilt notebook (``nkilab.sanitize``) cell by cell in a fresh IPython shell process,
-logging each grade cell's start and result to a file as it goes.  If that process dies or runs out of time,
+Salvaging replays the rebuilt notebook's plan (``nkilab.cells``: answers written, grade cells run by the grader,
+nothing of the student's run) in a fresh process, logging each grade cell's start and result to a file as it goes.  If that process dies or runs out of time,
 the grade cell it was running scores 0 and a new process carries on from the next one; the points land in
 the real gradebook and an autograded notebook with the outputs is written, so feedback is generated as usual.
 
@@ -15,12 +15,9 @@ the real gradebook and an autograded notebook with the outputs is written, so fe
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import math
 import os
-import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -29,11 +26,11 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
+from nkilab import cells
 from nkilab.processes import kill_group
 from nkilab.results import MIME
-from nkilab.sanitize import SKIP_TAG, grade_id, is_answer, is_grade
+from nkilab.sanitize import grade_id, is_answer, is_grade
 
-OUT_PROMPT = re.compile(r"^Out\[\d+\]: .*\n?", re.M)
 TEXT_LIMIT = 20000
 
 
@@ -63,43 +60,54 @@ def score(value: object, error: bool, max_points: float) -> float:
 
 
 def _replay(job_path: str) -> int:
-    """The replay process: run the notebook's code cells, skipping finished grade cells; log as we go."""
-    from IPython.core.interactiveshell import InteractiveShell
-    from traitlets.config import Config
-
-    from nkilab.grade import LAST
-
+    """The replay process: the notebook's plan (``nkilab.cells``) -- answers written, grade cells run by the
+    grader -- skipping finished grade cells, logging as it goes.  No code of the student's runs here: a grade cell
+    that needs the notebook's kernel (a teacher's plain-Python test) is not run, and scores 0, said so."""
     job = json.loads(Path(job_path).read_text())
     nb = nbformat.read(job["notebook"], as_version=4)
+    folder = Path(job_path).parent
     done = set(job["done"])
     log = open(job["log"], "a", buffering=1)  # noqa: SIM115  (line-buffered: survives a kill)
-    cfg = Config()
-    cfg.HistoryManager.hist_file = ":memory:"
-    cfg.InteractiveShell.colors = "nocolor"
-    shell = InteractiveShell.instance(config=cfg)
-    for cell in nb.cells:
-        if cell.cell_type != "code" or SKIP_TAG in cell.metadata.get("tags", []):
-            continue
+    namespace = cells.grader_namespace()
+    for count, step in enumerate(cells.plan(nb), 1):
+        cell = nb.cells[step.index]
         gid = grade_id(cell)
-        grading = is_grade(cell)
-        if grading and gid in done:
+        if step.kind is cells.Kind.WRITE:
+            cells.write_answer(cell, folder)
             continue
-        if grading:
-            log.write(json.dumps({"gid": gid, "event": "start"}) + "\n")
-        buf = io.StringIO()
-        LAST[0] = None
-        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
-            result = shell.run_cell(cell.source, store_history=False)
-        if grading:
-            value = result.result
-            text = OUT_PROMPT.sub("", buf.getvalue())[-TEXT_LIMIT:]
-            record = LAST[0].to_json() if LAST[0] is not None else None
-            log.write(json.dumps({"gid": gid, "event": "done", "error": not result.success,
-                                  "number": value if isinstance(value, (int, float)) else None,
-                                  "repr": repr(value) if value is not None else None, "text": text,
-                                  "record": record}) + "\n")
+        if not step.grade:
+            if not is_answer(cell):
+                cells.run_teacher_imports(cell, namespace, folder)
+            continue
+        if gid in done:
+            continue
+        log.write(json.dumps({"gid": gid, "event": "start"}) + "\n")
+        if step.kind is cells.Kind.GRADER:
+            outputs = cells.run_grader_cell(cell, namespace, folder, count)
+        else:
+            outputs = [nbformat.v4.new_output("error", ename="NotRun", evalue=KERNEL_NOT_RUN, traceback=[])]
+        errors = [o for o in outputs if o.output_type == "error"]
+        result = [o for o in outputs if o.output_type == "execute_result"]
+        value = result[-1]["data"]["text/plain"] if result else None
+        records = [o["data"][MIME] for o in outputs if MIME in o.get("data", {})]
+        text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+        text += "".join(f"{o['ename']}: {o['evalue']}\n" for o in errors)
+        log.write(json.dumps({"gid": gid, "event": "done", "error": bool(errors), "number": _number(value),
+                              "repr": value, "text": text[-TEXT_LIMIT:], "record": records[-1] if records else None})
+                  + "\n")
     log.close()
     return 0
+
+
+#: why a grade cell that needs the notebook's kernel scores 0 when its submission is salvaged
+KERNEL_NOT_RUN = "this test runs in the notebook's kernel, which grading a salvaged submission does not start"
+
+
+def _number(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
 
 
 def _run_replay(job: dict, folder: Path, timeout: float, env: dict[str, str]) -> bool:

@@ -7,14 +7,19 @@ kernel runs
 
 * in new user, PID, network, IPC, UTS and cgroup namespaces (``--unshare-all``), as uid/gid 65534 with every
   capability dropped, in a new session (no terminal to inject into), killed with its parent
-  (``--die-with-parent``) -- it cannot see or signal a single process of the grader's;
+  (``--die-with-parent``) -- it cannot see or signal a single process of the grader's.  Under a grader running
+  as root, the sandbox's nobody is the host's nobody too, not root (Linux enforces no process limit on root's
+  processes): see ``command``;
 * with a file system made of read-only binds of only what the run needs -- the system libraries, the Python
   installation, the virtualenv, the simulator and the grading child's own package -- plus the one kernel file
   and a small private tmpfs as scratch space (``/tmp``, also ``HOME``).  ``solutions/``, the course directory,
-  the gradebook, other hand-ins and the rest of the checkout do not exist in there;
+  the gradebook, other hand-ins and the rest of the checkout do not exist in there.  The kernel file is a
+  read-only copy of the bytes the grader read (``--ro-bind-data``), not a view of the file;
 * with a cleared environment (no grading seed, no reference latencies, no tokens of the TA's shell);
 * under hard resource limits set before ``bwrap`` starts (a hard limit cannot be raised again from inside):
-  address space, file size, CPU seconds, open files, and processes.
+  address space, file size, CPU seconds, open files; and processes (threads included), set by ``prlimit`` as the
+  sandbox's first command: Linux counts them per user namespace (since 5.14), so the limit holds for the
+  sandbox's own processes alone and a fork bomb inside stops at it without touching anyone else's count.
 
 Where user namespaces are unavailable (or ``bwrap`` is missing) grading refuses to start unless the TA passes
 ``--no-sandbox``; that mode prints a warning on every report (``NKILAB_NO_SANDBOX=1``).
@@ -24,11 +29,13 @@ from __future__ import annotations
 
 import functools
 import os
+import platform
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 #: set (to 1) by ``make grade --no-sandbox``: grade without the sandbox, loudly
@@ -58,7 +65,86 @@ class Limits:
     scratch_mb: int = 64
     cpu_s: int = 120  # CPU seconds; the wall-clock limit is the parent's and is usually lower
     open_files: int = 256
-    processes: int = 64  # per uid; enforced by the kernel only when the grader is not root (see README)
+    #: processes and threads in the sandbox (its init included); a kernel's run needs a few, a Jupyter kernel ~15
+    processes: int = 16
+
+
+@dataclass
+class Command:
+    """A command ready to start: its argv, the descriptors the child inherits (``pass_fds``), and for a sandbox
+    the parent's side of its start-up (``started``).  Descriptors made for this command alone (the kernel file's
+    bytes, the start-up pipes) are closed by ``close()``, or once the sandbox is running."""
+
+    argv: list[str]
+    fds: tuple[int, ...] = ()
+    sandboxed: bool = False
+    owned: list[int] = field(default_factory=list, compare=False)  # the child's ends, closed once it started
+    info: int | None = field(default=None, compare=False)  # bwrap's --info-fd, read end
+    release: int | None = field(default=None, compare=False)  # bwrap's --userns-block-fd, write end (root only)
+
+    def started(self, timeout: float = 30.0) -> int | None:
+        """After the child is started: the sandbox's first process id (its init, as this process sees it), and
+        for a root grader its user namespace's mapping written and the sandbox let go (it waits for that).  None
+        when ``bwrap`` failed before saying (its exit says why); the caller goes on, and the run fails as it would."""
+        self.close_child_ends()
+        pid = None
+        try:
+            if self.info is not None:
+                pid = _read_child_pid(self.info, timeout)
+            if self.release is not None and pid is not None:
+                mapping = f"0 0 1\n{UNPRIVILEGED} {UNPRIVILEGED} 1\n"
+                for name in ("uid_map", "gid_map"):
+                    with open(f"/proc/{pid}/{name}", "w") as fh:
+                        fh.write(mapping)
+                os.write(self.release, b"1")
+        except OSError:
+            pid = None
+        finally:
+            self.close()
+        return pid
+
+    def close_child_ends(self) -> None:
+        for fd in self.owned:
+            _close(fd)
+        self.owned = []
+
+    def close(self) -> None:
+        self.close_child_ends()
+        for fd in (self.info, self.release):
+            if fd is not None:
+                _close(fd)
+        self.info = self.release = None
+
+
+def _close(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def _read_child_pid(fd: int, timeout: float) -> int | None:
+    """``child-pid`` from bwrap's ``--info-fd`` JSON (None at end of file or after ``timeout``)."""
+    import json
+    import select
+
+    deadline, text = time.monotonic() + timeout, b""
+    while b"}" not in text and len(text) < 4096:
+        ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0.0))
+        chunk = os.read(fd, 4096) if ready else b""
+        if not chunk:
+            return None
+        text += chunk
+    try:
+        pid = json.loads(text).get("child-pid")
+    except ValueError:
+        return None
+    return pid if type(pid) is int and pid > 0 else None
+
+
+def plain(argv: list[str]) -> Command:
+    """An unsandboxed command (``--no-sandbox``, a student's own ``check()``)."""
+    return Command(list(argv))
 
 
 def unsandboxed_requested() -> bool:
@@ -115,27 +201,92 @@ def environment(extra: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def command(argv: list[str], kernel_file: Path | None, env: dict[str, str], limits: Limits) -> list[str]:
-    """``bwrap ... argv``: ``argv`` run in the sandbox, ``kernel_file`` (if any) visible at ``/kernel/<name>``.
-    The executor's sandbox has no kernel file: it holds the simulator's code and nothing else."""
+def command(argv: list[str], kernel_file: Path | None, env: dict[str, str], limits: Limits, *,
+            files: dict[str, bytes] | None = None) -> Command:
+    """``bwrap ... prlimit ... argv``: ``argv`` run in the sandbox under its process limit, ``kernel_file`` (if
+    any) visible read-only at ``/kernel/<name>``, each of ``files`` (sandbox path -> bytes) a read-only file.
+    The executor's sandbox has no kernel file: it holds the simulator's code and nothing else.  Start it with
+    ``pass_fds=cmd.fds`` and ``preexec_fn=preexec(limits, cmd)``, then call ``cmd.started()``.
+
+    Run by root, ``bwrap`` maps the sandbox's nobody to the host's nobody (it waits for this process to write the
+    mapping: ``--userns-block-fd``), and its first command, ``setpriv``, becomes nobody and drops every
+    capability before the real command runs: Linux exempts root's processes from ``RLIMIT_NPROC``, and the
+    sandbox's were root's outside it."""
     bwrap = bwrap_path()
     if bwrap is None:
         raise SandboxUnavailable("bubblewrap (bwrap) is not installed: apt-get install bubblewrap")
-    args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--uid", str(UNPRIVILEGED),
-            "--gid", str(UNPRIVILEGED), "--cap-drop", "ALL", "--clearenv", *_system_binds(),
-            "--proc", "/proc", "--dev", "/dev", "--size", str(limits.scratch_mb * 2**20), "--tmpfs", SCRATCH]
-    for root in read_only_roots():  # after the scratch tmpfs, which would hide a root under /tmp
-        args += ["--ro-bind", str(root), str(root)]
+    data = dict(files or {})
     if kernel_file is not None:
-        args += ["--ro-bind", str(kernel_file), f"{KERNEL_DIR}/{kernel_file.name}"]
+        data[f"{KERNEL_DIR}/{kernel_file.name}"] = kernel_file.read_bytes()
+    info_r, info_w = os.pipe()
+    cmd = Command([], sandboxed=True, owned=[info_w], info=info_r)
+    args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv", "--info-fd", str(info_w)]
+    inner = ["prlimit", f"--nproc={process_limit(limits)}", "--"]
+    if os.getuid() == 0:
+        block_r, block_w = os.pipe()
+        cmd.owned.append(block_r)
+        cmd.release = block_w
+        args += ["--unshare-user", "--userns-block-fd", str(block_r), "--cap-drop", "ALL"]
+        args += [x for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP") for x in ("--cap-add", cap)]
+        inner += ["setpriv", f"--reuid={UNPRIVILEGED}", f"--regid={UNPRIVILEGED}", "--clear-groups",
+                  "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+    else:
+        args += ["--uid", str(UNPRIVILEGED), "--gid", str(UNPRIVILEGED), "--cap-drop", "ALL"]
+    args += [*_system_binds(), "--proc", "/proc", "--dev", "/dev", "--size", str(limits.scratch_mb * 2**20),
+             "--perms", "1777", "--tmpfs", SCRATCH]
+    roots = read_only_roots()
+    made: set[str] = {"/", "/usr", SCRATCH}
+    for dest in [*map(str, roots), *data]:  # every folder on the way open to the sandbox's user (bwrap: 0700)
+        for parent in reversed(Path(dest).parents):
+            if str(parent) not in made:
+                made.add(str(parent))
+                args += ["--perms", "0755", "--dir", str(parent)]
+    for root in roots:  # after the scratch tmpfs, which would hide a root under /tmp
+        args += ["--ro-bind", str(root), str(root)]
+    for dest, content in data.items():
+        fd = _memory_file(content)
+        cmd.owned.append(fd)
+        args += ["--perms", "0444", "--ro-bind-data", str(fd), dest]
     args += ["--chdir", SCRATCH]
     for k, v in env.items():
         args += ["--setenv", k, v]
-    return [*args, "--", *argv]
+    cmd.argv = [*args, "--", *inner, *argv]
+    cmd.fds = tuple(cmd.owned)
+    return cmd
 
 
-def rlimits(limits: Limits) -> Callable[[], None]:
-    """A ``preexec_fn`` setting hard limits (soft = hard) in the forked child, before ``bwrap`` runs."""
+def _memory_file(content: bytes) -> int:
+    """A descriptor holding ``content`` (an anonymous memory file), positioned at its start, for ``bwrap`` to copy."""
+    fd = os.memfd_create("nkilab-sandbox-file", os.MFD_CLOEXEC)
+    view = memoryview(content)
+    while view:
+        view = view[os.write(fd, view):]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def process_limit(limits: Limits) -> int:
+    """The sandbox's ``RLIMIT_NPROC``.  Linux 5.14 and later count a process against it in its own user namespace
+    (the sandbox's: its processes alone); older kernels count every process of the user, so there the limit is
+    what the sandbox's user already runs plus the sandbox's allowance."""
+    if _kernel_version() >= (5, 14):
+        return limits.processes
+    return limits.processes + _tasks_of(UNPRIVILEGED if os.getuid() == 0 else os.getuid())
+
+
+def _kernel_version() -> tuple[int, int]:
+    try:
+        major, minor = platform.release().split(".")[:2]
+        return int(major), int("".join(c for c in minor if c.isdigit()) or 0)
+    except ValueError:
+        return (0, 0)
+
+
+def preexec(limits: Limits, command: Command) -> Callable[[], None]:
+    """A ``preexec_fn`` for the forked child: hard limits (soft = hard) set before ``bwrap`` runs (the process limit
+    is the sandbox's own first command's, see ``command``).  An unsandboxed run by another user than root keeps
+    the per-user process limit (root has none)."""
+    plain_limit = 0 if command.sandboxed or os.getuid() == 0 else limits.processes + _tasks_of(os.getuid())
 
     def apply() -> None:
         import resource
@@ -148,17 +299,19 @@ def rlimits(limits: Limits) -> Callable[[], None]:
         cap(resource.RLIMIT_CPU, limits.cpu_s)
         cap(resource.RLIMIT_NOFILE, limits.open_files)
         cap(resource.RLIMIT_CORE, 0)
-        if os.getuid() != 0:  # root is exempt from RLIMIT_NPROC, and it counts all of root's processes
-            cap(resource.RLIMIT_NPROC, limits.processes + _processes_of_this_user())
+        if plain_limit:
+            cap(resource.RLIMIT_NPROC, plain_limit)
 
     return apply
 
 
-def _processes_of_this_user() -> int:
-    uid, n = os.getuid(), 0
+def _tasks_of(uid: int) -> int:
+    """The processes and threads ``uid`` runs now (what ``RLIMIT_NPROC`` counts on a kernel without namespaces)."""
+    n = 0
     for p in Path("/proc").iterdir():
         try:
-            n += p.name.isdigit() and p.stat().st_uid == uid
+            if p.name.isdigit() and p.stat().st_uid == uid:
+                n += len(os.listdir(p / "task"))
         except OSError:
             pass
     return n
@@ -191,13 +344,26 @@ def probe() -> str | None:
     probe_file = Path(__file__)
     argv = [sys.executable, "-c", "import nkisim, nkilab._child; print('sandbox-ok')"]
     try:
-        proc = subprocess.run(command(argv, probe_file, environment({}), Limits()), capture_output=True, text=True,
-                              timeout=60, preexec_fn=rlimits(Limits()), stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError, SandboxUnavailable) as err:
+        cmd = command(argv, probe_file, environment({}), Limits())
+    except (OSError, SandboxUnavailable) as err:
         return f"bubblewrap failed to start: {err}"
-    if proc.returncode != 0 or "sandbox-ok" not in proc.stdout:
-        why = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
-        return f"bubblewrap could not run Python (user namespaces disabled?): {why[0]}"
+    try:
+        with subprocess.Popen(cmd.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=cmd.fds,
+                              preexec_fn=preexec(Limits(), cmd), stdin=subprocess.DEVNULL) as proc:
+            cmd.started()
+            try:
+                out, err = proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                return "bubblewrap did not finish starting Python in 60 s"
+    except OSError as err:
+        return f"bubblewrap failed to start: {err}"
+    finally:
+        cmd.close()
+    if proc.returncode != 0 or "sandbox-ok" not in out:
+        why = (err or out).strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
+        return f"bubblewrap could not run Python as nobody (user namespaces disabled? Python or the checkout " \
+               f"not readable by all?): {why[0]}"
     return None
 
 
