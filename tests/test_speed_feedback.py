@@ -24,7 +24,8 @@ SOLUTIONS = REPO / "solutions"
 
 SLOW = [  # (question, kernel file, function, a sentence the feedback must hold)
     ("vector_add_stream", KERNELS / "ben_stream_one_chunk_at_a_time.py", "vector_add_stream",
-     "The same work as the reference, spread over more time: the engines wait on each other"),
+     "Why: Your sequential_range loops keep their accesses to a tensor made outside the loop in program order: "
+     "62 instructions (line 15, line 16) waited"),
     ("tiled_add", KERNELS / "ben_tiled_add_short_tiles.py", "tiled_add",
      "192 DMA transfers against the reference's 48"),
     ("stream_add_1d", KERNELS / "ben_stream_1d_small_free_dim.py", "stream_add_1d",
@@ -82,3 +83,21 @@ def test_the_facts_travel_in_the_record():
     text = report.record.render_text(Audience.STUDENT)
     assert "192 DMA transfers against the reference's 48" in text and "Your costliest lines: line 14 (`nl.store(" in text
     assert report.record.timing.kernel.dma_count == 192 and report.record.timing.reference.lines == ()
+
+
+def test_held_facts_from_the_executor_are_checked_and_travel_in_the_record():
+    """The executor's ``held`` list is hostile data like the rest: only a known mechanism with an int line and count
+    and a finite time is kept (nkilab.runner.speed_facts), and what is kept survives the record's JSON."""
+    from nkilab.results import Held, SpeedFacts, _facts
+    from nkilab.runner import speed_facts
+
+    base = {"busy_us": {"dve": 1.0}, "dma_queues": 16, "dma_count": 1, "dma_bytes": 8, "instructions": 2, "cores": 1}
+    held = [["sequential_range", 12, 7, 3.5], ["rm -rf", 1, 1, 1.0], ["sequential_range", "12", 7, 3.5],
+            ["sequential_range", 12, 7, float("nan")], ["sequential_range", 12, -1, 1.0], "sequential_range"]
+    facts = speed_facts({**base, "held": held})
+    assert facts is not None and facts["held"] == [["sequential_range", 12, 7, 3.5]]
+    sf = SpeedFacts.of(facts)
+    assert sf is not None and sf.held == (Held("sequential_range", 12, 7, 3.5),)
+    import dataclasses
+
+    assert _facts(dataclasses.asdict(sf)) == sf
