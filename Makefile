@@ -6,8 +6,12 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: sandbox-tool gradescope setup test test-fast bench lint clean release release-check lab grade docs course
 
+# Bytecode for the project's own modules, compiled once here: every sandboxed child, executor server, notebook
+# kernel and nbgrader process imports them, and where PYTHONDONTWRITEBYTECODE is set (or the tree is read-only, as
+# in the sandbox) each would compile them again (about 0.2 s of CPU per process; a class grading starts thousands).
 setup: $(STAMP)
 	@command -v bwrap >/dev/null 2>&1 || $(MAKE) --no-print-directory sandbox-tool
+	@$(PY) -m compileall -q -j 0 nkisim autograder/nkilab bench docs/_ext >/dev/null
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -49,10 +53,14 @@ bench: $(STAMP)
 	$(PY) bench/calibrate.py
 	$(PY) bench/grading.py
 
-# Course: notebooks/NN_*.py (authored) -> assignments/NN_*.ipynb (student) + solutions/NN_*/ (reference, both
-# dialects: legacy beside the stage, NKI 0.6 in nki/). The students' stubs follow course.toml's stub_dialect;
-# make release DIALECT=nki OUT=../nki06-course writes a 0.6 set elsewhere.
+# One word picks the NKI dialect everywhere: DIALECT=nki (NKI 0.6, `import nki`, Neuron SDK 2.32+: the course's
+# stub_dialect in course.toml) or DIALECT=legacy (`import neuronxcc.nki`, SDK 2.29 and earlier: CS149's handouts).
+# make lab, release, course and gradescope take it; without it they use the course's dialect.
 DIALECT ?=
+
+# Course: notebooks/NN_*.py (authored) -> assignments/NN_*.ipynb (NKI 0.6 students' notebooks),
+# assignments/legacy/NN_*.ipynb (their legacy twins) + solutions/NN_*/ (references: legacy beside the stage, NKI 0.6
+# in nki/). make release DIALECT=legacy writes only the legacy notebooks; OUT=dir writes under dir instead.
 OUT ?=
 release: $(STAMP)
 	$(PY) -m nkilab.release $(if $(DIALECT),--dialect $(DIALECT)) $(if $(OUT),--out $(OUT))
@@ -69,16 +77,17 @@ grade: setup
 	$(PY) -m nkilab.classgrade $(if $(COURSE),--course $(COURSE)) $(GRADE_ARGS)
 
 # A TA's own nbgrader course from the lessons (source/, release/, gradebook.db, roster): see autograder/README.md.
-# make course COURSE=path/to/course COURSE_ARGS="--roster roster.csv --course-id cs-nki-2026 --dialect nki"
+# make course COURSE=path/to/course DIALECT=legacy COURSE_ARGS="--roster roster.csv --course-id cs-nki-2026"
 COURSE_ARGS ?=
 course: setup
 	@test -n "$(COURSE)" || { echo "make course: say where, e.g. make course COURSE=../my-course" >&2; exit 2; }
 	$(PY) -m nkilab.course install-path-hook
-	$(PY) -m nkilab.course build --course $(COURSE) $(COURSE_ARGS)
+	$(PY) -m nkilab.course build --course $(COURSE) $(if $(DIALECT),--dialect $(DIALECT)) $(COURSE_ARGS)
 
-# Gradescope autograder bundles, one per assignment: build/gradescope/<assignment>.zip (see nkilab/gradescope.py).
+# Gradescope autograder bundles, one per assignment: build/gradescope/<assignment>.zip, or for DIALECT=legacy
+# build/gradescope/legacy/<assignment>.zip (see nkilab/gradescope.py).
 gradescope: setup
-	$(PY) -m nkilab.gradescope build $(GRADE_ARGS)
+	$(PY) -m nkilab.gradescope build $(if $(DIALECT),--dialect $(DIALECT)) $(GRADE_ARGS)
 
 # The course site: build/site/index.html. Sphinx + MyST-NB (docs/conf.py), warnings are errors, every page read
 # afresh (-E: the error pages' reproducers and the API pages follow the simulator). The lessons run once for their
@@ -88,14 +97,15 @@ DOCTREES ?= build/docs-doctrees
 docs: $(STAMP)
 	$(PY) -m sphinx -j auto -E -W --keep-going -b html -d $(DOCTREES) docs $(SITE)
 
-# Students work on copies in work/ (never overwritten, not tracked), so `git pull` and `make release`
-# never collide with their answers; the lab warns when a lesson changed since its copy was made. nbgrader's
+# Students work on copies in work/ (work/legacy/ for DIALECT=legacy; never overwritten, not tracked), so
+# `git pull` and `make release` never collide with their answers; the lab warns when a lesson changed since its
+# copy was made. nbgrader's
 # instructor tools are switched off for the lab (its own Jupyter config in build/lab-config); as root,
 # --allow-root is added. LAB_ARGS go to jupyter lab, e.g. make lab LAB_ARGS="--no-browser --port 8899".
-LAB_DIR ?= work
+LAB_DIR ?=
 LAB_ARGS ?=
 lab: $(STAMP)
-	$(PY) -m nkilab.lab --dir $(LAB_DIR) $(LAB_ARGS)
+	$(PY) -m nkilab.lab $(if $(DIALECT),--dialect $(DIALECT)) $(if $(LAB_DIR),--dir $(LAB_DIR)) $(LAB_ARGS)
 
 # ruff, the import-linter contracts in pyproject.toml (layers import downwards only), mypy on the program package.
 lint: $(STAMP)

@@ -7,6 +7,10 @@ how much simulator overhead such code pays on top of the NumPy work it implies.
 
 from __future__ import annotations
 
+import importlib.util
+import os
+from typing import Any
+
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 import numpy as np
@@ -82,3 +86,24 @@ def nested_ops_kernel(a):
             y = nl.exp(x)
             nl.store(out[i * 128:(i + 1) * 128, j * 4:(j + 1) * 4], value=nl.add(y, x))
     return out
+
+
+def conv2d_maxpool_06() -> Any:
+    """The course's NKI 0.6 reference kernel for stage 8 (solutions/), whose Python loops unroll: one NKI call per
+    instruction, as students' kernels issue them."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "solutions",
+                        "08_conv2d_maxpool", "nki", "conv2d_maxpool.py")
+    spec = importlib.util.spec_from_file_location("bench_conv2d_maxpool_06", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.conv2d_maxpool
+
+
+def conv2d_maxpool_numpy(x: np.ndarray, w: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """max_pool2d(conv2d(x, w) + bias, 2), unpadded stride-1 convolution, in NumPy (float64 sums)."""
+    k = w.shape[2]
+    windows = np.lib.stride_tricks.sliding_window_view(x, (k, k), axis=(2, 3))
+    conv = np.einsum("bcyxij,ocij->boyx", windows, w, optimize=True) + bias[None, :, None, None]
+    b, o, ho, wo = conv.shape
+    return conv[:, :, :ho // 2 * 2, :wo // 2 * 2].reshape(b, o, ho // 2, 2, wo // 2, 2).max(axis=(3, 5))

@@ -20,7 +20,7 @@ copyright = "the NKI Kernel Lab authors"  # noqa: A001  (Sphinx's setting name)
 
 extensions = ["myst_nb", "nkidocs"]
 
-exclude_patterns = ["README.md", "_ext", "lessons/README.md"]
+exclude_patterns = ["README.md", "_ext", "lessons/README.md", "lessons/legacy"]  # legacy twins: no pages
 
 # MyST: $...$ and $$...$$ formulas, {.class} on a block, ::: fences
 myst_enable_extensions = ["dollarmath", "attrs_block", "colon_fence", "substitution"]

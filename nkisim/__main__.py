@@ -2,9 +2,9 @@
 
 The options (``--help`` lists them) choose the target and what to report about each kernel launch; everything
 after the script's name is the script's own arguments.  ``python -m nkisim --install-hook`` writes a .pth file
-into the active environment so that ``import neuronxcc.nki`` works there without ``nkisim.install()`` (never
-shadowing a real compiler).  An error in the script is shown from the script's own frames: the simulator's and
-runpy's frames are cut (``--full-traceback`` keeps them, for debugging the simulator).
+into the active environment so that ``import nki`` (NKI 0.6) and ``import neuronxcc.nki`` work there without
+``nkisim.install()`` (never shadowing AWS's packages).  An error in the script is shown from the script's own
+frames: the simulator's and runpy's frames are cut (``--full-traceback`` keeps them, for debugging the simulator).
 """
 
 from __future__ import annotations
@@ -15,20 +15,33 @@ import os
 import runpy
 import sys
 import sysconfig
+import textwrap
 import traceback
 from typing import Any
 
 DESCRIPTION = """\
-Run an NKI script written for the Neuron compiler (`import neuronxcc.nki as nki`, `@nki.jit`) unmodified on
-nkisim, a CPU simulator of a Trainium NeuronCore: kernels compute on NumPy, raise the compiler's errors at your
-own line, and every latency comes from nkisim's cost model (an estimate for the target, not a measurement)."""
+Run an NKI script unmodified on nkisim, a CPU simulator of a Trainium NeuronCore: NKI 0.6 (`import nki`,
+Neuron SDK 2.32+) or legacy NKI (`import neuronxcc.nki`, SDK 2.29 and earlier). Kernels compute on NumPy, raise
+the compiler's errors at your own line, and every latency comes from nkisim's cost model (an estimate for the
+target, not a measurement)."""
+
+
+def _epilog() -> str:
+    from nkisim.activation import SWITCHES
+
+    switches = "\n".join(f"  {s.setting:<22} " + "\n".join(textwrap.wrap(s.effect.replace("`", ""), 86))
+                         .replace("\n", "\n" + " " * 25) for s in SWITCHES)
+    return EPILOG.format(switches=switches)
+
 
 EPILOG = """\
 inside the script:
-  nki.benchmark(kernel)(args...)         prints the estimated latency; .benchmark_result.nc_latency
+  NKI 0.6 (nki.benchmark and nki.profile do not exist there): --benchmark and --profile below, or
+  nkisim.api.launch(kernel, [args...]).latency_us() / .profile()
+  legacy: nki.benchmark(kernel)(args...) prints the estimated latency; .benchmark_result.nc_latency
                                          .get_latency_percentile(99) returns it (every percentile is the
                                          same estimate: the model is deterministic)
-  nki.profile(working_directory=DIR, save_trace_name=NAME)(kernel)(args...)
+  legacy: nki.profile(working_directory=DIR, save_trace_name=NAME)(kernel)(args...)
                                          writes the trace at NAME (default profile.ntff; relative to DIR;
                                          a Perfetto JSON, open it in ui.perfetto.dev: the simulator writes
                                          no binary NTFF), and beside it <stem>_summary.json,
@@ -37,9 +50,11 @@ inside the script:
   nkisim.api.profile_kernel(kernel, args...)
                                          the same profile as a Python object (.summary(), .figure())
 
+simulator or AWS's NKI, per dialect:
+{switches}
+
 environment:
   NEURON_PLATFORM_TARGET_OVERRIDE=trn1   the target when --target is not given (default trn2)
-  NKI_SIMULATOR=1                        use the simulator even where a real Neuron compiler is installed
 
 examples:
   python -m nkisim my_kernel.py --size 1024
@@ -60,7 +75,7 @@ def parser() -> argparse.ArgumentParser:
     """The command line (options before SCRIPT.py; the rest is the script's)."""
     from nkisim.core.target import names
 
-    p = argparse.ArgumentParser(prog="python -m nkisim", description=DESCRIPTION, epilog=EPILOG,
+    p = argparse.ArgumentParser(prog="python -m nkisim", description=DESCRIPTION, epilog=_epilog(),
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 usage="%(prog)s [options] SCRIPT.py [script args ...]\n"
                                       "       %(prog)s --install-hook")
@@ -88,8 +103,8 @@ def parser() -> argparse.ArgumentParser:
                      help="show the simulator's and runpy's frames in tracebacks too (for debugging nkisim; by "
                           "default a traceback starts at your script)")
     out.add_argument("--install-hook", action="store_true",
-                     help="write a .pth file so `import neuronxcc.nki` finds the simulator in this environment "
-                          "(make setup does this), then exit")
+                     help="write a .pth file so `import nki` and `import neuronxcc.nki` find the simulator in this "
+                          "environment where AWS's packages are not installed (make setup does this), then exit")
     return p
 
 

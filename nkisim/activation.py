@@ -21,6 +21,7 @@ import importlib.util
 import os
 import sys
 import types
+from typing import NamedTuple
 
 _MAP = {
     "neuronxcc.nki": "nkisim.frontend.nki",
@@ -44,6 +45,24 @@ _NKI_MAP = {
 
 #: the nkisim-specific variable that makes the simulator provide ``nki`` and ``neuronxcc`` even over real ones
 FORCE_ENV = "NKISIM_FORCE"
+
+
+class Switch(NamedTuple):
+    """How to choose the simulator for each dialect: a setting and what it does (one wording for ``python -m nkisim
+    --help``, the README and the docs; ``tests/test_dialect_switch.py`` holds them to it)."""
+
+    setting: str
+    effect: str
+
+
+SWITCHES = (
+    Switch("(nothing set)", "`import nki` (NKI 0.6) and `import neuronxcc.nki` (legacy) run on nkisim wherever AWS's "
+                            "package is missing or only PyPI's placeholder is installed; a real one is used"),
+    Switch("NKISIM_FORCE=1", "both dialects run on nkisim even where AWS's packages are installed (`python -m nkisim` "
+                             "always does this)"),
+    Switch("NKI_SIMULATOR=1", "legacy `neuronxcc.nki` runs on nkisim even where the Neuron compiler is installed; for "
+                              "`import nki` it keeps AWS's meaning, AWS's own simulator"),
+)
 
 
 def _forced() -> bool:

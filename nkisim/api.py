@@ -27,6 +27,8 @@ from nkisim.cost.report import Profile
 from nkisim.frontend import isa as _isa  # noqa: F401  (registers the nisa.* calls a program may name)
 from nkisim.frontend import language as _language  # noqa: F401  (and the nl.* calls)
 from nkisim.frontend.lint import AFFINE_BRANCH_ADVICE, AffineBranch, affine_branches  # noqa: F401  (for check())
+from nkisim.frontend.migration import CONCEPTS, Adapter, Concept  # noqa: F401  (the migration table's records)
+from nkisim.frontend.migration import adapters as _adapters
 from nkisim.ops.registry import OPS as _OPS
 from nkisim.program.ir import Program, ProgramError  # noqa: F401
 from nkisim.program.ir import from_json as _from_json
@@ -198,10 +200,12 @@ ENGINE_NAMES = {"pe": "TensorE", "act": "ScalarE", "dve": "VectorE", "pool": "Gp
 
 @dataclass(frozen=True)
 class Instruction:
-    """An instruction kind an NKI call may issue, and the engine it runs on unless the call names another."""
+    """An instruction kind an NKI call may issue, the engine it runs on unless the call names another, and how the
+    cost model prices it (the kind's own description of its cycle formula, or the DMA queue model)."""
 
     kind: str
     engine: str  # "TensorE", "ScalarE", "VectorE", "GpSimd" or "DMA"
+    cost: str = ""
 
 
 @dataclass(frozen=True)
@@ -216,9 +220,15 @@ class CallInfo:
 
 def calls() -> list[CallInfo]:
     """Every NKI call a kernel can make, from the op registry (for tools and the docs' API page)."""
-    return [CallInfo(e.call, tuple(Instruction(k.name, ENGINE_NAMES[k.engine]) for k in e.emits),
+    return [CallInfo(e.call, tuple(Instruction(k.name, ENGINE_NAMES[k.engine], k.doc) for k in e.emits),
                      tuple(e.spaces.split("|")), e.doc)
             for e in sorted(_OPS.values(), key=lambda e: e.call)]
+
+
+def adapters() -> list[Adapter]:
+    """The NKI 0.6 front end's adapter table: each 0.6 call, the registry entry it adapts and how its spelling
+    differs from the legacy call (``nkisim.frontend.migration``; the docs' migration page renders it)."""
+    return _adapters()
 
 
 def program_from_json(text: str | bytes) -> Program:

@@ -18,7 +18,9 @@
 # **Goals.** By the end of this notebook you can
 #
 # 1. say where a kernel's data lives (HBM) and where it is computed on (SBUF tiles);
-# 2. write the three-step NKI kernel: `nl.load` → compute → `nl.store`;
+# 2. write the three-step NKI kernel: load (a DMA into SBUF) → compute → store, with the instructions themselves
+#    (`nisa.dma_copy`, `nisa.tensor_scalar`: each writes into the tile you name) and with the `nl.load` / `nl.add` /
+#    `nl.store` shorthands;
 # 3. explain the **128-partition limit** and recognise the error you get past it;
 # 4. stream a long free dimension through SBUF in chunks, and read a latency estimate against a reference.
 #
@@ -28,10 +30,16 @@
 # first wrong element (by 128-row tile, partition and column), then, once everything is right, the modelled
 # latency against the speed tiers. Grading runs more (hidden) cases: other sizes, dtypes and random data.
 #
-# On a laptop, `import neuronxcc.nki` is served by **nkisim**, the course's CPU simulator; latencies are
-# estimates from its cost model. On a trn1/trn2 instance the same notebook runs on the real compiler and device.
+# **Which NKI.** The course is written in **NKI 0.6**, the `nki` package of Neuron SDK 2.32 and later (`import nki`,
+# `import nki.language as nl`, `import nki.isa as nisa`). On a laptop, `import nki` is served by **nkisim**, the
+# course's CPU simulator; latencies are estimates from its cost model. On a trn1/trn2 instance with SDK 2.32 the same
+# notebook runs on AWS's compiler and a NeuronCore.
+#
+# *In the legacy dialect* (`import neuronxcc.nki`: Neuron SDK 2.29 and earlier, the dialect of Stanford CS149's
+# handouts) the kernels read almost the same. `make lab DIALECT=legacy` opens this course's legacy twin, graded the
+# same way, and notes like this one say where the two dialects differ.
 
-# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="legacy"
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 import numpy as np
@@ -47,6 +55,26 @@ from nkilab import check
 
 print("neuronxcc.nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR else "the Neuron compiler")
 
+# %% nbgrader={"grade": false, "grade_id": "setup_nki", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="nki"
+import nki
+import nki.isa as nisa
+import nki.language as nl
+import numpy as np
+
+try:
+    import nkisim
+
+    ON_SIMULATOR = nkisim.provides_nki()
+except ImportError:  # a Neuron machine without the course simulator installed
+    ON_SIMULATOR = False
+
+from nkilab import check, latency_label, latency_us
+
+TARGET = "trn2"  # the target the cost model estimates for (and the course grades on)
+LABEL = latency_label(TARGET)  # "estimate: nkisim cost model, trn2" here; "measured on <instance>" on a device
+print("nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR else "AWS's NKI (Neuron SDK 2.32 or later)")
+
+
 # %% [markdown] nbgrader={"grade": false, "grade_id": "memories", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## 1. Where the data lives: HBM and SBUF
 #
@@ -60,13 +88,24 @@ print("neuronxcc.nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR
 # The {{trn2:compute_engines}} compute engines (Vector, Scalar, GpSimd and Tensor) cannot touch HBM. So every kernel has the same skeleton:
 #
 # 1. **allocate the output** in HBM: `out = nl.ndarray(shape, dtype=..., buffer=nl.shared_hbm)`;
-# 2. **load** inputs into SBUF tiles: `t = nl.load(x)` (a DMA transfer, HBM → SBUF);
-# 3. **compute** on tiles: `nl.add(t1, t2)`, `nl.multiply(t, 2.0)`, ... (the result is a new SBUF tile);
-# 4. **store** the result back: `nl.store(out, value=t)` (DMA, SBUF → HBM), and `return out`.
+# 2. **load** inputs into SBUF tiles: allocate a tile, `t = nl.ndarray(shape, dtype=..., buffer=nl.sbuf)`, and copy
+#    into it with the DMA instruction `nisa.dma_copy(dst=t, src=x)` (HBM → SBUF);
+# 3. **compute** on tiles: an engine instruction writes its result into a tile you allocated, e.g.
+#    `nisa.tensor_scalar(dst=y, data=t, op0=nl.multiply, operand0=2.0)`;
+# 4. **store** the result back: `nisa.dma_copy(dst=out, src=y)` (DMA, SBUF → HBM), and `return out`.
+#
+# Every `nisa` call names its output first (`dst=`): NKI 0.6 allocates no tile behind your back. The `nl` shorthands
+# do the allocating for you: `t = nl.load(x)` allocates an SBUF tile and issues that `dma_copy`, `nl.add(t1, t2)` or
+# `nl.multiply(t, 2.0)` allocates a result tile and issues the compute instruction, and `nl.store(out, value=y)` is
+# the DMA back. Same instructions, fewer lines; your kernels may use either.
+#
+# *In the legacy dialect* `nl.load`, `nl.add` and `nl.store` are the same calls, and its `nisa` functions return a
+# new tile instead of taking `dst=`.
 #
 # The first dimension of a tile is its **partition dimension** (P): the 128 partitions are 128 lanes that work
 # in parallel. The other dimensions are the **free dimension** (F), processed over time by each lane.
-# Here is a complete kernel that doubles a `[P, F]` array — not your exercise, but the same skeleton.
+# Here is a complete kernel that doubles a `[P, F]` array — not your exercise, but the same skeleton, written both
+# ways.
 
 # %% nbgrader={"grade": false, "grade_id": "figure_memory", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # The memories and engines of one NeuronCore, and one SBUF tile: 128 partitions side by side, each going along
@@ -78,7 +117,7 @@ figures.memory_hierarchy("trn2")
 figures.partitions_and_free(rows=128, cols=2048, target="trn2")
 plt.show()
 
-# %% nbgrader={"grade": false, "grade_id": "demo_double", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "demo_double", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="legacy"
 @nki.jit
 def double_kernel(x):
     """2 * x for x of shape [P, F], P <= 128."""
@@ -92,11 +131,38 @@ def double_kernel(x):
 x = np.arange(12, dtype=np.float32).reshape(3, 4)
 print(double_kernel(x))
 
+# %% nbgrader={"grade": false, "grade_id": "demo_double_nki", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="nki"
+@nki.jit
+def double_kernel(x):
+    """2 * x for x of shape [P, F], P <= 128: the instructions themselves."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)  # in HBM
+    tile = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)  # P partitions, F elements each
+    nisa.dma_copy(dst=tile, src=x)  # HBM -> SBUF
+    doubled = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=doubled, data=tile, op0=nl.multiply, operand0=2.0)  # the Vector engine, on SBUF
+    nisa.dma_copy(dst=out, src=doubled)  # SBUF -> HBM
+    return out
+
+
+@nki.jit
+def double_short(x):
+    """The same kernel with the nl shorthands, which allocate each result tile and issue the same instructions."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.multiply(nl.load(x), 2.0))
+    return out
+
+
+x = np.arange(12, dtype=np.float32).reshape(3, 4)
+print(double_kernel(x))
+print("double_short gives the same:", np.array_equal(double_kernel(x), double_short(x)))
+
+
 # %% [markdown] nbgrader={"grade": false, "grade_id": "limit", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## 2. The 128-partition limit
 #
 # A tile spans at most `nl.tile_size.pmax` = 128 partitions. Ask for more and the compiler refuses — the
-# simulator raises the same error, pointing at your line. Run the cell and read the message:
+# simulator raises the same error, pointing at your line (here the SBUF tile `double_kernel` allocates for a
+# 256-row input). Run the cell and read the message:
 
 # %% nbgrader={"grade": false, "grade_id": "demo_limit", "locked": true, "schema_version": 3, "solution": false, "task": false}
 print("nl.tile_size.pmax =", nl.tile_size.pmax)
@@ -176,7 +242,8 @@ grade("vector_add_naive", "vector_add_naive.py")
 # so a tile can span at most `nl.tile_size.pmax` = 128 of them; `nl.load` of a 256-row array would need a
 # 256-partition tile, which the compiler rejects ("number of partitions ... exceed architecture limitation of
 # 128"). The fix is to split the rows into 128-row tiles and loop over them (load, add and store rows
-# `i*128:(i+1)*128` in iteration `i`), masking the last, partial tile when P is not a multiple of 128.
+# `i*128:(i+1)*128` in iteration `i`), with a smaller last tile (a mask in the legacy dialect) when P is not a
+# multiple of 128.
 # ### END SOLUTION
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "q2_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -188,21 +255,34 @@ grade("vector_add_naive", "vector_add_naive.py")
 # step waits for the previous one: all of `a` and `b` must arrive before the add starts, and the store starts
 # only after the add. The latency adds up.
 #
-# Instead, **stream** the free dimension in chunks: in a loop over `nl.affine_range(F // CHUNK)`, load the
-# chunk `a[:, j*CHUNK:(j+1)*CHUNK]` (and `b`'s), add, and store into the same slice of `out`. The iterations
-# of an `affine_range` loop are independent, so the compiler overlaps the loads of one chunk with the add and
-# store of another: the DMA queues and the engines stay busy at the same time.
+# Instead, **stream** the free dimension in chunks: in a loop `for j in range(F // CHUNK)`, load the chunk
+# `a[:, j*CHUNK:(j+1)*CHUNK]` (and `b`'s), add, and store into the same slice of `out`. NKI 0.6 runs a kernel's
+# Python at compile time, so the loop is unrolled into one load-add-store per chunk; the iterations touch disjoint
+# slices, so the compiler overlaps the loads of one chunk with the add and store of another: the DMA queues and the
+# engines stay busy at the same time.
+#
+# *In the legacy dialect* the loop is `for j in nl.affine_range(F // CHUNK)`, which declares its iterations
+# independent (section 2 of stage 2 says more).
 #
 # Chunk size matters. Very small chunks pay a fixed cost per DMA and per instruction over and over; one huge
 # chunk gives no overlap. Try a few sizes and watch the speed line of `check` — the reference solution sits
 # at 1.0×, full speed points need ≤ 1.2×, half points ≤ 2×.
 #
-# You can estimate any kernel's latency yourself with `nki.benchmark`, the same call as on a real device:
+# You can estimate any kernel's latency yourself with `latency_us` from `nkilab`: here the cost model's estimate for
+# trn2; on a Neuron device it compiles the kernel and times it there (see "On real hardware" below).
+#
+# *In the legacy dialect* `nki.benchmark(kernel)` does this, as on a device with Neuron SDK 2.29; NKI 0.6 has no
+# `nki.benchmark`.
 
-# %% nbgrader={"grade": false, "grade_id": "demo_bench", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "demo_bench", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="legacy"
 bench = nki.benchmark(double_kernel)
 bench(np.ones((128, 2048), dtype=np.float32))
 print(f"p99 latency: {bench.benchmark_result.nc_latency.get_latency_percentile(99):.1f} us")
+
+# %% nbgrader={"grade": false, "grade_id": "demo_bench_nki", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="nki"
+us = latency_us(double_kernel, np.ones((128, 2048), dtype=np.float32), target=TARGET)
+print(f"double_kernel on [128, 2048] float32: {us:.1f} us ({LABEL})")
+
 
 # %% nbgrader={"grade": false, "grade_id": "q2_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="legacy"
 # %%writefile vector_add_stream.py
@@ -256,16 +336,20 @@ grade("vector_add_stream", "vector_add_stream.py")
 # %% [markdown] nbgrader={"grade": false, "grade_id": "hardware", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## On real hardware
 #
-# * **Which Neuron SDK.** Each kernel cell comes in two dialects. The legacy one (`import neuronxcc.nki`) compiles
-#   with Neuron SDK 2.29 and earlier; since SDK 2.30 that namespace is a compile error inside a kernel. The NKI 0.6
-#   one (`import nki`) needs SDK 2.32 or later, and has no `nki.benchmark`: on a device you compile it to a NEFF
-#   and time that with the Neuron runtime's tools. The simulator runs both and gives both the same estimate.
-# * The notebook is plain NKI: on a trn1/trn2 instance with the Neuron SDK, `neuronxcc.nki` is the real
-#   compiler and your kernels run on a NeuronCore. `check` then reports `nki.benchmark`'s measured p99 latency
-#   and compares it with the reference solution measured on the same device.
+# * **Which Neuron SDK.** This notebook is NKI 0.6 (`import nki`) and needs Neuron SDK 2.32 or later. Its legacy
+#   twin (`make lab DIALECT=legacy`, `import neuronxcc.nki`) compiles with SDK 2.29 and earlier; since SDK 2.30 that
+#   namespace is a compile error inside a kernel. The simulator runs both and gives both the same estimate.
+# * On a trn1/trn2 instance with SDK 2.32, `import nki` is AWS's compiler and your kernels run on a NeuronCore. NKI 0.6
+#   has no `nki.benchmark`, so `check` and `latency_us` time a kernel the way AWS documents for 0.6: it is compiled
+#   once with `NEURON_FRAMEWORK_DEBUG=1`, which saves its NEFF, and that NEFF is timed on the device with nrtpy's
+#   `NrtpyModel.benchmark` (nrtpy lives in a virtualenv of its own: `~/nrtpy_venv`, or the Python that
+#   `NKILAB_NRTPY_PYTHON` names) or, without nrtpy, with `neuron-explorer capture`. The latency then reads
+#   "measured on trn2.48xlarge" (your instance), and the reference solution is measured the same way on the same
+#   device. In the legacy dialect it is `nki.benchmark`'s measured p99.
 # * The simulator's latency is an **estimate** from a cost model (DMA, engine and scheduling costs); use it to
 #   compare designs, not as a promise of microseconds. Correctness is what the grader requires first.
 # * On hardware an oversized tile is still a compile error; an SBUF overflow makes the compiler spill to HBM,
 #   which costs real time — one more reason to stream big arrays in chunks.
 #
 # **Next:** stage 2 tiles the *partition* dimension, so P can be 129, 1000 or a million rows.
+

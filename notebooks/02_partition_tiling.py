@@ -17,8 +17,8 @@
 #
 # **Goals.** By the end of this notebook you can
 #
-# 1. loop over 128-row tiles of an `[N, F]` tensor with `nl.affine_range`, so N can be 129, 1000 or 8192;
-# 2. handle a **ragged last tile** (N = 1, 127, 129, 1000, ...) with a mask;
+# 1. loop over 128-row tiles of an `[N, F]` tensor, so N can be 129, 1000 or 8192;
+# 2. handle a **ragged last tile** (N = 1, 127, 129, 1000, ...) as a smaller tile;
 # 3. explain with the cost model why one 128-row tile is far faster than 128 one-row tiles, although
 #    both move the same bytes;
 # 4. recognise the compiler's error for a tile taller than 128 partitions.
@@ -27,8 +27,10 @@
 # `check(...)` cell after it runs the public cases and prints what is wrong, and the locked grade cell scores
 # it on public and hidden cases. Every latency printed here is a **cost-model estimate** for the named target
 # (trn2 unless stated), never a hardware measurement — unless you run the notebook on a Neuron device.
+#
+# *In the legacy dialect* the loop is `nl.affine_range` and the ragged tile a mask; sections 2 and 4 say how.
 
-# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="legacy"
 import matplotlib.pyplot as plt
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
@@ -47,6 +49,27 @@ TARGET = "trn2"  # the target the cost model estimates for (and the course grade
 
 LABEL = latency_label(TARGET)  # "estimate: nkisim cost model, <target>" on the simulator
 print("neuronxcc.nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR else "the Neuron compiler")
+
+# %% nbgrader={"grade": false, "grade_id": "setup_nki", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="nki"
+import matplotlib.pyplot as plt
+import nki
+import nki.language as nl
+import numpy as np
+
+try:
+    import nkisim
+
+    ON_SIMULATOR = nkisim.provides_nki()
+except ImportError:  # a Neuron machine without the course simulator installed
+    ON_SIMULATOR = False
+
+from nkilab import check, latency_label, latency_us
+
+TARGET = "trn2"  # the target the cost model estimates for (and the course grades on)
+
+LABEL = latency_label(TARGET)  # "estimate: nkisim cost model, <target>" on the simulator
+print("nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR else "AWS's NKI (Neuron SDK 2.32 or later)")
+
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "limit", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## 1. One tile cannot hold 256 rows
@@ -76,23 +99,22 @@ except Exception as err:  # the compiler's error, shown instead of stopping the 
 # Split the rows into tiles of 128 and handle one tile per loop iteration:
 #
 # ```python
-# for t in nl.affine_range(N // 128):         # t = 0, 1, ..., N//128 - 1
+# for t in range(N // 128):                           # t = 0, 1, ..., N//128 - 1
 #     a_tile = nl.load(a[t * 128:(t + 1) * 128, :])   # rows 128t .. 128t+127, all F columns
 #     ...
 # ```
 #
-# `nl.affine_range` declares that the iterations are **independent** (no iteration reads what another
-# writes), so the compiler may overlap them: while the Vector engine adds tile `t`, the DMA queues already
-# load tile `t + 1` and store tile `t - 1`. The loop variable `t` is symbolic, not a Python int: use it in
-# index expressions like `t * 128`, not in `if` statements.
+# NKI 0.6 runs a kernel's Python when it compiles it, so `t` is a plain Python int and the loop is **unrolled**:
+# N/128 copies of its body, one per tile. The copies touch disjoint rows, so no iteration waits for another and
+# the compiler overlaps them: while the Vector engine adds tile `t`, the DMA queues already load tile `t + 1` and
+# store tile `t - 1`. The compiler orders instructions by the data they share, nothing else; an iteration that
+# needs what an earlier one wrote (a running total) waits for it, and that is all.
 #
-# Its counterpart `nl.sequential_range` is for loops whose iterations depend on each other (a running total
-# carried from one iteration to the next). The compiler then keeps the tensors the loop carries in program
-# order (here each tile's store into `out` would wait until the previous store has completed) and the
-# iterations no longer overlap. The values are the same, only the time changes where overlap mattered: for
-# N = 8192 and F = 64, where each iteration moves little data, the cost model estimates 108 µs with
-# `sequential_range` against 48 µs with `affine_range` on trn2; for F = 2048 both take 583 µs, since moving the
-# data is the bottleneck either way. Use `affine_range` unless an iteration needs what an earlier one wrote.
+# *In the legacy dialect* the loop variable of `nl.affine_range` is symbolic (use it in index expressions, not in
+# `if`), and the kind of loop says how iterations relate: `nl.affine_range` declares them independent, so they
+# overlap, and `nl.sequential_range` keeps the tensors the loop carries in program order, so they do not (for
+# N = 8192 and F = 64 the cost model estimates 108 µs with `sequential_range` against 48 µs with `affine_range`
+# on trn2). NKI 0.6 keeps both names only as deprecated spellings of `range`.
 #
 # Write `tiled_add(a, b)` that returns `a + b`:
 #
@@ -161,7 +183,7 @@ grade("tiled_add", "tiled_add.py")
 # transfers changes. The cell below builds the same kernel with tile heights 1, 2, 4, ..., 128 and
 # estimates each one on a `[2048, 512]` float32 input.
 
-# %% nbgrader={"grade": false, "grade_id": "demo_height", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "demo_height", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="legacy"
 def add_tiles_of(h):
     """The tiled add with h rows per tile (N must be a multiple of h)."""
 
@@ -170,6 +192,41 @@ def add_tiles_of(h):
         N, F = x.shape
         out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
         for t in nl.affine_range(N // h):
+            x_tile = nl.load(x[t * h:(t + 1) * h, :])
+            y_tile = nl.load(y[t * h:(t + 1) * h, :])
+            nl.store(out[t * h:(t + 1) * h, :], value=nl.add(x_tile, y_tile))
+        return out
+
+    return add_h_rows
+
+
+a_big = np.zeros((2048, 512), dtype=np.float32)
+heights = [1, 2, 4, 8, 16, 32, 64, 128]
+lat = [latency_us(add_tiles_of(h), a_big, a_big, target=TARGET) for h in heights]
+print(f"{'tile height':>11}  {'DMA transfers':>13}  {'latency (' + LABEL + ')':>44}")
+for h, us in zip(heights, lat):
+    print(f"{h:>11}  {3 * 2048 // h:>13}  {us:>41.1f} us")
+
+fig, ax = plt.subplots(figsize=(6, 3.5))
+ax.loglog(heights, lat, "o-")
+ax.set_xticks(heights, [str(h) for h in heights])
+ax.set_yticks([50, 100, 200, 500, 1000, 2000, 5000], ["50", "100", "200", "500", "1000", "2000", "5000"])
+ax.minorticks_off()
+ax.set_xlabel("rows per tile (partitions used)")
+ax.set_ylabel("latency (us)")
+ax.set_title(f"[2048, 512] fp32 add, {LABEL}", fontsize=9)
+ax.grid(True, which="both", alpha=0.3)
+plt.show()
+
+# %% nbgrader={"grade": false, "grade_id": "demo_height_nki", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="nki"
+def add_tiles_of(h):
+    """The tiled add with h rows per tile (N must be a multiple of h)."""
+
+    @nki.jit
+    def add_h_rows(x, y):
+        N, F = x.shape
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        for t in range(N // h):
             x_tile = nl.load(x[t * h:(t + 1) * h, :])
             y_tile = nl.load(y[t * h:(t + 1) * h, :])
             nl.store(out[t * h:(t + 1) * h, :], value=nl.add(x_tile, y_tile))
@@ -229,7 +286,7 @@ if ON_SIMULATOR:
 plt.show()
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ragged_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# ## 4. A ragged last tile: masks
+# ## 4. A ragged last tile
 #
 # With N = 1000 rows, 1000 = 7 × 128 + 104: seven full tiles and a last tile of 104 rows. Rounding the
 # loop count up and slicing 128 rows as before reads past the end of the tensor. The compiler checks every
@@ -241,7 +298,7 @@ plt.show()
 figures.partitions_and_free(rows=1000, cols=512, target=TARGET)
 plt.show()
 
-# %% nbgrader={"grade": false, "grade_id": "demo_ragged", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "demo_ragged", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="legacy"
 @nki.jit
 def unmasked_add(x, y):
     N, F = x.shape
@@ -259,7 +316,25 @@ try:
 except Exception as err:
     print(f"{type(err).__name__}: {err}")
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "mask_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "demo_ragged_nki", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="nki"
+@nki.jit
+def unmasked_add(x, y):
+    N, F = x.shape
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for t in range((N + 127) // 128):  # ceil(N / 128) tiles
+        x_tile = nl.load(x[t * 128:(t + 1) * 128, :])  # the last tile runs past row N - 1
+        y_tile = nl.load(y[t * 128:(t + 1) * 128, :])
+        nl.store(out[t * 128:(t + 1) * 128, :], value=nl.add(x_tile, y_tile))
+    return out
+
+
+x129 = np.ones((129, 4), dtype=np.float32)
+try:
+    unmasked_add(x129, x129)
+except Exception as err:
+    print(f"{type(err).__name__}: {err}")
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "mask_text", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="legacy"
 # A **mask** tells the compiler which elements of a tile's index range exist. Index the tile with
 # `nl.arange` index vectors instead of slices, and pass the condition as `mask=`:
 #
@@ -285,6 +360,32 @@ except Exception as err:
 # (Another correct way: loop over the `N // 128` full tiles with slices, then handle the `N % 128` leftover
 # rows in one more load/compute/store written after the loop, under a plain Python `if N % 128:` — N is a
 # Python int at trace time. The mask version keeps one copy of the code.)
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "mask_text_nki", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="nki"
+# In NKI 0.6 a tile is as big as you make it, and `N` is a Python int while the kernel compiles: the last tile is
+# simply **smaller**. Slice it to end at row `N`:
+#
+# ```python
+# P = nl.tile_size.pmax
+# for t in range((N + P - 1) // P):
+#     lo, hi = t * P, min((t + 1) * P, N)      # the last tile has hi - lo = N - t * P rows
+#     a_tile = nl.load(a[lo:hi, :])
+#     ...
+#     nl.store(out[lo:hi, :], value=...)
+# ```
+#
+# Every instruction of the last iteration is issued for `hi - lo` partitions: the compiler sees the smaller shape,
+# no row past the end is touched, and it costs nothing at runtime. With the `nisa` instructions, allocate the last
+# tile with that many rows (`nl.ndarray((hi - lo, F), ...)`) or use a slice of a full-size one (`tile[0:hi - lo, :]`):
+# slicing an SBUF tensor makes a view, which is free.
+#
+# (Another correct way: loop over the `N // 128` full tiles, then handle the `N % 128` leftover rows in one more
+# load/compute/store after the loop, under `if N % 128:`. The `min` version keeps one copy of the code.)
+#
+# *In the legacy dialect* the loop index of `nl.affine_range` is symbolic, so Python cannot size the last tile:
+# the kernel indexes with `nl.arange` grids (`i_p = nl.arange(P)[:, None]`, `i_f = nl.arange(F)[None, :]`, rows
+# `t * P + i_p`) and passes a **mask**, `nl.load(a[rows, i_f], mask=(rows < N))`, on every instruction that touches
+# a row past the end. The cost model prices a masked instruction like the smaller tile it amounts to.
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "q2_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## 5. Any N: `tiled_add_relu` (4 points)
@@ -362,7 +463,7 @@ grade("tiled_add_relu", "tiled_add_relu.py")
 # ### Written question (1 point)
 #
 # In section 3, the kernel with 1-row tiles and the kernel with 128-row tiles move exactly the same bytes,
-# yet the first is about 70× slower in the estimate (and on real trn1/trn2 hardware). Explain why, naming
+# yet the first is tens of times slower in the estimate (and on real trn1/trn2 hardware). Explain why, naming
 # the two DMA facts involved. Two or three sentences.
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "w1_answer", "locked": false, "points": 1, "schema_version": 3, "solution": true, "task": false}
@@ -376,16 +477,18 @@ grade("tiled_add_relu", "tiled_add_relu.py")
 # %% [markdown] nbgrader={"grade": false, "grade_id": "hardware", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## On real hardware
 #
-# * **Which Neuron SDK.** Legacy kernels (`import neuronxcc.nki`, with `nl.affine_range` and masks) need Neuron SDK
-#   2.29 or earlier: since SDK 2.30 `neuronxcc.nki` is a compile error inside a kernel. NKI 0.6 kernels
-#   (`import nki`) need SDK 2.32 or later; there the loop is Python's `range` and the ragged last tile a smaller
-#   slice, `a[lo:min(lo + 128, N), :]`.
-# * On a trn1/trn2 instance `neuronxcc.nki` is the real compiler: the 256-row and out-of-bound errors above
-#   are its compile-time errors, and `latency_us` reports `nki.benchmark`'s measured p99 instead of an estimate.
-# * A mask costs nothing at runtime on hardware either: it is applied at compile time, when the last
-#   iteration's instructions are emitted with fewer partitions.
+# * **Which Neuron SDK.** This notebook is NKI 0.6 (`import nki`, Python loops, a smaller last tile) and needs Neuron
+#   SDK 2.32 or later. Its legacy twin (`make lab DIALECT=legacy`: `import neuronxcc.nki`, `nl.affine_range` and
+#   masks) needs SDK 2.29 or earlier: since SDK 2.30 `neuronxcc.nki` is a compile error inside a kernel.
+# * On a trn1/trn2 instance with SDK 2.32, `import nki` is AWS's compiler: the 256-row and out-of-bound errors above
+#   are its compile-time errors, and `latency_us` reports a measurement instead of an estimate (the kernel's NEFF,
+#   saved with `NEURON_FRAMEWORK_DEBUG=1`, timed with nrtpy's benchmark or `neuron-explorer capture`: stage 1, "On
+#   real hardware").
+# * A smaller last tile costs nothing at runtime on hardware either (nor does a legacy mask): the compiler emits the
+#   last iteration's instructions with fewer partitions.
 # * The estimates model DMA fixed costs, queues and bandwidth from published figures; compare designs with
 #   them, do not quote them as measured microseconds.
 #
 # **Next:** stage 3 reshapes a long 1-D vector into `(tiles, 128, FREE_DIM)` and picks the free-dimension
 # size that overlaps DMA with compute best.
+

@@ -13,11 +13,12 @@
 # ---
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "intro", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# # Stage 4 — RMSNorm: ragged tiles, masks and broadcasting
+# # Stage 4 — RMSNorm: ragged tiles and broadcasting
 #
 # **Goals.** By the end of this notebook you can
 #
-# 1. process any number of rows — 1, 127, 129, 1000 — with 128-row tiles and a **mask** on the last, partial tile;
+# 1. process any number of rows — 1, 127, 129, 1000 — with 128-row tiles, the last one **smaller** (a mask in the
+#    legacy dialect);
 # 2. tell the two broadcasts of a normalisation kernel apart: a per-row statistic of shape `(P,)` broadcast
 #    along the **free** axis, and a per-column weight `g` broadcast along the **partition** axis;
 # 3. write RMSNorm with `nl.square`, `nl.mean`, `nl.rsqrt`, and check it against PyTorch's `rms_norm`;
@@ -26,8 +27,11 @@
 #
 # As in stage 1, each `%%writefile` cell saves your kernel to a file, `check(...)` runs it on the public cases in
 # a separate process, and the grade cells run hidden cases too (1, 127, 129, 1000 rows; float32 and bfloat16).
+#
+# *In the legacy dialect* ragged tiles are masks over `nl.arange` index grids, and `nl.multiply` broadcasts a
+# per-row statistic by itself; sections 2 and 3 show both forms.
 
-# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="legacy"
 import math
 
 import neuronxcc.nki as nki
@@ -41,9 +45,29 @@ try:
 except ImportError:  # a Neuron machine without the course simulator installed
     ON_SIMULATOR = False
 
-from nkilab import check
+from nkilab import check, latency_us
 
 print("neuronxcc.nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR else "the Neuron compiler")
+
+# %% nbgrader={"grade": false, "grade_id": "setup_nki", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="nki"
+import math
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+import numpy as np
+
+try:
+    import nkisim
+
+    ON_SIMULATOR = nkisim.provides_nki()
+except ImportError:  # a Neuron machine without the course simulator installed
+    ON_SIMULATOR = False
+
+from nkilab import check, latency_us
+
+print("nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR else "AWS's NKI (Neuron SDK 2.32 or later)")
+
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "rmsnorm_def", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## 1. What RMSNorm computes
@@ -76,7 +100,7 @@ try:
 except ImportError:
     print("torch is not installed; the NumPy formula above is the definition the grader uses")
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "masks", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "masks", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="legacy"
 # ## 2. Ragged rows need a mask
 #
 # Stage 1's kernels had at most 128 rows. Now R is anything, so we walk the rows in 128-row tiles:
@@ -87,7 +111,7 @@ except ImportError:
 # With `R = 200` there are `ceil(200 / 128) = 2` tiles, and the second one would reach rows 128..255 — past the
 # end of `a`. The compiler rejects that access at compile time. Run the cell:
 
-# %% nbgrader={"grade": false, "grade_id": "demo_nomask", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "demo_nomask", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="legacy"
 @nki.jit
 def copy_rows_unmasked(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
@@ -105,13 +129,13 @@ try:
 except Exception as err:  # the compiler's error, shown instead of stopping the notebook
     print(f"{type(err).__name__}: {err}")
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "masks2", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "masks2", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="legacy"
 # A **mask** says which elements of the index grid are real: `mask=(i * 128 + i_p < n_rows)`. It is a
 # compile-time predicate on the indices (comparisons of affine expressions of loop variables and `nl.arange`,
 # joined with `&`), so it costs nothing at run time: the instruction simply covers fewer partitions. Put the
 # same mask on the `nl.load`, on every compute instruction of that tile, and on the `nl.store`:
 
-# %% nbgrader={"grade": false, "grade_id": "demo_mask", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "demo_mask", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="legacy"
 @nki.jit
 def copy_rows_masked(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
@@ -127,10 +151,55 @@ def copy_rows_masked(x):
 
 print("masked copy is exact:", np.array_equal(copy_rows_masked(x200), x200))
 
+# %% [markdown] nbgrader={"grade": false, "grade_id": "masks_nki", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="nki"
+# ## 2. Ragged rows: a smaller last tile
+#
+# Stage 1's kernels had at most 128 rows. Now R is anything, so we walk the rows in 128-row tiles: tile `i` is the
+# slice `a[i * 128:(i + 1) * 128, :]`, a `[128, C]` tile.
+#
+# With `R = 200` there are `ceil(200 / 128) = 2` tiles, and the second one would reach rows 128..255 — past the
+# end of `a`. The compiler rejects that access at compile time. Run the cell:
+
+# %% nbgrader={"grade": false, "grade_id": "demo_nomask_nki", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="nki"
+@nki.jit
+def copy_rows_unsized(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in range(math.ceil(x.shape[0] / 128)):
+        tile = nl.load(x[i * 128:(i + 1) * 128, :])  # the last tile runs past row 199
+        nl.store(out[i * 128:(i + 1) * 128, :], value=tile)
+    return out
+
+
+x200 = np.arange(200 * 4, dtype=np.float32).reshape(200, 4)
+try:
+    copy_rows_unsized(x200)
+except Exception as err:  # the compiler's error, shown instead of stopping the notebook
+    print(f"{type(err).__name__}: {err}")
+
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "masks2_nki", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="nki"
+# The kernel's Python runs while it compiles, with `R` a plain int, so the last tile can simply be **smaller**: end
+# the slice at row `R`. The last tile's instructions then cover the rows that exist (72 of them for R = 200), at no
+# cost at run time:
+
+# %% nbgrader={"grade": false, "grade_id": "demo_mask_nki", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="nki"
+@nki.jit
+def copy_rows_sized(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    n_rows = x.shape[0]
+    for i in range(math.ceil(n_rows / 128)):
+        lo, hi = i * 128, min((i + 1) * 128, n_rows)  # the last tile: hi - lo rows
+        tile = nl.load(x[lo:hi, :])
+        nl.store(out[lo:hi, :], value=tile)
+    return out
+
+
+print("copy with a smaller last tile is exact:", np.array_equal(copy_rows_sized(x200), x200))
+
+
 # %% [markdown] nbgrader={"grade": false, "grade_id": "masks_06", "locked": true, "schema_version": 3, "solution": false, "task": false}
-# **The same in NKI 0.6.** NKI 0.6 (`import nki`) has neither `nl.arange` index grids nor `mask=`. A ragged last
-# tile is simply a smaller tile: bound the slice with `min`, and every instruction on it covers only the rows that
-# exist.
+# **The two dialects side by side.** NKI 0.6 (`import nki`) has neither `nl.arange` index grids nor `mask=`; the
+# legacy dialect (`import neuronxcc.nki`) cannot size a tile from its symbolic loop index.
 #
 # | legacy (`neuronxcc.nki`) | NKI 0.6 (`nki`) |
 # |---|---|
@@ -140,12 +209,10 @@ print("masked copy is exact:", np.array_equal(copy_rows_masked(x200), x200))
 # | `nl.store(out[rows, i_f], value=tile, mask=(rows < n_rows))` | `nl.store(out[lo:hi, :], value=tile)` |
 #
 # Both say the same thing: for R = 200 the last tile's instructions cover 72 partitions, and the simulator prices
-# both spellings alike. Each kernel cell of this lesson has a 0.6 twin written this way. Two more 0.6 differences
-# show up in them. `nl.multiply` does not broadcast a `(rows, 1)` statistic along the free axis, so the twin
-# scales each row with `nisa.tensor_scalar`, the same Vector-engine instruction the legacy `nl.multiply` issues.
-# And `nl.broadcast_to(g_tile, (128, C))` replaces the method `g_tile.broadcast_to((128, C))`.
+# both spellings alike. Each kernel cell of this lesson comes in both dialects, the same algorithm issuing the same
+# instructions.
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "broadcast", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "broadcast", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="legacy"
 # ## 3. Two broadcasts, on two different axes
 #
 # * **The row statistic, along the free axis.** `nl.sum(t, axis=[1])` (or `nl.mean`) of a `[128, C]` tile
@@ -160,7 +227,7 @@ print("masked copy is exact:", np.array_equal(copy_rows_masked(x200), x200))
 #
 # The cell below prints the shapes on a tiny input:
 
-# %% nbgrader={"grade": false, "grade_id": "demo_broadcast", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "demo_broadcast", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="legacy"
 @nki.jit
 def show_shapes(x, w):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
@@ -179,6 +246,47 @@ def show_shapes(x, w):
 res = show_shapes(np.ones((4, 3), np.float32), np.array([1, 2, 3], np.float32))
 print(res)  # every row sums to 3, times g = [1, 2, 3]
 
+# %% [markdown] nbgrader={"grade": false, "grade_id": "broadcast_nki", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="nki"
+# ## 3. Two broadcasts, on two different axes
+#
+# * **The row statistic, along the free axis.** `nl.sum(t, axis=[1], keepdims=True)` (or `nl.mean`) of a
+#   `[128, C]` tile reduces the free axis and returns a `(128, 1)` tile: one number per partition, i.e. per row.
+#   To scale each row by its own number, pass it as the scalar operand of `nisa.tensor_scalar`:
+#   `nisa.tensor_scalar(dst=y, data=t, op0=nl.multiply, operand0=s)` multiplies row `p` by `s[p]`. The engines do
+#   this natively (a per-partition scalar). `nl.multiply` does not broadcast: its two tiles must have one shape.
+# * **The weight, along the partition axis.** `g` is one row of C numbers that every partition needs. Load it
+#   **once, outside the loop**, as a `(1, C)` tile and copy it to all partitions with
+#   `nl.broadcast_to(g_tile, (128, C))`. That copy runs on TensorE (matmuls against a ones vector, one per 512
+#   columns: a matmul's output fills at most one PSUM bank), then out of PSUM on the Scalar or Vector engine.
+#   Broadcasting across partitions is never free, so do it once, not once per row tile; a ragged last tile uses the
+#   first rows of it (`g_bcast[0:hi - lo, :]`, a view).
+#
+# *In the legacy dialect* `nl.sum(t, axis=[1])` returns a `(128,)` tile that `nl.multiply(t, s)` broadcasts along
+# the free axis by itself, and the weight's broadcast is the method `g_tile.broadcast_to((128, C))`.
+#
+# The cell below prints the shapes on a tiny input (`print` in a kernel runs while it compiles, so it works on a
+# device too):
+
+# %% nbgrader={"grade": false, "grade_id": "demo_broadcast_nki", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="nki"
+@nki.jit
+def show_shapes(x, w):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    n_rows, n_cols = x.shape
+    tile = nl.load(x)  # (P, C)
+    row_sum = nl.sum(tile, axis=[1], keepdims=True)  # (P, 1): one value per partition (row)
+    w_row = nl.load(w.reshape((1, n_cols)))  # (1, C)
+    w_all = nl.broadcast_to(w_row, (n_rows, n_cols))  # (P, C): the same row on every partition
+    print("tile", tile.shape, "| row_sum", row_sum.shape, "| w_row", w_row.shape, "| w_all", w_all.shape)
+    scaled = nl.ndarray((n_rows, n_cols), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=scaled, data=tile, op0=nl.multiply, operand0=row_sum)  # row p times row_sum[p]
+    nl.store(out, value=nl.multiply(scaled, w_all, dtype=x.dtype))
+    return out
+
+
+res = show_shapes(np.ones((4, 3), np.float32), np.array([1, 2, 3], np.float32))
+print(res)  # every row sums to 3, times g = [1, 2, 3]
+
+
 # %% [markdown] nbgrader={"grade": false, "grade_id": "q1_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## 4. Your kernel: `rmsnorm` (4 points)
 #
@@ -186,9 +294,10 @@ print(res)  # every row sums to 3, times g = [1, 2, 3]
 #
 # * `a` is `[R, C]` with **any R ≥ 1** and 1 ≤ C ≤ 4096; `g` is `[C]`; both float32 or bfloat16. Return an array of
 #   `a`'s shape and dtype equal to the formula of section 1 (ε = 1e-6).
-# * Loop over `ceil(R / 128)` row tiles with `nl.affine_range`, masking the last one.
-# * Per tile: `nl.square`, then `nl.mean(..., axis=[1])`, add ε, `nl.rsqrt`, multiply the tile by that `(128,)`
-#   statistic, then by `g` broadcast to all partitions (loaded once, before the loop).
+# * Loop over `ceil(R / 128)` row tiles, the last one smaller (a mask in the legacy dialect).
+# * Per tile: `nl.square`, then `nl.mean(..., axis=[1], keepdims=True)`, add ε, `nl.rsqrt`, scale each row by that
+#   `(rows, 1)` statistic (`nisa.tensor_scalar`; in the legacy dialect `nl.multiply` by the `(128,)` statistic), then
+#   multiply by `g` broadcast to all partitions (loaded once, before the loop).
 # * Keep the row statistic in float32 (`dtype=nl.float32` on `nl.square`), also for bfloat16 inputs: bfloat16 keeps
 #   only about 3 significant digits, and an error in the statistic scales the whole row. Give the last multiply
 #   `dtype=a.dtype`, so the output has the input's dtype.
@@ -273,7 +382,7 @@ grade("rmsnorm", "rmsnorm.py")
 # %% [markdown] nbgrader={"grade": false, "grade_id": "w1_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ### Written question (1 point)
 #
-# Your kernel multiplies a `[128, C]` tile by two things: the `(128,)` inverse RMS and the weight `g`. Which axis
+# Your kernel multiplies a `[128, C]` tile by two things: the per-row inverse RMS and the weight `g`. Which axis
 # does each one broadcast along, and why does `g` need an explicit `broadcast_to` (done once, outside the loop)
 # while the inverse RMS does not? Two or three sentences.
 
@@ -293,25 +402,25 @@ grade("rmsnorm", "rmsnorm.py")
 # ## 5. Where does the time go?
 #
 # The simulator's profiler schedules your kernel's instructions on the engines of a trn2 NeuronCore and reports,
-# per source line, the modelled engine time (an **estimate**, not a measurement). On a Neuron machine use
-# `nki.profile` and `neuron-profile` instead. Run it on your `rmsnorm`:
+# per source line, the modelled engine time (an **estimate**, not a measurement). On a Neuron machine, capture a
+# real profile with `neuron-explorer` instead (stage 3, "On real hardware"). Run it on your `rmsnorm`:
 
 # %% nbgrader={"grade": false, "grade_id": "profile_demo", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from nkilab import load_kernel  # imports the kernel a %%writefile cell saved
 
 if ON_SIMULATOR:
-    from neuronxcc.nki import typing as nt
-    from nkisim.api import profile_kernel
+    from nkisim.api import profile_kernel  # traces shapes and dtypes only: the arrays' values are not read
 
     try:
-        prof = profile_kernel(load_kernel("rmsnorm.py", "rmsnorm"), nt.tensor[[4096, 2048], nl.float32],
-                              nt.tensor[[2048], nl.float32], target="trn2")
+        prof = profile_kernel(load_kernel("rmsnorm.py", "rmsnorm"), np.zeros((4096, 2048), np.float32),
+                              np.zeros(2048, np.float32), target="trn2")
         print(prof.summary_text())
         print(prof.line_table_text(top=8))
     except Exception as err:  # e.g. the kernel is not written yet
         print(f"could not profile rmsnorm.py: {type(err).__name__}: {err}")
 else:
-    print("on hardware: nki.profile(working_directory=...)(kernel) and neuron-profile")
+    print("on hardware: NEURON_FRAMEWORK_DEBUG=1 and neuron-explorer capture (legacy: nki.profile), then Neuron Explorer")
+
 
 # %% nbgrader={"grade": false, "grade_id": "figure_timeline", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # The profile above as an engine timeline: the fixed launch cost, then each engine's instructions and the 16 DMA
@@ -332,14 +441,19 @@ else:
 # is reused two iterations later, only after those instructions are done with it. A kernel this simple should be limited by **moving the data** (read `a`, write `out`), not by
 # compute. The `nki.isa` API gives you direct control of the instructions. Ideas, from most to least important:
 #
-# * **Fuse square and sum** into one ScalarE instruction: `nisa.activation_reduce(op=nl.square, data=a_tile,
-#   reduce_op=np.add, reduce_res=ssum[i_p, 0], dtype=nl.float32, mask=...)` writes the squares (which you can
-#   ignore) and their row sums into `ssum`, a `(128, 1)` float32 tile you allocate with `nl.ndarray`.
-# * **Scale on ScalarE**: `nisa.activation(op=nl.copy, data=a_tile, scale=inv_rms, mask=...)` computes
-#   `a_tile * inv_rms` with `inv_rms` a `(128, 1)` tile, so the Vector engine only does the multiply by `g`.
-# * **Fold the mean into one small instruction**: `nisa.tensor_scalar(ssum, np.multiply, 1 / C, op1=np.add,
-#   operand1=1e-6)` works on one value per partition, so it is cheap; then `nl.rsqrt`.
+# * **Fuse square and sum** into one ScalarE instruction: `nisa.activation_reduce(dst=squares, op=nl.square,
+#   data=a_tile, reduce_op=nl.add, reduce_res=ssum)` writes the squares into `squares` (which you can ignore) and
+#   their row sums into `ssum`, a `(rows, 1)` float32 tile you allocate with `nl.ndarray`.
+# * **Scale on ScalarE**: `nisa.activation(dst=normed, op=nl.copy, data=a_tile, scale=inv_rms)` computes
+#   `a_tile * inv_rms` with `inv_rms` a `(rows, 1)` tile, so the Vector engine only does the multiply by `g`.
+# * **Fold the mean into one small instruction**: `nisa.tensor_scalar(dst=mean_eps, data=ssum, op0=nl.multiply,
+#   operand0=1 / C, op1=nl.add, operand1=1e-6)` works on one value per partition, so it is cheap; then `nl.rsqrt`.
 # * Load and broadcast `g` once (you already do).
+#
+# *In the legacy dialect* the same instructions return their result instead of writing into `dst`, take NumPy's
+# operators (`np.add`) and a `mask=`, and name the reduction's target with an index grid:
+# `nisa.activation_reduce(op=nl.square, data=a_tile, reduce_op=np.add, reduce_res=ssum[i_p, 0], dtype=nl.float32,
+# mask=...)`.
 #
 # Same rules and cases as `rmsnorm`. Correctness earns 1 point and speed 3: full speed points at ≤ 1.2× this
 # question's reference (the straightforward kernel of section 4 is about 1.4× it), half at ≤ 2×.
@@ -441,39 +555,36 @@ grade("rmsnorm_fast", "rmsnorm_fast.py")
 R, C = 4096, 2048
 moved = (2 * R * C + C) * 4  # bytes: read a and g, write out
 if ON_SIMULATOR:
-    import contextlib
-    import io
-
     from nkisim.api import target as sim_target
 
     prm = sim_target("trn2").params
     bound_us = moved / (prm["peak"]["dma_gbps"] * 1e3) + prm["kernel"]["fixed_us"]
     print(f"bandwidth bound (trn2 estimate): {moved / 2**20:.0f} MiB moved -> {bound_us:.1f} us")
+    a_big, g_big = np.zeros((R, C), np.float32), np.zeros(C, np.float32)  # only their shapes are read
     for path, name in (("rmsnorm.py", "rmsnorm"), ("rmsnorm_fast.py", "rmsnorm_fast")):
         try:
-            bench = nki.benchmark(load_kernel(path, name), platform_target="trn2")
-            with contextlib.redirect_stdout(io.StringIO()):  # nki.benchmark's own report line
-                bench(nt.tensor[[R, C], nl.float32], nt.tensor[[C], nl.float32])
-            lat = bench.benchmark_result.nc_latency.get_latency_percentile(99)
+            lat = latency_us(load_kernel(path, name), a_big, g_big, target="trn2")
             print(f"{name:13s} estimated {lat:7.1f} us on trn2 = {100 * bound_us / lat:3.0f}% of the bandwidth bound")
         except Exception as err:  # not written yet
             print(f"{name:13s} not measured ({type(err).__name__}: {err})")
 else:
-    print(f"{moved / 2**20:.0f} MiB moved; compare nki.benchmark's p99 with bytes / DMA bandwidth on your device")
+    print(f"{moved / 2**20:.0f} MiB moved; compare latency_us's measurement with bytes / DMA bandwidth on your device")
+
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "hardware", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## On real hardware
 #
-# * **Which Neuron SDK.** Masked legacy kernels (`import neuronxcc.nki`) need Neuron SDK 2.29 or earlier: since SDK
-#   2.30 `neuronxcc.nki` is a compile error inside a kernel. The NKI 0.6 kernels (`import nki`, bounded slices
-#   instead of masks) need SDK 2.32 or later.
-# * Masks are compile-time: the compiler shrinks the last tile's instructions to the valid partitions, exactly as
-#   here. An unmasked out-of-bounds access is the same compile error on a Neuron machine.
+# * **Which Neuron SDK.** This notebook is NKI 0.6 (`import nki`, smaller last tiles) and needs Neuron SDK 2.32 or
+#   later. Its legacy twin (`make lab DIALECT=legacy`: `import neuronxcc.nki`, masks) needs SDK 2.29 or earlier:
+#   since SDK 2.30 `neuronxcc.nki` is a compile error inside a kernel.
+# * A smaller last tile, like a legacy mask, is compile-time: the compiler issues the last tile's instructions for
+#   the rows that exist, exactly as here. An out-of-bounds slice is the same compile error on a Neuron machine.
 # * `nki.isa` instructions map one-to-one onto engine instructions, so the engine balance you see in the
-#   simulator's profile is the one `neuron-profile` shows — but the microseconds here are **estimates**; measure
-#   with `nki.benchmark` on the device before trusting a small difference.
+#   simulator's profile is the one Neuron Explorer shows — but the microseconds here are **estimates**; measure on
+#   the device (`check` and `latency_us` do, stage 1) before trusting a small difference.
 # * What is left between `rmsnorm_fast` and the bandwidth bound is mostly DMA latency on the critical path: a tile's
 #   load still waits for the buffer of the tile two iterations back. Larger transfers (several rows per partition)
 #   or more buffers hide more of it; try them once the basics work.
 #
-# **Next:** stage 5 splits the rows over several SPMD instances and, on trn2, over two NeuronCores.
+# **Next:** stage 5 splits the rows over two NeuronCores of a trn2.
+

@@ -17,8 +17,8 @@
 #
 # **Goals.** By the end of this notebook you can
 #
-# 1. call the Tensor Engine with `nl.matmul(x, y, transpose_x=True)` and say which operand is *stationary*, which
-#    is *moving*, and why the contraction runs over the **partition** axis of both;
+# 1. call the Tensor Engine with `nisa.nc_matmul(dst=res, stationary=x, moving=y)` and say which operand is
+#    *stationary*, which is *moving*, and why the contraction runs over the **partition** axis of both;
 # 2. multiply matrices of any size that is a multiple of the tile sizes by accumulating partial products in a
 #    **PSUM** tile over the contraction dimension K, then evicting PSUM to SBUF and storing;
 # 3. read in a profile that the straightforward kernel is limited by **data movement**, not by the Tensor Engine;
@@ -28,8 +28,11 @@
 # {{trn2:compute_engines}} compute engines of stage 1, the Tensor Engine (TensorE, or PE array), exists for: almost all of a transformer's arithmetic runs there. As before, each
 # `%%writefile` cell saves your kernel, `check(...)` runs the public cases, and the grade cells add hidden cases
 # (float32 and bfloat16, K from 128 to 2048).
+#
+# *In the legacy dialect* the matmul is `nl.matmul(x, y, transpose_x=True)`, which returns its PSUM result, and a K
+# loop accumulates with `+=`; the notes below show both.
 
-# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="legacy"
 import ml_dtypes
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
@@ -49,6 +52,28 @@ LABEL = latency_label(TARGET)  # "estimate: nkisim cost model, trn2" on the simu
 BF16 = ml_dtypes.bfloat16
 print("neuronxcc.nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR else "the Neuron compiler")
 
+# %% nbgrader={"grade": false, "grade_id": "setup_nki", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="nki"
+import ml_dtypes
+import nki
+import nki.isa as nisa
+import nki.language as nl
+import numpy as np
+
+try:
+    import nkisim
+
+    ON_SIMULATOR = nkisim.provides_nki()
+except ImportError:  # a Neuron machine without the course simulator installed
+    ON_SIMULATOR = False
+
+from nkilab import check, latency_label, latency_us, load_kernel, peak  # load_kernel: the kernel a %%writefile cell saved
+
+TARGET = "trn2"  # the target the cost model estimates for (and the course grades on)
+LABEL = latency_label(TARGET)  # "estimate: nkisim cost model, trn2" on the simulator
+BF16 = ml_dtypes.bfloat16
+print("nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR else "AWS's NKI (Neuron SDK 2.32 or later)")
+
+
 # %% [markdown] nbgrader={"grade": false, "grade_id": "te_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## 1. One matmul on the Tensor Engine
 #
@@ -62,12 +87,17 @@ print("neuronxcc.nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR
 # It computes `x.T @ y`: result `[M, N]`, element `[m, n]` = Σₖ `x[k, m] · y[k, n]`. The sum runs over the
 # **partition** axis of both operands, because the array adds its partial sums down its 128 rows, one row per
 # partition. So NKI's matmul wants the left matrix already transposed, and the convention of the NKI tutorials is
-# to pass it that way: `lhsT` is `[K, M]` in HBM, and `nl.matmul(lhsT_tile, rhs_tile, transpose_x=True)` is
-# `lhsT_tile.T @ rhs_tile`.
+# to pass it that way: `lhsT` is `[K, M]` in HBM, and `nisa.nc_matmul(dst=res, stationary=lhsT_tile,
+# moving=rhs_tile)` writes `lhsT_tile.T @ rhs_tile` into `res`.
 #
-# The result goes to **PSUM**, a small memory next to the array ({{trn2:psum_partition_kib}} KiB per partition in {{trn2:psum_banks}} banks of {{trn2:psum_bank_kib}} KiB), always
-# as **float32**, whatever the inputs' dtype: a `[128, 512]` float32 tile fills exactly one bank. A result in PSUM
-# has to be copied to SBUF (`nl.copy`, with the output dtype) before it can be stored to HBM.
+# The result goes to **PSUM**, a small memory next to the array ({{trn2:psum_partition_kib}} KiB per partition in {{trn2:psum_banks}} banks of {{trn2:psum_bank_kib}} KiB), as
+# **float32** whatever the inputs' dtype: `res` is a tile you allocate there, `nl.ndarray((M, N), dtype=nl.float32,
+# buffer=nl.psum)`, and a `[128, 512]` float32 tile fills exactly one bank. A result in PSUM has to be copied to
+# SBUF before it can be stored to HBM: `nisa.tensor_copy(dst=res_sbuf, src=res)` on the Vector engine, or
+# `nisa.activation(dst=res_sbuf, op=nl.copy, data=res)` on the Scalar engine, each casting to `res_sbuf`'s dtype.
+#
+# *In the legacy dialect* `nl.matmul(lhsT_tile, rhs_tile, transpose_x=True)` returns the PSUM result, and
+# `nl.copy(res, dtype=...)` evicts it.
 
 # %% nbgrader={"grade": false, "grade_id": "figure_pe_array", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # The matmul on the PE array, and the PSUM bank its [128, 512] float32 result fills.
@@ -78,7 +108,7 @@ figures.pe_array(n=512, target=TARGET)
 figures.psum_banks([("res_psum", 512, "float32")], target=TARGET)
 plt.show()
 
-# %% nbgrader={"grade": false, "grade_id": "demo_one_tile", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "demo_one_tile", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="legacy"
 @nki.jit
 def one_tile_matmul(lhsT, rhs):
     K, M = lhsT.shape
@@ -98,9 +128,34 @@ a_demo = rng.standard_normal((128, 64)).astype(np.float32)
 b_demo = rng.standard_normal((128, 512)).astype(np.float32)
 print("max |kernel - numpy| =", float(np.abs(one_tile_matmul(a_demo, b_demo) - a_demo.T @ b_demo).max()))
 
+# %% nbgrader={"grade": false, "grade_id": "demo_one_tile_nki", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="nki"
+@nki.jit
+def one_tile_matmul(lhsT, rhs):
+    K, M = lhsT.shape
+    N = rhs.shape[1]
+    out = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    x = nl.load(lhsT)  # stationary [K, M]
+    y = nl.load(rhs)  # moving [K, N]
+    res = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.psum)  # the result: float32, in PSUM
+    nisa.nc_matmul(dst=res, stationary=x, moving=y)  # res = x.T @ y
+    print("result tile:", res.shape, res.dtype, "in", res.buffer)  # runs while the kernel compiles
+    res_sbuf = nl.ndarray((M, N), dtype=out.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=res_sbuf, src=res)  # PSUM -> SBUF (cast to the output dtype)
+    nl.store(out, value=res_sbuf)  # SBUF -> HBM
+    return out
+
+
+rng = np.random.default_rng(0)
+a_demo = rng.standard_normal((128, 64)).astype(np.float32)
+b_demo = rng.standard_normal((128, 512)).astype(np.float32)
+print("max |kernel - numpy| =", float(np.abs(one_tile_matmul(a_demo, b_demo) - a_demo.T @ b_demo).max()))
+
+
 # %% [markdown] nbgrader={"grade": false, "grade_id": "limits_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # The tile sizes are hard limits (`nl.tile_size.gemm_stationary_fmax` = 128, `nl.tile_size.gemm_moving_fmax` = 512,
-# and 128 partitions). A moving tile of 1024 columns is a compile error:
+# and 128 partitions). A moving tile of 1024 columns is a compile error; here the compiler stops one step earlier,
+# at the 1024-column float32 result tile the kernel allocates in PSUM, which would fill two banks (in the legacy
+# dialect, where `nl.matmul` allocates the result itself, the error names the moving tile):
 
 # %% nbgrader={"grade": false, "grade_id": "demo_limits", "locked": true, "schema_version": 3, "solution": false, "task": false}
 try:
@@ -108,7 +163,7 @@ try:
 except Exception as err:  # the compiler's error, shown instead of stopping the notebook
     print(f"{type(err).__name__}: {err}")
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "q1_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "q1_text", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="legacy"
 # ## 2. Any size: accumulate over K in PSUM — `matmul_tiled` (4 points)
 #
 # For `lhsT` of shape `[K, M]` and `rhs` of shape `[K, N]`, cut the output `[M, N]` into `[128, 512]` tiles. Output
@@ -135,7 +190,36 @@ except Exception as err:  # the compiler's error, shown instead of stopping the 
 # points, speed 1 (≤ 1.2× the reference's estimated latency for K = 2048, M = 128, N = 512 in bfloat16: one output
 # tile, so every tile is loaded once whatever the loop order, and the kernel is as fast as the data arrives).
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "psum_nki_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "q1_text_nki", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="nki"
+# ## 2. Any size: accumulate over K in PSUM — `matmul_tiled` (4 points)
+#
+# For `lhsT` of shape `[K, M]` and `rhs` of shape `[K, N]`, cut the output `[M, N]` into `[128, 512]` tiles. Output
+# tile `(m, n)` is a sum over the K/128 slices of the contraction dimension:
+#
+# ```python
+# # one PSUM bank: a [128, 512] float32 accumulator
+# res_psum = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+# for k in range(K // 128):
+#     ...  # load the [128, 128] tile of lhsT and the [128, 512] tile of rhs for this k
+#     nisa.nc_matmul(dst=res_psum, stationary=lhsT_tile, moving=rhs_tile)
+# ```
+#
+# The Tensor Engine adds into the PSUM bank itself. `nc_matmul`'s `accumulate=` argument says whether a matmul
+# overwrites its `dst` (`False`) or adds to it (`True`); the default, `None`, lets the compiler decide: the first
+# matmul into a PSUM location since it was allocated overwrites it, every later one adds. The loop above therefore
+# needs no flag (`accumulate=(k > 0)` says the same explicitly). After the K loop, copy the tile to SBUF with the
+# output dtype and store it.
+#
+# Write `matmul_tiled(lhsT, rhs)`:
+#
+# * K and M are multiples of 128, N is a multiple of 512 (each up to 2048); both inputs are float32 or bfloat16.
+# * Return `lhsT.T @ rhs` with shape `[M, N]` and `lhsT`'s dtype. Accumulate in float32 PSUM, also for bfloat16.
+#
+# Tolerances: rtol = atol = 1e-4 for float32 (sums of up to 2048 products), 1.6e-2 for bfloat16. Correctness earns 3
+# points, speed 1 (≤ 1.2× the reference's estimated latency for K = 2048, M = 128, N = 512 in bfloat16: one output
+# tile, so every tile is loaded once whatever the loop order, and the kernel is as fast as the data arrives).
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "psum_nki_text", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="legacy"
 # ### The same accumulation in NKI 0.6
 #
 # Kernels for Neuron SDK 2.32 and later are written in NKI 0.6 (`import nki`). Its `nisa` instructions write into a
@@ -163,6 +247,23 @@ except Exception as err:  # the compiler's error, shown instead of stopping the 
 # the lesson keeps them so that both kernels issue the same instructions. Loops are Python's `range`, unrolled when the kernel is traced (`nl.affine_range` remains only as
 # a deprecated alias). The eviction is the Scalar engine's copy, casting to `res_sbuf`'s dtype; in 0.6, `nl.copy` is
 # the Vector engine's `tensor_copy` instead.
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "psum_nki_text_nki", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="nki"
+# ### In the legacy dialect
+#
+# The legacy dialect (`import neuronxcc.nki`, Neuron SDK 2.29 and earlier) returns a new tile from each call, so the
+# accumulation is `+=` on a zeroed PSUM tile, which the Tensor Engine performs in the bank, and the one loop-carried
+# update `nl.affine_range` allows:
+#
+# ```python
+# res_psum = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+# for k in nl.affine_range(K // 128):
+#     res_psum += nl.matmul(lhsT_tile, rhs_tile, transpose_x=True)
+# res_sbuf = nl.copy(res_psum, dtype=result.dtype)
+# ```
+#
+# The reference solutions of both dialects zero the accumulator first (in NKI 0.6 the first matmul would overwrite
+# it anyway) so that they issue the same instructions, and the simulator gives them the same estimate.
 
 # %% nbgrader={"grade": false, "grade_id": "q1_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="legacy"
 # %%writefile matmul_tiled.py
@@ -238,17 +339,17 @@ grade("matmul_tiled", "matmul_tiled.py")
 # %% nbgrader={"grade": false, "grade_id": "profile_demo", "locked": true, "schema_version": 3, "solution": false, "task": false}
 SIZE = 2048
 if ON_SIMULATOR:
-    from neuronxcc.nki import typing as nt
-    from nkisim.api import profile_kernel
+    from nkisim.api import profile_kernel  # traces shapes and dtypes only: the arrays' values are not read
 
     try:
-        prof = profile_kernel(load_kernel("matmul_tiled.py", "matmul_tiled"), nt.tensor[[SIZE, SIZE], nl.bfloat16],
-                              nt.tensor[[SIZE, SIZE], nl.bfloat16], target=TARGET)
+        prof = profile_kernel(load_kernel("matmul_tiled.py", "matmul_tiled"), np.zeros((SIZE, SIZE), BF16),
+                              np.zeros((SIZE, SIZE), BF16), target=TARGET)
         print(prof.summary_text())
     except Exception as err:  # e.g. the kernel is not written yet
         print(f"could not profile matmul_tiled.py: {type(err).__name__}: {err}")
 else:
-    print("on hardware: nki.profile(working_directory=...)(kernel) and neuron-profile")
+    print("on hardware: NEURON_FRAMEWORK_DEBUG=1 and neuron-explorer capture (legacy: nki.profile), then Neuron Explorer")
+
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "reuse_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # The Tensor Engine is busy for about 250 µs of the roughly 660 µs the kernel takes, while the DMA queues move
@@ -291,7 +392,8 @@ for bm, bn in [(1, 1), (2, 1), (1, 2), (2, 2), (4, 2)]:
 #
 # * For each block of 256 output rows (`m`): load that block's `lhsT` columns for **all** K slices once, into one
 #   SBUF tile of shape `(128, K // 128, 256)` — partition dimension first, then one slot per K slice:
-#   `lhsT_block[:, k, :] = nl.load(lhsT[k * 128:(k + 1) * 128, m * 256:(m + 1) * 256])`.
+#   `nisa.dma_copy(dst=lhsT_block[:, k, :], src=lhsT[k * 128:(k + 1) * 128, m * 256:(m + 1) * 256])` (in the
+#   legacy dialect, `lhsT_block[:, k, :] = nl.load(...)`).
 # * For each block of 1024 output columns (`n`): load `rhs` likewise into a `(128, K // 128, 1024)` tile.
 # * Then compute the block's 2 × 2 output tiles, each with its own PSUM accumulator (four of PSUM's banks), in one
 #   loop over K: each K slice feeds all four matmuls as soon as it arrives, taking the operands
@@ -428,15 +530,16 @@ plt.show()
 # %% [markdown] nbgrader={"grade": false, "grade_id": "hardware", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## On real hardware
 #
-# * Which Neuron SDK: the legacy kernels (`import neuronxcc.nki`) need SDK 2.29 or earlier, because since SDK
-#   2.30 that namespace inside a kernel is a compile error; the NKI 0.6 kernels (`import nki`) need SDK 2.32 or
-#   later. The simulator runs both.
+# * **Which Neuron SDK.** This notebook is NKI 0.6 (`import nki`, `nisa.nc_matmul`) and needs Neuron SDK 2.32 or
+#   later. Its legacy twin (`make lab DIALECT=legacy`: `import neuronxcc.nki`, `nl.matmul`) needs SDK 2.29 or
+#   earlier: since SDK 2.30 that namespace inside a kernel is a compile error. The simulator runs both.
 # * The tile limits, the float32 PSUM and the "contract over partitions" rule are the hardware's, so the kernels run
-#   unchanged on a Neuron device; the microseconds above are cost-model **estimates** for trn2, to be checked with
-#   `nki.benchmark` there (legacy; NKI 0.6 has no benchmark call: run the compiled kernel under the Neuron
-#   profiler instead).
+#   unchanged on a Neuron device; the microseconds above are cost-model **estimates** for trn2. On the device,
+#   `check` and `latency_us` measure instead (the NEFF timed with nrtpy's benchmark or `neuron-explorer capture`,
+#   stage 1), and Neuron Explorer shows the real engine timeline.
 # * The NKI matrix-multiplication tutorial goes further on the same path: larger blocks along M and N, blocking K
 #   as well, and keeping the output block in SBUF across K blocks. Each step trades SBUF and PSUM space for fewer
 #   bytes moved.
 # * A fused kernel can also skip HBM altogether for an intermediate: normalise a tile (stage 4), then feed it to the
 #   Tensor Engine straight from SBUF. That is the next stage: RMSNorm fused with the linear layer that follows it.
+

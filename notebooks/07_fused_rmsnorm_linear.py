@@ -18,8 +18,8 @@
 # **Goals.** By the end of this notebook you can
 #
 # 1. compute `rmsnorm(x, g) @ w` in **one** kernel, so the normalised activations never go back to HBM;
-# 2. transpose a tile on the Tensor Engine (`nl.transpose`), because a matmul contracts over partitions and a
-#    row tile has its rows, not its columns, on the partitions;
+# 2. transpose a tile on the Tensor Engine (`nisa.nc_transpose`) or while loading it (`nisa.dma_transpose`),
+#    because a matmul contracts over partitions and a row tile has its rows, not its columns, on the partitions;
 # 3. rewrite the math so each piece of work happens where it is cheapest: the weight `g` folded into `w` once,
 #    `w` kept in SBUF for every row tile, and the per-row `1/rms` applied to the result on its way out of PSUM;
 # 4. read the two kernels' estimated latencies against the Tensor Engine's bound.
@@ -27,8 +27,11 @@
 # In a transformer every attention and MLP block starts with a normalisation followed by a projection, so this
 # pair is everywhere. Stage 4 wrote RMSNorm, stage 6 the matmul; here they become one kernel. As before, the
 # grade cells add hidden cases (float32 and bfloat16, C from 128 to 2048).
+#
+# *In the legacy dialect* the transposes are `nl.transpose` and `nl.load_transpose2d`, and the calls return their
+# results instead of writing into `dst`; the notes below say where.
 
-# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="legacy"
 import ml_dtypes
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
@@ -48,6 +51,29 @@ LABEL = latency_label(TARGET)  # "estimate: nkisim cost model, trn2" on the simu
 BF16 = ml_dtypes.bfloat16
 EPS = 1e-6
 print("neuronxcc.nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR else "the Neuron compiler")
+
+# %% nbgrader={"grade": false, "grade_id": "setup_nki", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="nki"
+import ml_dtypes
+import nki
+import nki.isa as nisa
+import nki.language as nl
+import numpy as np
+
+try:
+    import nkisim
+
+    ON_SIMULATOR = nkisim.provides_nki()
+except ImportError:  # a Neuron machine without the course simulator installed
+    ON_SIMULATOR = False
+
+from nkilab import check, latency_label, latency_us, load_kernel, peak  # load_kernel: the kernel a %%writefile cell saved
+
+TARGET = "trn2"  # the target the cost model estimates for (and the course grades on)
+LABEL = latency_label(TARGET)  # "estimate: nkisim cost model, trn2" on the simulator
+BF16 = ml_dtypes.bfloat16
+EPS = 1e-6
+print("nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR else "AWS's NKI (Neuron SDK 2.32 or later)")
+
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "math_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## 1. What the kernel computes
@@ -70,7 +96,7 @@ rng = np.random.default_rng(0)
 x_demo = rng.standard_normal((4, 8))
 print("out shape:", rmsnorm_linear_numpy(x_demo, rng.standard_normal(8), rng.standard_normal((8, 3))).shape)
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "transpose_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "transpose_text", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="legacy"
 # ## 2. The matmul wants the other axis on the partitions
 #
 # A normalised row tile has its 128 **rows** on the partitions and C columns along the free axis. The matmul
@@ -82,7 +108,7 @@ print("out shape:", rmsnorm_linear_numpy(x_demo, rng.standard_normal(8), rng.sta
 # call; writing it out lets you decide how often it happens. `nl.load_transpose2d` transposes while loading from
 # HBM instead, but here the data to transpose is already in SBUF.)
 
-# %% nbgrader={"grade": false, "grade_id": "demo_transpose", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "demo_transpose", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="legacy"
 @nki.jit
 def transpose_block(a):
     out = nl.ndarray((a.shape[1], a.shape[0]), dtype=a.dtype, buffer=nl.shared_hbm)
@@ -96,6 +122,38 @@ def transpose_block(a):
 
 block = rng.standard_normal((128, 128)).astype(np.float32)
 print("equal to block.T:", np.array_equal(transpose_block(block), block.T))
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "transpose_text_nki", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="nki"
+# ## 2. The matmul wants the other axis on the partitions
+#
+# A normalised row tile has its 128 **rows** on the partitions and C columns along the free axis. The matmul
+# `nisa.nc_matmul(dst=res, stationary=s, moving=m)` computes `s.T @ m` and contracts over the partitions of both
+# operands, so the stationary operand has to be a `[128 columns of C, 128 rows]` block: the **transpose** of a
+# `[128, 128]` block of the row tile. The Tensor Engine transposes a block of up to 128 × 128 by multiplying it with
+# an identity matrix: `nisa.nc_transpose(dst=t_T, data=t)` writes the transposed block into `t_T`, a tile you
+# allocate in PSUM, which you copy to SBUF with the dtype the matmul should use. (`nisa.dma_transpose(dst=...,
+# src=...)` transposes while loading from HBM instead, but here the data to transpose is already in SBUF.)
+#
+# *In the legacy dialect* `nl.transpose(t)` returns the transposed block in PSUM, `nl.matmul(a, b)` *without*
+# `transpose_x=True` inserts that transpose for you, one per call, and `nl.load_transpose2d` is the transposing load.
+
+# %% nbgrader={"grade": false, "grade_id": "demo_transpose_nki", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="nki"
+@nki.jit
+def transpose_block(a):
+    out = nl.ndarray((a.shape[1], a.shape[0]), dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.load(a)  # [128 rows, 128 columns]: rows on the partitions
+    t_T = nl.ndarray((a.shape[1], a.shape[0]), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_transpose(dst=t_T, data=t)  # [128 columns, 128 rows], on the Tensor Engine
+    print("transposed:", t_T.shape, t_T.dtype, "in", t_T.buffer)  # runs while the kernel compiles
+    t_T_sbuf = nl.ndarray(t_T.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=t_T_sbuf, src=t_T)  # PSUM -> SBUF
+    nl.store(out, value=t_T_sbuf)
+    return out
+
+
+block = rng.standard_normal((128, 128)).astype(np.float32)
+print("equal to block.T:", np.array_equal(transpose_block(block), block.T))
+
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "q1_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## 3. One kernel: `rmsnorm_linear` (4 points)
@@ -203,18 +261,17 @@ grade("rmsnorm_linear", "rmsnorm_linear.py")
 # %% nbgrader={"grade": false, "grade_id": "profile_demo", "locked": true, "schema_version": 3, "solution": false, "task": false}
 SIZE = 2048
 if ON_SIMULATOR:
-    from neuronxcc.nki import typing as nt
-    from nkisim.api import profile_kernel
+    from nkisim.api import profile_kernel  # traces shapes and dtypes only: the arrays' values are not read
 
     try:
-        prof = profile_kernel(load_kernel("rmsnorm_linear.py", "rmsnorm_linear"),
-                              nt.tensor[[SIZE, SIZE], nl.bfloat16], nt.tensor[[SIZE], nl.bfloat16],
-                              nt.tensor[[SIZE, SIZE], nl.bfloat16], target=TARGET)
+        prof = profile_kernel(load_kernel("rmsnorm_linear.py", "rmsnorm_linear"), np.zeros((SIZE, SIZE), BF16),
+                              np.zeros(SIZE, BF16), np.zeros((SIZE, SIZE), BF16), target=TARGET)
         print(prof.summary_text())
     except Exception as err:  # e.g. the kernel is not written yet
         print(f"could not profile rmsnorm_linear.py: {type(err).__name__}: {err}")
 else:
-    print("on hardware: nki.profile(working_directory=...)(kernel) and neuron-profile")
+    print("on hardware: NEURON_FRAMEWORK_DEBUG=1 and neuron-explorer capture (legacy: nki.profile), then Neuron Explorer")
+
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "algebra_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Two things stand out. First, the Tensor Engine and the Scalar engine spend much of their time on
@@ -232,20 +289,23 @@ else:
 #   in SBUF for every row tile: `C/128 × N` values per partition, 64 KiB for C = N = 2048 in bfloat16.
 # * **Transpose `x` itself**, once per row tile, before the output-column loop: `x` needs no normalising first.
 #   This is the biggest single saving (about half the time, estimated). And since `x` comes straight from HBM, the
-#   DMA can transpose it while loading it: `nl.load_transpose2d(x[rows, cols])` turns an `[128, 128]` block of `x`
-#   into its transpose in SBUF. A transposing DMA is slower than a plain one, but the DMA queues have time to
-#   spare here, and the Tensor Engine is left with the matmuls alone.
+#   DMA can transpose it while loading it: `nisa.dma_transpose(dst=x_T[:, k, :], src=x[rows, cols])` turns an
+#   `[128, 128]` block of `x` into its transpose in SBUF (`nl.load_transpose2d(x[rows, cols])` in the legacy
+#   dialect). A transposing DMA is slower than a plain one, but the DMA queues have time to spare here, and the
+#   Tensor Engine is left with the matmuls alone.
 # * **Scale by `s[r]` on the way out.** `s` has one value per row, i.e. per partition of the `[128, 512]`
-#   result, so `nl.multiply(res_psum, inv_rms, dtype=x.dtype)` applies it while evicting PSUM to SBUF: the
-#   eviction was needed anyway.
+#   result, so `nisa.tensor_scalar` with `op0=nl.multiply` and `operand0=inv_rms` applies it while
+#   evicting PSUM to SBUF (`nl.multiply(res_psum, inv_rms, dtype=x.dtype)` in the legacy dialect): the eviction
+#   was needed anyway.
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "q2_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## 5. The fast fused kernel: `rmsnorm_linear_fast` (4 points)
 #
 # Write `rmsnorm_linear_fast(x, g, w)`, the same function with the same rules, using the three ideas above. Some
 # shapes that help: the scaled `w` as one SBUF tile `nl.ndarray((128, C // 128, N), dtype=w.dtype,
-# buffer=nl.sbuf)` filled with `w_sb[:, k, :] = ...`; `g` as a column, `g.reshape((C, 1))[k * 128:(k + 1) * 128, :]`;
-# the transposed blocks of a row tile as `nl.ndarray((128, C // 128, 128), ...)`.
+# buffer=nl.sbuf)` filled slice by slice (`nisa.tensor_scalar(dst=w_sb[:, k, :], ...)`; `w_sb[:, k, :] = ...` in the
+# legacy dialect); `g` as a column, `g.reshape((C, 1))[k * 128:(k + 1) * 128, :]`; the transposed blocks of a row
+# tile as `nl.ndarray((128, C // 128, 128), ...)`.
 #
 # Same tolerances as `rmsnorm_linear`. Correctness earns 1 point and speed 3: full speed points at ≤ 1.2× the
 # reference's estimated latency on R = 4096, C = N = 2048 bfloat16, half at ≤ 2× (the kernel of section 3 is
@@ -373,11 +433,12 @@ plt.show()
 # %% [markdown] nbgrader={"grade": false, "grade_id": "hardware", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## On real hardware
 #
-# * Which Neuron SDK: the legacy kernels (`import neuronxcc.nki`) need SDK 2.29 or earlier, because since SDK
-#   2.30 that namespace inside a kernel is a compile error; the NKI 0.6 kernels (`import nki`) need SDK 2.32 or
-#   later. The simulator runs both.
-# * Everything here maps onto the hardware as written; the microseconds are cost-model **estimates** for trn2, to
-#   be checked with `nki.benchmark` on a device.
+# * **Which Neuron SDK.** This notebook is NKI 0.6 (`import nki`) and needs Neuron SDK 2.32 or later. Its legacy twin
+#   (`make lab DIALECT=legacy`, `import neuronxcc.nki`) needs SDK 2.29 or earlier: since SDK 2.30 that namespace inside
+#   a kernel is a compile error. The simulator runs both.
+# * Everything here maps onto the hardware as written; the microseconds are cost-model **estimates** for trn2. On a
+#   device `check` and `latency_us` measure instead (the NEFF timed with nrtpy's benchmark or `neuron-explorer
+#   capture`, stage 1).
 # * Folding `g` into `w` changes where bfloat16 rounding happens (once on `g·w` instead of on every normalised
 #   activation); both stay well within the tolerances, but a real model would fold it offline, once, when the
 #   weights are loaded.
@@ -386,3 +447,4 @@ plt.show()
 #   block of `w` stays resident while every row tile passes through it.
 #
 # Two stages follow: a convolution fused with max pooling (stage 8), and RMSNorm's backward pass with FP8 (stage 9).
+

@@ -28,9 +28,10 @@
 #
 # This is the capstone of Stanford CS149's Trainium assignment (part 2, "a fused convolution - max pool layer"),
 # with the same two-tier grading of the fast kernel: half the speed points for matching a *relaxed* reference
-# (your first kernel), all of them for matching the *optimised* one.
+# (your first kernel), all of them for matching the *optimised* one. CS149 wrote it in the legacy dialect
+# (`import neuronxcc.nki`); this lesson is NKI 0.6, and `make lab DIALECT=legacy` opens its legacy twin.
 
-# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="legacy"
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 import numpy as np
@@ -47,6 +48,26 @@ from nkilab import check, latency_label, latency_us, load_kernel, peak  # load_k
 TARGET = "trn2"  # the target the cost model estimates for (and the course grades on)
 LABEL = latency_label(TARGET)  # "estimate: nkisim cost model, trn2" on the simulator
 print("neuronxcc.nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR else "the Neuron compiler")
+
+# %% nbgrader={"grade": false, "grade_id": "setup_nki", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="nki"
+import nki
+import nki.isa as nisa
+import nki.language as nl
+import numpy as np
+
+try:
+    import nkisim
+
+    ON_SIMULATOR = nkisim.provides_nki()
+except ImportError:  # a Neuron machine without the course simulator installed
+    ON_SIMULATOR = False
+
+from nkilab import check, latency_label, latency_us, load_kernel, peak  # load_kernel: the kernel a %%writefile cell saved
+
+TARGET = "trn2"  # the target the cost model estimates for (and the course grades on)
+LABEL = latency_label(TARGET)  # "estimate: nkisim cost model, trn2" on the simulator
+print("nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR else "AWS's NKI (Neuron SDK 2.32 or later)")
+
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "conv_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## 1. A convolution is a sum of matmuls
@@ -82,7 +103,7 @@ direct = np.array([[[np.sum(w_demo[o] * x_demo[:, y:y + 3, xx:xx + 3]) for xx in
                    for o in range(4)])
 print("max |taps - direct sum| =", float(np.abs(conv_by_taps(x_demo, w_demo) - direct).max()))
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "mapping_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "mapping_text", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="legacy"
 # ## 2. Mapping it onto a NeuronCore
 #
 # The Tensor Engine contracts over the **partition** axis of both operands (stage 6): `nl.matmul(s, m,
@@ -122,6 +143,51 @@ print("max |taps - direct sum| =", float(np.abs(conv_by_taps(x_demo, w_demo) - d
 #             top[:nco, :] += nl.matmul(tap, x_rows[:, i, j:j + Wo], transpose_x=True)
 #             ...  # bottom: the same tap, one input row further down
 # ```
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "mapping_text_nki", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="nki"
+# ## 2. Mapping it onto a NeuronCore
+#
+# The Tensor Engine contracts over the **partition** axis of both operands (stage 6): `nisa.nc_matmul(dst=res,
+# stationary=s, moving=m)` writes `s.T @ m` for a stationary `s` of shape `[c, o]` and a moving `m` of shape `[c, n]`.
+# Here the contraction runs over input channels, so:
+#
+# * **input channels on the partitions**, 128 at a time. `X[b, c0:c1, rows, :]` loads as an SBUF tile
+#   `[channels, rows, W]`, and `x_rows[:, i, j:j + Wo]` is one input row shifted by tap `(i, j)`: a `[channels, Wo]`
+#   moving operand, at most {{trn2:gemm_moving_fmax}} columns;
+# * the stationary operand of tap `(i, j)` is `W[o0:o1, c0:c1, i, j]` **transposed** to `[channels in, channels out]`
+#   (at most 128 × 128). `W` is stored output channel first, so load a block of it as it is and transpose each tap
+#   on the PE array (`nisa.nc_transpose`, stage 7), once per block of output channels, not once per pixel;
+# * the result, one output row of `[channels out, Wo]` in float32 PSUM, accumulates over every tap and every
+#   128-channel tile of the input (`K · K · ⌈C_in / 128⌉` matmuls) before you read it.
+#
+# **Ragged channel counts.** With 200 channels the tiles are 128 and 72 channels. Loop over channel tiles with
+# Python's `range` (the loop runs while the kernel compiles, so each tile's size `min(128, C - c0)` is a Python
+# number) and slice every tile to its size: `w_T[:nci, ci, t, :nco]`, `acc[:nco, :]`, `out[b, c0:c0 + nco, ...]`.
+#
+# **Bias and pooling, fused.** The bias is one value per output channel, i.e. per **partition** of the result: a
+# `[nco, 1]` tile, the scalar operand of `nisa.tensor_scalar(dst=row, data=row, op0=nl.add, operand0=b_col)`. A
+# 2 × 2 max pool with stride 2 takes the maximum of conv rows `2r` and `2r + 1` (two PSUM tiles, elementwise), then of
+# neighbouring columns: reshape the `[nco, Wo]` row to `[nco, Wo/2, 2]` and reduce the last axis with
+# `nl.max(..., axis=2)`. Only the pooled `[nco, Wo/2]` row is stored: a quarter of the convolution's output, and
+# nothing else goes back to HBM.
+#
+# A sketch of one pooled output row for one block of output channels (`top` and `bottom` are conv rows 2r and
+# 2r + 1):
+#
+# ```python
+# top = nl.zeros((128, Wo), nl.float32, buffer=nl.psum)
+# bottom = nl.zeros((128, Wo), nl.float32, buffer=nl.psum)
+# for ci in range(n_ci):
+#     ...  # load the K + 1 input rows both conv rows read: X[b, <this channel tile>, 2r : 2r + K + 1, :]
+#     for i in range(K):
+#         for j in range(K):
+#             tap = w_T[:nci, ci, i * K + j, :nco]  # [ci, co], stationary
+#             nisa.nc_matmul(dst=top[:nco, :], stationary=tap, moving=x_rows[:, i, j:j + Wo])
+#             ...  # bottom: the same tap, one input row further down
+# ```
+#
+# *In the legacy dialect* the matmul is `top[:nco, :] += nl.matmul(tap, x_rows[:, i, j:j + Wo], transpose_x=True)`,
+# the transpose `nl.transpose`, and `nl.add(row, b_col)` broadcasts the bias along the row.
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "q1_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## 3. A correct fused kernel — `conv2d_maxpool` (4 points)
@@ -255,10 +321,8 @@ SHAPE = dict(B=2, C_in=256, C_out=256, H=34, W=128, K=3)
 
 
 def conv_args(B, C_in, C_out, H, W, K, dtype):
-    """Argument placeholders (shape and dtype only) for a latency estimate or a profile."""
-    from neuronxcc.nki import typing as nt
-
-    return nt.tensor[[B, C_in, H, W], dtype], nt.tensor[[C_out, C_in, K, K], dtype], nt.tensor[[C_out], dtype]
+    """Arguments of these shapes for a latency estimate or a profile (only their shapes and dtype are read)."""
+    return np.zeros((B, C_in, H, W), dtype), np.zeros((C_out, C_in, K, K), dtype), np.zeros(C_out, dtype)
 
 
 def conv_flops(B, C_in, C_out, H, W, K):
@@ -270,13 +334,14 @@ if ON_SIMULATOR:
     from nkisim.api import profile_kernel
 
     try:
-        prof = profile_kernel(load_kernel("conv2d_maxpool.py", "conv2d_maxpool"), *conv_args(**SHAPE, dtype=nl.float16),
+        prof = profile_kernel(load_kernel("conv2d_maxpool.py", "conv2d_maxpool"), *conv_args(**SHAPE, dtype=np.float16),
                               target=TARGET)
         print(prof.summary_text())
     except Exception as err:  # e.g. the kernel is not written yet
         print(f"could not profile conv2d_maxpool.py: {type(err).__name__}: {err}")
 else:
-    print("on hardware: nki.profile(working_directory=...)(kernel) and neuron-profile")
+    print("on hardware: NEURON_FRAMEWORK_DEBUG=1 and neuron-explorer capture (legacy: nki.profile), then Neuron Explorer")
+
 
 # %% nbgrader={"grade": false, "grade_id": "figure_timeline", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # The profile as an engine timeline (the fixed launch cost, each engine, the 16 DMA queues): how much of the time
@@ -343,8 +408,9 @@ print(f"4 output rows of 126 pixels, float16: one row per matmul {one_row:.0f} P
 #   one `[128, 4, 128]` PSUM tile and evict them with one copy;
 # * **pool straight from PSUM** (`nl.maximum` of the two halves of each row pair, then `nl.max` of column pairs over
 #   the first `Wo` columns), and only then add the bias: the maximum commutes with adding the same number to all
-#   four values, and a quarter of the values is left to add it to. `nisa.activation(op=nl.copy, data=pooled,
-#   bias=b_col, dtype=X.dtype)` adds a per-partition bias and rounds to the output dtype in one instruction.
+#   four values, and a quarter of the values is left to add it to. `nisa.activation(dst=res, op=nl.copy,
+#   data=pooled, bias=b_col)` adds a per-partition bias and rounds to `res`'s dtype in one instruction (in the
+#   legacy dialect it returns the result: `nisa.activation(op=nl.copy, data=pooled, bias=b_col, dtype=X.dtype)`).
 #
 # Same tolerances as `conv2d_maxpool`. Correctness earns 1 point and speed 3, graded like CS149's two tiers on two
 # 34 × 128 images with 256 channels in and out in float16: **all** speed points at ≤ 1.2× the estimated latency of
@@ -552,12 +618,13 @@ plt.show()
 # %% [markdown] nbgrader={"grade": false, "grade_id": "hardware", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## On real hardware
 #
-# * Which Neuron SDK: the legacy kernels (`import neuronxcc.nki`) need SDK 2.29 or earlier, because since SDK
-#   2.30 that namespace inside a kernel is a compile error; the NKI 0.6 kernels (`import nki`) need SDK 2.32 or
-#   later. The simulator runs both.
+# * **Which Neuron SDK.** This notebook is NKI 0.6 (`import nki`) and needs Neuron SDK 2.32 or later. Its legacy twin
+#   (`make lab DIALECT=legacy`, `import neuronxcc.nki`, CS149's dialect) needs SDK 2.29 or earlier: since SDK 2.30 that
+#   namespace inside a kernel is a compile error. The simulator runs both.
 # * The kernels are plain NKI and compile unchanged for a NeuronCore; the microseconds and MFU above are cost-model
-#   **estimates** for trn2. On a device, `nki.benchmark` measures the latency and `neuron-profile` shows the
-#   Tensor Engine's utilisation over time (CS149's write-up asks for the MFU from there).
+#   **estimates** for trn2. On a device, `check` and `latency_us` measure the latency (the NEFF timed with nrtpy's
+#   benchmark or `neuron-explorer capture`, stage 1), and Neuron Explorer shows the Tensor Engine's utilisation over
+#   time (CS149's write-up asks for the MFU from there).
 # * CS149's version of this kernel takes a `pool_size` of 1 or 2, channel counts that are multiples of 128 and
 #   images up to 224 × 224, which no longer fit SBUF whole: it streams blocks of rows with their `K - 1` halo rows,
 #   as `conv2d_maxpool_fast` does. Its harness runs the kernel against `torch.nn.functional.conv2d` and
@@ -566,3 +633,4 @@ plt.show()
 #   column of the shifted rows, which the flat trick no longer gives for free.
 #
 # **Next:** stage 9 goes from inference to training: the backward pass of RMSNorm, and FP8.
+

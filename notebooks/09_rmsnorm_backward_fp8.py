@@ -27,8 +27,11 @@
 #
 # Training kernels (COAT, Transformer Engine) run both halves of this: the backward pass of every normalisation,
 # and activations stored and multiplied in FP8 with fine-grained scales.
+#
+# *In the legacy dialect* the instructions return their results instead of writing into `dst`; the notes below say
+# where the kernels differ.
 
-# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="legacy"
 import ml_dtypes
 import neuronxcc.nki as nki
 import neuronxcc.nki.isa as nisa
@@ -49,6 +52,29 @@ LABEL = latency_label(TARGET)  # "estimate: nkisim cost model, trn2" on the simu
 EPS = 1e-6
 FP8 = np.dtype(nl.float8_e4m3)
 print("neuronxcc.nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR else "the Neuron compiler")
+
+# %% nbgrader={"grade": false, "grade_id": "setup_nki", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="nki"
+import ml_dtypes
+import nki
+import nki.isa as nisa
+import nki.language as nl
+import numpy as np
+
+try:
+    import nkisim
+
+    ON_SIMULATOR = nkisim.provides_nki()
+except ImportError:  # a Neuron machine without the course simulator installed
+    ON_SIMULATOR = False
+
+from nkilab import check, latency_label, load_kernel, peak  # load_kernel: the kernel a %%writefile cell saved
+
+TARGET = "trn2"  # the target the cost model estimates for (and the course grades on)
+LABEL = latency_label(TARGET)  # "estimate: nkisim cost model, trn2" on the simulator
+EPS = 1e-6
+FP8 = np.dtype(nl.float8_e4m3)
+print("nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR else "AWS's NKI (Neuron SDK 2.32 or later)")
+
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "math_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## 1. The backward pass of RMSNorm
@@ -100,9 +126,10 @@ except ImportError:
 # **`dw` is a sum over rows**, i.e. over the **partitions** of every row tile, and then over all row tiles. The
 # engines reduce along the free axis; the Tensor Engine contracts over partitions (stage 6). So `dw` for one row
 # tile is a matmul whose stationary operand is the `[rows, 1]` column `rstd` and whose moving operand is `q`:
-# `nl.matmul(rstd_tile, q[:, c0:c1], transpose_x=True)` is `Σ_r rstd_r q_rc`, a `[1, c1 - c0]` result, at most
-# {{trn2:gemm_moving_fmax}} columns. Accumulate it in PSUM (`+=`) across the loop over row tiles, exactly like stage
-# 6's loop over K, and evict it once at the end. Keep both operands float32 (float32 matmuls pair with float32): the
+# `nisa.nc_matmul(dst=dw_psum, stationary=rstd_tile, moving=q[:, c0:c1])` adds `Σ_r rstd_r q_rc`, a
+# `[1, c1 - c0]` result of at most {{trn2:gemm_moving_fmax}} columns, into the PSUM tile `dw_psum`. Accumulate it
+# there across the loop over row tiles, exactly like stage 6's loop over K (the first matmul overwrites, every later
+# one adds), and evict it once at the end. Keep both operands float32 (float32 matmuls pair with float32): the
 # sum runs over thousands of rows.
 #
 # **Engine balance.** Per element this kernel multiplies four times (`q`, `q·w`, `dy·w`, the final combination)
@@ -110,18 +137,22 @@ except ImportError:
 # take elementwise work:
 #
 # * the **Vector** engine (`nl.multiply`, `nisa.tensor_tensor`, `nisa.scalar_tensor_tensor` ...);
-# * the **GpSimd** engine: `nisa.tensor_tensor(a, b, op=np.multiply, engine=nisa.gpsimd_engine)`;
+# * the **GpSimd** engine: `nisa.tensor_tensor(dst=t, data1=a, data2=b, engine=nisa.engine.gpsimd, op=nl.multiply)`;
 # * the **Scalar** engine for anything of the form `f(data · scale + bias)` with a per-partition `scale`:
-#   `nisa.activation(op=nl.copy, data=x, scale=coef)` is `x · coef` row by row, and `nisa.activation_reduce(op=nl.copy,
-#   data=t, reduce_op=np.add, reduce_res=s)` sums a row while copying it.
+#   `nisa.activation(dst=t, op=nl.copy, data=x, scale=coef)` is `x · coef` row by row, and
+#   `nisa.activation_reduce(dst=t, op=nl.copy, data=x, reduce_op=nl.add, reduce_res=s)` sums a row while copying it.
 #
 # **The packed output.** The grader compares one array, so the kernel returns `grads` of shape `[R + 1, C]`: `dx` in
 # rows `0 .. R-1` and `dw` in row `R` (a framework would return two tensors).
 #
 # **A ragged last tile without masks.** Loop over tiles of rows with a plain Python `range`, as stage 8 looped over
 # channel tiles: each tile's row count `n = min(128, R - r0)` is then a Python number, and every slice is `[:n]`,
-# the matmul's contraction included. (The loop is unrolled when the kernel is traced; that is fine for a few dozen
+# the matmul's contraction included. (The loop is unrolled when the kernel compiles; that is fine for a few dozen
 # tiles.)
+#
+# *In the legacy dialect* the dw matmul is `dw_psum += nl.matmul(rstd_tile, q[:, c0:c1], transpose_x=True)`, the
+# instructions return their results (`nisa.tensor_tensor(a, b, op=np.multiply, engine=nisa.gpsimd_engine)`), and the
+# operators are NumPy's.
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "q1_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## 3. `rmsnorm_backward` (4 points)
@@ -282,9 +313,12 @@ print("cast without saturation:", np.array([120.0, 250.0, 1000.0]).astype(FP8),
 #   `±{{float8_e4m3:max}}`. In every case some values need the saturation: `out_scale` comes from half this step's
 #   amax.
 #
-# Dequantise with one multiply: view the `[n, C]` tile as `[n, C/16, 16]` and the scales as `[n, C/16, 1]`;
-# `nl.multiply` broadcasts the size-1 axis. `nisa.tensor_scalar(v, np.minimum, 240.0, op1=np.maximum,
-# operand1=-240.0, dtype=nl.float8_e4m3)` saturates and casts in one instruction.
+# Dequantise with one multiply: view the `[n, C]` tile as `[n, C/16, 16]` and the scales as `[n, C/16, 1]`, and
+# broadcast the size-1 axis with a view, `sc.broadcast(2, 16)` (a stride of 0: each scale read 16 times), as the
+# second operand of `nisa.tensor_tensor`. `nisa.tensor_scalar(dst=q, data=v, op0=nl.minimum, operand0=240.0,
+# op1=nl.maximum, operand1=-240.0)` saturates and casts to `q`'s dtype in one instruction. (In the legacy dialect
+# `nl.multiply` broadcasts the size-1 axis itself, and `nisa.tensor_scalar(v, np.minimum, 240.0, op1=np.maximum,
+# operand1=-240.0, dtype=nl.float8_e4m3)` returns the saturated tile.)
 #
 # **Compute in bf16: the output is FP8.** An FP8 result keeps 3 mantissa bits, so nothing in between needs float32's
 # 23. Load `x_q` and the scales with `dtype=nl.bfloat16` (the DMA converts on the way; FP8 values are exact in bf16),
@@ -466,7 +500,7 @@ from nkilab import grade
 
 grade("rmsnorm_fp8_forward", "rmsnorm_fp8_forward.py")
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "mm_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "mm_text", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="legacy"
 # ## 6. FP8 on the Tensor Engine
 #
 # The reason to store activations in FP8 is the matmuls that read them. On trn2 the PE array takes FP8 operands "two
@@ -476,7 +510,7 @@ grade("rmsnorm_fp8_forward", "rmsnorm_fp8_forward.py")
 # {{trn2:pe_tflops_fp8}} in FP8, {{trn2:pe_tflops_fp32}} in float32. The cell runs the same 2048-long contraction
 # (`[2048, 128]ᵀ @ [2048, 512]`) both ways and shows the Tensor Engine's estimated busy time.
 
-# %% nbgrader={"grade": false, "grade_id": "mm_demo", "locked": true, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": false, "grade_id": "mm_demo", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="legacy"
 @nki.jit
 def contract_bf16(a, b):
     """a [128, 16, 128] and b [128, 16, 512]: sum over 16 slices of a[:, k].T @ b[:, k], one matmul each."""
@@ -517,6 +551,65 @@ else:
     print("on hardware: time both with nki.benchmark")
 print(f"peaks on {TARGET}: {peak(TARGET).pe_tflops}")
 
+# %% [markdown] nbgrader={"grade": false, "grade_id": "mm_text_nki", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="nki"
+# ## 6. FP8 on the Tensor Engine
+#
+# The reason to store activations in FP8 is the matmuls that read them. On trn2 the PE array takes FP8 operands "two
+# rows at a time": `nisa.nc_matmul(dst=acc, stationary=s, moving=m, perf_mode=nisa.matmul_perf_mode.double_row)` with
+# `s` of shape `[128, 2, M]` and `m` of shape `[128, 2, N]` contracts over 256 values (both rows of every partition) in
+# the time a bfloat16 matmul contracts over 128. The target file lists the peaks: {{trn2:pe_tflops_bf16}} TFLOPS in
+# bfloat16, {{trn2:pe_tflops_fp8}} in FP8, {{trn2:pe_tflops_fp32}} in float32. The cell runs the same 2048-long
+# contraction (`[2048, 128]ᵀ @ [2048, 512]`) both ways and shows the Tensor Engine's estimated busy time.
+#
+# *In the legacy dialect* the same matmul is `acc += nisa.nc_matmul(s, m, perf_mode="double_row_gen3")`.
+
+# %% nbgrader={"grade": false, "grade_id": "mm_demo_nki", "locked": true, "schema_version": 3, "solution": false, "task": false} dialect="nki"
+@nki.jit
+def contract_bf16(a, b):
+    """a [128, 16, 128] and b [128, 16, 512]: sum over 16 slices of a[:, k].T @ b[:, k], one matmul each."""
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    a_t, b_t = nl.load(a), nl.load(b)
+    acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+    for k in range(16):
+        nisa.nc_matmul(dst=acc, stationary=a_t[:, k, :], moving=b_t[:, k, :])
+    res = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=res, src=acc)
+    nl.store(out, value=res)
+    return out
+
+
+@nki.jit
+def contract_fp8(a, b):
+    """The same contraction in FP8: two slices per double-row matmul."""
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    a_t, b_t = nl.load(a), nl.load(b)
+    acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+    for k in range(8):
+        nisa.nc_matmul(dst=acc, stationary=a_t[:, 2 * k:2 * k + 2, :], moving=b_t[:, 2 * k:2 * k + 2, :],
+                       perf_mode=nisa.matmul_perf_mode.double_row)
+    res = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=res, src=acc)
+    nl.store(out, value=res)
+    return out
+
+
+a8 = rng.standard_normal((128, 16, 128)).astype(FP8)  # FP8 values are exact in bfloat16 too
+b8 = rng.standard_normal((128, 16, 512)).astype(FP8)
+want = np.einsum("kri,krj->ij", a8.astype(np.float64), b8.astype(np.float64))
+if ON_SIMULATOR:
+    from nkisim.api import launch
+
+    for name, kern, args in (("bfloat16", contract_bf16, (a8.astype(ml_dtypes.bfloat16), b8.astype(ml_dtypes.bfloat16))),
+                             ("fp8", contract_fp8, (a8, b8))):
+        run = launch(kern, args, target=TARGET)
+        err = float(np.abs(np.asarray(run.outputs) - want).max())
+        pe_us = run.estimate().engine_busy_us["pe"]
+        print(f"{name:9s} Tensor Engine busy {pe_us:5.2f} us ({LABEL}); max error vs float64 {err:.2g}")
+else:
+    print("on hardware: time both with latency_us (the NEFF timed on the device)")
+print(f"peaks on {TARGET}: {peak(TARGET).pe_tflops}")
+
+
 # %% nbgrader={"grade": false, "grade_id": "figure_fp8_timelines", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # The two contractions as engine timelines: the FP8 one issues half the matmuls, each contracting two rows.
 import matplotlib.pyplot as plt
@@ -531,7 +624,7 @@ if ON_SIMULATOR:
                        f"{p.estimate.engine_busy_us['pe']:.2f} us ({LABEL})")
     plt.show()
 else:
-    print("on hardware: capture both with nki.profile and open them in neuron-profile")
+    print("on hardware: capture both with neuron-explorer (legacy: nki.profile) and open them in Neuron Explorer")
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "w1_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ### Written question (1 point)
@@ -554,13 +647,15 @@ else:
 # %% [markdown] nbgrader={"grade": false, "grade_id": "hardware", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # ## On real hardware
 #
-# * Which Neuron SDK: the legacy kernels (`import neuronxcc.nki`) need SDK 2.29 or earlier, because since SDK
-#   2.30 that namespace inside a kernel is a compile error; the NKI 0.6 kernels (`import nki`) need SDK 2.32 or
-#   later. The simulator runs both.
-# * Everything here is plain NKI; the microseconds are cost-model **estimates** for trn2. `nl.float8_e4m3` is the
+# * **Which Neuron SDK.** This notebook is NKI 0.6 (`import nki`) and needs Neuron SDK 2.32 or later. Its legacy twin
+#   (`make lab DIALECT=legacy`, `import neuronxcc.nki`) needs SDK 2.29 or earlier: since SDK 2.30 that namespace inside
+#   a kernel is a compile error. The simulator runs both.
+# * Everything here is plain NKI; the microseconds are cost-model **estimates** for trn2 (on a device, `check`
+#   measures: the NEFF timed with nrtpy's benchmark or `neuron-explorer capture`, stage 1). `nl.float8_e4m3` is the
 #   IEEE-style e4m3 of trn2 (its maximum is {{float8_e4m3:max}}); trn3 adds OCP's `float8_e4m3fn` (maximum 448) and
 #   MX formats, whose scales are powers of two shared by 32 values (`nisa.quantize_mx` in NKI 0.6).
 # * A training step would also produce the next step's `out_scale` (the amax of `y`) and the backward pass in FP8
 #   would quantise `dx` with group scales: both are reductions you have now written twice.
 # * PyTorch's `torch.nn.functional.rms_norm` with autograd is the reference for the backward pass; on a device,
 #   compare your kernel's `dx` and `dw` with it on the same inputs.
+

@@ -61,6 +61,9 @@ def test_a_signal_ends_make_grade_and_everything_it_started(tmp_path, sig):
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.5)
     assert processes_under(course)  # nbgrader and its notebook kernel are at work
+    # a run of one stage releases and takes in that stage alone
+    assert sorted(p.name for p in (course / "release").iterdir()) == ["01_vector_add"]
+    assert {p.name for p in (course / "submitted").glob("*/*")} == {"01_vector_add"}
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + sig, (out[-2000:], err[-2000:])

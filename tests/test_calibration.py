@@ -14,11 +14,12 @@ import io
 import pytest
 
 from bench import calibrate
+from tests.once import figure_value
 
 
 def _evaluated(quick: bool):
     out = io.StringIO()
-    values, misranked = calibrate.evaluate(quick=quick, out=out)
+    values, misranked = calibrate.evaluate(quick=quick, out=out, model=figure_value)
     return values, misranked, out.getvalue()
 
 

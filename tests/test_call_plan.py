@@ -152,3 +152,39 @@ def test_executing_hands_a_loaded_tile_over_and_changes_nothing(monkeypatch):
     assert np.array_equal(done.outputs, eager.outputs)
     assert done.latency_us() == eager.latency_us()
     assert handed and all(handed) and len(handed) == 2 * 3 * 2 * 2  # two loads per k step, every one
+
+
+@nki.jit
+def _scalar_operands(a):
+    out = nl.ndarray((4, 128, 8), dtype=a.dtype, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    for j in nl.affine_range(4):
+        y = nl.add(x, x)  # no scalar operand
+        z = nl.multiply(y, 0.5)  # a constant scalar
+        w = nl.multiply(z, j + 1)  # a scalar that changes with the loop
+        nl.store(out[j], value=w)
+    return out
+
+
+def test_a_plan_drops_the_scalar_notes_only_where_there_are_none():
+    """A plan calls the implementation without the wrapper that notes scalar operands (``ops.registry``) when
+    its call has none: the executed trace notes the same scalars as the eager launch's, instruction by
+    instruction, and the outputs are NumPy's."""
+    from nkisim.core.recording import CALLS
+    from nkisim.ops.registry import without_scalar_notes
+
+    add = CALLS["nl.add"]
+    assert without_scalar_notes(add, ("x",)) is not add  # nothing to note: the bare implementation
+    assert without_scalar_notes(add, (0.5,)) is add and without_scalar_notes(add, (True,)) is not add
+    assert without_scalar_notes(add, (Affine(0, ()),)) is add
+    a = RNG.standard_normal((128, 8), dtype=np.float32)
+    eager = api.launch(_scalar_operands, [a])
+    done = api.execute(api.trace(_scalar_operands, [a]), [a])
+    want = np.stack([(a + a) * np.float32(0.5) * np.float32(j + 1) for j in range(4)])
+    assert np.array_equal(done.outputs, want) and np.array_equal(eager.outputs, want)
+
+    def notes(launch):
+        return [(i.kind.name, (i.extra or {}).get("scalars")) for i in launch.record.ctx.trace]
+
+    assert notes(done) == notes(eager)
+    assert [s for _, s in notes(done) if s] == [(0.5,), (1,), (0.5,), (2,), (0.5,), (3,), (0.5,), (4,)]

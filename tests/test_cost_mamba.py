@@ -17,6 +17,7 @@ import pytest
 from bench import calibrate
 from nkisim import api
 from tests.cost_kernels import mamba
+from tests.once import figure_value
 
 FIGURES = {f.name: f for f in calibrate.FIGURES if f.target == "trn1"}
 FAST = ["mamba_v1 256ch seq512", "mamba_v1 4096ch seq512", "mamba_v2 4096ch seq512", "mamba_v2 4096ch seq1024",
@@ -25,7 +26,7 @@ FAST = ["mamba_v1 256ch seq512", "mamba_v1 4096ch seq512", "mamba_v2 4096ch seq5
 
 @pytest.fixture(scope="module")
 def model():
-    return {n: FIGURES[n].model() for n in FAST}
+    return {n: figure_value(FIGURES[n]) for n in FAST}  # computed once per test run, with test_calibration
 
 
 def test_the_kernels_compute_the_selective_scan():
@@ -66,7 +67,7 @@ def test_perf_guide_gains_within_1_3x(name):
 @pytest.mark.slow
 def test_sequence_tiling_at_8k_as_on_hardware():
     v2, v3 = (FIGURES[f"mamba_{v} 4096ch seq8192"] for v in ("v2", "v3"))
-    got2, got3 = v2.model(), v3.model()
+    got2, got3 = figure_value(v2), figure_value(v3)  # once per test run, with test_calibration
     assert got2 > 1.3 * got3  # published 53.33 -> 27.8 ms (48%)
     for fig, got in ((v2, got2), (v3, got3)):
         assert 1 / 1.3 <= got / fig.published <= 1.3, (fig.name, got)

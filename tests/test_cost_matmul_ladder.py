@@ -4,15 +4,13 @@ Published: 51.80 / 42.96 / 22.07 / 6.97 ms.  Runs in cost-only mode with nt.tens
 (about a minute in total); asserts the model numbers, never wall-clock time.
 """
 
-import contextlib
-import io
 
-import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 import neuronxcc.nki.typing as nt
 import pytest
 
 from tests.cost_kernels import matmul
+from tests.once import figure, figure_value
 
 pytestmark = pytest.mark.slow
 
@@ -21,13 +19,13 @@ PUBLISHED_US = {"tiled": 51800, "hoist_load": 42960, "block_free_dimension": 220
 
 @pytest.fixture(scope="module")
 def ladder():
+    """The tutorial's four kernels on its shapes (bench/calibrate.py's matmul figures: the same kernels and
+    placeholders, nki.benchmark p99 on trn1), each estimated once per test run and shared with test_calibration."""
+    out = {name: figure_value(figure("trn1", f"matmul {name}")) for name in PUBLISHED_US}
     a, b = nt.tensor[[8192, 4096], nl.bfloat16], nt.tensor[[8192, 8192], nl.bfloat16]
-    out = {}
-    for name in PUBLISHED_US:
-        bench = nki.benchmark(warmup=1, iters=1, platform_target="trn1")(getattr(matmul, name)())
-        with contextlib.redirect_stdout(io.StringIO()):
-            bench(a, b)
-        out[name] = bench.benchmark_result.nc_latency.get_latency_percentile(99)
+    for name in PUBLISHED_US:  # the figures' own kernels and arguments are the tutorial's
+        fig = figure("trn1", f"matmul {name}")
+        assert fig.kernel.__name__ == getattr(matmul, name)().__name__ and list(map(repr, fig.args)) == [repr(a), repr(b)]
     return out
 
 

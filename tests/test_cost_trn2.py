@@ -16,6 +16,7 @@ import pytest
 from nkisim.core.target import get as get_target
 from nkisim.cost import scheduler
 from tests.cost_kernels import layernorm, trn2_vector_add
+from tests.once import figure, figure_value
 
 
 def lat(kernel, *args, target="trn2"):
@@ -37,19 +38,34 @@ PUBLISHED = {"tiled1": 37318, "tiled128": 378, "stream2": 186, "stream200": 15, 
              "stream1000": 27.9, "transpose_static": 46.9, "transpose_affine": 86}
 
 
+#: the figures of bench/calibrate.py these tests read (the same kernels, trn2_vector_add, on the same placeholders)
+TRN2_FIGURES = {"tiled1": "vector_add_tiled R=1 n=25600", "tiled128": "vector_add_tiled R=128 n=25600",
+                "stream2": "vector_add_stream F=2 n=25600", "stream200": "vector_add_stream F=200 n=25600",
+                "stream2000": "vector_add_stream F=2000 n=256000", "stream1000": "vector_add_stream F=1000 n=256000",
+                "transpose_static": "transpose 1024 fp32 static_range",
+                "transpose_affine": "transpose 1024 fp32 affine_range (86 NCL)"}
+
+
 @pytest.fixture(scope="module")
 def trn2():
+    """Each estimate computed once per test run, shared with test_calibration (tiled1: 25600 iterations)."""
+    return {key: figure_value(figure("trn2", name)) for key, name in TRN2_FIGURES.items()}
+
+
+def test_the_figures_are_these_kernels_on_these_shapes():
     k = trn2_vector_add
-    return {
-        "tiled1": lat(k.tiled(1), *V25),  # 25600 iterations: ~20 s of tracing
-        "tiled128": lat(k.tiled(128), *V25),
-        "stream2": lat(k.stream(2), *V25),
-        "stream200": lat(k.stream(200), *V25),
-        "stream2000": lat(k.stream(2000), *V256),
-        "stream1000": lat(k.stream(1000), *V256),
-        "transpose_static": lat(k.transpose(nl.static_range), *MAT),
-        "transpose_affine": lat(k.transpose(), *MAT),
-    }
+    mine = {"tiled1": (k.tiled(1), V25), "tiled128": (k.tiled(128), V25), "stream2": (k.stream(2), V25),
+            "stream200": (k.stream(200), V25), "stream2000": (k.stream(2000), V256),
+            "stream1000": (k.stream(1000), V256), "transpose_static": (k.transpose(nl.static_range), MAT),
+            "transpose_affine": (k.transpose(), MAT)}
+    for key, (kernel, args) in mine.items():
+        fig = figure("trn2", TRN2_FIGURES[key])
+        assert fig.kernel.__name__ == kernel.__name__ and list(map(repr, fig.args)) == list(map(repr, args)), key
+    assert lat(k.tiled(128), *V25) == figure_value(figure("trn2", TRN2_FIGURES["tiled128"]))
+    for v in ("v1", "v2"):
+        fig = figure("trn1", f"layernorm {v} 4096x8192 (p50)")
+        assert fig.kernel.__name__ == getattr(layernorm, v)().__name__
+        assert list(map(repr, fig.args)) == list(map(repr, LN_ARGS))
 
 
 def test_trn2_ladders_in_hardware_order(trn2):
@@ -130,7 +146,8 @@ LN_ARGS = (nt.tensor[[4096, 8192], nl.float32], 1e-5, vec(8192), vec(8192))
 
 @pytest.fixture(scope="module")
 def ln():
-    return {"v1": lat(layernorm.v1(), *LN_ARGS, target="trn1"), "v2": lat(layernorm.v2(), *LN_ARGS, target="trn1")}
+    """bench/calibrate.py's layernorm figures (the same kernels and LN_ARGS), shared with test_calibration."""
+    return {v: figure_value(figure("trn1", f"layernorm {v} 4096x8192 (p50)")) for v in ("v1", "v2")}
 
 
 def test_layernorm_v1_slower_than_v2(ln):

@@ -65,6 +65,20 @@ def test_make_course_builds_source_release_gradebook_and_roster(built: Path) -> 
 
 
 @pytest.mark.processes
+def test_make_course_dialect_legacy_hands_out_the_legacy_twins(tmp_path: Path) -> None:
+    """One word, ``make course ... DIALECT=legacy``: the course's release is the legacy twin students of CS149's
+    handouts get (``assignments/legacy/``), its gradebook the same questions and points."""
+    proc = subprocess.run(["make", "--no-print-directory", "course", f"COURSE={tmp_path / 'c'}", "DIALECT=legacy",
+                           "COURSE_ARGS=--assignment 01_vector_add"], cwd=REPO, capture_output=True, text=True,
+                          timeout=900, env=bare_env())
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    released = nbformat.read(tmp_path / "c" / "release" / "01_vector_add" / "01_vector_add.ipynb", as_version=4)
+    twin = nbformat.read(REPO / "assignments" / "legacy" / "01_vector_add.ipynb", as_version=4)
+    assert [c.source for c in released.cells] == [c.source for c in twin.cells]
+    assert any("import neuronxcc.nki as nki" in c.source for c in released.cells if c.cell_type == "code")
+
+
+@pytest.mark.processes
 def test_rebuilding_keeps_the_course_and_adds_lessons(built: Path) -> None:
     release = built / "release" / "01_vector_add" / "01_vector_add.ipynb"
     before = release.stat().st_mtime_ns

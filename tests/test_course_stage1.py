@@ -312,6 +312,8 @@ def test_stderr_noise_in_a_correct_kernel_does_not_cost_points(tmp_path, capsys)
 
 @pytest.mark.slow
 def test_release_is_fresh_reproducible_and_leak_free(tmp_path):
+    """``make release`` now writes exactly the committed assignments/ and solutions/ (both dialects), which hold no
+    solution code."""
     built = build(tmp_path)
     assert tmp_path / "assignments" / f"{STAGE}.ipynb" in built
     for sub in ("assignments", "solutions"):
@@ -321,10 +323,8 @@ def test_release_is_fresh_reproducible_and_leak_free(tmp_path):
             committed = REPO / sub / rel
             assert committed.exists(), f"{sub}/{rel} missing: run make release"
             assert committed.read_bytes() == (tmp_path / sub / rel).read_bytes(), f"{sub}/{rel} stale: make release"
-    again = tmp_path / "again"
-    build(again)
-    for p in (tmp_path / "assignments").rglob("*.ipynb"):
-        assert p.read_bytes() == (again / "assignments" / p.name).read_bytes(), "release is not reproducible"
+    # reproducible: this build, now, equals byte for byte the committed one, made earlier by another process (a
+    # second build here proved nothing more and cost two nbgrader runs)
     assert scan_for_leaks(REPO / "assignments", reference_fingerprints()) == []
 
 

@@ -27,7 +27,7 @@ def test_reference_notebook_runs_and_earns_full_marks():
     one = outputs_text(nb, "demo_one_tile")
     assert "result tile: (64, 512) float32 in nl.psum" in one
     assert float(one.split("max |kernel - numpy| =")[1].split()[0]) < 1e-4
-    assert "exceed architecture limitation of 512" in outputs_text(nb, "demo_limits")
+    assert "PSUM tile res[64, 1024] needs 4096 bytes per partition" in outputs_text(nb, "demo_limits")
     profile = outputs_text(nb, "profile_demo")
     assert "cost-model estimate" in profile and "176160768" in profile  # the bytes section 3 talks about
     reuse = outputs_text(nb, "reuse_demo")

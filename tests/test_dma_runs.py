@@ -97,6 +97,15 @@ def strided(a):
 
 
 @lnki.jit
+def positions_between_slices(a):
+    """A 4-D tensor read at a position, a block of rows, another position and every other column (the counts of a
+    basic access's runs follow its slices past the positions it drops)."""
+    out = lnl.ndarray((128, 32), dtype=a.dtype, buffer=lnl.shared_hbm)
+    lnl.store(out, lnl.load(a[1, 0:128, 2, 0:64:2]))
+    return out
+
+
+@lnki.jit
 def transposed_view(a):
     """Loads a (64, 128) tensor as its (128, 64) transpose through an arange view and stores it back the same way."""
     out = lnl.ndarray(a.shape, dtype=a.dtype, buffer=lnl.shared_hbm)
@@ -206,6 +215,9 @@ LEGACY = [
     ("every other column", strided, lambda: [_f32(128, 1024)],
      lambda: [pieces(breaks(hbm((128, 1024))[:, 0:1024:2]), tile((128, 512))),
               pieces(tile((128, 512)), breaks(hbm((128, 512))))]),
+    ("positions between slices", positions_between_slices, lambda: [_f32(2, 128, 3, 64)],
+     lambda: [pieces(breaks(hbm((2, 128, 3, 64))[1, :, 2, 0:64:2]), tile((128, 32))),
+              pieces(tile((128, 32)), breaks(hbm((128, 32))))]),
     ("a transposed arange view, loaded and stored", transposed_view, lambda: [_f32(64, 128)],
      lambda: [pieces(breaks(T64), tile((128, 64))), pieces(tile((128, 64)), breaks(T64))]),
     ("a 1-D slice into a (128, 1) tile and back", vector_into_column, lambda: [_f32(1024)],

@@ -101,7 +101,8 @@ def test_every_source_has_its_page(site):
     expected = {"index.html", "grading.html", *(f"{g}.html" for g in guides),
                 *(f"lessons/{s}.html" for s in STAGES), "errors/index.html",
                 *(f"errors/{e}.html" for e in CATALOGUE), "api/index.html", "api/nki.html", "api/nl.html",
-                "api/nisa.html", "api/tile.html", "search.html", "genindex.html"}
+                "api/nisa.html", *(f"api/legacy/{m}.html" for m in ("nki", "nl", "nisa", "tile")), "search.html",
+                "genindex.html"}
     built = {str(p.relative_to(site)) for p in html_pages(site)}
     assert built == expected, (built ^ expected)
     assert len(STAGES) >= 7 and len(CATALOGUE) >= 56
@@ -469,19 +470,21 @@ def test_the_build_fails_unless_each_reproducer_raises_its_error(tmp_path, code,
 # ------------------------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_api_pages_cover_the_op_registry(site):
-    """Every call of the op registry has an entry on its module's page, with the front end's signature, its
-    docstring and what it issues, on which engine."""
+    """Every call of the op registry has an entry on its legacy module's page (the legacy section), with the front
+    end's signature, its docstring and what it issues, on which engine; the NKI 0.6 pages (api/nki, nl, nisa) come
+    first, each 0.6 call with its registry entry's docstring and instructions (test_the_06_api_pages_...)."""
     import inspect
 
     from nkidocs.apiref import MODULES, module_entries
 
-    pages = {m: (site / f"api/{m}.html").read_text() for m in ("nki", "nl", "nisa", "tile")}
+    legacy = {"nki": "neuronxcc.nki", "nl": "neuronxcc.nki.language", "nisa": "neuronxcc.nki.isa", "tile": "tile"}
+    pages = {m: (site / f"api/legacy/{m}.html").read_text() for m in legacy}
     calls = api.calls()
     assert len(calls) > 100
     for call in calls:
         prefix, name = call.call.split(".", 1)
-        found = re.search(rf'<dt class="sig sig-object py" id="{re.escape(call.call)}">(.*?)</dt>\s*<dd>(.*?)</dd>',
-                          pages[prefix], re.S)
+        found = re.search(rf'<dt class="sig sig-object py" id="{re.escape(legacy[prefix] + "." + name)}">(.*?)</dt>'
+                          rf'\s*<dd>(.*?)</dd>', pages[prefix], re.S)
         assert found, call.call
         sig, body = text_of(found.group(1)), " ".join(text_of(found.group(2)).split())
         first = re.sub(r"^`*[\w.]+`*(\s*\([^)]*\))?:\s*", "", call.doc.split("\n")[0]).replace("`", "")
@@ -490,15 +493,49 @@ def test_api_pages_cover_the_op_registry(site):
         for ins in call.instructions:
             assert f"{ins.kind} ({ins.engine})" in body, (call.call, body)
         if prefix != "tile":
-            params = inspect.signature(dict(module_entries(prefix))[name]).parameters
+            params = inspect.signature(dict(module_entries(f"legacy-{prefix}"))[name]).parameters
             for p in params.values():
                 assert p.name == "_" or p.name in sig, (call.call, p.name, sig)
     # the names that are not calls: loops, decorators, dtypes, buffers
-    for module in MODULES:
-        for name, _ in module_entries(module):
-            assert f'id="{module}.{name}"' in pages[module], f"{module}.{name}"
+    for page, spec in MODULES.items():
+        markup = (site / f"api/{page.replace('legacy-', 'legacy/')}.html").read_text()
+        for name, _ in module_entries(page):
+            assert f'id="{spec.qualifier}.{name}"' in markup, f"{spec.qualifier}.{name}"
     for name in ("nki.jit", "nki.benchmark", "nl.affine_range", "nl.arange", "nl.sbuf", "nl.bfloat16"):
-        assert f'id="{name}"' in pages[name.split(".")[0]], name
+        short, rest = name.split(".", 1)
+        assert f'id="{legacy[short]}.{rest}"' in pages[short], name
+
+
+@pytest.mark.slow
+def test_the_06_api_pages_come_from_the_registry_and_the_adapter_table(site):
+    """Every NKI 0.6 call with a registry entry (the adapter table) has an entry on its 0.6 page: AWS's 0.6
+    signature, the entry's docstring, what it issues with each instruction's engine and price, and what changed
+    from the legacy call; the legacy dialect is a section of its own after them."""
+
+    from nkidocs.apiref import MODULES
+
+    calls = {c.call: c for c in api.calls()}
+    pages = {spec.qualifier: (site / f"api/{page}.html").read_text() for page, spec in MODULES.items() if spec.v06}
+    adapters = [a for a in api.adapters() if a.entry is not None]
+    assert len(adapters) > 100
+    for a in adapters:
+        markup = pages[a.name.rsplit(".", 1)[0]]
+        found = re.search(rf'<dt class="sig sig-object py" id="{re.escape(a.name)}">(.*?)</dt>\s*<dd>(.*?)</dd>',
+                          markup, re.S)
+        assert found, a.name
+        sig, body = text_of(found.group(1)), " ".join(text_of(found.group(2)).split())
+        assert sig.strip().startswith(a.name + "(") and all(p in sig for p in a.params), (a.name, sig)
+        call = calls[a.entry]
+        for ins in call.instructions:
+            assert f"{ins.kind} ({ins.engine}): {ins.cost}" in body, (a.name, body)
+        if a.changes():
+            assert "From " in body and a.changes()[0].replace("`", "") in body, (a.name, body)
+    index = text_of(re.search(r"<article.*?</article>", (site / "api/index.html").read_text(), re.S).group(0))
+    assert index.index("nisa: nki.isa") < index.index("The legacy dialect") < index.index("neuronxcc.nki.isa")
+    migration = text_of((site / "migration.html").read_text())
+    assert "nki.isa.nc_matmul neuronxcc.nki.isa.nc_matmul writes into dst (its first argument)" in " ".join(
+        migration.split())
+    assert "for i in range(n)" in migration and "nki/get-started/about/lnc.rst" in migration
 
 
 # ------------------------------------------------------------------------------------------------
@@ -532,7 +569,8 @@ def browser(site, tmp_path_factory):
 @pytest.mark.parametrize(("query", "expected"), [
     ("partition", "lessons/02_partition_tiling.html"),
     ("err_psum_tile_exceed_bank_size", "errors/err_psum_tile_exceed_bank_size.html"),
-    ("nl.load", "api/nl.html#nl.load"),
+    ("nki.language.load", "api/nl.html#nki.language.load"),
+    ("nki.isa.nc_matmul", "api/nisa.html#nki.isa.nc_matmul"),
     ("bubblewrap", "grading.html"),
 ])
 def test_search_finds_pages(browser, query, expected):
@@ -565,7 +603,8 @@ LAYOUT = """(() => {
           drawerLeft: drawer.left, drawerRight: drawer.right, h1Top: h1.top};
 })()"""
 PAGES = ["index.html", "lessons/02_partition_tiling.html", "lessons/04_masked_rmsnorm.html", "errors/index.html",
-         "errors/err_num_partition_exceed_arch_limit.html", "api/nl.html", "grading.html"]
+         "errors/err_num_partition_exceed_arch_limit.html", "api/nl.html", "api/nisa.html", "migration.html",
+         "grading.html"]
 
 
 def _not_blank(png: bytes, width: int, height: int) -> None:
@@ -613,5 +652,32 @@ def test_desktop_layout(browser, slug, tmp_path):
         png = page.screenshot()
         (tmp_path / "desktop.png").write_bytes(png)
         _not_blank(png, 1280, 900)
+    finally:
+        page.close()
+
+
+@pytest.mark.slow
+def test_a_browser_shows_nc_matmul_with_its_06_signature_and_cost(browser):
+    """Opened in Chromium, the NKI 0.6 API page shows ``nki.isa.nc_matmul`` with AWS's 0.6 signature (``dst`` first)
+    and what it costs: the Tensor Engine instruction and the cost model's price for it, with the change from the
+    legacy call."""
+    chromium, base = browser
+    page = chromium.open(f"{base}/api/nisa.html#nki.isa.nc_matmul", 1280, 900)
+    try:
+        shown = page.wait_for("""(() => {
+          const dt = document.getElementById('nki.isa.nc_matmul');
+          if (!dt) return null;
+          const r = dt.getBoundingClientRect();
+          return {sig: dt.innerText, body: dt.nextElementSibling.innerText, visible: r.height > 0 && r.width > 0};
+        })()""")
+        assert shown and shown["visible"], shown
+        sig = " ".join(shown["sig"].split())
+        assert sig.startswith("nki.isa.nc_matmul(dst, stationary, moving, is_stationary_onezero=False"), sig
+        assert "accumulate=None" in sig and "perf_mode=" in sig, sig
+        body = " ".join(shown["body"].split())
+        nc_matmul = next(c for c in api.calls() if c.call == "nisa.nc_matmul")
+        cost = next(i for i in nc_matmul.instructions if i.kind == "nc_matmul")
+        assert f"nc_matmul (TensorE): {cost.cost}" in body, body
+        assert "From legacy nisa.nc_matmul: writes into dst (its first argument)" in body, body
     finally:
         page.close()

@@ -137,7 +137,7 @@ def test_failing_hidden_edge_cases_costs_correctness_points(graded):
 @pytest.mark.slow
 def test_endless_loop_scores_zero_and_the_batch_goes_on(graded):
     assert score(graded, "dev", "01_vector_add", "q1_grade") == 0.0
-    assert "timed out after 20 s" in report_text(graded, "dev", "01_vector_add", "q1_grade")
+    assert "timed out after 40 s" in report_text(graded, "dev", "01_vector_add", "q1_grade")
     assert score(graded, "dev", "01_vector_add", "q2_grade") == 4.0
     for later in ("eve", "finn", "gus", "hana", "ivan", "jade", "lena"):
         assert (graded["course"] / "autograded" / later / "01_vector_add" / "01_vector_add.ipynb").exists(), later
@@ -273,10 +273,13 @@ def test_feedback_pages_carry_no_student_markup_and_no_reference_lines(graded):
     def lines(text: str) -> set[str]:
         return {line.strip() for line in text.splitlines()}
 
-    public = set().union(*(lines(c.source) for stage in STAGES for c in _released(stage).cells),
-                         *(lines(p.read_text()) for p in (example_class.CLASS_DIR / "kernels").glob("*.py")))
-    fingerprints = {line for path in (REPO / "solutions").glob("*/*.py") for line in lines(path.read_text())
-                    if len(line) > 30 and not line.startswith("#")} - public
+    # what students are given in either dialect (a line the 0.6 notebook quotes as legacy prose is public) and the
+    # example class's own kernels
+    public = "\n".join([*(c.source for stage in STAGES for folder in ("", "legacy")
+                          for c in _released(stage, folder).cells),
+                        *(p.read_text() for p in (example_class.CLASS_DIR / "kernels").glob("*.py"))])
+    fingerprints = {line for path in (REPO / "solutions").rglob("*.py") for line in lines(path.read_text())
+                    if len(line) > 30 and not line.startswith("#") and line not in public}
     pages = sorted((graded["course"] / "feedback").glob("*/*/*.html"))
     assert pages
     for page in pages:
@@ -307,7 +310,7 @@ def test_nothing_of_the_grader_or_a_peer_reaches_a_student_or_a_spreadsheet(grad
     for path in (example_class.CLASS_DIR / "kernels").glob("*.py"):
         kernels[path.stem.split("_")[0]] |= {line.strip() for line in path.read_text().splitlines()
                                              if len(line.strip()) > 30 and not line.strip().startswith("#")}
-    reference_lines = {part for path in (REPO / "solutions").glob("*/*.py") for line in path.read_text().splitlines()
+    reference_lines = {part for path in (REPO / "solutions").rglob("*.py") for line in path.read_text().splitlines()
                        for part in (line.strip(), line.split("  #")[0].strip())}  # with and without its comment
     pages = sorted((course / "feedback").glob("*/*/*.html"))
     assert len(pages) >= 25
@@ -397,8 +400,9 @@ EXPECTED_KERNEL_POINTS = {
     # oscar's stage 1 Q2 adds by HBM->HBM DMAs: priced at its HBM traffic (5N bytes) it takes 1.54x the reference
     # on trn2, half the speed points (it was 0.66x, full points, while a read-modify-write cost a plain copy)
     "oscar": [3, 0, "-", "-", "-", "-", "-", "-", "-"],
-    # nadia writes NKI 0.6: the lesson's 0.6 answers earn what ada's legacy ones do (stages 1 and 5); her stage 6
-    # Q1 restarts the PSUM accumulation at every K tile: right on the 3 of 10 cases with one K tile (0.9/3)
+    # the class hands in NKI 0.6 but for dev, eve, lena and oscar, on CS149's legacy handout: their legacy kernels earn
+    # what the same algorithms earn in 0.6 (lena: the lesson's legacy answers, ada's points). nadia's stage 6 Q1
+    # restarts the PSUM accumulation at every K tile: right on the 3 of 10 cases with one K tile (0.9/3)
     "nadia": [7, "-", "-", "-", 7, 4.9, "-", "-", "-"],
     # peggy's stage 1 adds move every element (Q1) or every 64 bytes (Q2) as a DMA piece of its own through views
     # that put the columns across the partitions: right values, correctness points only (7/7 while a DMA was priced
@@ -533,15 +537,17 @@ def test_stages_5_to_9_honest_slow_wrong_and_hostile(graded):
         assert "refused your file before running it" in text and line in text, (student, stage, text[:300])
     assert "NaN/Inf values where the answer is finite" in report_text(graded, "cleo", "09_rmsnorm_backward_fp8",
                                                                        "q2_grade")  # no FP8 saturation: inf
-    assert "TypeError" in report_text(graded, "mallory", "06_tensor_engine_matmul", "q2_grade")  # NumPy on tensors
+    # NumPy on NKI 0.6 tensors: np.transpose makes a 0-d object array, which np.matmul refuses
+    assert "raised ValueError: matmul: Input operand 0" in report_text(graded, "mallory", "06_tensor_engine_matmul",
+                                                                        "q2_grade")
     assert "[FAIL] hidden case" in report_text(graded, "cleo", "06_tensor_engine_matmul", "q1_grade")  # bf16 sums
 
 
 # --------------------------------------------------------------------------- the pieces, without nbgrader
 
 
-def _released(stage: str = "01_vector_add") -> nbformat.NotebookNode:
-    return nbformat.read(REPO / "assignments" / f"{stage}.ipynb", as_version=4)
+def _released(stage: str = "01_vector_add", folder: str = "") -> nbformat.NotebookNode:
+    return nbformat.read(REPO / "assignments" / folder / f"{stage}.ipynb", as_version=4)
 
 
 def test_restore_rebuilds_a_hostile_notebook_on_the_release():

@@ -17,8 +17,9 @@ import jsonschema
 import nbformat
 import pytest
 
-from nkilab import example_class, gradescope
+from nkilab import example_class, gradescope, manifest
 from nkilab.questions import QUESTIONS
+from nkilab.release import assignments_dir
 
 REPO = Path(__file__).resolve().parents[1]
 STAGE = "01_vector_add"
@@ -96,8 +97,11 @@ def run_autograder(bundle: Path, root: Path, notebook: nbformat.NotebookNode | N
 
 
 def submission(recipe: dict) -> nbformat.NotebookNode:
-    released = nbformat.read(REPO / "assignments" / f"{STAGE}.ipynb", as_version=4)
-    reference = example_class.reference_answers(STAGE, dialect=recipe.get("dialect", "legacy"))
+    """A hand-in built as the example class's are: on the released notebook of the recipe's dialect (the course's,
+    NKI 0.6, unless it says legacy)."""
+    dialect = recipe.get("dialect", manifest.course().stub_dialect)
+    released = nbformat.read(assignments_dir(REPO, dialect) / f"{STAGE}.ipynb", as_version=4)
+    reference = example_class.reference_answers(STAGE, dialect=dialect)
     return example_class.build_notebook(released, recipe, reference)
 
 
@@ -129,16 +133,29 @@ def test_the_stub_a_cheat_and_an_empty_submission(bundle, tmp_path):
     assert empty["score"] == 0.0 and "no notebook in the submission" in empty["output"]
 
 
-def test_a_slow_kernel_is_told_why_and_a_06_hand_in_is_graded_alike(bundle, tmp_path):
-    """Speed feedback that teaches reaches Gradescope's visible output (issue 22 scope 2); the lesson's NKI 0.6
-    answers earn what its legacy ones do (issue 21 scope 3)."""
+def test_a_slow_kernel_is_told_why_and_a_legacy_hand_in_is_graded_alike(bundle, tmp_path):
+    """Speed feedback that teaches reaches Gradescope's visible output (issue 22 scope 2); a legacy twin's hand-in
+    with the lesson's legacy answers earns what the NKI 0.6 ones do (issue 30 scope 2)."""
     slow = run_autograder(bundle, tmp_path / "slow", submission({"answers": {
         "q2_kernel": "kernels/ben_stream_one_chunk_at_a_time.py"}}))
     out = [t for t in slow["tests"] if t["visibility"] == "visible"][1]["output"]
     assert "Where the time goes (estimates): yours vs the reference" in out and "Why: " in out, out
     assert "Your costliest lines: line " in out and f"See {QUESTIONS['vector_add_stream'].speed_lesson}." in out
-    nki = run_autograder(bundle, tmp_path / "nki", submission({"dialect": "nki"}))
-    assert nki["score"] == 7.0, [t["output"] for t in nki["tests"]]
+    legacy = run_autograder(bundle, tmp_path / "legacy", submission({"dialect": "legacy"}))
+    assert legacy["score"] == 7.0, [t["output"] for t in legacy["tests"]]
+
+
+def test_make_gradescope_dialect_legacy_bundles_the_legacy_twin(tmp_path):
+    """One word, ``make gradescope DIALECT=legacy``: the bundle holds the legacy twin of the notebook, and lands beside
+    the NKI 0.6 bundles in a folder of its own."""
+    out = subprocess.run([sys.executable, "-m", "nkilab.gradescope", "build", "--dialect", "legacy", "--assignment",
+                          STAGE, "--out", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert f"make gradescope: wrote {tmp_path / (STAGE + '.zip')}" in out.stdout
+    with zipfile.ZipFile(tmp_path / f"{STAGE}.zip") as bundle:
+        shipped = bundle.read(f"{STAGE}.ipynb").decode()
+    assert shipped == (REPO / "assignments" / "legacy" / f"{STAGE}.ipynb").read_text()
+    assert "import neuronxcc.nki as nki" in shipped
 
 
 def test_adds_through_transposed_views_earn_their_correctness_points_only(bundle, tmp_path):

@@ -149,3 +149,24 @@ def test_allow_root_is_added_exactly_when_running_as_root(monkeypatch, tmp_path:
     assert ("--allow-root" in cmd) == expected and cmd[-1] == "--no-browser"
     # said once, even when the user passed it too
     assert lab.command(tmp_path, ["--allow-root"], "jupyter").count("--allow-root") == 1
+
+
+@pytest.mark.processes
+@pytest.mark.parametrize("dialect", ["", "nki", "legacy"])
+def test_make_lab_dialect_picks_the_notebooks_in_one_word(tmp_path: Path, dialect: str) -> None:
+    """``make lab`` opens the NKI 0.6 notebooks (the course's dialect); ``make lab DIALECT=legacy`` their legacy twins,
+    by default in a folder of their own (``work/legacy/``: the two sets share notebook names)."""
+    work = tmp_path / "work"
+    args = ["make", "--no-print-directory", "lab", f"LAB_DIR={work}", "LAB_ARGS=--prepare-only"]
+    proc = subprocess.run(args + ([f"DIALECT={dialect}"] if dialect else []), cwd=REPO, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    legacy = dialect == "legacy"
+    which = "legacy (import neuronxcc.nki)" if legacy else "NKI 0.6 (import nki)"
+    assert f"make lab: the {which} notebooks of {'assignments/legacy' if legacy else 'assignments'}" in proc.stdout
+    assert f"--notebook-dir={work}" in proc.stdout
+    for name in ("01_vector_add.ipynb", "05_multicore_spmd.ipynb"):
+        stub = next(c for c in json.loads((work / name).read_text())["cells"]
+                    if "".join(c["source"]).startswith("%%writefile"))
+        assert ("import neuronxcc.nki" in "".join(stub["source"])) == legacy, name
+    assert lab.lab_dir_for(dialect or "nki") == ("work/legacy" if legacy else "work")

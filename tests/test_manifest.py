@@ -103,7 +103,7 @@ def test_a_broken_manifest_is_refused():
     with pytest.raises(manifest.ManifestError, match="dialects"):
         manifest.parse(text.replace('legacy = "01_vector_add/vector_add_naive.py"', 'cuda = "x.py"'))
     with pytest.raises(manifest.ManifestError, match="stub_dialect"):
-        manifest.parse(text.replace('stub_dialect = "legacy"', 'stub_dialect = "cuda"'))
+        manifest.parse(text.replace('stub_dialect = "nki"', 'stub_dialect = "cuda"'))
 
 
 def test_the_example_class_hands_in_every_stage():

@@ -10,7 +10,11 @@ answers on the pipe whose fd the job names: an ``import`` message, then per the 
   the grading parent has each program checked and executed on inputs it drew itself (``nkilab._execute``, in a
   sandbox of its own), so what a kernel does to this process, to NumPy or to the simulator stays here;
 * ``run`` (on a Neuron device, or for ``run_inprocess``): one ``case`` message per case (facts + the output
-  array), and on a device the benchmark;
+  array), and on a device, for a legacy kernel, ``nki.benchmark``'s;
+* ``neff`` (on a Neuron device, for an NKI 0.6 kernel, which has no ``nki.benchmark``): the kernel run once on the
+  timed case's shapes with ``NEURON_FRAMEWORK_DEBUG=1`` set by the parent, so AWS's compiler saves its NEFF in this
+  process's scratch folder; one ``neff`` message carries the file's bytes, which the parent times on the device
+  with AWS's tools (``nkilab.device``): nothing this process says is a latency;
 
 then ``done``.  It never sees expected outputs, the grading seed or the reference latencies.
 """
@@ -41,6 +45,12 @@ def on_simulator() -> bool:
     return bool(nkisim.using_simulator())
 
 
+def simulated(fn: Any) -> bool:
+    """Whether the loaded kernel is the simulator's (either dialect's ``nki.jit`` served by nkisim) rather than AWS's:
+    on a Neuron device a 0.6 kernel is AWS's while a legacy one may still be simulated."""
+    return type(fn).__module__.split(".")[0] == "nkisim"
+
+
 def error_info(err: BaseException, module_path: str | None) -> dict:
     """Plain facts about an exception: type, message, NKI error id, and the line in the student's file."""
     info: dict[str, Any] = {"type": type(err).__name__, "message": str(err).strip()[:MESSAGE_CHARS]}
@@ -69,7 +79,7 @@ def error_info(err: BaseException, module_path: str | None) -> dict:
 def load_kernel(module_path: str, function: str) -> Any:
     """Import the student's file by path and return the kernel, jitted if it was left undecorated."""
     fn = modules.load_kernel(module_path, function)
-    if on_simulator():
+    if on_simulator() and type(fn).__module__.split(".")[0] not in ("nki", "neuronxcc"):  # (AWS's stays AWS's)
         from nkisim import api
 
         fn = api.as_kernel(fn)  # a plain function still has to run as an NKI kernel
@@ -101,7 +111,7 @@ class Launcher:
 
     def __init__(self, fn: Any, grid_spec: Any, target: str | None) -> None:
         self.fn, self.grid, self.target = fn, make_grid(grid_spec, modules.kernel_dialect(fn)), target
-        self.simulator = on_simulator()
+        self.simulator = simulated(fn)
         self.last: Any = None
 
     def __call__(self, *args: np.ndarray) -> Any:
@@ -188,13 +198,35 @@ def execute(fn: Any, job: dict, cases: list[list[np.ndarray]], module_path: str 
             except Exception as err:
                 facts["timing"] = {"status": "error", "error": error_info(err, module_path)}
         emit({"kind": "case", "index": i, **facts}, [out] if out is not None else [])
-    if job.get("bench") and not sim:  # a device: measured p99 of nki.benchmark
+    # a device: a legacy kernel's measured p99 of nki.benchmark (NKI 0.6 has none: the parent times its NEFF)
+    if job.get("bench") and not sim and modules.kernel_dialect(fn) != "0.6":
         b = job["bench"]
         try:
             facts = benchmark(fn, b["shapes"], b["dtypes"], job.get("target"), job.get("grid"))
         except Exception as err:
             facts = {"status": "error", "error": error_info(err, module_path)}
         emit({"kind": "bench", **facts}, [])
+
+
+def compile_neff(fn: Any, job: dict, module_path: str | None, emit: Any) -> None:
+    """Run the kernel once on the timed case's shapes in ``job["workdir"]`` (AWS's compiler saves the NEFF there under
+    ``NEURON_FRAMEWORK_DEBUG=1``) and send the NEFF's bytes."""
+    from nkilab import device
+
+    b = job["bench"]
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s).astype(np.dtype(d)) for s, d in zip(b["shapes"], b["dtypes"])]
+    folder = Path(job["workdir"])
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        os.chdir(folder)
+        grid = make_grid(job.get("grid"), modules.kernel_dialect(fn))
+        (fn[grid] if grid is not None else fn)(*args)
+        data = device.find_neff(folder).read_bytes()[:device.MAX_NEFF_BYTES]
+    except Exception as err:
+        emit({"kind": "neff", "status": "error", "error": error_info(err, module_path)}, [])
+        return
+    emit({"kind": "neff", "status": "ok"}, [np.frombuffer(data, dtype=np.uint8)])
 
 
 class _Signature:
@@ -239,7 +271,11 @@ def main() -> int:
         emit({"kind": "import", "status": "error", "error": error_info(err, module_path)}, [])
         emit({"kind": "done"}, [])
         return 0
-    emit({"kind": "import", "status": "ok"}, [])
+    emit({"kind": "import", "status": "ok", "dialect": modules.kernel_dialect(fn)}, [])
+    if job.get("role") == "neff":
+        compile_neff(fn, job, module_path, emit)
+        emit({"kind": "done"}, [])
+        return 0
     if job.get("role") == "trace":
         # The job's signatures are the public cases'.  Only once their programs (and any error text) are sent
         # does the parent send the hidden cases' signatures: what this process says before then cannot hold them.

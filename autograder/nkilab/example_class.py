@@ -13,13 +13,15 @@ from __future__ import annotations
 import copy
 import csv
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 from nbformat import NotebookNode
 
-from nkilab.release import REPO, load_source
+from nkilab import manifest
+from nkilab.release import REPO, assignments_dir, load_source
 from nkilab.sanitize import grade_id, is_answer
 
 CLASS_DIR = REPO / "autograder" / "example_class"
@@ -91,9 +93,11 @@ def stages_used(class_dir: Path = CLASS_DIR) -> list[str]:
     return sorted({k for r in recipes(class_dir).values() for k in r if k[:2].isdigit()})
 
 
-def reference_answers(stage: str, notebooks: Path = REPO / "notebooks", dialect: str = "legacy") -> dict[str, str]:
+def reference_answers(stage: str, notebooks: Path = REPO / "notebooks", dialect: str | None = None) -> dict[str, str]:
     """grade_id -> the lesson's answer with the solution marker lines removed (what a full-marks student wrote),
-    its kernels in ``dialect`` (a recipe's ``"dialect": "nki"`` hands in the NKI 0.6 references)."""
+    its kernels in ``dialect`` (default: the course's, NKI 0.6; a recipe's ``"dialect": "legacy"`` hands in the
+    legacy references)."""
+    dialect = dialect or manifest.course().stub_dialect
     lesson = load_source(notebooks / f"{stage}.py", dialect)
     return {grade_id(c) or "": "\n".join(ln for ln in c.source.split("\n") if not any(m in ln for m in MARKER_LINES))
             for c in lesson.cells if is_answer(c)}
@@ -181,19 +185,21 @@ def corrupted(text: str, how: bool | str) -> str:
 
 
 def build_submissions(dest: Path, assignments: Path = REPO / "assignments", class_dir: Path = CLASS_DIR,
-                      notebooks: Path = REPO / "notebooks", release: Path | None = None) -> list[Path]:
-    """Write every student's hand-in under ``dest/<student>/<stage>/`` (nbgrader's ``submitted`` layout).  A stage
-    the teacher changed (``teacher_versions``) is handed in on the course's own release
-    (``release/<stage>/<stage>.ipynb``), the others on ``assignments/<stage>.ipynb``."""
+                      notebooks: Path = REPO / "notebooks", release: Path | None = None,
+                      stages: Collection[str] | None = None) -> list[Path]:
+    """Write every student's hand-in under ``dest/<student>/<stage>/`` (nbgrader's ``submitted`` layout): each
+    built on the released notebook of its recipe's dialect (default: the course's, in ``assignments``; ``legacy``:
+    the twin in ``assignments/legacy``).  A stage the teacher changed (``teacher_versions``) is handed in on the
+    course's own release (``release/<stage>/<stage>.ipynb``).  ``stages``: only those (default: every one)."""
     written: list[Path] = []
     references: dict[tuple[str, str], dict[str, str]] = {}
     versions = teacher_versions(class_dir)
     for student, entry in recipes(class_dir).items():
         for stage, recipe in entry.items():
-            if not stage[:2].isdigit():
+            if not stage[:2].isdigit() or (stages is not None and stage not in stages):
                 continue
             where = f"{student}/{stage}"
-            key = (stage, recipe.get("dialect", "legacy"))
+            key = (stage, recipe.get("dialect", manifest.course().stub_dialect))
             if key not in references:
                 references[key] = reference_answers(stage, notebooks, key[1])
                 references[key].update(teacher_answers(versions.get(stage, {}), class_dir))
@@ -202,7 +208,8 @@ def build_submissions(dest: Path, assignments: Path = REPO / "assignments", clas
                     raise RecipeError(f"{where}: the teacher changed {stage}: hand it in on the course's release")
                 released = nbformat.read(release / stage / f"{stage}.ipynb", as_version=4)
             else:
-                released = nbformat.read(assignments / f"{stage}.ipynb", as_version=4)
+                released = nbformat.read(assignments_dir(assignments.parent, key[1]) / f"{stage}.ipynb",
+                                         as_version=4)
             nb = build_notebook(released, recipe, references[key], class_dir, where)
             folder = dest / student / stage
             folder.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,8 @@
     python -m nkilab.gradescope build [--assignment NAME] [--out DIR] [--no-sandbox]
     python -m nkilab.gradescope run --assignment NAME [--root /autograder]      # what run_autograder calls
 
-A bundle (``build/gradescope/<assignment>.zip``) holds ``setup.sh``, ``run_autograder``, the simulator and
+A bundle (``build/gradescope/<assignment>.zip``; ``build/gradescope/legacy/`` for the legacy twins, ``make gradescope
+DIALECT=legacy``) holds ``setup.sh``, ``run_autograder``, the simulator and
 ``nkilab`` packages, the released notebook and the reference solutions' latencies measured at build time
 (``reference_latencies.json``) -- not the solutions themselves, so nothing in a grading container can reveal
 them.  ``run`` takes the student's notebook from ``<root>/submission``, rebuilds it on the release (only the
@@ -33,11 +34,12 @@ from pathlib import Path
 
 import nbformat
 
-from nkilab import intake, sandbox
+from nkilab import intake, manifest, sandbox
 from nkilab.check import truncate_text
 from nkilab.evaluate import PRESET_ENV, grading_target, reference_key, reference_latency
 from nkilab.grade import GRADING_ENV, grade_report
 from nkilab.questions import HIDDEN_CASES_ENV, QUESTION_CALL, QUESTIONS, REPO, timed_references
+from nkilab.release import assignments_dir, shown
 from nkilab.results import Audience
 from nkilab.sanitize import grade_id, is_grade, restore, writefile_target
 
@@ -105,9 +107,11 @@ def _pins() -> list[str]:
 HIDDEN = "hidden_cases.json"  # in the bundle when the TA gives their own hidden cases
 
 
-def build(assignment: str, out: Path, *, sandboxed: bool = True, hidden: Path | None = None) -> Path:
-    """``out/<assignment>.zip``: the autograder bundle for one assignment."""
-    release = REPO / "assignments" / f"{assignment}.ipynb"
+def build(assignment: str, out: Path, *, sandboxed: bool = True, hidden: Path | None = None,
+          dialect: str | None = None) -> Path:
+    """``out/<assignment>.zip``: the autograder bundle for one assignment, on its notebook in ``dialect`` (default:
+    the course's ``stub_dialect``; ``legacy``: the twin in ``assignments/legacy/``)."""
+    release = assignments_dir(REPO, dialect or manifest.course().stub_dialect) / f"{assignment}.ipynb"
     if not release.exists():
         raise SystemExit(f"make gradescope: no released notebook {release} (run make release)")
     questions = kernel_questions(nbformat.read(release, as_version=4))
@@ -221,7 +225,11 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="build the autograder bundles")
     b.add_argument("--assignment", action="append", help="only these (default: every released assignment)")
-    b.add_argument("--out", type=Path, default=REPO / "build" / "gradescope")
+    b.add_argument("--out", type=Path, default=None,
+                   help="where the bundles go (default: build/gradescope/, build/gradescope/legacy/ for the twin)")
+    b.add_argument("--dialect", choices=manifest.DIALECTS, default=None,
+                   help="bundle the notebooks of this dialect: nki (NKI 0.6, assignments/) or legacy "
+                        "(assignments/legacy/); default: the course's stub_dialect")
     b.add_argument("--no-sandbox", action="store_true", help="grade without bubblewrap in the container (loudly)")
     b.add_argument("--hidden-cases", type=Path, default=None, help="your own hidden cases (JSON), shipped in the bundle")
     r = sub.add_parser("run", help="grade <root>/submission into <root>/results/results.json")
@@ -229,9 +237,13 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--source", type=Path, default=None)
     args = ap.parse_args(argv)
     if args.cmd == "build":
-        names = args.assignment or sorted(p.stem for p in (REPO / "assignments").glob("*.ipynb"))
+        dialect = args.dialect or manifest.course().stub_dialect
+        folder = assignments_dir(REPO, dialect)
+        out = args.out or REPO / "build" / "gradescope" / folder.relative_to(REPO / "assignments")
+        names = args.assignment or sorted(p.stem for p in folder.glob("*.ipynb"))
         for name in names:
-            print(f"make gradescope: {build(name, args.out, sandboxed=not args.no_sandbox, hidden=args.hidden_cases)}")
+            bundle = build(name, out, sandboxed=not args.no_sandbox, hidden=args.hidden_cases, dialect=dialect)
+            print(f"make gradescope: wrote {shown(bundle)}")
         return 0
     results = grade_submission(args.root, args.source or args.root / "source")
     out = args.root / "results"

@@ -1,6 +1,8 @@
 """``make lab``: JupyterLab on the student's own copies of the notebooks, with no instructor tools in sight.
 
-* The released notebooks (``assignments/*.ipynb``) are copied into the lab directory (``work/``) once; a copy
+* ``--dialect`` picks the notebooks: NKI 0.6 (``assignments/*.ipynb``, the course's ``stub_dialect``) or their
+  legacy twins (``assignments/legacy/``, CS149's ``neuronxcc.nki``), ``make lab DIALECT=legacy``.
+* The released notebooks are copied into the lab directory (``work/``, or ``work/legacy/``) once; a copy
   is never overwritten, so ``git pull`` and ``make release`` never touch a student's answers.  When a lesson
   changed after its copy was made (the release's content differs from what was copied, or, for copies made
   before this was recorded, the release file is newer), the lab says so and how to get the new version.
@@ -22,6 +24,9 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from nkilab import manifest
+from nkilab.release import assignments_dir
 
 #: the nbgrader server extensions ``pip install nbgrader`` enables for every Jupyter server
 NBGRADER_SERVER_EXTENSIONS = (
@@ -93,6 +98,16 @@ def write_config(config_dir: Path) -> Path:
     return config_dir
 
 
+#: how the lab names each dialect
+DIALECT_NAMES = {"nki": "NKI 0.6 (import nki)", "legacy": "legacy (import neuronxcc.nki)"}
+
+
+def lab_dir_for(dialect: str) -> str:
+    """The default lab directory: ``work`` for the course's dialect, ``work/<dialect>`` for its twin (the two sets
+    share notebook names, so they cannot share a folder)."""
+    return "work" if dialect == manifest.course().stub_dialect else f"work/{dialect}"
+
+
 def command(lab_dir: Path, lab_args: list[str], jupyter: str) -> list[str]:
     """The ``jupyter lab`` command line: the lab directory, ``--allow-root`` as root, then the user's options."""
     cmd = [jupyter, "lab", f"--notebook-dir={lab_dir}"]
@@ -103,13 +118,21 @@ def command(lab_dir: Path, lab_args: list[str], jupyter: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m nkilab.lab", description=__doc__.split("\n\n")[0])
-    p.add_argument("--dir", default="work", help="the lab directory with the student's copies (default: work)")
-    p.add_argument("--assignments", default="assignments", help="the released notebooks (default: assignments)")
+    p.add_argument("--dialect", choices=manifest.DIALECTS, default=None,
+                   help="which notebooks: nki (NKI 0.6, import nki: assignments/) or legacy (import neuronxcc.nki, "
+                        "CS149's dialect: assignments/legacy/); default: the course's stub_dialect")
+    p.add_argument("--dir", default=None,
+                   help="the lab directory with the student's copies (default: work, or work/<dialect> for the "
+                        "other dialect)")
+    p.add_argument("--assignments", default=None, help="the released notebooks (default: the dialect's folder)")
     p.add_argument("--config-dir", default="build/lab-config",
                    help="the lab's own Jupyter config directory (default: build/lab-config)")
     p.add_argument("--prepare-only", action="store_true", help="copy and write the config, do not start Jupyter")
     opts, lab_args = p.parse_known_args(argv)
-    lab_dir, assignments = Path(opts.dir).resolve(), Path(opts.assignments)
+    dialect = opts.dialect or manifest.course().stub_dialect
+    assignments = Path(opts.assignments) if opts.assignments else assignments_dir(Path("."), dialect)
+    lab_dir = Path(opts.dir or lab_dir_for(dialect)).resolve()
+    print(f"make lab: the {DIALECT_NAMES[dialect]} notebooks of {assignments}")
     copied, stale = prepare_copies(assignments, lab_dir)
     for path in copied:
         print(f"make lab: copied {path.name} into {lab_dir}")

@@ -150,6 +150,7 @@ def question_fields(qid: str) -> dict[str, Any]:
     stage = next(s for s in c.stages if q in s.questions)
     lesson = f"stage {stage.number}, section \u201c{q.speed_lesson}\u201d" if q.speed_lesson else ""
     return {"qid": q.qid, "title": q.title, "function": q.qid, "solution": q.solutions["legacy"],
+            "solution_nki": q.solutions.get("nki", ""),
             "correctness_points": q.correctness, "speed_points": q.speed, "full_tier": c.full_tier,
             "partial_tier": c.full_tier if q.relaxed else c.partial_tier, "relaxed": q.relaxed,
             "speed_lesson": lesson}
@@ -235,7 +236,9 @@ def example_class_coverage(class_dir: Path = REPO / "autograder" / "example_clas
             own = bool(recipe.get("answers")) or recipe.get("default") == "stub" or any(
                 recipe.get(k) for k in ("add", "delete", "copy", "edit", "strip_metadata", "extra_files", "file_name"))
             mark = "✗" if recipe.get("corrupt") else "●" if own else "✓"
-            out[student][stage] = mark + (" 0.6" if recipe.get("dialect") == "nki" else "")
+            dialect = recipe.get("dialect", course().stub_dialect)  # the coverage table marks the other dialect
+            out[student][stage] = mark + ("" if dialect == course().stub_dialect else " legacy" if dialect == "legacy"
+                                          else " 0.6")
     return out
 
 

@@ -107,7 +107,7 @@ class Question:
     public: tuple[Case, ...]
     hidden: tuple[Case, ...]
     speed_case: Case
-    solution: str  # reference kernel module, relative to solutions/
+    solution: str  # reference kernel module, relative to solutions/ (the legacy one)
     correctness_points: float
     speed_points: float
     rules: str = ""  # the size rules the kernel may assume, in plain words
@@ -132,6 +132,9 @@ class Question:
     #: named kinds of case beyond the dtype (``"ragged rows"``), each a predicate on a case: the course manifest
     #: lists the kinds a question's public and hidden cases cover, and a test holds the two to each other
     kinds: dict[str, Callable[[Case], bool]] = field(default_factory=dict)
+    #: the NKI 0.6 twin of ``solution`` (relative to solutions/): the reference timed on a Neuron device with AWS's
+    #: ``nki``, where a legacy kernel no longer compiles (SDK 2.30+); "" where the manifest names none
+    solution_nki: str = ""
     #: the least work of a case (``nkilab.bounds``); None: an elementwise kernel's traffic, output shaped as input 1
     work: Callable[[Case], Work] | None = None
 
@@ -146,6 +149,11 @@ class Question:
     @property
     def solution_path(self) -> Path:
         return SOLUTIONS / self.solution
+
+    def reference_path(self, on_device: bool) -> Path:
+        """The reference kernel timed against a student's: the NKI 0.6 twin on a Neuron device with AWS's ``nki``
+        (it runs there; the legacy one is a compile error since Neuron SDK 2.30), else ``solution_path``."""
+        return SOLUTIONS / self.solution_nki if on_device and self.solution_nki else self.solution_path
 
     def inputs(self, case: Case, seed: int, index: int) -> list[np.ndarray]:
         """Deterministic inputs for (seed, case index): independent, non-symmetric normal draws (made consistent
@@ -182,7 +190,7 @@ def relaxed_reference(q: Question) -> Question | None:
         return None
     base = QUESTIONS[q.relaxed]
     return dataclasses.replace(q, qid=f"{q.qid}~relaxed", function=base.function, solution=base.solution,
-                               relaxed=None)
+                               solution_nki=base.solution_nki, relaxed=None)
 
 
 def timed_references(q: Question) -> list[Question]:

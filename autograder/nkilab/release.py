@@ -1,14 +1,17 @@
 """``make release``: authored lessons (notebooks/NN_*.py) -> student notebooks and reference kernels.
 
-For each stage: jupytext turns ``notebooks/<stage>.py`` into ``source/<stage>/<stage>.ipynb`` inside a
-temporary nbgrader course directory; ``nbgrader generate_assignment --force`` builds the student
-version, which is normalised (deterministic cell ids, no volatile metadata) into
-``assignments/<stage>.ipynb``; the ``%%writefile`` solution cells become ``solutions/<stage>/<file>.py``.
+For each stage and dialect: jupytext turns ``notebooks/<stage>.py`` into ``source/<stage>/<stage>.ipynb`` (that
+dialect's cells) inside a temporary nbgrader course directory; ``nbgrader generate_assignment --force`` builds the
+student version, which is normalised (deterministic cell ids, no volatile metadata) into
+``assignments/<stage>.ipynb`` for the course's ``stub_dialect`` (NKI 0.6) and ``assignments/legacy/<stage>.ipynb``
+for its twin; the ``%%writefile`` solution cells become ``solutions/<stage>/<file>.py`` (legacy) and
+``solutions/<stage>/nki/<file>.py`` (NKI 0.6).
 Then every file in assignments/ is scanned for solution markers and for fingerprints of the reference
 code.  ``--check`` regenerates into a temporary directory and fails if the committed files differ.
 
-    python -m nkilab.release            # write assignments/ and solutions/
-    python -m nkilab.release --check    # fail if they are stale or leak solutions
+    python -m nkilab.release                    # write assignments/ (both dialects) and solutions/
+    python -m nkilab.release --dialect legacy   # only the legacy notebooks (assignments/legacy/) and solutions/
+    python -m nkilab.release --check            # fail if they are stale or leak solutions
 """
 
 from __future__ import annotations
@@ -157,46 +160,65 @@ def _normalise(nb: nbformat.NotebookNode) -> str:
     return nbformat.writes(nb, version=4) + "\n"
 
 
-def _nbgrader(course: Path, stage: str) -> None:
-    cmd = [sys.executable, "-m", "nbgrader", "generate_assignment", stage, "--force",
+def _nbgrader(course: Path, stages: list[str]) -> None:
+    """``nbgrader generate_assignment`` of every stage in ``stages`` in the temporary course ``course`` (one
+    nbgrader start-up for them all)."""
+    cmd = [sys.executable, "-m", "nbgrader", "generate_assignment", "*", "--force", "--create",
            f"--CourseDirectory.root={course}", "--log-level=WARN"]
     env = dict(os.environ)  # nbgrader runs the `alembic` script from PATH: put this venv's bin/ first
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    proc = subprocess.run(cmd, cwd=course, capture_output=True, text=True, timeout=300, env=env)
-    release = course / "release" / stage / f"{stage}.ipynb"
-    if proc.returncode != 0 or not release.exists():
-        raise ReleaseError(f"nbgrader generate_assignment {stage} failed:\n{proc.stdout}\n{proc.stderr}")
+    proc = subprocess.run(cmd, cwd=course, capture_output=True, text=True, timeout=900, env=env)
+    missing = [s for s in stages if not (course / "release" / s / f"{s}.ipynb").exists()]
+    if proc.returncode != 0 or missing:
+        raise ReleaseError(f"nbgrader generate_assignment {', '.join(missing) or '*'} failed:\n{proc.stdout}\n"
+                           f"{proc.stderr}")
+
+
+def assignments_dir(root: Path, dialect: str) -> Path:
+    """Where ``dialect``'s student notebooks go under ``root``: the course's ``stub_dialect`` in ``assignments/``,
+    its twin in ``assignments/<dialect>/`` (``assignments/legacy/``: the CS149-style ``neuronxcc.nki`` set)."""
+    return root / "assignments" if dialect == manifest.course().stub_dialect else root / "assignments" / dialect
+
+
+def release_dialects(dialect: str | None = None) -> list[str]:
+    """The dialects ``make release`` writes notebooks for: ``dialect`` alone, or every one, the stub dialect first."""
+    if dialect is not None:
+        if dialect not in manifest.DIALECTS:
+            raise ReleaseError(f"dialect {dialect!r} is not one of {manifest.DIALECTS}")
+        return [dialect]
+    stub = manifest.course().stub_dialect
+    return [stub, *(d for d in manifest.DIALECTS if d != stub)]
 
 
 def build(out: Path, notebooks: Path = REPO / "notebooks", dialect: str | None = None) -> list[Path]:
-    """Generate assignments/ (the student notebooks in ``dialect``, by default the course's ``stub_dialect``)
-    and solutions/ (every dialect's reference) under ``out``; returns the files written."""
-    dialect = dialect or manifest.course().stub_dialect
+    """Generate the student notebooks of ``dialect`` (default: every dialect: the course's ``stub_dialect`` in
+    ``assignments/``, the other in ``assignments/<dialect>/``) and solutions/ (every dialect's reference) under
+    ``out``; returns the files written."""
     written: list[Path] = []
-    lessons: list[nbformat.NotebookNode] = []
-    with tempfile.TemporaryDirectory(prefix="nkilab-release-") as tmp:
-        course = Path(tmp) / "course"
-        course.mkdir()
-        shutil.copy(CONFIG, course / "nbgrader_config.py")
-        for src in stages(notebooks):
-            stage = src.stem
-            nb = load_source(src)
-            folder = course / "source" / stage
-            folder.mkdir(parents=True)
-            nbformat.write(load_source(src, dialect), folder / f"{stage}.ipynb")
-            _nbgrader(course, stage)
-            student = nbformat.read(course / "release" / stage / f"{stage}.ipynb", as_version=4)
-            target = out / "assignments" / f"{stage}.ipynb"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(_normalise(student))
-            written.append(target)
-            for name, text in solution_files(nb).items():
-                path = out / "solutions" / stage / name
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(GENERATED_HEADER.format(stage=stage) + text)
-                written.append(path)
-            lessons.append(nb)
-    leaks = scan_for_leaks(out / "assignments", fingerprints(*lessons))
+    lessons = {src.stem: load_source(src) for src in stages(notebooks)}
+    for which in release_dialects(dialect):
+        with tempfile.TemporaryDirectory(prefix="nkilab-release-") as tmp:
+            course = Path(tmp) / "course"
+            course.mkdir()
+            shutil.copy(CONFIG, course / "nbgrader_config.py")
+            for src in stages(notebooks):
+                folder = course / "source" / src.stem
+                folder.mkdir(parents=True)
+                nbformat.write(load_source(src, which), folder / f"{src.stem}.ipynb")
+            _nbgrader(course, list(lessons))
+            for stage in lessons:
+                student = nbformat.read(course / "release" / stage / f"{stage}.ipynb", as_version=4)
+                target = assignments_dir(out, which) / f"{stage}.ipynb"
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(_normalise(student))
+                written.append(target)
+    for stage, nb in lessons.items():
+        for name, text in solution_files(nb).items():
+            path = out / "solutions" / stage / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(GENERATED_HEADER.format(stage=stage) + text)
+            written.append(path)
+    leaks = scan_for_leaks(out / "assignments", fingerprints(*lessons.values()))
     if leaks:
         raise ReleaseError("solution code in assignments/:\n" + "\n".join(leaks))
     return written
@@ -250,17 +272,21 @@ def check(repo: Path = REPO) -> list[str]:
     return problems
 
 
+def shown(path: Path) -> str:
+    """``path`` as a log line names it: relative to the working directory when inside it, else absolute."""
+    path = path.resolve()
+    cwd = Path.cwd().resolve()
+    return str(path.relative_to(cwd)) if path.is_relative_to(cwd) else str(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="fail if assignments/ or solutions/ are stale or leak")
     ap.add_argument("--out", type=Path, default=REPO, help="where assignments/ and solutions/ go")
     ap.add_argument("--dialect", choices=manifest.DIALECTS, default=None,
-                    help="the dialect of the student notebooks (default: the manifest's stub_dialect; a different "
-                         "one needs --out, since assignments/ in this repository follow the manifest)")
+                    help="write only this dialect's student notebooks (default: both; the manifest's stub_dialect "
+                         "goes in assignments/, the other in assignments/<dialect>/)")
     args = ap.parse_args(argv)
-    if args.dialect and args.dialect != manifest.course().stub_dialect and args.out == REPO and not args.check:
-        ap.error(f"assignments/ here follow the manifest's stub_dialect ({manifest.course().stub_dialect}): set "
-                 "stub_dialect in autograder/nkilab/course.toml, or write elsewhere with --out DIR")
     try:
         if args.check:
             problems = check()
@@ -272,8 +298,8 @@ def main(argv: list[str] | None = None) -> int:
         if problems:
             raise ReleaseError("; ".join(problems))
         for path in build(args.out, dialect=args.dialect):
-            print("wrote", path.relative_to(args.out) if path.is_relative_to(args.out) else path)
-        if args.out == REPO:
+            print("wrote", shown(path))
+        if args.out.resolve() == REPO:
             for rel in manifest.write_tables():
                 print("rewrote the course tables of", rel)
         return 0

@@ -171,7 +171,7 @@ class SpeedRecord:
     where both runs' time went, for feedback that says why."""
 
     case: str  # the timed case's inputs (public)
-    label: str  # "estimate (nkisim cost model, trn2)" or "measured (...)"
+    label: str  # "estimate (nkisim cost model, trn2)" or "measured on trn2.48xlarge (nrtpy benchmark, ...)"
     latency_us: float | None = None
     reference_us: float | None = None
     tier: str | None = None  # full | partial | none

@@ -16,12 +16,13 @@ import re
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from nkilab import sandbox
+from nkilab import device, modules, sandbox
 from nkilab._execute import MAX_PROGRAM_BYTES, MESSAGE_CHARS
 from nkilab.processes import Budget, ChildRun, clean_text, executor_server, spawn
 
@@ -40,7 +41,7 @@ class CaseRun:
 class RunResult:
     import_error: dict | None = None
     cases: list[CaseRun] = field(default_factory=list)
-    bench: dict | None = None  # a device's nki.benchmark result
+    bench: dict | None = None  # a device's measurement: nki.benchmark's (legacy) or the NEFF timed here (NKI 0.6)
     timed_out: bool = False
     crashed: bool = False
     garbled: str | None = None  # the results stream was malformed (a forged or interleaved write)
@@ -231,9 +232,14 @@ def run_module(module_path: str | os.PathLike, function: str, cases: list[list[n
     cwd = None if sandboxed else str(module_path.parent)
     job: dict = {"module": child_module, "function": function, "timed": timed, "target": target,
                  "grid": list(grid) if grid is not None else None}
+
+    def timing() -> dict:
+        assert bench is not None
+        return device_bench(argv, module_path, cwd, env, job, bench, deadline, limits, sandboxed, result, source)
+
     try:
         done = _run(result, cmd, cwd, None if sandboxed else env, job, cases, timed, bench, python, source, deadline,
-                    limits, hidden, sandboxed)
+                    limits, hidden, sandboxed, timing)
     finally:
         cmd.close()
     if not result.timed_out and (not done or result.returncode not in (0, None)) and result.import_error is None:
@@ -244,8 +250,9 @@ def run_module(module_path: str | os.PathLike, function: str, cases: list[list[n
 def _run(result: RunResult, cmd: sandbox.Command, cwd: str | None, env: dict[str, str] | None, job: dict,
          cases: list[list[np.ndarray]], timed: int | None, bench: tuple[list[tuple[int, ...]], list[str]] | None,
          python: str | None, source: list[str] | None, deadline: float, limits: sandbox.Limits,
-         hidden: frozenset[int], sandboxed: bool) -> bool:
-    """The child's run (and on the simulator, the executor's); True when the processes finished their work."""
+         hidden: frozenset[int], sandboxed: bool, timing: Callable[[], dict]) -> bool:
+    """The child's run (and on the simulator, the executor's); True when the processes finished their work.  On a
+    device, ``timing`` measures a 0.6 kernel's latency from its NEFF (``device_bench``) once its cases ran."""
     if not _simulated():
         job["cases"] = [len(a) for a in cases]
         if bench is not None:
@@ -254,7 +261,11 @@ def _run(result: RunResult, cmd: sandbox.Command, cwd: str | None, env: dict[str
         run = spawn(cmd, cwd, env, job, [a for args in cases for a in args], deadline, limits,
                     Budget(out_bytes + SPARE_BYTES, len(cases) + SPARE_MESSAGES))
         _merge(result, run)
-        return _case_runs(run.messages, len(cases), result, source)
+        done = _case_runs(run.messages, len(cases), result, source)
+        said = next((h.get("dialect") for h, _ in run.messages if h.get("kind") == "import"), None)
+        if done and bench is not None and said == "0.6" and not result.timed_out:
+            result.bench = timing()
+        return done
     return _traced_then_executed(result, cmd, cwd, env, job, cases, timed, python, source, deadline, limits, hidden,
                                  sandboxed)
 
@@ -283,9 +294,48 @@ def _output_allowance(args: list[np.ndarray]) -> int:
 
 
 def _simulated() -> bool:
+    """Grade on the simulator (trace in the sandbox, execute apart), unless this is a Neuron device with AWS's NKI:
+    there the child runs each kernel itself, on the device when it is AWS's."""
     import nkisim
 
-    return bool(nkisim.using_simulator())
+    return bool(nkisim.using_simulator()) and not device.on_device()
+
+
+def device_bench(argv: list[str], module_path: Path, cwd: str | None, env: dict[str, str], job: dict,
+                 bench: tuple[list[tuple[int, ...]], list[str]], deadline: float, limits: sandbox.Limits,
+                 sandboxed: bool, result: RunResult, source: list[str] | None) -> dict:
+    """An NKI 0.6 kernel's device latency, measured as AWS documents for 0.6 (``nkilab.device``): a second child
+    compiles the kernel on the timed case's shapes with ``NEURON_FRAMEWORK_DEBUG=1`` and sends the NEFF it left
+    (bytes, nothing else read from it); this process writes them to a folder of its own and times them with nrtpy
+    or ``neuron-explorer``.  The result is the parent's measurement, never the child's word."""
+    with tempfile.TemporaryDirectory(prefix="nkilab-neff-") as tmp:
+        workdir = f"{sandbox.SCRATCH}/neff" if sandboxed else str(Path(tmp) / "compile")
+        neff_env = dict(env, NEURON_FRAMEWORK_DEBUG="1", NKI_ARTIFACTS_DIR=f"{workdir}/artifacts")
+        cmd = sandbox.command(argv, module_path, neff_env, limits) if sandboxed else sandbox.plain(argv)
+        neff_job = dict(job, role="neff", workdir=workdir,
+                        bench={"shapes": [list(s) for s in bench[0]], "dtypes": list(bench[1])})
+        try:
+            run = spawn(cmd, cwd, None if sandboxed else neff_env, neff_job, [], deadline, limits,
+                        Budget(device.MAX_NEFF_BYTES + SPARE_BYTES, SPARE_MESSAGES))
+        finally:
+            cmd.close()
+        result.seconds += run.seconds  # (its exit status is not the graded run's: a failed compile is no latency)
+        got = next(((h, a) for h, a in run.messages if h.get("kind") == "neff"), None)
+        if run.timed_out or got is None:
+            return {"status": "error", "error": {"type": "RuntimeError", "message": "the kernel's compile for timing "
+                                                 "did not finish"}}
+        head, arrays = got
+        if head.get("status") != "ok" or len(arrays) != 1 or arrays[0].dtype != np.uint8 or arrays[0].ndim != 1:
+            return {"status": "error", "error": error_facts(head.get("error"), source)
+                    or {"type": "RuntimeError", "message": "no NEFF"}}
+        neff = Path(tmp) / "kernel.neff"
+        neff.write_bytes(arrays[0].tobytes())
+        rng = np.random.default_rng(0)  # the timed case's shapes, as the compile used them
+        inputs = [rng.standard_normal(s).astype(np.dtype(d)) for s, d in zip(bench[0], bench[1])]
+        try:
+            return device.time_neff(neff, inputs, timeout=max(deadline - time.monotonic(), 1.0)).as_facts()
+        except device.DeviceError as err:
+            return {"status": "error", "error": {"type": "DeviceError", "message": str(err)}}
 
 
 def _traced_then_executed(result: RunResult, cmd: sandbox.Command, cwd: str | None, env: dict[str, str] | None,
@@ -397,7 +447,8 @@ def run_inprocess(fn: object, function: str, cases: list[list[np.ndarray]], *, t
     start = time.monotonic()
     messages: list[tuple[dict, list[np.ndarray]]] = []
     job = {"grid": list(grid) if grid is not None else None, "target": target, "timed": timed}
-    if _child.on_simulator():  # as the grader does it: traced once per signature, the programs executed
+    if _child.simulated(fn) or (_child.on_simulator() and not device.on_device()):  # as the grader does it: traced
+        # once per signature, the programs executed
         from nkilab import _execute
         from nkisim import api
 
@@ -419,6 +470,13 @@ def run_inprocess(fn: object, function: str, cases: list[list[np.ndarray]], *, t
         job["bench"] = {"shapes": [list(s) for s in bench[0]], "dtypes": list(bench[1])}
     _child.execute(fn, job, cases, None, lambda head, arrays: messages.append((head, arrays)))
     _case_runs(messages, len(cases), result, _own_source(fn))
+    if bench is not None and not _child.simulated(fn) and modules.kernel_dialect(fn) == "0.6":  # AWS's NKI 0.6
+        rng = np.random.default_rng(0)
+        inputs = [rng.standard_normal(s).astype(np.dtype(d)) for s, d in zip(bench[0], bench[1])]
+        try:
+            result.bench = device.measure_kernel(fn, inputs, _child.make_grid(job["grid"], "0.6")).as_facts()
+        except device.DeviceError as err:
+            result.bench = {"status": "error", "error": {"type": "DeviceError", "message": str(err)}}
     result.seconds = time.monotonic() - start
     return result
 

@@ -149,13 +149,17 @@ def side(acc: Any, valid: np.ndarray | None = None) -> Side:
             n = int(np.count_nonzero(valid))
         breaks = _address_breaks(acc, valid) if n else np.zeros(0, dtype=bool)
         return Side(n, 1, breaks, hbm, n * t.itemsize)
+    # (count, step) per dimension: a basic access keeps one dimension per slice, in order, of the slice's count
+    # (core.access), so its shape holds the counts and no bound is evaluated again
     dims = []
+    shape = acc.shape
+    k = 0
     for c in acc.comps:
         if c[0] == "int":
             dims.append((0, 1))
         else:
-            lo, hi, step = int(c[1].value()), int(c[2].value()), c[3]
-            dims.append((len(range(lo, hi, step)), step))
+            dims.append((shape[k], c[3]))
+            k += 1
     par = -1 if hbm else t.par_axis
     return Side(n, _run_length(t.shape, par, tuple(dims)), None, hbm, n * t.itemsize)
 

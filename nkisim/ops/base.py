@@ -16,7 +16,7 @@ from nkisim.core.context import KernelContext, active
 from nkisim.core.errors import NKIError, nki_error, shape_str
 from nkisim.core.indexing import check_mask
 from nkisim.core.location import assigned_name, user_frame, user_location
-from nkisim.core.storage import read, write
+from nkisim.core.storage import owned, read, storage, write
 from nkisim.core.tensor import Tensor, as_access
 from nkisim.core.whole import whole_parts_of_shape
 from nkisim.cost.instructions import DMA_TRANSPOSE, LOAD_TRANSPOSE2D, NC_MATMUL, Instruction
@@ -337,14 +337,16 @@ def new_tile(ctx: KernelContext, shape: tuple[int, ...], dtype: np.dtype, values
 
 
 def write_dst(ctx: KernelContext, api: str, dst: Any, shape: tuple[int, ...], vals: Any,
-              valid: np.ndarray | None = None, spaces: str | None = None) -> Access:
+              valid: np.ndarray | None = None, spaces: str | None = None, add: bool = False) -> Access:
     """Write an instruction's result into ``dst``, the canonical output path of an op.
 
     NKI 0.6 hands every ``nisa`` instruction the tile it writes (``dst``); legacy calls pass ``dst=None`` and get a
     new tile instead (``new_tile``).  ``dst`` must live where the instruction may write and hold the result:
     the same partitions and elements per partition as ``shape`` (any free layout).  ``vals`` are the values the
     engine computed (fp32, or int64 for integer math), cast once to ``dst``'s dtype as they are written, which
-    is also what the hardware does.  Returns the access written, for the instruction's trace record."""
+    is also what the hardware does.  ``add``: ``vals`` are added onto ``dst``'s values in fp32 (a PSUM accumulation
+    whose every element has started), in place where ``dst`` holds fp32.  Returns the access written, for the
+    instruction's trace record."""
     d = as_access(one_operand(api, "dst", dst, ctx, spaces))
     ds = d.shape
     if (ds[0] if ds else 1) != (shape[0] if shape else 1) or math.prod(ds) != math.prod(shape):
@@ -356,6 +358,17 @@ def write_dst(ctx: KernelContext, api: str, dst: Any, shape: tuple[int, ...], va
         vals = np.reshape(vals, ds) if np.size(vals) == math.prod(ds) else np.broadcast_to(vals, shape).reshape(ds)
     if valid is not None and valid.ndim and valid.shape != ds:
         valid = np.broadcast_to(valid, shape).reshape(ds)
+    if add and vals is not None:
+        t = d.tensor
+        data = storage(t)
+        if valid is None and data is not None and data.dtype == np.float32 and not d.advanced and not t.unfilled:
+            t.root.written = True
+            data = owned(t)
+            idx = d.np_index()
+            np.add(data[idx], vals, out=data[idx])  # the same fp32 sums as below, without copies
+            return d
+        old = read(d)
+        vals = vals + (old if old is None or old.dtype == np.float32 else old.astype(np.float32))
     write(d, vals, valid)
     return d
 
@@ -376,9 +389,19 @@ def f32(acc: Access | Tensor | None, ctx: KernelContext) -> np.ndarray | None:
     return a.astype(np.int64)
 
 
+#: id of a tuple of allowed dtypes ``dtype_in`` was passed -> (that tuple, kept so the id stays its own; their NKI names)
+_DTYPE_NAMES: dict[int, tuple[tuple, tuple[str, ...]]] = {}
+
+
 def dtype_in(api: str, pname: str, acc: Access, allowed: tuple[str | np.dtype, ...]) -> None:
     """The compiler's error for an operand whose dtype is not one of ``allowed`` (dtypes or their NKI names)."""
-    names = tuple(a if isinstance(a, str) else dt.name(a) for a in allowed)
+    hit = _DTYPE_NAMES.get(id(allowed))
+    if hit is not None and hit[0] is allowed:  # (each op passes one constant tuple: named once)
+        names = hit[1]
+    else:
+        names = tuple(a if isinstance(a, str) else dt.name(a) for a in allowed)
+        if len(_DTYPE_NAMES) < 1024:
+            _DTYPE_NAMES[id(allowed)] = (allowed, names)
     if dt.name(acc.dtype) not in names:
         raise nki_error("err_supported_operand_dtype",
                         f"'{pname}' of '{api}' has dtype {dt.name(acc.dtype)}, expected one of the following dtypes: "

@@ -79,7 +79,10 @@ def _pe_matmul(api: str, stat: Access, mov: Access, sname: str, mname: str, mask
     if ctx.numerics:
         f = np.dtype(np.float32)
         k = mov.shape[0]
-        vals = np.matmul(values(stat, ctx, f).T, values(mov, ctx, f).reshape(k, n)).reshape(out_shape)
+        # into an array of the result's shape, which the tile then owns: a reshaped product would be a view, and
+        # a view is copied into a tile of its own (ops.base.new_tile)
+        vals = np.empty(out_shape, f)
+        np.matmul(values(stat, ctx, f).T, values(mov, ctx, f).reshape(k, n), out=vals.reshape(stat.shape[1], n))
     extra = {"k": stat.shape[0], "m": stat.shape[1], "n": n, "in_dtype": dt.name(mov.dtype)}
     if dst is not None:
         into_psum(ctx, api, dst, out_shape, vals, valid, [stat, mov], extra, accumulate)
@@ -104,17 +107,18 @@ def into_psum(ctx: Any, api: str, dst: Any, shape: tuple[int, ...], vals: Any, v
                         f"'dst' of '{api}' has dtype {dt.name(d.dtype)}, expected one of the following dtypes: "
                         f"float32{', bfloat16' if ctx.nc_version >= 4 else ''}")
     started = d.tensor.matmul_accumulated(d.np_index()) if not d.advanced else None
-    adds = accumulate is not False and (accumulate is True or started is None or bool(np.any(started)))
-    if accumulate is True and started is not None and not bool(np.all(started)):
+    every = started is None or bool(started.all())  # every element of the group has started
+    adds = accumulate is not False and (accumulate is True or every or bool(started.any()))  # type: ignore[union-attr]
+    if accumulate is True and not every:
         warn(f"'{api}' with accumulate=True adds onto PSUM elements of '{d.label()}' that no matmul has written since "
              f"it was allocated (a memset does not start an accumulation group): the result is undefined on the "
              f"hardware; use accumulate=None or False for the first matmul of a group")
-    if vals is not None and adds:
+    plain_add = adds and (accumulate is True or every)  # dst += vals: no element starts a group here
+    if vals is not None and adds and not plain_add:
         old = read(d).astype(np.float32).reshape(shape)
-        keep = np.ones((), dtype=bool) if accumulate is True or started is None else np.asarray(started).reshape(
-            shape) if np.ndim(started) else np.asarray(started)
+        keep = np.asarray(started).reshape(shape) if np.ndim(started) else np.asarray(started)
         vals = np.where(keep, old, np.float32(0)) + vals
-    out = write_dst(ctx, api, d, shape, vals, valid, "psum")
+    out = write_dst(ctx, api, d, shape, vals, valid, "psum", add=plain_add)
     emit(ctx, kind, reads=reads, writes=[out], extra=extra, acc=adds)  # (reads as a legacy `psum += ...`)
 
 

@@ -109,6 +109,25 @@ def _scalar_values(args: tuple, kwargs: dict) -> tuple:
     return tuple(out)
 
 
+def without_scalar_notes(fn: Callable[..., Any], constants: Iterable[Any]) -> Callable[..., Any]:
+    """``fn`` (a call's implementation, ``core.recording.CALLS``) without the wrapper that notes its scalar
+    arguments on its instructions, when ``constants`` (every argument it will ever be passed that is not a tile,
+    as the executor's plan holds them) hold no scalar: the wrapper would note nothing, at the cost of a call and
+    a scan of the arguments per instruction.  ``fn`` itself otherwise."""
+    impl = _NOTED.get(fn)
+    if impl is None:
+        return fn
+    for a in constants:
+        cls = a.__class__
+        if cls is Affine or (cls is not bool and isinstance(a, _NUMBERS)):
+            return fn
+    return impl
+
+
+#: ``_noting_scalars``'s wrappers -> the implementations they wrap
+_NOTED: dict[Callable[..., Any], Callable[..., Any]] = {}
+
+
 def _noting_scalars(impl: Callable[..., Any]) -> Callable[..., Any]:
     """``impl``, noting on each instruction it issues the values of the call's scalar arguments
     (``extra["scalars"]``): an operand of the instruction like its tiles, so the cost model hoists an instruction
@@ -132,6 +151,7 @@ def _noting_scalars(impl: Callable[..., Any]) -> Callable[..., Any]:
         return out
 
     call.__nki_scalars__ = True  # type: ignore[attr-defined]
+    _NOTED[call] = impl
     return call
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from nkisim.core.access import Access
 from nkisim.core.indexing import Affine, Loop
+from nkisim.ops.registry import without_scalar_notes
 from nkisim.program.encode import Decoder
 from nkisim.program.ir import Call
 from nkisim.program.kinds.indexing import Index, TensorRef, Whole
@@ -63,6 +64,8 @@ class CallPlan:
         self.pids = tuple(pid for pid, _ in lead)
         parts = [comp.value(a) for a in ev.args[len(lead):]]
         kparts = [(k, comp.value(v)) for k, v in ev.kwargs]
+        # (a part made afresh each run is a container, an array, a tensor, an access or a mask: never a scalar)
+        fn = self.fn = without_scalar_notes(fn, [v for c, v in parts if c] + [p[1] for _, p in kparts if p[0]])
         self.lids = tuple(sorted(comp.lids))
         self.bound = tuple(dec.loops[lid] for lid in self.lids)
         self.rebinders = comp.rebinders if not comp.fixed else None

@@ -127,4 +127,8 @@ def parse_lnc(grid: Any, target: Target) -> tuple[tuple[int, ...], list[Any]]:
     n = int(dims[0])
     if n == 1:
         return (1,), [1]
+    if target.spmd_cores < n:
+        raise nki_error("err_spmd_multi_core_not_supported",
+                        f"kernel[{n}]: logical NeuronCore degree {n} is not supported on {target} (a {target} logical "
+                        f"core is one physical NeuronCore); launch without brackets, or target trn2")
     return parse_grid(NC(n), target)

@@ -1,6 +1,6 @@
 # ben, stage 3: correct, but FREE_DIM = 25: forty times as many small DMA transfers as needed (slow).
-import neuronxcc.nki as nki
-import neuronxcc.nki.language as nl
+import nki
+import nki.language as nl
 
 
 @nki.jit
@@ -12,6 +12,6 @@ def stream_add_1d(a, b):
     a_tiles = a.reshape((n_tiles, p, free_dim))
     b_tiles = b.reshape((n_tiles, p, free_dim))
     out_tiles = out.reshape((n_tiles, p, free_dim))
-    for t in nl.affine_range(n_tiles):
+    for t in range(n_tiles):
         nl.store(out_tiles[t], value=nl.add(nl.load(a_tiles[t]), nl.load(b_tiles[t])))
     return out

@@ -1,6 +1,6 @@
 # cleo, stage 1 Q1: right for float32, but the output is always float32 -- wrong for float16/bfloat16 inputs.
-import neuronxcc.nki as nki
-import neuronxcc.nki.language as nl
+import nki
+import nki.language as nl
 
 
 @nki.jit

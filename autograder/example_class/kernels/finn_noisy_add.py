@@ -1,8 +1,8 @@
 # finn, stage 1 Q1: correct, and chatty: warnings (on stderr) and debug prints (nbgrader alone would give 0).
 import warnings
 
-import neuronxcc.nki as nki
-import neuronxcc.nki.language as nl
+import nki
+import nki.language as nl
 
 print("finn: loading my kernel")
 warnings.warn("finn: this kernel is experimental", stacklevel=1)

@@ -1,6 +1,6 @@
 # gus, stage 7 Q2: patches the simulator's cost model to report a tiny latency, then returns the input. The
 # screen refuses the file (`import nkisim`, private attributes); the grade is what an NKI kernel computes: 0.
-import neuronxcc.nki as nki
+import nki
 
 import nkisim.cost.model as model
 

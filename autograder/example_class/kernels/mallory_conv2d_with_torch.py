@@ -1,6 +1,6 @@
 # mallory, stage 8 Q2: lets PyTorch do the convolution and hands its result back as the kernel's output. The screen
 # refuses the file (only NKI, NumPy and math may be imported); a device would not compile it either: 0.
-import neuronxcc.nki as nki
+import nki
 import torch
 
 

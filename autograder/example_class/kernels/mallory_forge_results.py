@@ -4,7 +4,7 @@
 import json
 import os
 
-import neuronxcc.nki as nki
+import nki
 import numpy as np
 
 

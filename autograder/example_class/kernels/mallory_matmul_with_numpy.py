@@ -1,7 +1,7 @@
 # mallory, stage 6 Q2: multiplies with NumPy's `@` on the kernel's arguments and stores nothing from NKI. Kernel
 # arguments are NKI tensors, not arrays: the expression fails at this line on the simulator and on a device (0).
-import neuronxcc.nki as nki
-import neuronxcc.nki.language as nl
+import nki
+import nki.language as nl
 import numpy as np
 
 

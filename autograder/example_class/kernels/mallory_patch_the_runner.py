@@ -3,7 +3,7 @@
 # The grader's screen refuses the file (`import sys`, private names) before it runs: 0.
 import sys
 
-import neuronxcc.nki as nki
+import nki
 
 child = sys.modules.get("nkilab._child")
 if child is not None:

@@ -1,7 +1,7 @@
 # mallory, stage 2 Q1: computes a + b in NumPy from the simulator's private host arrays and writes it into the
 # output tensor's private storage, issuing no NKI compute.  Refused by the grader's screen (private attributes): 0.
-import neuronxcc.nki as nki
-import neuronxcc.nki.language as nl
+import nki
+import nki.language as nl
 
 
 @nki.jit

@@ -3,7 +3,7 @@
 # never sees an input value anyway (it is traced from shapes and dtypes): 0.
 import os
 
-import neuronxcc.nki as nki
+import nki
 import numpy as np
 
 SEED = int(os.environ.get("NKILAB_SEED", "0"))

@@ -3,7 +3,7 @@
 import os
 import signal
 
-import neuronxcc.nki as nki
+import nki
 
 
 @nki.jit

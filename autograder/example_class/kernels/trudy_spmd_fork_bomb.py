@@ -3,7 +3,7 @@
 # limits: 0, and nothing else is affected.
 import os
 
-import neuronxcc.nki as nki
+import nki
 
 
 @nki.jit

@@ -1,5 +1,5 @@
-"""The lesson pages: the *student* notebooks (``docs/lessons`` links to ``assignments/``), with the outputs of
-their demo cells.
+"""The lesson pages: the *student* notebooks (``docs/lessons`` links to ``assignments/``: NKI 0.6, the course's
+``stub_dialect``; the legacy twins in ``assignments/legacy/`` are not pages), with the outputs of their demo cells.
 
 A student notebook has no outputs, and running it would fail at every kernel the student has not written yet.
 So the authored lesson (``notebooks/NN_*.py``, reference answers in place) runs once under a real Jupyter kernel,

@@ -95,6 +95,13 @@ class Index(Kind):
 
     @classmethod
     def encode(cls, x: Any, enc: Encoding) -> Index:
+        if not x.terms and x.grid is None and not x.loops and x.affine:  # a constant: shared, as ``parse`` shares it
+            hit = _CONSTANTS.get(x.const)
+            if hit is None:
+                hit = cls(int(x.const), (), None, True, ())
+                if len(_CONSTANTS) < 4096:
+                    _CONSTANTS[hit.const] = hit
+            return hit
         if not x.affine and x.loops:  # its value was frozen at this iteration
             enc.frozen |= x.loops
         return cls(int(x.const), tuple((enc.loop(lp), int(c)) for lp, c in x.terms.items()),

@@ -11,6 +11,7 @@ program and the access's bounds are checked over the loop's whole range.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -24,8 +25,9 @@ from nkisim.frontend.v06.adapters.errors import error
 Pattern = tuple[tuple[int, int], ...]
 
 
+@functools.lru_cache(maxsize=4096)
 def contiguous(shape: tuple[int, ...]) -> Pattern:
-    """The row-major pattern of ``shape``."""
+    """The row-major pattern of ``shape`` (memoised: every view and every lowering asks, for a few shapes)."""
     out: list[tuple[int, int]] = []
     stride = 1
     for count in reversed(shape):
@@ -73,15 +75,22 @@ def strides(shape: tuple[int, ...]) -> list[int]:
     return [s for s, _ in contiguous(shape)]
 
 
+@functools.lru_cache(maxsize=4096)
 def basic_key(shape: tuple[int, ...], offset: int, pattern: Pattern) -> tuple | None:
     """An index of integers and basic slices of a tensor of ``shape`` that addresses exactly the view, with one
-    slice per view dimension in order (so the access has the view's shape), or None."""
+    slice per view dimension in order (so the access has the view's shape), or None.  Memoised (the key holds
+    integers and slices only, never changed): a kernel whose Python loops unroll lowers the same views again and
+    again, once per instruction."""
     n = len(shape)
     size = math.prod(shape)
     if not 0 <= offset < max(size, 1) or len(pattern) > n:
         return None
     st = strides(shape)
-    coords = [int(c) for c in np.unravel_index(offset, shape)] if size else [0] * n
+    coords = [0] * n
+    if size:  # the offset's row-major coordinates
+        rem = offset
+        for d, s in enumerate(st):
+            coords[d], rem = divmod(rem, s)
     key: list[Any] = list(coords)
     d = 0
     for k, (s, c) in enumerate(pattern):
