@@ -116,11 +116,12 @@ def _region_facts(ins, bufs) -> list[tuple[int, int, int, bool]]:
     return out
 
 
-def _floor_ns(ins, bufs, prm) -> float:
+def _floor_ns(ins, bufs, prm, ran: str | None = None) -> float:
+    """``ran``: the engine the scheduler ran it on, when not the one it names (a copy the compiler placed)."""
     peak, clock = prm["peak"], prm["clock_ghz"]
     facts = _region_facts(ins, bufs)
     nreads = len(ins.reads)
-    engine = costs.engine_of(ins)
+    engine = ran or costs.engine_of(ins)
     if engine == "dma":
         read_bytes = sum(v * s for v, _p, s, _h in facts[:nreads])
         hbm_bytes = sum(v * s for v, _p, s, h in facts if h)
@@ -166,7 +167,7 @@ def scheduled(request):
         sched = scheduler.schedule(trace, prm)
         bufs = scheduler.Buffers(trace, prm)
         for i, ins in enumerate(trace):
-            out.append((ins, sched.end[i] - sched.start[i], _floor_ns(ins, bufs, prm)))
+            out.append((ins, sched.end[i] - sched.start[i], _floor_ns(ins, bufs, prm, sched.engine.get(i))))
     return target, out, refused
 
 

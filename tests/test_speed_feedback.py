@@ -82,3 +82,55 @@ def test_the_facts_travel_in_the_record():
     text = report.record.render_text(Audience.STUDENT)
     assert "192 DMA transfers against the reference's 48" in text and "Your costliest lines: line 14 (`nl.store(" in text
     assert report.record.timing.kernel.dma_count == 192 and report.record.timing.reference.lines == ()
+
+
+LEGACY_SEQUENTIAL_STREAM = """\
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def vector_add_stream(a, b):
+    rows, cols = a.shape
+    chunk = 2048
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    x = nl.ndarray((rows, chunk), dtype=a.dtype, buffer=nl.sbuf)
+    y = nl.ndarray((rows, chunk), dtype=a.dtype, buffer=nl.sbuf)
+    for j in nl.sequential_range(cols // chunk):
+        x[...] = nl.load(a[:, j * chunk:(j + 1) * chunk])
+        y[...] = nl.load(b[:, j * chunk:(j + 1) * chunk])
+        nl.store(out[:, j * chunk:(j + 1) * chunk], value=nl.add(x, y))
+    return out
+"""
+
+
+def test_sequential_range_is_named_when_it_holds_the_kernel_back(tmp_path):
+    """A legacy kernel streaming through tiles made outside a ``sequential_range`` loop: the compiler keeps the loop's
+    accesses to them in program order (nkisim/cost/reasons.py quotes AWS), so each chunk's loads wait for the last
+    chunk's add; check() says so at the load lines, with the fix, instead of the generic "engines wait" advice."""
+    path = tmp_path / "sequential_stream.py"
+    path.write_text(LEGACY_SEQUENTIAL_STREAM)
+    text, result = _checked("vector_add_stream", load_kernel(path, "vector_add_stream"))
+    assert result.passed and result.tier != "full", text
+    assert "Why: Your sequential_range loops keep their accesses to a tensor made outside the loop in program order: " \
+           "62 instructions (line 13, line 14) waited" in text, text
+    assert "use nl.affine_range where iterations do not depend on each other" in text, text
+    assert "The same work as the reference, spread over more time" not in text, text
+
+
+def test_held_facts_from_the_executor_are_checked_and_travel_in_the_record():
+    """The executor's ``held`` list is hostile data like the rest: only a known mechanism with an int line and count
+    and a finite time is kept (nkilab.runner.speed_facts), and what is kept survives the record's JSON."""
+    from nkilab.results import Held, SpeedFacts, _facts
+    from nkilab.runner import speed_facts
+
+    base = {"busy_us": {"dve": 1.0}, "dma_queues": 16, "dma_count": 1, "dma_bytes": 8, "instructions": 2, "cores": 1}
+    held = [["sequential_range", 12, 7, 3.5], ["rm -rf", 1, 1, 1.0], ["sequential_range", "12", 7, 3.5],
+            ["sequential_range", 12, 7, float("nan")], ["sequential_range", 12, -1, 1.0], "sequential_range"]
+    facts = speed_facts({**base, "held": held})
+    assert facts is not None and facts["held"] == [["sequential_range", 12, 7, 3.5]]
+    sf = SpeedFacts.of(facts)
+    assert sf is not None and sf.held == (Held("sequential_range", 12, 7, 3.5),)
+    import dataclasses
+
+    assert _facts(dataclasses.asdict(sf)) == sf

@@ -77,7 +77,8 @@ def timing_facts(launch: Any) -> dict:
                       "dma_queues": int(api.target(launch.target).params["dma"]["queues"]),
                       "cores": max(len(est.core_us), 1),
                       "dma_count": int(est.dma_count), "dma_bytes": int(est.dma_bytes),
-                      "instructions": int(est.instructions), "lines": lines}}
+                      "instructions": int(est.instructions), "lines": lines,
+                      "held": [[r.mechanism, r.line, r.count, r.us] for r in est.reasons if r.us > 0][:5]}}
 
 
 def _output(out: Any) -> tuple[dict, np.ndarray | None]:

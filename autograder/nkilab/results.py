@@ -115,6 +115,17 @@ class CostlyLine:
 
 
 @dataclass(frozen=True)
+class Held:
+    """A compiler behaviour the cost model applied that held the kernel's instructions back (nkisim's
+    ``Estimate.reasons``): at which line, how many times, and the time (µs) it held them in all."""
+
+    mechanism: str
+    line: int
+    count: int
+    us: float
+
+
+@dataclass(frozen=True)
 class SpeedFacts:
     """Where one timed run's time went (cost-model estimates): each engine's busy time (summed over the DMA queues
     and the launch's cores), the number of DMA queues and cores, DMA transfers and bytes, instructions, and the
@@ -127,6 +138,7 @@ class SpeedFacts:
     instructions: int
     lines: tuple[CostlyLine, ...] = ()
     cores: int = 1
+    held: tuple[Held, ...] = ()
 
     @classmethod
     def of(cls, facts: dict | None, with_lines: bool = True) -> SpeedFacts | None:
@@ -138,7 +150,8 @@ class SpeedFacts:
             if with_lines else ()
         return cls(tuple((e, float(us)) for e, us in facts["busy_us"].items()), int(facts["dma_queues"]),
                    int(facts["dma_count"]), int(facts["dma_bytes"]), int(facts["instructions"]), lines,
-                   int(facts.get("cores") or 1))
+                   int(facts.get("cores") or 1),
+                   tuple(Held(str(m), int(n), int(c), float(us)) for m, n, c, us in facts.get("held") or ()))
 
     def share(self, engine: str, total_us: float) -> float:
         """The fraction of the kernel's span ``engine`` was busy, on average per core (and per DMA queue)."""
@@ -338,7 +351,17 @@ class GradeRecord:
         if r and k.instructions > 2 * max(r.instructions, 1):
             advice.append(f"{k.instructions:,} instructions against the reference's {r.instructions:,}: larger tiles "
                           "mean fewer instructions, each paying its fixed cost once.")
-        if busy < 0.6 and (t.ratio or 0) > t.full_tier:
+        waits = [h for h in k.held if h.mechanism == "sequential_range"]
+        held_us = sum(h.us for h in waits)
+        sequential = bool(waits) and held_us >= 0.05 * t.latency_us  # the engines wait on the loop's order
+        if sequential:
+            where = ", ".join(f"line {n}" for n in sorted({h.line for h in waits})[:3])
+            advice.append(f"Your sequential_range loops keep their accesses to a tensor made outside the loop in "
+                          f"program order: {sum(h.count for h in waits):,} instructions ({where}) waited for an "
+                          "earlier iteration's access to another part of it. The compiler \"does not try to re-order "
+                          "or parallelize the executions of loops\" declared sequential; use nl.affine_range where "
+                          "iterations do not depend on each other, so one iteration's work overlaps the next's.")
+        if busy < 0.6 and (t.ratio or 0) > t.full_tier and not sequential:
             same = r is not None and not advice
             advice.append(("The same work as the reference, spread over more time: " if same else
                            "No engine is busy most of the time: ") + "the engines wait on each other. Let the loads, "
@@ -412,7 +435,9 @@ def _facts(value: Any) -> SpeedFacts | None:
     return SpeedFacts(tuple((_s(e), float(us)) for e, us in value["busy_us"]), int(value["dma_queues"]),
                       int(value["dma_count"]), int(value["dma_bytes"]), int(value["instructions"]),
                       tuple(CostlyLine(int(c["line"]), _s(c["code"]), float(c["us"])) for c in value.get("lines") or ()),
-                      int(value.get("cores") or 1))
+                      int(value.get("cores") or 1),
+                      tuple(Held(_s(h["mechanism"]), int(h["line"]), int(h["count"]), float(h["us"]))
+                            for h in value.get("held") or ()))
 
 
 def _error(value: Any) -> ErrorFacts | None:

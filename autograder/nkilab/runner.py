@@ -149,6 +149,8 @@ def _timing(value: object, source: list[str] | None = None) -> dict | None:
 
 #: the engines a timed run's facts may name (the cost model's own keys)
 ENGINES = ("pe", "act", "dve", "pool", "dma")
+#: the cost model's mechanisms that hold instructions back and that feedback explains (nkisim/cost/reasons.py)
+HELD = ("sequential_range",)
 
 
 def speed_facts(value: object, source: list[str] | None = None) -> dict | None:
@@ -170,9 +172,14 @@ def speed_facts(value: object, source: list[str] | None = None) -> dict | None:
         if isinstance(item, list) and len(item) == 2 and type(item[0]) is int and num(item[1]) is not None:
             code = source[item[0] - 1].strip()[:120] if source is not None and 0 < item[0] <= len(source) else ""
             lines.append([item[0], num(item[1]), code])
+    held = []
+    for item in value.get("held") or []:  # the model's mechanisms that held instructions back (a fixed list)
+        if isinstance(item, list) and len(item) == 4 and item[0] in HELD and type(item[1]) is int and \
+                type(item[2]) is int and 0 <= item[2] < 10**12 and num(item[3]) is not None:
+            held.append([item[0], item[1], item[2], num(item[3])])
     q, n, b, ins, cores = counts
     return {"busy_us": busy_us, "dma_queues": max(q, 1), "dma_count": n, "dma_bytes": b, "instructions": ins,
-            "cores": max(min(cores, 64), 1), "lines": lines[:5]}
+            "cores": max(min(cores, 64), 1), "lines": lines[:5], "held": held[:5]}
 
 
 def _bench(head: dict) -> dict:

@@ -43,6 +43,38 @@ def compute_ns(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any], engine:
     return c / prm["clock_ghz"][engine]
 
 
+def copy_engines(dialect: str, nc_version: int) -> tuple[str, ...]:
+    """The engines a copy the kernel left to the compiler may run on: VectorE and ScalarE ("All three compute engines,
+    Vector, Scalar and GpSimd Engine can perform tensor copy", aws-neuron-sdk v2.26 general/nki/api/nki/isa/
+    __init__.py ``tensor_copy``).  GpSimd is left out: it shares VectorE's SBUF port on NeuronCore-v2 and is the slowest
+    at copies.  An NKI 0.6 ``nisa.tensor_copy`` on NeuronCore-v2 has VectorE only: "On NeuronCore v2, ``tensor_copy``
+    is not supported on the Scalar Engine" (the 0.6 docstring, nki/api/nki/isa/__init__.py)."""
+    return ("dve",) if dialect == "0.6" and nc_version < 3 else ("dve", "act")
+
+
+def copy_engine(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any], free: dict[str, float], ready: float,
+                engines: tuple[str, ...]) -> tuple[str, float]:
+    """(engine, ns) of a copy the kernel left to the compiler (a tile assigned to another, ``nisa.tensor_copy``
+    without ``engine=``): the default ``unknown_engine`` means "compiler selects best engine based on engine workload"
+    (aws-neuron-sdk v2.26 ``nki.isa.tensor_copy``, its ``engine`` parameter).  The model takes, of ``engines``
+    (``copy_engines``), the one that would finish it first.  So a loop of copies feeding TensorE spreads over VectorE
+    and ScalarE, as the profile of CS149 2024's conv2d by robertpare17 showed ("scalar-engine SBUF copies" overlapping
+    the matmuls, its solution.md:47)."""
+    own = ins.engine
+    best: tuple[float, str, float] | None = None
+    try:
+        for k in engines:
+            ins.engine = k  # the cycle formulas read the engine the instruction runs on
+            ns = compute_ns(ins, spaces, prm, k)
+            fin = max(ready, free[k]) + ns
+            if best is None or fin < best[0]:
+                best = (fin, k, ns)
+    finally:
+        ins.engine = own
+    assert best is not None
+    return best[1], best[2]
+
+
 def dma_queues(ins: Instr, prm: dict[str, Any]) -> int:
     """DMA engines a transfer is spread over: one per 8 partitions, at most 16 (spec §4.4)."""
     d = prm["dma"]

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nkisim.core.target import Target, resolve
+from nkisim.cost.reasons import Reason
 from nkisim.cost.scheduler import Schedule, schedule
 from nkisim.cost.trace import Instr
 
@@ -33,6 +34,8 @@ class Estimate:
     instructions: int = 0
     #: the target's cost model has been checked against published figures (False for trn3: "uncalibrated")
     calibrated: bool = True
+    #: the compiler behaviours the model applied (cost/reasons.py), most time held first
+    reasons: tuple[Reason, ...] = ()
 
     def top_lines(self, k: int = 5) -> list[tuple[tuple[str, int], float]]:
         """The ``k`` source lines with the most engine time (ties broken by location)."""
@@ -69,4 +72,5 @@ def estimate(trace: list[Instr], target: Target | str = "trn2", cores: int = 1,
                     engine_busy_us={e: v / 1000.0 for e, v in sched.busy.items()},
                     dma_count=dma_count + sched.spill_dmas, dma_bytes=dma_bytes + sched.spill_bytes,
                     spill_dma_count=sched.spill_dmas, spill_bytes=sched.spill_bytes, line_us=line_us,
-                    core_us=core_us, instructions=len(trace), calibrated=hw.calibrated)
+                    core_us=core_us, instructions=len(trace), calibrated=hw.calibrated,
+                    reasons=sched.notes.reasons())

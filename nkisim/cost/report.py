@@ -91,7 +91,8 @@ class Profile:
         #: the fixed per-launch cost (µs): the timeline's first lane; instructions start after it
         self.launch_us = float(self.hw.params["kernel"]["fixed_us"])
         self.queues = int(self.hw.params["dma"]["queues"])
-        self.events = [Event(i, ins.engine if ins.engine in ENGINE_NAMES else "dve", sched.start[i], sched.end[i], ins)
+        ran = [sched.engine.get(i, ins.engine) for i, ins in enumerate(trace)]  # the engine each ran on
+        self.events = [Event(i, ran[i] if ran[i] in ENGINE_NAMES else "dve", sched.start[i], sched.end[i], ins)
                        for i, ins in enumerate(trace)]
         self.queue_spans = [QueueSpan(i, trace[i].core, q, s, e)
                             for i, (pieces, nq) in sorted(sched.dma_queues.items()) for s, e in pieces
@@ -170,6 +171,8 @@ class Profile:
             "peak_tflops": peak_tflops,
             "pe_utilization": round(achieved_tflops / peak_tflops, 4) if peak_tflops else 0.0,
             "definitions": DEFINITIONS,
+            "reasons": [{"mechanism": r.mechanism, "line": r.line, "count": r.count, "held_us": round(r.us, 3),
+                         "text": r.text()} for r in est.reasons],
         }
 
     def summary_text(self) -> str:
@@ -193,6 +196,7 @@ class Profile:
                     f"({100 * s['engine_utilization'][ENGINE_NAMES['dma']]:.0f}%: at least one transfer in flight)")
         rows.append(f"  {'DMA queue time':<24} {s['dma_queue_time_us']:>12.2f} us  summed over {s['dma_queues']} "
                     f"queues (each queue busy {100 * s['dma_queue_utilization']:.0f}% of the launch on average)")
+        rows += [f"  Why: {r.text()}" for r in self.estimate.reasons[:6]]
         return "\n".join(rows)
 
     # --- per-line table ----------------------------------------------------------------------
@@ -200,9 +204,10 @@ class Profile:
         """Engine time per source line, most expensive first."""
         counts: dict[tuple[str, int], int] = {}
         engines: dict[tuple[str, int], set[str]] = {}
-        for ins in self.trace:
+        for ev in self.events:
+            ins = ev.instr
             counts[ins.loc] = counts.get(ins.loc, 0) + 1
-            engines.setdefault(ins.loc, set()).add(ins.engine)
+            engines.setdefault(ins.loc, set()).add(ins.engine if ins.engine == "dma" else ev.engine)
         rows = []
         for loc, us in self.estimate.top_lines(len(self.estimate.line_us)):
             rows.append({"file": loc[0], "line": loc[1], "instructions": counts.get(loc, 0),

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from nkisim.core.buffers import BufferInfo
-from nkisim.cost import costs, hoist, spill, unroll
+from nkisim.cost import costs, hoist, reasons, rename, spill, unroll
 from nkisim.cost import instructions as isa
 from nkisim.cost.deps import Scoreboard
 from nkisim.cost.trace import Instr
@@ -169,6 +169,14 @@ class Buffers:
                             self.site_key[b.root] = ("psum", key)
                         else:
                             psum_fixed += banks
+        #: legacy tiles made once and written whole again and again: root -> trace positions of those writes; each
+        #: value rotates over the buffers of an in-loop site of its own (rename.py)
+        self.renamed = rename.whole_writes(trace, rename.candidates(trace, self.info, set()))
+        for r in self.renamed:
+            fixed -= self.info[r].bytes_per_partition
+            sites[("renamed", r)] = self.info[r].bytes_per_partition
+            self.site_key[r] = ("sbuf", ("renamed", r))
+        self.at = 0  # the trace position being scheduled (which value of a renamed tile an access touches)
         #: the loops each in-loop on-chip root was allocated in (its uids): a root outside a loop is
         #: carried across that loop's iterations
         loops_of = unroll.root_loops(trace, {r for r, b in self.info.items() if b.in_loop and r not in unrolled})
@@ -199,6 +207,8 @@ class Buffers:
         for s, rs in site_roots.items():  # an unrolled Python loop's site: a buffer per iteration, as an NKI loop's
             if s in live:
                 want[s] = -(-len(rs) // live[s])
+        for r in self.renamed:  # a renamed tile's values: as many buffers as the target's allocator gives them
+            want[("renamed", r)] = int(bp.get("renamed_rotation", bp["sbuf_rotation"]))
         self.k = self._rotations(sites, prm["buffers"]["sbuf_partition_bytes"] - fixed,
                                  prm["buffers"]["sbuf_rotation"], want)
         # PSUM has 8 banks per partition (spec §4.3): in-loop accumulators rotate over psum_rotation banks
@@ -238,11 +248,15 @@ class Buffers:
             k[big] -= 1
         return k
 
-    def key(self, root: int, tid: int, box: tuple, loc: tuple) -> tuple[Any, tuple]:
-        """(physical key, box) for a region; HBM tensors and unknown roots keep their own ids."""
+    def key(self, root: int, tid: int, box: tuple, loc: tuple, write: bool = False) -> tuple[Any, tuple]:
+        """(physical key, box) for a region (``write``: the instruction at ``at`` writes it); HBM tensors and
+        unknown roots keep their own ids."""
         b = self.info.get(root)
         if b is None:
             return (root, tid), box
+        starts = self.renamed.get(root)
+        if starts is not None:  # a renamed tile: the value the access touches, on its turn of the rotating buffers
+            return rename.key(root, tid, box, starts, self.at, write, self.k)
         if tid != root and b.place is None and b.space != "hbm":
             # an alias of an on-chip tile (``t.reshape(...)``, ``t.view(dtype)``) has its own coordinates: its box
             # is compared with the root's accesses as "the same partitions, any element" (a box of another rank
@@ -277,6 +291,10 @@ class Schedule:
     def __init__(self, n: int) -> None:
         self.start = [0.0] * n
         self.end = [0.0] * n
+        #: copies the compiler placed on another engine than the one they name (index -> engine; costs.copy_engine)
+        self.engine: dict[int, str] = {}
+        #: the compiler behaviours the model applied, for the "Why:" lines (reasons.py)
+        self.notes = reasons.Notes()
         self.busy: dict[str, float] = {e: 0.0 for e in (*COMPUTE, "dma")}
         self.core_end: dict[int, float] = {}
         #: per DMA instruction: the (start, end) pieces in which its data moves on the queues (a transfer may
@@ -349,25 +367,6 @@ def _move(core: Core, ins: Instr, space: str, per: int, ready: float, outwards: 
     return start + ns, ev
 
 
-def _carried(ins: Instr, loop_uids: dict[int, set[int]], written: set[int]) -> list[tuple[tuple[Any, tuple], bool]]:
-    """Whole-tensor accesses of the tensors ``ins`` touches that a ``sequential_range`` loop around it
-    carries (allocated outside that loop): the compiler "respect[s] inter-loop dependency" there, so
-    they are accessed in program order (every access after the last write, every write after the
-    reads) whichever part of the tensor each touches, unlike affine_range's per-region dependencies.
-    Keyed per loop and core: a pseudo-region with an empty box, which overlaps every other."""
-    out = []
-    seq = [uid for uid, kind, _it in ins.loops if kind == "sequential"]
-    for regions, is_w in ((ins.reads, False), (ins.writes, True)):
-        for r in regions:
-            if not is_w and r.root not in written:
-                continue
-            own = loop_uids.get(r.root, ())
-            for uid in seq:
-                if uid not in own:
-                    out.append(((("carried", uid, ins.core, r.root), ()), is_w))
-    return out
-
-
 def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
     """Schedule ``trace`` on the target described by ``prm``; times are ns from kernel start."""
     eng_p = prm["engine"]
@@ -390,9 +389,16 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
     space_of = {root: b.space for root, b in bufs.info.items()}
     shared_port = bool(eng_p["dve_pool_shared_port"])
     psum_port = bool(eng_p.get("dve_act_shared_psum", False))
-    dge_ns = float(prm["dma"].get("dge_ns", 0.0)) if getattr(trace, "skip_middle_end", False) else 0.0
+    # skip_middle_end_transformations: "Skip all middle end transformations on the kernel" (nki.compiler docstring,
+    # v2.26); a sequential_range loop's "much more conservative loop-level optimizations" are the middle end's, so
+    # without it both loop kinds are alike (CS149 2025's handout: "both of these constructs are effectively the same")
+    middle_end = not getattr(trace, "skip_middle_end", False)
+    dge_ns = float(prm["dma"].get("dge_ns", 0.0)) if not middle_end and getattr(trace, "dge", True) else 0.0
     dge_desc_ns = float(prm["dma"].get("dge_descriptor_ns", 0.0))
+    copy_on = costs.copy_engines(getattr(trace, "dialect", "legacy"), int(prm["limits"]["nc_version"]))
     out = Schedule(len(trace))
+    for starts in bufs.renamed.values():
+        out.notes.add("renamed", trace[starts[0]].loc, count=len(starts))
     #: (instance, label) -> (finish, engine) of the latest instruction with that label (``Instr.order``)
     labelled: dict[tuple[int, Any], tuple[float, str]] = {}
     for i, ins in enumerate(trace):
@@ -401,24 +407,29 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
             core = cores[ins.core] = Core(prm)
         e = costs.engine_of(ins)
         e = e if e in COMPUTE or e == "dma" else "dve"
+        bufs.at = i
         reads = [(_on_core(bufs.key(r.root, r.tensor, r.box, ins.loc), r.root, ins.core, space_of), False)
                  for r in ins.reads if r.root in written]
-        writes = [(_on_core(bufs.key(w.root, w.tensor, w.box, ins.loc), w.root, ins.core, space_of), True)
+        writes = [(_on_core(bufs.key(w.root, w.tensor, w.box, ins.loc, True), w.root, ins.core, space_of), True)
                   for w in ins.writes]
-        carried = ()
-        for _uid, kind, _it in ins.loops:
+        carried: list[tuple[tuple[Any, tuple], bool]] = []
+        for _uid, kind, _it in ins.loops if middle_end else ():
             if kind == "sequential":
-                carried = _carried(ins, bufs.loop_uids, written)
+                carried = unroll.carried(ins, bufs.loop_uids, written)
                 break
         ready = 0.0
-        for (key, box), is_w in (*reads, *writes, *carried):
+        for (key, box), is_w in (*reads, *writes):
             ready = max(ready, board.ready(key, box, e, is_w))
+        held = max([board.ready(k, b, e, w) for (k, b), w in carried], default=0.0)  # the loop's program order
         order = ins.order
         if order is not None:
             for label in order.after:
                 hit = labelled.get((ins.instance, label))
                 if hit is not None:
                     ready = max(ready, hit[0] + sync(hit[1], e))
+        if held > max(ready, core.free.get(e, 0.0)):  # held back by the loop's program order alone (unroll.carried)
+            out.notes.add("sequential_range", ins.loc, held - max(ready, core.free.get(e, 0.0)))
+        ready = max(ready, held)
         moves = spill.traffic(ins, bufs, bufs.spilled) if bufs.spilled else None
         if moves:  # a spilled tensor's part comes back before the instruction can use it (spill.py)
             for _root, space, _region, per in moves[0]:
@@ -454,7 +465,13 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
                                        not (ins.writes and ins.writes[0].root in bufs.psum_resident))
         else:
             spaces = tuple(space_of.get(r.root, "hbm") for r in (*ins.reads, *ins.writes))
-            dur = costs.compute_ns(ins, spaces, prm, e)
+            if ins.extra.get("any_engine"):  # a copy on whichever engine the compiler picks (costs.copy_engine)
+                e, dur = costs.copy_engine(ins, spaces, prm, core.free, ready, copy_on)
+                if e != ins.engine:
+                    out.notes.add("copy_engine", ins.loc)
+                    out.engine[i] = e
+            else:
+                dur = costs.compute_ns(ins, spaces, prm, e)
             start = max(ready, core.free[e])
             if shared_port and e in ("dve", "pool"):
                 start = max(start, core.port)
@@ -474,7 +491,8 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
         if moves:  # ... and what it wrote goes out again; the next user waits for that
             for root, space, region, per in moves[1]:
                 done, mover = _move(core, ins, space, per, end, True, prm, out)
-                key, box = _on_core(bufs.key(root, region.tensor, region.box, ins.loc), root, ins.core, space_of)
+                key, box = _on_core(bufs.key(root, region.tensor, region.box, ins.loc, True), root, ins.core,
+                                    space_of)
                 board.record(key, box, mover, done, True)
                 end = max(end, done)
         if order is not None and order.label is not None:

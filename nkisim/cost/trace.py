@@ -33,6 +33,13 @@ class Trace(list):
     """
 
     skip_middle_end = False
+    #: the NKI dialect the kernel is written in ("legacy" or "0.6"): the compilers allocate differently (rename.py)
+    dialect = "legacy"
+    #: the hardware DGE makes a rolled loop's DMA descriptors at run time; False when the kernel is compiled with
+    #: ``--disable-dge`` ("these optimizations can be disabled using the --disable-dge compiler command line option or
+    #: the framework-level option additional_compile_opt=" --disable-dge"", aws-neuron-sdk v2.26.0
+    #: release-notes/compiler/neuronx-cc/index.rst:62), as CS149's harness does when it profiles
+    dge = True
 
 
 class Instr:

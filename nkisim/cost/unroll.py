@@ -162,3 +162,22 @@ def most_live(roots: list[int], first: dict[int, int], last: dict[int, int]) -> 
         now += step
         most = max(most, now)
     return most + len(roots) - len(known)
+
+
+def carried(ins: Instr, loop_uids: dict[int, set[int]], written: set[int]) -> list[tuple[tuple[Any, tuple], bool]]:
+    """Whole-tensor accesses of the tensors ``ins`` touches that a ``sequential_range`` loop around it
+    carries (allocated outside that loop): the compiler "respect[s] inter-loop dependency" there, so
+    they are accessed in program order (every access after the last write, every write after the
+    reads) whichever part of the tensor each touches, unlike affine_range's per-region dependencies.
+    Keyed per loop and core: a pseudo-region with an empty box, which overlaps every other."""
+    out = []
+    seq = [uid for uid, kind, _it in ins.loops if kind == "sequential"]
+    for regions, is_w in ((ins.reads, False), (ins.writes, True)):
+        for r in regions:
+            if not is_w and r.root not in written:
+                continue
+            own = loop_uids.get(r.root, ())
+            for uid in seq:
+                if uid not in own:
+                    out.append(((("carried", uid, ins.core, r.root), ()), is_w))
+    return out

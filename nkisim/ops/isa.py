@@ -276,6 +276,7 @@ def tensor_copy(src: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 
     ctx = current()
     a = operands("tensor_copy", src=src)["src"]
     eng = {2: "act", 3: "pool", 5: "dve"}.get(int(engine or 0), "dve")
+    extra = None if int(engine or 0) else {"any_engine": True}  # the compiler's choice (cost.costs.copy_engine)
     if eng == "pool" and a.space == "psum":
         raise nki_error("err_unsupported_memory",
                         "Expected operand 'src' of 'tensor_copy' to be in address space 'sbuf', but got a tile in "
@@ -284,12 +285,12 @@ def tensor_copy(src: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 
     if dst is not None:
         check_packed_copy("tensor_copy", a.dtype, as_access(dst).dtype)
         out = write_dst(ctx, "tensor_copy", dst, a.shape, read(a) if ctx.numerics else None, valid)
-        emit(ctx, TENSOR_COPY, eng, reads=[a], writes=[out])
+        emit(ctx, TENSOR_COPY, eng, reads=[a], writes=[out], extra=extra)
         return None
     out_dt = a.dtype if dtype is None else dt.normalize(dtype)
     check_packed_copy("tensor_copy", a.dtype, out_dt)
     tile = new_tile(ctx, a.shape, out_dt, read(a) if ctx.numerics else None, valid, fresh=False)
-    tile.producer = emit(ctx, TENSOR_COPY, eng, reads=[a], writes=[tile.full()])
+    tile.producer = emit(ctx, TENSOR_COPY, eng, reads=[a], writes=[tile.full()], extra=extra)
     return tile
 
 

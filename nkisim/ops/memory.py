@@ -303,7 +303,7 @@ def assign(dst: Access, value: Any, temporary: bool = False) -> None:
             if ctx.stack_allocator:
                 stack_forget(ctx, value)
         else:
-            emit(ctx, TENSOR_COPY, reads=(src,), writes=(dst,))
+            emit(ctx, TENSOR_COPY, reads=(src,), writes=(dst,), extra={"any_engine": True})
     else:
         values = None if not ctx.numerics else np.asarray(value, dtype=np.float32)
         write(dst, values)

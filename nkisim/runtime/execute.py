@@ -79,6 +79,7 @@ def execute(program: Program, inputs: Sequence[Any], *, target: Target | str | N
     drops, ends = _prepared(program, tgt, checked)
     trace = Trace()
     trace.skip_middle_end = program.skip_middle_end
+    trace.dialect = program.dialect
     ctx = KernelContext(tgt, program.grid, numerics, program.cores, trace=trace,
                         stack_allocator=program.stack_allocator)
     bound = _bind_inputs(program, inputs)

@@ -213,6 +213,7 @@ def run(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool 
                         "pass NumPy arrays to run the kernel")
     trace = Trace()
     trace.skip_middle_end = bool(getattr(kernel.func, "__nki_skip_middle_end__", False))
+    trace.dialect = kernel.dialect
     ctx = KernelContext(tgt, sizes, numerics, gridmod.cores(specs), trace=trace,
                         stack_allocator=bool(getattr(kernel.func, "__nki_stack_allocator__", False)))
     recorder = ProgramRecorder() if record else None

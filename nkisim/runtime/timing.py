@@ -68,6 +68,8 @@ class Benchmarked:
             res = run(kern, grid, args, kwargs, numerics=False, target=self.options.get("platform_target"))
         except NKIError as err:
             raise err.with_traceback(attach_location(err)) from None
+        if "--disable-dge" in str(self.options.get("additional_compile_opt") or "").split():
+            res.ctx.trace.dge = False  # descriptors made ahead of time (nkisim.cost.trace.Trace.dge)
         latency = estimate_latency_us(res)
         self.benchmark_result = BenchmarkResult(latency, res.ctx.target.label, res)
         print(f"nkisim: estimated NC latency {latency:.2f} us on {res.ctx.target.label} "

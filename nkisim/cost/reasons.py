@@ -1,0 +1,65 @@
+"""Why an estimate is what it is: the compiler behaviours the model applied to a kernel, as records.
+
+The scheduler notes each one where it applies (``Notes``); ``nkisim.cost.model.Estimate.reasons`` carries them, the
+profile's summary renders them as "Why:" lines (``text``) and the grader's feedback reads them (as
+``nkisim.api``'s ``Estimate``), so what a student is told is what the model did.  Each mechanism's sentence quotes
+the AWS source the model follows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+#: the mechanisms, each with what it did and its source (rendered by ``text``)
+MECHANISMS: dict[str, str] = {
+    "sequential_range": (
+        "sequential_range keeps a loop's accesses to a tensor made outside it in program order: {count:,} "
+        "instructions waited {us:.1f} us in all (summed, they may overlap) for an earlier iteration's access to "
+        "another part of it (\"The NKI compiler does not try to re-order or parallelize the executions of loops, "
+        "and runs them in sequence order\", NKI docs, Sequential loop); nl.affine_range lets independent "
+        "iterations overlap"),
+    "renamed": (
+        "a tile made outside its loop and written whole {count:,} times gets a new buffer for each value (the legacy "
+        "compiler allocates SBUF to data, \"to achieve instruction parallelism across different engines\", NKI "
+        "direct allocation guide), so a load of the next value does not wait for the readers of this one"),
+    "copy_engine": (
+        "{count:,} copies left to the compiler ran on ScalarE rather than VectorE (\"compiler selects best engine "
+        "based on engine workload\", nki.isa.tensor_copy's engine parameter)"),
+}
+
+
+@dataclass(frozen=True)
+class Reason:
+    """One mechanism at one source line: how many instructions (or whole writes) it concerned and the time it
+    held them (µs; 0 when it holds nothing back)."""
+
+    mechanism: str
+    file: str
+    line: int
+    count: int
+    us: float
+
+    def text(self) -> str:
+        return f"line {self.line}: " + MECHANISMS[self.mechanism].format(count=self.count, us=self.us)
+
+
+class Notes:
+    """The scheduler's tally: (mechanism, source location) -> [count, ns]."""
+
+    __slots__ = ("tally",)
+
+    def __init__(self) -> None:
+        self.tally: dict[tuple[str, Any], list[float]] = {}
+
+    def add(self, mechanism: str, loc: Any, ns: float = 0.0, count: int = 1) -> None:
+        assert mechanism in MECHANISMS
+        t = self.tally.setdefault((mechanism, loc), [0, 0.0])
+        t[0] += count
+        t[1] += ns
+
+    def reasons(self) -> tuple[Reason, ...]:
+        """Most time held first, then by mechanism and line."""
+        out = [Reason(m, str(loc[0]), int(loc[1]) if isinstance(loc[1], int) else 0, int(c), ns / 1000.0)
+               for (m, loc), (c, ns) in self.tally.items()]
+        return tuple(sorted(out, key=lambda r: (-r.us, r.mechanism, r.file, r.line)))
