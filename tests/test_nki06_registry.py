@@ -131,9 +131,11 @@ def _calls(launch: api.Launch) -> list[tuple]:
 
 
 def _estimate(launch: api.Launch) -> tuple:
-    """The estimate, with the time per source line as a list (the two kernels' lines are different lines)."""
+    """The estimate, with the time per source line as a list and each reason's mechanism, count and time without
+    its line (the two kernels' lines are different lines)."""
     est = launch.estimate()
-    return dataclasses.replace(est, line_us={}), list(est.line_us.values())
+    reasons = tuple(dataclasses.replace(r, file="", line=0) for r in est.reasons)
+    return dataclasses.replace(est, line_us={}, reasons=reasons), list(est.line_us.values())
 
 
 def _instructions(launch: api.Launch) -> list[tuple]:

@@ -225,6 +225,11 @@ class ExecutorServer:
                 run.seconds = time.monotonic() - start
                 return run
             assert self.proc is not None and self.proc.stdin is not None
+            if time.monotonic() >= deadline:  # out of time before it starts: not sent (a quick server could answer
+                run.timed_out = True  # before the reader's zero-second join looked), and the server replaced
+                self.stop()
+                run.seconds = time.monotonic() - start
+                return run
 
             def send(stdin: Any) -> None:  # a server that never reads must not hold this process past the deadline
                 try:
