@@ -31,30 +31,39 @@ def hide_reference_code(text: str, prints: set[str]) -> tuple[str, int]:
     number, time, engines) stays."""
     lines = text.split("\n")
     hit = 0
+    prepared = _prepared(prints)
     for k, line in enumerate(lines):
-        span = _reference_span(line, prints)
+        span = _reference_span(line, prepared)
         if span is not None:
             lines[k] = line[:span[0]] + HIDDEN + line[span[1]:]
             hit += 1
     return "\n".join(lines), hit
 
 
-def _reference_span(line: str, prints: set[str]) -> tuple[int, int] | None:
+def _prepared(prints: set[str]) -> tuple[list[str], list[str], list[tuple[str, str, str]]]:
+    """The fingerprints as ``_reference_span`` compares them, worked out once per text rather than once per line:
+    as they are, re-spaced, and (those long enough to be recognised when cut) with their first and last
+    ``MIN_FRAGMENT`` characters."""
+    whole = list(prints)
+    return (whole, [" ".join(fp.split()) for fp in whole],
+            [(fp, fp[:MIN_FRAGMENT], fp[-MIN_FRAGMENT:]) for fp in whole if len(fp) > MIN_FRAGMENT])
+
+
+def _reference_span(line: str, prepared: tuple[list[str], list[str], list[tuple[str, str, str]]]
+                    ) -> tuple[int, int] | None:
     """Where in ``line`` reference code is (start, end), or None."""
-    for fp in prints:
+    whole, respaced, cuttable = prepared
+    for fp in whole:
         at = line.find(fp)
         if at >= 0:
             return at, at + len(fp)
     squeezed = " ".join(line.split())
-    for fp in prints:
-        if " ".join(fp.split()) in squeezed:  # re-spaced: hide all but the indentation
+    for fp in respaced:
+        if fp in squeezed:  # re-spaced: hide all but the indentation
             return len(line) - len(line.lstrip()), len(line)
     body = line.rstrip()
     cut = body.rstrip(_ELLIPSIS)  # the kept start of a line cut on the right, without its "..." if any
-    for fp in prints:
-        if len(fp) <= MIN_FRAGMENT:
-            continue  # too short to be cut and still recognised; whole, it was found above
-        head, tail = fp[:MIN_FRAGMENT], fp[-MIN_FRAGMENT:]
+    for fp, head, tail in cuttable:  # (a shorter one cannot be cut and still recognised; whole, it was found above)
         at = cut.find(head)
         while at >= 0:  # cut on the right: the line ends with the start of the reference line
             if fp.startswith(cut[at:]):
