@@ -72,6 +72,7 @@ def test_version_refusals_say_which_release_dropped_the_feature() -> None:
             assert pattern.search(text) and r.dropped_in in text, (s, text)
 
 
+@pytest.mark.processes  # git show, on the local mirror of AWS's docs source
 def test_documented_sources_quote_aws_docs_at_the_line_they_cite() -> None:
     if not os.path.isdir(MIRROR):
         pytest.skip(f"no local mirror of aws-neuron-sdk at {MIRROR}")
