@@ -53,3 +53,13 @@ def figure(target: str, name: str):
     from bench import calibrate
 
     return next(f for f in calibrate.FIGURES if f.target == target and f.name == name)
+
+
+def is_figure_of(fig, kernel, args) -> bool:
+    """Whether ``fig`` estimates ``kernel`` (the same code, made with the same parameters: ``tiled(1)`` is not
+    ``tiled(128)``) on ``args`` (the same placeholders): what a test reading a shared figure checks, so that it
+    still asserts on its own kernel."""
+    mine, theirs = (getattr(k, "func", k) for k in (kernel, fig.kernel))
+    made = [[c.cell_contents for c in f.__closure__ or ()] for f in (mine, theirs)]
+    return mine.__code__ is theirs.__code__ and made[0] == made[1] and \
+        list(map(repr, fig.args)) == list(map(repr, args))

@@ -16,7 +16,7 @@ import pytest
 from nkisim.core.target import get as get_target
 from nkisim.cost import scheduler
 from tests.cost_kernels import layernorm, trn2_vector_add
-from tests.once import figure, figure_value
+from tests.once import figure, figure_value, is_figure_of
 
 
 def lat(kernel, *args, target="trn2"):
@@ -60,12 +60,11 @@ def test_the_figures_are_these_kernels_on_these_shapes():
             "transpose_affine": (k.transpose(), MAT)}
     for key, (kernel, args) in mine.items():
         fig = figure("trn2", TRN2_FIGURES[key])
-        assert fig.kernel.__name__ == kernel.__name__ and list(map(repr, fig.args)) == list(map(repr, args)), key
+        assert is_figure_of(fig, kernel, args), key
     assert lat(k.tiled(128), *V25) == figure_value(figure("trn2", TRN2_FIGURES["tiled128"]))
     for v in ("v1", "v2"):
         fig = figure("trn1", f"layernorm {v} 4096x8192 (p50)")
-        assert fig.kernel.__name__ == getattr(layernorm, v)().__name__
-        assert list(map(repr, fig.args)) == list(map(repr, LN_ARGS))
+        assert is_figure_of(fig, getattr(layernorm, v)(), LN_ARGS), v
 
 
 def test_trn2_ladders_in_hardware_order(trn2):
