@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from course_testing import processes_under
 
+from nkilab import classgrade
 from nkilab.batch_control import CourseBusy, course_lock
 
 REPO = Path(__file__).resolve().parents[1]
@@ -72,3 +73,17 @@ def test_a_signal_ends_make_grade_and_everything_it_started(tmp_path, sig):
     while processes_under(course) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert processes_under(course) == []
+
+
+def test_a_second_nbgrader_process_only_for_a_class_sized_stage():
+    """A stage a few students handed in goes to one nbgrader process (a second would cost more to start than it
+    saves); a class-sized one is dealt out across --jobs, every student to exactly one process."""
+    few = [f"s{i}" for i in range(classgrade.MIN_PER_SHARD * 2 - 1)]
+    assert classgrade.shard(few, 4) == [few]
+    many = [f"s{i}" for i in range(classgrade.MIN_PER_SHARD * 2 + 1)]
+    dealt = classgrade.shard(many, 2)
+    assert len(dealt) == 2 and sorted(sum(dealt, [])) == sorted(many)
+    assert min(len(s) for s in dealt) >= classgrade.MIN_PER_SHARD
+    assert classgrade.shard(many, 1) == [many]
+    assert len(classgrade.shard(many * 10, 3)) == 3
+    assert classgrade.shard([], 2) == []

@@ -75,6 +75,19 @@ class Limits:
     jobs: int = 1  # nbgrader processes grading side by side (students sharded; SQLite serialises their writes)
 
 
+#: the fewest hand-ins a second nbgrader process is started for: each process costs about 5 s of CPU before its
+#: first notebook (imports, the gradebook's migrations), a notebook 1-3 s, so a stage a few students handed in
+#: is graded by one process and only a class-sized stage is shared out across ``--jobs``
+MIN_PER_SHARD = 8
+
+
+def shard(students: list[str], jobs: int) -> list[list[str]]:
+    """``students`` dealt round-robin to at most ``jobs`` nbgrader processes, each with ``MIN_PER_SHARD`` or more
+    (one process for fewer), every student in exactly one."""
+    n = max(1, min(jobs, len(students) // MIN_PER_SHARD))
+    return [students[i::n] for i in range(n)] if students else []
+
+
 def _log(msg: str) -> None:
     print(msg, flush=True)
 
@@ -253,7 +266,7 @@ def grade_assignment(course: Path, nbg: Nbgrader, assignment: str, notebooks: li
         return results
     flags = grading_flags(cell_timeout=limits.cell, notebook_timeout=limits.notebook)
     start = time.monotonic()
-    shards = [gradable[i::limits.jobs] for i in range(min(limits.jobs, len(gradable)))]
+    shards = shard(gradable, limits.jobs)
 
     def autograde(k: int, shard: list[str]) -> tuple[int, str]:
         """One nbgrader process for the students of ``shard`` (everyone else excluded by name)."""
