@@ -33,7 +33,7 @@ sandbox-tool:
 # The suite on every core (pytest-xdist); --dist loadfile keeps each test module on one worker, so a module's
 # fixtures (the example class graded, the docs site built) run once. The twenty slowest tests are listed at the end.
 TEST_JOBS ?= auto
-PYTEST_JOBS := -n $(TEST_JOBS) --dist loadfile
+PYTEST_JOBS := -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
 
 test: setup
 	$(PY) -m ruff check .

@@ -2,7 +2,6 @@
 
 import os
 import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -16,6 +15,7 @@ os.environ.setdefault("NKISIM_STRICT_REGISTRY", "1")
 
 pytest.register_assert_rewrite("course_testing")
 
+import costs  # noqa: E402  (measured costs: the slow mark and the order files run in)
 import program_check  # noqa: E402,F401  (NKISIM_CHECK_PROGRAMS=1: every launch is also checked as a program)
 
 
@@ -79,13 +79,15 @@ if os.environ.get("NKILAB_TEST_CPU"):
             fh.write(f"{_cpu() - start:.2f}\t{item.nodeid}\n")
 
 
-#: node ids measured at a second of CPU or more (tests/slow_tests.txt): marked `slow` like the ones marked in place
-MEASURED_SLOW = frozenset(line.split("\t")[0] for line in
-                          (Path(__file__).with_name("slow_tests.txt")).read_text().splitlines()
-                          if line.strip() and not line.startswith("#"))
+#: CPU seconds of each test measured at a second or more (tests/costs.txt, see tests/costs.py)
+MEASURED = costs.load()
+FILE_COSTS = costs.file_costs(MEASURED)
 
 
 def pytest_collection_modifyitems(config, items):
+    """Measured-slow tests are marked ``slow``; files run costliest first (tests/costs.py says why)."""
     for item in items:
-        if item.nodeid in MEASURED_SLOW:
+        if MEASURED.get(item.nodeid, 0.0) >= costs.SLOW_S:
             item.add_marker(pytest.mark.slow)
+    order = {id(item): i for i, item in enumerate(items)}
+    items.sort(key=lambda item: (-FILE_COSTS.get(item.nodeid.split("::")[0], 0.0), order[id(item)]))
