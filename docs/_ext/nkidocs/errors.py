@@ -38,6 +38,7 @@ from .lessons import CACHE, cache_key
 
 FILE = "kernel.py"
 RUNNER = Path(__file__).with_name("runexample.py")
+TIMEOUT_S = 300  # per example
 #: the imports a reproducer gets, each when its code uses the name
 IMPORTS = (("np", "import numpy as np"), ("nki", "import neuronxcc.nki as nki"),
            ("nl", "import neuronxcc.nki.language as nl"), ("nisa", "import neuronxcc.nki.isa as nisa"),
@@ -61,8 +62,32 @@ def full_source(code: str) -> str:
     return "\n".join(used) + "\n\n\n" + code.strip("\n") + "\n"
 
 
+class _Server:
+    """``runexample.py --serve``: one per build process (Sphinx's parallel readers are forked processes, each
+    starts its own), ending when that process does (its stdin closes)."""
+
+    proc: subprocess.Popen | None = None
+    owner: int | None = None
+
+    @classmethod
+    def run(cls, folder: str) -> int:
+        """Run ``folder/kernel.py`` in a child of the server; its exit status."""
+        if cls.proc is None or cls.owner != os.getpid() or cls.proc.poll() is not None:
+            env = {k: v for k, v in os.environ.items() if k != "NEURON_PLATFORM_TARGET_OVERRIDE"}
+            cls.proc = subprocess.Popen([sys.executable, str(RUNNER), "--serve", str(TIMEOUT_S)], env=env,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            cls.owner = os.getpid()
+        assert cls.proc.stdin is not None and cls.proc.stdout is not None
+        cls.proc.stdin.write(json.dumps({"dir": folder}) + "\n")
+        cls.proc.stdin.flush()
+        answer = cls.proc.stdout.readline()
+        if not answer:
+            raise ExtensionError(f"the error-example server stopped (exit status {cls.proc.wait()})")
+        return int(json.loads(answer)["status"])
+
+
 def run_example(source: str) -> Outcome:
-    """Run ``source`` as ``python kernel.py`` in a scratch folder, in a fresh interpreter (``runexample.py``), on
+    """Run ``source`` as ``python kernel.py`` in a scratch folder, in a fresh child of ``runexample.py --serve``, on
     the default target whatever the builder's environment says.  The record is cached in build/docs-cache/
     under the source and everything else it depends on (``lessons.cache_key``)."""
     cached = CACHE / "examples" / f"{cache_key(source.encode())}.json"
@@ -71,12 +96,12 @@ def run_example(source: str) -> Outcome:
         return Outcome(**json.loads(cached.read_text()))
     with tempfile.TemporaryDirectory(prefix="nkidocs-error-") as tmp:
         (Path(tmp) / FILE).write_text(source)
-        env = {k: v for k, v in os.environ.items() if k != "NEURON_PLATFORM_TARGET_OVERRIDE"}
-        run = subprocess.run([sys.executable, str(RUNNER), FILE, "record.json"], cwd=tmp, env=env,
-                             capture_output=True, text=True, timeout=300)
+        status = _Server.run(tmp)
         record = Path(tmp) / "record.json"
-        if run.returncode != 0 or not record.is_file():
-            raise ExtensionError(f"could not run an error example:\n{run.stdout}{run.stderr}")
+        if status != 0 or not record.is_file():
+            printed = Path(tmp) / "output.txt"
+            raise ExtensionError("could not run an error example (exit status "
+                                 f"{status}):\n{printed.read_text() if printed.is_file() else ''}")
         text = record.read_text()
     cached.parent.mkdir(parents=True, exist_ok=True)
     partial = cached.with_suffix(f".{os.getpid()}.tmp")
