@@ -58,10 +58,11 @@ def _keep(names: list[str], per_file: int = 0, largest: int = 0) -> list[str]:
 
 
 def test_the_plugin_keeps_the_largest_shapes_in_collection_order() -> None:
-    names = ["t[1_256_float32]", "t[128_8192_bfloat16]", "t[64_1024_float32]", "t[128_8192_float32]", "t[2_2]"]
-    assert _keep(names, largest=2) == ["t[128_8192_bfloat16]", "t[128_8192_float32]"]
+    names = ["t[1_256_float32]", "t[128_8192_bfloat16]", "t[boundary_4096-8192]", "t[64_1024_float32]",
+             "t[128_8192_float32]", "t[2_2]"]
+    assert _keep(names, largest=2) == ["t[128_8192_bfloat16]", "t[128_8192_float32]"]  # a boundary case comes last
     assert _keep(names, largest=10) == names
-    assert _keep(names, per_file=2) == ["t[1_256_float32]", "t[64_1024_float32]"]  # evenly spaced, as before
+    assert _keep(names, per_file=3) == ["t[1_256_float32]", "t[boundary_4096-8192]", "t[128_8192_float32]"]
 
 
 def test_simulator_lines_are_added_to_the_cases_they_ran_in(tmp_path: Path) -> None:

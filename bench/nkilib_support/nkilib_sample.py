@@ -5,7 +5,9 @@ thousands of cases).
 ``--nkilib-per-file N`` keeps N cases, evenly spaced in collection order.  ``--nkilib-largest N`` keeps the N cases
 of the largest shapes (issue 29, "full size"): nki-library names each case by its parameters (``64_1024_3_4_bfloat16``,
 ``batch_128-hidden_8192``), so a case's size is the product of the numbers standing alone in its id (a number
-glued to letters, such as the 16 of ``bfloat16``, is a name, not a dimension); ties keep collection order."""
+glued to letters, such as the 16 of ``bfloat16``, is a name, not a dimension); ties keep collection order.  Cases
+nki-library's coverage generator names ``boundary_`` or ``invalid_`` (values outside what the kernel accepts, whose
+test expects the kernel to refuse them) come after every other case: they launch nothing at full size."""
 
 from __future__ import annotations
 
@@ -31,12 +33,18 @@ def case_size(case_id: str) -> int:
     return math.prod(int(n) for n in _DIMENSION.findall(params.replace("_", " ")))
 
 
+def _refused(case_id: str) -> bool:
+    """A case of values the kernel is expected to refuse (nki-library's ``boundary_`` / ``invalid_`` cases)."""
+    params = case_id[case_id.find("[") + 1:] if "[" in case_id else ""
+    return params.startswith(("boundary_", "invalid_"))
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: Any, items: list) -> None:
     n = config.getoption("--nkilib-per-file")
     largest = config.getoption("--nkilib-largest")
     if largest > 0 and len(items) > largest:
-        order = sorted(range(len(items)), key=lambda i: (-case_size(items[i].name), i))
+        order = sorted(range(len(items)), key=lambda i: (_refused(items[i].name), -case_size(items[i].name), i))
         keep = set(order[:largest])
     elif n > 0 and len(items) > n:
         step = len(items) / n
