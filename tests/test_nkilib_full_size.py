@@ -96,11 +96,14 @@ def test_the_full_size_row_names_the_slowest_cases_against_the_target(capsys: py
     ]
     nkilib_suite.full_size_report(result, show=2)
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == ("(f) nki-library at full size, nki-library main at d2ad3a5: 2 of 3 cases within 10 s on one "
-                      "core, 2 with values checked against the test's reference (1 skipped)")
+    assert out[0] == ("(f) nki-library at full size, nki-library main at d2ad3a5: 1 of 3 cases passed within 10 s on "
+                      "one core (2 passed: values equal to the test's reference at its tolerance; 1 failed; 1 skipped)")
     rows = [ln.split() for ln in out if "::" in ln]
     assert rows == [["12.50", "11.00", "321.5", "MISS", "passed", "core/a.py::test_a[4096]"],
                     ["4.00", "3.00", "20.0", "PASS", "passed", "core/d.py::test_d[1024]"]]
+    nkilib_suite.full_size_report(result, show=3)
+    failed = [ln for ln in capsys.readouterr().out.splitlines() if "core/b.py" in ln]
+    assert failed[0].split()[:5] == ["0.50", "-", "-", "-", "failed"]  # a failure has no verdict against the time
     assert "an estimate for trn2" in out[-1]
 
 
