@@ -47,11 +47,14 @@ test-fast: $(STAMP)
 	NKILAB_TEST_FAST=1 $(PY) -m pytest -q $(PYTEST_JOBS) -m "not slow and not processes" -x
 
 # Simulator wall time vs NumPy, cost-model estimates vs published hardware latencies, then grading seconds per
-# hand-in on a synthetic class (NKILAB_BENCH_STUDENTS students x every stage).
+# hand-in on a synthetic class (NKILAB_BENCH_STUDENTS students x every stage); with NKILIB=<clone of
+# aws-neuron/nki-library>, the slowest of its test shapes at full size (the largest case of each test file).
+NKILIB ?=
 bench: $(STAMP)
 	$(PY) bench/run.py
 	$(PY) bench/calibrate.py
 	$(PY) bench/grading.py
+	NKILIB=$(NKILIB) $(PY) bench/nkilib_suite.py
 
 # One word picks the NKI dialect everywhere: DIALECT=nki (NKI 0.6, `import nki`, Neuron SDK 2.32+: the course's
 # stub_dialect in course.toml) or DIALECT=legacy (`import neuronxcc.nki`, SDK 2.29 and earlier: CS149's handouts).

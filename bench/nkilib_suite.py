@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -60,6 +61,11 @@ class Case:
     outcome: str  # passed | failed | skipped
     seconds: float = 0.0
     message: str = ""
+    #: the simulator's own seconds in the case (its ``nki.cpu_simulate`` launches, values included), and the cost
+    #: model's latency estimate of those launches in microseconds, with its target; None when it launched nothing
+    sim_seconds: float | None = None
+    latency_us: float | None = None
+    target: str = ""
 
     @property
     def version_difference(self) -> bool:
@@ -249,12 +255,36 @@ def _message(node: ET.Element) -> str:
     return first[:300]
 
 
+def add_simulation_times(cases: list[Case], log: str) -> None:
+    """The simulator's seconds and latency estimates of each case, from the lines ``nki_cpu_simulator`` appended to
+    ``log`` (one per ``nki.cpu_simulate`` call, named by pytest's current test: ``file::Class::name (call)``)."""
+    by_name: dict[str, list[dict]] = {}
+    try:
+        with open(log, encoding="utf-8") as fh:
+            for line in fh:
+                entry = json.loads(line)
+                name = entry.get("case", "").split("::")[-1].rsplit(" (", 1)[0]
+                by_name.setdefault(name, []).append(entry)
+    except (OSError, ValueError):
+        return
+    for case in cases:
+        entries = by_name.get(case.name)
+        if entries:
+            case.sim_seconds = sum(e["sim_s"] for e in entries)
+            estimates = [e["estimate_us"] for e in entries if "estimate_us" in e]
+            case.latency_us = sum(estimates) if estimates else None
+            case.target = next((e["target"] for e in entries if "target" in e), "")
+
+
 def run_file(work: str, rel: str, env: dict[str, str], case_timeout: float, extra: list[str],
-             per_file: int = 0) -> list[Case]:
-    """One pytest process of nki-library's harness on ``rel`` (``per_file`` of its cases if > 0); every case it
-    reports."""
-    sample = ["-p", "nkilib_sample", f"--nkilib-per-file={per_file}"] if per_file > 0 else []
+             per_file: int = 0, largest: int = 0) -> list[Case]:
+    """One pytest process of nki-library's harness on ``rel`` (``per_file`` of its cases if > 0, else the
+    ``largest`` of the largest shapes if > 0); every case it reports."""
+    sample = ["-p", "nkilib_sample", f"--nkilib-per-file={per_file}", f"--nkilib-largest={largest}"] \
+        if per_file > 0 or largest > 0 else []
     xml = os.path.join(tempfile.mkdtemp(prefix="junit"), "r.xml")
+    sim_log = os.path.join(os.path.dirname(xml), "sim.jsonl")
+    env = dict(env, NKILIB_SIM_LOG=sim_log)
     out_dir = tempfile.mkdtemp(prefix="nkilib-out")
     cmd = [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", f"--junitxml={xml}",
            "--test-mode", "simulation", "--output-directory", out_dir, "--force-local-cleanup",
@@ -289,6 +319,7 @@ def run_file(work: str, rel: str, env: dict[str, str], case_timeout: float, extr
             cases.append(Case(rel, name, "skipped", seconds, _message(kids["skipped"]) or "skipped (no reason)"))
         else:
             cases.append(Case(rel, name, "passed", seconds))
+    add_simulation_times(cases, sim_log)
     shutil.rmtree(os.path.dirname(xml), ignore_errors=True)
     shutil.rmtree(out_dir, ignore_errors=True)
     if not cases:
@@ -307,9 +338,10 @@ def run_file(work: str, rel: str, env: dict[str, str], case_timeout: float, extr
 
 def run(clone: str, ref: str | None = None, only: list[str] | None = None, aws_skips: bool = False,
         case_timeout: float = CASE_TIMEOUT_S, extra: list[str] | None = None, progress: bool = True,
-        per_file: int = 0) -> NkilibResult:
+        per_file: int = 0, largest: int = 0) -> NkilibResult:
     """Every integration test file of the clone (those whose path contains one of ``only``, if given); with
-    ``per_file`` > 0 that many cases of each file, evenly spaced (the whole library has about 8,600 cases)."""
+    ``per_file`` > 0 that many cases of each file, evenly spaced (the whole library has about 8,600 cases); with
+    ``largest`` > 0 (and no ``per_file``) the cases of each file's largest shapes (``nkilib_sample.case_size``)."""
     deps = ensure_deps()
     work = tempfile.mkdtemp(prefix="conf-nkilib")
     try:
@@ -323,8 +355,10 @@ def run(clone: str, ref: str | None = None, only: list[str] | None = None, aws_s
         env = _env(work, deps, aws_skips)
         if per_file > 0:
             result.notes.append(f"sampled: at most {per_file} cases of each test file, evenly spaced")
+        elif largest > 0:
+            result.notes.append(f"sampled: the {largest} case(s) of each test file with the largest shapes")
         for rel in test_files(work, only or []):
-            cases = run_file(work, rel, env, case_timeout, extra or [], per_file)
+            cases = run_file(work, rel, env, case_timeout, extra or [], per_file, largest)
             result.cases += cases
             if progress:
                 c = Counter(k.outcome for k in cases)
@@ -362,3 +396,62 @@ def report(result: NkilibResult, show: int = 40) -> None:
     n = result.counts()
     print(f"  version-difference refusals among the failures: {n['version_differences']}")
     print(f"{n['passed']} passed, {n['failed']} failed, {n['skipped']} skipped")
+
+
+#: issue 29, "full size": every nki-library test shape within this many seconds on one core
+FULL_SIZE_TARGET_S = 10.0
+
+
+def full_size_report(result: NkilibResult, target: float = FULL_SIZE_TARGET_S, show: int = 10) -> None:
+    """``make bench``'s nki-library row: how many of the cases run passed within ``target`` seconds, and the ``show``
+    slowest, each with its time (pytest's, on one core: BLAS and OpenMP are pinned to one thread), its outcome
+    (``passed``: values equal to the test's own torch reference at its tolerance) and, for a case that passed, its
+    verdict against the target."""
+    ran = sorted((c for c in result.cases if c.outcome != "skipped"), key=lambda c: -c.seconds)
+    passed = [c for c in ran if c.outcome == "passed"]
+    within = sum(c.seconds <= target for c in passed)
+    print(f"(f) nki-library at full size, {result.label}: {within} of {len(ran)} cases passed within {target:.0f} s "
+          f"on one core ({len(passed)} passed: values equal to the test's reference at its tolerance; "
+          f"{len(ran) - len(passed)} failed; {len(result.cases) - len(ran)} skipped)")
+    for note in result.notes:
+        if note.startswith("sampled"):
+            print(f"    {note}")
+    print(f"    {'case s':>8s} {'sim s':>7s} {'est. us':>9s} result outcome case")
+    for c in ran[:show]:
+        verdict = "-" if c.outcome != "passed" else "PASS" if c.seconds <= target else "MISS"
+        why = f"  ({c.message[:100]})" if c.outcome != "passed" else ""
+        sim = f"{c.sim_seconds:7.2f}" if c.sim_seconds is not None else f"{'-':>7s}"
+        est = f"{c.latency_us:9.1f}" if c.latency_us is not None else f"{'-':>9s}"
+        print(f"    {c.seconds:8.2f} {sim} {est} {verdict:6s} {c.outcome:7s} "
+              f"{c.file.removeprefix('test/integration/nkilib/')}::{c.name}{why}")
+    print("    (case s: the whole test case on one core, its torch reference and input generation included; sim s: "
+          "nkisim's launches alone; est. us: the cost model's latency estimate of those launches, an estimate for "
+          f"{next((c.target for c in ran if c.target), 'the launch target')}, not a measurement)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python bench/nkilib_suite.py [--clone DIR] [--ref main] [--largest 1]``: the full-size row of ``make
+    bench`` (the largest shapes of each of nki-library's test files, AWS's own skips of large shapes lifted)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("--clone", default=os.environ.get("NKILIB", ""), help="clone of aws-neuron/nki-library "
+                    "(default: $NKILIB)")
+    ap.add_argument("--ref", default="main", help="branch or commit of the clone to run (default: main)")
+    ap.add_argument("--largest", type=int, default=1, help="cases of each test file, those of the largest shapes")
+    ap.add_argument("--only", action="append", default=[], help="run only files whose name contains this")
+    ap.add_argument("--case-timeout", type=float, default=60.0, help="seconds a case may take before it fails")
+    ap.add_argument("--show", type=int, default=10, help="how many of the slowest cases to print")
+    args = ap.parse_args(argv)
+    if not args.clone:
+        print("(f) nki-library at full size: skipped (no clone; run `make bench NKILIB=<clone of "
+              "aws-neuron/nki-library>`)")
+        return 0
+    result = run(args.clone, args.ref, args.only, case_timeout=args.case_timeout, progress=False,
+                 largest=args.largest)
+    full_size_report(result, show=args.show)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -47,6 +47,62 @@ def _tile_reads(inst: str, **named: Any) -> list:
     return [operands(inst, **{k: v})[k] for k, v in named.items() if is_tile(v)]
 
 
+#: operators whose fp32 result is the correctly rounded one however NumPy computes it
+_EXACT = ("add", "subtract", "multiply", "divide")
+
+
+def linear_scan(n0: str, n1: str, x: np.ndarray, y: np.ndarray, prev: np.ndarray, reverse0: bool = False,
+                reverse1: bool = False) -> np.ndarray:
+    """``r[i] = op1(op0(x[:, i], r[i-1]), y[:, i])`` along the columns of ``x`` and ``y`` from ``r[-1] = prev``
+    (``[P]`` fp32), rounded to fp32 at each step: ``tensor_tensor_scan``'s values, ``[P, F]`` fp32.
+
+    The recurrence is sequential, so the plain form is a loop over columns (``scan_by_column``), a few NumPy calls
+    per element column.  Two forms give the same bits faster, and nki-library's kernels (cumsum, at up to 20,480
+    rows of 6,144) are what they are for: a cumulative sum (``op0`` multiply by a ``data0`` of ones, ``op1`` add) is
+    ``np.add.accumulate`` from ``prev``, which adds strictly in order, ``r[i-1] + y[i]`` in fp32 as the loop does
+    (a product by 1.0 is exact, NaN included, and an operand's order is kept); any other pair of fp32 ufuncs runs
+    the loop over contiguous columns into preallocated rows (``out=``: the same ufunc loop on the same fp32
+    operands, without a new array and a cast per step).  Only for the four operators IEEE rounds exactly
+    (``_EXACT``): NumPy may compute a contiguous row and a strided column by different code (SIMD or not), which
+    for ``maximum`` of -0.0 and 0.0, ``power`` or ``fmod`` need not agree.  tests/test_scan_fast.py compares the
+    forms bit for bit."""
+    f0, f1 = ALU[n0].fn, ALU[n1].fn
+    if not (n0 in _EXACT and n1 in _EXACT and x.dtype == F32 and y.dtype == F32 and prev.dtype == F32
+            and _fp32_ufunc(f0) and _fp32_ufunc(f1)):
+        return scan_by_column(n0, n1, x, y, prev, reverse0, reverse1)
+    if n0 == "multiply" and n1 == "add" and not reverse1 and bool((x == 1).all()):
+        return np.add.accumulate(np.concatenate([prev[:, None], y], axis=1), axis=1)[:, 1:]
+    xt, yt = np.ascontiguousarray(x.T), np.ascontiguousarray(y.T)
+    out = np.empty_like(yt)
+    tmp = np.empty_like(prev)
+    for i in range(out.shape[0]):
+        if reverse0:
+            f0(prev, xt[i], out=tmp)
+        else:
+            f0(xt[i], prev, out=tmp)
+        prev = out[i]
+        if reverse1:
+            f1(yt[i], tmp, out=prev)
+        else:
+            f1(tmp, yt[i], out=prev)
+    return out.T.copy()
+
+
+def _fp32_ufunc(fn: Any) -> bool:
+    """``fn`` is a NumPy ufunc with a loop from two fp32 operands to an fp32 result (the one it picks for them)."""
+    return isinstance(fn, np.ufunc) and fn.nin == 2 and "ff->f" in fn.types
+
+
+def scan_by_column(n0: str, n1: str, x: np.ndarray, y: np.ndarray, prev: np.ndarray, reverse0: bool = False,
+                   reverse1: bool = False) -> np.ndarray:
+    """``linear_scan`` as the recurrence reads: one column at a time, each step's result cast to fp32."""
+    vals = np.empty_like(x)
+    for i in range(x.shape[1]):
+        prev = _apply(n1, _apply(n0, x[:, i], prev, reverse0), y[:, i], reverse1).astype(F32)
+        vals[:, i] = prev
+    return vals
+
+
 @op("nisa.tensor_tensor_scan", emits=(TENSOR_TENSOR_SCAN,))
 def tensor_tensor_scan(data0: Any = None, data1: Any = None, initial: Any = 0.0, op0: Any = "multiply",
                        op1: Any = "add", reverse0: bool = False, reverse1: bool = False, *, dtype: Any = None,
@@ -71,11 +127,8 @@ def tensor_tensor_scan(data0: Any = None, data1: Any = None, initial: Any = 0.0,
     vals = None
     if ctx.numerics:
         x, y = flat(a, ctx), flat(b, ctx)
-        vals = np.empty_like(x)
         prev = np.broadcast_to(init, (x.shape[0], 1))[:, 0].astype(F32)
-        for i in range(x.shape[1]):
-            prev = _apply(n1, _apply(n0, x[:, i], prev, reverse0), y[:, i], reverse1).astype(F32)
-            vals[:, i] = prev
+        vals = linear_scan(n0, n1, x, y, prev, reverse0, reverse1)
     out_dt = a.dtype if dtype is None else dtype
     reads = [a, b] + _tile_reads("tensor_tensor_scan", initial=initial)
     return deliver(ctx, TENSOR_TENSOR_SCAN, a.shape, out_dt, vals, dst, reads=reads, valid=valid,

@@ -9,8 +9,12 @@ none of them) attached as empty modules, so nkisim's own modules are left as the
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+import time
 import types
+from typing import Any
 
 import nkisim
 
@@ -41,3 +45,48 @@ _modules["nki.language.dtypes"] = types.ModuleType("nki_cpu_simulator.nki.langua
 _language.dtypes = _modules["nki.language.dtypes"]
 for _name, _module in _modules.items():
     sys.modules[f"nki_cpu_simulator.{_name}"] = _module
+
+
+# --- what each simulated launch cost, for the full-size row of ``make bench`` (bench/nkilib_suite.py) -------------
+#: ``NKILIB_SIM_LOG``: a file to which each ``nki.cpu_simulate(...)(...)`` call appends one JSON line: the pytest case
+#: running it, the simulator's seconds (the launch, values included), the cost model's latency estimate for the
+#: launch's target and the seconds that estimate took; the harness's own work (torch references, input generation,
+#: comparisons) is not in them
+_LOG = os.environ.get("NKILIB_SIM_LOG", "")
+
+
+class _TimedSimulation:
+    """``nki.cpu_simulate(kernel)`` whose calls are timed and estimated into ``NKILIB_SIM_LOG``."""
+
+    def __init__(self, sim: Any) -> None:
+        self.sim = sim
+
+    def __getitem__(self, lnc: Any) -> _TimedSimulation:
+        return _TimedSimulation(self.sim[lnc])
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from nkisim import api
+
+        with api.watching() as seen:
+            t0 = time.perf_counter()
+            out = self.sim(*args, **kwargs)
+            seconds = time.perf_counter() - t0
+        entry: dict[str, Any] = {"case": os.environ.get("PYTEST_CURRENT_TEST", ""), "sim_s": seconds}
+        if seen:
+            t0 = time.perf_counter()
+            entry["estimate_us"] = sum(launch.latency_us() for launch in seen)
+            entry["estimate_s"] = time.perf_counter() - t0
+            entry["target"] = seen[-1].target_label
+        with open(_LOG, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(entry) + "\n")
+        return out
+
+
+if _LOG:
+    _untimed = nki.cpu_simulate
+
+    def _cpu_simulate(kernel: Any) -> _TimedSimulation:
+        return _TimedSimulation(_untimed(kernel))
+
+    _cpu_simulate.__doc__ = _untimed.__doc__
+    nki.cpu_simulate = _cpu_simulate
