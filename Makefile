@@ -3,13 +3,19 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+TORCH_STAMP := $(VENV)/.installed-torch
 
-.PHONY: sandbox-tool gradescope setup test test-fast bench lint clean release release-check lab grade docs course
+.PHONY: sandbox-tool gradescope setup setup-lean test test-fast bench lint clean release release-check lab grade docs course
+
+# Two layers of .venv, each remade when its requirements change: requirements.txt is all that students (make lab)
+# and TAs grading (make grade) need; requirements-torch.txt adds PyTorch's CPU build (about 0.9 GB with sympy), which
+# only the suite's references and the site's lesson outputs use. make setup is the developer's set-up: both.
+setup: setup-lean $(TORCH_STAMP)
 
 # Bytecode for the project's own modules, compiled once here: every sandboxed child, executor server, notebook
 # kernel and nbgrader process imports them, and where PYTHONDONTWRITEBYTECODE is set (or the tree is read-only, as
 # in the sandbox) each would compile them again (about 0.2 s of CPU per process; a class grading starts thousands).
-setup: $(STAMP)
+setup-lean: $(STAMP)
 	@command -v bwrap >/dev/null 2>&1 || $(MAKE) --no-print-directory sandbox-tool
 	@$(PY) -m compileall -q -j 0 nkisim autograder/nkilab bench docs/_ext >/dev/null
 
@@ -21,6 +27,10 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m nkisim --install-hook
 	$(PY) -m nkilab.course install-path-hook
 	touch $(STAMP)
+
+$(TORCH_STAMP): requirements-torch.txt $(STAMP)
+	$(PY) -m pip install -q -r requirements-torch.txt
+	touch $(TORCH_STAMP)
 
 # Student code is graded inside Debian's bubblewrap sandbox (autograder/nkilab/sandbox.py).
 sandbox-tool:
@@ -43,14 +53,14 @@ test: setup
 
 # The edit loop: no slow test and no test that starts a process (a sandbox, a Jupyter kernel, a server, a command:
 # such a test fails here unless marked `processes`), stopping at the first failure.
-test-fast: $(STAMP)
+test-fast: $(STAMP) $(TORCH_STAMP)
 	NKILAB_TEST_FAST=1 $(PY) -m pytest -q $(PYTEST_JOBS) -m "not slow and not processes" -x
 
 # Simulator wall time vs NumPy, cost-model estimates vs published hardware latencies, then grading seconds per
 # hand-in on a synthetic class (NKILAB_BENCH_STUDENTS students x every stage); with NKILIB=<clone of
 # aws-neuron/nki-library>, the slowest of its test shapes at full size (the largest case of each test file).
 NKILIB ?=
-bench: $(STAMP)
+bench: $(STAMP) $(TORCH_STAMP)
 	$(PY) bench/run.py
 	$(PY) bench/calibrate.py
 	$(PY) bench/grading.py
@@ -76,20 +86,20 @@ release-check: $(STAMP)
 # GRADE_ARGS passes options through, e.g. GRADE_ARGS="--assignment 01_vector_add --no-sandbox".
 COURSE ?=
 GRADE_ARGS ?=
-grade: setup
+grade: setup-lean
 	$(PY) -m nkilab.classgrade $(if $(COURSE),--course $(COURSE)) $(GRADE_ARGS)
 
 # A TA's own nbgrader course from the lessons (source/, release/, gradebook.db, roster): see autograder/README.md.
 # make course COURSE=path/to/course DIALECT=legacy COURSE_ARGS="--roster roster.csv --course-id cs-nki-2026"
 COURSE_ARGS ?=
-course: setup
+course: setup-lean
 	@test -n "$(COURSE)" || { echo "make course: say where, e.g. make course COURSE=../my-course" >&2; exit 2; }
 	$(PY) -m nkilab.course install-path-hook
 	$(PY) -m nkilab.course build --course $(COURSE) $(if $(DIALECT),--dialect $(DIALECT)) $(COURSE_ARGS)
 
 # Gradescope autograder bundles, one per assignment: build/gradescope/<assignment>.zip, or for DIALECT=legacy
 # build/gradescope/legacy/<assignment>.zip (see nkilab/gradescope.py).
-gradescope: setup
+gradescope: setup-lean
 	$(PY) -m nkilab.gradescope build $(if $(DIALECT),--dialect $(DIALECT)) $(GRADE_ARGS)
 
 # The course site: build/site/index.html. Sphinx + MyST-NB (docs/conf.py), warnings are errors, every page read
@@ -97,7 +107,7 @@ gradescope: setup
 # demo outputs (about a minute), then come from build/docs-cache/ until the lesson, the simulator or the grader changes.
 SITE     ?= build/site
 DOCTREES ?= build/docs-doctrees
-docs: $(STAMP)
+docs: $(STAMP) $(TORCH_STAMP)
 	$(PY) -m sphinx -j auto -E -W --keep-going -b html -d $(DOCTREES) docs $(SITE)
 
 # Students work on copies in work/ (work/legacy/ for DIALECT=legacy; never overwritten, not tracked), so

@@ -40,6 +40,7 @@ html_theme = "furo"
 html_title = "NKI Kernel Lab"
 html_static_path = ["_static"]
 html_css_files = ["nkidocs.css"]
+html_search_scorer = str(DOCS / "_static" / "search_scorer.js")  # lessons and guides above error pages for the words they teach
 templates_path = ["_templates"]
 html_copy_source = False  # no _sources/: the lessons' sources would repeat the pages
 html_show_sourcelink = False

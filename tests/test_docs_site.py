@@ -30,6 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "docs" / "_ext"))
 import nkidocs  # noqa: E402  (docs/_ext/nkidocs)
 from nkidocs import lessons  # noqa: E402
+from nkidocs.errors import title_of  # noqa: E402
 
 STAGES = sorted(nb.stem for nb in (REPO / "assignments").glob("[0-9][0-9]_*.ipynb"))
 #: the first test to use the site builds it: from a fresh clone that runs every lesson (minutes on a busy machine)
@@ -157,6 +158,9 @@ def test_home_page_says_how_to_get_the_course(site):
     text = text_of((site / "index.html").read_text())
     assert "<this repository>" not in text and not re.search(r"git clone <", text)
     assert "make lab" in text
+    address = nkidocs.repository_address()
+    if address:  # the repository's address, where the build knows it (tests above: where it comes from)
+        assert f"git clone {address} nki-kernel-lab" in text
     # the stage table's markers survive for the generator that fills them from the course manifest
     source = (REPO / "docs" / "index.md").read_text()
     assert source.count("<!-- course:stages -->") == 1 and source.count("<!-- /course:stages -->") == 1
@@ -164,12 +168,28 @@ def test_home_page_says_how_to_get_the_course(site):
         assert f'href="lessons/{stage}.html"' in (site / "index.html").read_text(), stage
 
 
-def test_how_to_get_the_course_names_no_placeholder(monkeypatch):
+def test_how_to_get_the_course_names_no_placeholder(monkeypatch, tmp_path):
     monkeypatch.setenv("NKILAB_REPO_URL", "https://example.org/course/nki-kernel-lab.git")
-    assert "`git clone https://example.org/course/nki-kernel-lab.git nki-kernel-lab`" in nkidocs.get_the_course()
-    monkeypatch.setenv("NKILAB_REPO_URL", "/some/local/path")  # not an address a reader can clone from
     sentence = nkidocs.get_the_course()
+    assert "`git clone https://example.org/course/nki-kernel-lab.git nki-kernel-lab`" in sentence
+    assert "at <https://example.org/course/nki-kernel-lab.git>:" in sentence  # the address itself, as a link
+    monkeypatch.setenv("NKILAB_REPO_URL", "/some/local/path")  # not an address a reader can clone from
+    sentence = nkidocs.get_the_course(tmp_path / "pyproject.toml")
     assert "git clone" not in sentence and "<" not in sentence and "clone it from the address" in sentence
+
+
+@pytest.mark.processes  # asks git for the checkout's origin
+def test_the_repository_address_has_one_home_in_pyproject(monkeypatch, tmp_path):
+    """Where neither NKILAB_REPO_URL nor a network ``origin`` says it, the home page's address is pyproject.toml's
+    ``[project.urls] Repository`` (a checkout with no remote, such as one made from a local clone's bundle)."""
+    monkeypatch.delenv("NKILAB_REPO_URL", raising=False)
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n[project.urls]\n'
+                                             'Repository = "https://example.org/lab/nki-kernel-lab"\n')
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)  # a checkout with no origin
+    sentence = nkidocs.get_the_course(tmp_path / "pyproject.toml")
+    assert "`git clone https://example.org/lab/nki-kernel-lab nki-kernel-lab`" in sentence
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n[project.urls]\nRepository = "../lab"\n')
+    assert "git clone" not in nkidocs.get_the_course(tmp_path / "pyproject.toml")
 
 
 @pytest.mark.slow
@@ -389,7 +409,13 @@ def test_error_pages_show_what_python_prints(site, tmp_path):
     table = (site / "errors/index.html").read_text()
     for error_id, cls in sorted(CATALOGUE.items()):
         markup = (site / f"errors/{error_id}.html").read_text()
-        assert f"<h1>{error_id}" in markup
+        summary = re.search(r"^summary:\s*(.+)$", (REPO / "docs/errors" / f"{error_id}.md").read_text(), re.M)[1]
+        title = html.escape(title_of(summary), quote=False).replace("`", "")
+        assert re.search(rf'<h1>{re.escape(title)}<a class="headerlink"', re.sub(r"</?code[^>]*>|</?span[^>]*>",
+                                                                                  "", markup)), (error_id, title)
+        assert re.search(rf'<p class="nki-error-id"[^>]*>Error id <code[^>]*><span class="pre">{error_id}</span>',
+                         markup), error_id  # the id: the subtitle, under the title
+        assert f'id="{error_id.replace("_", "-")}"' in markup  # the anchor the id heading had
         assert "What it means on the hardware" in text_of(markup) and "The fix" in text_of(markup)
         printed = _block(markup, "printed")
         run = _run(_block(markup, "source"), tmp_path / error_id)
@@ -585,6 +611,77 @@ def test_search_finds_pages(browser, query, expected):
         page.close()
 
 
+def _search(chromium, base: str, query: str) -> list[str]:
+    page = chromium.open(f"{base}/search.html?q={query}", 1280, 900)
+    try:
+        done = page.wait_for("(document.querySelector('#search-results .search-summary') || {}).textContent")
+        assert done and "found" in done and not done.startswith("Your search did not match"), done
+        return page.evaluate("[...document.querySelectorAll('#search-results li a')].map(a => a.getAttribute('href'))")
+    finally:
+        page.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("query", ["affine_range", "PSUM", "mask", "partition"])
+def test_search_ranks_lessons_and_guides_above_error_pages(browser, query):
+    """Sphinx scores a page by where a word occurs, not how much the page is about it: an error page naming
+    ``affine_range`` once ranked above the lessons teaching it (the first of them 21st of 28). Every lesson and
+    guide found now ranks above every error page, and the lessons lead the pages that only mention the word."""
+    chromium, base = browser
+    hrefs = [h.split("#")[0] for h in _search(chromium, base, query)]
+    errors = [k for k, h in enumerate(hrefs) if h.startswith("errors/")]
+    taught = [k for k, h in enumerate(hrefs) if h.startswith("lessons/") or "/" not in h]
+    assert errors and taught and max(taught) < min(errors), hrefs
+    lessons = [k for k, h in enumerate(hrefs) if h.startswith("lessons/")]
+    assert lessons and lessons[0] < 6, hrefs
+
+
+@pytest.mark.slow
+def test_searching_an_error_id_finds_its_page_first(browser):
+    chromium, base = browser
+    for error_id in ("err_psum_dtype", "err_tensor_access_out_of_bound"):
+        assert _search(chromium, base, error_id)[0].split("#")[0] == f"errors/{error_id}.html"
+
+
+#: an error page's title and subtitle as a phone shows them: the words of the title a line breaks inside (a line may
+#: break at the hyphen of "on-chip", as in print)
+TITLE = """(() => {
+  const h1 = document.querySelector('article h1'), broken = [];
+  const walker = document.createTreeWalker(h1, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const node = walker.currentNode;
+    if (node.parentElement.closest('a.headerlink')) continue;
+    for (const m of node.data.matchAll(/[^\\s-]+/g)) {  // a line may break after a hyphen, in no word
+      const r = document.createRange();
+      r.setStart(node, m.index);
+      r.setEnd(node, m.index + m[0].length);
+      if (new Set([...r.getClientRects()].map(x => Math.round(x.top))).size > 1) broken.push(m[0]);
+    }
+  }
+  const sub = h1.nextElementSibling;
+  return {title: h1.innerText.replace('\u00b6', '').trim(), broken, right: h1.getBoundingClientRect().right,
+          sub: sub ? sub.className + ': ' + sub.innerText : ''};
+})()"""
+
+
+@pytest.mark.slow
+def test_error_pages_are_titled_in_words_on_a_phone(browser):
+    """At 400 px every error page's title is its summary in words, no word broken across lines (the ids used as
+    titles broke mid-word), and its id is the subtitle."""
+    chromium, base = browser
+    page = chromium.open(f"{base}/errors/index.html", 400, 900)
+    try:
+        for error_id in sorted(CATALOGUE):
+            page.goto(f"{base}/errors/{error_id}.html")
+            shown = page.evaluate(TITLE)
+            summary = re.search(r"^summary:\s*(.+)$", (REPO / "docs/errors" / f"{error_id}.md").read_text(), re.M)[1]
+            assert shown["title"] == title_of(summary).replace("`", "") and "err_" not in shown["title"], shown
+            assert shown["broken"] == [] and shown["right"] <= 400, (error_id, shown)
+            assert shown["sub"] == f"nki-error-id: Error id {error_id}", shown
+    finally:
+        page.close()
+
+
 #: what a screen shows: nothing wider than the window unless it scrolls sideways inside a box that fits
 LAYOUT = """(() => {
   const vw = window.innerWidth, bad = [];
@@ -597,12 +694,16 @@ LAYOUT = """(() => {
     const shown = (box && box !== document.body) ? box.getBoundingClientRect() : r;
     if (shown.right > vw + 1 || shown.left < -1) bad.push(el.tagName + '.' + el.className + ' ' + Math.round(shown.right));
   }
+  const shrunk = [...document.querySelectorAll('article div.cell_output img')].filter(
+    img => !img.naturalWidth || img.getBoundingClientRect().width < img.naturalWidth - 1).map(img => img.src);
+  const pictures = document.querySelectorAll('article div.cell_output img').length;
   const drawer = document.querySelector('.sidebar-drawer').getBoundingClientRect();
   const h1 = document.querySelector('article h1').getBoundingClientRect();
-  return {bad, pageWidth: document.documentElement.scrollWidth, vw,
+  return {bad, shrunk, pictures, pageWidth: document.documentElement.scrollWidth, vw,
           drawerLeft: drawer.left, drawerRight: drawer.right, h1Top: h1.top};
 })()"""
-PAGES = ["index.html", "lessons/02_partition_tiling.html", "lessons/04_masked_rmsnorm.html", "errors/index.html",
+PAGES = ["index.html", "lessons/01_vector_add.html", "lessons/02_partition_tiling.html",
+         "lessons/04_masked_rmsnorm.html", "lessons/06_tensor_engine_matmul.html", "errors/index.html",
          "errors/err_num_partition_exceed_arch_limit.html", "api/nl.html", "api/nisa.html", "migration.html",
          "grading.html"]
 
@@ -623,12 +724,16 @@ def _not_blank(png: bytes, width: int, height: int) -> None:
 @pytest.mark.parametrize("slug", PAGES)
 def test_phone_layout(browser, slug, tmp_path):
     """At 400 px the menu is behind its button (the page's title is on the first screen), the button opens it,
-    and nothing is cut off: wide tables and code scroll sideways in their own box."""
+    and nothing is cut off: wide tables and code scroll sideways in their own box. A lesson's pictures are shown
+    at their natural size, panning sideways, so their smallest labels stay 9 px (tests/test_figures.py)."""
     chromium, base = browser
     page = chromium.open(f"{base}/{slug}", 400, 900)
     try:
         layout = page.evaluate(LAYOUT)
         assert layout["bad"] == [] and layout["pageWidth"] <= 400, layout
+        assert layout["shrunk"] == [], layout
+        assert layout["pictures"] >= (2 if slug in ("lessons/01_vector_add.html", "lessons/06_tensor_engine_matmul.html")
+                                      else 0), layout  # the memory hierarchy, the PE array and PSUM's banks
         assert layout["drawerRight"] <= 0 and 0 <= layout["h1Top"] < 250, layout
         png = page.screenshot()
         (tmp_path / "phone.png").write_bytes(png)

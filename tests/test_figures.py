@@ -114,6 +114,45 @@ def test_pe_array_and_psum_banks_follow_the_limits() -> None:
     assert getattr(info.value, "error_id", "") == "err_psum_tile_exceed_bank_size"
 
 
+# --------------------------------------------------------------------------- nothing hidden, at any width
+DIAGRAMS = {"memory_hierarchy": lambda: figures.memory_hierarchy("trn2"),
+            "memory_hierarchy trn1": lambda: figures.memory_hierarchy("trn1"),
+            "partitions_and_free": lambda: figures.partitions_and_free(rows=128, cols=2048),
+            "partitions_and_free ragged": lambda: figures.partitions_and_free(rows=1000, cols=512),
+            "dma_queues": lambda: figures.dma_queues((1, 128)),
+            "pe_array": lambda: figures.pe_array(n=512),
+            "psum_banks": lambda: figures.psum_banks([("res_psum", 512, "float32")]),
+            "psum_banks two": lambda: figures.psum_banks([("a", 512, "float32"), ("b", 1024, "float32")])}
+#: the smallest label a diagram may use: at the 100 dpi the lessons' pictures are drawn at, 6.5 pt is 9 px, what a
+#: page shows at its natural size (the site never shrinks a lesson's picture below it: tests/test_docs_site.py)
+SMALLEST_PT = 6.5
+
+
+@pytest.mark.parametrize("name", sorted(DIAGRAMS))
+def test_no_label_of_a_diagram_is_hidden(name: str) -> None:
+    """As drawn: every label lies inside the picture, on no other label, and on no box unless inside it (its own
+    box's label); "read and write SBUF" used to run into the HBM box. Labels are no smaller than SMALLEST_PT."""
+    from matplotlib.patches import FancyBboxPatch
+
+    fig = DIAGRAMS[name]()
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    labels = [t for ax in fig.axes for t in (*ax.texts, ax.title) if t.get_visible() and t.get_text().strip()]
+    labels += [t for t in fig.texts if t.get_visible() and t.get_text().strip()]
+    boxes = [p.get_window_extent(renderer) for ax in fig.axes for p in ax.patches if isinstance(p, FancyBboxPatch)]
+    extents = [(t.get_text(), t.get_window_extent(renderer)) for t in labels]
+    whole = fig.bbox
+    assert extents and (boxes or not name.startswith(("memory", "pe_", "psum")))
+    for k, (text, e) in enumerate(extents):
+        assert whole.x0 - 1 <= e.x0 and e.x1 <= whole.x1 + 1 and whole.y0 - 1 <= e.y0 and e.y1 <= whole.y1 + 1, text
+        for other, o in extents[k + 1:]:
+            assert not e.overlaps(o), (text, other)
+        for b in boxes:
+            inside = b.x0 <= e.x0 and e.x1 <= b.x1 and b.y0 <= e.y0 and e.y1 <= b.y1
+            assert inside or not e.overlaps(b), (text, b)
+    assert min(t.get_fontsize() for t in labels) >= SMALLEST_PT
+
+
 # --------------------------------------------------------------------------- roofline
 def _solution(stage: str, name: str):
     scope: dict = {}

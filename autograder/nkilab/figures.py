@@ -106,7 +106,7 @@ def memory_hierarchy(target: str = COURSE_TARGET) -> Any:
     ax.text(2.4, 2.45, f"DMA\nnl.load / nl.store\n{dma['queues']} queues\n{peak['dma_gbps']:g} GB/s",
             ha="center", va="center", fontsize=7.5, color=COLORS["dma"])
     _arrow(ax, (4.4, 3.2), (4.4, 3.7), both=True)
-    ax.text(3.0, 3.42, "read and write SBUF", fontsize=7.5, ha="right", va="center")
+    ax.text(4.3, 3.45, "read and\nwrite SBUF", fontsize=7.5, ha="right", va="center")  # clear of HBM and DMA
     _arrow(ax, (5.75, 2.9), (6.8, 3.7), color=COLORS["pe"])
     ax.text(5.9, 3.45, "operands", fontsize=7.5, ha="right", color=COLORS["pe"])
     _arrow(ax, (7.7, 3.7), (8.4, 3.2), color=COLORS["pe"])

@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
 CACHE_ENV = "NKIDOCS_CACHE"
 #: what a run of course code depends on besides the lesson itself
-INPUTS = ("nkisim", "autograder/nkilab", "solutions", "requirements.txt", "pyproject.toml")
+INPUTS = ("nkisim", "autograder/nkilab", "solutions", "requirements.txt", "requirements-torch.txt", "pyproject.toml")
 TIMEOUT_S = 600.0  # per cell: a lesson's slowest cell grades a reference kernel over every case
 
 

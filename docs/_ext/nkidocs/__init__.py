@@ -21,23 +21,42 @@ def setup(app: Sphinx) -> dict[str, object]:
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
 
 
-def get_the_course() -> str:
-    """The home page's sentence on how to get the course: the clone command when the repository's public address
-    is known (``NKILAB_REPO_URL``, else the checkout's ``origin`` if it is a network address)."""
+#: where the project's public address lives: pyproject.toml's ``[project.urls] Repository`` (one home for it)
+PYPROJECT = __import__("pathlib").Path(__file__).resolve().parents[3] / "pyproject.toml"
+_ADDRESS = r"^(https://|ssh://|git@)[\w.@:/~-]+$"
+
+
+def repository_address(pyproject: object = None) -> str:
+    """The address a reader clones the course from, or "" when none is known: ``NKILAB_REPO_URL``, else the
+    checkout's ``origin`` if it is a network address (a fork's site names the fork), else pyproject.toml's
+    ``[project.urls] Repository``. A local path is no address: a reader elsewhere cannot clone it."""
     import os
     import re
     import subprocess
     from pathlib import Path
 
-    url = os.environ.get("NKILAB_REPO_URL", "")
-    if not url:
+    import tomllib
+
+    path = Path(str(pyproject)) if pyproject is not None else PYPROJECT
+    candidates = [os.environ.get("NKILAB_REPO_URL", "")]
+    if not candidates[0]:
         try:
-            url = subprocess.run(["git", "remote", "get-url", "origin"], capture_output=True, text=True, timeout=10,
-                                 cwd=Path(__file__).resolve().parents[2]).stdout.strip()
+            candidates.append(subprocess.run(["git", "remote", "get-url", "origin"], capture_output=True, text=True,
+                                             timeout=10, cwd=path.parent).stdout.strip())
         except OSError:
-            url = ""
-    if re.match(r"^(https://|ssh://|git@)[\w.@:/~-]+$", url):
-        return (f"The course is one git repository, with the lessons, the simulator and the grader: "
+            pass
+        urls = tomllib.loads(path.read_text()).get("project", {}).get("urls", {}) if path.is_file() else {}
+        candidates.append(str(urls.get("Repository", "")))
+    return next((url for url in candidates if re.match(_ADDRESS, url)), "")
+
+
+def get_the_course(pyproject: object = None) -> str:
+    """The home page's sentence on how to get the course: the clone command with the repository's address
+    (``repository_address``), or, where no address is known, where to ask for it."""
+    url = repository_address(pyproject)
+    if url:
+        at = f"<{url}>" if url.startswith("https://") else f"`{url}`"  # a web address is a link too
+        return (f"The course is one git repository, with the lessons, the simulator and the grader, at {at}: "
                 f"`git clone {url} nki-kernel-lab`, then `cd nki-kernel-lab`.")
     return ("The course is one git repository, with the lessons, the simulator and the grader: clone it from the "
             "address your instructor or the project's page gives (the one this site was built from), or download "

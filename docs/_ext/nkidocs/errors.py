@@ -11,6 +11,10 @@ are directives whose code runs while the site builds, as the file ``kernel.py`` 
 Anything else stops the build, and so does an id of the catalogue without a page (or a page for an id the
 catalogue does not have).  ``nki-error-list`` is the catalogue on the index page, from the pages' front matter
 (``summary:``).
+
+A page is titled in words, its summary without the closing parenthesis (``a PSUM tile ... (not 4-byte, not bf16)``
+-> "A PSUM tile ..."), with its id as the subtitle and an index entry, so searching for the id finds the page
+first (``_titled``, on the source as Sphinx reads it: the Markdown keeps ``# <id>`` as written).
 """
 
 from __future__ import annotations
@@ -228,6 +232,34 @@ def _check_catalogue(app: Sphinx, env: Any) -> None:
         raise ExtensionError("the error pages do not match nkisim's catalogue:\n  " + "\n  ".join(problems))
 
 
+_FRONT = re.compile(r"\A---\n(?P<front>.*?)\n---\n", re.S)
+
+
+def title_of(summary: str) -> str:
+    """An error page's title, from its summary: the parenthesis at the end dropped, the first word capitalised
+    when it is a plain word (not a name such as ``nisa.activation`` or ``negate=``)."""
+    words = re.sub(r"\s*\([^()]*\)$", "", summary.strip()) or summary.strip()
+    first, _, rest = words.partition(" ")
+    if re.fullmatch(r"[a-z]+", first):
+        first = first.capitalize()
+    return f"{first} {rest}".strip()
+
+
+def _titled(app: Sphinx, docname: str, source: list[str]) -> None:
+    """``source-read``: an error page's ``# <id>`` heading becomes its title in words, the id its subtitle."""
+    error_id = docname.rpartition("/")[2]
+    if not docname.startswith("errors/") or error_id not in CATALOGUE:
+        return
+    front = _FRONT.match(source[0])
+    summary = re.search(r"^summary:\s*(.+)$", front["front"], re.M) if front else None
+    if summary:
+        heading = re.compile(rf"^# {re.escape(error_id)}\s*$", re.M)
+        anchor = error_id.replace("_", "-")  # the anchor the id heading had: links made to it still land
+        page_head = (f"({anchor})=\n# {title_of(summary[1])}\n\n```{{index}} {error_id}\n```\n\n"
+                     f"{{.nki-error-id}}\nError id `{error_id}`\n")
+        source[0] = heading.sub(lambda _m: page_head, source[0], count=1)
+
+
 def _started(app: Sphinx) -> None:
     app.nkidocs_started = time.time()  # type: ignore[attr-defined]
 
@@ -264,4 +296,5 @@ def setup(app: Sphinx) -> None:
     app.connect("env-check-consistency", _check_catalogue)
     app.connect("doctree-resolved", _fill_lists)
     app.connect("builder-inited", _started)
+    app.connect("source-read", _titled)
     app.connect("build-finished", _prune)
