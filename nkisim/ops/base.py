@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from nkisim.core import dtypes as dt
-from nkisim.core.access import Access, whole_parts
+from nkisim.core.access import Access, MaskedAccess, whole_parts
 from nkisim.core.arrays import all_true, index_box
 from nkisim.core.buffers import PMAX, Buffer, sbuf
 from nkisim.core.context import KernelContext, active
@@ -27,6 +27,11 @@ from nkisim.ops.registry import SPACES as _SPACES  # (registry.spaces_of, read i
 
 #: "psum|sbuf" -> ["psum", "sbuf"], split once per spelling.
 _ALLOWED: dict[str, list[str]] = {}
+
+
+#: the APIs that take an operand-masked tile (``core.access.MaskedAccess``): AWS's matmult APIs (``nl.matmul`` and
+#: ``nisa.nc_matmul`` trace under these names), v2.26.0 nki.api.shared.rst:246-262
+OPERAND_MASK_APIS = frozenset({"matmul", "nc_matmul"})
 
 
 def _split_spaces(spaces: str) -> list[str]:
@@ -49,6 +54,11 @@ def operand(name: str, pname: str, value: Any, allowed: list[str], ctx: KernelCo
         t = value
     elif cls is Access or isinstance(value, Access):
         t = value.tensor
+        if cls is MaskedAccess and name not in OPERAND_MASK_APIS:
+            raise nki_error("err_unsupported_expression_in_mask",
+                            f"'{pname}' of '{name}' is an operand-masked tile ('tile[...][mask]'): AWS's NKI API "
+                            f"Masking docs allow operand masking for the matmult APIs only (nl.matmul, "
+                            f"nisa.nc_matmul); pass the mask as '{name}(..., mask=...)'")
     elif isinstance(value, Tensor):
         t = value
     else:
