@@ -25,7 +25,6 @@ PARTIAL = {
     "nki.language.abs_max": "NeuronCore-v4 (trn3) only: refused on trn1/trn2 targets",
     "nki.language.abs_min": "NeuronCore-v4 (trn3) only: refused on trn1/trn2 targets",
     "nki.language.gather_flattened": "axis=0 only",
-    "nki.language.rsqrt": "priced on ScalarE (0.5+ runs it on GpSimd); PSUM input refused as in 0.5+",
     "nki.language.no_reorder": "a chain of edges the cost model waits on; instructions are never reordered",
     "nki.language.NkiTensor.ap": "a tile as scalar_offset: HBM only, its pattern inside one slice of "
                                  "indirect_dim (a register works anywhere); vector_offset: as vector_select",
