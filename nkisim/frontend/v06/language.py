@@ -366,7 +366,7 @@ def matmul(x: Any, y: Any, transpose_x: _builtins.bool = False) -> NkiTensor:
 
 def gather_flattened(data: Any, indices: Any, axis: Any = 0, dtype: Any = None) -> NkiTensor:
     if axis != 0:
-        # rule: limit.rand_buffer
+        # rule: limit.gather_axis
         raise NotImplementedError("nl.gather_flattened is simulated along axis 0 only")
     return _b.wrap(_b.call("nl.gather_flattened", _tile(data, "gather_flattened", "data"),
                            _tile(indices, "gather_flattened", "indices"), dtype=_b.dtype(dtype, "gather_flattened")))

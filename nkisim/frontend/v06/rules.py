@@ -239,7 +239,7 @@ RULES: tuple[Rule, ...] = (
            "return out.reshape(shape)"),
     _limit("limit.refused_api", "NotImplementedError", "an nki.isa / nki.collectives call the simulator does not "
            "model (collectives across devices)"),
-    _limit("limit.rand_buffer", "NotImplementedError", "nl.rand outside SBUF; nl.gather_flattened off axis 0"),
+    _limit("limit.gather_axis", "NotImplementedError", "nl.gather_flattened off axis 0"),
     _limit("limit.values_unknown", "TypeError", "a register holding a tensor's value used while tracing without "
            "values (cost-only tracing)"),
     _limit("limit.program_order", "ValueError", "a scheduling edge whose producer is issued after its consumer (the "

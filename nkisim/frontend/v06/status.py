@@ -23,8 +23,6 @@ MODULES = {
 #: __init__.py of the docs source) that documents what is not run.  A name whose only limit is one AWS documents
 #: (abs_max on NeuronCore-v4 only, no_reorder's program order) is implemented, not partial.
 PARTIAL = {
-    "nki.language.rand": "SBUF only: AWS's docs let it fill a psum or hbm buffer too (language:2686 'buffer: sbuf, "
-                         "psum, hbm')",
     "nki.language.gather_flattened": "axis=0 only: AWS's docs take an axis (language:2297 'axis along which to "
                                      "gather') but say only that the index selects 'from the free dimension of data'",
     "nki.language.NkiTensor.ap": "an indirect view's free pattern must stay inside the row its offset selects, and a "
