@@ -25,7 +25,12 @@ def _evaluated(quick: bool):
 
 #: figures outside 1.3x of their published value today: name -> the model's ratio (rounded to 0.05).  rishic3's
 #: 4096x4096 transpose is load_transpose2d-bound in the model, whose DMA transpose efficiency is a guess (spec §4.4).
-OFF: dict[str, float] = {"matrix_transpose_improved 4096x4096 fp32 (rishic3)": 2.25}
+#: AWS's RMSNorm-Quant targets, held out and first estimated for issue 31 scope 4, are all too slow (not tuned).
+OFF: dict[str, float] = {"matrix_transpose_improved 4096x4096 fp32 (rishic3)": 2.25,
+                         "RMSNorm-Quant Llama3.3-70B S=2K H=8192 (LNC=2)": 1.35,
+                         "RMSNorm-Quant Llama3.3-70B S=32K H=8192 (LNC=2)": 1.45,
+                         "RMSNorm-Quant Llama3.1-405B S=2K H=16384 (LNC=2)": 1.9,
+                         "RMSNorm-Quant Llama3.1-405B S=32K H=16384 (LNC=2)": 2.0}
 #: ladders the model does not order as published today: robertpare17's filter loops made affine_range ran 20% (fp16)
 #: and 2% (fp32) faster on trn1; the model ties them (issue 31 scope 1, open)
 MISRANKED: list[str] = ["robertpare17 conv2d fp16: sequential / affine", "robertpare17 conv2d fp32: sequential / affine"]
@@ -49,19 +54,14 @@ def test_the_split_holds_a_third_out_and_every_row_is_reported():
     a figure of the report, estimated or listed as unmodelled with the reason."""
     assert len(calibrate.FIGURES) == 59
     assert sum(f.held_out for f in calibrate.FIGURES) * 3 >= len(calibrate.FIGURES)
-    out = io.StringIO()
-    unmodelled = [f for f in calibrate.FIGURES if f.unmodelled]
-    assert [f.name for f in unmodelled] == [f"RMSNorm-Quant {m} (LNC=2)" for m in (
+    assert not [f.name for f in calibrate.FIGURES if f.unmodelled]  # every row has a kernel that runs here
+    # AWS's RMSNorm-Quant targets (issue 31 scope 4): held out, estimated on AWS's own reference kernel, as LNC=2
+    rmsnorm = [f for f in calibrate.FIGURES if f.name.startswith("RMSNorm-Quant")]
+    assert [f.name for f in rmsnorm] == [f"RMSNorm-Quant {m} (LNC=2)" for m in (
         "Llama3.3-70B S=2K H=8192", "Llama3.3-70B S=32K H=8192", "Llama3.1-405B S=2K H=16384",
         "Llama3.1-405B S=32K H=16384")]
-    assert all(f.held_out for f in unmodelled)
-    original = calibrate.FIGURES
-    try:
-        calibrate.FIGURES = unmodelled
-        calibrate.evaluate(out=out)
-    finally:
-        calibrate.FIGURES = original
-    assert out.getvalue().count("not estimated: no kernel here runs aws-neuron/nki-library rmsnorm_quant") == 4
+    assert all(f.held_out and f.slow and f.grid == 2 and f.mirror.startswith("aws-neuron/nki-samples@1ee7f1d:")
+               for f in rmsnorm)
 
 
 def test_the_quick_figures_and_their_rankings():

@@ -1356,6 +1356,49 @@ def test_stack_allocator_frees_a_scope_when_its_iteration_ends() -> None:
     np.testing.assert_array_equal(k[2](a), a)  # and every SPMD instance starts with an empty stack
 
 
+def test_stack_allocator_frees_a_python_range_iterations_tiles_once_the_next_rebinds_them() -> None:
+    """AWS's RMSNorm-Quant reference (nki-samples 1ee7f1d, rmsnorm_quant.py:474-490) allocates ~90 KiB per partition
+    in each iteration of a Python range loop (which AWS's docs say the compiler runs as sequential_range) and its
+    design doc publishes trn2 latencies for 16 iterations: a tile the kernel can no longer reach -- its helper's
+    too -- is freed.  Tiles a list still holds stay (test_capacity's nine accumulators), and one iteration that
+    overflows alone still does."""
+    import neuronxcc.nki.compiler as ncc
+
+    def helper(a, i):
+        half = nl.ndarray((128, 20000), dtype=nl.float32, buffer=nl.sbuf)  # 80000 B, made by a function it calls
+        half[0:128, 0:1] = nl.load(a[i])
+        return half
+
+    @ncc.enable_stack_allocator
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((4, 128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        for i in range(4):
+            big = nl.ndarray((128, 20000), dtype=nl.float32, buffer=nl.sbuf)  # 80000 + 80000 B per iteration
+            big[0:128, 0:1] = helper(a, i)[0:128, 0:1]
+            nl.store(out[i], nl.exp(big[0:128, 0:1]))
+        return out
+
+    a = rand(4, 128, 1)
+    np.testing.assert_allclose(k(a), np.exp(a), rtol=1e-6)
+    np.testing.assert_allclose(k[2](a), np.exp(a), rtol=1e-6)
+    from nkisim import api  # and its program, executed without the kernel's frames
+
+    np.testing.assert_allclose(api.execute(api.trace(k, [a]), [a]).outputs, np.exp(a), rtol=1e-6)
+
+    @ncc.enable_stack_allocator
+    @nki.jit
+    def overflows(a):
+        for _i in range(2):
+            big = nl.ndarray((128, 30000), dtype=nl.float32, buffer=nl.sbuf)
+            other = nl.ndarray((128, 30000), dtype=nl.float32, buffer=nl.sbuf)  # ERR
+            big[0:128, 0:1] = other[0:128, 0:1]
+        return a
+
+    expect_error(lambda: overflows(a), "err_stack_overflow_sbuf",
+                 "stack overflow: required sbuf size 240000 exceeds available sbuf size 212984", overflows)
+
+
 def test_every_catalogue_error_has_a_trigger() -> None:
     missing = set(CATALOGUE) - COVERED - set(NOT_TRIGGERABLE)
     assert not missing, f"catalogue ids without a triggering kernel: {sorted(missing)}"

@@ -169,6 +169,27 @@ def test_random_calls_by_their_properties() -> None:
     assert 0.35 < kept.mean() < 0.65 and np.array_equal(d1[kept], x[kept])
 
 
+def test_rand_fills_psum_and_hbm_buffers_too() -> None:
+    """AWS's nl.rand docs: "buffer: sbuf, psum, hbm" (once refused as 'simulated into SBUF only')."""
+
+    def body(a):
+        seed = nl.full((1, 1), 7, dtype=nl.int32)
+        nl.random_seed(seed)
+        p = nl.rand((128, 64), dtype=nl.float32, buffer=nl.psum)
+        h = nl.rand((128, 64), dtype=nl.float32, buffer=nl.hbm)
+        t = new((128, 64))
+        nisa.tensor_copy(dst=t, src=p)
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=h)
+        return tile_out(t), out, nl.is_psum(p.buffer), nl.is_hbm(h.buffer)
+
+    p, h, on_psum, on_hbm = run(body, rand(1, 1))
+    assert on_psum and on_hbm
+    for r in (p, h):
+        assert ((0 <= r) & (r < 1)).all() and 0.45 < r.mean() < 0.55 and len(np.unique(r)) > 8000
+    assert not np.array_equal(p, h)  # two draws
+
+
 @covers("ds", "affine_range", "sequential_range", "static_range", "range", "program_id", "num_programs", "program_ndim",
         "is_hbm", "is_sbuf", "is_psum", "is_on_chip", "device_print")
 def test_indices_loops_queries_and_print(capsys: pytest.CaptureFixture) -> None:

@@ -243,6 +243,30 @@ def test_ap_with_a_tile_as_scalar_offset_reads_the_offset_when_it_runs():
         pick_batch(data, np.array([[5]], np.int32))
 
 
+@nki.jit
+def select_block(data, which):
+    """``select(0, tile)`` of an HBM tensor, AWS's dynamic select ("index resolved at runtime"): the block
+    ``which[0, 0]`` read, then written back into block ``which[0, 0]`` of a (2, N, F) output."""
+    B, N, F = data.shape
+    out = nl.ndarray((2, N, F), dtype=data.dtype, buffer=nl.shared_hbm)
+    w = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=w, src=which)
+    t = nl.ndarray((N, F), dtype=data.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=data.select(0, w))
+    nisa.dma_copy(dst=out.select(0, w), src=t)
+    return out
+
+
+def test_select_with_a_tile_index_reads_and_writes_the_block_it_names_when_it_runs():
+    data = RNG.standard_normal((5, 16, 8)).astype(np.float32)
+    np.testing.assert_array_equal(select_block(data, np.array([[1]], np.int32))[1], data[1])
+    launch = api.launch(select_block, [data, np.array([[0]], np.int32)], target="trn2")
+    program = api.program_from_json(launch.program.to_json())
+    np.testing.assert_array_equal(api.execute(program, [data, np.array([[1]], np.int32)]).outputs[1], data[1])
+    with pytest.raises(IndexError):  # block 2 of the (2, N, F) output does not exist
+        select_block(data, np.array([[2]], np.int32))
+
+
 # --- one mechanism: the legacy spelling's program and estimate --------------------------------------------------
 def _gather_calls(program) -> list:
     body = json.loads(program.to_json())["body"]

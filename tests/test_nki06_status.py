@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT / "bench"))
     ("nki.isa", "rand2", "partial"),
     ("nki.isa", "rand_set_state", "implemented"),
     ("nki.collectives", "all_reduce", "refused"),
-    ("nki.language", "rand", "partial"),
+    ("nki.language", "rand", "implemented"),
     ("nki.language", "NkiTensor.vector_select", "partial"),
     ("nki.language", "NkiTensor.indirect", "refused"),
     ("nki.language", "NkiTensor.permute", "implemented"),

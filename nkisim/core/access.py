@@ -20,7 +20,7 @@ from nkisim.core.context import active
 from nkisim.core.dynamic import DynamicIndex
 from nkisim.core.errors import nki_error, shape_str
 from nkisim.core.grids import DynSlice, slice_bound, slice_step
-from nkisim.core.indexing import Affine
+from nkisim.core.indexing import Affine, MaskExpr
 from nkisim.core.storage import owned, storage
 from nkisim.core.syntax import METHODS, TileSyntax
 from nkisim.core.whole import whole_parts_of_shape
@@ -474,7 +474,10 @@ class Access(TileSyntax):
         return self
 
     def __getitem__(self, key: Any) -> Access:
-        """Index an access again (e.g. a block of a block tensor, then a slice of it)."""
+        """Index an access again (e.g. a block of a block tensor, then a slice of it), or mask it as a matmul
+        operand (``acc[mask]``, ``MaskedAccess``)."""
+        if key.__class__ is MaskExpr:
+            return MaskedAccess.of(self, key)
         return METHODS.subaccess(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -489,6 +492,40 @@ class Access(TileSyntax):
     def reshape(self, *shape: Any, **kw: Any) -> Any:
         return METHODS.reshape_access(self, shape_argument("reshape", shape, kw))
 
+
+
+#: AWS's docs on operand masking (v2.26.0 general/nki/api/nki.api.shared.rst:246-262): "we introduce "operand
+#: masking" syntax for matmult APIs ... (currently only matmult APIs support operand masking ...)"
+OPERAND_MASK_SOURCE = "nki.api.shared.rst, NKI API Masking: operand masking is for matmult APIs only"
+
+
+class MaskedAccess(Access):
+    """``tile[i_p, i_f][mask]``: an access with AWS's operand mask, the predicate that limits which elements of one
+    matmul operand the instruction uses (the stationary's or moving's free axis, or the contraction rows), where a
+    ``mask=`` over the output could not tell the two free axes apart.  Every other API refuses it
+    (``ops.base.operand``), as AWS's docs say only matmult APIs support operand masking."""
+
+    __slots__ = ("operand_mask",)
+
+    @classmethod
+    def of(cls, acc: Access, mask: Any) -> MaskedAccess:
+        """``acc`` with the operand mask ``mask`` (a ``MaskExpr``); a second mask joins the first with ``&``."""
+        if not isinstance(acc, Access):  # a whole tile (a program's ``W`` operand decodes to the tensor)
+            acc = acc.full()
+        m = object.__new__(cls)
+        for name in Access.__slots__:
+            try:
+                setattr(m, name, getattr(acc, name))
+            except AttributeError:
+                pass
+        old = getattr(acc, "operand_mask", None)
+        m.operand_mask = mask if old is None else old & mask
+        return m
+
+    def __getitem__(self, key: Any) -> Access:
+        if key.__class__ is MaskExpr:
+            return MaskedAccess.of(self, key)
+        raise TypeError("an operand-masked access cannot be indexed again; index the tile before masking it")
 
 def _leading(axis: int, tensor: Any, comps: list[tuple]) -> bool:
     """``axis`` is the access's partition (or block) axis: the tensor's, or the first one an integer index

@@ -15,11 +15,11 @@ from typing import Any, NoReturn
 import numpy as np
 
 from nkisim.core import dtypes as dt
-from nkisim.core.access import Access
+from nkisim.core.access import Access, MaskedAccess
 from nkisim.core.arrays import shape_argument
 from nkisim.core.buffers import Buffer, BufferInfo
 from nkisim.core.errors import NKIValueError, nki_error, shape_str
-from nkisim.core.indexing import Loop
+from nkisim.core.indexing import Loop, MaskExpr
 from nkisim.core.location import user_variable
 from nkisim.core.recording import recorded
 from nkisim.core.storage import read
@@ -198,6 +198,8 @@ class Tensor(TileSyntax):
         return data
 
     def __getitem__(self, key: Any) -> Access:
+        if key.__class__ is MaskExpr:  # ``lhs_T[i_lhs_f <= 64]``: operand masking of the whole tile
+            return MaskedAccess.of(self.full(), key)
         return Access(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:

@@ -106,6 +106,8 @@ def streaming(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float
         return n / (eng["dve_perf_copy_speedup"] if "psum" not in spaces else eng["dve_perf_psum_speedup"])
     if ins.engine == "act" and _half(ins) and ins.kind is not COPY:  # ScalarE's tensor_scalar/tensor_copy (NC-v4)
         return n / eng["act_perf_copy_speedup"]
+    if ins.engine == "pool" and "rsqrt" in (ins.extra.get("alu") or ()):  # GpSimd's rsqrt: 4x below ScalarE's rate
+        return n * eng["gpsimd_rsqrt_cycles_per_element"]
     return n
 
 

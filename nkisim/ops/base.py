@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from nkisim.core import dtypes as dt
-from nkisim.core.access import Access, whole_parts
+from nkisim.core.access import Access, MaskedAccess, whole_parts
 from nkisim.core.arrays import all_true, index_box
 from nkisim.core.buffers import PMAX, Buffer, sbuf
 from nkisim.core.context import KernelContext, active
@@ -27,6 +28,11 @@ from nkisim.ops.registry import SPACES as _SPACES  # (registry.spaces_of, read i
 
 #: "psum|sbuf" -> ["psum", "sbuf"], split once per spelling.
 _ALLOWED: dict[str, list[str]] = {}
+
+
+#: the APIs that take an operand-masked tile (``core.access.MaskedAccess``): AWS's matmult APIs (``nl.matmul`` and
+#: ``nisa.nc_matmul`` trace under these names), v2.26.0 nki.api.shared.rst:246-262
+OPERAND_MASK_APIS = frozenset({"matmul", "nc_matmul"})
 
 
 def _split_spaces(spaces: str) -> list[str]:
@@ -49,6 +55,11 @@ def operand(name: str, pname: str, value: Any, allowed: list[str], ctx: KernelCo
         t = value
     elif cls is Access or isinstance(value, Access):
         t = value.tensor
+        if cls is MaskedAccess and name not in OPERAND_MASK_APIS:
+            raise nki_error("err_unsupported_expression_in_mask",
+                            f"'{pname}' of '{name}' is an operand-masked tile ('tile[...][mask]'): AWS's NKI API "
+                            f"Masking docs allow operand masking for the matmult APIs only (nl.matmul, "
+                            f"nisa.nc_matmul); pass the mask as '{name}(..., mask=...)'")
     elif isinstance(value, Tensor):
         t = value
     else:
@@ -250,24 +261,48 @@ def sbuf_too_wide(ctx: KernelContext, per_partition: int, shape: tuple[int, ...]
                      f"{shape_str(tensor_label(name), shape)})")
 
 
-def stack_push(ctx: KernelContext, family: str, nbytes: int, label: str, result: int = 0) -> None:
+def stack_push(ctx: KernelContext, family: str, nbytes: int, label: str, result: int = 0,
+               tensor: Tensor | None = None) -> None:
     """``ncc.enable_stack_allocator``: a tensor lives until the loop iteration (scope) that created it ends, so
     the live tensors must fit SBUF (bytes per partition) and PSUM (its banks) together.
 
     An op's result tile (``result``: its uid) counts like an allocated one, unless it lands straight in another
     tile (``t[...] = nl.load(...)``, ``psum += nc_matmul(...)``: ``stack_forget``), which the statement shows
-    only after the op returns; so a result is checked when the next tensor is created, at its own line."""
+    only after the op returns; so a result is checked when the next tensor is created, at its own line.
+
+    A tensor the kernel can no longer reach is gone too (``tensor``, held weakly; ``stack_bind`` for one allocated
+    after its check): AWS's RMSNorm-Quant reference (nki-samples 1ee7f1d, rmsnorm_quant.py:474-490) allocates
+    about 90 KiB per partition in each iteration of a Python ``range`` loop, which AWS's docs say the compiler runs
+    as a ``sequential_range`` (v2.26.0 nki/language/__init__.py:1416), and its design doc publishes trn2 latencies
+    for 16 such iterations, so the compiler frees an iteration's tiles once the next rebinds them; tiles a list
+    still holds stay.  While a program runs its tensors have no Python owners, so a tensor made again at a live
+    one's line ends that one (and what was made after it), which can only drop tensors: the recording launch
+    already checked the kernel."""
     frame = tuple((lp, lp.current) for lp in ctx.loops)
     live = [e for e in ctx.stack if e[0] == ctx.instance
-            and all(lp in ctx.loops and lp.current == cur for lp, cur in e[1])]
+            and all(lp in ctx.loops and lp.current == cur for lp, cur in e[1])
+            and (e[7] is None or e[7]() is not None)]
+    line = None if user_frame() is not None else user_location()
+    if line is not None:
+        for j, e in enumerate(live):
+            if e[8] == line:
+                del live[j:]
+                break
     for i, e in enumerate(live):  # results made earlier that did not land in another tile exist: check them
         if e[6]:
-            live[i] = e[:6] + (0,)
+            live[i] = e[:6] + (0,) + e[7:]
             _stack_check(ctx, live[: i + 1])
-    live.append((ctx.instance, frame, family, nbytes, label, user_location(3), result))
+    holder = None if tensor is None else weakref.ref(tensor)
+    live.append((ctx.instance, frame, family, nbytes, label, user_location(3), result, holder, line))
     ctx.stack = live
     if not result:
         _stack_check(ctx, live)
+
+
+def stack_bind(ctx: KernelContext, tensor: Tensor) -> None:
+    """The tensor the last ``stack_push`` counted, once it exists (``nl.ndarray`` checks before it allocates)."""
+    e = ctx.stack[-1]
+    ctx.stack[-1] = e[:7] + (weakref.ref(tensor),) + e[8:]
 
 
 def stack_forget(ctx: KernelContext, result: Tensor) -> None:
@@ -327,7 +362,7 @@ def new_tile(ctx: KernelContext, shape: tuple[int, ...], dtype: np.dtype, values
             raise sbuf_too_wide(ctx, facts[2], facts[3], name)
         t = Tensor.result(facts[3], dtype, buffer, data, ctx.loop_tuple, facts, name)
         if ctx.stack_allocator:
-            stack_push(ctx, facts[1], facts[2], tensor_label(name), t.uid)
+            stack_push(ctx, facts[1], facts[2], tensor_label(name), t.uid, t)
     else:
         t = Tensor(shape, dtype, buffer, data, name, 0, ctx.loop_tuple)
         t.written = True

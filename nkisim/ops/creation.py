@@ -23,7 +23,7 @@ from nkisim.core.location import user_location, warn
 from nkisim.core.storage import read, storage
 from nkisim.core.tensor import Access, Tensor, as_access, is_tile, shape_str
 from nkisim.cost.instructions import MEMSET
-from nkisim.ops.base import emit, operands, sbuf_too_wide, stack_push, tensor_label
+from nkisim.ops.base import emit, operands, sbuf_too_wide, stack_bind, stack_push, tensor_label
 from nkisim.ops.registry import op
 
 
@@ -78,6 +78,9 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
         shp, d, per_partition = hit[1], hit[2], hit[3]
         if ctx.stack_allocator:
             stack_push(ctx, buf.family, per_partition, tensor_label(name))
+            t = _new_tensor(ctx, shp, d, buf, par, name, fill)
+            stack_bind(ctx, t)
+            return t
         return _new_tensor(ctx, shp, d, buf, par, name, fill)
     shp = plain_shape(shape)
     d = supported_dtype(dtype, name)
@@ -139,6 +142,8 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
         if ctx.stack_allocator:
             stack_push(ctx, buf.family, per_partition, tensor_label(name))
     t = _new_tensor(ctx, shp, d, buf, par, name, fill)
+    if ctx.stack_allocator and buf.family != "hbm":
+        stack_bind(ctx, t)
     if buf.space == "shared_hbm":
         ctx.shared[site] = t
     return t

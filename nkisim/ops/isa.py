@@ -31,7 +31,7 @@ from nkisim.ops import reduce as red
 from nkisim.ops.base import check_partitions, emit, f32, mask_array, new_tile, operand, operands, write_dst
 from nkisim.ops.elementwise import values
 from nkisim.ops.mx import check_packed_copy, check_packed_fill
-from nkisim.ops.optable import ACTIVATIONS, ALU, op_name
+from nkisim.ops.optable import ACTIVATIONS, ALU, ARITH_UNARY, op_name
 from nkisim.ops.outputs import alu, per_partition
 from nkisim.ops.registry import op, spaces_of
 
@@ -183,9 +183,9 @@ def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False, op
                   name: str = "") -> Tensor | None:
     """``nisa.tensor_scalar``: (data op0 operand0) op1 operand1, operands scalars or [P, 1] vectors."""
     ctx = current()
-    n0 = alu(op0, "tensor_scalar")
-    n1 = None if op1 is None else alu(op1, "tensor_scalar")
-    if n1 is not None and ALU[n0].bitvec != ALU[n1].bitvec:
+    n0 = _scalar_op(op0)
+    n1 = None if op1 is None else _scalar_op(op1)
+    if n1 is not None and _bitvec(n0) != _bitvec(n1):
         raise nki_error("err_instruction_unsupported_op",
                         f"{n1} is not supported in 'tensor_scalar' together with {n0}: op0 and op1 must both be "
                         f"bitvec or both arithmetic")
@@ -196,14 +196,14 @@ def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False, op
     valid = mask_array(mask, a.shape, "tensor_scalar")
     vals = None
     if ctx.numerics:
-        bit = ALU[n0].bitvec
+        bit = _bitvec(n0)
         compute = np.dtype(np.int64) if bit else F32
         x = values(a, ctx, compute)
         v0c = v0.astype(compute) if bit else v0
-        x = ALU[n0].fn(v0c, x) if reverse0 else ALU[n0].fn(x, v0c)
+        x = _scalar_apply(n0, x, v0c, reverse0)
         if n1 is not None:
             v1c = v1.astype(compute) if bit else v1
-            x = ALU[n1].fn(v1c, x) if reverse1 else ALU[n1].fn(x, v1c)
+            x = _scalar_apply(n1, x, v1c, reverse1)
         vals = x
     reads = [a] + [as_access(v) for v in (operand0, operand1) if is_tile(v)]
     eng = {2: "act", 3: "pool", 5: "dve"}.get(int(engine or 0), "dve")
@@ -215,6 +215,23 @@ def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False, op
     tile = new_tile(ctx, a.shape, out_dt, vals, valid)
     tile.producer = emit(ctx, TENSOR_SCALAR, eng, reads=reads, writes=[tile.full()], extra={"alu": (n0, n1)})
     return tile
+
+
+def _scalar_op(op: Any) -> str:
+    """tensor_scalar's operator: an ALU operator, or an Arithmetic Unary one (``optable.ARITH_UNARY``)."""
+    name = op_name(op)
+    return name if name in ARITH_UNARY else alu(op, "tensor_scalar")
+
+
+def _bitvec(name: str) -> bool:
+    return name not in ARITH_UNARY and ALU[name].bitvec
+
+
+def _scalar_apply(name: str, x: Any, v: Any, reverse: bool) -> Any:
+    """``x op v`` (``v op x`` reversed); an Arithmetic Unary operator computes ``op(x)`` and ignores ``v``."""
+    if name in ARITH_UNARY:
+        return ACTIVATIONS[name].fn(np.asarray(x, dtype=F32))
+    return ALU[name].fn(v, x) if reverse else ALU[name].fn(x, v)
 
 
 @op("nisa.scalar_tensor_tensor", emits=(SCALAR_TENSOR_TENSOR,))

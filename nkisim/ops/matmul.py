@@ -8,9 +8,11 @@ import numpy as np
 
 from nkisim.core import dtypes as dt
 from nkisim.core import syntax
+from nkisim.core.access import MaskedAccess
 from nkisim.core.buffers import psum, sbuf
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
+from nkisim.core.indexing import MaskExpr, check_mask
 from nkisim.core.location import warn
 from nkisim.core.storage import read
 from nkisim.core.tensor import Access, Tensor, as_access, shape_str
@@ -54,6 +56,35 @@ def _moving_free(api: str, pname: str, shape: tuple[int, ...], limit: int) -> in
     return n
 
 
+def _operand_valid(api: str, acc: Access) -> np.ndarray | None:
+    """The elements of a matmul operand its operand mask keeps (``tile[...][mask]``, AWS's operand masking for
+    matmult APIs, nki.api.shared.rst "NKI API Masking"), as a bool array of the operand's shape; None: every one."""
+    mask = getattr(acc, "operand_mask", None)
+    if mask is None:
+        return None
+    m = check_mask(mask, api)
+    try:
+        return np.broadcast_to(m, acc.shape)
+    except ValueError:
+        raise nki_error("err_param_shape_incompatible_with_numpy",
+                        f"Parameter shapes (mask{list(m.shape)}, {acc.label()}{list(acc.shape)}) could not be "
+                        f"broadcast together in '{api}'") from None
+
+
+def _masked_values(acc: Access, kept: np.ndarray | None, ctx: Any, f: np.dtype) -> np.ndarray:
+    """An operand's values with what its operand mask drops as zero: a dropped contraction row adds nothing, a
+    dropped free position's output is not written.  Dropped positions may lie past the tile's end (a ragged last
+    tile), so they are read as a masked op reads them (``ctx.op_mask``)."""
+    if kept is None:
+        return values(acc, ctx, f)
+    saved, ctx.op_mask = ctx.op_mask, kept
+    try:
+        got = values(acc, ctx, f)
+    finally:
+        ctx.op_mask = saved
+    return got if got is None else np.where(kept, got, f.type(0))
+
+
 def _pe_matmul(api: str, stat: Access, mov: Access, sname: str, mname: str, mask: Any, dst: Any = None,
                accumulate: bool | None = None) -> Tensor | None:
     """stationary[K, M].T @ moving[K, N...] -> PSUM fp32 [M, N...] (the TensorE contract): a new PSUM tile, or into
@@ -74,7 +105,14 @@ def _pe_matmul(api: str, stat: Access, mov: Access, sname: str, mname: str, mask
     _limit(api, sname, stat.shape, 1, tgt.gemm_stationary_free_max)
     n = _moving_free(api, mname, mov.shape, tgt.gemm_moving_free_max)
     out_shape = (stat.shape[1],) + tuple(mov.shape[1:])
+    kept = {pname: _operand_valid(api, acc) for pname, acc in ((sname, stat), (mname, mov))}
     valid = mask_array(mask, out_shape, api)
+    sv, mv = kept[sname], kept[mname]
+    if sv is not None or mv is not None:  # operand masks: the output elements whose row and column are kept
+        rows = np.ones(stat.shape[1], bool) if sv is None else sv.any(axis=0)
+        cols = np.ones(n, bool) if mv is None else mv.reshape(mov.shape[0], n).any(axis=0)
+        both = (rows[:, None] & cols[None, :]).reshape(out_shape)
+        valid = both if valid is None else np.logical_and(valid, both)
     vals = None
     if ctx.numerics:
         f = np.dtype(np.float32)
@@ -82,7 +120,8 @@ def _pe_matmul(api: str, stat: Access, mov: Access, sname: str, mname: str, mask
         # into an array of the result's shape, which the tile then owns: a reshaped product would be a view, and
         # a view is copied into a tile of its own (ops.base.new_tile)
         vals = np.empty(out_shape, f)
-        np.matmul(values(stat, ctx, f).T, values(mov, ctx, f).reshape(k, n), out=vals.reshape(stat.shape[1], n))
+        np.matmul(_masked_values(stat, sv, ctx, f).T, _masked_values(mov, mv, ctx, f).reshape(k, n),
+                  out=vals.reshape(stat.shape[1], n))
     extra = {"k": stat.shape[0], "m": stat.shape[1], "n": n, "in_dtype": dt.name(mov.dtype)}
     if dst is not None:
         into_psum(ctx, api, dst, out_shape, vals, valid, [stat, mov], extra, accumulate)
@@ -140,8 +179,16 @@ def matmul(x: Any, y: Any, *, transpose_x: bool = False, mask: Any = None, name:
         _limit("matmul", "x", xa.shape, 1, ctx.target.partitions)
         emit(ctx, NC_TRANSPOSE, reads=[xa], extra={"implicit": True}, p=xa.shape[1], n=xa.shape[0])
         xt = _transposed_view(ctx, xa)
-        return _pe_matmul("matmul", xt.full(), ya, "x", "y", mask)
+        xm = getattr(xa, "operand_mask", None)
+        stat = xt.full() if xm is None else MaskedAccess.of(xt.full(), _transposed_mask(xm, xa.shape))
+        return _pe_matmul("matmul", stat, ya, "x", "y", mask)
     return _pe_matmul("matmul", xa, ya, "x", "y", mask)
+
+
+def _transposed_mask(mask: Any, shape: tuple[int, ...]) -> MaskExpr:
+    """The operand mask of ``x`` [M, K] as one of its transpose [K, M] (the matmul contracts over K)."""
+    m = np.broadcast_to(check_mask(mask, "matmul"), shape)
+    return MaskExpr(np.ascontiguousarray(m.T), mask.ok, mask.reason, True, None, mask.loops)
 
 
 def _no_pe_transpose_if_allocated(ctx: Any, api: str, pname: str) -> None:

@@ -204,6 +204,11 @@ _ALU_LIST = [
 ]
 ALU: dict[str, AluOp] = {a.name: a for a in _ALU_LIST}
 
+#: the "Arithmetic Unary" operators of AWS's operator table (nki.api.shared.rst, tbl-aluop): an ALU operand of
+#: tensor_scalar / tensor_scalar_reduce that computes ``op(x)`` and ignores its scalar (AWS: "Reverse square root can
+#: run on GpSIMD Engine with nki.isa.tensor_scalar(op0=nl.rsqrt, operand0=0.0)", nki.api.shared.rst:260)
+ARITH_UNARY = ("abs", "square", "relu", "rsqrt", "reciprocal")
+
 #: unary operators of the Vector engine that are not activation functions
 BITWISE_UNARY = ("invert", "logical_not", "bitwise_not")
 

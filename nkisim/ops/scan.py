@@ -14,7 +14,7 @@ from nkisim.core.errors import nki_error
 from nkisim.core.tensor import Tensor, is_tile, shape_str
 from nkisim.cost.instructions import TENSOR_SCALAR_CUMULATIVE, TENSOR_SCALAR_REDUCE, TENSOR_TENSOR_SCAN
 from nkisim.ops.base import mask_array, operands
-from nkisim.ops.optable import ACTIVATIONS, ALU, op_name
+from nkisim.ops.optable import ACTIVATIONS, ALU, ARITH_UNARY, op_name
 from nkisim.ops.outputs import (
     F32,
     LOAD_REDUCE,
@@ -32,9 +32,9 @@ from nkisim.ops.registry import op
 
 _ARITH = ("add", "subtract", "multiply", "divide", "max", "min", "maximum", "minimum", "power", "mod", "fmod")
 _RUNNING = ("add", "subtract", "multiply", "max", "min", "maximum", "minimum")
-#: the "Arithmetic Unary" operators of AWS's operator table (nki.api.shared.rst, nki-aluop): an arithmetic ``op0``
-#: of tensor_scalar_reduce that ignores ``operand0`` (nki-library's rmsnorm_quant: ``op0=nl.abs, operand0=0.0``)
-_UNARY = ("abs", "square", "relu", "rsqrt", "reciprocal")
+#: the "Arithmetic Unary" operators (optable.ARITH_UNARY): an ``op0`` of tensor_scalar_reduce that ignores
+#: ``operand0`` (nki-library's rmsnorm_quant: ``op0=nl.abs, operand0=0.0``)
+_UNARY = ARITH_UNARY
 
 
 def _apply(op: str, x: Any, y: Any, reverse: bool) -> Any:
@@ -230,4 +230,5 @@ def _reduce_rows(op: str, x: np.ndarray) -> np.ndarray:
         return np.nansum(x, axis=1).astype(F32)
     if op == "multiply":
         return np.nanprod(x, axis=1).astype(F32)
-    return (np.nanmax if "max" in op else np.nanmin)(x, axis=1).astype(F32)
+    # fmax/fmin skip NaN as nanmax does, without its warning for a row masked off entirely (a ragged last tile)
+    return (np.fmax if "max" in op else np.fmin).reduce(x, axis=1).astype(F32)

@@ -46,6 +46,8 @@ from nkisim.frontend.v06.adapters.creation import (  # noqa: F401  (nl's tensor 
 )
 from nkisim.frontend.v06.adapters.errors import error as _error
 from nkisim.frontend.v06.adapters.tensor import NkiTensor
+from nkisim.frontend.v06.isa_constants import canonical as _canonical
+from nkisim.frontend.v06.isa_constants import engine as _isa_engine
 
 # --- dtypes ---------------------------------------------------------------------------------------------------
 DType = np.dtype
@@ -299,13 +301,17 @@ for _name, _op in (("sum", "add"), ("max", "max"), ("min", "min"), ("mean", "add
 
 
 def rsqrt(x: Any, dtype: Any = None) -> NkiTensor:
-    """``nl.rsqrt``: 1/sqrt(x).  NKI 0.5 moved it to GpSimd, which cannot read PSUM, so a PSUM input is refused."""
+    """``nl.rsqrt``: 1/sqrt(x) on the GpSimd engine, as NKI 0.5 moved it ("now runs on the GpSimd Engine for higher
+    numerical precision and no longer accepts PSUM inputs", nki/migration/index.rst:162): the instruction AWS gives
+    for it, ``nisa.tensor_scalar(op0=nl.rsqrt, operand0=0.0)`` on GpSimd (nki.api.shared.rst:260), priced at GpSimd's
+    rate for it (4x below ScalarE's); a PSUM input is refused."""
     if isinstance(x, NkiTensor) and is_psum(x.buffer):
         # rule: rsqrt.psum_input
         raise _error("err_operand_type", "'x' of 'nl.rsqrt' is in PSUM (NKI 0.5 dropped PSUM inputs of nl.rsqrt): nl.rsqrt "
                                          "runs on GpSimd, which cannot read "
                                          "PSUM (NKI 0.5+); copy it to SBUF first")
-    return _b.wrap(_b.call("nl.rsqrt", _tile(x, "rsqrt"), dtype=_b.dtype(dtype, "rsqrt")))
+    return _b.wrap(_b.call("nisa.tensor_scalar", _tile(x, "rsqrt"), "rsqrt", 0.0,
+                           engine=_canonical(_isa_engine.gpsimd), dtype=_b.dtype(dtype, "rsqrt")))
 
 
 rsqrt.__nki_op__ = "rsqrt"  # type: ignore[attr-defined]
@@ -360,7 +366,7 @@ def matmul(x: Any, y: Any, transpose_x: _builtins.bool = False) -> NkiTensor:
 
 def gather_flattened(data: Any, indices: Any, axis: Any = 0, dtype: Any = None) -> NkiTensor:
     if axis != 0:
-        # rule: limit.rand_buffer
+        # rule: limit.gather_axis
         raise NotImplementedError("nl.gather_flattened is simulated along axis 0 only")
     return _b.wrap(_b.call("nl.gather_flattened", _tile(data, "gather_flattened", "data"),
                            _tile(indices, "gather_flattened", "indices"), dtype=_b.dtype(dtype, "gather_flattened")))

@@ -227,8 +227,8 @@ RULES: tuple[Rule, ...] = (
     # --- the simulator's limits --------------------------------------------------------------------------------------
     _limit("limit.indirect_pattern", "NotImplementedError", "an indirect view whose free pattern, start row or "
            "rank the simulator's gather cannot express (issue 29 scope 4)"),
-    _limit("limit.scalar_offset_on_chip", "NotImplementedError", "a tile as the scalar offset of an on-chip tensor"),
-    _limit("limit.select_tile_index", "NotImplementedError", "select() with an index read from a tile"),
+    _limit("limit.scalar_offset_on_chip", "NotImplementedError", "a tile as the scalar offset (or select index) of an "
+           "on-chip tensor"),
     _limit("limit.dynamic_offset_pattern", "NotImplementedError", "a dynamic offset on a view with a non-basic "
            "layout, or a 1-D access pattern"),
     _limit("limit.slice_step", "ValueError", "a slice with a step below 1",
@@ -239,7 +239,7 @@ RULES: tuple[Rule, ...] = (
            "return out.reshape(shape)"),
     _limit("limit.refused_api", "NotImplementedError", "an nki.isa / nki.collectives call the simulator does not "
            "model (collectives across devices)"),
-    _limit("limit.rand_buffer", "NotImplementedError", "nl.rand outside SBUF; nl.gather_flattened off axis 0"),
+    _limit("limit.gather_axis", "NotImplementedError", "nl.gather_flattened off axis 0"),
     _limit("limit.values_unknown", "TypeError", "a register holding a tensor's value used while tracing without "
            "values (cost-only tracing)"),
     _limit("limit.program_order", "ValueError", "a scheduling edge whose producer is issued after its consumer (the "

@@ -19,29 +19,37 @@ MODULES = {
     "nki.collectives": "nkisim.frontend.v06.collectives",
 }
 
-#: names that run with limits, and the limits
+#: names that run with limits, and the limits, each with the line of AWS's 0.6 API files (nki/api/nki/<module>/
+#: __init__.py of the docs source) that documents what is not run.  A name whose only limit is one AWS documents
+#: (abs_max on NeuronCore-v4 only, no_reorder's program order) is implemented, not partial.
 PARTIAL = {
-    "nki.language.rand": "SBUF only",
-    "nki.language.abs_max": "NeuronCore-v4 (trn3) only: refused on trn1/trn2 targets",
-    "nki.language.abs_min": "NeuronCore-v4 (trn3) only: refused on trn1/trn2 targets",
-    "nki.language.gather_flattened": "axis=0 only",
-    "nki.language.rsqrt": "priced on ScalarE (0.5+ runs it on GpSimd); PSUM input refused as in 0.5+",
-    "nki.language.no_reorder": "a chain of edges the cost model waits on; instructions are never reordered",
-    "nki.language.NkiTensor.ap": "a tile as scalar_offset: HBM only, its pattern inside one slice of "
-                                 "indirect_dim (a register works anywhere); vector_offset: as vector_select",
+    "nki.language.gather_flattened": "axis=0 only: AWS's docs take an axis (language:2297 'axis along which to "
+                                     "gather') but say only that the index selects 'from the free dimension of data'",
+    "nki.language.NkiTensor.ap": "an indirect view's free pattern must stay inside the row its offset selects, and a "
+                                 "tile as scalar_offset works on HBM only (a register works anywhere): AWS's docs give "
+                                 "any [[stride, count], ...] pattern with either offset (language:486-491, 'analogous "
+                                 "to torch.as_strided')",
     "nki.language.NkiTensor.vector_select": "a view starting at a row that is not a multiple of its row count "
                                             "(data[b] works, data[2:40] does not), free positions leaving the selected "
-                                            "row and a view with no free dimension are refused",
-    "nki.language.NkiTensor.select": "a tile index is refused (an int or a register works)",
-    "nki.isa.dma_compute": "static form only: the scatter/gather read-modify-write through vector_offset views is "
-                           "refused",
-    "nki.isa.rng": "a documented XORWOW generator of the simulator's own (seed expansion, lane order): not the "
-                   "hardware's bits",
-    "nki.isa.rand2": "a documented XORWOW generator of the simulator's own: not the hardware's bits",
-    "nki.isa.core_barrier": "orders the barrier tensor's accesses; no cross-core edge in the cost model",
-    "nki.isa.NkiInstruction": "depends_on edges are modelled; one on an instruction issued later is refused "
-                              "(the simulator issues in program order)",
-    "nki.jit": "kernel.with_schedule edges are modelled; a producer issued after its consumer is refused",
+                                            "row and a view with no free dimension are refused: AWS's docs constrain "
+                                            "only dim=0, HBM and one dynamic select (language:473-478)",
+    "nki.language.NkiTensor.select": "a tile index on an on-chip tensor is refused (HBM, an int or a register "
+                                     "work): AWS's docs allow it for dim != 0 (language:445 'Dynamic on-chip: dim "
+                                     "must not be 0')",
+    "nki.isa.dma_compute": "static form only: AWS's docs also give the scatter/gather read-modify-write through "
+                           "vector_offset views (isa:2656 unique_indices, oob_mode); it is refused",
+    "nki.isa.rng": "a documented XORWOW generator of the simulator's own (seed expansion, lane order): AWS's docs "
+                   "do not give the hardware's bits (isa:2087)",
+    "nki.isa.rand2": "a documented XORWOW generator of the simulator's own: AWS's docs do not give the hardware's "
+                     "bits (isa:2242)",
+    "nki.isa.core_barrier": "orders every access to its tensor across both cores (what reads it afterwards waits "
+                            "for the later core); the engine it names is not held until the other core arrives, as "
+                            "AWS's docs say it is (isa:2627 'The barrier will block execution on this engine')",
+    "nki.isa.NkiInstruction": "depends_on edges are modelled; one on an instruction issued later is refused (the "
+                              "simulator issues in program order), which AWS's docs allow (isa:149 'self (consumer) "
+                              "runs after each producer')",
+    "nki.jit": "kernel.with_schedule edges are modelled; a producer issued after its consumer is refused (the "
+               "simulator issues in program order), which AWS's scheduling edges allow (isa:149)",
 }
 
 MISSING = object()

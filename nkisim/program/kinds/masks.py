@@ -13,8 +13,9 @@ from typing import Any, Union
 
 import numpy as np
 
+from nkisim.core.access import MaskedAccess
 from nkisim.core.indexing import MaskExpr
-from nkisim.program.kinds.indexing import Index, index
+from nkisim.program.kinds.indexing import AccessOf, Index, Whole, index
 from nkisim.program.limits import MAX_NAME, RecordError, flag, integer, need, text, text_ok
 from nkisim.program.operands import (
     Decoding,
@@ -308,3 +309,47 @@ def _holds(p: Any, env: dict[int, int]) -> bool | None:
 def truth(predicate: Getter) -> Getter:
     """A predicate's getter as one that says whether it holds (a branch of a loop body on its index)."""
     return lambda: bool(np.all(predicate().value))
+
+
+@kind
+@dataclass(frozen=True, slots=True)
+class OperandMasked(Kind):
+    """``tile[...][mask]``, a matmul operand with AWS's operand mask (``core.access.MaskedAccess``): ``{"OM": A | W,
+    "m": P}``, the access and its predicate (kept symbolic, so a loop body traced once masks each iteration by its
+    own values)."""
+
+    access: Operand
+    mask: Operand
+    tag = "OM"
+    encodes = (MaskedAccess,)
+    exact = True
+
+    def json(self) -> Any:
+        return {"OM": self.access.json(), "m": self.mask.json()}  # type: ignore[union-attr]
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any], depth: int) -> Operand:
+        fields(raw, "OM", "m")
+        access = parse_operand(raw["OM"], depth + 1)
+        need(isinstance(access, (AccessOf, Whole)), "an operand mask applies to a tile access")
+        mask = parse_operand(raw["m"], depth + 1)
+        need(isinstance(mask, (Symbolic, MaskConst)), "an operand mask is a mask expression")
+        return cls(access, mask)
+
+    @classmethod
+    def encode(cls, x: Any, enc: Encoding) -> Operand:
+        return cls(AccessOf.encode(x, enc), MaskConst.encode(x.operand_mask, enc))
+
+    def check(self, scope: Scope, depth: int) -> None:
+        self.access.check(scope, depth + 1)  # type: ignore[union-attr]
+        self.mask.check(scope, depth + 1)  # type: ignore[union-attr]
+
+    def tensors(self, out: set[int]) -> None:
+        self.access.tensors(out)  # type: ignore[union-attr]
+
+    def decode(self, dec: Decoding) -> Any:
+        return MaskedAccess.of(self.access.decode(dec), self.mask.decode(dec))  # type: ignore[union-attr]
+
+    def plan(self, comp: Planning) -> Part:
+        access, mask = getter(self.access.plan(comp)), getter(self.mask.plan(comp))  # type: ignore[union-attr]
+        return False, lambda: MaskedAccess.of(access(), mask())

@@ -103,10 +103,19 @@ def empty_like(x: Any, dtype: Any = None, buffer: Any = None, name: Any = "") ->
 
 
 def rand(shape: Any, dtype: Any, buffer: Any = sbuf, name: Any = "") -> NkiTensor:
-    if _family(buffer) != "sbuf":
-        # rule: limit.rand_buffer
-        raise NotImplementedError("nl.rand is simulated into SBUF only")
-    return _b.wrap(_b.call("nl.rand", _shape(shape), _b.dtype(dtype, "rand")))
+    """``nl.rand``: uniform values in [0, 1) on ``buffer`` ("sbuf, psum, hbm", AWS's docs).  The generators write
+    SBUF; a PSUM tensor is filled by a Vector-engine copy of them, an HBM one by a DMA (the instructions an NKI
+    kernel would write; AWS's docs do not say which the compiler emits)."""
+    values = _b.wrap(_b.call("nl.rand", _shape(shape), _b.dtype(dtype, "rand")))
+    family = _family(buffer)
+    if family == "sbuf":
+        return values
+    out = ndarray(shape, dtype, buffer, name)
+    if family == "psum":
+        _b.call("nisa.tensor_copy", _tile(values, "rand"), dst=_tile(out, "rand"))
+    else:
+        _b.call("nisa.dma_copy", dst=_tile(out, "rand"), src=_tile(values, "rand"))
+    return out
 
 
 def random_seed(seed: Any) -> None:

@@ -376,9 +376,16 @@ class NkiTensor:
                               f"vector_offset): it cannot be further selected")
         if not isinstance(index, (int, np.integer)) or isinstance(index, (bool, np.bool_)):
             if getattr(type(index), "__name__", "") != "VirtualRegister":
-                # rule: limit.select_tile_index
-                raise NotImplementedError("select with an index read from a tile is not supported by the simulator "
-                                          "yet; use an integer or a register (nisa.register_load the tile first)")
+                # AWS's select docs: "Dynamic select (HBM tensor, index resolved at runtime): hbm_t.select(0, idx)"
+                # with idx a (1, 1) SBUF tensor: the same view as .ap(scalar_offset=idx, indirect_dim=dim)
+                if self.is_indirect():
+                    # rule: view.one_dynamic_select
+                    raise _view_error(f"select: '{self.name}' already has a dynamic offset (one dynamic select per "
+                                      f"tensor)")
+                indirect.check_index("select", self._base.label(), self.on_chip, False, index, scalar=True)
+                stride, count = self._pattern[d]
+                return NkiTensor.over(self._base, self._offset, self._pattern[:d] + self._pattern[d + 1:], (),
+                                      indirect.Indirect(index, stride, count, scalar=True))
             if self.is_indirect():
                 # rule: view.one_dynamic_select
                 raise _view_error(f"select: '{self.name}' already has a dynamic offset (one dynamic select per "
