@@ -288,12 +288,22 @@ class Access(TileSyntax):
                 if c.__class__ is slice and len(range(c.start, c.stop, c.step or 1)) > 1:
                     return (c.step or 1) * strides[d] * item
             return item
-        arrays = np.broadcast_arrays(*(np.asarray(a) for a in idx))
-        offsets = sum(a * s for a, s in zip(arrays, strides))
-        if offsets.ndim < 2 or offsets.shape[-1] < 2:
+        # the offsets of the access's first two elements along its innermost dimension, read from the index arrays
+        # where they broadcast (building every offset cost a pass over the whole access, per instruction)
+        arrays = [np.asarray(a) for a in idx]
+        shape_b = np.broadcast_shapes(*(a.shape for a in arrays))
+        if len(shape_b) < 2 or shape_b[-1] < 2:
             return item
-        first = (0,) * (offsets.ndim - 1)
-        return int(abs(offsets[first + (1,)] - offsets[first + (0,)])) * item
+
+        def offset(pos: tuple[int, ...]) -> int:
+            total = 0
+            for a, s in zip(arrays, strides):
+                at = tuple(0 if n == 1 else i for i, n in zip(pos[len(pos) - a.ndim:], a.shape))
+                total += int(a[at]) * s
+            return total
+
+        first = (0,) * (len(shape_b) - 1)
+        return abs(offset(first + (1,)) - offset(first + (0,))) * item
 
     def _comp_array(self, c: tuple) -> Any:
         if c[0] == "int":

@@ -103,6 +103,10 @@ def _address_breaks(acc: Any, valid: np.ndarray | None) -> np.ndarray:
     """Where the runs of an index given as arrays (or of any index under a mask) end: its element addresses in
     row-major order of the access, a run ending where the address does not step by one, the partition changes,
     or an indirect index moves on."""
+    if valid is None:
+        breaks = _separable_breaks(acc)
+        if breaks is not None:
+            return breaks
     t = acc.tensor
     shape = t.shape
     par = -1 if t.buffer.family == "hbm" else t.par_axis
@@ -126,6 +130,59 @@ def _address_breaks(acc: Any, valid: np.ndarray | None) -> np.ndarray:
         keep = valid.ravel()
         addr, seg = addr[keep], seg[keep]
     return (np.diff(addr) != 1) | (np.diff(seg) != 0)
+
+
+def _separable_breaks(acc: Any) -> np.ndarray | None:
+    """``_address_breaks`` without building an address per element, for an index whose arrays each vary along
+    one axis of the access at most (``nl.arange`` grids, transposed or not: what most kernels write).  The address
+    and the partition-and-row number are then sums of one term per axis, so whether a run breaks between two
+    neighbours depends only on the outermost axis that steps there and its index: the breaks of each axis's
+    block are those of the block inside it, repeated, with the step to the next index of the axis between them.
+    None for any other index (the caller builds every address)."""
+    t = acc.tensor
+    shape = t.shape
+    par = -1 if t.buffer.family == "hbm" else t.par_axis
+    strides = _strides(shape, par)
+    out_shape = tuple(acc.shape)
+    k = len(out_shape)
+    if k == 0 or 0 in out_shape:
+        return None
+    addr = [np.zeros(n, dtype=np.int64) for n in out_shape]  # each axis's term of the address
+    terms: list[tuple[int, int, np.ndarray]] = []  # (radix, axis or -1, values): the row number's digits, in order
+    for d, a in enumerate(acc.grid_arrays()):
+        a = np.asarray(a, dtype=np.int64)
+        varying = [k - a.ndim + j for j, n in enumerate(a.shape) if n != 1]
+        if a.ndim > k or len(varying) > 1:
+            return None
+        axis = varying[0] if varying else -1
+        if axis >= 0 and a.shape[axis - (k - a.ndim)] != out_shape[axis]:
+            return None
+        values = a.reshape(-1)
+        if d == par:
+            terms.append((shape[d], axis, values))
+        elif acc.advanced and acc.comps[d][0] == "ind":
+            terms.append((max(a.size, 1), axis, np.arange(a.size, dtype=np.int64)))
+            if axis >= 0:
+                addr[axis] += values * strides[d]
+        elif axis >= 0:
+            addr[axis] += values * strides[d]
+    seg = [np.zeros(n, dtype=np.int64) for n in out_shape]  # each axis's term of the row number
+    weight = 1
+    for radix, axis, values in reversed(terms):
+        if axis >= 0:
+            seg[axis] += values * weight
+        weight *= radix
+    breaks = (np.diff(addr[-1]) != 1) | (np.diff(seg[-1]) != 0)
+    back_addr = back_seg = 0  # from the last to the first element of the block inside the axis
+    for j in range(k - 2, -1, -1):
+        back_addr += int(addr[j + 1][0] - addr[j + 1][-1])
+        back_seg += int(seg[j + 1][0] - seg[j + 1][-1])
+        inner = breaks.size + 1
+        block = np.empty((out_shape[j], inner), dtype=bool)
+        block[:, :inner - 1] = breaks
+        block[:-1, inner - 1] = ((np.diff(addr[j]) + back_addr) != 1) | ((np.diff(seg[j]) + back_seg) != 0)
+        breaks = block.reshape(-1)[:-1]
+    return breaks
 
 
 def side(acc: Any, valid: np.ndarray | None = None) -> Side:
