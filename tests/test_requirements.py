@@ -7,6 +7,7 @@ import re
 from importlib import metadata
 from pathlib import Path
 
+import pytest
 from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -106,3 +107,18 @@ def test_the_student_path_installs_no_torch_and_the_suite_does():
         assert {"$(STAMP)", "$(TORCH_STAMP)"} <= installs(target, rules), target
     recipe = (REPO / "Makefile").read_text().split("$(TORCH_STAMP): ", 1)[1].split("\n\n", 1)[0]
     assert "pip install -q -r requirements-torch.txt" in recipe
+
+
+@pytest.mark.processes
+def test_nbformat_imports_without_building_parsers():
+    """jsonschema 4.25+ imports rfc3987-syntax, which builds 35 Lark parsers when imported: 1.5 s of CPU in every
+    process that imports nbformat (each nbgrader command, the grader, every test worker).  The pinned jsonschema
+    does not, and no schema our stack validates uses the iri formats it checks."""
+    import subprocess
+    import sys
+
+    pins = {canonicalize_name(r.name): str(r.specifier) for r in requirements("requirements.txt")[1]}
+    assert pins["jsonschema"] == "==4.24.1"
+    run = subprocess.run([sys.executable, "-c", "import sys, nbformat; print(sorted(m for m in sys.modules "
+                          "if m.split('.')[0] in ('rfc3987_syntax', 'lark')))"], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout.strip() == "[]", run.stdout + run.stderr
