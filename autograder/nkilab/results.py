@@ -271,7 +271,7 @@ class GradeRecord:
         if not self.speed_max:
             pass  # graded on correctness only: no speed line
         elif self.correct:
-            lines += ["  " + line for line in self.speed_lines()]
+            lines += ["  " + line for line in self.speed_lines(graded=True)]
             lines.append(f"  Speed: {_g(self.speed)}/{_g(self.speed_max)} points")
         else:
             lines.append(f"  Speed: 0/{_g(self.speed_max)} points (speed counts only when every case is correct)")
@@ -299,7 +299,9 @@ class GradeRecord:
             lines += [f"         {c.label()}: {c.category()}" for c in hidden if not c.ok]
         return lines
 
-    def speed_lines(self) -> list[str]:
+    def speed_lines(self, graded: bool = False) -> list[str]:
+        """The speed verdict and why: ``graded`` words it as the grade it is (the grade cell's report and the
+        feedback); otherwise as what the kernel would get (``check()``, before grading)."""
         t = self.timing
         if t is None:
             return []
@@ -309,14 +311,15 @@ class GradeRecord:
         if t.reference_us is None or t.ratio is None:
             return [line + (f" ({t.note})" if t.note else "")]
         verdict = {"full": "full speed points", "partial": "partial speed points (half)",
-                   "none": "no speed points yet"}[t.tier or "none"]
+                   "none": "no speed points" if graded else "no speed points yet"}[t.tier or "none"]
         tiers = f"full points at <= {t.full_tier:g}x, half at <= {t.partial_tier:g}x"
         if t.relaxed is not None:
             relaxed = "unavailable" if t.relaxed_us is None else f"{t.relaxed_us:.1f} us"
             tiers = (f"full points at <= {t.full_tier:g}x the reference, half at <= {t.partial_tier:g}x the relaxed "
                      f"reference ({t.relaxed}'s reference solution: {relaxed})")
         return [line + f"; reference solution {t.reference_us:.1f} us -> {t.ratio:.2f}x the reference.",
-                f"  Tiers: {tiers}. You would get: {verdict}.", *self.why_lines()]
+                f"  Tiers: {tiers}. " + (f"Graded: {verdict}." if graded else f"You would get: {verdict}."),
+                *self.why_lines()]
 
     def why_lines(self) -> list[str]:
         """Why the kernel takes the time it does, beside the reference: counts, bytes, each engine's share of the
@@ -328,7 +331,7 @@ class GradeRecord:
         out = ["  Where the time goes (estimates): " + ("yours vs the reference" if r else "your kernel")]
 
         def row(name: str, mine: str, theirs: str) -> str:
-            return f"    {name:<22}{mine:>14}" + (f"{theirs:>14}" if r else "")
+            return f"    {name:<22}{mine:>11}" + (f"{theirs:>11}" if r else "")  # 48 columns: a phone's width
 
         out.append(row("DMA transfers", f"{k.dma_count:,}", f"{r.dma_count:,}" if r else ""))
         out.append(row("bytes moved by DMA", _bytes(k.dma_bytes), _bytes(r.dma_bytes) if r else ""))
