@@ -139,6 +139,9 @@ class SpeedFacts:
     lines: tuple[CostlyLine, ...] = ()
     cores: int = 1
     held: tuple[Held, ...] = ()
+    #: lines where the kernel makes a tile outside a loop that the loop overwrites in every iteration
+    #: (``nkilab.premises``): the premise of the advice to allocate it in the loop body
+    shared: tuple[int, ...] = ()
 
     @classmethod
     def of(cls, facts: dict | None, with_lines: bool = True) -> SpeedFacts | None:
@@ -151,7 +154,8 @@ class SpeedFacts:
         return cls(tuple((e, float(us)) for e, us in facts["busy_us"].items()), int(facts["dma_queues"]),
                    int(facts["dma_count"]), int(facts["dma_bytes"]), int(facts["instructions"]), lines,
                    int(facts.get("cores") or 1),
-                   tuple(Held(str(m), int(n), int(c), float(us)) for m, n, c, us in facts.get("held") or ()))
+                   tuple(Held(str(m), int(n), int(c), float(us)) for m, n, c, us in facts.get("held") or ()),
+                   tuple(int(n) for n in facts.get("shared") or ()) if with_lines else ())
 
     def share(self, engine: str, total_us: float) -> float:
         """The fraction of the kernel's span ``engine`` was busy, on average per core (and per DMA queue)."""
@@ -366,17 +370,21 @@ class GradeRecord:
                           "iterations do not depend on each other, so one iteration's work overlaps the next's.")
         if busy < 0.6 and (t.ratio or 0) > t.full_tier and not sequential:
             same = r is not None and not advice
+            shared = ", ".join(f"line {n}" for n in k.shared[:3])
             advice.append(("The same work as the reference, spread over more time: " if same else
                            "No engine is busy most of the time: ") + "the engines wait on each other. Let the loads, "
-                          "compute and stores of different tiles overlap (allocate each tile inside the loop body, so "
-                          "iterations do not share one buffer).")
+                          "compute and stores of different tiles overlap" + (
+                              f": the tile made outside the loop ({shared}) is overwritten in every iteration, so "
+                              "each iteration waits for the last one to finish with it; allocate it inside the loop "
+                              "body, so iterations do not share one buffer." if shared else "."))
         if not advice and busy >= 0.6 and (t.ratio or 0) > t.full_tier:
             advice.append(f"{ENGINE_NAMES[neck]} is the bottleneck: {ENGINE_ADVICE[neck]}.")
         out += [f"  Why: {a}" for a in advice]
-        if k.lines:
+        if k.lines:  # each line's engine time, summed over its instructions: they run at once, so it overlaps
             out.append("  Your costliest lines: " + "; ".join(
                 f"line {c.line} (`{c.code}`) {c.us:.1f} us" if c.code else f"line {c.line} {c.us:.1f} us"
-                for c in k.lines[:3]))
+                for c in k.lines[:3]) + f" (engine busy time of each line's instructions: lines run at the same "
+                f"time, so these overlap and may add up to more than the kernel's {t.latency_us:.1f} us).")
         if t.lesson:
             out.append(f"  See {t.lesson}.")
         return out
@@ -440,7 +448,8 @@ def _facts(value: Any) -> SpeedFacts | None:
                       tuple(CostlyLine(int(c["line"]), _s(c["code"]), float(c["us"])) for c in value.get("lines") or ()),
                       int(value.get("cores") or 1),
                       tuple(Held(_s(h["mechanism"]), int(h["line"]), int(h["count"]), float(h["us"]))
-                            for h in value.get("held") or ()))
+                            for h in value.get("held") or ()),
+                      tuple(int(n) for n in value.get("shared") or ()))
 
 
 def _error(value: Any) -> ErrorFacts | None:
