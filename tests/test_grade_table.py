@@ -182,6 +182,16 @@ def test_the_table_fits_a_100_column_terminal_with_reasons_wrapped_whole():
     for entry in reasons:
         assert " ".join(entry.split()).endswith("1.5/3 " + " ".join(why.split())), entry
     assert "Hand-ins repaired" not in text
+    # the example class's widest grid (102 columns with two spaces between): unreadable notebooks in three columns,
+    # fractions of points in the others, a total with four decimals, seven answers to grade
+    odd = [Submission("trudy", a, "unreadable", notes=["not valid JSON"]) for a in names[0:9:4]]
+    subs += [*odd, *(Submission("cleo", a, "graded", cells=[
+        CellGrade(a, "q1_grade", "q", "kernel", 4.3333 if a in names[1:9:3] else 7.0, 8.0, ""),
+        CellGrade(a, "w", "w", "written", None, 1.0)]) for a in names)]
+    text = table(subs, ["ann", "bo", "cleo", "trudy"], names)
+    assert max(len(line) for line in text.splitlines()) <= 100, max(text.splitlines(), key=len)
+    assert text.splitlines()[0].split()[:3] == ["student", "01", "02"]
+    assert "unreadable" in text and " 4.33/8 " in text and " 55/72 " in text  # two decimals at most in the grid
 
 
 def test_a_section_with_nothing_in_it_is_not_printed():

@@ -136,12 +136,17 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
+def _points(x: float) -> str:
+    """Points as the grid shows them: at most two decimals (the CSVs keep every digit)."""
+    return f"{round(x, 2):g}"
+
+
 def cell_text(sub: Submission) -> str:
     if sub.status in ("unreadable", "missing", "failed"):
         return {"unreadable": "unreadable", "missing": "-", "failed": "FAILED"}[sub.status]
     got, total = sub.auto()
     mark = "*" if sub.status == "salvaged" else ""
-    return f"{_fmt(got)}/{_fmt(total)}{mark}"
+    return f"{_points(got)}/{_points(total)}{mark}"
 
 
 #: the width of a terminal the table fits (the grid, and every note and reason, wrapped)
@@ -156,11 +161,11 @@ def _wrapped(first: str, text: str) -> list[str]:
                          break_on_hyphens=False) or [first.rstrip()]
 
 
-def _grid(heads: list[str], rows: list[list[str]]) -> list[str]:
+def _grid(heads: list[str], rows: list[list[str]], gap: str = "  ") -> list[str]:
     widths = [max(len(r[i]) for r in rows + [heads]) for i in range(len(heads))]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(heads, widths)).rstrip()]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines = [gap.join(h.ljust(w) for h, w in zip(heads, widths)).rstrip()]
+    lines.append(gap.join("-" * w for w in widths))
+    lines += [gap.join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     return lines
 
 
@@ -189,13 +194,15 @@ def table(subs: list[Submission], students: list[str], assignments: list[str]) -
             if s:
                 g, t = s.auto()
                 got, total, pending = got + g, total + t, pending + s.pending()
-        row += [f"{_fmt(got)}/{_fmt(total)}", f"{pending} to grade" if pending else ""]
+        row += [f"{_points(got)}/{_points(total)}", f"{pending} to grade" if pending else ""]
         rows.append(row)
     lines = _grid(["student", *assignments, "kernels", "written"], rows)
     short = _short(assignments)
     legend = []
     if max(len(line) for line in lines) > WIDTH and short is not None:
         lines = _grid(["student", *short, "kernels", "written"], rows)
+        if max(len(line) for line in lines) > WIDTH:  # (an "unreadable" in many columns): one space between
+            lines = _grid(["student", *short, "kernels", "written"], rows, " ")
         legend = _wrapped("", "Assignments by their numbers: " + ", ".join(assignments) + ".")
     lines += ["", *legend]
     lines += _wrapped("", "x/y: autograded kernel points; * graded outside the notebook kernel (it died); - nothing "
