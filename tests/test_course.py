@@ -16,8 +16,8 @@ import pytest
 from course_testing import REPO
 from nbgrader.api import Gradebook
 
-from nkilab import course, manifest
-from nkilab.classgrade import outcome_counts
+from nkilab import course, grade_table, manifest
+from nkilab.classgrade import course_layout, outcome_counts
 from nkilab.nbgrader_plugins import feedback_flags
 from nkilab.release import load_source
 
@@ -44,7 +44,7 @@ def built(tmp_path_factory) -> Path:
 
 
 @pytest.mark.processes
-def test_make_course_builds_source_release_gradebook_and_roster(built: Path) -> None:
+def test_make_course_builds_source_release_gradebook_and_roster(built: Path, tmp_path: Path) -> None:
     src = nbformat.read(built / "source" / "01_vector_add" / "01_vector_add.ipynb", as_version=4)
     # the lesson, as make release reads it for the course's stub dialect (the other dialect's kernel cells dropped)
     lesson = load_source(REPO / "notebooks" / "01_vector_add.py", manifest.course().stub_dialect)
@@ -61,6 +61,14 @@ def test_make_course_builds_source_release_gradebook_and_roster(built: Path) -> 
     expected = {c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"]["points"] for c in lesson.cells
                 if c.metadata.get("nbgrader", {}).get("grade")}
     assert points == expected and "w1_answer" in points  # the written answer is in the gradebook too
+    # STAGES=1: the course grades stage 1 only, and the LMS export's "points possible" are its 8 points, not 72
+    students, assignments, _ = course_layout(built, None)
+    assert assignments == ["01_vector_add"]
+    db = f"sqlite:///{built / 'gradebook.db'}"
+    subs = [grade_table.collect(built, db, s, "01_vector_add", "missing", ["nothing handed in"]) for s in students]
+    grade_table.write_lms_csv(subs, students, assignments, tmp_path / "lms.csv")
+    possible = (tmp_path / "lms.csv").read_text().splitlines()[1]
+    assert possible == f"points possible,{sum(expected.values()):g},{sum(expected.values()):g},"
 
 
 @pytest.mark.processes
