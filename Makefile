@@ -90,12 +90,16 @@ grade: setup-lean
 	$(PY) -m nkilab.classgrade $(if $(COURSE),--course $(COURSE)) $(GRADE_ARGS)
 
 # A TA's own nbgrader course from the lessons (source/, release/, gradebook.db, roster): see autograder/README.md.
-# make course COURSE=path/to/course DIALECT=legacy COURSE_ARGS="--roster roster.csv --course-id cs-nki-2026"
+# make course COURSE=path/to/course STAGES=1,2 DIALECT=legacy COURSE_ARGS="--roster roster.csv --course-id cs-nki-2026"
+# STAGES is the TA's choice, with no default: the stages given out now (1,2 or 1-3, or all); each stage in the course
+# is an assignment its grade sheets and LMS export count, so run again with more stages when you give them out.
+STAGES ?=
 COURSE_ARGS ?=
 course: setup-lean
-	@test -n "$(COURSE)" || { echo "make course: say where, e.g. make course COURSE=../my-course" >&2; exit 2; }
+	@test -n "$(COURSE)" || { echo "make course: say where, e.g. make course COURSE=../my-course STAGES=1,2" >&2; exit 2; }
+	@test -n "$(STAGES)" || { echo "make course: say which stages you give out now, e.g. STAGES=1,2 (or STAGES=all); run it again with more stages to add them later" >&2; exit 2; }
 	$(PY) -m nkilab.course install-path-hook
-	$(PY) -m nkilab.course build --course $(COURSE) $(if $(DIALECT),--dialect $(DIALECT)) $(COURSE_ARGS)
+	$(PY) -m nkilab.course build --course $(COURSE) --stages $(STAGES) $(if $(DIALECT),--dialect $(DIALECT)) $(COURSE_ARGS)
 
 # Gradescope autograder bundles, one per assignment: build/gradescope/<assignment>.zip, or for DIALECT=legacy
 # build/gradescope/legacy/<assignment>.zip (see nkilab/gradescope.py).

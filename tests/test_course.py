@@ -16,8 +16,8 @@ import pytest
 from course_testing import REPO
 from nbgrader.api import Gradebook
 
-from nkilab import course, manifest
-from nkilab.classgrade import outcome_counts
+from nkilab import course, grade_table, manifest
+from nkilab.classgrade import course_layout, outcome_counts
 from nkilab.nbgrader_plugins import feedback_flags
 from nkilab.release import load_source
 
@@ -35,9 +35,8 @@ def bare_env() -> dict[str, str]:
 def built(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("course")
     (root / "roster.csv").write_text(ROSTER)
-    proc = subprocess.run(["make", "--no-print-directory", "course", f"COURSE={root / 'c'}",
-                           f"COURSE_ARGS=--roster {root / 'roster.csv'} --course-id cs-nki-test "
-                           "--assignment 01_vector_add"], cwd=REPO, capture_output=True, text=True, timeout=900,
+    proc = subprocess.run(["make", "--no-print-directory", "course", f"COURSE={root / 'c'}", "STAGES=1",
+                           f"COURSE_ARGS=--roster {root / 'roster.csv'} --course-id cs-nki-test"], cwd=REPO, capture_output=True, text=True, timeout=900,
                           env=bare_env())
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "make course: generated 01_vector_add" in proc.stdout and "make grade COURSE=" in proc.stdout
@@ -45,7 +44,7 @@ def built(tmp_path_factory) -> Path:
 
 
 @pytest.mark.processes
-def test_make_course_builds_source_release_gradebook_and_roster(built: Path) -> None:
+def test_make_course_builds_source_release_gradebook_and_roster(built: Path, tmp_path: Path) -> None:
     src = nbformat.read(built / "source" / "01_vector_add" / "01_vector_add.ipynb", as_version=4)
     # the lesson, as make release reads it for the course's stub dialect (the other dialect's kernel cells dropped)
     lesson = load_source(REPO / "notebooks" / "01_vector_add.py", manifest.course().stub_dialect)
@@ -62,6 +61,14 @@ def test_make_course_builds_source_release_gradebook_and_roster(built: Path) -> 
     expected = {c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"]["points"] for c in lesson.cells
                 if c.metadata.get("nbgrader", {}).get("grade")}
     assert points == expected and "w1_answer" in points  # the written answer is in the gradebook too
+    # STAGES=1: the course grades stage 1 only, and the LMS export's "points possible" are its 8 points, not 72
+    students, assignments, _ = course_layout(built, None)
+    assert assignments == ["01_vector_add"]
+    db = f"sqlite:///{built / 'gradebook.db'}"
+    subs = [grade_table.collect(built, db, s, "01_vector_add", "missing", ["nothing handed in"]) for s in students]
+    grade_table.write_lms_csv(subs, students, assignments, tmp_path / "lms.csv")
+    possible = (tmp_path / "lms.csv").read_text().splitlines()[1]
+    assert possible == f"points possible,{sum(expected.values()):g},{sum(expected.values()):g},"
 
 
 @pytest.mark.processes
@@ -69,7 +76,7 @@ def test_make_course_dialect_legacy_hands_out_the_legacy_twins(tmp_path: Path) -
     """One word, ``make course ... DIALECT=legacy``: the course's release is the legacy twin students of CS149's
     handouts get (``assignments/legacy/``), its gradebook the same questions and points."""
     proc = subprocess.run(["make", "--no-print-directory", "course", f"COURSE={tmp_path / 'c'}", "DIALECT=legacy",
-                           "COURSE_ARGS=--assignment 01_vector_add"], cwd=REPO, capture_output=True, text=True,
+                           "STAGES=01_vector_add"], cwd=REPO, capture_output=True, text=True,
                           timeout=900, env=bare_env())
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     released = nbformat.read(tmp_path / "c" / "release" / "01_vector_add" / "01_vector_add.ipynb", as_version=4)
@@ -102,6 +109,29 @@ def test_bare_venv_nbgrader_finds_alembic(tmp_path: Path) -> None:
                           env=bare_env(), timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (tmp_path / "release" / "x" / "x.ipynb").exists() and (tmp_path / "gradebook.db").exists()
+
+
+def test_stages_name_what_the_course_gives_out() -> None:
+    slugs = [s.slug for s in manifest.course().stages]
+    assert course.stage_slugs("1,2") == slugs[:2]
+    assert course.stage_slugs("2, 1") == slugs[:2]  # in course order, whatever the order given
+    assert course.stage_slugs("3-5,01_vector_add") == [slugs[0], *slugs[2:5]]
+    assert course.stage_slugs("all") == slugs
+    for bad in ("0", "1-99", "vector_add", ""):
+        with pytest.raises(course.CourseError):
+            course.stage_slugs(bad)
+
+
+@pytest.mark.processes
+def test_make_course_asks_which_stages(tmp_path: Path) -> None:
+    """No default: a course of all nine stages scored every student 0 of 64 points for stages not given yet in
+    grades.csv and the LMS export ("total 7, points possible 72")."""
+    proc = subprocess.run(["make", "--no-print-directory", "course", f"COURSE={tmp_path / 'c'}"], cwd=REPO,
+                          capture_output=True, text=True, timeout=600, env=bare_env())
+    assert proc.returncode == 2 and "STAGES=1,2" in proc.stderr, proc.stderr
+    assert not (tmp_path / "c").exists()
+    assert course.main(["build", "--course", str(tmp_path / "c")]) == 1  # the module asks too
+    assert not (tmp_path / "c").exists()
 
 
 def test_grading_log_names_every_outcome() -> None:

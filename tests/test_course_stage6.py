@@ -122,5 +122,5 @@ def test_check_explains_a_lost_accumulation(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "[ok  ] public case 1/3" in out
     assert "NKISyntaxError at overwrite.py line 18 (`res_psum[...] = nl.matmul(" in out
-    assert "Unexpected output dependencies" in out and "#err-unexpected-output-dependencies" in out
+    assert "Unexpected output dependencies" in out and "docs/errors/err_unexpected_output_dependencies.md" in out
     assert "Public checks passed" not in out

@@ -24,7 +24,7 @@ import pytest
 from nkilab import redact
 from nkilab.release import MARKERS, reference_fingerprints, scan_for_leaks
 from nkisim import api
-from nkisim.core.errors import CATALOGUE, UNDOCUMENTED, docs_link
+from nkisim.core.errors import CATALOGUE, UNDOCUMENTED, error_page
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "docs" / "_ext"))
@@ -427,8 +427,7 @@ def test_error_pages_show_what_python_prints(site, tmp_path):
             assert run.returncode == 1, (error_id, stderr)
             assert _message(printed) == _message(stderr), (error_id, printed, stderr)
             assert _message(printed)[0].startswith(cls.__qualname__ + ": "), printed
-            if error_id not in UNDOCUMENTED:
-                assert docs_link(error_id) in "\n".join(_message(printed))
+            assert error_page(error_id) in "\n".join(_message(printed))
             for frame in re.findall(r'  File "kernel.py", line \d+.*', printed):  # the reader's frames, as printed
                 assert frame in stderr, (error_id, frame, stderr)
         fixed = _run(_block(markup, "fix"), tmp_path / f"{error_id}-fix")

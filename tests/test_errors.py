@@ -2,7 +2,7 @@
 
 Each test checks what a student would see from neuronx-cc: the builtin exception class from the spec
 (ValueError/TypeError/IndexError/RuntimeError, or NKISyntaxError, a SyntaxError), the error id, the
-compiler's key phrase, the "Info on how to fix" link to the error's anchor on nki.errors.html, and that
+compiler's key phrase, the link to the course's own page on the error (docs/errors/<id>.md), and that
 the error points at the student's own line (``err.nki_location`` and the last traceback frame).  The
 offending line carries a ``# ERR`` marker comment; ``marker_line`` finds it with ``inspect`` so the
 tests do not depend on line numbers.
@@ -29,7 +29,6 @@ import nkisim.core.errors as errors
 from nkisim.core.errors import CATALOGUE, UNDOCUMENTED, NKIError, NKISyntaxError
 
 HERE = os.path.abspath(__file__)
-DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/nki/api/nki.errors.html"
 
 #: The class each documented error has in the real front end (nki-spec §3 catalogue table).
 SPEC_CLASS: dict[str, type[BaseException]] = {
@@ -129,11 +128,7 @@ def expect_error(call: Callable[[], Any], error_id: str, phrase: str, where: Any
     assert (type(err).__module__, type(err).__qualname__) == ("builtins", expected.__name__)
     text = str(err)
     assert phrase in text, text
-    anchor = "#" + error_id.replace("_", "-")
-    if error_id in UNDOCUMENTED:
-        assert "Info on how to fix" not in text
-    else:
-        assert text.endswith(f" Info on how to fix: {DOCS}{anchor}"), text
+    assert text.endswith(f". See docs/errors/{error_id}.md for what it means and how to fix it."), text
     line = marker_line(where)
     assert err.nki_location == (HERE, line), (err.nki_location, line)
     if last_frame:
@@ -163,9 +158,9 @@ def test_catalogue_classes_follow_the_spec() -> None:
 
 
 def test_docs_link_format() -> None:
-    err = errors.make_error("err_num_partition_exceed_arch_limit", "number of partitions 256 exceed x.")
-    assert str(err) == ("number of partitions 256 exceed x. Info on how to fix: " + DOCS +
-                        "#err-num-partition-exceed-arch-limit")
+    err = errors.make_error("err_num_partition_exceed_arch_limit", "number of partitions 256 exceed x")
+    assert str(err) == ("number of partitions 256 exceed x. See docs/errors/err_num_partition_exceed_arch_limit.md "
+                        "for what it means and how to fix it.")
 
 
 # ================================================================================================
@@ -1220,7 +1215,7 @@ def test_language_api_outside_a_kernel() -> None:
     err = info.value
     assert isinstance(err, NKIError) and err.error_id == "err_nki_api_outside_of_nki_kernel"
     assert str(err).startswith("calling NKI API outside of NKI kernels is not supported.")
-    assert str(err).endswith("#err-nki-api-outside-of-nki-kernel")
+    assert str(err).endswith("See docs/errors/err_nki_api_outside_of_nki_kernel.md for what it means and how to fix it.")
     with pytest.raises(RuntimeError, match="outside of NKI kernels"):
         nisa.memset((128, 1), 0.0, dtype=nl.float32)
 

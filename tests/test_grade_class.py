@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import html
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -390,6 +392,74 @@ def test_feedback_shows_no_hidden_case_details(graded):
     assert "[FAIL] hidden case 8/10  a, b: float16 [64, 100]" in report_text(graded, "cleo", "01_vector_add", "q1_grade")
 
 
+#: in a feedback page: every block of text or code that is cut off at the right (wider than its box, or past the
+#: window), and every markdown table whose cells' words touch their neighbours' (cells without padding)
+FEEDBACK_LAYOUT = """(() => {
+  const vw = window.innerWidth, cut = [], cramped = [];
+  for (const el of document.querySelectorAll('pre, table, .output_subarea, .panel')) {
+    const r = el.getBoundingClientRect();
+    if (r.width && (el.scrollWidth > el.clientWidth + 1 || r.right > vw + 1))
+      cut.push(el.tagName + ' ' + el.scrollWidth + '>' + el.clientWidth + ': ' + el.textContent.slice(0, 60));
+  }
+  const words = cell => { const range = document.createRange(); range.selectNodeContents(cell);
+                          return range.getBoundingClientRect(); };
+  let cells = 0;
+  for (const tr of document.querySelectorAll('.rendered_html tr')) {
+    const row = [...tr.children];
+    for (let i = 0; i + 1 < row.length; i++, cells++)
+      if (words(row[i + 1]).left - words(row[i]).right < 6 || parseFloat(getComputedStyle(row[i]).paddingLeft) < 3)
+        cramped.push(row[i].textContent.slice(-20) + '|' + row[i + 1].textContent.slice(0, 20));
+  }
+  return {cut, cramped, cells, pageWidth: document.documentElement.scrollWidth, vw};
+})()"""
+
+
+def widest_reports(course: Path, n: int) -> list[Path]:
+    """The ``n`` feedback pages whose longest line of preformatted text (grade reports, code) is longest."""
+    def longest(page: Path) -> int:
+        blocks = re.findall(r"<pre>(.*?)</pre>", page.read_text(), re.S)
+        return max((len(html.unescape(re.sub(r"<[^>]+>", "", line))) for b in blocks for line in b.splitlines()),
+                   default=0)
+    return sorted(course.glob("feedback/*/*/*.html"), key=lambda p: (-longest(p), str(p)))[:n]
+
+
+def feedback_layout_problems(pages: list[Path], profile: Path) -> dict:
+    """Each page at 400 and 1280 px in one headless Chromium: what is cut off, what tables are cramped."""
+    from browser import Chromium
+
+    found = {}
+    with Chromium(CHROMIUM, profile) as chromium:
+        for path in pages:
+            for width in (400, 1280):
+                page = chromium.open(path.as_uri(), width, 900)
+                try:
+                    found[(path.parent.parent.name, path.stem, width)] = page.evaluate(FEEDBACK_LAYOUT)
+                finally:
+                    page.close()
+    return found
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.slow
+def test_feedback_reads_at_400_and_1280_px_and_is_worded_as_a_grade(graded, tmp_path):
+    """Long grade lines ("Why:" hints, "5.06x the refer...") were cut off at the right, the lessons' markdown tables
+    lost their spacing ("on chip)where every engine"), and the feedback said check()'s "You would get"."""
+    course = graded["course"]
+    pages = sorted({*widest_reports(course, 3), course / "feedback" / "ben" / "01_vector_add" / "01_vector_add.html"})
+    if CHROMIUM is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium); CI installs it")
+    for where, layout in feedback_layout_problems(pages, tmp_path / "chromium").items():
+        assert layout["cut"] == [] and layout["pageWidth"] <= where[2], (where, layout)
+        assert layout["cramped"] == [], (where, layout)
+        assert layout["cells"] > 0 or where[0] != "ben", layout  # stage 1 opens with a table of the memories
+    for path in course.glob("feedback/*/*/*.html"):
+        assert "You would get" not in path.read_text(), path
+    ben = (course / "feedback" / "ben" / "01_vector_add" / "01_vector_add.html").read_text()
+    assert "Graded: partial speed points (half)." in ben
+
+
 #: every student's autograded kernel points per assignment (the order of STAGES); "-" nothing handed in,
 #: "unreadable" a notebook intake refused.  The story behind each number is in autograder/example_class/README.md.
 EXPECTED_KERNEL_POINTS = {
@@ -439,7 +509,10 @@ def test_every_students_exact_grade(graded):
 @pytest.mark.slow
 def test_table_csv_export_and_gradebook_agree(graded):
     out = graded["out"]
-    assert re.search(r"^student\s+01_vector_add\s+02_partition_tiling", out, re.M)
+    assert re.search(r"^student\s+01\s+02\s+03\s+04\s+05\s+06\s+07\s+08\s+09\s+kernels", out, re.M)
+    grid = out[out.index("\nstudent "):out.index("\nFiles: ")].splitlines()
+    assert max(len(line) for line in grid) <= 100, max(grid, key=len)  # was 219-222, reasons up to 550
+    assert "Assignments by their numbers: 01_vector_add, 02_partition_tiling," in out
     assert re.search(r"^ada\s+7/7\s+7/7\s+4/4\s+8/8\s+7/7\s+8/8\s+8/8\s+8/8\s+8/8\s+65/65", out, re.M)
     assert re.search(r"^eve\s+3/7\s+4/7\s", out, re.M)
     # "points lost" lines: columns wide enough for the longest assignment name, so they line up

@@ -156,3 +156,48 @@ def test_release_grade_cells_name_each_cells_question(course):
     path, _ = course
     assert grade_table.release_grade_cells(path, LAB) == {
         LAB: [("q1_grade", "kernel", 3.0, "vector_add_naive"), ("w1_answer", "written", 1.0, "w1_answer")]}
+
+
+def test_the_table_fits_a_100_column_terminal_with_reasons_wrapped_whole():
+    """A course of nine long-named assignments and long reasons (today's example class printed 219-222 columns,
+    reasons up to 550): the grid heads are the assignments' numbers, named once below it, every line is at most
+    100 columns, and each reason is all there, word for word. No hand-in was repaired, so that heading is not
+    printed with nothing under it."""
+    names = [f"0{i}_{'long_assignment_name'[:10 + i]}" for i in range(1, 10)]
+    why = ("10/10 cases right; first wrong: public case 3 (your kernel raised NKIValueError at tiled_add_relu.py "
+           "line 11 (`out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)`): Output tensor `out` is "
+           "never written to: store results into it with nl.store before returning it); no speed points yet")
+    subs = [Submission(st, a, "graded", cells=[
+        CellGrade(a, "q1_grade", "a_question_name", "kernel", 1.5 if st == "ann" else 3.0, 3.0, why),
+        CellGrade(a, "w1_answer", "w1_answer", "written", None, 1.0)]) for st in ("ann", "bo") for a in names]
+    text = table(subs, ["ann", "bo"], names)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 100, max(lines, key=len)
+    assert lines[0].split() == ["student", *[n[:2] for n in names], "kernels", "written"]
+    assert lines[2].split()[:3] == ["ann", "1.5/3", "1.5/3"]
+    assert "Assignments by their numbers: " + ", ".join(names[:2]) in text
+    lost = text.split("Kernel points lost, and why:\n")[1]
+    reasons = lost.split("\n  ann ")  # one entry per lost question, its reason wrapped under it
+    assert len(reasons) == 9
+    for entry in reasons:
+        assert " ".join(entry.split()).endswith("1.5/3 " + " ".join(why.split())), entry
+    assert "Hand-ins repaired" not in text
+    # the example class's widest grid (102 columns with two spaces between): unreadable notebooks in three columns,
+    # fractions of points in the others, a total with four decimals, seven answers to grade
+    odd = [Submission("trudy", a, "unreadable", notes=["not valid JSON"]) for a in names[0:9:4]]
+    subs += [*odd, *(Submission("cleo", a, "graded", cells=[
+        CellGrade(a, "q1_grade", "q", "kernel", 4.3333 if a in names[1:9:3] else 7.0, 8.0, ""),
+        CellGrade(a, "w", "w", "written", None, 1.0)]) for a in names)]
+    text = table(subs, ["ann", "bo", "cleo", "trudy"], names)
+    assert max(len(line) for line in text.splitlines()) <= 100, max(text.splitlines(), key=len)
+    assert text.splitlines()[0].split()[:3] == ["student", "01", "02"]
+    assert "unreadable" in text and " 4.33/8 " in text and " 55/72 " in text  # two decimals at most in the grid
+
+
+def test_a_section_with_nothing_in_it_is_not_printed():
+    # cy handed in nothing: the grid's "-" says so; nobody lost a kernel point
+    subs = [Submission("bo", LAB, "graded", cells=[CellGrade(LAB, "q1_grade", "q", "kernel", 3.0, 3.0, "")]),
+            Submission("cy", LAB, "missing", notes=["nothing handed in"])]
+    text = table(subs, ["bo", "cy"], [LAB])
+    assert "Hand-ins repaired" not in text and "Kernel points lost" not in text
+    assert text.split()[:4] == ["student", LAB, "kernels", "written"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from nkilab import facts, manifest
+from nkilab import example_class, facts, manifest
 from nkilab.questions import QUESTIONS, timed_references
 from nkilab.release import WRITEFILE, load_source, stages
 
@@ -308,3 +308,14 @@ def test_each_compute_stage_puts_the_students_kernels_on_a_roofline(stage: str):
     assert "figures.kernel_point(f\"your {name}\"" in cells[0]
     for q in spec.questions:
         assert f'"{q.qid}"' in cells[0], (stage, q.qid)
+
+
+def test_the_docs_count_the_example_class_from_its_roster():
+    """The README said fifteen students when sixteen were graded: the count is the roster's, regenerated with
+    the tables, in each place the prose gives it."""
+    students = len(example_class.roster())
+    for rel in ("README.md", "autograder/example_class/README.md"):
+        text = " ".join((REPO / rel).read_text().split())
+        counts = re.findall(r"class of (?:the )?(?:<!-- course:class_size -->)?(\w+) students", text)
+        assert counts == [str(students)], (rel, counts)
+    assert manifest.example_class_size(COURSE) == f"{students} students"

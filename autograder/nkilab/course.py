@@ -4,8 +4,10 @@ nbgrader wants ``source/<assignment>/<notebook>.ipynb`` with nbgrader cell metad
 jupytext ``notebooks/NN_<stage>.py``.  This builds, in ``COURSE``:
 
 1. ``nbgrader_config.py`` (the course's settings: ``autograder/nbgrader_config.py`` with your course id);
-2. ``source/<stage>/<stage>.ipynb`` for every lesson (or the ``--assignment`` ones), exactly as ``make release``
-   reads them;
+2. ``source/<stage>/<stage>.ipynb`` for the stages the TA gives out now (``--stages 1,2``, ``STAGES=1,2`` in make;
+   ``all`` for every lesson), exactly as ``make release`` reads them.  There is no default: a stage in the course is
+   an assignment in the gradebook, and ``grades.csv`` and the LMS export would score 0 of its points for a stage
+   nobody was given yet; running again with more stages adds them;
 3. ``release/<stage>/<stage>.ipynb`` and the SQLite gradebook (``gradebook.db``) with ``nbgrader
    generate_assignment`` (each assignment recorded with its graded cells and points);
 4. the class roster in the gradebook with ``nbgrader db student import`` when ``--roster FILE.csv`` is given
@@ -15,7 +17,7 @@ Every nbgrader command runs from this virtualenv with its ``bin/`` on ``PATH`` (
 name); ``install-path-hook`` does the same for a bare ``.venv/bin/nbgrader`` (``make setup`` runs it).  An
 existing course is never overwritten: re-running adds the lessons it lacks (``--force`` regenerates them).
 
-    python -m nkilab.course build --course DIR [--roster roster.csv] [--course-id ID] [--assignment NAME]...
+    python -m nkilab.course build --course DIR --stages 1,2 [--roster roster.csv] [--course-id ID]
     python -m nkilab.course install-path-hook
 """
 
@@ -78,6 +80,30 @@ def write_config(course: Path, course_id: str | None) -> Path:
     return path
 
 
+def stage_slugs(spec: str) -> list[str]:
+    """The lessons a ``--stages`` value names: stage numbers and ranges (``1,2``, ``1-3``), lesson names
+    (``01_vector_add``) or ``all``, in course order."""
+    known = manifest.course().stages
+    by_number = {s.number: s.slug for s in known}
+    wanted: set[str] = set()
+    for part in (p.strip() for p in spec.split(",")):
+        if part == "all":
+            wanted |= set(by_number.values())
+        elif re.fullmatch(r"\d+(-\d+)?", part):
+            lo, _, hi = part.partition("-")
+            numbers = range(int(lo), int(hi or lo) + 1)
+            missing = [n for n in numbers if n not in by_number]
+            if missing or not numbers:
+                raise CourseError(f"no stage {part}: the stages are 1 to {max(by_number)}")
+            wanted |= {by_number[n] for n in numbers}
+        elif part in by_number.values():
+            wanted.add(part)
+        else:
+            raise CourseError(f"--stages {spec!r}: {part!r} is not a stage number (1 to {max(by_number)}), a range "
+                              "such as 1-3, a lesson name or 'all'")
+    return [s.slug for s in known if s.slug in wanted]
+
+
 def build(course: Path, *, only: list[str] | None = None, roster: Path | None = None, course_id: str | None = None,
           force: bool = False, notebooks: Path = REPO / "notebooks", dialect: str | None = None) -> list[str]:
     """Build (or extend) the nbgrader course in ``course``, its student notebooks in ``dialect`` (default: the
@@ -134,7 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--course", type=Path, required=True, help="the course directory (created if needed)")
     b.add_argument("--roster", type=Path, help="CSV of students (id,first_name,last_name,email) to import")
     b.add_argument("--course-id", help="nbgrader's course id for a new course (default: nki-kernel-lab)")
-    b.add_argument("--assignment", action="append", help="only this lesson (repeatable), e.g. 01_vector_add")
+    b.add_argument("--stages", help="the stages to give out now: numbers or ranges (1,2 or 1-3), lesson names, or "
+                                   "'all'; run again with more to add them")
+    b.add_argument("--assignment", action="append", help="also this lesson (repeatable), e.g. 01_vector_add")
     b.add_argument("--force", action="store_true", help="regenerate assignments that exist already")
     b.add_argument("--dialect", choices=manifest.DIALECTS,
                    help="the students' kernel stubs: legacy (import neuronxcc.nki, Neuron SDK <= 2.29) or nki "
@@ -145,7 +173,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"nkilab: wrote {install_path_hook()}")
         return 0
     try:
-        made = build(args.course, only=args.assignment, roster=args.roster, course_id=args.course_id,
+        only = [*(stage_slugs(args.stages) if args.stages else []), *(args.assignment or [])]
+        if not only:
+            raise CourseError("say which stages you give out now, e.g. --stages 1,2 (make course ... STAGES=1,2), "
+                              "or --stages all; run again with more stages to add them later")
+        made = build(args.course, only=only, roster=args.roster, course_id=args.course_id,
                      force=args.force, dialect=args.dialect)
     except CourseError as err:
         print(f"make course: {err}", file=sys.stderr)

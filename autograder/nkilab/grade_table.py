@@ -11,6 +11,7 @@ Every cell of the CSVs goes through ``results.csv_cell``: a student's words cann
 from __future__ import annotations
 
 import csv
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -135,18 +136,53 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
+def _points(x: float) -> str:
+    """Points as the grid shows them: at most two decimals (the CSVs keep every digit)."""
+    return f"{round(x, 2):g}"
+
+
 def cell_text(sub: Submission) -> str:
     if sub.status in ("unreadable", "missing", "failed"):
         return {"unreadable": "unreadable", "missing": "-", "failed": "FAILED"}[sub.status]
     got, total = sub.auto()
     mark = "*" if sub.status == "salvaged" else ""
-    return f"{_fmt(got)}/{_fmt(total)}{mark}"
+    return f"{_points(got)}/{_points(total)}{mark}"
+
+
+#: the width of a terminal the table fits (the grid, and every note and reason, wrapped)
+WIDTH = 100
+#: where a wrapped reason's further lines start
+HANG = " " * 6
+
+
+def _wrapped(first: str, text: str) -> list[str]:
+    """``first`` then ``text``, wrapped to ``WIDTH`` with the further lines hanging (no word is cut)."""
+    return textwrap.wrap(text, WIDTH, initial_indent=first, subsequent_indent=HANG, break_long_words=False,
+                         break_on_hyphens=False) or [first.rstrip()]
+
+
+def _grid(heads: list[str], rows: list[list[str]], gap: str = "  ") -> list[str]:
+    widths = [max(len(r[i]) for r in rows + [heads]) for i in range(len(heads))]
+    lines = [gap.join(h.ljust(w) for h, w in zip(heads, widths)).rstrip()]
+    lines.append(gap.join("-" * w for w in widths))
+    lines += [gap.join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    return lines
+
+
+def _short(assignments: list[str]) -> list[str] | None:
+    """Column heads for a grid too wide with the assignments' names: their stage numbers (``01_vector_add`` ->
+    ``01``), when every name has a distinct one."""
+    numbers = [a.split("_", 1)[0] for a in assignments]
+    if all(n.isdigit() for n in numbers) and len(set(numbers)) == len(numbers):
+        return numbers
+    return None
 
 
 def table(subs: list[Submission], students: list[str], assignments: list[str]) -> str:
-    """The per-student, per-assignment table of autograded (kernel) points, then what lost points and why."""
+    """The per-student, per-assignment table of autograded (kernel) points, then what lost points and why: at most
+    ``WIDTH`` columns (assignments by their numbers when their names would not fit, reasons wrapped), and no
+    heading without lines under it."""
     by = {(s.student, s.assignment): s for s in subs}
-    heads = ["student"] + assignments + ["kernels", "written"]
     rows = []
     for st in students:
         row = [st]
@@ -158,15 +194,19 @@ def table(subs: list[Submission], students: list[str], assignments: list[str]) -
             if s:
                 g, t = s.auto()
                 got, total, pending = got + g, total + t, pending + s.pending()
-        row += [f"{_fmt(got)}/{_fmt(total)}", f"{pending} to grade" if pending else ""]
+        row += [f"{_points(got)}/{_points(total)}", f"{pending} to grade" if pending else ""]
         rows.append(row)
-    widths = [max(len(r[i]) for r in rows + [heads]) for i in range(len(heads))]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(heads, widths)).rstrip()]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    lines.append("")
-    lines.append("x/y: autograded kernel points; * graded outside the notebook kernel (it died); "
-                 "- nothing handed in; 'to grade': written answers waiting for a TA (nbgrader formgrader).")
+    lines = _grid(["student", *assignments, "kernels", "written"], rows)
+    short = _short(assignments)
+    legend = []
+    if max(len(line) for line in lines) > WIDTH and short is not None:
+        lines = _grid(["student", *short, "kernels", "written"], rows)
+        if max(len(line) for line in lines) > WIDTH:  # (an "unreadable" in many columns): one space between
+            lines = _grid(["student", *short, "kernels", "written"], rows, " ")
+        legend = _wrapped("", "Assignments by their numbers: " + ", ".join(assignments) + ".")
+    lines += ["", *legend]
+    lines += _wrapped("", "x/y: autograded kernel points; * graded outside the notebook kernel (it died); - nothing "
+                          "handed in; 'to grade': written answers waiting for a TA (nbgrader formgrader).")
     lost = [(s, c) for s in subs for c in s.cells
             if s.status in ("graded", "salvaged") and c.kind == "kernel" and (c.points or 0) < c.max_points]
     # column widths from the names present (assignment and question names grow with the course)
@@ -176,16 +216,17 @@ def table(subs: list[Submission], students: list[str], assignments: list[str]) -
     if lost:
         lines += ["", "Kernel points lost, and why:"]
         for s, c in lost:
-            lines.append(f"  {s.student:<{who}} {s.assignment:<{what}} {c.question:<{which}} "
-                         f"{_fmt(c.points or 0)}/{_fmt(c.max_points)}  {c.detail}")
-    noted = [s for s in subs if s.notes or s.status in ("unreadable", "missing", "failed")]
-    if noted:
-        lines += ["", "Hand-ins repaired, salvaged or not graded:"]
-        for s in noted:
-            if s.status == "missing" and s.notes in ([], ["nothing handed in"]):
-                continue
+            lines += _wrapped(f"  {s.student:<{who}} {s.assignment:<{what}} {c.question:<{which}} "
+                              f"{_fmt(c.points or 0)}/{_fmt(c.max_points)}  ", c.detail)
+    noted = []
+    for s in subs:
+        if s.status == "missing" and s.notes in ([], ["nothing handed in"]):
+            continue  # the table's "-" says it already
+        if s.notes or s.status in ("unreadable", "missing", "failed"):
             for note in s.notes or [s.status]:
-                lines.append(f"  {s.student:<{who}} {s.assignment:<{what}} {note}")
+                noted += _wrapped(f"  {s.student:<{who}} {s.assignment:<{what}} ", note)
+    if noted:
+        lines += ["", "Hand-ins repaired, salvaged or not graded:", *noted]
     return "\n".join(lines)
 
 

@@ -242,28 +242,37 @@ def example_class_coverage(class_dir: Path = REPO / "autograder" / "example_clas
     return out
 
 
+def example_class_size(c: Course, class_dir: Path = REPO / "autograder" / "example_class") -> str:
+    """How many students the example class has ("18 students"), counted in its roster: a number in the prose
+    that cannot go stale when a student is added."""
+    rows = (class_dir / "roster.csv").read_text().splitlines()[1:]
+    return f"{sum(bool(r.strip()) for r in rows)} students"
+
+
 #: file (relative to the repository) -> the tables it carries, each between ``<!-- course:NAME -->`` and
-#: ``<!-- /course:NAME -->``
+#: ``<!-- /course:NAME -->`` (on lines of their own for a table; inside a sentence for a count)
 TABLES: dict[str, dict[str, Callable[[Course], str]]] = {
     "notebooks/README.md": {"stages": table_notebooks},
     "assignments/README.md": {"stages": table_assignments},
     "solutions/README.md": {"references": table_solutions},
     "docs/index.md": {"stages": table_docs_index},
-    "autograder/example_class/README.md": {"coverage": table_example_class},
+    "autograder/example_class/README.md": {"coverage": table_example_class, "class_size": example_class_size},
+    "README.md": {"class_size": example_class_size},
 }
 
 
 def _region(name: str) -> re.Pattern[str]:
-    return re.compile(rf"(<!-- course:{name} -->\n)(.*?)(<!-- /course:{name} -->)", re.S)
+    return re.compile(rf"(<!-- course:{name} -->)(\n?)(.*?)(<!-- /course:{name} -->)", re.S)
 
 
 def render_file(text: str, tables: dict[str, Callable[[Course], str]], c: Course, where: str = "") -> str:
-    """``text`` with each marked region replaced by its table; a missing marker is an error."""
+    """``text`` with each marked region replaced by its table (or, for a region within a line, its words); a
+    missing marker is an error."""
     for name, render in tables.items():
         pattern = _region(name)
         if not pattern.search(text):
             raise ManifestError(f"{where}: no <!-- course:{name} --> ... <!-- /course:{name} --> region")
-        text = pattern.sub(lambda m, r=render: m.group(1) + r(c) + "\n" + m.group(3), text)
+        text = pattern.sub(lambda m, r=render: m.group(1) + m.group(2) + r(c) + m.group(2) + m.group(4), text)
     return text
 
 

@@ -139,6 +139,9 @@ class SpeedFacts:
     lines: tuple[CostlyLine, ...] = ()
     cores: int = 1
     held: tuple[Held, ...] = ()
+    #: lines where the kernel makes a tile outside a loop that the loop overwrites in every iteration
+    #: (``nkilab.premises``): the premise of the advice to allocate it in the loop body
+    shared: tuple[int, ...] = ()
 
     @classmethod
     def of(cls, facts: dict | None, with_lines: bool = True) -> SpeedFacts | None:
@@ -151,7 +154,8 @@ class SpeedFacts:
         return cls(tuple((e, float(us)) for e, us in facts["busy_us"].items()), int(facts["dma_queues"]),
                    int(facts["dma_count"]), int(facts["dma_bytes"]), int(facts["instructions"]), lines,
                    int(facts.get("cores") or 1),
-                   tuple(Held(str(m), int(n), int(c), float(us)) for m, n, c, us in facts.get("held") or ()))
+                   tuple(Held(str(m), int(n), int(c), float(us)) for m, n, c, us in facts.get("held") or ()),
+                   tuple(int(n) for n in facts.get("shared") or ()) if with_lines else ())
 
     def share(self, engine: str, total_us: float) -> float:
         """The fraction of the kernel's span ``engine`` was busy, on average per core (and per DMA queue)."""
@@ -271,7 +275,7 @@ class GradeRecord:
         if not self.speed_max:
             pass  # graded on correctness only: no speed line
         elif self.correct:
-            lines += ["  " + line for line in self.speed_lines()]
+            lines += ["  " + line for line in self.speed_lines(graded=True)]
             lines.append(f"  Speed: {_g(self.speed)}/{_g(self.speed_max)} points")
         else:
             lines.append(f"  Speed: 0/{_g(self.speed_max)} points (speed counts only when every case is correct)")
@@ -299,7 +303,9 @@ class GradeRecord:
             lines += [f"         {c.label()}: {c.category()}" for c in hidden if not c.ok]
         return lines
 
-    def speed_lines(self) -> list[str]:
+    def speed_lines(self, graded: bool = False) -> list[str]:
+        """The speed verdict and why: ``graded`` words it as the grade it is (the grade cell's report and the
+        feedback); otherwise as what the kernel would get (``check()``, before grading)."""
         t = self.timing
         if t is None:
             return []
@@ -309,14 +315,15 @@ class GradeRecord:
         if t.reference_us is None or t.ratio is None:
             return [line + (f" ({t.note})" if t.note else "")]
         verdict = {"full": "full speed points", "partial": "partial speed points (half)",
-                   "none": "no speed points yet"}[t.tier or "none"]
+                   "none": "no speed points" if graded else "no speed points yet"}[t.tier or "none"]
         tiers = f"full points at <= {t.full_tier:g}x, half at <= {t.partial_tier:g}x"
         if t.relaxed is not None:
             relaxed = "unavailable" if t.relaxed_us is None else f"{t.relaxed_us:.1f} us"
             tiers = (f"full points at <= {t.full_tier:g}x the reference, half at <= {t.partial_tier:g}x the relaxed "
                      f"reference ({t.relaxed}'s reference solution: {relaxed})")
         return [line + f"; reference solution {t.reference_us:.1f} us -> {t.ratio:.2f}x the reference.",
-                f"  Tiers: {tiers}. You would get: {verdict}.", *self.why_lines()]
+                f"  Tiers: {tiers}. " + (f"Graded: {verdict}." if graded else f"You would get: {verdict}."),
+                *self.why_lines()]
 
     def why_lines(self) -> list[str]:
         """Why the kernel takes the time it does, beside the reference: counts, bytes, each engine's share of the
@@ -328,7 +335,7 @@ class GradeRecord:
         out = ["  Where the time goes (estimates): " + ("yours vs the reference" if r else "your kernel")]
 
         def row(name: str, mine: str, theirs: str) -> str:
-            return f"    {name:<22}{mine:>14}" + (f"{theirs:>14}" if r else "")
+            return f"    {name:<22}{mine:>11}" + (f"{theirs:>11}" if r else "")  # 48 columns: a phone's width
 
         out.append(row("DMA transfers", f"{k.dma_count:,}", f"{r.dma_count:,}" if r else ""))
         out.append(row("bytes moved by DMA", _bytes(k.dma_bytes), _bytes(r.dma_bytes) if r else ""))
@@ -363,17 +370,21 @@ class GradeRecord:
                           "iterations do not depend on each other, so one iteration's work overlaps the next's.")
         if busy < 0.6 and (t.ratio or 0) > t.full_tier and not sequential:
             same = r is not None and not advice
+            shared = ", ".join(f"line {n}" for n in k.shared[:3])
             advice.append(("The same work as the reference, spread over more time: " if same else
                            "No engine is busy most of the time: ") + "the engines wait on each other. Let the loads, "
-                          "compute and stores of different tiles overlap (allocate each tile inside the loop body, so "
-                          "iterations do not share one buffer).")
+                          "compute and stores of different tiles overlap" + (
+                              f": the tile made outside the loop ({shared}) is overwritten in every iteration, so "
+                              "each iteration waits for the last one to finish with it; allocate it inside the loop "
+                              "body, so iterations do not share one buffer." if shared else "."))
         if not advice and busy >= 0.6 and (t.ratio or 0) > t.full_tier:
             advice.append(f"{ENGINE_NAMES[neck]} is the bottleneck: {ENGINE_ADVICE[neck]}.")
         out += [f"  Why: {a}" for a in advice]
-        if k.lines:
+        if k.lines:  # each line's engine time, summed over its instructions: they run at once, so it overlaps
             out.append("  Your costliest lines: " + "; ".join(
                 f"line {c.line} (`{c.code}`) {c.us:.1f} us" if c.code else f"line {c.line} {c.us:.1f} us"
-                for c in k.lines[:3]))
+                for c in k.lines[:3]) + f" (engine busy time of each line's instructions: lines run at the same "
+                f"time, so these overlap and may add up to more than the kernel's {t.latency_us:.1f} us).")
         if t.lesson:
             out.append(f"  See {t.lesson}.")
         return out
@@ -437,7 +448,8 @@ def _facts(value: Any) -> SpeedFacts | None:
                       tuple(CostlyLine(int(c["line"]), _s(c["code"]), float(c["us"])) for c in value.get("lines") or ()),
                       int(value.get("cores") or 1),
                       tuple(Held(_s(h["mechanism"]), int(h["line"]), int(h["count"]), float(h["us"]))
-                            for h in value.get("held") or ()))
+                            for h in value.get("held") or ()),
+                      tuple(int(n) for n in value.get("shared") or ()))
 
 
 def _error(value: Any) -> ErrorFacts | None:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nkilab import device, modules, sandbox
+from nkilab import device, modules, premises, sandbox
 from nkilab._execute import MAX_PROGRAM_BYTES, MESSAGE_CHARS
 from nkilab.processes import Budget, ChildRun, clean_text, executor_server, spawn
 
@@ -178,8 +178,9 @@ def speed_facts(value: object, source: list[str] | None = None) -> dict | None:
                 type(item[2]) is int and 0 <= item[2] < 10**12 and num(item[3]) is not None:
             held.append([item[0], item[1], item[2], num(item[3])])
     q, n, b, ins, cores = counts
+    shared = premises.shared_tile_lines("".join(source)) if source is not None else []  # the parent's own copy
     return {"busy_us": busy_us, "dma_queues": max(q, 1), "dma_count": n, "dma_bytes": b, "instructions": ins,
-            "cores": max(min(cores, 64), 1), "lines": lines[:5], "held": held[:5]}
+            "cores": max(min(cores, 64), 1), "lines": lines[:5], "held": held[:5], "shared": shared[:5]}
 
 
 def _bench(head: dict) -> dict:

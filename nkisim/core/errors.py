@@ -2,13 +2,17 @@
 
 Each error carries the compiler's error id (``err_*``), an exception class that matches the real
 front end (ValueError, TypeError, IndexError, RuntimeError or NKISyntaxError), the key phrase of the
-compiler's message, and the documentation link built the way neuronx-cc builds it.  The simulator
-never raises a bare exception for a kernel-programming mistake: it raises one of these.
+compiler's message, and a link to the course's own page on that error (``docs/errors/<error id>.md``, built into
+``errors/<error id>.html`` on the site): what it means on the hardware, a kernel that raises it and the fix.
+neuronx-cc ends its messages with "Info on how to fix:" and a link to the NKI error guide, which AWS removed in
+SDK 2.27, so the link here goes to the page that stands in for it.  The simulator never raises a bare
+exception for a kernel-programming mistake: it raises one of these.
 """
 
 from __future__ import annotations
 
-DOCS_URL = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/nki/api/nki.errors.html"
+#: where an error's page lives in the course repository (the site builds each into ``errors/<id>.html``)
+ERROR_PAGES = "docs/errors"
 
 
 class NKIError(Exception):
@@ -111,7 +115,8 @@ CATALOGUE: dict[str, type[NKIError]] = {
     "err_reduce_partition_axis": NKIValueError,
 }
 
-#: Ids that have an anchor on the public error page (the others get no link).
+#: Ids the compiler's own error catalogue (nki.errors.html, SDK 2.26 and earlier) never listed: the simulator
+#: enforces them after the compiler's asserts and back end.  They have a course page like the others.
 UNDOCUMENTED = {
     "err_sbuf_free_dim_exceed_partition_size",
     "err_psum_tile_exceed_bank_size",
@@ -123,16 +128,22 @@ UNDOCUMENTED = {
 }
 
 
-def docs_link(error_id: str) -> str:
-    """The compiler's 'Info on how to fix' URL for an error id."""
-    return f"{DOCS_URL}#{error_id.replace('_', '-')}"
+def error_page(error_id: str) -> str:
+    """The course's page on ``error_id``: its path in the repository (``docs/errors/<id>.md``)."""
+    return f"{ERROR_PAGES}/{error_id}.md"
+
+
+def sentence(text: str) -> str:
+    """``text`` ending as a sentence does, so the link after it does not run on from its last word."""
+    text = text.rstrip()
+    return text if not text or text[-1] in ".?!" else text + "."
 
 
 def make_error(error_id: str, message: str) -> NKIError:
-    """Build (not raise) the catalogued exception with the compiler's message format."""
+    """Build (not raise) the catalogued exception: the compiler's message, as a sentence, then where the course
+    explains the error and its fix."""
     cls = CATALOGUE[error_id]
-    text = message if error_id in UNDOCUMENTED else f"{message} Info on how to fix: {docs_link(error_id)}"
-    err = cls(text)
+    err = cls(f"{sentence(message)} See {error_page(error_id)} for what it means and how to fix it.")
     err.error_id = error_id
     return err
 

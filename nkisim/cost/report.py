@@ -216,7 +216,9 @@ class Profile:
         return rows[:top] if top else rows
 
     def line_table_text(self, top: int = 15) -> str:
-        out = [f"Per-line engine time ({LABEL}, {self.target})",
+        out = [f"Per-line engine time ({LABEL}, {self.target}): each line's instructions' busy time, summed; lines "
+               f"run at the same time, so the column overlaps and may add up to more than the "
+               f"{self.estimate.total_us:.2f} us total",
                f"{'line':>6} {'instrs':>8} {'time (us)':>11}  engines        source"]
         for r in self.line_table(top):
             out.append(f"{r['line']:>6} {r['instructions']:>8} {r['engine_time_us']:>11.2f}  "

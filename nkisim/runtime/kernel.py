@@ -116,8 +116,6 @@ def launch(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bo
     try:
         result = run(kernel, grid, args, kwargs, numerics=numerics, target=target, record=record)
     except NKIError as err:
-        if kernel.dialect != "legacy":
-            _drop_legacy_link(err)
         tb = attach_location(err)
         if err.nki_location is None:  # raised by the launch itself (arguments, outputs): the student's call
             f = user_frame()
@@ -164,18 +162,6 @@ def _run_cores(kernel: Kernel, bound: Any, ctx: KernelContext, instances: list, 
 
     outs = lnc.Cores(len(instances), switch_to).run(lambda i: kernel.func(*bound.args, **bound.kwargs))
     return outs[-1]
-
-
-def _drop_legacy_link(err: NKIError) -> None:
-    """An error of a shared op, raised in an NKI 0.6 kernel: without the legacy error guide's link (AWS removed that
-    guide in SDK 2.27; its fixes are written in the legacy dialect)."""
-    marker = " Info on how to fix: "
-    if isinstance(err, SyntaxError):
-        if err.msg and marker in err.msg:
-            err.msg = err.msg.split(marker)[0]
-            err.args = (err.msg, *err.args[1:])
-    elif err.args and isinstance(err.args[0], str) and marker in err.args[0]:
-        err.args = (err.args[0].split(marker)[0], *err.args[1:])
 
 
 def run(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool | None = None,

@@ -36,7 +36,7 @@ from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.util.docutils import SphinxDirective
 
-from nkisim.core.errors import CATALOGUE, UNDOCUMENTED, docs_link
+from nkisim.core.errors import CATALOGUE, UNDOCUMENTED
 
 from .lessons import CACHE, cache_key
 
@@ -190,7 +190,7 @@ class ErrorList(SphinxDirective):
 
 def _fill_lists(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     """The catalogue as a list (it reads at any width): each id linked to its page, the class a traceback
-    shows, when it happens, and the compiler documentation's entry."""
+    shows, when it happens, and whether only the simulator names it."""
     for placeholder in list(doctree.findall(ErrorListPlaceholder)):
         listing = nodes.bullet_list(classes=["nkidocs-errors"])
         for error_id in sorted(CATALOGUE):
@@ -201,12 +201,8 @@ def _fill_lists(app: Sphinx, doctree: nodes.document, docname: str) -> None:
             para = nodes.paragraph("", "", nodes.strong("", "", ref), nodes.Text(" "),
                                    nodes.literal(shown, shown), nodes.Text(": "))
             para += _inline(str(app.env.metadata.get(page, {}).get("summary", "")))
-            if error_id in UNDOCUMENTED:
+            if error_id in UNDOCUMENTED:  # (AWS removed the compiler's error guide in SDK 2.27: no link to it)
                 para += nodes.Text(" (simulator only)")
-            else:
-                para += nodes.Text(" (")
-                para += nodes.reference("", "compiler docs", refuri=docs_link(error_id))
-                para += nodes.Text(")")
             listing += nodes.list_item("", para)
         placeholder.replace_self(listing)
 
