@@ -42,7 +42,7 @@ import nbformat
 from nbgrader.api import Gradebook
 from nbgrader.plugins import CsvExportPlugin
 
-from nkilab import example_class, gradebook_audit, intake, manifest, sandbox, seeds
+from nkilab import example_class, gradebook_audit, intake, manifest, report, sandbox, seeds
 from nkilab.batch_control import CHILDREN, CourseBusy, course_lock, on_signals
 from nkilab.evaluate import PRESET_ENV, grading_target, reference_key, reference_latency
 from nkilab.grade import GRADING_ENV
@@ -388,8 +388,10 @@ def _grade_class(course: Path, *, example: bool, only: list[str] | None, limits:
     write_csv(subs, csv_path)
     write_lms_csv(subs, students, assignments, course / "lms_grades.csv")
     text = table(subs, students, assignments)
+    page = class_report(course, subs, students, assignments, sandboxed)
     footer = (f"\nFiles: {course / 'grades.csv'} (nbgrader export, totals), {csv_path} (per question), "
-              f"{course / 'lms_grades.csv'} (one row per student, for an LMS import), "
+              f"{course / 'lms_grades.csv'} (one row per student, for an LMS import), {page} (the class report: "
+              "scores, verdicts and speeds per question, hand-ins to look at, similar pairs), "
               f"{course / 'feedback'}/<student>/<assignment>/ (feedback HTML, hidden cases stripped), "
               f"{course / 'logs'}/.\nSpeed points compare the kernel's latency with the reference solution's on "
               "the question's target (trn2 unless the question says otherwise); on the simulator both are nkisim "
@@ -400,6 +402,19 @@ def _grade_class(course: Path, *, example: bool, only: list[str] | None, limits:
     if not sandboxed:
         footer += "\n" + sandbox.WARNING
     return subs, text + "\n" + footer
+
+
+def class_report(course: Path, subs: list[Submission], students: list[str], assignments: list[str],
+                 sandboxed: bool) -> Path | str:
+    """``course/report/index.html`` (and ``report.json``) from the records just collected; a report that fails says
+    why in the footer and never costs the grades."""
+    notes = [] if sandboxed else [sandbox.WARNING]
+    try:
+        facts = report.build(subs, students, assignments, report.course_sources(course, subs), notes=notes)
+        return report.write(facts, course / "report")
+    except Exception as err:  # the grades are written already; the TA sees why the report is missing
+        _log(f"  class report: not written ({type(err).__name__}: {err})")
+        return "no class report (see above)"
 
 
 def _split(values: Iterable[str] | None) -> list[str] | None:
