@@ -141,13 +141,15 @@ def _class() -> tuple[list[Submission], list[str]]:
             sub("kai", "unreadable", None),
             sub("gus", "salvaged", _rec(2.0, (OK, OK))),
             sub(HOSTILE, "graded", None, 0.0)]
+    # a teacher's own plain-Python check (a code grade cell of no course question) leaves no record, and no alarm
+    subs[0].cells.append(CellGrade("01_vector_add", "tiles_check", "tiles_check", "kernel", 0.0, 0.0))
     return subs, [s.student for s in subs]
 
 
 def test_the_report_holds_the_class_per_question(tmp_path):
     subs, students = _class()
     facts = report.build(subs, students, ["01_vector_add"])
-    [q] = facts.questions
+    [q] = facts.questions  # (the teacher's check is no question of the report)
     assert q.distribution() == [(0.0, 2), (1.0, 2), (2.0, 1), (3.0, 2), (4.0, 1)]
     assert q.verdicts["every case right"] == ["ada", "ben", "quinn", "gus"]
     assert q.verdicts["wrong values"] == ["cleo"] and q.verdict_cases["wrong values"] == ["ragged rows"]
@@ -160,6 +162,7 @@ def test_the_report_holds_the_class_per_question(tmp_path):
     assert ("kai", report.LOOK["unreadable"]) in looks and ("gus", report.LOOK["salvaged"]) in looks
     assert ("dev", "timed out after 40 s") in looks
     assert any(x.student == HOSTILE and "no grade record" in x.why for x in facts.looks)
+    assert not any(x.question == "tiles_check" for x in facts.looks)
     top = facts.pairs[0].pair
     assert {top.first, top.second} == {"ben", "quinn"} and top.flagged
     assert not any(v.pair.flagged for v in facts.pairs[1:])

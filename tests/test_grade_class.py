@@ -569,6 +569,7 @@ def test_make_grade_writes_the_class_report(graded):
     assert tiers["ada"] == "full" and tiers["ben"] == tiers["quinn"] == "partial"
     looks = {(x["student"], x["assignment"]) for x in data["looks"]}
     assert {("kai", "01_vector_add"), ("dev", "01_vector_add"), ("trudy", "04_masked_rmsnorm")} <= looks
+    assert ("ada", "03_free_dim_streaming") not in looks  # the teacher's plain-Python check leaves no record, rightly
     top = data["pairs"][0]
     assert {top["pair"]["first"], top["pair"]["second"]} == {"ben", "quinn"}, data["pairs"][:3]
     assert top["pair"]["question"] == "vector_add_stream" and top["pair"]["flagged"]

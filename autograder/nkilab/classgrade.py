@@ -10,14 +10,15 @@ a time limit per cell and per notebook, stderr never zeroes a grade cell); then 
 did not reach (the batch stopped) is graded again alone, and a submission nbgrader discarded (its kernel
 died) is salvaged, its grade cells run one by one in throwaway processes (``nkilab.salvage``).  Then
 ``generate_feedback`` with hidden cases stripped, ``nbgrader export`` (totals, ``grades.csv``) and our
-per-question ``grades_by_question.csv``, and the table on stdout.
+per-question ``grades_by_question.csv``, the class report (``report/index.html`` and ``report.json``:
+``nkilab.report``, with similar hand-ins), and the table on stdout.
 
 For the example class everything is built at run time in a fresh course directory: the sources from
 ``notebooks/``, the release with ``nbgrader generate_assignment``, the roster from
 ``autograder/example_class/roster.csv`` and the submissions from the current ``assignments/`` plus each
 student's recipe (``nkilab.example_class``).  With ``--course`` nothing outside nbgrader's own folders is
-written but the CSVs and the run's lock (``.nkilab-grade.lock``), and ``submitted/`` is only read.  Each run
-draws a fresh hidden-case seed unless the TA pins one (``--seed``), and keeps it in a file only the TA can read,
+written but the CSVs, the class report (``report/``) and the run's lock (``.nkilab-grade.lock``), and
+``submitted/`` is only read.  Each run draws a fresh hidden-case seed unless the TA pins one (``--seed``), and keeps it in a file only the TA can read,
 outside the course (``nkilab.seeds``); ``--resume`` keeps every submission whose autograded scores an earlier
 (stopped) run already recorded and grades the rest with that run's seed.
 """

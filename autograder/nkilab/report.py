@@ -159,6 +159,12 @@ def _question_facts(assignment: str, question: str, cells: list[tuple[str, CellG
                          {k: sorted(v) for k, v in cases.items() if v}, speeds, tiers[0], tiers[1], relaxed)
 
 
+def graded_kernel(cell: CellGrade) -> bool:
+    """A grade cell that grades a kernel question of the course (and so leaves a grade record): not a teacher's
+    own plain-Python check, which leaves none."""
+    return cell.kind == "kernel" and (cell.record is not None or cell.question in QUESTIONS)
+
+
 def looks(subs: list[Submission]) -> list[Look]:
     found = []
     for s in subs:
@@ -167,7 +173,7 @@ def looks(subs: list[Submission]) -> list[Look]:
         if s.status not in ("graded", "salvaged"):
             continue
         for c in s.cells:
-            if c.kind != "kernel":
+            if not graded_kernel(c):
                 continue
             if c.record is None:
                 found.append(Look(s.student, s.assignment, c.question, "no grade record (the grade cell did not "
@@ -223,7 +229,7 @@ def build(subs: list[Submission], students: list[str], assignments: list[str],
         if s.status not in ("graded", "salvaged"):
             continue
         for c in s.cells:
-            if c.kind == "kernel":
+            if graded_kernel(c):
                 by_question.setdefault((s.assignment, c.question), []).append((s.student, c))
     order = {a: i for i, a in enumerate(assignments)}
     questions = [_question_facts(a, q, cells) for (a, q), cells in
