@@ -18,9 +18,10 @@ For the example class everything is built at run time in a fresh course director
 ``autograder/example_class/roster.csv`` and the submissions from the current ``assignments/`` plus each
 student's recipe (``nkilab.example_class``).  With ``--course`` nothing outside nbgrader's own folders is
 written but the CSVs, the class report (``report/``) and the run's lock (``.nkilab-grade.lock``), and
-``submitted/`` is only read.  Each run draws a fresh hidden-case seed unless the TA pins one (``--seed``), and keeps it in a file only the TA can read,
-outside the course (``nkilab.seeds``); ``--resume`` keeps every submission whose autograded scores an earlier
-(stopped) run already recorded and grades the rest with that run's seed.
+``submitted/`` is only read.  Each run draws a fresh hidden-case seed unless the TA pins one (``--seed``), and
+keeps it in a file only the TA can read, outside the course (``nkilab.seeds``); ``--resume`` keeps every
+submission whose autograded scores an earlier (stopped) run already recorded and grades the rest with that run's
+seed.
 """
 
 from __future__ import annotations

@@ -264,8 +264,9 @@ def speed_plot(report: ClassReport, path: Path) -> bool:
         if q.partial_tier and not q.relaxed:
             ax.plot([q.partial_tier] * 2, [y - 0.35, y + 0.35], color="#bf8700", lw=1.2)
     ax.set_xscale("log")
+    ratios = [s.ratio for q in rows for s in q.speeds]
     ticks = [t for t in (0.5, 0.8, 1, 1.2, 1.5, 2, 3, 5, 10, 20, 50, 100)
-             if min(s.ratio for q in rows for s in q.speeds) / 1.3 <= t <= max(s.ratio for q in rows for s in q.speeds) * 1.3]
+             if min(ratios) / 1.3 <= t <= max(ratios) * 1.3]
     ax.set_xticks(ticks, [f"{t:g}x" for t in ticks])
     ax.minorticks_off()
     ax.set_yticks(range(len(rows)), [q.question for q in rows], fontsize=9)
