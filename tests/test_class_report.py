@@ -187,3 +187,14 @@ def test_the_page_escapes_every_student_string_and_the_json_says_the_same(tmp_pa
     assert q["scores"] == {s.student: s.cells[0].points for s in subs if s.cells}
     assert data["pairs"][0]["pair"]["first"] == "ben" and data["pairs"][0]["pair"]["flagged"]
     assert [x["student"] for x in data["looks"]] == [x.student for x in facts.looks]
+
+
+def test_a_large_class_keeps_the_top_pairs_of_each_question_and_shows_few_side_by_side():
+    subs = [Submission(f"s{n}", "01_vector_add", "graded", [CellGrade(
+        "01_vector_add", "q2_grade", "vector_add_stream", "kernel", 4.0, 4.0, "",
+        _rec(4.0, (OK,), program=(1, 2, 3, 100 + n, 200 + n % 2)))]) for n in range(9)]
+    sources = {"vector_add_stream": report.Sources({s.student: f"x_{s.student} = load({s.student!r})\n" * 5
+                                                    for s in subs})}
+    facts = report.build(subs, [s.student for s in subs], ["01_vector_add"], sources)
+    assert len(facts.pairs) == report.PAIRS_KEPT < 9 * 8 // 2
+    assert sum(bool(v.first_source) for v in facts.pairs) == report.SIDE_BY_SIDE

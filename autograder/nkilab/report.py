@@ -35,8 +35,10 @@ LOOK = {"unreadable": "could not be read", "salvaged": "salvaged: its notebook k
         "failed": "could not be graded"}
 #: problems in a grade record that a TA should look at
 LOOK_PROBLEMS = (ProblemKind.TIMEOUT, ProblemKind.CRASHED, ProblemKind.GARBLED, ProblemKind.HARNESS)
-#: the pairs shown side by side: every flagged pair, and at least this many of the most similar
+#: the pairs shown side by side: every flagged pair, and this many of the class's most similar
 SIDE_BY_SIDE = 3
+#: the pairs kept per question (every flagged one besides): a class of 300 has 44,850 pairs per question
+PAIRS_KEPT = 20
 #: the slowest hand-ins listed per question
 SLOWEST = 3
 
@@ -194,7 +196,8 @@ class Sources:
 
 
 def pair_views(subs: list[Submission], sources: dict[str, Sources], threshold: float) -> list[PairView]:
-    """Every pair of each question, most similar first; the flagged ones and the top few with their sources."""
+    """The most similar pairs of each question (``PAIRS_KEPT`` and every flagged one), most similar first; the
+    flagged ones and the top few with their sources."""
     programs: dict[str, dict[str, tuple[int, ...]]] = {}
     for s in subs:
         for c in s.cells:
@@ -210,6 +213,8 @@ def pair_views(subs: list[Submission], sources: dict[str, Sources], threshold: f
         common_text = similarity.common_ground({s: t.hashes for s, t in texts.items()}, given)
         ranked = similarity.rank(question, programs.get(question, {}), texts, src.given_program, given, threshold)
         for n, p in enumerate(ranked):
+            if n >= PAIRS_KEPT and not p.flagged:
+                continue
             if not (p.flagged or n < SIDE_BY_SIDE) or p.first not in texts or p.second not in texts:
                 pairs.append(PairView(p))
                 continue
@@ -217,7 +222,8 @@ def pair_views(subs: list[Submission], sources: dict[str, Sources], threshold: f
             shared = (a.hashes & b.hashes) - common_text
             pairs.append(PairView(p, a.source, b.source, tuple(similarity.shared_spans(a, shared)),
                                   tuple(similarity.shared_spans(b, shared))))
-    return sorted(pairs, key=lambda v: (v.pair.key(), v.pair.question))
+    ranked_all = sorted(pairs, key=lambda v: (v.pair.key(), v.pair.question))
+    return [v if v.pair.flagged or n < SIDE_BY_SIDE else PairView(v.pair) for n, v in enumerate(ranked_all)]
 
 
 def build(subs: list[Submission], students: list[str], assignments: list[str],
