@@ -574,9 +574,10 @@ def test_make_grade_writes_the_class_report(graded):
     assert {top["pair"]["first"], top["pair"]["second"]} == {"ben", "quinn"}, data["pairs"][:3]
     assert top["pair"]["question"] == "vector_add_stream" and top["pair"]["flagged"]
     assert top["pair"]["program"]["score"] > top["pair"]["text"]["score"]  # the disguise hides it from the text
-    honest = next(p["pair"] for p in data["pairs"] if p["pair"]["question"] == "vector_add_naive"
-                  and {p["pair"]["first"], p["pair"]["second"]} == {"rosa", "sam"})
-    assert not honest["flagged"] and honest["program"]["score"] < data["threshold"]
+    # the only pair flagged: rosa and sam (the reference's simple Q1 kernel in their own words) are not, nor cleo and
+    # rosa, whose one-line adds share most of their text (tests/test_class_report.py: their programs score 0)
+    assert [p["pair"]["first"] + "&" + p["pair"]["second"] for p in data["pairs"] if p["pair"]["flagged"]] == \
+        ["ben&quinn"]
     page = (folder / "index.html").read_text()
     assert "never a grade" in page and "<script" not in page and (folder / "speed.svg").exists()
 
