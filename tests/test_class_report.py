@@ -55,6 +55,9 @@ def test_a_disguised_copy_has_the_same_program_and_an_honest_twin_shares_only_th
     assert set(rosa) <= reference1 and similarity.side(rosa, sam, reference1).score == 0.0
     assert similarity.side(rosa, sam, set()).score == 1.0  # without the common ground they would look copied
     assert set(rosa) != set(ben)
+    # what make grade traces while nbgrader grades: the same common ground, for the course's questions only
+    assert report.reference_fingerprints(["vector_add_naive", "not_a_question"]) == {
+        "vector_add_naive": tuple(sorted(reference1))}
 
 
 def test_the_executor_sends_the_timed_programs_fingerprints_and_the_parent_checks_them():

@@ -36,7 +36,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -364,6 +364,11 @@ def _grade_class(course: Path, *, example: bool, only: list[str] | None, limits:
     graded = {question for a in assignments for rows in release_grade_cells(course, a).values()
               for _, kind, _, question in rows if kind == "kernel"}
     env[PRESET_ENV] = reference_presets(graded)  # only the questions this run grades: a TA's one stage waits less
+    # the references' program fingerprints for the class report, traced in a thread while nbgrader's processes grade
+    # (this process only waits on them meanwhile)
+    tracer = ThreadPoolExecutor(max_workers=1)
+    fingerprints = tracer.submit(report.reference_fingerprints, graded)
+    tracer.shutdown(wait=False)
     results = {a: grade_assignment(course, nbg, a, layout[a], [r for r in records if r.assignment == a], limits, env,
                                    resume)
                for a in assignments}
@@ -390,7 +395,7 @@ def _grade_class(course: Path, *, example: bool, only: list[str] | None, limits:
     write_csv(subs, csv_path)
     write_lms_csv(subs, students, assignments, course / "lms_grades.csv")
     text = table(subs, students, assignments)
-    page = class_report(course, subs, students, assignments, sandboxed)
+    page = class_report(course, subs, students, assignments, sandboxed, fingerprints)
     footer = (f"\nFiles: {course / 'grades.csv'} (nbgrader export, totals), {csv_path} (per question), "
               f"{course / 'lms_grades.csv'} (one row per student, for an LMS import), {page} (the class report: "
               "scores, verdicts and speeds per question, hand-ins to look at, similar pairs), "
@@ -407,12 +412,13 @@ def _grade_class(course: Path, *, example: bool, only: list[str] | None, limits:
 
 
 def class_report(course: Path, subs: list[Submission], students: list[str], assignments: list[str],
-                 sandboxed: bool) -> Path | str:
+                 sandboxed: bool, references: Future[dict[str, tuple[int, ...]]]) -> Path | str:
     """``course/report/index.html`` (and ``report.json``) from the records just collected; a report that fails says
     why in the footer and never costs the grades."""
     notes = [] if sandboxed else [sandbox.WARNING]
     try:
-        facts = report.build(subs, students, assignments, report.course_sources(course, subs), notes=notes)
+        facts = report.build(subs, students, assignments, report.course_sources(course, subs, references.result()),
+                             notes=notes)
         return report.write(facts, course / "report")
     except Exception as err:  # the grades are written already; the TA sees why the report is missing
         _log(f"  class report: not written ({type(err).__name__}: {err})")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import html
 import json
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -430,11 +431,19 @@ def reference_texts(q: Question) -> tuple[str, ...]:
     return tuple(p.read_text() for p in sorted(paths) if p.exists())
 
 
-def course_sources(course: Path, subs: list[Submission], references: bool = True) -> dict[str, Sources]:
+def reference_fingerprints(questions: Iterable[str]) -> dict[str, tuple[int, ...]]:
+    """The reference solutions' program fingerprints of ``questions`` (``evaluate.reference_programs``): about 25 s
+    for the whole course on a busy machine, so ``make grade`` computes them while nbgrader grades."""
+    return {q: reference_programs(QUESTIONS[q]) for q in questions if q in QUESTIONS}
+
+
+def course_sources(course: Path, subs: list[Submission],
+                   references: Mapping[str, tuple[int, ...]] | None = None) -> dict[str, Sources]:
     """Each question's kernel sources from the graded course: the answer cell each release's grade cell grades
     (matched by the file its ``%%writefile`` line names in the course's own release), read from every student's
     autograded notebook by grade id; the release's stub and the source notebook's solution as common ground, with
-    with ``references``, the reference solutions' programs traced here (``evaluate.reference_programs``)."""
+    with the reference solutions' programs: ``references`` (question -> fingerprints, see ``reference_fingerprints``),
+    else traced here."""
     graded = {(s.student, s.assignment) for s in subs if s.status in ("graded", "salvaged")}
     found_sources: dict[str, Sources] = {}
     for assignment in sorted({s.assignment for s in subs}):
@@ -460,7 +469,9 @@ def course_sources(course: Path, subs: list[Submission], references: bool = True
                             texts[student] = _kernel_text(answer)
                 given = tuple(_kernel_text(t) for t in (stubs.get(gid), solutions.get(gid)) if t) + \
                     (reference_texts(QUESTIONS[qid]) if qid in QUESTIONS else ())
-                program = reference_programs(QUESTIONS[qid]) if references and qid in QUESTIONS and len(texts) > 1 \
-                    else ()
+                if references is not None:
+                    program = references.get(qid, ())
+                else:
+                    program = reference_programs(QUESTIONS[qid]) if qid in QUESTIONS and len(texts) > 1 else ()
                 found_sources[qid] = Sources(texts, given, program)
     return found_sources
