@@ -486,6 +486,13 @@ EXPECTED_KERNEL_POINTS = {
     # teacher's version, the thief beside his slow kernel: what the kernel earns, 2 (4 while the thief's cell ran
     # unsandboxed in the kernel that also ran the grade cell)
     "theo": [0, 4, 2, "-", "-", "-", "-", "-", "-"],
+    # quinn hands in the lesson's Q1 (3) and ben's Q2 kernel copied and disguised: names, comments and the order of
+    # instructions touching no common tensor change nothing of its program, so it earns what ben's earns (3 of 4:
+    # half the speed points). Similarity is no grade: the copy is the class report's top pair, and costs nothing here
+    "quinn": [6, "-", "-", "-", "-", "-", "-", "-", "-"],
+    # rosa and sam wrote the reference's simple Q1 kernel in their own words (the reference's program: its latency,
+    # full speed points, 3) and hand in the lesson's Q2 (4)
+    "rosa": [7, "-", "-", "-", "-", "-", "-", "-", "-"], "sam": [7, "-", "-", "-", "-", "-", "-", "-", "-"],
 }
 
 
@@ -616,6 +623,75 @@ def test_stages_5_to_9_honest_slow_wrong_and_hostile(graded):
     # NumPy on NKI 0.6 tensors: np.transpose makes a 0-d object array, which np.matmul refuses
     assert "your kernel raised ValueError" in report_text(graded, "mallory", "06_tensor_engine_matmul", "q2_grade")
     assert "[FAIL] hidden case" in report_text(graded, "cleo", "06_tensor_engine_matmul", "q1_grade")  # bf16 sums
+
+
+@pytest.mark.slow
+def test_make_grade_writes_the_class_report(graded):
+    """The class report from the one shared grading: per question scores, verdicts and speeds, who needs a look, and
+    the disguised copy as the top pair while two honest students with the reference's simple kernel are not flagged."""
+    folder = graded["course"] / "report"
+    assert str(folder / "index.html") in graded["out"]
+    data = json.loads((folder / "report.json").read_text())
+    questions = {q["question"]: q for q in data["questions"]}
+    naive = questions["vector_add_naive"]
+    assert naive["scores"]["ada"] == 3 and naive["scores"]["rosa"] == 3 and naive["scores"]["cleo"] == pytest.approx(1.2)
+    assert "ada" in naive["verdicts"]["every case right"] and "dev" in naive["verdicts"]["timed out"]
+    stream = questions["vector_add_stream"]
+    tiers = {s["student"]: s["tier"] for s in stream["speeds"]}
+    assert tiers["ada"] == "full" and tiers["ben"] == tiers["quinn"] == "partial"
+    looks = {(x["student"], x["assignment"]) for x in data["looks"]}
+    assert {("kai", "01_vector_add"), ("dev", "01_vector_add"), ("trudy", "04_masked_rmsnorm")} <= looks
+    assert ("ada", "03_free_dim_streaming") not in looks  # the teacher's plain-Python check leaves no record, rightly
+    top = data["pairs"][0]
+    assert {top["pair"]["first"], top["pair"]["second"]} == {"ben", "quinn"}, data["pairs"][:3]
+    assert top["pair"]["question"] == "vector_add_stream" and top["pair"]["flagged"]
+    assert top["pair"]["program"]["score"] > top["pair"]["text"]["score"]  # the disguise hides it from the text
+    # the only pair flagged: rosa and sam (the reference's simple Q1 kernel in their own words) are not, nor cleo and
+    # rosa, whose one-line adds share most of their text (tests/test_class_report.py: their programs score 0)
+    assert [p["pair"]["first"] + "&" + p["pair"]["second"] for p in data["pairs"] if p["pair"]["flagged"]] == \
+        ["ben&quinn"]
+    page = (folder / "index.html").read_text()
+    assert "never a grade" in page and "<script" not in page and (folder / "speed.svg").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [400, 1280])
+def test_the_class_report_fits_a_phone_and_a_desktop(graded, width, tmp_path):
+    """Opened in a real headless Chromium at 400 and 1280 px: nothing is wider than the window or clipped."""
+    from browser import Chromium
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is missing: .ci/run installs Debian's chromium")
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    with Chromium(chromium, tmp_path / "profile") as browser:
+        page = browser.open((graded["course"] / "report" / "index.html").as_uri(), width, 900)
+        try:
+            layout = page.evaluate(REPORT_LAYOUT)
+        finally:
+            page.close()
+    assert layout["pageWidth"] <= width and layout["bad"] == [], layout
+    assert layout["pairs"] >= 1 and layout["plot"] > 0, layout
+
+
+#: nothing wider than the window, and no box that hides what does not fit (a pre wraps, a table scrolls in its box)
+REPORT_LAYOUT = """(() => {
+  const vw = window.innerWidth, bad = [];
+  for (const el of document.querySelectorAll('pre, table, img, h1, h2, h3, p, td')) {
+    const r = el.getBoundingClientRect();
+    if (!r.width) continue;
+    let box = el;
+    while (box && box !== document.body && !['auto', 'scroll'].includes(getComputedStyle(box).overflowX))
+      box = box.parentElement;
+    const shown = (box && box !== document.body) ? box.getBoundingClientRect() : r;
+    if (shown.right > vw + 1 || shown.left < -1) bad.push(el.tagName + ' ' + Math.round(shown.right));
+    if (el.tagName === 'PRE' && el.scrollWidth > el.clientWidth + 1) bad.push('PRE clipped ' + el.scrollWidth);
+  }
+  const img = document.querySelector('img');
+  return {bad, pageWidth: document.documentElement.scrollWidth, vw,
+          pairs: document.querySelectorAll('.pair').length, plot: img ? img.naturalWidth : 0};
+})()"""
 
 
 # --------------------------------------------------------------------------- the pieces, without nbgrader

@@ -81,6 +81,17 @@ def timing_facts(launch: Any) -> dict:
                       "held": [[r.mechanism, r.line, r.count, r.us] for r in est.reasons if r.us > 0][:5]}}
 
 
+def _features(program: Any) -> list[int] | None:
+    """The program's similarity fingerprints (``nkilab.similarity``), or None: they are a lead for a TA, never part of
+    the grade, so no failure here may touch the case's verdict."""
+    from nkilab.similarity import program_features
+
+    try:
+        return program_features(program)
+    except Exception:
+        return None
+
+
 def _output(out: Any) -> tuple[dict, np.ndarray | None]:
     if isinstance(out, (tuple, list)) and len(out) == 1:
         out = out[0]
@@ -97,11 +108,14 @@ def run_cases(job: dict, texts: list[np.ndarray], cases: list[list[np.ndarray]],
 
     programs: dict[int, Any] = {}
     refused: dict[int, dict] = {}
+    #: the case whose program is fingerprinted for similarity (``nkilab.similarity``): the timed one, else the first
+    shown = job.get("timed") if job.get("timed") is not None else 0
     for i, args in enumerate(cases):
         k = job["case_program"][i]
         if k is None:
             continue
         start = time.perf_counter()
+        features: list[int] | None = None
         try:
             if k in refused:
                 raise api.ProgramError(refused[k]["message"])
@@ -111,6 +125,8 @@ def run_cases(job: dict, texts: list[np.ndarray], cases: list[list[np.ndarray]],
                 except Exception as err:
                     refused[k] = error_facts(err)
                     raise
+            if i == shown:
+                features = _features(programs[k])
             launch = api.execute(programs[k], args, target=programs[k].target)
             facts, out = _output(launch.outputs)
             if i == job.get("timed") and facts["status"] == "ok":
@@ -118,6 +134,8 @@ def run_cases(job: dict, texts: list[np.ndarray], cases: list[list[np.ndarray]],
         except Exception as err:  # the program's error (an op's check, or the validator's verdict)
             facts, out = {"status": "error", "error": error_facts(err)}, None
         facts["seconds"] = time.perf_counter() - start
+        if features is not None:
+            facts["program"] = features
         emit({"kind": "case", "index": i, **facts}, [out] if out is not None else [])
 
 

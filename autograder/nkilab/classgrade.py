@@ -10,16 +10,18 @@ a time limit per cell and per notebook, stderr never zeroes a grade cell); then 
 did not reach (the batch stopped) is graded again alone, and a submission nbgrader discarded (its kernel
 died) is salvaged, its grade cells run one by one in throwaway processes (``nkilab.salvage``).  Then
 ``generate_feedback`` with hidden cases stripped, ``nbgrader export`` (totals, ``grades.csv``) and our
-per-question ``grades_by_question.csv``, and the table on stdout.
+per-question ``grades_by_question.csv``, the class report (``report/index.html`` and ``report.json``:
+``nkilab.report``, with similar hand-ins), and the table on stdout.
 
 For the example class everything is built at run time in a fresh course directory: the sources from
 ``notebooks/``, the release with ``nbgrader generate_assignment``, the roster from
 ``autograder/example_class/roster.csv`` and the submissions from the current ``assignments/`` plus each
 student's recipe (``nkilab.example_class``).  With ``--course`` nothing outside nbgrader's own folders is
-written but the CSVs and the run's lock (``.nkilab-grade.lock``), and ``submitted/`` is only read.  Each run
-draws a fresh hidden-case seed unless the TA pins one (``--seed``), and keeps it in a file only the TA can read,
-outside the course (``nkilab.seeds``); ``--resume`` keeps every submission whose autograded scores an earlier
-(stopped) run already recorded and grades the rest with that run's seed.
+written but the CSVs, the class report (``report/``) and the run's lock (``.nkilab-grade.lock``), and
+``submitted/`` is only read.  Each run draws a fresh hidden-case seed unless the TA pins one (``--seed``), and
+keeps it in a file only the TA can read, outside the course (``nkilab.seeds``); ``--resume`` keeps every
+submission whose autograded scores an earlier (stopped) run already recorded and grades the rest with that run's
+seed.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,7 +44,7 @@ import nbformat
 from nbgrader.api import Gradebook
 from nbgrader.plugins import CsvExportPlugin
 
-from nkilab import example_class, gradebook_audit, intake, manifest, sandbox, seeds
+from nkilab import example_class, gradebook_audit, intake, manifest, report, sandbox, seeds
 from nkilab.batch_control import CHILDREN, CourseBusy, course_lock, on_signals
 from nkilab.evaluate import PRESET_ENV, grading_target, reference_key, reference_latency
 from nkilab.grade import GRADING_ENV
@@ -375,6 +377,11 @@ def _grade_class(course: Path, *, example: bool, only: list[str] | None, limits:
     graded = {question for a in assignments for rows in release_grade_cells(course, a).values()
               for _, kind, _, question in rows if kind == "kernel"}
     env[PRESET_ENV] = reference_presets(graded)  # only the questions this run grades: a TA's one stage waits less
+    # the references' program fingerprints for the class report, traced in a thread while nbgrader's processes grade
+    # (this process only waits on them meanwhile)
+    tracer = ThreadPoolExecutor(max_workers=1)
+    fingerprints = tracer.submit(report.reference_fingerprints, graded)
+    tracer.shutdown(wait=False)
     results = {a: grade_assignment(course, nbg, a, layout[a], [r for r in records if r.assignment == a], limits, env,
                                    resume)
                for a in assignments}
@@ -401,8 +408,10 @@ def _grade_class(course: Path, *, example: bool, only: list[str] | None, limits:
     write_csv(subs, csv_path)
     write_lms_csv(subs, students, assignments, course / "lms_grades.csv")
     text = table(subs, students, assignments)
+    page = class_report(course, subs, students, assignments, sandboxed, fingerprints)
     footer = (f"\nFiles: {course / 'grades.csv'} (nbgrader export, totals), {csv_path} (per question), "
-              f"{course / 'lms_grades.csv'} (one row per student, for an LMS import), "
+              f"{course / 'lms_grades.csv'} (one row per student, for an LMS import), {page} (the class report: "
+              "scores, verdicts and speeds per question, hand-ins to look at, similar pairs), "
               f"{course / 'feedback'}/<student>/<assignment>/ (feedback HTML, hidden cases stripped), "
               f"{course / 'logs'}/.\nSpeed points compare the kernel's latency with the reference solution's on "
               "the question's target (trn2 unless the question says otherwise); on the simulator both are nkisim "
@@ -413,6 +422,20 @@ def _grade_class(course: Path, *, example: bool, only: list[str] | None, limits:
     if not sandboxed:
         footer += "\n" + sandbox.WARNING
     return subs, text + "\n" + footer
+
+
+def class_report(course: Path, subs: list[Submission], students: list[str], assignments: list[str],
+                 sandboxed: bool, references: Future[dict[str, tuple[int, ...]]]) -> Path | str:
+    """``course/report/index.html`` (and ``report.json``) from the records just collected; a report that fails says
+    why in the footer and never costs the grades."""
+    notes = [] if sandboxed else [sandbox.WARNING]
+    try:
+        facts = report.build(subs, students, assignments, report.course_sources(course, subs, references.result()),
+                             notes=notes)
+        return report.write(facts, course / "report")
+    except Exception as err:  # the grades are written already; the TA sees why the report is missing
+        _log(f"  class report: not written ({type(err).__name__}: {err})")
+        return "no class report (see above)"
 
 
 def _split(values: Iterable[str] | None) -> list[str] | None:

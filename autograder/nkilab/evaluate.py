@@ -16,7 +16,7 @@ import numpy as np
 from nkilab import device, gate
 from nkilab.compare import Verdict, describe_error, diagnose
 from nkilab.modules import load_kernel
-from nkilab.questions import COURSE_TARGET, Case, Question, hidden_cases, relaxed_reference
+from nkilab.questions import COURSE_TARGET, SOLUTIONS, Case, Question, hidden_cases, relaxed_reference
 from nkilab.results import CaseRecord, ErrorFacts, GradeRecord, Problem, ProblemKind, SpeedFacts, SpeedRecord
 from nkilab.runner import CaseRun, RunResult, run_inprocess, run_module, speed_facts
 
@@ -55,6 +55,8 @@ class Evaluation:
     #: where the timed run's and the reference's time went (``runner.speed_facts``), for speed feedback
     speed_facts: dict | None = None
     reference_facts: dict | None = None
+    #: the fingerprints of the kernel's program, as the grader's executor parsed it (``nkilab.similarity``)
+    program: tuple[int, ...] | None = None
 
     @property
     def passed(self) -> int:
@@ -183,6 +185,33 @@ def reference_latency(q: Question, target: str | None, timeout: float, *, sandbo
     return _REFERENCE_CACHE[key]
 
 
+def traced_program(path: Path, q: Question) -> tuple[int, ...]:
+    """The fingerprints (``nkilab.similarity``) of the kernel in ``path`` traced on the question's timed-case shapes
+    in this process, as a grading child traces a student's (not executed): for the course's own kernels only."""
+    from nkilab import _child
+    from nkilab.similarity import program_features
+    from nkisim import api
+
+    shapes, dtypes = _bench_spec(q)
+    job = {"signatures": [[[list(s), d] for s, d in zip(shapes, dtypes)]], "grid": list(q.grid) if q.grid else None,
+           "target": grading_target(q)}
+    texts: list[np.ndarray] = []
+    _child.trace_programs(load_kernel(path, q.function), job, None, lambda head, arrays: texts.extend(arrays))
+    return tuple(program_features(api.program_from_json(texts[0].tobytes()))) if texts else ()
+
+
+def reference_programs(q: Question) -> tuple[int, ...]:
+    """The fingerprints of the question's reference solutions in both dialects (``traced_program``): the common
+    ground no pair of hand-ins is flagged for sharing."""
+    found: set[int] = set()
+    for path in {q.solution_path, *([SOLUTIONS / q.solution_nki] if q.solution_nki else [])}:
+        try:
+            found.update(traced_program(path, q))
+        except Exception:  # a reference that does not trace here gives no common ground (the pair is still shown)
+            continue
+    return tuple(sorted(found))
+
+
 def timed_latency(run: RunResult, timed: int) -> dict | None:
     """The latency of run ``timed`` (the simulator's estimate of that launch) or the device's benchmark."""
     if run.bench is not None:
@@ -241,6 +270,7 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
         run = run_module(path, q.function, [d.args for d in runs], timed=timed, bench=bench, target=target,
                          timeout=timeout, grid=q.grid, sandboxed=sandboxed, hidden=hidden_runs)
     ev.run = run
+    ev.program = run.program
     if run.import_error is not None:
         ev.problem = "your file did not import: " + describe_error(run.import_error, path.name).replace(
             "your kernel raised ", "")
@@ -307,7 +337,7 @@ def record(ev: Evaluation, *, correctness: float, speed: float, sandboxed: bool 
                              relaxed=q.relaxed, relaxed_us=ev.relaxed_us)
     return GradeRecord(q.qid, q.title, round(correctness + speed, 4), q.points, round(correctness, 4),
                        q.correctness_points, round(speed, 4), q.speed_points, cases, problem, timing, sandboxed,
-                       warnings)
+                       warnings, ev.program or ())
 
 
 def _facts(err: dict | None) -> ErrorFacts | None:

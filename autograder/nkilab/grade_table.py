@@ -37,6 +37,7 @@ class CellGrade:
     points: float | None  # None: waiting for a person
     max_points: float
     detail: str = ""
+    record: GradeRecord | None = field(default=None, repr=False)  # a kernel cell's grade record, if it left one
 
 
 @dataclass
@@ -128,7 +129,8 @@ def collect(course: Path, db_url: str, student: str, assignment: str, status: st
                         detail = "not answered" if score == 0 else "graded by a TA"
                 else:
                     detail = status
-                sub.cells.append(CellGrade(notebook, gid, question, kind, score, points, detail))
+                sub.cells.append(CellGrade(notebook, gid, question, kind, score, points, detail,
+                                           records.get(gid) if kind == "kernel" else None))
     return sub
 
 

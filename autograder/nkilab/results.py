@@ -217,6 +217,9 @@ class GradeRecord:
     timing: SpeedRecord | None = None
     sandboxed: bool = True
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    #: the fingerprints of the kernel's instruction program, from the grader's own executor (``nkilab.similarity``):
+    #: what the class report compares hand-ins by; never shown to a student
+    program: tuple[int, ...] = ()
 
     # ------------------------------------------------------------------ reading
     @property
@@ -254,7 +257,7 @@ class GradeRecord:
             return cls(_s(data["question"]), _s(data["title"]), float(data["points"]), float(data["max_points"]),
                        float(data["correctness"]), float(data["correctness_max"]), float(data["speed"]),
                        float(data["speed_max"]), cases, problem, timing, bool(data.get("sandboxed", True)),
-                       tuple(_s(w) for w in data.get("warnings") or ()))
+                       tuple(_s(w) for w in data.get("warnings") or ()), _features(data.get("program")))
         except (KeyError, TypeError, ValueError) as err:
             raise ValueError(f"not a grade record ({type(err).__name__})") from None
 
@@ -434,6 +437,17 @@ def _f(value: Any) -> float | None:
     if not math.isfinite(x):
         raise ValueError("not a finite number")
     return x
+
+
+def _features(value: Any) -> tuple[int, ...]:
+    """A record's program fingerprints: sorted distinct non-negative integers below 2**48 (``nkilab.similarity``)."""
+    if value is None:
+        return ()
+    if not isinstance(value, (list, tuple)) or len(value) > 4096:
+        raise TypeError("expected a list of fingerprints")
+    if not all(type(x) is int and 0 <= x < 1 << 48 for x in value) or any(a >= b for a, b in zip(value, value[1:])):
+        raise ValueError("not fingerprints")
+    return tuple(value)
 
 
 def _bytes(n: int) -> str:

@@ -25,6 +25,7 @@ import numpy as np
 from nkilab import device, modules, premises, sandbox
 from nkilab._execute import MAX_PROGRAM_BYTES, MESSAGE_CHARS
 from nkilab.processes import Budget, ChildRun, clean_text, executor_server, spawn
+from nkilab.similarity import checked_features
 
 
 @dataclass
@@ -50,6 +51,9 @@ class RunResult:
     stderr: str = ""
     seconds: float = 0.0
     sandboxed: bool = False
+    #: the fingerprints of the program the executor parsed and validated for the timed case (else the first):
+    #: ``nkilab.similarity``, checked when they arrived
+    program: tuple[int, ...] | None = None
 
 
 def _child_env(target: str | None) -> dict[str, str]:
@@ -87,6 +91,8 @@ def _case_runs(messages: list[tuple[dict, list[np.ndarray]]], n_cases: int, resu
                 else:
                     run.status, run.returned = "bad_return", "nothing readable"
             runs[i] = run
+            if "program" in head and result.program is None:
+                result.program = checked_features(head.get("program"))
         elif kind == "bench":
             result.bench = _bench(head)
         elif kind == "done":
