@@ -33,6 +33,10 @@ OTHER_ENTRY = {
     "nki.language.copy": ("nisa.tensor_copy", "NKI 0.6 runs nl.copy as the Vector engine's tensor_copy (bit-exact "
                                               "when the dtypes match); legacy nl.copy copies through the Scalar "
                                               "engine (AWS: nki.language.copy, SDK 2.32 release notes)"),
+    "nki.language.rsqrt": ("nisa.tensor_scalar", "NKI 0.5 moved nl.rsqrt to the GpSimd engine (\"now runs on the "
+                                                 "GpSimd Engine for higher numerical precision\", no PSUM input: "
+                                                 "nki/migration/index.rst); legacy nl.rsqrt is a Scalar engine "
+                                                 "activation"),
 }
 #: 0.6 calls with a registry entry that the legacy API never had: the names of AWS's 0.6 API files
 #: (``nki/api/nki/{isa,language}/__init__.py``, SDK 2.32) missing from the legacy ones (tag v2.26.0,
