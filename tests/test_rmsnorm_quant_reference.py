@@ -31,6 +31,7 @@ def _reference(x: np.ndarray, gamma: np.ndarray, eps: float = 1e-6) -> np.ndarra
     return x * inverse_rms * gamma.astype(np.float32).reshape(1, 1, -1)
 
 
+@pytest.mark.processes  # reads AWS's kernel from the mirror with git
 @pytest.mark.parametrize("s, h, grid", [(320, 1536, 0), (512, 1024, 2)])
 def test_it_normalises_and_quantises_as_numpy_does(kernel, s, h, grid):
     rng = np.random.default_rng(s + h)
