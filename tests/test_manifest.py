@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -104,6 +107,36 @@ def test_a_broken_manifest_is_refused():
         manifest.parse(text.replace('legacy = "01_vector_add/vector_add_naive.py"', 'cuda = "x.py"'))
     with pytest.raises(manifest.ManifestError, match="stub_dialect"):
         manifest.parse(text.replace('stub_dialect = "nki"', 'stub_dialect = "cuda"'))
+    for key in ("target", "full_tier", "partial_tier"):  # grading has no other home for them
+        line = next(ln for ln in text.splitlines() if ln.startswith(f"{key} = "))
+        with pytest.raises(manifest.ManifestError, match=f"must set {key}"):
+            manifest.parse(text.replace(line + "\n", ""))
+    from nkisim import api
+
+    assert manifest.course().target in api.targets()
+
+
+@pytest.mark.processes
+def test_grading_follows_an_edited_manifest(tmp_path: Path):
+    """A TA who edits course.toml's target and tiers changes what grading does: a fresh process (as make grade
+    starts) reading an edited copy grades a question with no target of its own on the new target, with the new
+    tiers; a question that names its own target (stage 5's two cores) keeps it."""
+    text = manifest.MANIFEST.read_text()
+    edited = tmp_path / "course.toml"
+    edited.write_text(text.replace('target = "trn2"', 'target = "trn1"', 1).replace("full_tier = 1.2", "full_tier = 1.1", 1)
+                      .replace("partial_tier = 2.0", "partial_tier = 1.7", 1))
+    probe = ("from nkilab.questions import QUESTIONS; from nkilab.evaluate import grading_target; "
+             "from nkilab import figures; q = QUESTIONS['vector_add_naive']; "
+             "print(grading_target(q), q.full_tier, q.partial_tier, grading_target(QUESTIONS['rmsnorm_2core']), "
+             "figures.COURSE_TARGET)")
+    seen = {}
+    for name, path in (("repo", manifest.MANIFEST), ("edited", edited)):
+        run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO,
+                             env={**os.environ, "NKILAB_COURSE_MANIFEST": str(path)})
+        assert run.returncode == 0, run.stderr
+        seen[name] = run.stdout.split()
+    assert seen["repo"] == ["trn2", "1.2", "2.0", "trn2", "trn2"]
+    assert seen["edited"] == ["trn1", "1.1", "1.7", "trn2", "trn1"]
 
 
 def test_the_example_class_hands_in_every_stage():

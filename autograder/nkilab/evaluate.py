@@ -16,7 +16,7 @@ import numpy as np
 from nkilab import device, gate
 from nkilab.compare import Verdict, describe_error, diagnose
 from nkilab.modules import load_kernel
-from nkilab.questions import COURSE_TARGET, SOLUTIONS, Case, Question, hidden_cases, relaxed_reference
+from nkilab.questions import SOLUTIONS, Case, Question, course_target, hidden_cases, relaxed_reference
 from nkilab.results import CaseRecord, ErrorFacts, GradeRecord, Problem, ProblemKind, SpeedFacts, SpeedRecord
 from nkilab.runner import CaseRun, RunResult, run_inprocess, run_module, speed_facts
 
@@ -134,7 +134,7 @@ def default_target() -> str | None:
 
 def grading_target(q: Question) -> str:
     """The target a question is *graded* on: its own, else the course's; never the environment's."""
-    return q.target or COURSE_TARGET
+    return q.target or course_target()
 
 
 PRESET_ENV = "NKILAB_REFERENCE_LATENCIES"

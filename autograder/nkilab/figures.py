@@ -22,13 +22,14 @@ from typing import Any
 
 import numpy as np
 
+from nkilab import manifest
 from nkisim import api
 
 #: the colours of the lessons' pictures: memories, engines, DMA
 COLORS = {"hbm": "#c7d7ea", "sbuf": "#d8ecd0", "psum": "#f7dfc0", "pe": "#d62728", "dve": "#1f77b4",
           "act": "#2ca02c", "pool": "#9467bd", "dma": "#ff7f0e", "idle": "#e6e6e6", "wrong": "#d62728",
           "right": "#e8f4e4", "stationary": "#6a51a3", "moving": "#3182bd"}
-COURSE_TARGET = "trn2"
+COURSE_TARGET = manifest.course().target  # the course's (course.toml); a picture may be drawn for another
 
 
 def _plt() -> Any:

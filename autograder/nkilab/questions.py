@@ -21,6 +21,8 @@ from pathlib import Path
 import ml_dtypes  # noqa: F401  (registers bfloat16 with NumPy)
 import numpy as np
 
+from nkilab import manifest
+
 REPO = Path(__file__).resolve().parents[2]
 SOLUTIONS = REPO / "solutions"
 
@@ -34,12 +36,13 @@ TOLERANCES: dict[str, tuple[float, float]] = {
 #: a grade cell's call, ``grade("<question id>", ...)``: how a notebook names the question it grades
 QUESTION_CALL = re.compile(r"""\bgrade\(\s*["'](\w+)["']""")
 
-#: the target every question is graded on unless it names its own.  Grading never reads it from the environment
-#: (a TA's shell with NEURON_PLATFORM_TARGET_OVERRIDE=trn1 must not grade a class on trn1); ``check`` may.
-COURSE_TARGET = "trn2"
 
-FULL_TIER = 1.2  # full speed points at <= 1.2x the reference's latency
-PARTIAL_TIER = 2.0  # half the speed points at <= 2x
+
+def course_target() -> str:
+    """The target every question is graded on unless it names its own: the course manifest's ``target``, read
+    when asked (a TA's edit of course.toml is what grading uses).  Grading never reads it from the environment
+    (a TA's shell with NEURON_PLATFORM_TARGET_OVERRIDE=trn1 must not grade a class on trn1); ``check`` may."""
+    return manifest.course().target
 
 
 @dataclass(frozen=True)
@@ -111,8 +114,8 @@ class Question:
     correctness_points: float
     speed_points: float
     rules: str = ""  # the size rules the kernel may assume, in plain words
-    full_tier: float = FULL_TIER
-    partial_tier: float = PARTIAL_TIER
+    full_tier: float = field(default_factory=lambda: manifest.course().full_tier)  # the manifest's, as every
+    partial_tier: float = field(default_factory=lambda: manifest.course().partial_tier)  # stage passes them
     timeout_s: float = 60.0
     tags: tuple[str, ...] = field(default_factory=tuple)
     #: SPMD launch grid, e.g. (4,) or ({"nc": 2}, 2) for ``kernel[nl.nc(2), 2]``; None = a plain call
