@@ -9,6 +9,9 @@ whole run (a module's shared set-up counted in its first test).  conftest reads 
 Refresh it after a change that moves the costs (the numbers rank; they need not be exact)::
 
     NKILAB_TEST_CPU=/tmp/cpu.tsv make test && .venv/bin/python tests/costs.py /tmp/cpu.tsv
+
+(several measurement files may be concatenated: each test keeps its largest figure, so a test that only looks
+cheap because another one computed a shared figure first stays slow for make test-fast)
 """
 
 from __future__ import annotations

@@ -48,10 +48,10 @@ from nkilab import example_class, gradebook_audit, intake, manifest, report, san
 from nkilab.batch_control import CHILDREN, CourseBusy, course_lock, on_signals
 from nkilab.evaluate import PRESET_ENV, grading_target, reference_key, reference_latency
 from nkilab.grade import GRADING_ENV
-from nkilab.grade_table import Submission, collect, release_grade_cells, table, write_csv, write_lms_csv
+from nkilab.grade_table import Submission, collect, release_grade_cells, table, wrapped, write_csv, write_lms_csv
 from nkilab.nbgrader_plugins import feedback_flags, grading_flags
 from nkilab.processes import kill_group
-from nkilab.questions import HIDDEN_CASES_ENV, QUESTIONS, timed_references
+from nkilab.questions import HIDDEN_CASES_ENV, QUESTIONS, course_target, timed_references
 from nkilab.release import CONFIG, REPO, load_source
 from nkilab.rescue import already_graded, attempted, autograded, failure_reason, salvage_submission, sanitize_notes
 
@@ -409,14 +409,17 @@ def _grade_class(course: Path, *, example: bool, only: list[str] | None, limits:
     write_lms_csv(subs, students, assignments, course / "lms_grades.csv")
     text = table(subs, students, assignments)
     page = class_report(course, subs, students, assignments, sandboxed, fingerprints)
-    footer = (f"\nFiles: {course / 'grades.csv'} (nbgrader export, totals), {csv_path} (per question), "
-              f"{course / 'lms_grades.csv'} (one row per student, for an LMS import), {page} (the class report: "
-              "scores, verdicts and speeds per question, hand-ins to look at, similar pairs), "
-              f"{course / 'feedback'}/<student>/<assignment>/ (feedback HTML, hidden cases stripped), "
-              f"{course / 'logs'}/.\nSpeed points compare the kernel's latency with the reference solution's on "
-              "the question's target (trn2 unless the question says otherwise); on the simulator both are nkisim "
-              "cost-model estimates, not measurements.  Reproduce with NKILAB_SEED="
-              f"{seed}.  Graded in {time.monotonic() - t0:.0f} s.")
+    files = [(course / "grades.csv", "nbgrader export, totals"), (csv_path, "per question"),
+             (course / "lms_grades.csv", "one row per student, for an LMS import"),
+             (page, "the class report: scores, verdicts and speeds per question, hand-ins to look at, similar pairs"),
+             (f"{course / 'feedback'}/<student>/<assignment>/", "feedback HTML, hidden cases stripped"),
+             (f"{course / 'logs'}/", "every command's output")]
+    lines = ["", "Files:"] + [ln for path, what in files for ln in wrapped("  ", f"{path} ({what})")]
+    lines += wrapped("", "Speed points compare the kernel's latency with the reference solution's on the question's "
+                     f"target ({course_target()} unless the question says otherwise); on the simulator both are "
+                     f"nkisim cost-model estimates, not measurements.  Reproduce with NKILAB_SEED={seed}.  Graded "
+                     f"in {time.monotonic() - t0:.0f} s.")
+    footer = "\n".join(lines)
     footer += ("\nGradebook: manual scores, extra credit and comments unchanged by this run." if not tampered else
                "\nGradebook: manual values CHANGED during this run: " + "; ".join(map(str, tampered)))
     if not sandboxed:

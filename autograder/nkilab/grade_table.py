@@ -157,7 +157,7 @@ WIDTH = 100
 HANG = " " * 6
 
 
-def _wrapped(first: str, text: str) -> list[str]:
+def wrapped(first: str, text: str) -> list[str]:
     """``first`` then ``text``, wrapped to ``WIDTH`` with the further lines hanging (no word is cut)."""
     return textwrap.wrap(text, WIDTH, initial_indent=first, subsequent_indent=HANG, break_long_words=False,
                          break_on_hyphens=False) or [first.rstrip()]
@@ -205,9 +205,9 @@ def table(subs: list[Submission], students: list[str], assignments: list[str]) -
         lines = _grid(["student", *short, "kernels", "written"], rows)
         if max(len(line) for line in lines) > WIDTH:  # (an "unreadable" in many columns): one space between
             lines = _grid(["student", *short, "kernels", "written"], rows, " ")
-        legend = _wrapped("", "Assignments by their numbers: " + ", ".join(assignments) + ".")
+        legend = wrapped("", "Assignments by their numbers: " + ", ".join(assignments) + ".")
     lines += ["", *legend]
-    lines += _wrapped("", "x/y: autograded kernel points; * graded outside the notebook kernel (it died); - nothing "
+    lines += wrapped("", "x/y: autograded kernel points; * graded outside the notebook kernel (it died); - nothing "
                           "handed in; 'to grade': written answers waiting for a TA (nbgrader formgrader).")
     lost = [(s, c) for s in subs for c in s.cells
             if s.status in ("graded", "salvaged") and c.kind == "kernel" and (c.points or 0) < c.max_points]
@@ -218,7 +218,7 @@ def table(subs: list[Submission], students: list[str], assignments: list[str]) -
     if lost:
         lines += ["", "Kernel points lost, and why:"]
         for s, c in lost:
-            lines += _wrapped(f"  {s.student:<{who}} {s.assignment:<{what}} {c.question:<{which}} "
+            lines += wrapped(f"  {s.student:<{who}} {s.assignment:<{what}} {c.question:<{which}} "
                               f"{_fmt(c.points or 0)}/{_fmt(c.max_points)}  ", c.detail)
     noted = []
     for s in subs:
@@ -226,7 +226,7 @@ def table(subs: list[Submission], students: list[str], assignments: list[str]) -
             continue  # the table's "-" says it already
         if s.notes or s.status in ("unreadable", "missing", "failed"):
             for note in s.notes or [s.status]:
-                noted += _wrapped(f"  {s.student:<{who}} {s.assignment:<{what}} ", note)
+                noted += wrapped(f"  {s.student:<{who}} {s.assignment:<{what}} ", note)
     if noted:
         lines += ["", "Hand-ins repaired, salvaged or not graded:", *noted]
     return "\n".join(lines)
