@@ -433,14 +433,7 @@ def test_ap_vector_offset_rules():
     def scalar_tile_shape(data, indices):
         data.ap([[32, 1], [1, 32]], scalar_offset=_idx(indices))  # ERR
 
-    def scalar_tile_on_chip(data, indices):
-        t = nl.ndarray((128, 32), dtype=data.dtype, buffer=nl.sbuf)
-        w = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
-        t.ap([[32, 128], [1, 32]], scalar_offset=w, indirect_dim=1)
-
     _refused(scalar_tile_shape, r"a scalar offset must be a register or an SBUF tensor of shape \(1, 1\)")
-    with pytest.raises(NotImplementedError, match="a tile as the scalar offset of on-chip tensor"):
-        nki.jit(scalar_tile_on_chip)(DATA, IDX)
     _refused(dim_1, "vector_offset needs indirect_dim=0")
     _refused(on_chip, "'t' is on chip; per-partition indirect addressing reads HBM tensors only")
     _refused(count, "must count the 128 partitions of vector_offset")
@@ -459,29 +452,6 @@ def test_dma_compute_through_an_indirect_view_stays_refused():
 
     with pytest.raises(NotImplementedError, match="scatter/gather read-modify-write form, is not supported"):
         nki.jit(body)(RNG.standard_normal((128, 32)).astype(np.float32), IDX)
-
-
-def test_what_the_simulator_does_not_map_onto_a_legacy_gather_is_refused_as_not_supported():
-    """Free positions leaving the selected row, a view starting past row 0, a view with no free dimension: the
-    hardware may address them, the legacy indirect access cannot express them, so they are refused as 'not supported
-    by the simulator' rather than run some other way."""
-
-    def past_the_row(data, indices):
-        t = nl.ndarray((128, 32), dtype=data.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=t, src=data.ap([[32, 128], [1, 32]], offset=4, vector_offset=_idx(indices)))
-
-    def past_row_0(data, indices):
-        t = nl.ndarray((128, 32), dtype=data.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=t, src=data[2:40, :].vector_select(0, _idx(indices)))
-
-    def no_free_dim(data, indices):
-        t = nl.ndarray((128, 1), dtype=data.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=t, src=data.vector_select(0, _idx(indices))[:, 3])
-
-    for body, match in ((past_the_row, "leaves the row of 32 elements"), (past_row_0, "starting at row 2, not at a multiple of its 38 rows"),
-                        (no_free_dim, "1-D indirect view")):
-        with pytest.raises(NotImplementedError, match=match):
-            nki.jit(body)(DATA, IDX)
 
 
 @pytest.mark.parametrize("mode", ["hwdge", "none"])

@@ -17,7 +17,7 @@ from nkisim.core import dtypes as dt
 from nkisim.core import physical
 from nkisim.core.arrays import all_true, arange_slices, index_box, rotate_index, shape_argument
 from nkisim.core.context import active
-from nkisim.core.dynamic import DynamicIndex
+from nkisim.core.dynamic import DynamicIndex, IndirectRows
 from nkisim.core.errors import nki_error, shape_str
 from nkisim.core.grids import DynSlice, slice_bound, slice_step
 from nkisim.core.indexing import Affine, MaskExpr
@@ -33,7 +33,9 @@ class Access(TileSyntax):
       ('int', Affine)                 a single position, dimension dropped
       ('slice', start, stop, step)    Affine/int bounds, dimension kept
       ('adv', Affine)                 arange/mgrid expression (advanced indexing)
-      ('ind', Access)                 indirect index read from an SBUF tile at run time
+      ('ind', Access, shift, bound, scale)  indirect index read from an SBUF tile at run time, times ``scale``,
+                                      plus ``shift`` (an Affine or None) rows; ``bound``: the index's own
+                                      limit (``IndirectRows``)
       ('dyn', DynamicIndex)           a free-axis position read from one tile element at run time
     """
 
@@ -113,7 +115,13 @@ class Access(TileSyntax):
                 loops |= k.loops
                 has_adv = True
                 comps.append(("dyn", k))
-            elif getattr(k.__class__, "__nki_tile__", False):  # a tile (Tensor or Access) of indices
+            elif k.__class__ is IndirectRows or getattr(k.__class__, "__nki_tile__", False):
+                # a tile (Tensor or Access) of indices, or one with a row shift (NKI 0.6's indirect views)
+                rows = k if k.__class__ is IndirectRows else None
+                if rows is not None:
+                    k = rows.index
+                    if rows.shift is not None:
+                        loops |= rows.shift.loops
                 idx = k if isinstance(k, Access) else k.full()
                 if idx.tensor.space != "sbuf":
                     raise nki_error("err_indirect_indices_sbuf", "Indirect indices tile must be on SBUF.")
@@ -122,7 +130,8 @@ class Access(TileSyntax):
                                     "Indirect indexing on free dimension not supported, must be partition "
                                     "dimension or block dimension.")
                 has_adv = True
-                comps.append(("ind", idx))
+                comps.append(("ind", idx, None, None, 1) if rows is None
+                             else ("ind", idx, rows.shift, rows.bound, rows.scale))
             else:
                 raise TypeError(f"unsupported index {k!r} of type {type(k).__name__} for tensor `{tensor.label()}`")
         if has_slice and has_adv:
@@ -141,6 +150,8 @@ class Access(TileSyntax):
                     shapes.append(c[1].grid.shape)
                 elif c[0] in ("ind", "dyn"):
                     shapes.append(c[1].shape)
+                    if c[0] == "ind" and c[2] is not None and c[2].grid is not None:
+                        shapes.append(c[2].grid.shape)
             try:
                 self.shape = tuple(np.broadcast_shapes(*shapes))
             except ValueError:
@@ -313,9 +324,10 @@ class Access(TileSyntax):
         if c[0] == "ind":
             indices: Access = c[1]
             vals = indices._read()
-            if vals is None:
-                return np.zeros(indices.shape, dtype=np.int64)
-            return vals.astype(np.int64)
+            rows = np.zeros(indices.shape, dtype=np.int64) if vals is None else vals.astype(np.int64)
+            if c[4] != 1:
+                rows = rows * c[4]
+            return rows if c[2] is None else rows + c[2].value()
         if c[0] == "dyn":
             return np.asarray(c[1].value(), dtype=np.int64)
         raise AssertionError(c)
@@ -415,6 +427,7 @@ class Access(TileSyntax):
             t.fill_pending()
         idx = self.np_index()
         if self.advanced:
+            self._check_rows()
             sl = arange_slices(idx, data.shape)
             if sl is not None:  # same elements as the gather, as a strided copy (a fresh array, like a gather)
                 return data[sl].copy()
@@ -435,6 +448,28 @@ class Access(TileSyntax):
                         return self._read_masked(vm)
                 self.check_bounds()
             raise IndexError(str(e)) from None
+
+    def bounded_indices(self) -> list[tuple[np.ndarray, int]]:
+        """(index values, bound) of each indirect index that carries its own bound (``IndirectRows``): AWS checks a
+        0.6 view's index against the dimension it selects among (oob_mode: 'the index array contains values that
+        exceed the dimensions of the target array'), even where the row it names exists in the storage."""
+        out = []
+        for c in self.comps:
+            if c[0] == "ind" and c[3] is not None:
+                indices: Access = c[1]
+                vals = indices._read()
+                if vals is not None:
+                    out.append((np.asarray(vals, dtype=np.int64), int(c[3])))
+        return out
+
+    def _check_rows(self) -> None:
+        """An unmasked transfer: every bounded index must be in range (a masked or skipping transfer leaves the
+        elements of one that is not out before this)."""
+        for raw, bound in self.bounded_indices():
+            bad = ((raw < 0) | (raw >= bound)).reshape(-1)
+            if bad.any():
+                raise IndexError(f"index {int(raw.reshape(-1)[int(np.argmax(bad))])} is out of bounds for axis 0 "
+                                 f"with size {bound}")
 
     def _read_masked(self, valid: np.ndarray) -> np.ndarray | None:
         """Gather with masked-off positions clamped (they may lie out of bounds), shape ``self.shape``."""
@@ -467,6 +502,7 @@ class Access(TileSyntax):
             idx = self.np_index()
             data = owned(t)
             if self.advanced:  # a scatter through per-axis aranges is a strided assignment
+                self._check_rows()
                 idx = arange_slices(idx, data.shape) or idx
             data[idx] = np.broadcast_to(values, self.shape) if values.shape != self.shape else values
             return

@@ -50,3 +50,26 @@ class DynamicIndex:
         vals = read(self.element)
         base = 0 if vals is None else int(np.asarray(vals).reshape(-1)[0])
         return self.offset.value() + base
+
+
+class IndirectRows:
+    """``index + shift`` rows of an indirect access, and the bound the index itself is checked against.
+
+    NKI 0.6's indirect views (``.ap(vector_offset=idx)``, ``.ap(scalar_offset=tile)``, ``vector_select``) take any
+    ``[[stride, count], ...]`` free pattern, so a partition's elements may lie past the row its index picks.  Over
+    storage seen as ``(rows, row)`` the element at free position ``j`` is row ``idx[p] + shift[j]``, column
+    ``r[j]``, with ``offset + pattern(j) = shift[j] * row + r[j]``: the index tile (an ``Access`` read when the
+    instruction runs) plus a static index expression.  AWS's out-of-bounds check is on the index ("the index array
+    contains values that exceed the dimensions of the target array", isa ``oob_mode``), so ``bound`` is the count
+    of the dimension the index selects among (None: the storage's own rows, the legacy ``data[idx[i_p, 0], i_f]``).
+    ``scale``: storage rows per index step, where the view's row stride does not divide the storage and the rows
+    are a divisor of it (row ``idx[p] * scale + shift[j]``).
+    """
+
+    __slots__ = ("index", "shift", "bound", "scale")
+
+    def __init__(self, index: Any, shift: Affine | None, bound: int | None, scale: int = 1) -> None:
+        self.index = index
+        self.shift = shift
+        self.bound = bound
+        self.scale = scale

@@ -119,8 +119,11 @@ def _address_breaks(acc: Any, valid: np.ndarray | None) -> np.ndarray:
         if d == par:
             seg = seg * shape[d] + a
         elif acc.advanced and acc.comps[d][0] == "ind":
-            # each index the DMA reads is a row of its own, wherever it points: number them in access order
-            seg = seg * max(a.size, 1) + np.arange(a.size, dtype=np.int64).reshape(a.shape)
+            # each index the DMA reads is a row of its own, wherever it points: number them in access order (the
+            # index tile's elements: a row shift of a 0.6 view's free pattern moves on within the same descriptor)
+            ishape = tuple(acc.comps[d][1].shape)
+            n = int(np.prod(ishape))
+            seg = seg * max(n, 1) + np.arange(n, dtype=np.int64).reshape(ishape)
             addr = addr + a * strides[d]
         else:
             addr = addr + a * strides[d]
@@ -161,6 +164,8 @@ def _separable_breaks(acc: Any) -> np.ndarray | None:
         if d == par:
             terms.append((shape[d], axis, values))
         elif acc.advanced and acc.comps[d][0] == "ind":
+            if acc.comps[d][2] is not None and acc.comps[d][2].grid is not None:
+                return None  # a row shift per element: the rows are the index tile's, not the array's
             terms.append((max(a.size, 1), axis, np.arange(a.size, dtype=np.int64)))
             if axis >= 0:
                 addr[axis] += values * strides[d]

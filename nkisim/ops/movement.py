@@ -276,6 +276,12 @@ def indirect_in_bounds(acc: Any, skip: bool) -> np.ndarray | None:
     inb = np.ones(acc.shape, dtype=bool)
     for a, n in zip(arrays, dims):
         inb &= (a >= 0) & (a < n)
+    for raw, bound in acc.bounded_indices():  # AWS checks the index itself against its dimension (isa oob_mode)
+        ok = (raw >= 0) & (raw < bound)
+        if not skip and not ok.all():
+            raise IndexError(f"index {int(raw.reshape(-1)[int(np.argmin(ok.reshape(-1)))])} is out of bounds for "
+                             f"axis 0 with size {bound}")
+        inb &= np.broadcast_to(ok, acc.shape)
     if inb.all():
         return None
     if not skip:

@@ -225,12 +225,11 @@ RULES: tuple[Rule, ...] = (
          "nki-library 2.29_release writes nisa.get_nc_version() >= nisa.nc_version.gen3 (moe_cte_utils.py:201, "
          "attention_tkg.py:2332) and <= gen2; other enums keep == / != only"),
     # --- the simulator's limits --------------------------------------------------------------------------------------
-    _limit("limit.indirect_pattern", "NotImplementedError", "an indirect view whose free pattern, start row or "
-           "rank the simulator's gather cannot express (issue 29 scope 4)"),
-    _limit("limit.scalar_offset_on_chip", "NotImplementedError", "a tile as the scalar offset (or select index) of an "
-           "on-chip tensor"),
-    _limit("limit.dynamic_offset_pattern", "NotImplementedError", "a dynamic offset on a view with a non-basic "
-           "layout, or a 1-D access pattern"),
+    _limit("limit.indirect_pattern", "NotImplementedError", "an indirect view whose row stride is 0 or negative, "
+           "offsets whose partition stride is not a whole number of partitions, or a tile offset on an on-chip view "
+           "whose first pair is not its partitions"),
+    _limit("limit.dynamic_offset_pattern", "NotImplementedError", "a register offset on an on-chip view whose first "
+           "pair is not its partitions"),
     _limit("limit.slice_step", "ValueError", "a slice with a step below 1",
            "AWS's __getitem__ docs show forward steps (sb[:, 0:32:2]) and say nothing of backward ones"),
     _limit("limit.tensor_indirection", "NotImplementedError", ".indirect (NeuronCore-v4 tensor indirection)"),

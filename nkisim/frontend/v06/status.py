@@ -25,17 +25,6 @@ MODULES = {
 PARTIAL = {
     "nki.language.gather_flattened": "axis=0 only: AWS's docs take an axis (language:2297 'axis along which to "
                                      "gather') but say only that the index selects 'from the free dimension of data'",
-    "nki.language.NkiTensor.ap": "an indirect view's free pattern must stay inside the row its offset selects, and a "
-                                 "tile as scalar_offset works on HBM only (a register works anywhere): AWS's docs give "
-                                 "any [[stride, count], ...] pattern with either offset (language:486-491, 'analogous "
-                                 "to torch.as_strided')",
-    "nki.language.NkiTensor.vector_select": "a view starting at a row that is not a multiple of its row count "
-                                            "(data[b] works, data[2:40] does not), free positions leaving the selected "
-                                            "row and a view with no free dimension are refused: AWS's docs constrain "
-                                            "only dim=0, HBM and one dynamic select (language:473-478)",
-    "nki.language.NkiTensor.select": "a tile index on an on-chip tensor is refused (HBM, an int or a register "
-                                     "work): AWS's docs allow it for dim != 0 (language:445 'Dynamic on-chip: dim "
-                                     "must not be 0')",
     "nki.isa.dma_compute": "static form only: AWS's docs also give the scatter/gather read-modify-write through "
                            "vector_offset views (isa:2656 unique_indices, oob_mode); it is refused",
     "nki.isa.rng": "a documented XORWOW generator of the simulator's own (seed expansion, lane order): AWS's docs "

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from nkisim.core.access import Access
-from nkisim.core.dynamic import DynamicIndex
+from nkisim.core.dynamic import DynamicIndex, IndirectRows
 from nkisim.core.indexing import Affine
 from nkisim.core.tensor import Tensor
 from nkisim.program.limits import (
@@ -280,22 +280,34 @@ class SliceKey(Key):
 
 @dataclass(frozen=True, slots=True)
 class IndKey(Key):
-    """``["ind", A | W]``: positions read from an index tile when the instruction runs."""
+    """``["ind", A | W]``: positions read from an index tile when the instruction runs; ``["ind", A | W, X | null,
+    bound | null, scale]`` with them times ``scale`` plus a row shift, and the index's own bound
+    (``core.dynamic.IndirectRows``)."""
 
     by: AccessOf | Whole
+    shift: Index | None = None
+    bound: int | None = None
+    scale: int = 1
     word = "ind"
 
     def json(self) -> list[Any]:
-        return [self.word, self.by.json()]
+        if self.shift is None and self.bound is None and self.scale == 1:
+            return [self.word, self.by.json()]
+        return [self.word, self.by.json(), None if self.shift is None else self.shift.json(), self.bound, self.scale]
 
     def check(self, scope: Scope, depth: int) -> None:
         self.by.check(scope, depth + 1)
+        if self.shift is not None:
+            self.shift.check(scope, depth + 1)
 
     def tensors(self, out: set[int]) -> None:
         self.by.tensors(out)
 
     def decode(self, dec: Decoding) -> Any:
-        return self.by.decode(dec)
+        by = self.by.decode(dec)
+        if self.shift is None and self.bound is None and self.scale == 1:
+            return by
+        return IndirectRows(by, None if self.shift is None else self.shift.decode(dec), self.bound, self.scale)
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,16 +340,28 @@ def _key(raw: Any, depth: int) -> Key:
         step = integer(raw[3], "a slice step")
         need(step != 0, "a slice step cannot be zero")
         return SliceKey(index(raw[1], depth, "a slice start"), index(raw[2], depth, "a slice stop"), step)
-    if word == "ind" and n == 2:
+    if word == "ind" and n in (2, 5):
         by = parse_operand(raw[1], depth + 1)
         need(isinstance(by, (AccessOf, Whole)), "an indirect index reads a tile")
-        return IndKey(by)  # type: ignore[arg-type]
+        if n == 2:
+            return IndKey(by)  # type: ignore[arg-type]
+        shift = None if raw[2] is None else index(raw[2], depth, "an indirect row shift")
+        bound = None if raw[3] is None else integer(raw[3], "an indirect index bound", 0)
+        return IndKey(by, shift, bound, integer(raw[4], "an indirect index scale", 1))  # type: ignore[arg-type]
     if word == "dyn" and n == 2:
         dyn = parse_operand(raw[1], depth + 1)
         need(isinstance(dyn, Dynamic), "a dynamic index component holds a dynamic index")
         return DynKey(dyn)  # type: ignore[arg-type]
     need(False, f"malformed access component {text(word, 'an access component', MAX_NAME)!r}")
     raise AssertionError  # (need raised)
+
+
+def _rows_part(k: IndKey, comp: Planning) -> Part:
+    """The plan of an index tile with a row shift: the tile's access made each run, the shift bound once."""
+    index = getter(k.by.plan(comp))
+    shift = None if k.shift is None else comp.affine(k.shift)
+    bound, scale = k.bound, k.scale
+    return False, lambda: IndirectRows(index(), shift, bound, scale)
 
 
 @kind
@@ -377,7 +401,8 @@ class AccessOf(Kind):
                 keys.append(AdvKey(Index.encode(c[1], enc)))
             elif word == "ind":
                 by = cls.encode(c[1], enc)
-                keys.append(IndKey(by))  # type: ignore[arg-type]
+                shift = None if c[2] is None else Index.encode(c[2], enc)
+                keys.append(IndKey(by, shift, c[3], c[4]))  # type: ignore[arg-type]
             else:
                 keys.append(DynKey(Dynamic.encode(c[1], enc)))
         return cls(enc.tensor(x.tensor), tuple(keys))
@@ -429,6 +454,8 @@ class AccessOf(Kind):
                 parts.append((True, slice(comp.affine(k.start), comp.affine(k.stop), k.step)))
             elif k.__class__ in (IntKey, AdvKey):
                 parts.append((True, comp.affine(k.at)))
+            elif isinstance(k, IndKey) and (k.shift is not None or k.bound is not None or k.scale != 1):
+                parts.append(_rows_part(k, comp))
             else:
                 parts.append(k.by.plan(comp))  # type: ignore[attr-defined]
         if all(c for c, _ in parts):

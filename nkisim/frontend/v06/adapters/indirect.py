@@ -2,9 +2,11 @@
 legacy front end's indirect access.
 
 Partition ``p`` of such a view reads row ``idx[p]`` of an HBM tensor: element ``v[p, j...]`` is
-``flat[offset + idx[p] * row + sum(j_k * s_k)]``.  That is exactly the legacy ``data[idx[i_p, 0], i_f]``: an
-``Access`` whose first component is ``('ind', idx[i_p, 0])`` over the storage seen as ``(rows, row)``, and whose free
-positions are an arange grid inside one row.  So a 0.6 gather or scatter builds that same ``Access``: the same
+``flat[offset + idx[p] * row + sum(j_k * s_k)]``.  That is the legacy ``data[idx[i_p, 0], i_f]``: an ``Access``
+whose first component is ``('ind', idx[i_p, 0])`` over the storage seen as ``(rows, row)``, and whose free
+positions are a grid of columns; where the free pattern leaves the row (or the view starts rows in), each position's
+whole rows are a static shift added to the index (``core.dynamic.IndirectRows``).  So a 0.6 gather or scatter builds
+that same ``Access``: the same
 checks (``err_indirect_indices_*``), the same program component, the same executor (out-of-range indices,
 ``oob_mode=skip``) and the same DMA cost; there is no second implementation of indirect addressing.
 ``t.ap(pattern, scalar_offset=tile, indirect_dim=d)`` on HBM is the same access with one index, ``tile[0, 0]``,
@@ -20,6 +22,7 @@ import numpy as np
 
 from nkisim.core import dtypes as dt
 from nkisim.core.access import Access
+from nkisim.core.dynamic import DynamicIndex, IndirectRows
 from nkisim.core.indexing import Affine
 from nkisim.core.tensor import Tensor
 from nkisim.frontend.v06.adapters.errors import error
@@ -48,10 +51,6 @@ def check_index(what: str, name: str, on_chip: bool, dynamic: bool, offsets: Any
     """The preconditions AWS states for a per-partition index (``vector_select``, ``.ap(vector_offset=)``), or with
     ``scalar`` for a (1, 1) tile holding one offset (``.ap(scalar_offset=tile)``)."""
     if scalar:
-        if on_chip:
-            # rule: limit.scalar_offset_on_chip
-            raise NotImplementedError(f"{what}: a tile as the scalar offset of on-chip tensor '{name}' is not supported "
-                                      f"by the simulator yet; load it into a register (nisa.register_load)")
         if not getattr(offsets, "__nki_view__", False) or offsets.buffer.family != "sbuf" or offsets.shape != (1, 1):
             # rule: view.scalar_offset_shape
             raise _invalid(f"{what}: a scalar offset must be a register or an SBUF tensor of shape (1, 1), got "
@@ -93,53 +92,97 @@ def _index_access(index: Any, nfree: int, scalar: bool = False) -> Access:
     if scalar:
         return Access(base, tuple(coords))
     p = index.shape[0]
-    if p > 1 and index.strides[0] != math.prod(base.shape[1:]):
+    step, rest = divmod(index.strides[0], math.prod(base.shape[1:]))
+    if p > 1 and (rest or step <= 0):
         # rule: limit.indirect_pattern
-        raise _invalid(f"the offsets '{index.view_base().label()}' must step one partition per index")
-    grid = np.arange(coords[0], coords[0] + p, dtype=np.int64).reshape((p,) + (1,) * nfree)
+        raise NotImplementedError(f"offsets '{index.view_base().label()}' whose partition stride "
+                                  f"{index.strides[0]} is not a whole number of partitions are not supported by the "
+                                  f"simulator")
+    grid = np.arange(coords[0], coords[0] + p * max(step, 1), max(step, 1), dtype=np.int64).reshape((p,) + (1,) * nfree)
     return Access(base, (Affine(0, None, grid),) + tuple(coords[1:]))
 
 
 def lower(base: Tensor, offset: int, pattern: tuple[tuple[int, int], ...], ind: Indirect) -> Access:
-    """The legacy access ``storage[idx[i_p, 0], i_f]`` that addresses the indirect view.
+    """The legacy access ``storage[idx[i_p, 0] + shift, r]`` that addresses the indirect view.
 
-    The storage is seen as ``(rows, row)`` (or ``(batches, rows, row)`` with an integer batch, for a view starting
-    past row 0); the view's free positions must stay inside one row (the row the index picks), as a legacy gather's
-    free index does."""
+    The storage is seen as ``(rows, row)``: the element at free position ``j`` lies ``offset + pattern(j)`` elements
+    past the start of the row the index picks, which is ``shift[j]`` rows further on, column ``r[j]`` (AWS's
+    pattern is any ``[[stride, count], ...]``, language:486-491 'analogous to torch.as_strided', so it may leave
+    the row, or start rows into the storage, as a view ``data[2:40]`` does).  The index is checked against the
+    count of the dimension it selects among (``ind.rows``), as AWS's oob_mode describes; every element against
+    the storage."""
+    if ind.scalar and base.space != "hbm":
+        return _lower_on_chip(base, offset, pattern, ind)
     row = ind.row
     size = math.prod(base.shape)
     free = pattern if ind.scalar else pattern[1:]
-    if len(pattern) < 2:
+    if not free:  # one element per partition: a free dimension of one (the gather's grid is two-dimensional)
+        free = ((1, 1),)
+    if row <= 0:
         # rule: limit.indirect_pattern
-        raise NotImplementedError(f"a 1-D indirect view of '{base.root.label()}' is not supported by the simulator; "
-                                  f"give it a free dimension (a pattern [[row, P], [1, n]])")
-    if row <= 0 or size % row:
-        # rule: limit.indirect_pattern
-        raise NotImplementedError(f"an indirect view of '{base.root.label()}' whose row stride {row} does not divide its "
-                                  f"{size} elements is not supported by the simulator")
+        raise NotImplementedError(f"an indirect view of '{base.root.label()}' whose row stride is {row} (an index "
+                                  f"that does not move the view) is not supported by the simulator")
+    scale = 1
+    if size % row:  # storage rows of a divisor of the stride, each index stepping several of them
+        unit = math.gcd(row, size)
+        scale, row = row // unit, unit
     first, offset = divmod(offset, row)
-    n = ind.rows
-    if first and (first % n or (size // row) % n):
-        # rule: limit.indirect_pattern
-        raise NotImplementedError(f"an indirect view of '{base.root.label()}' starting at row {first}, not at a multiple "
-                                  f"of its {n} rows, is not supported by the simulator; index the whole tensor and "
-                                  f"add the row to the offsets")
     counts = tuple(c for _, c in free)
-    lead = () if ind.scalar else (1,)
+    # the partition's place (a vector offset's index tile has one), or a unit one before a single free dimension of
+    # a scalar offset's view: the core indexes with grids of two dimensions at least
+    lead = () if ind.scalar and len(free) > 1 else (1,)
     pos = np.full(lead + counts, offset, dtype=np.int64)
     for k, (s, c) in enumerate(free):
         pos += (np.arange(c, dtype=np.int64) * s).reshape(lead + tuple(c if j == k else 1 for j in range(len(counts))))
-    if pos.size and (pos.min() < 0 or pos.max() >= row):
-        # rule: limit.indirect_pattern
-        raise NotImplementedError(f"the free pattern {[list(p) for p in free]} at offset {offset} of an indirect view "
-                                  f"of '{base.root.label()}' leaves the row of {row} elements each index selects: not "
-                                  f"supported by the simulator (a legacy gather's free index stays inside the row)")
-    gather = (_index_access(ind.index, len(free), ind.scalar), Affine(0, None, pos))
-    if first or (n < size // row and (size // row) % n == 0):
-        # a batch of a (batches, n, row) storage: the legacy data[b, idx[i_p, 0], i_f], an index bounded by n
-        shape = (size // row // n, n, row)
+    shift, col = np.divmod(pos, row)
+    index = _index_access(ind.index, len(free), ind.scalar)
+    n, total = ind.rows, size // row
+    if scale == 1 and not shift.any() and not (first % n or total % n):
+        # the free positions stay inside the row: the legacy gather data[b, idx[i_p, 0], i_f] of a
+        # (batches, n, row) storage, an index bounded by n (the same program as the legacy spelling)
+        if n == total:
+            storage = base if base.ndim == 2 and base.shape[1] == row else base.reshape((total, row))
+            return Access(storage, (index, Affine(0, None, col)))
+        shape = (total // n, n, row)
         storage = base if base.shape == shape else base.reshape(shape)
-        return Access(storage, (first // n,) + gather)
-    storage = base if base.ndim == 2 and base.shape[1] == row else base.reshape((size // row, row))
-    return Access(storage, gather)
+        return Access(storage, (first // n, index, Affine(0, None, col)))
+    shift += first
+    if int(shift.min()) == int(shift.max()):  # one shift for every element: a constant
+        moved = Affine(int(shift.reshape(-1)[0])) if int(shift.reshape(-1)[0]) else None
+    else:
+        moved = Affine(0, None, np.ascontiguousarray(shift))
+    storage = base if base.ndim == 2 and base.shape[1] == row else base.reshape((total, row))
+    return Access(storage, (IndirectRows(index, moved, n, scale), Affine(0, None, col)))
 
+
+def _lower_on_chip(base: Tensor, offset: int, pattern: tuple[tuple[int, int], ...], ind: Indirect) -> Access:
+    """A tile's value as an offset of an on-chip tensor (``t.select(1, tile)``, ``t.ap(pattern, scalar_offset=tile,
+    indirect_dim=d)``): the legacy dynamic index ``src[i_p, offsets[0, 0] + shift, r]`` (``core.dynamic.
+    DynamicIndex``) over each partition's elements seen as ``(rows, row)``, with ``row`` the stride the offset
+    scales; on the partition dimension (indirect_dim=0, as a register offset may be), ``src[offsets[0, 0] + i_p,
+    f]``."""
+    free_size = math.prod(base.shape[1:])
+    row = ind.row
+    first, start = divmod(offset, free_size)
+    if not pattern or (pattern[0][0] != free_size and pattern[0][1] > 1) or free_size % row:
+        # rule: limit.indirect_pattern
+        raise NotImplementedError(f"a tile as the offset of on-chip tensor '{base.root.label()}' on a view whose "
+                                  f"first pair {list(pattern[0]) if pattern else []} is not its partitions is not "
+                                  f"supported by the simulator")
+    parts = pattern[0][1]
+    free = pattern[1:] or ((1, 1),)
+    counts = tuple(c for _, c in free)
+    pos = np.full((1,) + counts, start, dtype=np.int64)
+    for k, (s, c) in enumerate(free):
+        pos += (np.arange(c, dtype=np.int64) * s).reshape((1,) + tuple(c if j == k else 1 for j in range(len(counts))))
+    grid = np.arange(first, first + parts, dtype=np.int64).reshape((parts,) + (1,) * len(free))
+    index = _index_access(ind.index, len(free), True)
+    if row == free_size:  # the partition dimension: the offset moves the partitions
+        shift, col = np.divmod(pos, row)
+        storage = base if base.ndim == 2 else base.reshape((base.shape[0], free_size))
+        moved = DynamicIndex(index, Affine(0, None, np.ascontiguousarray(grid + shift)))
+        return Access(storage, (moved, Affine(0, None, col)))
+    shift, col = np.divmod(pos, row)
+    storage = base.reshape((base.shape[0], free_size // row, row))
+    moved = DynamicIndex(index, Affine(0, None, np.ascontiguousarray(shift)))
+    return Access(storage, (Affine(0, None, grid), moved, Affine(0, None, col)))

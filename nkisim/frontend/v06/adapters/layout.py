@@ -161,9 +161,7 @@ def lower(base: Tensor, offset: int, pattern: Pattern, dyn: tuple = ()) -> Tenso
             key[d] = slice(k.start + move, k.stop + move, k.step) if isinstance(k, slice) else move + k
         return Access(base, tuple(key))
     if dyn:
-        # rule: limit.dynamic_offset_pattern
-        raise NotImplementedError(f"a dynamic offset on a view with pattern {[list(p) for p in pattern]} is not "
-                                  f"supported by the simulator; give the view a basic layout")
+        return _dynamic_grid(base, offset, pattern, dyn)
     counts = tuple(c for _, c in pattern)
     flat = np.full(counts, offset, dtype=np.int64)
     for k, (s, c) in enumerate(pattern):
@@ -179,6 +177,59 @@ def lower(base: Tensor, offset: int, pattern: Pattern, dyn: tuple = ()) -> Tenso
                                                 Affine(0, grid=np.ascontiguousarray(flat[None, :], dtype=np.int64))))
     coords = open_grids(np.unravel_index(flat, shape))
     return Access(base, tuple(Affine(0, grid=np.ascontiguousarray(c, dtype=np.int64)) for c in coords))
+
+
+def _dynamic_grid(base: Tensor, offset: int, pattern: Pattern, dyn: tuple) -> Access:
+    """A view of any pattern moved by dynamic offsets (registers, dynamic loop indices): the storage seen as rows of
+    ``unit`` elements (a divisor of every dynamic stride and of the storage), each element at row ``q + sum(value *
+    stride / unit)``, column ``r``, with ``offset + pattern(j) = q * unit + r``; the loops' ranges bound the rows as
+    they bound any index.  On chip the partitions stay the first dimension (an offset whose stride is a whole
+    number of partitions moves them) and each partition's elements are the rows."""
+    size = math.prod(base.shape)
+    if base.space == "hbm":
+        unit = size
+        for _, stride in dyn:
+            unit = math.gcd(unit, int(stride))
+        counts = tuple(c for _, c in pattern) or (1,)
+        flat = _positions(offset, pattern, counts)
+        if len(counts) < 2:
+            flat = flat[None, :]
+        q, r = np.divmod(flat, unit)
+        rows = Affine(0, grid=np.ascontiguousarray(q))
+        for value, stride in dyn:
+            rows = rows + value * (int(stride) // unit)
+        return Access(base.reshape((size // unit, unit)), (rows, Affine(0, grid=np.ascontiguousarray(r))))
+    parts_size = size // base.shape[0]  # one partition's elements
+    if not pattern or (pattern[0][0] != parts_size and pattern[0][1] > 1):
+        # rule: limit.dynamic_offset_pattern
+        raise NotImplementedError(f"a dynamic offset on a view with pattern {[list(p) for p in pattern]} of on-chip "
+                                  f"tensor '{base.root.name}', whose first pair is not its partitions, is not "
+                                  f"supported by the simulator")
+    first, start = divmod(offset, parts_size)
+    unit = parts_size
+    for _, stride in dyn:
+        if int(stride) % parts_size:
+            unit = math.gcd(unit, int(stride))
+    free = pattern[1:] or ((1, 1),)
+    counts = tuple(c for _, c in free)
+    q, r = np.divmod(_positions(start, free, counts)[None], unit)
+    parts = Affine(0, grid=np.arange(first, first + pattern[0][1], dtype=np.int64).reshape((-1,) + (1,) * len(counts)))
+    rows = Affine(0, grid=np.ascontiguousarray(q))
+    for value, stride in dyn:
+        if int(stride) % parts_size:
+            rows = rows + value * (int(stride) // unit)
+        else:
+            parts = parts + value * (int(stride) // parts_size)
+    storage = base.reshape((base.shape[0], parts_size // unit, unit))
+    return Access(storage, (parts, rows, Affine(0, grid=np.ascontiguousarray(r))))
+
+
+def _positions(offset: int, pattern: Pattern, counts: tuple[int, ...]) -> np.ndarray:
+    """``offset + sum(j_k * s_k)`` over the pattern's grid (shape ``counts``)."""
+    flat = np.full(counts, offset, dtype=np.int64)
+    for k, (s, c) in enumerate(pattern):
+        flat += (np.arange(c, dtype=np.int64) * s).reshape([c if j == k else 1 for j in range(len(counts))])
+    return flat
 
 
 def open_grids(coords: tuple[np.ndarray, ...]) -> list[np.ndarray]:
