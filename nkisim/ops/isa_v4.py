@@ -255,8 +255,11 @@ def nonzero_with_count(src: Any, *, dst: Any, index_offset: Any = 0, padding_val
             vals[p, :len(idx)] = idx + offset
             vals[p, t] = len(idx)
         vals = vals.astype(np.int32).astype(np.int64)  # int32 wrap, as the 32-bit engine writes it
-    valid = np.broadcast_to(rows[:, None], out_shape)
-    out = write_dst(ctx, api, dst, out_shape, vals, valid)
+    # dst of any free shape holding t + 1 elements per partition (nki-library's find_nonzero_indices writes a
+    # [C, 1, chunk + 1] tile): the values in its own shape
+    shape = tuple(d.shape)
+    valid = np.broadcast_to(rows.reshape((-1,) + (1,) * (len(shape) - 1)), shape)
+    out = write_dst(ctx, api, dst, shape, None if vals is None else vals.reshape(shape), valid)
     emit(ctx, NONZERO_WITH_COUNT, reads=[a], writes=[out], n=t + 1)
 
 

@@ -158,7 +158,9 @@ def nc_stream_shuffle(src: Any = None, dst: Any = None, shuffle_mask: Any = None
                                 f"shuffle_mask[{p % quadrant}]={m} of 'nc_stream_shuffle' is out of bounds for "
                                 f"{shape_str('src', s.shape)}")
             out[p] = x[row]
-        vals, valid = out, (None if keep.all() else np.broadcast_to(keep, (dst_parts, d_n)))
+        # (a dst of any free shape: nki-library's find_nonzero_indices shuffles a [C, 1, chunk + 1] tile)
+        vals = out
+        valid = None if keep.all() else np.broadcast_to(keep.reshape((dst_parts,) + (1,) * (len(d.shape) - 1)), d.shape)
     if mask is not None:
         mask_array(mask, d.shape, "nc_stream_shuffle", ctx)
     deliver(ctx, NC_STREAM_SHUFFLE, d.shape, d.dtype, vals, dst, reads=[s], valid=valid)
