@@ -131,7 +131,17 @@ def allocate(shape: Any, dtype: Any, buffer: Any = None, name: str = "", fill: A
                 raise sbuf_too_wide(ctx, per_partition, shp, name)
         else:
             per_block = math.prod(shp[par + 1:]) * dt.storage_dtype(d).itemsize
-            if per_block > ctx.target.psum_bank_bytes:
+            if _dialect(ctx) == "0.6":
+                # NKI 0.6 places a PSUM tensor across banks (nl.tile_size.psum_num_banks; a NeuronCore-v4 matmul's
+                # dst spans 'the size of 8x PSUM banks (the entire PSUM)', isa nc_matmul_mx): nki-library's
+                # rotational top-k allocates [128, 1024] fp32 and fills it 512 columns a matmul.  The whole PSUM
+                # per partition is the limit; each matmul's own output is still held to one bank (ops.matmul)
+                if per_block > ctx.target.psum_partition_bytes:
+                    raise nki_error("err_psum_tile_exceed_bank_size",
+                                    f"PSUM tensor {shape_str(tensor_label(name), shp)} needs {per_block} bytes per "
+                                    f"partition, more than the PSUM's {ctx.target.psum_partition_bytes} "
+                                    f"({ctx.target.psum_banks} banks of {ctx.target.psum_bank_bytes} bytes)")
+            elif per_block > ctx.target.psum_bank_bytes:
                 raise nki_error("err_psum_tile_exceed_bank_size",
                                 f"PSUM tile {shape_str(tensor_label(name), shp)} needs {per_block} bytes per partition, "
                                 f"more than one 2 KiB PSUM bank (at most 512 fp32 elements in the free dimension)")
@@ -160,7 +170,13 @@ def _checked_key(shape: Any, dtype: Any, buf: Buffer, par: int, ctx: Any) -> tup
     per site), direct allocations, a block dimension (it warns every time) and shapes that are not tuples."""
     if par or buf.alloc is not None or buf.family == "hbm" or shape.__class__ is not tuple:
         return None
-    return (shape, dtype, buf.space, ctx.target)
+    return (shape, dtype, buf.space, ctx.target, _dialect(ctx))
+
+
+def _dialect(ctx: Any) -> str:
+    """The NKI dialect of the kernel being traced ("legacy" or "0.6"): their PSUM allocation rules differ."""
+    trace = getattr(ctx, "trace", None)
+    return getattr(trace, "dialect", "legacy") if trace is not None else "legacy"
 
 
 def _new_tensor(ctx: Any, shp: tuple[int, ...], d: np.dtype, buf: Buffer, par: int, name: str,
