@@ -440,20 +440,6 @@ def test_ap_vector_offset_rules():
     _refused(both, "scalar_offset and vector_offset cannot be combined")
 
 
-def test_dma_compute_through_an_indirect_view_stays_refused():
-    """The read-modify-write scatter of ``dma_compute`` has rules (two sources, unique indices, swdge) not modelled
-    yet: an indirect view there is refused, not run as a plain sum."""
-
-    def body(data, indices):
-        src = nl.ndarray((128, 32), dtype=data.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=src, src=data)
-        view = data.ap([[32, 128], [1, 32]], vector_offset=_idx(indices))
-        nisa.dma_compute(dst=view, srcs=[view, src], reduce_op=nl.add)
-
-    with pytest.raises(NotImplementedError, match="scatter/gather read-modify-write form, is not supported"):
-        nki.jit(body)(RNG.standard_normal((128, 32)).astype(np.float32), IDX)
-
-
 @pytest.mark.parametrize("mode", ["hwdge", "none"])
 def test_only_the_software_dge_addresses_per_partition(mode):
     """AWS: swdge is the only DGE mode for vector_offset gather/scatter (hwdge has no vector_offset; none is static

@@ -333,3 +333,77 @@ def test_a_register_offset_moves_an_on_chip_view_of_any_pattern():
     np.testing.assert_array_equal(launch.outputs, want)
     done = api.execute(api.program_from_json(launch.program.to_json()), [data])
     np.testing.assert_array_equal(done.outputs, want)
+
+
+# --- dma_compute's read-modify-write through an indirect view (AWS's dma_compute docs: scatter and gather RMW) ------
+@nki.jit
+def scatter_add(table, indices, rows):
+    """Scatter RMW: ``table[idx[p]] += rows[p]`` (dst an indirect HBM view, one source the same view)."""
+    P, F = rows.shape
+    data = nl.ndarray((P, F), dtype=rows.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=data, src=rows)
+    idx = nl.ndarray((P, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=indices)
+    view = table.vector_select(0, idx)
+    nisa.dma_compute(dst=view, srcs=[view, data], reduce_op=nl.add, oob_mode=nisa.oob_mode.skip)
+    return table
+
+
+@nki.jit
+def gather_add(table, indices, base):
+    """Gather RMW: ``acc += table[idx[p]]`` (dst SBUF, one source dst itself, the other an indirect HBM view)."""
+    P, F = base.shape
+    acc = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=acc, src=base)
+    idx = nl.ndarray((P, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=indices)
+    nisa.dma_compute(dst=acc, srcs=[acc, table.ap([[F, P], [1, F]], vector_offset=idx)], reduce_op=nl.add)
+    out = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=acc)
+    return out
+
+
+def test_dma_compute_scatter_adds_into_the_rows_the_indices_name():
+    table = RNG.standard_normal((64, 32)).astype(np.float32)
+    rows = RNG.standard_normal((40, 32)).astype(np.float32)
+    idx = RNG.permutation(64)[:40].astype(np.int32).reshape(40, 1)  # unique, as AWS requires
+    idx[5, 0] = 64  # out of range: skipped (oob_mode=skip)
+    want = table.copy()
+    keep = idx[:, 0] < 64
+    want[idx[keep, 0]] += rows[keep]
+    launch = api.launch(scatter_add, [table.copy(), idx, rows], target="trn2")
+    np.testing.assert_array_equal(launch.outputs, want)
+    rmw = [i for i in launch.record.ctx.trace if i.kind.name == "dma_compute"]
+    assert len(rmw) == 1 and rmw[0].nbytes == 40 * 32 * 4  # the rows it adds; HBM read and written back
+    assert rmw[0].extra["hbm_bytes"] == 2 * 40 * 32 * 4
+
+
+def test_dma_compute_gather_adds_the_rows_the_indices_name():
+    table = RNG.standard_normal((64, 32)).astype(np.float32)
+    base = RNG.standard_normal((128, 32)).astype(np.float32)
+    idx = RNG.integers(0, 64, (128, 1)).astype(np.int32)
+    np.testing.assert_allclose(gather_add(table, idx, base), base + table[idx[:, 0]], rtol=1e-6)
+
+
+def test_dma_compute_rmw_keeps_to_aws_documented_forms():
+    def three(table, indices, rows):
+        data = nl.ndarray(rows.shape, dtype=rows.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=data, src=rows)
+        idx = nl.ndarray(indices.shape, dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=idx, src=indices)
+        view = table.vector_select(0, idx)
+        nisa.dma_compute(dst=view, srcs=[view, data, data], reduce_op=nl.add)
+
+    def repeated(table, indices, rows):
+        data = nl.ndarray(rows.shape, dtype=rows.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=data, src=rows)
+        idx = nl.ndarray(indices.shape, dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=idx, src=indices)
+        view = table.vector_select(0, idx)
+        nisa.dma_compute(dst=view, srcs=[view, data], reduce_op=nl.add, unique_indices=False)
+
+    args = (DATA.copy(), np.arange(8, dtype=np.int32).reshape(8, 1), np.ones((8, 32), np.float32))
+    with pytest.raises(Exception, match="exactly 2 source tensors"):
+        nki.jit(three)(*args)
+    with pytest.raises(Exception, match="only unique indices are supported"):
+        nki.jit(repeated)(*args)

@@ -16,7 +16,7 @@ import numpy as np
 from nkisim.core import dtypes as dt
 from nkisim.core.context import KernelContext, current
 from nkisim.core.errors import nki_error
-from nkisim.core.storage import read, write
+from nkisim.core.storage import read, read_masked, write
 from nkisim.core.tensor import Access, as_access, is_tile, shape_str
 from nkisim.cost.instructions import ACTIVATE2, DMA_COMPUTE, EXPONENTIAL, GATHER_FLATTENED, NONZERO_WITH_COUNT, TOPK
 from nkisim.ops.base import dtype_in, emit, operand, operands, write_dst
@@ -355,6 +355,90 @@ def nc_n_gather(data: Any, indices: Any, *, dst: Any, name: str = "") -> None:
 
 
 # --- dma_compute (DMA) ---------------------------------------------------------------------------------------------
+#: AWS's words for dma_compute's read-modify-write (nki/api/nki/isa/__init__.py, dma_compute)
+RMW_SOURCE = ("AWS's dma_compute docs: 'When one of the source tensors has a vector_offset (indirect indexing), "
+              "dma_compute performs read-modify-write ... Scatter RMW: dst(HBM)[indices] = dst(HBM)[indices] + "
+              "src(SB) ... Gather RMW: dst(SB) = dst(SB) + src(HBM)[indices] ... Both modes require: Exactly 2 source "
+              "tensors ... unique_indices must be True (non-unique indices not yet supported)'")
+
+
+def _indirect(a: Access) -> bool:
+    return a.advanced and any(c[0] == "ind" for c in a.comps)
+
+
+def _same_place(a: Access, b: Access) -> bool:
+    """``a`` and ``b`` address the same elements of the same tensor (a source that 'matches dst')."""
+    if a.tensor.root is not b.tensor.root or a.tensor.shape != b.tensor.shape or tuple(a.shape) != tuple(b.shape):
+        return False
+    return all(np.array_equal(np.broadcast_to(np.asarray(x), a.shape), np.broadcast_to(np.asarray(y), b.shape))
+               for x, y in zip(a.grid_arrays(), b.grid_arrays()))
+
+
+def _rmw(ctx: Any, d: Access, accs: list[Access], unique_indices: bool, oob_mode: Any) -> None:
+    """dma_compute's read-modify-write through an indirect view, as AWS documents its two modes: scatter
+    (``dst`` an indirect HBM view, one source the same view, the other SBUF data) and gather (``dst`` SBUF, one
+    source the same tile, the other an indirect HBM view).  Each index's row is read, added in fp32 and written
+    back (unique indices: no two partitions touch one row); ``oob_mode=skip`` leaves out-of-range partitions out.
+    Priced as dma_copy's read-modify-write: one DMA reading both sources and writing dst."""
+    from nkisim.ops.movement import indirect_in_bounds
+
+    api = "dma_compute"
+    if len(accs) != 2:
+        raise nki_error("err_param_shape_mismatch",
+                        f"'{api}' through an indirect (vector_offset) view takes exactly 2 source tensors, got "
+                        f"{len(accs)} ({RMW_SOURCE})")
+    if not unique_indices:
+        raise nki_error("err_unsupported_dtype_value",
+                        f"unique_indices=False of '{api}' through an indirect view: only unique indices are supported "
+                        f"({RMW_SOURCE})")
+    if d.space == "hbm" and _indirect(d):  # scatter: dst[idx] += data
+        match = [i for i, a in enumerate(accs) if _indirect(a) and _same_place(a, d)]
+        data = [a for i, a in enumerate(accs) if i not in match[:1]]
+        if not match or data[0].space != "sbuf" or _indirect(data[0]):
+            raise nki_error("err_operand_type",
+                            f"'{api}' scatter read-modify-write: one source must be dst's own indirect view and the "
+                            f"other SBUF data ({RMW_SOURCE})")
+        view = d
+    elif d.space == "sbuf" and not _indirect(d):  # gather: dst += src[idx]
+        match = [i for i, a in enumerate(accs) if not _indirect(a) and _same_place(a, d)]
+        data = [a for i, a in enumerate(accs) if i not in match[:1]]
+        if not match or data[0].space != "hbm" or not _indirect(data[0]):
+            raise nki_error("err_operand_type",
+                            f"'{api}' gather read-modify-write: one source must be dst itself and the other an "
+                            f"indirect (vector_offset) view of HBM ({RMW_SOURCE})")
+        view = data[0]
+    else:
+        raise nki_error("err_operand_type",
+                        f"'{api}' through an indirect view reads and writes either an indirect HBM dst (scatter) or "
+                        f"an SBUF dst from an indirect HBM source (gather) ({RMW_SOURCE})")
+    own, other = accs[match[0]], data[0]
+    count = int(np.prod(d.shape))
+    for i, a in enumerate(accs):
+        check_packed_copy(api, a.dtype, d.dtype)
+        if int(np.prod(a.shape)) != count:
+            raise nki_error("err_param_shape_mismatch",
+                            f"Parameter shapes ({shape_str(f'srcs[{i}]', a.shape)}, {shape_str('dst', d.shape)}) of "
+                            f"'{api}' has mismatched shapes: every source needs dst's {count} elements")
+    skip = oob_mode is not None and int(oob_mode) == 1
+    inb = indirect_in_bounds(view, skip)
+    valid = None
+    if inb is not None:
+        valid = inb if view is d else inb.reshape(d.shape) if inb.size == count else None
+    d.check_write(accumulate=True)
+    vals = None
+    if ctx.numerics:
+        def get(a: Access) -> np.ndarray:
+            if valid is None:
+                return np.asarray(read(a))
+            return np.asarray(read_masked(a, valid.reshape(a.shape)))
+        vals = dma_sum([get(own), get(other)]).reshape(d.shape)
+    write(d, vals, valid)
+    nbytes = count * other.itemsize
+    hbm = count * (d.itemsize if view is d else other.itemsize) * (2 if view is d else 1)
+    extra: dict[str, Any] = {"rmw": "add", "hbm_bytes": hbm}
+    if d.space == "sbuf":
+        extra["rmw_sbuf"] = True
+    emit(ctx, DMA_COMPUTE, reads=[other, own], writes=[d], nbytes=nbytes, extra=extra)
 def dma_sum(arrays: list[np.ndarray]) -> np.ndarray:
     """The DMA compute engines' sum: every source widened to fp32, added in order in fp32 (flattened)."""
     total = np.zeros(arrays[0].size, F32)
@@ -368,9 +452,8 @@ def dma_compute(srcs: Any, reduce_op: Any, *, dst: Any, scales: Any = None, uniq
                 oob_mode: Any = 0, name: str = "") -> None:
     """``nisa.dma_compute``: ``dst = srcs[0] + srcs[1] + ...`` computed by the DMA engines in fp32 and cast once to
     ``dst``'s dtype, each operand in HBM or SBUF with ``dst``'s element count (any shape).  As AWS documents it today
-    only ``nl.add`` with scales of 1.0 and at most 16 sources; the indirect (scatter/gather read-modify-write) form
-    through ``.ap(vector_offset=...)`` / ``vector_select`` views is refused here (its two-source, unique-index and
-    DGE rules are not modelled yet).  Priced as one DMA that moves every source's
+    only ``nl.add`` with scales of 1.0 and at most 16 sources; through ``.ap(vector_offset=...)`` / ``vector_select``
+    views the scatter/gather read-modify-write of ``_rmw``.  Priced as one DMA that moves every source's
     bytes at the DMA compute engine's throughput (the target's ``rmw_throughput``; ``rmw_sbuf_throughput`` into
     SBUF), and at least the HBM bytes it reads and writes at HBM bandwidth."""
     ctx = current()
@@ -391,9 +474,9 @@ def dma_compute(srcs: Any, reduce_op: Any, *, dst: Any, scales: Any = None, uniq
     allowed = ["hbm", "sbuf"]
     d = as_access(operand(api, "dst", dst, allowed, ctx))
     accs = [as_access(operand(api, f"srcs[{i}]", s, allowed, ctx)) for i, s in enumerate(srcs)]
-    if any(a.advanced and any(c[0] == "ind" for c in a.comps) for a in [d, *accs]):
-        raise NotImplementedError(f"'{api}' through an indirect (vector_offset / vector_select) view, the "
-                                  f"scatter/gather read-modify-write form, is not supported by the simulator yet")
+    if any(_indirect(a) for a in [d, *accs]):
+        _rmw(ctx, d, accs, unique_indices, oob_mode)
+        return
     count = int(np.prod(d.shape))
     for i, s in enumerate(accs):
         check_packed_copy(api, s.dtype, d.dtype)

@@ -25,8 +25,6 @@ MODULES = {
 PARTIAL = {
     "nki.language.gather_flattened": "axis=0 only: AWS's docs take an axis (language:2297 'axis along which to "
                                      "gather') but say only that the index selects 'from the free dimension of data'",
-    "nki.isa.dma_compute": "static form only: AWS's docs also give the scatter/gather read-modify-write through "
-                           "vector_offset views (isa:2656 unique_indices, oob_mode); it is refused",
     "nki.isa.rng": "a documented XORWOW generator of the simulator's own (seed expansion, lane order): AWS's docs "
                    "do not give the hardware's bits (isa:2087)",
     "nki.isa.rand2": "a documented XORWOW generator of the simulator's own: AWS's docs do not give the hardware's "
