@@ -16,10 +16,12 @@ import pytest
 from course_testing import REPO
 from nbgrader.api import Gradebook
 
-from nkilab import course, grade_table, manifest
-from nkilab.classgrade import course_layout, outcome_counts
-from nkilab.nbgrader_plugins import feedback_flags
-from nkilab.release import load_source
+from nkilab.authoring import nbgrader_course as course
+from nkilab.authoring.release import load_source
+from nkilab.autograde.nbgrader_plugins import feedback_flags
+from nkilab.batch.classgrade import course_layout, outcome_counts
+from nkilab.course import manifest
+from nkilab.lms import grade_table
 
 ROSTER = "id,first_name,last_name,email\nzoe,Zoe,Li,zoe@example.edu\nyan,Yan,Ko,yan@example.edu\n"
 BARE_PATH = "/usr/local/bin:/usr/bin:/bin"  # no virtualenv on it

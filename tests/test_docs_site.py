@@ -21,8 +21,8 @@ import nbformat
 import numpy as np
 import pytest
 
-from nkilab import redact
-from nkilab.release import MARKERS, reference_fingerprints, scan_for_leaks
+from nkilab.authoring import redact
+from nkilab.authoring.release import MARKERS, reference_fingerprints, scan_for_leaks
 from nkisim import api
 from nkisim.core.errors import CATALOGUE, UNDOCUMENTED, error_page
 
@@ -217,7 +217,7 @@ def test_lesson_pages_show_the_student_notebook_with_demo_outputs(site):
     assert "Stage 2 — Partition tiling" in text
     assert "your answer" in text and "graded cell (3 points)" in text and "saved as tiled_add.py" in text
     # the demo cells ran (reference answers in place) and show what they printed: the compiler's error, the sweep
-    # table naming estimate and target, and the plots: tile heights, then (nkilab.figures) the DMA queues, the
+    # table naming estimate and target, and the plots: tile heights, then (nkilab.course.figures) the DMA queues, the
     # timelines of 1-row and 128-row tiles and the ragged tiling
     assert "number of partitions in src[256, 4] of 'load' exceed architecture limitation of 128" in text
     assert "latency (estimate: nkisim cost model, trn2)" in text
@@ -305,7 +305,7 @@ def _profile_output(kernel: str) -> dict:
     import neuronxcc.nki.language as nl
     from neuronxcc.nki import typing as nt
 
-    from nkilab.modules import load_kernel
+    from nkilab.kernels.modules import load_kernel
     from nkisim.api import profile_kernel
 
     path = REPO / "solutions/04_masked_rmsnorm" / f"{kernel}.py"

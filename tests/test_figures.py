@@ -1,4 +1,4 @@
-"""nkilab.figures: the lessons' diagrams say what the target file and the cost model say, the roofline puts
+"""nkilab.course.figures: the lessons' diagrams say what the target file and the cost model say, the roofline puts
 kernels where their profiles put them (never above the roof), and check() shows which tiles are wrong.
 
 Expected numbers are read here from the target TOML files directly (not through the simulator) or computed
@@ -21,7 +21,7 @@ from course_testing import REPO, execute, write  # noqa: E402
 
 import nkisim  # noqa: E402
 from nkilab import check, figures  # noqa: E402
-from nkilab.compare import tile_map  # noqa: E402
+from nkilab.judge.compare import tile_map  # noqa: E402
 
 nkisim.install()
 import neuronxcc.nki as nki  # noqa: E402

@@ -1,7 +1,7 @@
 """check() and the feedback say what their numbers mean, and give a hint only when its premise holds in the kernel.
 
 Each hint of ``GradeRecord.why_lines`` is checked twice, on facts where its premise holds and on facts where it does
-not (in process: the facts are the executor's, as ``nkilab.runner.speed_facts`` checks them); the premise read from
+not (in process: the facts are the executor's, as ``nkilab.isolate.runner.speed_facts`` checks them); the premise read from
 the kernel's own source -- a tile made outside a loop that the loop overwrites -- on real kernels: ben's (one pair of
 tiles for every chunk), the reference solutions (tiles made in the loop body, or filled part by part), accumulators.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nkilab import runner
-from nkilab.premises import shared_tile_lines
-from nkilab.results import CostlyLine, GradeRecord, Held, SpeedFacts, SpeedRecord
+from nkilab.isolate import runner
+from nkilab.judge.results import CostlyLine, GradeRecord, Held, SpeedFacts, SpeedRecord
+from nkilab.kernels.premises import shared_tile_lines
 
 REPO = Path(__file__).resolve().parents[1]
 BEN = REPO / "autograder" / "example_class" / "kernels" / "ben_stream_one_chunk_at_a_time.py"

@@ -40,9 +40,9 @@ def test_the_contracts_hold(tmp_path):
 #: one mutant per contract: (file, the module it imports from a function, the broken import lint must name,
 #: how many contracts break)
 MUTANTS = [
-    ("nkisim/core/errors.py", "nkilab.questions", "nkisim.core.errors -> nkilab.questions", 1),
-    ("autograder/nkilab/compare.py", "nkisim.core.tensor", "nkilab.compare -> nkisim.core.tensor", 1),
-    ("autograder/nkilab/questions.py", "nkilab.grade", "nkilab.questions -> nkilab.grade", 1),
+    ("nkisim/core/errors.py", "nkilab.course.questions", "nkisim.core.errors -> nkilab.course.questions", 1),
+    ("autograder/nkilab/judge/compare.py", "nkisim.core.tensor", "nkilab.judge.compare -> nkisim.core.tensor", 1),
+    ("autograder/nkilab/course/questions.py", "nkilab.judge.grade", "nkilab.course.questions -> nkilab.judge.grade", 1),
     # core -> runtime also closes a path from the program's records (which read core) back to its encoder
     ("nkisim/core/dtypes.py", "nkisim.runtime.kernel", "nkisim.core.dtypes -> nkisim.runtime.kernel", 2),
     # the ir <-> encode cycle the typed operand records removed (issue 20 scope 6) must not come back
