@@ -48,7 +48,7 @@ from nkilab.authoring.release import CONFIG, REPO, load_source
 from nkilab.autograde.nbgrader_plugins import feedback_flags, grading_flags
 from nkilab.batch import example_class, gradebook_audit
 from nkilab.batch.batch_control import CHILDREN, CourseBusy, course_lock, on_signals
-from nkilab.batch.rescue import (
+from nkilab.batch.handin_audit import (
     already_graded,
     attempted,
     autograded,

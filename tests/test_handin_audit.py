@@ -1,4 +1,4 @@
-"""``nkilab.batch.rescue``: after ``nbgrader autograde``, was each hand-in graded, and if not, why -- read from nbgrader's
+"""``nkilab.batch.handin_audit``: after ``nbgrader autograde``, was each hand-in graded, and if not, why -- read from nbgrader's
 own log and gradebook -- and what rebuilding it on the release changed. Checked on logs in nbgrader's words and a
 real (SQLite) gradebook, without grading anything."""
 
@@ -11,7 +11,7 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from nkilab.batch.rescue import already_graded, attempted, autograded, failure_reason, sanitize_notes
+from nkilab.batch.handin_audit import already_graded, attempted, autograded, failure_reason, sanitize_notes
 
 LAB = "01_lab"
 
