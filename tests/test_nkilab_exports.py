@@ -3,7 +3,8 @@
 The trace child and the executor start once per graded question, so what they import is paid hundreds of times in a
 class's ``make grade``.  The package's exports (check, grade, the manifest, the latency helpers) are loaded lazily;
 these tests hold both halves of that: the processes stay lean, and every export is still the documented object,
-whatever order its modules were imported in (``nkilab.grade`` is both a module and the function it defines)."""
+whatever order its modules were imported in (``nkilab.judge.grade`` is a module, ``nkilab.grade`` the function it
+defines; ``nkilab.figures`` is the lessons' module)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,8 @@ from nkilab.judge.grade import grade as grade_fn
 from nkilab.judge.check import check as check_fn
 assert grade is grade_fn and nkilab.grade is grade_fn and inspect.isfunction(grade), grade
 assert check is check_fn and nkilab.check is check_fn, check
+from nkilab import figures
+assert figures.__name__ == "nkilab.course.figures" and nkilab.figures is figures, figures
 assert "vector_add_naive" in QUESTIONS and callable(load_kernel) and callable(peak) and callable(latency_us)
 print(sorted(set(nkilab.__all__) - set(dir(nkilab))))
 """)

@@ -6,14 +6,14 @@ cells call: it runs the student's module in a subprocess with a timeout and comp
 ``latency_us(kernel, *arrays, target=...)`` is the lessons' latency helper for demos and sweeps (a cost-model
 estimate on the simulator, labelled by ``latency_label(target)``), and ``load_kernel(path, name)`` imports the
 kernel a ``%%writefile`` cell saved, for demos that profile or benchmark it; ``peak(target)`` is the target's
-peak TensorE and DMA rates (the lessons' bounds), read from the simulator's target file.
+peak TensorE and DMA rates (the lessons' bounds), read from the simulator's target file; ``figures`` draws the
+lessons' diagrams.  The rest of the library is in sub-packages named for what they hold, in the order a hand-in
+flows through them: course, authoring, intake, autograde, judge, isolate, kernels, batch, lms (autograder/README.md).
 """
 
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 #: public name -> the module that defines it.  Loaded on first use (PEP 562), not when the package is imported:
@@ -37,21 +37,6 @@ if TYPE_CHECKING:
     from nkilab.judge.grade import GradeReport, grade, grade_report
     from nkilab.kernels.latency import latency_label, latency_us
     from nkilab.kernels.modules import load_kernel
-
-
-class _Package(types.ModuleType):
-    """The import system binds each submodule to its package's attribute once it is loaded; ``nkilab.grade`` and
-    ``nkilab.check`` are also the names of functions the package exports, and the function wins (as it did when
-    this file imported them eagerly), whichever of ``import nkilab.judge.grade`` and ``from nkilab import grade`` runs
-    first."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _EXPORTS and isinstance(value, types.ModuleType) and value.__name__ == f"{__name__}.{name}":
-            value = getattr(value, name)
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str) -> Any:
