@@ -29,6 +29,7 @@ import traceback
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import cast
 
 import nbformat
 from nbformat import NotebookNode
@@ -165,7 +166,7 @@ def run_grader_cell(cell: NotebookNode, namespace: dict, folder: Path, count: in
     value, error = None, None
     try:
         tree = ast.parse(python_source(cell.source), "<grade cell>")
-        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        last = cast(ast.Expr, tree.body.pop()) if tree.body and isinstance(tree.body[-1], ast.Expr) else None
         with contextlib.chdir(folder), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             exec(compile(tree, "<grade cell>", "exec"), namespace)
             if last is not None:

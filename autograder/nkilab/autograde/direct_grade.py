@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import nbformat
 from nbclient import NotebookClient
@@ -48,8 +49,9 @@ class DirectGrade(TimeLimitedExecute):
 
     direct = Bool(True, help="start no Jupyter kernel unless a grade cell needs one").tag(config=True)
 
-    def preprocess(self, nb: NotebookNode, resources: ResourcesDict | None = None, km=None):
-        where = (resources or {}).get("metadata", {}).get("path")
+    def preprocess(self, nb: NotebookNode, resources: ResourcesDict | None = None,
+                   km: Any = None) -> tuple[NotebookNode, ResourcesDict | None]:
+        where = ((resources or ResourcesDict()).get("metadata") or {}).get("path")
         if not where:
             raise ValueError("DirectGrade needs the notebook's folder (resources['metadata']['path'])")
         folder = Path(where)
@@ -73,7 +75,7 @@ class DirectGrade(TimeLimitedExecute):
             processes.stop_servers()
         return nb, resources
 
-    def output(self, outs, msg, display_id, cell_index):
+    def output(self, outs: list, msg: dict, display_id: str | None, cell_index: int) -> NotebookNode | None:
         """nbclient's handling of one output of the kernel's, until the notebook's kernel has printed
         ``MAX_KERNEL_OUTPUT`` bytes (a stream is cut there, and says so): an endless print must not fill the grader's
         memory."""
@@ -102,7 +104,7 @@ class DirectGrade(TimeLimitedExecute):
 
         return time.monotonic() + self.notebook_timeout if self.notebook_timeout else None
 
-    def create_kernel_manager(self):
+    def create_kernel_manager(self) -> SandboxedKernelManager:
         """The notebook's kernel, in the sandbox, under the notebook's CPU time."""
         self.km = SandboxedKernelManager(config=self.config,
                                          limits=kernel_limits(int(self.notebook_timeout or 600) + 60))

@@ -33,6 +33,7 @@ import math
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import bleach
 import nbformat
@@ -106,7 +107,8 @@ class TimeLimitedExecute(Execute):
 
     _deadline: float | None = None
 
-    def preprocess(self, nb: NotebookNode, resources: ResourcesDict | None = None, km=None):
+    def preprocess(self, nb: NotebookNode, resources: ResourcesDict | None = None,
+                   km: Any = None) -> tuple[NotebookNode, ResourcesDict | None]:
         self._deadline = time.monotonic() + self.notebook_timeout if self.notebook_timeout else None
         return super().preprocess(nb, resources, km=km)
 
@@ -121,7 +123,8 @@ class TimeLimitedExecute(Execute):
 class GradeCellStderrToStdout(NbGraderPreprocessor):
     """Move a grade cell's stderr text to stdout (marked ``[stderr]``) so nbgrader does not zero the cell."""
 
-    def preprocess_cell(self, cell: NotebookNode, resources: ResourcesDict, index: int):
+    def preprocess_cell(self, cell: NotebookNode, resources: ResourcesDict,
+                        index: int) -> tuple[NotebookNode, ResourcesDict]:
         if cell.cell_type == "code" and is_grade(cell):
             for out in cell.get("outputs", []):
                 if out.get("output_type") == "stream" and out.get("name") == "stderr":
@@ -159,7 +162,8 @@ class RenderGradeRecords(NbGraderPreprocessor):
     (it did not finish) shows why in the grader's words and its score.  No record survives into the page from
     any cell: a record holds the hidden cases' details."""
 
-    def preprocess_cell(self, cell: NotebookNode, resources: ResourcesDict, index: int):
+    def preprocess_cell(self, cell: NotebookNode, resources: ResourcesDict,
+                        index: int) -> tuple[NotebookNode, ResourcesDict]:
         if cell.cell_type != "code":
             return cell, resources
         outputs = cell.get("outputs", [])
@@ -206,7 +210,8 @@ class TruncateOutputs(NbGraderPreprocessor):
 
     max_chars = Integer(8000, help="Characters kept of each output's text (head and tail)").tag(config=True)
 
-    def preprocess_cell(self, cell: NotebookNode, resources: ResourcesDict, index: int):
+    def preprocess_cell(self, cell: NotebookNode, resources: ResourcesDict,
+                        index: int) -> tuple[NotebookNode, ResourcesDict]:
         if cell.cell_type != "code":
             return cell, resources
         for out in cell.get("outputs", []):
@@ -236,7 +241,8 @@ class SanitizeStudentHTML(SanitizeHTML):
         nb.metadata.pop("widgets", None)
         return super().preprocess(nb, resources)
 
-    def preprocess_cell(self, cell: NotebookNode, resources: ResourcesDict, index: int):
+    def preprocess_cell(self, cell: NotebookNode, resources: ResourcesDict,
+                        index: int) -> tuple[NotebookNode, ResourcesDict]:
         if cell.cell_type == "markdown":
             return cell, resources
         return super().preprocess_cell(cell, resources, index)
@@ -311,7 +317,7 @@ class FeedbackHTMLExporter(HTMLExporter):
         return list(TEMPLATE_DIRS)
 
     @pass_context
-    def markdown2html(self, context, source: str) -> str:
+    def markdown2html(self, context: Any, source: str) -> str:
         return clean_markdown_html(super().markdown2html(context, source))
 
 

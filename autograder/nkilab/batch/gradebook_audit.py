@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from nbgrader.api import (
     Assignment,
@@ -76,7 +77,7 @@ def _sqlite_file(db_url: str) -> Path | None:
     return Path(db_url[len(prefix):]) if db_url.startswith(prefix) else None
 
 
-def _rows(gb: Gradebook, table: type, columns: tuple[str, ...]):
+def _rows(gb: Gradebook, table: Any, columns: tuple[str, ...]) -> list[Any]:
     """(student, assignment, notebook, cell, *columns) for every row of ``Grade`` or ``Comment``."""
     return (gb.db.query(SubmittedAssignment.student_id, Assignment.name, Notebook.name, BaseCell.name,
                         *(getattr(table, c) for c in columns))

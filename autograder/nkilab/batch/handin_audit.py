@@ -12,7 +12,7 @@ import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 
 from nkilab.batch.salvage import answer_cells_unchanged, salvage, with_outcomes
-from nkilab.intake.sanitize import grade_id, is_grade, restore
+from nkilab.intake.sanitize import Restored, grade_id, is_grade, restore
 
 
 def autograded(course: Path, student: str, assignment: str, notebooks: list[str]) -> bool:
@@ -51,7 +51,7 @@ def failure_reason(log: str, student: str) -> str:
 
 
 def _restored_from_gradebook(course: Path, db_url: str, student: str, assignment: str, notebook: str,
-                             folder: str = "submitted"):
+                             folder: str = "submitted") -> Restored:
     """The submission rebuilt exactly as RestoreSubmission + OverwriteCells would (grade cells from the DB)."""
     submitted = nbformat.read(course / folder / student / assignment / f"{notebook}.ipynb", as_version=4)
     release = nbformat.read(course / "release" / assignment / f"{notebook}.ipynb", as_version=4)

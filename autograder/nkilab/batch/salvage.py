@@ -133,7 +133,8 @@ def salvage(restored: NotebookNode, folder: Path, *, timeout: float, env: dict[s
     nbformat.write(restored, nb_path)
     log_path = folder / "salvage-log.jsonl"
     log_path.write_text("")
-    grade_cells = {grade_id(c): c for c in restored.cells if c.cell_type == "code" and is_grade(c)}
+    #: a grade cell without a grade_id has no row in the gradebook to score (the release gives every one an id)
+    grade_cells = {gid: c for c in restored.cells if c.cell_type == "code" and is_grade(c) and (gid := grade_id(c))}
     outcomes: dict[str, CellOutcome] = {}
     env = dict(os.environ if env is None else env)
     for _ in range(len(grade_cells) + 1):

@@ -88,7 +88,7 @@ def bound(q: Question, target: str, case: Case | None = None) -> Bound:
     pe_key = {"float32": "pe_tflops_fp32", "float8_e4m3": "pe_tflops_fp8"}.get(w.pe_dtype, "pe_tflops_bf16")
     pe_tflops = float(p["peak"][pe_key]) * cores
     dma_gbps = float(p["peak"]["dma_gbps"]) * cores
-    per_partition = w.elements / (128 * cores)
+    per_partition = w.elements / (api.target(target).partitions * cores)
     passes = {"one": w.one_input_passes, "two": w.two_input_passes, "broadcast": w.broadcast_passes,
               "minmax": w.minmax_passes}
     return Bound(q.qid, target, float(p["kernel"]["fixed_us"]), 2 * float(p["dma"]["fixed_latency_ns"]) / 1e3,

@@ -13,13 +13,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nkisim.api import Target
 
 #: ``{{target:fact}}`` in a lesson's markdown
 PLACEHOLDER = re.compile(r"\{\{(\w+):(\w+)\}\}")
 _WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
 
 
-def _target(name: str):  # noqa: ANN202  (nkisim's Target)
+def _target(name: str) -> Target:
     from nkisim import api
 
     return api.target(name)
@@ -61,7 +65,7 @@ FACTS: dict[str, Callable[[str], str]] = {
 }
 
 
-def _finfo(dtype: str):  # noqa: ANN202  (ml_dtypes' finfo)
+def _finfo(dtype: str) -> Any:  # ml_dtypes' finfo (or NumPy's)
     import ml_dtypes
     import numpy as np
 

@@ -337,9 +337,11 @@ def roofline(points: Sequence[KernelPoint], target: str = COURSE_TARGET, dtype: 
 
 
 # --------------------------------------------------------------------------- which tiles are wrong (check)
-def wrong_tiles(tile_map: np.ndarray, shape: Sequence[int], title: str = "") -> Any:
-    """A heat map of ``tile_map`` (fraction of wrong elements per 128-row tile x column block, ``compare.tile_map``)
-    for an output of ``shape``: where in the output the kernel went wrong."""
+def wrong_tiles(tile_map: np.ndarray, shape: Sequence[int], title: str = "", tile_rows: int | None = None) -> Any:
+    """A heat map of ``tile_map`` (fraction of wrong elements per row tile x column block, ``compare.tile_map``) for
+    an output of ``shape``: where in the output the kernel went wrong.  A row tile is ``tile_rows`` rows (the
+    course target's partitions unless the map says otherwise)."""
+    tile = tile_rows or api.target(COURSE_TARGET).partitions
     plt = _plt()
     rows, cols = tile_map.shape
     fig, ax = plt.subplots(figsize=(min(10.0, 2.5 + 0.25 * cols), min(6.0, 1.6 + 0.3 * rows)))
@@ -351,13 +353,13 @@ def wrong_tiles(tile_map: np.ndarray, shape: Sequence[int], title: str = "") -> 
     f = int(np.prod(shape[1:])) if len(shape) > 1 else 1
     width = math.ceil(f / cols) if len(shape) > 1 else math.ceil(shape[0] / cols)
     if len(shape) > 1:
-        ax.set_ylabel("row tile (128 rows each)")
+        ax.set_ylabel(f"row tile ({tile} rows each)")
         ax.set_xlabel(f"column block ({width} columns each)")
     else:
         ax.set_xlabel(f"element block ({width} elements each)")
     if len(shape) > 1 and rows <= 24:
         ax.set_yticks(range(rows))
-        ax.set_yticklabels([f"{i} (rows {128 * i}-{min(shape[0], 128 * (i + 1)) - 1})" for i in range(rows)],
+        ax.set_yticklabels([f"{i} (rows {tile * i}-{min(shape[0], tile * (i + 1)) - 1})" for i in range(rows)],
                            fontsize=7)
     else:
         ax.set_yticks([])

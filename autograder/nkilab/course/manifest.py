@@ -278,7 +278,10 @@ def render_file(text: str, tables: dict[str, Callable[[Course], str]], c: Course
         pattern = _region(name)
         if not pattern.search(text):
             raise ManifestError(f"{where}: no <!-- course:{name} --> ... <!-- /course:{name} --> region")
-        text = pattern.sub(lambda m, r=render: m.group(1) + m.group(2) + r(c) + m.group(2) + m.group(4), text)
+        def fill(m: re.Match[str], rendered: str = render(c)) -> str:
+            return m.group(1) + m.group(2) + rendered + m.group(2) + m.group(4)
+
+        text = pattern.sub(fill, text)
     return text
 
 

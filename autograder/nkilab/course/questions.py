@@ -17,11 +17,15 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import ml_dtypes  # noqa: F401  (registers bfloat16 with NumPy)
 import numpy as np
 
 from nkilab.course import manifest
+
+if TYPE_CHECKING:
+    from nkisim.api import Target
 
 REPO = Path(__file__).resolve().parents[3]
 SOLUTIONS = REPO / "solutions"
@@ -43,6 +47,16 @@ def course_target() -> str:
     when asked (a TA's edit of course.toml is what grading uses).  Grading never reads it from the environment
     (a TA's shell with NEURON_PLATFORM_TARGET_OVERRIDE=trn1 must not grade a class on trn1); ``check`` may."""
     return manifest.course().target
+
+
+@functools.cache
+def hardware(target: str | None = None) -> Target:
+    """The hardware numbers of ``target`` (the course's, by default) as the simulator's target file gives them,
+    through ``nkisim.api``: the one home of every number the course's cases, kinds of case and diagnoses tile by
+    (the partitions a tile spans, a PSUM tile's free size), so nkilab spells none of them."""
+    from nkisim import api
+
+    return api.target(target or course_target())
 
 
 @dataclass(frozen=True)
@@ -209,22 +223,25 @@ def _first_shape(case: Case) -> tuple[int, ...]:
     return case.arg_shapes[0] if case.arg_shapes is not None else case.shape
 
 
-#: the partitions of a tile: a question tiling its first argument's rows takes them ROW_TILE at a time
-ROW_TILE = 128
+def row_tile() -> int:
+    """The rows of one tile on the course's target (its partitions): a question tiling its first argument's rows
+    takes them this many at a time."""
+    return hardware().partitions
 
 
 def row_tiles(case: Case) -> int:
-    """How many 128-row tiles the first argument's rows make (the last one ragged when they do not divide)."""
-    return -(-_first_shape(case)[0] // ROW_TILE)
+    """How many row tiles (``row_tile()`` rows each) the first argument's rows make (the last one ragged when they
+    do not divide)."""
+    return -(-_first_shape(case)[0] // row_tile())
 
 
-#: kinds of case by the first argument's shape, for questions that tile its rows over the 128 partitions.  An odd
+#: kinds of case by the first argument's shape, for questions that tile its rows over the partitions.  An odd
 #: number of row tiles (one included) is what a kernel taking its tiles two at a time gets wrong
 ROW_KINDS: dict[str, Callable[[Case], bool]] = {
     "one row": lambda c: _first_shape(c)[0] == 1,
-    "under one tile": lambda c: _first_shape(c)[0] < ROW_TILE,
-    "ragged rows": lambda c: _first_shape(c)[0] % ROW_TILE != 0,
-    "several row tiles": lambda c: _first_shape(c)[0] > ROW_TILE,
+    "under one tile": lambda c: _first_shape(c)[0] < row_tile(),
+    "ragged rows": lambda c: _first_shape(c)[0] % row_tile() != 0,
+    "several row tiles": lambda c: _first_shape(c)[0] > row_tile(),
     "odd number of row tiles": lambda c: row_tiles(c) % 2 == 1,
     "one column": lambda c: len(_first_shape(c)) > 1 and _first_shape(c)[-1] == 1,
 }
@@ -256,9 +273,10 @@ def split_kinds(instances: int) -> dict[str, Callable[[Case], bool]]:
     return {UNEVEN_SPLIT: lambda c: row_tiles(c) % instances != 0}
 
 
-def odd_tiles(length: Callable[[Case], int], tile: int) -> Callable[[Case], bool]:
-    """A kind of case: an axis of ``length`` makes an odd number of ``tile``-long tiles (one included)."""
-    return lambda c: -(-length(c) // tile) % 2 == 1
+def odd_tiles(length: Callable[[Case], int], tile: Callable[[], int]) -> Callable[[Case], bool]:
+    """A kind of case: an axis of ``length`` makes an odd number of ``tile()``-long tiles (one included); ``tile`` is
+    asked when a case is looked at, so it can read the target (``hardware()``)."""
+    return lambda c: -(-length(c) // tile()) % 2 == 1
 
 
 def uncovered_kinds(q: Question, hidden: tuple[Case, ...] | None = None) -> set[str]:

@@ -116,9 +116,9 @@ def restore(submitted: NotebookNode, release: NotebookNode, *, skip_teaching_cel
         if target:
             magic_of[target] = grade_id(cell) or ""
 
-    for gid, cells in by_id.items():
-        if len(cells) > 1 and gid in known:
-            notes.append(f"{len(cells)} cells share grade_id {gid!r}: kept the last, dropped the copies")
+    for gid, copies in by_id.items():
+        if len(copies) > 1 and gid in known:
+            notes.append(f"{len(copies)} cells share grade_id {gid!r}: kept the last, dropped the copies")
     invented = [gid for gid in by_id if gid not in known]
 
     matched: dict[str, NotebookNode] = {}

@@ -96,7 +96,9 @@ class SandboxedKernelManager(_OnceConnected, AsyncKernelManager):
         """The sandbox command; the kernel reads its connection file (sockets in its own ``/tmp``) inside."""
         info = dict(self.get_connection_info(), ip=IPC_PREFIX, transport="ipc", kernel_name="python3")
         info["key"] = info["key"].decode() if isinstance(info["key"], bytes) else info["key"]
-        argv = [*self.kernel_spec.argv, *(extra_arguments or [])]
+        spec = self.kernel_spec
+        assert spec is not None  # set in __init__, never cleared
+        argv = [*spec.argv, *(extra_arguments or [])]
         self._command = sandbox.command(argv, None, sandbox.environment({}), self.limits,
                                         files={CONNECTION_FILE: json.dumps(info).encode()})
         return self._command.argv

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -132,7 +132,7 @@ def send_job(proc: subprocess.Popen, job: dict, arrays: list[np.ndarray],
         pass
 
 
-def read_all(results, run: ChildRun, budget: Budget, phase: threading.Event | None,
+def read_all(results: BinaryIO, run: ChildRun, budget: Budget, phase: threading.Event | None,
              stop: Callable[[], None], end: list[dict] | None = None) -> None:
     """Every message of ``results`` into ``run``, within ``budget``; past it, or at a malformed message, the
     child is stopped at once (``stop``) rather than left writing into a pipe nobody reads until the deadline.

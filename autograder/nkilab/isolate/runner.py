@@ -18,7 +18,9 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -29,9 +31,22 @@ from nkilab.kernels import device, modules, premises
 from nkilab.kernels.similarity import checked_features
 
 
+class RunStatus(str, Enum):
+    """How one case's run ended, as the parent read it off the pipe (a child's own word is never kept: a status
+    it names outside these is an error)."""
+
+    OK = "ok"
+    ERROR = "error"
+    BAD_RETURN = "bad_return"  # the kernel returned something other than an array (or nothing readable)
+    NOT_RUN = "not_run"  # the child stopped (timed out, crashed, garbled) before this case
+
+    def __str__(self) -> str:  # as it reads in a log or a record: "not_run"
+        return self.value
+
+
 @dataclass
 class CaseRun:
-    status: str  # ok | error | bad_return | not_run
+    status: RunStatus
     output: np.ndarray | None = None
     error: dict | None = None
     returned: str | None = None
@@ -81,16 +96,16 @@ def _case_runs(messages: list[tuple[dict, list[np.ndarray]]], n_cases: int, resu
             if type(i) is not int or not 0 <= i < n_cases or i in runs or len(arrays) > 1:
                 result.garbled = "a malformed case message"
                 break
-            status = head.get("status")
-            status = status if status in ("ok", "error", "bad_return") else "error"
-            run = CaseRun(status, error=error_facts(head.get("error"), source) if status == "error" else None,
-                          returned=clean_text(head.get("returned"), 40) if status == "bad_return" else None,
+            said = head.get("status")
+            status = RunStatus(said) if said in ("ok", "error", "bad_return") else RunStatus.ERROR
+            run = CaseRun(status, error=error_facts(head.get("error"), source) if status is RunStatus.ERROR else None,
+                          returned=clean_text(head.get("returned"), 40) if status is RunStatus.BAD_RETURN else None,
                           seconds=_seconds(head.get("seconds")), timing=_timing(head.get("timing"), source))
-            if status == "ok":
+            if status is RunStatus.OK:
                 if arrays:
                     run.output = arrays[0]
                 else:
-                    run.status, run.returned = "bad_return", "nothing readable"
+                    run.status, run.returned = RunStatus.BAD_RETURN, "nothing readable"
             runs[i] = run
             if "program" in head and result.program is None:
                 result.program = checked_features(head.get("program"))
@@ -98,7 +113,7 @@ def _case_runs(messages: list[tuple[dict, list[np.ndarray]]], n_cases: int, resu
             result.bench = _bench(head)
         elif kind == "done":
             done = True
-    result.cases = [runs.get(i, CaseRun("not_run")) for i in range(n_cases)]
+    result.cases = [runs.get(i, CaseRun(RunStatus.NOT_RUN)) for i in range(n_cases)]
     return done
 
 
@@ -170,7 +185,7 @@ def speed_facts(value: object, source: list[str] | None = None) -> dict | None:
         return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x < 1e12 else None
 
     busy = value.get("busy_us")
-    counts = [value.get(k) for k in ("dma_queues", "dma_count", "dma_bytes", "instructions", "cores")]
+    counts: list[Any] = [value.get(k) for k in ("dma_queues", "dma_count", "dma_bytes", "instructions", "cores")]
     if not isinstance(busy, dict) or not all(type(c) is int and 0 <= c < 10**15 for c in counts):
         return None
     busy_us = {e: num(busy.get(e)) or 0.0 for e in ENGINES}
@@ -354,14 +369,15 @@ def _traced_then_executed(result: RunResult, cmd: sandbox.Command, cwd: str | No
     signatures, index, public = _signatures(cases, hidden)
     wire = [[[list(s), d] for s, d in sig] for sig in signatures]
     job = dict(job, role="trace", signatures=wire[:public], more=public < len(signatures))
-    followup = ({"signatures": wire[public:]}, []) if public < len(signatures) else None
+    followup: tuple[dict, list[np.ndarray]] | None = ({"signatures": wire[public:]}, []) \
+        if public < len(signatures) else None
     budget = Budget(len(signatures) * MAX_PROGRAM_BYTES + SPARE_BYTES, len(signatures) + SPARE_MESSAGES)
     run = spawn(cmd, cwd, env, job, [], deadline, limits, budget, followup)
     _merge(result, run)
     programs, failed, done = _collect_programs(run, len(signatures), public, result, source)
     if not done or result.timed_out or result.garbled or result.import_error is not None or \
             run.returncode not in (0, None):
-        result.cases = [CaseRun("not_run") for _ in cases]
+        result.cases = [CaseRun(RunStatus.NOT_RUN) for _ in cases]
         return done
     # the executor: its own sandbox holding only the simulator, the grader's inputs, the programs; one fork server
     # per notebook graded (nkilab.isolate.processes.ExecutorServer), a fresh worker per question under the question's CPU limit
@@ -442,10 +458,10 @@ def _trace_failures(result: RunResult, cases: list[list[np.ndarray]], index: dic
     for i, args in enumerate(cases):
         k = index[_signature(args)]
         if k in failed:
-            result.cases[i] = CaseRun("error", error=failed[k])
+            result.cases[i] = CaseRun(RunStatus.ERROR, error=failed[k])
 
 
-def run_inprocess(fn: object, function: str, cases: list[list[np.ndarray]], *, timed: int | None = None,
+def run_inprocess(fn: Any, function: str, cases: list[list[np.ndarray]], *, timed: int | None = None,
                   bench: tuple[list[tuple[int, ...]], list[str]] | None = None,
                   target: str | None = None, grid: tuple | None = None) -> RunResult:
     """For ``check(qid, kernel_object)`` in a student's own notebook: no isolation, no timeout."""
@@ -454,7 +470,7 @@ def run_inprocess(fn: object, function: str, cases: list[list[np.ndarray]], *, t
     result = RunResult()
     start = time.monotonic()
     messages: list[tuple[dict, list[np.ndarray]]] = []
-    job = {"grid": list(grid) if grid is not None else None, "target": target, "timed": timed}
+    job: dict[str, Any] = {"grid": list(grid) if grid is not None else None, "target": target, "timed": timed}
     if _child.simulated(fn) or (_child.on_simulator() and not device.on_device()):  # as the grader does it: traced
         # once per signature, the programs executed
         from nkilab.isolate import _execute
@@ -489,7 +505,7 @@ def run_inprocess(fn: object, function: str, cases: list[list[np.ndarray]], *, t
     return result
 
 
-def _own_source(fn: object) -> list[str] | None:
+def _own_source(fn: Any) -> list[str] | None:
     """The lines of the file (or notebook cell) that defined ``fn``: a student's own run quotes its own code."""
     import inspect
     import linecache

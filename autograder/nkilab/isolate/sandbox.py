@@ -352,7 +352,7 @@ def probe() -> str | None:
                               preexec_fn=preexec(Limits(), cmd), stdin=subprocess.DEVNULL) as proc:
             cmd.started()
             try:
-                out, err = proc.communicate(timeout=60)
+                out, said = proc.communicate(timeout=60)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 return "bubblewrap did not finish starting Python in 60 s"
@@ -361,7 +361,7 @@ def probe() -> str | None:
     finally:
         cmd.close()
     if proc.returncode != 0 or "sandbox-ok" not in out:
-        why = (err or out).strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
+        why = (said or out).strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
         return f"bubblewrap could not run Python as nobody (user namespaces disabled? Python or the checkout " \
                f"not readable by all?): {why[0]}"
     return None

@@ -15,6 +15,7 @@ import textwrap
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from nkilab.course.questions import get
 from nkilab.judge.evaluate import Evaluation, evaluate, record
@@ -47,7 +48,7 @@ class CheckResult:
         state = "passed" if self.passed else "not passed yet"
         return f"<check {self.question}: public checks {state}>"
 
-    def wrong_tiles_figure(self) -> object | None:
+    def wrong_tiles_figure(self) -> Any | None:  # a matplotlib Figure
         """The picture of which tiles of the first wrong output are wrong (None when no output was wrong)."""
         ev = self.evaluation
         for i, cr in enumerate(ev.cases, 1):
@@ -56,7 +57,8 @@ class CheckResult:
 
                 wm = cr.verdict.wrong_map
                 return figures.wrong_tiles(wm.fractions, wm.shape, f"Which tiles are wrong: public case {i}, "
-                                           f"{cr.case.describe(ev.question.arg_names)}, output {list(wm.shape)}")
+                                           f"{cr.case.describe(ev.question.arg_names)}, output {list(wm.shape)}",
+                                           wm.tile_rows)
         return None
 
 
@@ -73,7 +75,7 @@ def _show_in_notebook(result: CheckResult) -> None:
         plt.close(fig)
 
 
-def check(question_id: str, kernel: str | os.PathLike | object | None = None, *, timeout: float | None = None,
+def check(question_id: str, kernel: str | os.PathLike | Any | None = None, *, timeout: float | None = None,
           target: str | None = None) -> CheckResult:
     """Run the public cases of ``question_id`` on ``kernel`` and print what is right or wrong.
 
@@ -118,7 +120,7 @@ def check(question_id: str, kernel: str | os.PathLike | object | None = None, *,
     return result
 
 
-def undefined_branch_lines(kernel: object) -> list[str]:
+def undefined_branch_lines(kernel: Any) -> list[str]:
     """A warning per ``if`` on an ``nl.affine_range`` loop variable in the kernel's source: the compiler accepts it
     but its result is undefined (``nkisim.api.AFFINE_BRANCH_ADVICE``).  The kernel runs in another process with
     warnings off, so the file is read here."""

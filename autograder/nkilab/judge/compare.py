@@ -1,7 +1,8 @@
 """Say in plain words what is wrong with a kernel's output.
 
 Order: the run itself (error, timeout, nothing returned), then shape, then dtype, then NaN/Inf and
-all-zero flags, then the first mismatching element located by 128-row tile, partition and column.
+all-zero flags, then the first mismatching element located by row tile, partition and column (a row tile is the
+course target's partitions, ``questions.row_tile()``).
 """
 
 from __future__ import annotations
@@ -11,11 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from nkilab.isolate.runner import CaseRun
+from nkilab.course.questions import row_tile
+from nkilab.isolate.runner import CaseRun, RunStatus
 from nkilab.judge.results import Outcome
-
-PMAX = 128
-
 
 #: at most this many column (or element) blocks across a ``tile_map``
 MAP_COLUMNS = 32
@@ -23,11 +22,13 @@ MAP_COLUMNS = 32
 
 @dataclass(frozen=True)
 class WrongMap:
-    """Where an output of the right shape is wrong: the fraction of wrong elements per 128-row tile (rows) x
-    column block (columns), and the output's shape.  check()'s picture of the wrong tiles draws it."""
+    """Where an output of the right shape is wrong: the fraction of wrong elements per row tile (rows) x column
+    block (columns), the output's shape, and the rows of a tile (1 for a 1-D output's element blocks).  check()'s
+    picture of the wrong tiles draws it."""
 
     fractions: np.ndarray
     shape: tuple[int, ...]
+    tile_rows: int = 1
 
 
 @dataclass
@@ -40,8 +41,8 @@ class Verdict:
 
 
 def tile_map(wrong: np.ndarray) -> WrongMap:
-    """Fraction of ``wrong`` elements per block: 128-row tiles down, at most MAP_COLUMNS column blocks across (the
-    trailing dimensions flattened); a 1-D output is one row of element blocks."""
+    """Fraction of ``wrong`` elements per block: row tiles down (``row_tile()`` rows each), at most MAP_COLUMNS column
+    blocks across (the trailing dimensions flattened); a 1-D output is one row of element blocks."""
     shape = tuple(int(d) for d in np.shape(wrong))
     w = np.asarray(wrong, dtype=np.float64)
     if w.ndim == 0:
@@ -51,14 +52,14 @@ def tile_map(wrong: np.ndarray) -> WrongMap:
         row_block = 1
     else:
         w = w.reshape(w.shape[0], -1)
-        row_block = PMAX
+        row_block = row_tile()
     r, c = w.shape
     col_block = max(1, -(-c // MAP_COLUMNS))
     nr, nc = -(-r // row_block), -(-c // col_block)
     padded = np.full((nr * row_block, nc * col_block), np.nan)
     padded[:r, :c] = w
     blocks = padded.reshape(nr, row_block, nc, col_block)
-    return WrongMap(np.nanmean(blocks, axis=(1, 3)), shape)
+    return WrongMap(np.nanmean(blocks, axis=(1, 3)), shape, row_block)
 
 
 def describe_error(err: dict, module_name: str | None = None) -> str:
@@ -82,12 +83,12 @@ def _fmt(x: float) -> str:
 
 def diagnose(run: CaseRun, expected: np.ndarray, inputs: list[np.ndarray], rtol: float, atol: float,
              module_name: str | None = None) -> Verdict:
-    if run.status == "not_run":
+    if run.status is RunStatus.NOT_RUN:
         return Verdict(False, "did not run (the kernel timed out or crashed before reaching this case)",
                        Outcome.NOT_RUN)
-    if run.status == "error":
+    if run.status is RunStatus.ERROR:
         return Verdict(False, describe_error(run.error or {}, module_name), Outcome.ERROR, run.error)
-    if run.status == "bad_return" or run.output is None:
+    if run.status is RunStatus.BAD_RETURN or run.output is None:
         what = run.returned or "nothing"
         hint = " -- did you forget `return out`?" if what == "NoneType" else ""
         return Verdict(False, f"the kernel returned {what}, not an array{hint}", Outcome.NO_ARRAY)
@@ -145,7 +146,7 @@ def _where(idx: tuple[int, ...]) -> str:
     if len(idx) == 1:  # a 1-D vector: its tiles depend on how the kernel reshapes it, so name the element only
         return f"index [{idx[0]}] (element {idx[0]} of the vector)"
     row = idx[0]
-    tile, part = divmod(row, PMAX)
+    tile, part = divmod(row, row_tile())
     rest = ", ".join(str(i) for i in idx[1:])
     loc = f"row {row} (row tile {tile}, partition {part})"
     if rest:

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from nkilab.course.questions import SOLUTIONS, Case, Question, course_target, hidden_cases, relaxed_reference
-from nkilab.isolate.runner import CaseRun, RunResult, run_inprocess, run_module, speed_facts
+from nkilab.isolate.runner import CaseRun, RunResult, RunStatus, run_inprocess, run_module, speed_facts
 from nkilab.judge import gate
 from nkilab.judge.compare import Verdict, describe_error, diagnose
 from nkilab.judge.results import CaseRecord, ErrorFacts, GradeRecord, Problem, ProblemKind, SpeedFacts, SpeedRecord
@@ -28,7 +28,7 @@ MIRROR_MAX_ELEMENTS = 64
 #: the input-draw index of the timed run (the speed case), apart from every checked case's index
 TIMED_INDEX = 1000
 
-_REFERENCE_CACHE: dict[tuple[str, str | None, float, bool], dict] = {}
+_REFERENCE_CACHE: dict[tuple[str, str | None, str, float, bool], dict] = {}
 
 
 @dataclass
@@ -81,7 +81,8 @@ class Evaluation:
             return None
         q = self.question
         if q.relaxed is not None:  # half the points within partial_tier x the relaxed reference's latency
-            partial = self.relaxed_us is not None and self.latency_us <= q.partial_tier * self.relaxed_us
+            partial = self.relaxed_us is not None and self.latency_us is not None \
+                and self.latency_us <= q.partial_tier * self.relaxed_us
         else:
             partial = r <= q.partial_tier
         return "full" if r <= q.full_tier else "partial" if partial else "none"
@@ -217,10 +218,10 @@ def timed_latency(run: RunResult, timed: int) -> dict | None:
     """The latency of run ``timed`` (the simulator's estimate of that launch) or the device's benchmark."""
     if run.bench is not None:
         return run.bench
-    crun = run.cases[timed] if timed < len(run.cases) else CaseRun("not_run")
+    crun = run.cases[timed] if timed < len(run.cases) else CaseRun(RunStatus.NOT_RUN)
     t = crun.timing or {}
     lat = t.get("latency_us")
-    if crun.status != "ok" or not isinstance(lat, float) or not 0.0 < lat < 1e9:
+    if crun.status is not RunStatus.OK or not isinstance(lat, float) or not 0.0 < lat < 1e9:
         err = t.get("error") or crun.error or {"type": "RuntimeError", "message": "the timed run did not finish"}
         return {"status": "error", "error": err}
     return {"status": "ok", "latency_us": lat, "target": str(t.get("target"))[:16], "simulator": True,
@@ -265,10 +266,10 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
     bench = _bench_spec(q) if speed else None  # a device's nki.benchmark; the simulator times the run itself
     if inproc:
         with contextlib.redirect_stdout(io.StringIO()):  # nki.benchmark's own print line
-            run = run_inprocess(module, q.function, [d.args for d in runs], timed=timed, bench=bench, target=target,
+            run = run_inprocess(module, q.function, [list(d.args) for d in runs], timed=timed, bench=bench, target=target,
                                 grid=q.grid)
     else:
-        run = run_module(path, q.function, [d.args for d in runs], timed=timed, bench=bench, target=target,
+        run = run_module(path, q.function, [list(d.args) for d in runs], timed=timed, bench=bench, target=target,
                          timeout=timeout, grid=q.grid, sandboxed=sandboxed, hidden=hidden_runs)
     ev.run = run
     ev.program = run.program

@@ -14,6 +14,7 @@ import secrets
 import sys
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 from nkilab.course.questions import get
 from nkilab.isolate import sandbox
@@ -120,6 +121,6 @@ def _display(rec: GradeRecord) -> None:
     display({MIME: rec.to_json(), "text/plain": ""}, raw=True)
 
 
-def grade(question_id: str, module_path: str | os.PathLike | None = None, **kwargs) -> float:
+def grade(question_id: str, module_path: str | os.PathLike | None = None, **kwargs: Any) -> float:
     """Points for ``question_id`` (a float, which nbgrader records as partial credit)."""
     return grade_report(question_id, module_path, **kwargs).points

@@ -141,7 +141,8 @@ def _question_facts(assignment: str, question: str, cells: list[tuple[str, CellG
     verdicts: dict[str, list[str]] = {}
     cases: dict[str, set[str]] = {}
     speeds = []
-    title, tiers, relaxed = question, (None, None), False
+    tiers: tuple[float, float] | tuple[None, None] = (None, None)
+    title, relaxed = question, False
     for st, c in cells:
         rec = c.record
         if rec is None:
@@ -208,7 +209,7 @@ def pair_views(subs: list[Submission], sources: dict[str, Sources], threshold: f
     for question in sorted(set(programs) | set(sources)):
         src = sources.get(question, Sources({}))
         texts = {st: similarity.text_fingerprint(t) for st, t in src.texts.items() if t.strip()}
-        given = set()
+        given: set[int] = set()
         for t in src.given_texts:
             given |= similarity.text_fingerprint(t).hashes
         common_text = similarity.common_ground({s: t.hashes for s, t in texts.items()}, given)
@@ -391,8 +392,9 @@ def render_html(report: ClassReport, plot: str | None) -> str:
         p = v.pair
         h.append(f"<h3>{_e(p.question)}: {_e(p.first)} &amp; {_e(p.second)}</h3>")
         h.append("<div class='pair'>")
-        for who, src, spans in ((p.first, v.first_source, v.first_spans), (p.second, v.second_source, v.second_spans)):
-            h.append(f"<div><b>{_e(who)}</b><pre>{_marked(src, spans)}</pre></div>")
+        for student, code, spans in ((p.first, v.first_source, v.first_spans),
+                                     (p.second, v.second_source, v.second_spans)):
+            h.append(f"<div><b>{_e(student)}</b><pre>{_marked(code, spans)}</pre></div>")
         h.append("</div>")
     h.append("</body></html>")
     return "\n".join(h) + "\n"

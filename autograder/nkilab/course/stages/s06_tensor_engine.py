@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from nkilab.course.manifest import question_fields
-from nkilab.course.questions import Case, Question, Work, io_bytes, odd_tiles
+from nkilab.course.questions import Case, Question, Work, hardware, io_bytes, odd_tiles
 
 
 def matmul_reference(lhsT: np.ndarray, rhs: np.ndarray) -> np.ndarray:  # noqa: N803  (NKI tutorial names)
@@ -25,11 +25,13 @@ def _work(c: Case) -> Work:
     return Work(io_bytes(c, 2, (m, n)), pe_flops=2.0 * k * m * n, pe_dtype=c.dtype)
 
 
-#: K, M and N: the contraction (128 partitions a tile), the output's rows (128) and columns (512, a PSUM bank of fp32)
-KINDS = {"several K tiles": lambda c: c.arg_shapes[0][0] > 128, "K = 2048": lambda c: c.arg_shapes[0][0] == 2048,
-         "odd number of K tiles": odd_tiles(lambda c: c.arg_shapes[0][0], 128),
-         "odd number of M tiles": odd_tiles(lambda c: c.arg_shapes[0][1], 128),
-         "odd number of N tiles": odd_tiles(lambda c: c.arg_shapes[1][1], 512)}
+#: K, M and N: the contraction (the partitions, a tile), the output's rows (the stationary operand's free size, 128)
+#: and columns (the moving operand's, 512: a PSUM bank of fp32), all read from the course's target
+KINDS = {"several K tiles": lambda c: c.shapes(2)[0][0] > hardware().partitions,
+         "K = 2048": lambda c: c.shapes(2)[0][0] == 2048,
+         "odd number of K tiles": odd_tiles(lambda c: c.shapes(2)[0][0], lambda: hardware().partitions),
+         "odd number of M tiles": odd_tiles(lambda c: c.shapes(2)[0][1], lambda: hardware().gemm_stationary_free_max),
+         "odd number of N tiles": odd_tiles(lambda c: c.shapes(2)[1][1], lambda: hardware().gemm_moving_free_max)}
 
 QUESTIONS = [
     Question(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from nkilab.course.manifest import question_fields
-from nkilab.course.questions import Case, Question, Work, io_bytes
+from nkilab.course.questions import Case, Question, Work, hardware, io_bytes, row_tile
 
 
 def conv2d_maxpool_reference(x: np.ndarray, w: np.ndarray, bias: np.ndarray) -> np.ndarray:
@@ -42,16 +42,18 @@ def _work(c: Case) -> Work:
 #: tests/test_course_stage8.py); float16 outputs are rounded once, as usual (TOLERANCES' 2e-3)
 TOLERANCES = {"float32": (1e-4, 1e-4)}
 KINDS = {
-    "ragged channels": lambda c: _dims(c)[1] % 128 != 0 or _dims(c)[2] % 128 != 0,
-    "several input-channel tiles": lambda c: _dims(c)[1] > 128,
-    "several output-channel tiles": lambda c: _dims(c)[2] > 128,
+    "ragged channels": lambda c: _dims(c)[1] % row_tile() != 0 or _dims(c)[2] % row_tile() != 0,
+    "several input-channel tiles": lambda c: _dims(c)[1] > row_tile(),
+    "several output-channel tiles": lambda c: _dims(c)[2] > row_tile(),
     "1x1 filter": lambda c: _dims(c)[5] == 1,
     "5x5 filter": lambda c: _dims(c)[5] == 5,
     "even filter": lambda c: _dims(c)[5] % 2 == 0,
     "batch": lambda c: _dims(c)[0] > 1,
 }
-#: the fast kernel's blocks of 2 * (512 // (2W)) output rows: an image taller than one block
-FAST_KINDS = {**KINDS, "several row blocks": lambda c: _dims(c)[3] - _dims(c)[5] + 1 > 2 * (512 // (2 * _dims(c)[4]))}
+#: the fast kernel's blocks of 2 * (F // (2W)) output rows, F a PSUM tile's free size (512 fp32): an image taller
+#: than one block
+FAST_KINDS = {**KINDS, "several row blocks":
+              lambda c: _dims(c)[3] - _dims(c)[5] + 1 > 2 * (hardware().psum_free_max // (2 * _dims(c)[4]))}
 
 QUESTIONS = [
     Question(
