@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from nkilab.course.questions import QUESTIONS
-from nkilab.isolate import runner
+from nkilab.isolate import replies, runner
 from nkilab.judge import evaluate
 from nkilab.judge.results import (
     CaseRecord,
@@ -70,8 +70,8 @@ def test_the_executor_sends_the_timed_programs_fingerprints_and_the_parent_check
     run = runner.run_inprocess(fn, q.function, [args, args], timed=1, target="trn2")
     assert run.program == traced(KERNELS / "sam_vector_add_step_by_step.py", "vector_add_naive")
     for bad in ([3, 2, 1], [1, 1], [-1], [1 << 48], [1.5], [True], "1,2", list(range(similarity.MAX_FEATURES + 1))):
-        result = runner.RunResult()
-        runner._case_runs([  # noqa: SLF001 - a forged message, as the executor's channel could carry one
+        result = replies.RunResult()
+        replies.read_cases([  # a forged message, as the executor's channel could carry one
             ({"kind": "case", "index": 0, "status": "error", "program": bad}, [])], 1, result)
         assert result.program is None, bad
     assert similarity.checked_features([1, 5, 9]) == (1, 5, 9)

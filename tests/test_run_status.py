@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkilab.isolate.runner import RunResult, RunStatus, _case_runs
+from nkilab.isolate.replies import RunResult, RunStatus, read_cases
 
 
 def _read(*messages: tuple[dict, list[np.ndarray]], n: int) -> RunResult:
     result = RunResult()
-    _case_runs(list(messages), n, result)
+    read_cases(list(messages), n, result)
     return result
 
 

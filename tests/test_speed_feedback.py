@@ -120,8 +120,8 @@ def test_sequential_range_is_named_when_it_holds_the_kernel_back(tmp_path):
 
 def test_held_facts_from_the_executor_are_checked_and_travel_in_the_record():
     """The executor's ``held`` list is hostile data like the rest: only a known mechanism with an int line and count
-    and a finite time is kept (nkilab.isolate.runner.speed_facts), and what is kept survives the record's JSON."""
-    from nkilab.isolate.runner import speed_facts
+    and a finite time is kept (nkilab.isolate.replies.speed_facts), and what is kept survives the record's JSON."""
+    from nkilab.isolate.replies import speed_facts
     from nkilab.judge.results import Held, SpeedFacts, _facts
 
     base = {"busy_us": {"dve": 1.0}, "dma_queues": 16, "dma_count": 1, "dma_bytes": 8, "instructions": 2, "cores": 1}

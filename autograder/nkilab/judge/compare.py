@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from nkilab.course.questions import row_tile
-from nkilab.isolate.runner import CaseRun, RunStatus
+from nkilab.isolate.replies import CaseRun, RunStatus
 from nkilab.judge.results import Outcome
 
 #: at most this many column (or element) blocks across a ``tile_map``
@@ -36,7 +36,7 @@ class Verdict:
     ok: bool
     message: str
     outcome: Outcome = Outcome.PASSED
-    error: dict | None = None  # the error's facts when the run raised (``nkilab.isolate.runner.error_facts``)
+    error: dict | None = None  # the error's facts when the run raised (``nkilab.isolate.replies.error_facts``)
     wrong_map: WrongMap | None = None
 
 

@@ -14,7 +14,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from nkilab.course.questions import SOLUTIONS, Case, Question, course_target, hidden_cases, relaxed_reference
-from nkilab.isolate.runner import CaseRun, RunResult, RunStatus, run_inprocess, run_module, speed_facts
+from nkilab.isolate.replies import CaseRun, RunResult, RunStatus, speed_facts
+from nkilab.isolate.runner import run_inprocess, run_module
 from nkilab.judge import gate
 from nkilab.judge.compare import Verdict, describe_error, diagnose
 from nkilab.judge.results import CaseRecord, ErrorFacts, GradeRecord, Problem, ProblemKind, SpeedFacts, SpeedRecord
@@ -53,7 +54,7 @@ class Evaluation:
     how: str | None = None  # on a device: the tool and statistic of the measurement ("nrtpy benchmark, mean of 10 runs")
     speed_note: str | None = None
     run: RunResult | None = None
-    #: where the timed run's and the reference's time went (``runner.speed_facts``), for speed feedback
+    #: where the timed run's and the reference's time went (``replies.speed_facts``), for speed feedback
     speed_facts: dict | None = None
     reference_facts: dict | None = None
     #: the fingerprints of the kernel's program, as the grader's executor parsed it (``nkilab.kernels.similarity``)

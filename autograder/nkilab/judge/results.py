@@ -145,7 +145,7 @@ class SpeedFacts:
 
     @classmethod
     def of(cls, facts: dict | None, with_lines: bool = True) -> SpeedFacts | None:
-        """From ``runner.speed_facts``'s checked dict; ``with_lines=False`` for the reference (its lines are
+        """From ``replies.speed_facts``'s checked dict; ``with_lines=False`` for the reference (its lines are
         solution code, never shown)."""
         if not facts:
             return None
