@@ -53,6 +53,8 @@ def _reference_span(line: str, prepared: tuple[list[str], list[str], list[tuple[
                     ) -> tuple[int, int] | None:
     """Where in ``line`` reference code is (start, end), or None."""
     whole, respaced, cuttable = prepared
+    if not line.strip():  # (half the lines of a page's text: a fingerprint is never blank)
+        return None
     for fp in whole:
         at = line.find(fp)
         if at >= 0:
@@ -61,6 +63,8 @@ def _reference_span(line: str, prepared: tuple[list[str], list[str], list[tuple[
     for fp in respaced:
         if fp in squeezed:  # re-spaced: hide all but the indentation
             return len(line) - len(line.lstrip()), len(line)
+    if len(line) < MIN_FRAGMENT:  # too short to hold the start or end of a cut one
+        return None
     body = line.rstrip()
     cut = body.rstrip(_ELLIPSIS)  # the kept start of a line cut on the right, without its "..." if any
     for fp, head, tail in cuttable:  # (a shorter one cannot be cut and still recognised; whole, it was found above)
