@@ -65,7 +65,15 @@ from nkilab.judge import seeds
 from nkilab.judge.evaluate import PRESET_ENV, grading_target, reference_key, reference_latency
 from nkilab.judge.grade import GRADING_ENV
 from nkilab.lms import report
-from nkilab.lms.grade_table import Submission, collect, release_grade_cells, table, wrapped, write_csv, write_lms_csv
+from nkilab.lms.grade_table import (
+    Submission,
+    collect_all,
+    release_grade_cells,
+    table,
+    wrapped,
+    write_csv,
+    write_lms_csv,
+)
 
 EXAMPLE_DIR = REPO / "build" / "example_class"
 EXAMPLE_MARK = ".nkilab-example-class"  # only a directory carrying this file is ever wiped
@@ -410,10 +418,8 @@ def _grade_class(course: Path, *, example: bool, only: list[str] | None, limits:
     tampered = gradebook_audit.changes(before, gradebook_audit.snapshot(db_url))
     for ch in tampered:
         _log(f"  gradebook: {ch} during this grading run")
-    for a in assignments:
-        for st in students:
-            status, notes = results[a].get(st, ("missing", []))
-            subs.append(collect(course, db_url, st, a, status, notes))
+    subs += collect_all(course, db_url, [(st, a, *results[a].get(st, ("missing", []))) for a in assignments
+                                         for st in students])
     with Gradebook(db_url) as gb:  # what `nbgrader export --to grades.csv` runs
         CsvExportPlugin(to=str(course / "grades.csv")).export(gb)
     csv_path = csv_path or course / "grades_by_question.csv"

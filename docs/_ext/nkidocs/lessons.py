@@ -23,13 +23,13 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 
 from nkilab.authoring import lesson_runs
-from nkilab.authoring.lesson_runs import cache_key  # noqa: F401  (the error pages' examples are kept under it too)
 from nkilab.authoring.redact import HIDDEN, scrub_outputs
+from nkilab.course.keep import cache_dir, cache_key  # noqa: F401  (the error pages' examples are kept under it too)
 
 logger = logging.getLogger(__name__)
 
 NOTEBOOKS = lesson_runs.NOTEBOOKS
-CACHE = lesson_runs.cache_dir()
+CACHE = cache_dir()
 _STEM = re.compile(r"lessons/(\d\d_\w+)$")
 
 
