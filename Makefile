@@ -25,14 +25,14 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install -q -r requirements.txt
 	$(PY) -m pip install -q --no-deps -e .
 	$(PY) -m nkisim --install-hook
-	$(PY) -m nkilab.course install-path-hook
+	$(PY) -m nkilab.authoring.nbgrader_course install-path-hook
 	touch $(STAMP)
 
 $(TORCH_STAMP): requirements-torch.txt $(STAMP)
 	$(PY) -m pip install -q -r requirements-torch.txt
 	touch $(TORCH_STAMP)
 
-# Student code is graded inside Debian's bubblewrap sandbox (autograder/nkilab/sandbox.py).
+# Student code is graded inside Debian's bubblewrap sandbox (autograder/nkilab/isolate/sandbox.py).
 sandbox-tool:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
@@ -76,10 +76,10 @@ DIALECT ?=
 # in nki/). make release DIALECT=legacy writes only the legacy notebooks; OUT=dir writes under dir instead.
 OUT ?=
 release: $(STAMP)
-	$(PY) -m nkilab.release $(if $(DIALECT),--dialect $(DIALECT)) $(if $(OUT),--out $(OUT))
+	$(PY) -m nkilab.authoring.release $(if $(DIALECT),--dialect $(DIALECT)) $(if $(OUT),--out $(OUT))
 
 release-check: $(STAMP)
-	$(PY) -m nkilab.release --check
+	$(PY) -m nkilab.authoring.release --check
 
 # Grade the bundled example class with nbgrader (course built fresh in build/example_class/; see
 # autograder/example_class/). For a real class: make grade COURSE=path/to/your/nbgrader/course
@@ -87,7 +87,7 @@ release-check: $(STAMP)
 COURSE ?=
 GRADE_ARGS ?=
 grade: setup-lean
-	$(PY) -m nkilab.classgrade $(if $(COURSE),--course $(COURSE)) $(GRADE_ARGS)
+	$(PY) -m nkilab.batch.classgrade $(if $(COURSE),--course $(COURSE)) $(GRADE_ARGS)
 
 # A TA's own nbgrader course from the lessons (source/, release/, gradebook.db, roster): see autograder/README.md.
 # make course COURSE=path/to/course STAGES=1,2 DIALECT=legacy COURSE_ARGS="--roster roster.csv --course-id cs-nki-2026"
@@ -98,13 +98,13 @@ COURSE_ARGS ?=
 course: setup-lean
 	@test -n "$(COURSE)" || { echo "make course: say where, e.g. make course COURSE=../my-course STAGES=1,2" >&2; exit 2; }
 	@test -n "$(STAGES)" || { echo "make course: say which stages you give out now, e.g. STAGES=1,2 (or STAGES=all); run it again with more stages to add them later" >&2; exit 2; }
-	$(PY) -m nkilab.course install-path-hook
-	$(PY) -m nkilab.course build --course $(COURSE) --stages $(STAGES) $(if $(DIALECT),--dialect $(DIALECT)) $(COURSE_ARGS)
+	$(PY) -m nkilab.authoring.nbgrader_course install-path-hook
+	$(PY) -m nkilab.authoring.nbgrader_course build --course $(COURSE) --stages $(STAGES) $(if $(DIALECT),--dialect $(DIALECT)) $(COURSE_ARGS)
 
 # Gradescope autograder bundles, one per assignment: build/gradescope/<assignment>.zip, or for DIALECT=legacy
-# build/gradescope/legacy/<assignment>.zip (see nkilab/gradescope.py).
+# build/gradescope/legacy/<assignment>.zip (see nkilab/lms/gradescope.py).
 gradescope: setup-lean
-	$(PY) -m nkilab.gradescope build $(if $(DIALECT),--dialect $(DIALECT)) $(GRADE_ARGS)
+	$(PY) -m nkilab.lms.gradescope build $(if $(DIALECT),--dialect $(DIALECT)) $(GRADE_ARGS)
 
 # The course site: build/site/index.html. Sphinx + MyST-NB (docs/conf.py), warnings are errors, every page read
 # afresh (-E: the error pages' reproducers and the API pages follow the simulator). The lessons run once for their
@@ -122,9 +122,9 @@ docs: $(STAMP) $(TORCH_STAMP)
 LAB_DIR ?=
 LAB_ARGS ?=
 lab: $(STAMP)
-	$(PY) -m nkilab.lab $(if $(DIALECT),--dialect $(DIALECT)) $(if $(LAB_DIR),--dir $(LAB_DIR)) $(LAB_ARGS)
+	$(PY) -m nkilab.authoring.lab $(if $(DIALECT),--dialect $(DIALECT)) $(if $(LAB_DIR),--dir $(LAB_DIR)) $(LAB_ARGS)
 
-# ruff, the import-linter contracts in pyproject.toml (layers import downwards only), mypy on the program package.
+# ruff, the import-linter contracts in pyproject.toml (layers import downwards only), mypy on the program package and on nkilab.
 lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports --no-cache

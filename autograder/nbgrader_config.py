@@ -1,7 +1,7 @@
 """nbgrader configuration for the NKI Kernel Lab (`make release`, and the course `make grade` builds).
 
 The grading settings (sanitizer, time limits, feedback without hidden cases) are passed on the
-command line by `python -m nkilab.classgrade` (see ``nkilab.nbgrader_plugins.grading_flags``), so they
+command line by `python -m nkilab.batch.classgrade` (see ``nkilab.autograde.nbgrader_plugins.grading_flags``), so they
 also apply to a course whose own nbgrader_config.py predates them.
 """
 

@@ -1,4 +1,4 @@
-"""Every speed-graded reference kernel at its graded shape against the cost model's lower bound (``nkilab.bounds``).
+"""Every speed-graded reference kernel at its graded shape against the cost model's lower bound (``nkilab.course.bounds``).
 
     .venv/bin/python bench/course_speed.py            # the table
     .venv/bin/python bench/course_speed.py --json     # the same rows as JSON
@@ -22,11 +22,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "autograder"))
 
 import numpy as np  # noqa: E402
 
-from nkilab._child import make_grid  # noqa: E402
-from nkilab.bounds import bound  # noqa: E402
-from nkilab.evaluate import grading_target  # noqa: E402
-from nkilab.modules import load_kernel  # noqa: E402
-from nkilab.questions import QUESTIONS, Question  # noqa: E402
+from nkilab.course.bounds import bound  # noqa: E402
+from nkilab.course.questions import QUESTIONS, Question  # noqa: E402
+from nkilab.isolate._child import make_grid  # noqa: E402
+from nkilab.judge.evaluate import grading_target  # noqa: E402
+from nkilab.kernels.modules import load_kernel  # noqa: E402
 
 #: the share every reference kernel should reach at its graded shape (issue 21: at least 80% of the bound)
 TARGET_SHARE = 0.8

@@ -54,7 +54,7 @@ def grade_synthetic(students: int, jobs: int) -> tuple[int, float, int]:
         class_dir = Path(tmp) / "class"
         class_dir.mkdir()
         stages = synthetic_class(class_dir, students)
-        proc = subprocess.run([sys.executable, "-m", "nkilab.classgrade", "--class-dir", str(class_dir),
+        proc = subprocess.run([sys.executable, "-m", "nkilab.batch.classgrade", "--class-dir", str(class_dir),
                                "--workdir", str(Path(tmp) / "course"), "--jobs", str(jobs), "--seed", "1"],
                               cwd=REPO, capture_output=True, text=True)
     if proc.returncode != 0:

@@ -109,7 +109,7 @@ print("nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR else "AWS
 
 # %% nbgrader={"grade": false, "grade_id": "figure_memory", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # The memories and engines of one NeuronCore, and one SBUF tile: 128 partitions side by side, each going along
-# the free dimension. (Drawn by nkilab.figures from the simulator's trn2 target file.)
+# the free dimension. (Drawn by nkilab.course.figures from the simulator's trn2 target file.)
 import matplotlib.pyplot as plt
 from nkilab import figures
 

@@ -58,7 +58,7 @@ except ImportError:  # a Neuron machine without the course simulator installed
     ON_SIMULATOR = False
 
 from nkilab import check, load_kernel  # load_kernel imports the kernel a %%writefile cell saved
-from nkilab.modules import kernel_dialect  # "legacy" or "0.6": how a kernel is launched on two cores
+from nkilab.kernels.modules import kernel_dialect  # "legacy" or "0.6": how a kernel is launched on two cores
 
 print("neuronxcc.nki is provided by", "the nkisim CPU simulator" if ON_SIMULATOR else "the Neuron compiler")
 

@@ -5,9 +5,9 @@ import tempfile
 
 import pytest
 
-# a grading run keeps its seed in the TA's private state folder (nkilab.seeds): the tests' own, not the home's
+# a grading run keeps its seed in the TA's private state folder (nkilab.judge.seeds): the tests' own, not the home's
 os.environ.setdefault("NKILAB_STATE_DIR", tempfile.mkdtemp(prefix="nkilab-state-"))
-# each lesson runs once per test run (nkilab.lesson_runs), kept here for the stage tests and the docs build alike;
+# each lesson runs once per test run (nkilab.authoring.lesson_runs), kept here for the stage tests and the docs build alike;
 # set when pytest starts, before pytest-xdist starts its workers, so they share it (they inherit the environment)
 os.environ.setdefault("NKIDOCS_CACHE", tempfile.mkdtemp(prefix="nkilab-test-run-"))
 # an op issuing an instruction its registry entry does not declare fails the test (users get a warning)
@@ -21,11 +21,11 @@ import program_check  # noqa: E402,F401  (NKISIM_CHECK_PROGRAMS=1: every launch 
 
 @pytest.fixture(autouse=True, scope="module")
 def _stop_executor_servers():
-    """A grading process keeps one executor server (``nkilab.processes``) for its life; in a test session that life
+    """A grading process keeps one executor server (``nkilab.isolate.processes``) for its life; in a test session that life
     is the whole session, so each module's servers are stopped at its end, and "nothing outlives grading" checks
     see only the grading run they look at."""
     yield
-    from nkilab import processes
+    from nkilab.isolate import processes
 
     processes.stop_servers()
 
@@ -34,7 +34,7 @@ def _stop_executor_servers():
 def needs_sandbox():
     """Skip a test that grades through the sandbox where bubblewrap cannot run (asked when the test starts, not
     when its module is collected: ``make test-fast`` collects sandbox tests it never runs)."""
-    from nkilab import sandbox
+    from nkilab.isolate import sandbox
 
     why = sandbox.probe()
     if why is not None:

@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 from nkilab import grade_report
-from nkilab.questions import QUESTIONS
+from nkilab.course.questions import QUESTIONS
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK_BUDGET_S = 120  # wall-clock limit for running one lesson notebook top to bottom
@@ -44,7 +44,7 @@ def solution_variant(stage: str, question: str, *edits: tuple[str, str], name: s
 
 def execute(nb: nbformat.NotebookNode, cwd: Path) -> tuple[nbformat.NotebookNode, float]:
     """Run ``nb`` in a python3 Jupyter kernel in ``cwd`` (errors stay in the outputs); return it and the seconds taken."""
-    from nkilab import lesson_runs
+    from nkilab.authoring import lesson_runs
 
     start = time.monotonic()
     lesson_runs.execute(nb, cwd, timeout=300)
@@ -53,11 +53,11 @@ def execute(nb: nbformat.NotebookNode, cwd: Path) -> tuple[nbformat.NotebookNode
 
 def run_reference_notebook(stage: str, grade_ids: set[str], dialect: str | None = None) -> nbformat.NotebookNode:
     """The authored lesson ``stage`` (reference answers in place) as ``dialect``'s students get it (default: the
-    course's stub dialect), executed once per test run and shared with the docs build (``nkilab.lesson_runs``),
+    course's stub dialect), executed once per test run and shared with the docs build (``nkilab.authoring.lesson_runs``),
     checked for what every lesson owes: no error or stderr output, exactly ``grade_ids`` graded and each at full
     points, every self-check cell passing at 1.00x the reference's estimated trn2 latency, all within the notebook
     budget.  Returns the executed notebook for the lesson's own checks of its demos."""
-    from nkilab import lesson_runs
+    from nkilab.authoring import lesson_runs
 
     run = lesson_runs.run(stage, dialect)
     nb, seconds = run.notebook, run.seconds
@@ -77,7 +77,8 @@ def run_reference_notebook(stage: str, grade_ids: set[str], dialect: str | None 
         else:  # graded on correctness only: no timed run
             assert "Speed" not in text and "estimate" not in text, text
     assert seconds < NOTEBOOK_BUDGET_S, f"{stage} reference notebook took {seconds:.0f} s"
-    figures = sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    figures = sum(bool({"image/png", "image/svg+xml"} & set(o.get("data", {})))  # plots; diagrams (SVG)
+                  for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert figures >= 1, f"{stage}: every lesson shows at least one figure (issue 22)"
     return nb
 
@@ -87,9 +88,9 @@ def twin_ratio(qid: str, dialect: str | None) -> float:
     stub dialect).  Off a device a kernel is timed against the legacy reference: 1.0 for the legacy twin itself; the
     0.6 twin's own estimate over it for the 0.6 one -- 1.0 but where AWS runs 0.6's ``nl.rsqrt`` on GpSimd
     (tests/test_dialects.py: within 1%)."""
-    from nkilab import manifest
-    from nkilab._child import make_grid
-    from nkilab.modules import kernel_dialect, load_kernel
+    from nkilab.course import manifest
+    from nkilab.isolate._child import make_grid
+    from nkilab.kernels.modules import kernel_dialect, load_kernel
     from nkisim import api
 
     if (dialect or manifest.course().stub_dialect) == "legacy":
@@ -198,7 +199,7 @@ def _names(proc: Path, cmd: str, repo: Path) -> bool:
 def grade_in_process(qid: str, path: Path, seed: int, name: str | None = None):
     """``grade_report`` of the kernel in the file ``path``, imported and run in this process: the grader's cases,
     tolerances and tiers without its sandbox (for mutants and tier kernels, where the sandbox is not the point)."""
-    from nkilab.modules import load_kernel
+    from nkilab.kernels.modules import load_kernel
 
     return grade_report(qid, load_kernel(path, name or QUESTIONS[qid].function), seed=seed, verbose=False)
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from course_testing import processes_under
 
-from nkilab import classgrade
-from nkilab.batch_control import CourseBusy, course_lock
+from nkilab.batch import classgrade
+from nkilab.batch.batch_control import CourseBusy, course_lock
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -32,7 +32,7 @@ def test_a_second_run_on_the_same_course_is_refused(tmp_path):
 def test_the_lock_is_released_when_the_holder_dies(tmp_path):
     lock = tmp_path / "lock"
     holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; "
-                               "from nkilab.batch_control import course_lock\n"
+                               "from nkilab.batch.batch_control import course_lock\n"
                                f"with course_lock(Path({str(lock)!r})):\n    print('held', flush=True); time.sleep(60)"],
                               stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"
@@ -49,7 +49,7 @@ def test_the_lock_is_released_when_the_holder_dies(tmp_path):
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_ends_make_grade_and_everything_it_started(tmp_path, sig):
     course = tmp_path / "example_class"
-    proc = subprocess.Popen([sys.executable, "-m", "nkilab.classgrade", "--workdir", str(course), "--assignment",
+    proc = subprocess.Popen([sys.executable, "-m", "nkilab.batch.classgrade", "--workdir", str(course), "--assignment",
                              "01_vector_add", "--seed", "1"], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 600

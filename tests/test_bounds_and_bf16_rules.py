@@ -1,4 +1,4 @@
-"""The course's lower bound (``nkilab.bounds``) and the two cost rules the bf16 FP8 reference leans on.
+"""The course's lower bound (``nkilab.course.bounds``) and the two cost rules the bf16 FP8 reference leans on.
 
 * The engines term is a linear programme solved through its dual; here it is checked against an independent primal
   search (every split of each pass over the engines on a grid), and against hand-computed cases.
@@ -16,7 +16,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from nkilab.bounds import engines_us, pass_cycles
+from nkilab.course.bounds import engines_us, pass_cycles
 from nkisim import api
 
 CLOCKS = {"act": 1.2, "dve": 0.96, "pool": 1.2}

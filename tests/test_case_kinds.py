@@ -9,8 +9,8 @@ import dataclasses
 
 import pytest
 
-from nkilab import manifest
-from nkilab.questions import (
+from nkilab.course import manifest
+from nkilab.course.questions import (
     QUESTIONS,
     ROW_KINDS,
     UNEVEN_SPLIT,
@@ -66,7 +66,7 @@ def test_a_kind_the_cases_differ_in_is_named(qid: str):
 
 def test_an_unnamed_kind_is_found():
     """Stage 2's and stage 5's questions as they were classified before issue 22."""
-    from nkilab.questions import row_kinds
+    from nkilab.course.questions import row_kinds
 
     tiled = dataclasses.replace(QUESTIONS["tiled_add"], kinds=row_kinds("several row tiles", "one column"))
     assert unnamed_kinds(tiled) == ["odd number of row tiles"]

@@ -11,8 +11,8 @@ import pytest
 from course_testing import grade_in_process
 
 from nkilab import check
-from nkilab.questions import QUESTIONS, UNEVEN_SPLIT
-from nkilab.results import Audience
+from nkilab.course.questions import QUESTIONS, UNEVEN_SPLIT
+from nkilab.judge.results import Audience
 
 MUTANTS_DIR = Path(__file__).with_name("check_truth_mutants")
 SEED = 2203

@@ -1,4 +1,4 @@
-"""The class report (``nkilab.report``) and similarity of hand-ins (``nkilab.similarity``), on small in-process
+"""The class report (``nkilab.lms.report``) and similarity of hand-ins (``nkilab.kernels.similarity``), on small in-process
 records and programs traced here: no class is graded (``tests/test_grade_class.py`` checks the report the example
 class's one shared grading writes, and opens it in Chromium).
 
@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from nkilab import evaluate, report, runner, similarity
-from nkilab.grade_table import CellGrade, Submission
-from nkilab.modules import load_kernel
-from nkilab.questions import QUESTIONS
-from nkilab.results import (
+from nkilab.course.questions import QUESTIONS
+from nkilab.isolate import replies, runner
+from nkilab.judge import evaluate
+from nkilab.judge.results import (
     CaseRecord,
     ErrorFacts,
     GradeRecord,
@@ -27,6 +26,10 @@ from nkilab.results import (
     SpeedFacts,
     SpeedRecord,
 )
+from nkilab.kernels import similarity
+from nkilab.kernels.modules import load_kernel
+from nkilab.lms import report
+from nkilab.lms.grade_table import CellGrade, Submission
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = REPO / "autograder" / "example_class" / "kernels"
@@ -67,8 +70,8 @@ def test_the_executor_sends_the_timed_programs_fingerprints_and_the_parent_check
     run = runner.run_inprocess(fn, q.function, [args, args], timed=1, target="trn2")
     assert run.program == traced(KERNELS / "sam_vector_add_step_by_step.py", "vector_add_naive")
     for bad in ([3, 2, 1], [1, 1], [-1], [1 << 48], [1.5], [True], "1,2", list(range(similarity.MAX_FEATURES + 1))):
-        result = runner.RunResult()
-        runner._case_runs([  # noqa: SLF001 - a forged message, as the executor's channel could carry one
+        result = replies.RunResult()
+        replies.read_cases([  # a forged message, as the executor's channel could carry one
             ({"kind": "case", "index": 0, "status": "error", "program": bad}, [])], 1, result)
         assert result.program is None, bad
     assert similarity.checked_features([1, 5, 9]) == (1, 5, 9)

@@ -9,9 +9,9 @@ import nbformat
 import pytest
 from course_testing import NOTEBOOK_BUDGET_S, REPO, errors_and_stderr, execute, grade_cells
 
-from nkilab import manifest
-from nkilab.questions import QUESTIONS
-from nkilab.release import load_source, solution_files
+from nkilab.authoring.release import load_source, solution_files
+from nkilab.course import manifest
+from nkilab.course.questions import QUESTIONS
 
 STUDENT_NOTEBOOKS = sorted(p.stem for p in (REPO / "assignments").glob("[0-9][0-9]_*.ipynb"))
 

@@ -20,8 +20,8 @@ from course_testing import (
 )
 
 from nkilab import check, grade, grade_report
-from nkilab.questions import QUESTIONS
-from nkilab.release import build, reference_fingerprints, scan_for_leaks
+from nkilab.authoring.release import build, reference_fingerprints, scan_for_leaks
+from nkilab.course.questions import QUESTIONS
 
 STAGE = "01_vector_add"
 SOLUTIONS = REPO / "solutions" / STAGE

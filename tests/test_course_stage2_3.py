@@ -18,8 +18,8 @@ from course_testing import (
 )
 
 from nkilab import check
-from nkilab.questions import QUESTIONS
-from nkilab.release import reference_fingerprints, scan_for_leaks
+from nkilab.authoring.release import reference_fingerprints, scan_for_leaks
+from nkilab.course.questions import QUESTIONS
 
 STAGES = {
     "02_partition_tiling": {"tiled_add": "q1_grade", "tiled_add_relu": "q2_grade"},
@@ -221,7 +221,7 @@ RELU_FORGOTTEN = """
 def test_tiny_cases_do_not_reward_the_luck_of_the_draw(tmp_path, seed):
     # a kernel without the ReLU is right on a 1x1 case whenever the drawn sum is positive, about every
     # other seed; the negated twin of each tiny case makes it wrong under every seed
-    from nkilab.evaluate import evaluate
+    from nkilab.judge.evaluate import evaluate
 
     ev = evaluate(QUESTIONS["tiled_add_relu"], write(tmp_path, "relu_forgotten.py", RELU_FORGOTTEN), hidden=True,
                   seed=seed, speed=False)

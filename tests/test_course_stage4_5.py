@@ -19,8 +19,8 @@ from course_testing import (
 from course_testing import write as write_module
 
 from nkilab import check, grade_report
-from nkilab.questions import QUESTIONS
-from nkilab.stages.s04_masked_rmsnorm import EPS, rmsnorm_reference
+from nkilab.course.questions import QUESTIONS
+from nkilab.course.stages.s04_masked_rmsnorm import EPS, rmsnorm_reference
 
 STAGES = {"04_masked_rmsnorm": ("rmsnorm", "rmsnorm_fast"), "05_multicore_spmd": ("vector_add_spmd", "rmsnorm_2core")}
 

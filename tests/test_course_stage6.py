@@ -15,7 +15,7 @@ from course_testing import (
 )
 
 from nkilab import check
-from nkilab.questions import QUESTIONS
+from nkilab.course.questions import QUESTIONS
 
 STAGE = "06_tensor_engine_matmul"
 QIDS = ("matmul_tiled", "matmul_fast")

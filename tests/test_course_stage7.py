@@ -14,7 +14,7 @@ from course_testing import (
     write,
 )
 
-from nkilab.questions import QUESTIONS
+from nkilab.course.questions import QUESTIONS
 
 STAGE = "07_fused_rmsnorm_linear"
 QIDS = ("rmsnorm_linear", "rmsnorm_linear_fast")

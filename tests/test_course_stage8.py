@@ -17,10 +17,10 @@ from course_testing import (
     write,
 )
 
-from nkilab.evaluate import evaluate, record
-from nkilab.modules import load_kernel
-from nkilab.questions import QUESTIONS, Case, Question
-from nkilab.stages.s08_conv2d_maxpool import conv2d_maxpool_reference
+from nkilab.course.questions import QUESTIONS, Case, Question
+from nkilab.course.stages.s08_conv2d_maxpool import conv2d_maxpool_reference
+from nkilab.judge.evaluate import evaluate, record
+from nkilab.kernels.modules import load_kernel
 
 STAGE = "08_conv2d_maxpool"
 QIDS = ("conv2d_maxpool", "conv2d_maxpool_fast")
@@ -83,7 +83,7 @@ def test_cases_follow_each_questions_rules():
 @pytest.mark.slow
 def test_reference_kernels_stay_inside_the_tolerances_across_seeds():
     """The stated tolerances have room: the reference kernels' worst error over three seeds' cases is well inside."""
-    from nkilab.evaluate import case_data
+    from nkilab.judge.evaluate import case_data
 
     for qid in QIDS:
         q = QUESTIONS[qid]

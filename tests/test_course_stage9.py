@@ -17,10 +17,10 @@ from course_testing import (
     write,
 )
 
-from nkilab.evaluate import case_data
-from nkilab.questions import QUESTIONS
-from nkilab.release import load_source
-from nkilab.stages import s09_rmsnorm_backward_fp8 as s9
+from nkilab.authoring.release import load_source
+from nkilab.course.questions import QUESTIONS
+from nkilab.course.stages import s09_rmsnorm_backward_fp8 as s9
+from nkilab.judge.evaluate import case_data
 
 STAGE = "09_rmsnorm_backward_fp8"
 QIDS = ("rmsnorm_backward", "rmsnorm_fp8_forward")
@@ -108,7 +108,7 @@ def s9_lesson():
 
 def test_reference_kernels_inside_the_tolerances_across_seeds():
     """Float32 accumulation everywhere: the references use a fraction of the stated tolerance."""
-    from nkilab.modules import load_kernel
+    from nkilab.kernels.modules import load_kernel
     from nkisim import api
 
     for qid in QIDS:

@@ -29,9 +29,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nkilab import device, latency_label, runner, sandbox
-from nkilab.evaluate import Evaluation
-from nkilab.questions import QUESTIONS
+from nkilab import latency_label
+from nkilab.course.questions import QUESTIONS
+from nkilab.isolate import runner, sandbox
+from nkilab.judge.evaluate import Evaluation
+from nkilab.kernels import device
 
 NRTPY = '''
 """A stand-in for AWS's nrtpy at its documented interface (model.rst, tensor.rst)."""
@@ -213,7 +215,7 @@ def test_the_grader_compiles_a_06_kernel_to_a_neff_in_a_child_and_times_it_itsel
     env = sandbox.environment({})  # the child's environment, as the grader builds it
     env["PYTHONPATH"] = os.pathsep.join([str(tools["aws"]), env["PYTHONPATH"]])  # AWS's nki is installed
     result = runner.RunResult()
-    facts = runner.device_bench([sys.executable, "-m", "nkilab._child"], kernel, str(tmp_path), env,
+    facts = runner.device_bench([sys.executable, "-m", "nkilab.isolate._child"], kernel, str(tmp_path), env,
                                 {"module": str(kernel), "function": "vector_add_stream", "grid": None, "target": None},
                                 (shapes, [q.speed_case.dtype] * 2), time.monotonic() + 120, sandbox.Limits(),
                                 False, result, None)
@@ -223,7 +225,7 @@ def test_the_grader_compiles_a_06_kernel_to_a_neff_in_a_child_and_times_it_itsel
     # a kernel whose compile saves no NEFF (a legacy SDK, say) gets no latency, and the reason says why
     (tools["aws"] / "nki" / "__init__.py").write_text(AWS_NKI.replace('os.environ.get("NEURON_FRAMEWORK_DEBUG")',
                                                                       '"never"'))
-    facts = runner.device_bench([sys.executable, "-m", "nkilab._child"], kernel, str(tmp_path), env,
+    facts = runner.device_bench([sys.executable, "-m", "nkilab.isolate._child"], kernel, str(tmp_path), env,
                                 {"module": str(kernel), "function": "vector_add_stream", "grid": None, "target": None},
                                 (shapes, [q.speed_case.dtype] * 2), time.monotonic() + 120, sandbox.Limits(),
                                 False, result, None)

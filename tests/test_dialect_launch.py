@@ -1,6 +1,6 @@
 """Launching and grading an NKI 0.6 kernel the way its dialect launches (issue 21 scope 3).
 
-* A question's grid maps to each dialect's launch (``nkilab._child.make_grid``): ``{"nc": 2}`` is ``nl.nc(2)`` for a
+* A question's grid maps to each dialect's launch (``nkilab.isolate._child.make_grid``): ``{"nc": 2}`` is ``nl.nc(2)`` for a
   legacy kernel and two logical cores, ``kernel[2]``, for a 0.6 one; plain grid dimensions (legacy instances run
   one after another on one core) have no 0.6 spelling and are the 0.6 kernel's own loop (no bracket).
 * The grader's launch and trace (``tensors_only``) keep a 0.6 kernel a 0.6 kernel, and its executor holds the
@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 import nkisim
-from nkilab import _execute
-from nkilab._child import make_grid
-from nkilab.modules import kernel_dialect, load_kernel
-from nkilab.questions import SOLUTIONS
+from nkilab.course.questions import SOLUTIONS
+from nkilab.isolate import _execute
+from nkilab.isolate._child import make_grid
+from nkilab.kernels.modules import kernel_dialect, load_kernel
 from nkisim import api
 from nkisim.core.target import get as get_target
 from nkisim.cost import scheduler

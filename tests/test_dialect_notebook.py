@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from course_testing import outputs_text, run_reference_notebook
 
-from nkilab.release import REPO, load_source
+from nkilab.authoring.release import REPO, load_source
 
 
 @pytest.mark.slow

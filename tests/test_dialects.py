@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 from course_testing import grade_in_process
 
-from nkilab import manifest
-from nkilab._child import make_grid
-from nkilab.modules import kernel_dialect, load_kernel
-from nkilab.questions import QUESTIONS, SOLUTIONS
-from nkilab.release import REPO, cell_dialect, load_source, solution_files, stages
+from nkilab.authoring.release import REPO, cell_dialect, load_source, solution_files, stages
+from nkilab.course import manifest
+from nkilab.course.questions import QUESTIONS, SOLUTIONS
+from nkilab.isolate._child import make_grid
+from nkilab.kernels.modules import kernel_dialect, load_kernel
 from nkisim import api
 
 SPECS = manifest.course().questions()
@@ -157,7 +157,7 @@ def test_a_kernel_file_is_written_by_one_cell_per_dialect(dialects, ok):
     """A shared kernel cell beside a dialect's, or two cells of one dialect, would both run in a student notebook."""
     import nbformat
 
-    from nkilab.release import ReleaseError
+    from nkilab.authoring.release import ReleaseError
 
     nb = nbformat.v4.new_notebook()
     for d in dialects:

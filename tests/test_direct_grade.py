@@ -1,4 +1,4 @@
-"""``DirectGrade`` grades by the notebook's plan (``nkilab.cells``): the course's notebooks without a Jupyter kernel,
+"""``DirectGrade`` grades by the notebook's plan (``nkilab.autograde.cells``): the course's notebooks without a Jupyter kernel,
 with the same files written and the same report and points in every grade cell as with the (sandboxed) kernel;
 grade cells always run in the grader, whatever their form, and a kernel is started only for a test that needs one."""
 
@@ -10,10 +10,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from nkilab import example_class, processes
-from nkilab.cells import Kind, needs_kernel, plan
-from nkilab.direct_grade import DirectGrade
-from nkilab.sanitize import grade_id, restore
+from nkilab.autograde.cells import Kind, needs_kernel, plan
+from nkilab.autograde.direct_grade import DirectGrade
+from nkilab.batch import example_class
+from nkilab.intake.sanitize import grade_id, restore
+from nkilab.isolate import processes
 
 REPO = Path(__file__).resolve().parents[1]
 STAGE = "01_vector_add"

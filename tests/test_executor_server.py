@@ -1,4 +1,4 @@
-"""The executor's fork server (``nkilab.processes.ExecutorServer``) and the bytecode the sandbox reads.
+"""The executor's fork server (``nkilab.isolate.processes.ExecutorServer``) and the bytecode the sandbox reads.
 
 One sandboxed server per grading process runs every question's programs, each job in a fresh forked worker: the
 same server answers question after question, a worker that dies without a word is reported as a crash while the
@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nkilab import processes, sandbox
-from nkilab.questions import QUESTIONS
-from nkilab.runner import run_module
+from nkilab.course.questions import QUESTIONS
+from nkilab.isolate import processes, sandbox
+from nkilab.isolate.runner import run_module
 
 pytestmark = [pytest.mark.processes, pytest.mark.usefixtures("needs_sandbox")]
 
@@ -48,7 +48,7 @@ def test_one_server_answers_question_after_question():
 
 
 def _server() -> processes.ExecutorServer:
-    argv = [sys.executable, "-m", "nkilab._execute", "--serve"]
+    argv = [sys.executable, "-m", "nkilab.isolate._execute", "--serve"]
     limits = sandbox.Limits(cpu_s=60)
     return processes.ExecutorServer(lambda: sandbox.command(argv, None, sandbox.environment({}), limits), None, None,
                                     limits)

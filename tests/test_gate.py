@@ -1,4 +1,4 @@
-"""The static screen of kernel files (``nkilab.gate``): every honest kernel of the course passes it untouched,
+"""The static screen of kernel files (``nkilab.judge.gate``): every honest kernel of the course passes it untouched,
 and each construct that reaches past a kernel is refused at its own line with a sentence saying what."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nkilab import gate
+from nkilab.judge import gate
 
 REPO = Path(__file__).resolve().parents[1]
 HONEST = sorted((REPO / "solutions").glob("*/*.py")) + sorted((REPO / "tests" / "kernels").glob("*.py"))

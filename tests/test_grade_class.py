@@ -1,6 +1,6 @@
 """`make grade` end to end: the bundled example class graded by real nbgrader, asserted against its gradebook.
 
-One run of ``python -m nkilab.classgrade`` (the command `make grade` runs) in a temporary directory, then per
+One run of ``python -m nkilab.batch.classgrade`` (the command `make grade` runs) in a temporary directory, then per
 student the grade their hand-in deserves: honest work full marks, slow kernels lose speed points only, hidden
 edge cases cost correctness points, and no hostile notebook -- endless loop, crashes, a kernel that kills the
 grader, monkeypatching, NumPy outside NKI, duplicated / deleted / added cells, broken JSON -- earns points it
@@ -23,13 +23,17 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from browser import layout_probe
 from course_testing import processes_under
 from nbgrader.api import Gradebook, MissingEntry
 
-from nkilab import example_class, grade_report, intake, manifest
-from nkilab.intake import readable, take_in
-from nkilab.questions import QUESTIONS
-from nkilab.sanitize import SKIP_TAG, grade_id, restore
+from nkilab import grade_report
+from nkilab.batch import example_class
+from nkilab.course import manifest
+from nkilab.course.questions import QUESTIONS
+from nkilab.intake import handins as intake
+from nkilab.intake.handins import readable, take_in
+from nkilab.intake.sanitize import SKIP_TAG, grade_id, restore
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = 424242
@@ -51,7 +55,7 @@ def graded(tmp_path_factory) -> dict:
     state = course.parent / "ta-state"  # the TA's private state folder (the seed file), outside the course
     before = tracked_state()
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "nkilab.classgrade", "--workdir", str(course), "--seed", str(SEED)],
+    proc = subprocess.run([sys.executable, "-m", "nkilab.batch.classgrade", "--workdir", str(course), "--seed", str(SEED)],
                           capture_output=True, text=True, timeout=PIPELINE_BUDGET_S, cwd=REPO,
                           env={**os.environ, "NKILAB_STATE_DIR": str(state)})
     seconds = time.monotonic() - start
@@ -62,7 +66,7 @@ def graded(tmp_path_factory) -> dict:
     report = shutil.copytree(course / "report", course.parent / "class-report")
     return {"course": course, "report": report, "out": proc.stdout, "seconds": seconds, "rows": rows, "state": state,
             "db": f"sqlite:///{course / 'gradebook.db'}", "tracked_unchanged": tracked_state() == before,
-            "leftover_processes": processes_under(course, ("nkilab._child", "nkilab._execute", "bwrap "), REPO)}
+            "leftover_processes": processes_under(course, ("nkilab.isolate._child", "nkilab.isolate._execute", "bwrap "), REPO)}
 
 
 def score(graded: dict, student: str, stage: str, gid: str) -> float | None:
@@ -304,7 +308,7 @@ def test_nothing_of_the_grader_or_a_peer_reaches_a_student_or_a_spreadsheet(grad
     values (the seed file's path, the reference latencies as the environment carried them), a line of another
     student's kernel, or a line of a reference solution its student did not hand in; no cell of any CSV the run
     wrote starts a spreadsheet formula; oscar's fake report lines changed no count."""
-    from nkilab.evaluate import grading_target, reference_latency
+    from nkilab.judge.evaluate import grading_target, reference_latency
 
     course = graded["course"]
     latencies = [repr(reference_latency(q, grading_target(q), 120.0)["latency_us"]) for q in QUESTIONS.values()
@@ -564,7 +568,7 @@ def test_course_mode_regrades_a_course_in_place(graded):
     course = graded["course"]
     before = sorted(p.name for p in (course / "submitted").iterdir())
     state = graded["state"].parent / "other-ta-state"
-    proc = subprocess.run([sys.executable, "-m", "nkilab.classgrade", "--course", str(course), "--assignment",
+    proc = subprocess.run([sys.executable, "-m", "nkilab.batch.classgrade", "--course", str(course), "--assignment",
                            "03_free_dim_streaming", "--kernel-timeout", "30", "--csv", str(course / "regrade.csv")],
                           capture_output=True, text=True, timeout=600, cwd=REPO,
                           env={**os.environ, "NKILAB_STATE_DIR": str(state)})
@@ -594,7 +598,7 @@ def test_a_stopped_run_resumes_with_the_courses_seed(graded):
     with Gradebook(graded["db"]) as gb:
         gb.find_grade("q1_grade", stage, stage, "ben").auto_score = None
         gb.db.commit()
-    proc = subprocess.run([sys.executable, "-m", "nkilab.classgrade", "--course", str(course), "--assignment", stage,
+    proc = subprocess.run([sys.executable, "-m", "nkilab.batch.classgrade", "--course", str(course), "--assignment", stage,
                            "--resume", "--kernel-timeout", "30", "--csv", str(course / "resume.csv")],
                           capture_output=True, text=True, timeout=600, cwd=REPO,
                           env={**os.environ, "NKILAB_STATE_DIR": str(graded["state"])})
@@ -683,22 +687,9 @@ def test_the_class_report_fits_a_phone_and_a_desktop(graded, width, tmp_path):
 
 
 #: nothing wider than the window, and no box that hides what does not fit (a pre wraps, a table scrolls in its box)
-REPORT_LAYOUT = """(() => {
-  const vw = window.innerWidth, bad = [];
-  for (const el of document.querySelectorAll('pre, table, img, h1, h2, h3, p, td')) {
-    const r = el.getBoundingClientRect();
-    if (!r.width) continue;
-    let box = el;
-    while (box && box !== document.body && !['auto', 'scroll'].includes(getComputedStyle(box).overflowX))
-      box = box.parentElement;
-    const shown = (box && box !== document.body) ? box.getBoundingClientRect() : r;
-    if (shown.right > vw + 1 || shown.left < -1) bad.push(el.tagName + ' ' + Math.round(shown.right));
-    if (el.tagName === 'PRE' && el.scrollWidth > el.clientWidth + 1) bad.push('PRE clipped ' + el.scrollWidth);
-  }
-  const img = document.querySelector('img');
-  return {bad, pageWidth: document.documentElement.scrollWidth, vw,
-          pairs: document.querySelectorAll('.pair').length, plot: img ? img.naturalWidth : 0};
-})()"""
+REPORT_LAYOUT = layout_probe("pre, table, img, h1, h2, h3, p, td", clipped="pre",
+                             extra={"pairs": "document.querySelectorAll('.pair').length",
+                                    "plot": "(document.querySelector('img') || {naturalWidth: 0}).naturalWidth"})
 
 
 # --------------------------------------------------------------------------- the pieces, without nbgrader
@@ -779,7 +770,7 @@ def test_kernel_returning_a_numpy_array_gets_no_points(tmp_path):
 def test_notebook_time_limit_stops_a_slow_cell_and_grading_goes_on(tmp_path):
     """``notebook_timeout`` caps the whole notebook (it rests on nbclient's per-cell ``_get_timeout``,
     pinned in requirements.txt): the cell running when time is up is interrupted, later cells still run."""
-    from nkilab.nbgrader_plugins import TimeLimitedExecute
+    from nkilab.autograde.nbgrader_plugins import TimeLimitedExecute
 
     # (the limit leaves room for a kernel that starts slowly on a busy machine: only the second cell can reach it)
     cells = ["import time; print('one')", "time.sleep(600); print('two')", "print('three')"]

@@ -1,4 +1,4 @@
-"""``nkilab.grade_table``: the class's grades as a TA reads them, from a real nbgrader gradebook (SQLite) and the
+"""``nkilab.lms.grade_table``: the class's grades as a TA reads them, from a real nbgrader gradebook (SQLite) and the
 grade records the grade cells left in the autograded notebooks -- never from printed text. Each rule of the table
 and the CSVs is checked on a small course built here, without running any kernel."""
 
@@ -12,9 +12,9 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from nkilab import grade_table
-from nkilab.grade_table import CellGrade, Submission, collect, table, write_csv, write_lms_csv
-from nkilab.results import MIME, CaseRecord, GradeRecord, Outcome
+from nkilab.judge.results import MIME, CaseRecord, GradeRecord, Outcome
+from nkilab.lms import grade_table
+from nkilab.lms.grade_table import CellGrade, Submission, collect, table, write_csv, write_lms_csv
 
 LAB = "01_lab"
 pytestmark = pytest.mark.processes  # nbgrader starts a new gradebook by running alembic

@@ -17,9 +17,11 @@ import jsonschema
 import nbformat
 import pytest
 
-from nkilab import example_class, gradescope, manifest
-from nkilab.questions import QUESTIONS
-from nkilab.release import assignments_dir
+from nkilab.authoring.release import assignments_dir
+from nkilab.batch import example_class
+from nkilab.course import manifest
+from nkilab.course.questions import QUESTIONS
+from nkilab.lms import gradescope
 
 REPO = Path(__file__).resolve().parents[1]
 STAGE = "01_vector_add"
@@ -57,7 +59,7 @@ pytestmark = [pytest.mark.processes, pytest.mark.usefixtures("needs_sandbox")]
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("gradescope")
-    proc = subprocess.run([sys.executable, "-m", "nkilab.gradescope", "build", "--assignment", STAGE, "--out",
+    proc = subprocess.run([sys.executable, "-m", "nkilab.lms.gradescope", "build", "--assignment", STAGE, "--out",
                            str(out)], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out / f"{STAGE}.zip"
@@ -71,7 +73,7 @@ def test_the_bundle_has_gradescopes_layout_and_no_solution(bundle):
     assert "setup.sh" in names and "run_autograder" in names  # at the root of the archive
     assert modes["run_autograder"] & stat.S_IXUSR and modes["setup.sh"] & stat.S_IXUSR
     assert not [n for n in names if n.startswith(("solutions/", "tests/", "notebooks/", "autograder/"))]
-    assert "nkilab/gradescope.py" in names and "nkisim/__init__.py" in names
+    assert "nkilab/lms/gradescope.py" in names and "nkisim/__init__.py" in names
     solution = (REPO / "solutions" / STAGE / "vector_add_stream.py").read_text()
     body = [ln.strip() for ln in solution.splitlines() if "nl.load(a[:, j * chunk" in ln]
     assert body and body[0].encode() not in text  # the reference kernel's own lines are not shipped
@@ -148,7 +150,7 @@ def test_a_slow_kernel_is_told_why_and_a_legacy_hand_in_is_graded_alike(bundle, 
 def test_make_gradescope_dialect_legacy_bundles_the_legacy_twin(tmp_path):
     """One word, ``make gradescope DIALECT=legacy``: the bundle holds the legacy twin of the notebook, and lands beside
     the NKI 0.6 bundles in a folder of its own."""
-    out = subprocess.run([sys.executable, "-m", "nkilab.gradescope", "build", "--dialect", "legacy", "--assignment",
+    out = subprocess.run([sys.executable, "-m", "nkilab.lms.gradescope", "build", "--dialect", "legacy", "--assignment",
                           STAGE, "--out", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert f"make gradescope: wrote {tmp_path / (STAGE + '.zip')}" in out.stdout

@@ -2,12 +2,12 @@
 
 * intake: any malformed file handed in -- huge, not UTF-8, nested 100 000 deep, a 5000-digit number, JSON
   that is not a notebook, a link, a FIFO, a bad time stamp -- is reported by name with a plain reason, and the
-  rest of the class is still taken in (``nkilab.intake``);
+  rest of the class is still taken in (``nkilab.intake.handins``);
 * feedback: a written answer with ``<script>``, ``onerror=`` or ``javascript:`` links and megabyte-long
-  outputs come out of the feedback exporter inert and truncated (``nkilab.nbgrader_plugins``), and so through
+  outputs come out of the feedback exporter inert and truncated (``nkilab.autograde.nbgrader_plugins``), and so through
   real ``nbgrader generate_feedback`` (slow);
 * gradebook: a manual score, extra credit or comment changed during a grading run is reported exactly
-  (``nkilab.gradebook_audit``), against a real SQLite gradebook built with nbgrader's API.
+  (``nkilab.batch.gradebook_audit``), against a real SQLite gradebook built with nbgrader's API.
 """
 
 from __future__ import annotations
@@ -28,19 +28,7 @@ from nbgrader.api import Gradebook
 from nbgrader.converters import GenerateFeedback
 from nbgrader.coursedir import CourseDirectory
 
-from nkilab import gradebook_audit, intake
-from nkilab.gradebook_audit import Change
-from nkilab.intake import (
-    MAX_BYTES,
-    MAX_DEPTH,
-    STRIPPED_NOTE,
-    drop_outputs,
-    inspect,
-    nesting_depth,
-    readable,
-    take_in,
-)
-from nkilab.nbgrader_plugins import (
+from nkilab.autograde.nbgrader_plugins import (
     FEEDBACK,
     FEEDBACK_EXPORTER,
     FeedbackHTMLExporter,
@@ -50,7 +38,20 @@ from nkilab.nbgrader_plugins import (
     feedback_flags,
     truncate_text,
 )
-from nkilab.results import MIME, Audience, CaseRecord, ErrorFacts, GradeRecord, Outcome
+from nkilab.batch import gradebook_audit
+from nkilab.batch.gradebook_audit import Change
+from nkilab.intake import handins as intake
+from nkilab.intake.handins import (
+    MAX_BYTES,
+    MAX_DEPTH,
+    STRIPPED_NOTE,
+    drop_outputs,
+    inspect,
+    nesting_depth,
+    readable,
+    take_in,
+)
+from nkilab.judge.results import MIME, Audience, CaseRecord, ErrorFacts, GradeRecord, Outcome
 
 GOOD = nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]))
 CELL = {"cell_type": "markdown", "source": "x", "metadata": {}}

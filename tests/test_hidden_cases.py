@@ -8,10 +8,11 @@ import re
 
 import pytest
 
-from nkilab import example_class, grade_report
-from nkilab.grade import GRADING_ENV
-from nkilab.questions import HIDDEN_CASES_ENV, QUESTIONS
-from nkilab.results import Audience
+from nkilab import grade_report
+from nkilab.batch import example_class
+from nkilab.course.questions import HIDDEN_CASES_ENV, QUESTIONS
+from nkilab.judge.grade import GRADING_ENV
+from nkilab.judge.results import Audience
 
 CLEO = example_class.CLASS_DIR / "kernels" / "cleo_add_float32_out.py"  # float32 output whatever the input
 REFERENCE = QUESTIONS["vector_add_naive"].solution_path
@@ -59,7 +60,7 @@ def test_a_typo_in_the_private_file_is_said_not_ignored(tmp_path, monkeypatch, c
 
 @pytest.fixture(autouse=True)
 def _fresh_file_cache():
-    from nkilab import questions
+    from nkilab.course import questions
 
     questions.load_hidden_cases.cache_clear()
     yield

@@ -1,7 +1,7 @@
 """check() and the feedback say what their numbers mean, and give a hint only when its premise holds in the kernel.
 
 Each hint of ``GradeRecord.why_lines`` is checked twice, on facts where its premise holds and on facts where it does
-not (in process: the facts are the executor's, as ``nkilab.runner.speed_facts`` checks them); the premise read from
+not (in process: the facts are the executor's, as ``nkilab.isolate.replies.speed_facts`` checks them); the premise read from
 the kernel's own source -- a tile made outside a loop that the loop overwrites -- on real kernels: ben's (one pair of
 tiles for every chunk), the reference solutions (tiles made in the loop body, or filled part by part), accumulators.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nkilab import runner
-from nkilab.premises import shared_tile_lines
-from nkilab.results import CostlyLine, GradeRecord, Held, SpeedFacts, SpeedRecord
+from nkilab.isolate import replies
+from nkilab.judge.results import CostlyLine, GradeRecord, Held, SpeedFacts, SpeedRecord
+from nkilab.kernels.premises import shared_tile_lines
 
 REPO = Path(__file__).resolve().parents[1]
 BEN = REPO / "autograder" / "example_class" / "kernels" / "ben_stream_one_chunk_at_a_time.py"
@@ -59,9 +59,9 @@ def test_tiles_made_in_the_loop_filled_part_by_part_or_accumulated_are_not():
 def test_the_grader_reads_the_premise_from_its_own_copy_of_the_source():
     facts = {"busy_us": {"dma": 10.0}, "dma_queues": 16, "dma_count": 4, "dma_bytes": 1024, "instructions": 9,
              "cores": 1, "lines": [[13, 1.0]], "held": [], "shared": [99]}  # the child's "shared" is not read
-    got = runner.speed_facts(facts, BEN.read_text().splitlines(keepends=True))
+    got = replies.speed_facts(facts, BEN.read_text().splitlines(keepends=True))
     assert got["shared"] == [13, 14]
-    assert runner.speed_facts(facts, REFERENCE.read_text().splitlines(keepends=True))["shared"] == []
+    assert replies.speed_facts(facts, REFERENCE.read_text().splitlines(keepends=True))["shared"] == []
     assert SpeedFacts.of(got).shared == (13, 14) and SpeedFacts.of(got, with_lines=False).shared == ()
 
 

@@ -1,4 +1,4 @@
-"""``nkilab._io``: the framed messages grading children send back over a pipe. The parent reads them as hostile
+"""``nkilab.isolate._io``: the framed messages grading children send back over a pipe. The parent reads them as hostile
 data, so every malformed stream must end in ``ProtocolError`` (never a crash, a hang or an oversized allocation),
 and every well-formed one must come back bit for bit."""
 
@@ -12,7 +12,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from nkilab._io import DTYPES, MAGIC, MAX_DIMS, MAX_HEADER, ProtocolError, read_message, write_message
+from nkilab.isolate._io import DTYPES, MAGIC, MAX_DIMS, MAX_HEADER, ProtocolError, read_message, write_message
 
 
 def framed(header: dict, arrays: list[np.ndarray] = ()) -> bytes:  # type: ignore[assignment]

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from course_testing import REPO
 
-from nkilab import lab
+from nkilab.authoring import lab
 
 
 def free_port() -> int:

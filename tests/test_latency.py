@@ -1,4 +1,4 @@
-"""nkilab.latency: the lessons' latencies, labelled as what they are -- on the simulator a cost-model estimate for
+"""nkilab.kernels.latency: the lessons' latencies, labelled as what they are -- on the simulator a cost-model estimate for
 the named target, equal to what the simulator's own profile and the legacy nki.benchmark report."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import io
 
 import numpy as np
 
-from nkilab import latency
+from nkilab.kernels import latency
 from nkisim import api
 
 

@@ -1,4 +1,4 @@
-"""The course manifest (autograder/nkilab/course.toml) is the one source of the course's shape: the lessons'
+"""The course manifest (autograder/nkilab/course/course.toml) is the one source of the course's shape: the lessons'
 grade cells, the grading registry, the READMEs' and the docs index's tables, the example class and the facts
 the lessons quote all agree with it, or with the target files it points to.  Fast: nothing here runs a kernel."""
 
@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from nkilab import example_class, facts, manifest
-from nkilab.questions import QUESTIONS, timed_references
-from nkilab.release import WRITEFILE, load_source, stages
+from nkilab.authoring.release import WRITEFILE, load_source, stages
+from nkilab.batch import example_class
+from nkilab.course import facts, manifest
+from nkilab.course.questions import QUESTIONS, timed_references
 
 REPO = Path(__file__).resolve().parents[1]
 COURSE = manifest.course()
@@ -125,7 +126,7 @@ def test_grading_follows_an_edited_manifest(tmp_path: Path):
     edited = tmp_path / "course.toml"
     edited.write_text(text.replace('target = "trn2"', 'target = "trn1"', 1).replace("full_tier = 1.2", "full_tier = 1.1", 1)
                       .replace("partial_tier = 2.0", "partial_tier = 1.7", 1))
-    probe = ("from nkilab.questions import QUESTIONS; from nkilab.evaluate import grading_target; "
+    probe = ("from nkilab.course.questions import QUESTIONS; from nkilab.judge.evaluate import grading_target; "
              "from nkilab import figures; q = QUESTIONS['vector_add_naive']; "
              "print(grading_target(q), q.full_tier, q.partial_tier, grading_target(QUESTIONS['rmsnorm_2core']), "
              "figures.COURSE_TARGET)")
@@ -177,7 +178,7 @@ def test_every_relaxed_reference_is_timed_on_its_questions_speed_case():
 
 # --------------------------------------------------------------------------- facts the lessons quote
 
-#: a number the lessons must not state as a literal: it lives in the target files (nkilab.facts renders it)
+#: a number the lessons must not state as a literal: it lives in the target files (nkilab.course.facts renders it)
 LITERAL_FACTS = re.compile(r"\b\d[\d.]*\s*(?:bfloat16 |fp8 |float32 )?(?:TFLOPS|GB/s)|\d+ MiB \((?:trn1|trn2)\)|"
                            r"\d+ MiB on trn|\d+ KiB \((?:trn1|trn2)\)|(?:fifth|sixth) engine", re.I)
 LITERAL_PEAKS = re.compile(r"(?:TFLOPS|GBPS|PEAK)\w*\s*(?:,\s*\w+\s*)*=\s*[\d.]+\b", re.I)
@@ -241,8 +242,8 @@ def test_the_correctness_only_first_versions_could_not_be_graded_at_80_percent()
     kernel (Q2's reference, all three ideas) stays under 80% of the bound."""
     import numpy as np
 
-    from nkilab.bounds import bound
-    from nkilab.modules import load_kernel
+    from nkilab.course.bounds import bound
+    from nkilab.kernels.modules import load_kernel
     from nkisim import api
 
     def estimate(q, solution_qid):
@@ -264,7 +265,7 @@ def test_the_fp8_bound_keeps_the_saturation_on_vector_and_gpsimd():
     The output is FP8, so the passes are priced at bf16 rates (Vector's performance mode). Worked by hand: the Scalar
     engine takes the sum of squares and part of the rstd pass, the Vector engine the saturation, the rest of the rstd
     pass and a share p of the two multiplies, GpSimd the rest of them; all three busy for the same time T."""
-    from nkilab.bounds import bound, engines_us, pass_cycles
+    from nkilab.course.bounds import bound, engines_us, pass_cycles
     from nkisim import api
 
     q = QUESTIONS["rmsnorm_fp8_forward"]

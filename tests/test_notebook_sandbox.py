@@ -1,6 +1,6 @@
 """Every byte of a notebook runs sandboxed (issue 28): a notebook whose grading needs a Jupyter kernel -- a teacher's
-own course, with a plain-Python answer and its test -- gets that kernel in the sandbox (``nkilab.kernel_sandbox``),
-and its grade cells' verdicts are computed by the grader outside it (``nkilab.cells``, ``nkilab.direct_grade``).
+own course, with a plain-Python answer and its test -- gets that kernel in the sandbox (``nkilab.isolate.kernel_sandbox``),
+and its grade cells' verdicts are computed by the grader outside it (``nkilab.autograde.cells``, ``nkilab.autograde.direct_grade``).
 
 The thief of the example class (``theo``, stage 3 under the class teacher's version of the lesson) is graded here
 the way nbgrader's execute step grades it, in a course laid out on disk with everything worth stealing in place
@@ -18,12 +18,13 @@ import nbformat
 import pytest
 import zmq
 
-from nkilab import example_class, processes
-from nkilab.direct_grade import KERNEL_DIED, DirectGrade
-from nkilab.kernel_sandbox import MAX_MESSAGE_BYTES, SandboxedKernelClient, SandboxedKernelManager
-from nkilab.results import MIME
-from nkilab.salvage import KERNEL_NOT_RUN, salvage
-from nkilab.sanitize import grade_id, restore
+from nkilab.autograde.direct_grade import KERNEL_DIED, DirectGrade
+from nkilab.batch import example_class
+from nkilab.batch.salvage import KERNEL_NOT_RUN, salvage
+from nkilab.intake.sanitize import grade_id, restore
+from nkilab.isolate import processes
+from nkilab.isolate.kernel_sandbox import MAX_MESSAGE_BYTES, SandboxedKernelClient, SandboxedKernelManager
+from nkilab.judge.results import MIME
 
 REPO = Path(__file__).resolve().parents[1]
 STAGE = "03_free_dim_streaming"

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 from program_check import check_launch, counts_python_runs, same
 
-from nkilab import modules
-from nkilab.questions import QUESTIONS
+from nkilab.course.questions import QUESTIONS
+from nkilab.kernels import modules
 from nkisim import api
 from nkisim.core.errors import NKIError
 from nkisim.program.ir import ProgramError

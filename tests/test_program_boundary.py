@@ -18,10 +18,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nkilab import gate, grade_report
-from nkilab.questions import HIDDEN_CASES_ENV
-from nkilab.results import Audience
-from nkilab.runner import run_module
+from nkilab import grade_report
+from nkilab.course.questions import HIDDEN_CASES_ENV
+from nkilab.isolate.runner import run_module
+from nkilab.judge import gate
+from nkilab.judge.results import Audience
 
 pytestmark = [pytest.mark.processes, pytest.mark.usefixtures("needs_sandbox")]
 
@@ -164,7 +165,7 @@ def test_a_huge_program_is_refused_and_the_grader_stays_small(tmp_path):
     # one was forked from, whose pages it held until its exec
     probe = (
         "import re\n"
-        "from nkilab.runner import run_module\n"
+        "from nkilab.isolate.runner import run_module\n"
         "import numpy as np\n"
         "x = [np.ones((128, 512), np.float32)] * 2\n"
         f"r = run_module({str(path)!r}, 'vector_add_naive', [x], timed=0, timeout=120, sandboxed=True)\n"

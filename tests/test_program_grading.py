@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from nkilab import grade_report
-from nkilab.runner import run_module
+from nkilab.isolate.runner import run_module
 
 HEADER = "import sys\n\nimport neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\nimport numpy as np\n\n"
 HONEST = """

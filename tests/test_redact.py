@@ -1,4 +1,4 @@
-"""nkilab.redact finds echoed reference code through a k-gram index (most lines are ruled out in a few lookups):
+"""nkilab.authoring.redact finds echoed reference code through a k-gram index (most lines are ruled out in a few lookups):
 it must hide exactly what a plain search of every fingerprint in every line hides, written here from the rules in
 ``hide_reference_code``'s docstring."""
 
@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from nkilab import redact
+from nkilab.authoring import redact
 
 PRINTS = {
     "out_tile = nl.add(a_tile, b_tile)",

@@ -1,13 +1,13 @@
 """The reference solutions' latencies, which every speed tier is measured against, are the same whether the
-reference runs in the grading process (``nkilab.evaluate.reference_latency``'s default: the course's own code,
+reference runs in the grading process (``nkilab.judge.evaluate.reference_latency``'s default: the course's own code,
 no sandbox start-up) or in a sandboxed child as a hand-in does: same program, same estimate, same facts."""
 
 from __future__ import annotations
 
 import pytest
 
-from nkilab.evaluate import grading_target, reference_latency
-from nkilab.questions import QUESTIONS, timed_references
+from nkilab.course.questions import QUESTIONS, timed_references
+from nkilab.judge.evaluate import grading_target, reference_latency
 
 TIMED = sorted({r.qid: r for q in QUESTIONS.values() for r in timed_references(q)}.values(), key=lambda q: q.qid)
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from nkilab import manifest
-from nkilab.release import MARKERS, REPO, assignments_dir, stages
+from nkilab.authoring.release import MARKERS, REPO, assignments_dir, stages
+from nkilab.course import manifest
 
 
 def writefile_stubs(nb: nbformat.NotebookNode) -> list[str]:

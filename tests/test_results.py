@@ -1,4 +1,4 @@
-"""Grade records (``nkilab.results``): one typed record per question, rendered for each reader, never parsed back.
+"""Grade records (``nkilab.judge.results``): one typed record per question, rendered for each reader, never parsed back.
 
 A student reads public cases in full and hidden cases as a count, kinds and verdict categories; the TA reads
 everything.
@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from nkilab.results import (
+from nkilab.judge.results import (
     MIME,
     SCHEMA,
     Audience,

@@ -1,4 +1,4 @@
-"""nkilab.salvage: a notebook whose kernel died is graded cell by cell in a replay process that runs no code of the
+"""nkilab.batch.salvage: a notebook whose kernel died is graded cell by cell in a replay process that runs no code of the
 student's -- nbgrader's scoring rule, the outcomes written back with a note, and the answer-cell checksums."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import nbformat
 import pytest
 from nbgrader.utils import compute_checksum
 
-from nkilab import salvage
-from nkilab.results import MIME
+from nkilab.batch import salvage
+from nkilab.judge.results import MIME
 
 
 def _cell(source: str, gid: str, *, grade: bool = False, solution: bool = False, points: float = 0.0):

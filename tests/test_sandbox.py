@@ -1,5 +1,5 @@
-"""The OS sandbox alone contains hostile kernels: each attack runs in ``nkilab.sandbox`` with the static screen
-(``nkilab.gate``) bypassed, and the grader, its files, its processes and the other hand-ins come out untouched.
+"""The OS sandbox alone contains hostile kernels: each attack runs in ``nkilab.isolate.sandbox`` with the static screen
+(``nkilab.judge.gate``) bypassed, and the grader, its files, its processes and the other hand-ins come out untouched.
 
 Every attack here is aimed at real targets this test creates on the host (a peer's hand-in, a gradebook, a
 "solution", the grader's own module), with their absolute paths written into the kernel, so the kernel knows
@@ -18,9 +18,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nkilab import gate, grade_report, sandbox
-from nkilab.questions import QUESTIONS
-from nkilab.runner import run_module
+from nkilab import grade_report
+from nkilab.course.questions import QUESTIONS
+from nkilab.isolate import sandbox
+from nkilab.isolate.runner import run_module
+from nkilab.judge import gate
 
 HEADER = "import os\nimport signal\nimport sys\nimport time\n\nimport neuronxcc.nki as nki\n" \
          "import neuronxcc.nki.language as nl\nimport numpy as np\n\n"
@@ -101,9 +103,9 @@ def test_files_outside_the_sandbox_do_not_exist_for_the_kernel(tmp_path, victims
 @pytest.mark.processes
 @pytest.mark.usefixtures("needs_sandbox")
 def test_the_grader_package_and_python_are_read_only(tmp_path):
-    import nkilab.questions
+    import nkilab.course.questions
 
-    target = Path(nkilab.questions.__file__).with_name("grade.py")
+    target = Path(nkilab.course.questions.__file__).parents[1] / "judge" / "grade.py"
     before = digest(target)
     path = kernel(tmp_path, "patcher", f"""
         with open({str(target)!r}, "a") as fh:
@@ -320,7 +322,7 @@ ATTACKS = ["thief", "patcher", "env", "killer", "daemon", "hog", "forger", "pipe
 def test_every_attack_is_refused_by_the_screen_and_scores_zero(tmp_path, victims, name):
     sources = {
         "thief": f"print(open({str(victims['solution'])!r}).read())",
-        "patcher": "sys.modules['nkilab._child'].run_case = None",
+        "patcher": "sys.modules['nkilab.isolate._child'].run_case = None",
         "env": "raise RuntimeError(os.environ.get('NKILAB_SEED'))",
         "killer": "os.kill(os.getppid(), signal.SIGKILL)",
         "daemon": "os.fork()",

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from nkilab import check, load_kernel
-from nkilab.questions import QUESTIONS
-from nkilab.results import Audience
+from nkilab.course.questions import QUESTIONS
+from nkilab.judge.results import Audience
 
 pytestmark = pytest.mark.slow  # about 90 s: each case times a stage's graded shape and the reference's
 
@@ -120,9 +120,9 @@ def test_sequential_range_is_named_when_it_holds_the_kernel_back(tmp_path):
 
 def test_held_facts_from_the_executor_are_checked_and_travel_in_the_record():
     """The executor's ``held`` list is hostile data like the rest: only a known mechanism with an int line and count
-    and a finite time is kept (nkilab.runner.speed_facts), and what is kept survives the record's JSON."""
-    from nkilab.results import Held, SpeedFacts, _facts
-    from nkilab.runner import speed_facts
+    and a finite time is kept (nkilab.isolate.replies.speed_facts), and what is kept survives the record's JSON."""
+    from nkilab.isolate.replies import speed_facts
+    from nkilab.judge.results import Held, SpeedFacts, _facts
 
     base = {"busy_us": {"dve": 1.0}, "dma_queues": 16, "dma_count": 1, "dma_bytes": 8, "instructions": 2, "cores": 1}
     held = [["sequential_range", 12, 7, 3.5], ["rm -rf", 1, 1, 1.0], ["sequential_range", "12", 7, 3.5],

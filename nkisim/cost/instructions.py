@@ -250,7 +250,7 @@ def element_cycles(name: str, engine: str, dtype: str, prm: dict[str, Any], alu:
                    broadcast: bool = False, n: int = 4096) -> float:
     """Engine cycles per element (per partition) of a large instruction of kind ``name`` on ``engine``, every
     operand of ``dtype`` in SBUF (``broadcast``: one input repeated along the free axis), by the kind's own formula:
-    what a lower bound on a computation's engine time may charge a pass (``nkilab.bounds``), with no second copy of
+    what a lower bound on a computation's engine time may charge a pass (``nkilab.course.bounds``), with no second copy of
     the rules."""
     ins = Instr(INSTRUCTIONS[name], engine, int(prm["limits"]["partitions"]), n, (dtype,) * 3, 0, (), (), ("", 0),
                 extra={"alu": alu, "broadcast": broadcast} if alu or broadcast else {"alu": alu})

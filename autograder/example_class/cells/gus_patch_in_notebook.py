@@ -2,7 +2,7 @@
 import numpy as np
 
 import nkilab
-import nkilab.grade
+import nkilab.judge.grade
 
 nkilab.grade = lambda *args, **kwargs: 4.0
 nkilab.grade_report = lambda *args, **kwargs: None

@@ -13,8 +13,8 @@ from IPython import get_ipython
 from IPython.display import display
 
 import nkilab
-import nkilab.grade as grading
-from nkilab.results import MIME, GradeRecord
+import nkilab.judge.grade as grading
+from nkilab.judge.results import MIME, GradeRecord
 
 
 def tiles(n, free_dim=1000):

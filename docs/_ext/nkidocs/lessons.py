@@ -5,10 +5,10 @@ A student notebook has no outputs, and running it would fail at every kernel the
 So the authored lesson (``notebooks/NN_*.py``, reference answers in place) runs once under a real Jupyter kernel,
 and the outputs of its *demo* cells are put into the student notebook as MyST-NB reads it (``source-read``).
 Answers, checks and graded cells get none: their outputs would describe the reference kernels.  Every line of
-reference code a demo prints (a profile's source column) is hidden first (``nkilab.redact.scrub_outputs``), and
+reference code a demo prints (a profile's source column) is hidden first (``nkilab.authoring.redact.scrub_outputs``), and
 ``tests/test_docs_site.py`` scans the site as built for any that got through.
 
-Running the lessons takes minutes, so each run is kept (``nkilab.lesson_runs``, in ``build/docs-cache/lessons``)
+Running the lessons takes minutes, so each run is kept (``nkilab.authoring.lesson_runs``, in ``build/docs-cache/lessons``)
 under a key made of everything it depends on (the lesson, the simulator, the grader, the reference solutions and
 the pinned requirements); a fresh clone, like CI's, runs them once, and the course tests read the same runs.  ``NKIDOCS_OUTPUTS=0`` leaves the outputs out (a quick build of the text).
 """
@@ -22,14 +22,14 @@ import nbformat
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
-from nkilab import lesson_runs
-from nkilab.lesson_runs import cache_key  # noqa: F401  (the error pages' examples are kept under it too)
-from nkilab.redact import HIDDEN, scrub_outputs
+from nkilab.authoring import lesson_runs
+from nkilab.authoring.redact import HIDDEN, scrub_outputs
+from nkilab.course.keep import cache_dir, cache_key  # noqa: F401  (the error pages' examples are kept under it too)
 
 logger = logging.getLogger(__name__)
 
 NOTEBOOKS = lesson_runs.NOTEBOOKS
-CACHE = lesson_runs.cache_dir()
+CACHE = cache_dir()
 _STEM = re.compile(r"lessons/(\d\d_\w+)$")
 
 
@@ -126,7 +126,7 @@ def _fingerprints() -> set[str]:
     """The release's fingerprints of the reference solutions (lines no student notebook shows)."""
     global _PRINTS
     if _PRINTS is None:
-        from nkilab.release import reference_fingerprints
+        from nkilab.authoring.release import reference_fingerprints
 
         _PRINTS = reference_fingerprints(NOTEBOOKS)
     return _PRINTS
@@ -134,7 +134,7 @@ def _fingerprints() -> set[str]:
 
 def demo_outputs(stem: str) -> dict[str, list]:
     """The raw outputs of the authored lesson ``stem``'s demo cells by cell id, as the course's students get the
-    lesson (its stub dialect), from the lesson's kept run (``nkilab.lesson_runs``; run now if none is kept)."""
+    lesson (its stub dialect), from the lesson's kept run (``nkilab.authoring.lesson_runs``; run now if none is kept)."""
     logger.info(f"lesson {stem}: demo outputs from its run kept in {CACHE} (run now if there is none) ...")
     nb = lesson_runs.run(stem).notebook
     return {cell["id"]: cell.outputs for cell in nb.cells if cell.cell_type == "code" and is_demo(cell)}

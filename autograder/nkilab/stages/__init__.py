@@ -1,4 +1,0 @@
-"""One module per course stage, each defining ``QUESTIONS`` (collected by ``nkilab.questions``).
-
-Module names sort in stage order: ``s01_vector_add``, ``s02_...``.
-"""
