@@ -31,9 +31,12 @@ OFF: dict[str, float] = {"matrix_transpose_improved 4096x4096 fp32 (rishic3)": 2
                          "RMSNorm-Quant Llama3.3-70B S=32K H=8192 (LNC=2)": 1.45,
                          "RMSNorm-Quant Llama3.1-405B S=2K H=16384 (LNC=2)": 1.9,
                          "RMSNorm-Quant Llama3.1-405B S=32K H=16384 (LNC=2)": 2.0}
-#: ladders the model does not order as published today: robertpare17's filter loops made affine_range ran 20% (fp16)
-#: and 2% (fp32) faster on trn1; the model ties them (issue 31 scope 1, open)
-MISRANKED: list[str] = ["robertpare17 conv2d fp16: sequential / affine", "robertpare17 conv2d fp32: sequential / affine"]
+#: ladders the model does not order as published today.  robertpare17's filter loops made affine_range ran 20% (fp16)
+#: and 2% (fp32) faster on trn1; the model tied them until an affine_range loop's instructions could run ahead in their
+#: engine's idle time (nkisim/cost/lanes.py; now fp16 1297 / 1046 us, fp32 3154 / 2949 us, both ordered).  The same
+#: mechanism hides his fused max pool's ScalarE/VectorE work in TensorE-bound time: fp32 2948.7 us against 2949.3
+#: without the pool, published 3741 / 3681 (1.6% apart; the author notes run-to-run variance); fp16 stays ordered.
+MISRANKED: list[str] = ["robertpare17 fp32: conv2d+maxpool / conv2d"]
 
 
 def _check(values, misranked, text, quick: bool) -> None:

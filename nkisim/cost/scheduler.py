@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from nkisim.core.buffers import BufferInfo
-from nkisim.cost import costs, hoist, reasons, rename, spill, unroll
+from nkisim.cost import costs, hoist, lanes, reasons, rename, spill, unroll
 from nkisim.cost import instructions as isa
 from nkisim.cost.deps import Scoreboard
 from nkisim.cost.trace import Instr
@@ -114,6 +114,9 @@ class Core:
         self.dge = Dge(int(prm["dma"].get("dge_instances", 1)))
         self.port = 0.0  # shared VectorE/GpSimdE SBUF port on NC-v2
         self.psum_port = 0.0  # shared VectorE/ScalarE PSUM access on NC-v2
+        #: idle gaps before ``free`` of each engine and of the two ports ("port", "psum_port"), which an affine_range
+        #: loop's instructions may fill (lanes.py)
+        self.gaps: dict[str, list[list[float]]] = {e: [] for e in (*COMPUTE, "port", "psum_port")}
 
 
 class Buffers:
@@ -396,6 +399,7 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
     dge_ns = float(prm["dma"].get("dge_ns", 0.0)) if not middle_end and getattr(trace, "dge", True) else 0.0
     dge_desc_ns = float(prm["dma"].get("dge_descriptor_ns", 0.0))
     copy_on = costs.copy_engines(getattr(trace, "dialect", "legacy"), int(prm["limits"]["nc_version"]))
+    legacy = getattr(trace, "dialect", "legacy") != "0.6"
     out = Schedule(len(trace))
     for starts in bufs.renamed.values():
         out.notes.add("renamed", trace[starts[0]].loc, count=len(starts))
@@ -473,17 +477,29 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
             else:
                 dur = costs.compute_ns(ins, spaces, prm, e)
             start = max(ready, core.free[e])
-            if shared_port and e in ("dve", "pool"):
+            on_port = shared_port and e in ("dve", "pool")
+            if on_port:
                 start = max(start, core.port)
             on_psum = psum_port and e in ("dve", "act") and "psum" in spaces
             if on_psum:  # NC-v2: VectorE and ScalarE cannot access PSUM at the same time (spec §4.3)
                 start = max(start, core.psum_port)
-            end = start + dur
-            core.free[e] = end
-            if shared_port and e in ("dve", "pool"):
-                core.port = end
+            tables = [(core.free[e], core.gaps[e])]
+            if on_port:
+                tables.append((core.port, core.gaps["port"]))
             if on_psum:
-                core.psum_port = end
+                tables.append((core.psum_port, core.gaps["psum_port"]))
+            if lanes.reorders(ins.loops, middle_end, legacy):  # ahead of earlier instructions of its engine
+                start = lanes.earliest(ready, dur, tables)
+            elif start > ready and middle_end and legacy and ins.loops:
+                early = lanes.earliest(ready, dur, tables)
+                if early < start:  # a sequential_range loop's instruction, kept in sequence order (lanes.py):
+                    out.notes.add("sequential_order", ins.loc, min(start - early, dur))  # the idle time it could fill
+            core.free[e] = lanes.take(core.free[e], core.gaps[e], start, dur)
+            if on_port:
+                core.port = lanes.take(core.port, core.gaps["port"], start, dur)
+            if on_psum:
+                core.psum_port = lanes.take(core.psum_port, core.gaps["psum_port"], start, dur)
+            end = start + dur
             out.busy[e] += dur
         out.start[i], out.end[i] = start, end
         for (key, box), is_w in (*reads, *writes, *carried):
