@@ -63,7 +63,7 @@ def test_the_split_holds_a_third_out_and_every_row_is_reported():
     assert [f.name for f in rmsnorm] == [f"RMSNorm-Quant {m} (LNC=2)" for m in (
         "Llama3.3-70B S=2K H=8192", "Llama3.3-70B S=32K H=8192", "Llama3.1-405B S=2K H=16384",
         "Llama3.1-405B S=32K H=16384")]
-    assert all(f.held_out and f.slow and f.grid == 2 and f.mirror.startswith("aws-neuron/nki-samples@1ee7f1d:")
+    assert all(f.held_out and f.slow and f.lnc == 2 and f.mirror.startswith("aws-neuron/nki-samples@1ee7f1d:")
                for f in rmsnorm)
 
 

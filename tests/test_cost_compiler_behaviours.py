@@ -6,9 +6,11 @@ it and its variant that must not, and the "Why:" line the profile prints for it 
   v2.27.1 nki/get-started/about/index.rst:140); ``affine_range`` iterations overlap; a kernel that skips the middle
   end has both alike (CS149 2025's handout).  The mechanism predates issue 31; what is new is that the profile and
   check() name it.
-- An ``affine_range`` loop's instructions may be issued ahead of earlier ones of their engine, into its idle time
-  (affine loops allow "the compiler to unroll and optimize code ordering between different iterations of the loop",
-  v2.29.1 nki/get-started/about/index.rst:159); a ``sequential_range`` loop's keep their order (cost/lanes.py).
+- The compiler's scheduler may issue an instruction ahead of earlier ones of its engine, into its idle time
+  ("Without this directive, the compiler scheduler is free to reorder independent operations", ``nl.no_reorder``;
+  affine loops allow "the compiler to unroll and optimize code ordering between different iterations of the loop",
+  v2.29.1 nki/get-started/about/index.rst:159); a ``sequential_range`` loop's instructions keep their order
+  (cost/lanes.py).
 - Renaming: a legacy tile made outside a loop and written whole in each iteration gets a buffer per value (the
   allocator's "key performance goal ... is to achieve instruction parallelism across different engines", v2.26
   general/nki/nki_direct_allocation_guide.rst:50-53); NKI 0.6 keeps one buffer and serialises ("the loop carries a

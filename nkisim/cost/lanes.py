@@ -1,4 +1,4 @@
-"""Reordering across an ``affine_range`` loop's iterations: an engine's idle gaps, and who may fill them.
+"""The compiler's scheduler reorders an engine's instructions: its idle gaps, and who may fill them.
 
 A compute engine runs its instruction queue in order, but the compiler writes that queue: AWS's NKI overview says
 affine loops allow "the compiler to unroll and optimize code ordering between different iterations of the loop to
@@ -9,10 +9,17 @@ the same: ``affine_range`` iterations "could be parallelized/pipelined on differ
 ``sequential_range`` makes the compiler "perform much more conservative loop-level optimizations", v2.26.0
 general/nki/api/nki/language/__init__.py:236-245 and 1421-1422).
 
-So an instruction of an ``affine_range`` loop that is in no ``sequential_range`` loop (a legacy kernel compiled with
-its middle end) may be issued ahead of earlier instructions of its engine: it starts in the first idle gap of the
-engine (and of the SBUF/PSUM port its engine shares, on NC-v2) where its data is ready and it fits whole; every other
-instruction starts after the engine's last one, as before.  The evidence is a hardware pair (bench/
+The scheduler reorders straight-line code too: "Without this directive, the compiler scheduler is free to reorder
+independent operations for better hardware utilization" (``nl.no_reorder``'s docstring, aws-neuron-sdk
+nki/api/nki/language/__init__.py:2243-2249; the legacy API has the same directive, ``nki.compiler.no_reorder``, used
+by v2.26.0 general/nki/examples/attention/attention_kernels.py:1253).  NKI 0.6 unrolls every loop before the
+scheduler sees it, so its kernels are straight-line code; a ``no_reorder`` block's instructions already wait for each
+other (``Instr.order``), so none of them can pass another.
+
+So every instruction may be issued ahead of earlier instructions of its engine, but for those of a legacy kernel's
+``sequential_range`` loops (compiled with the middle end, as for the carried rule): it starts in the first idle gap of
+the engine (and of the SBUF/PSUM port its engine shares, on NC-v2) where its data is ready and it fits whole; an
+instruction of a sequential loop starts after the engine's last one, as before.  The evidence is a hardware pair (bench/
 published_latencies.csv): CS149 2024's conv2d by robertpare17 ran 1332 us in fp16 on trn1 with its filter loops
 ``sequential_range`` and 1060 us with them ``affine_range``, nothing else changed; the second is TensorE's busy time
 plus 4%, so the next row's input copies ran while the last row's results were moved out, which only a reordered
@@ -23,16 +30,44 @@ Each gap table keeps the engine's end (``free``, owned by the caller) apart from
 
 from __future__ import annotations
 
+from typing import Any
+
 GAPS = 16  # idle gaps remembered per engine, as for the DMA queues (scheduler.Queue)
 
 
 def reorders(loops: tuple, middle_end: bool, legacy: bool) -> bool:
-    """An instruction in ``loops`` ((uid, kind, iteration), ...) may be issued ahead of earlier ones of its engine:
-    an affine_range loop holds it and no sequential_range loop does (legacy kernels compiled with the middle end)."""
-    if not (middle_end and legacy and loops):
-        return False
-    kinds = [kind for _uid, kind, _it in loops]
-    return "sequential" not in kinds and "affine" in kinds
+    """An instruction in ``loops`` ((uid, kind, iteration), ...) may be issued ahead of earlier ones of its engine
+    unless a sequential_range loop holds it (a legacy kernel compiled with the middle end, whose sequential loops
+    "run in sequence order")."""
+    return not (middle_end and legacy and any(kind == "sequential" for _uid, kind, _it in loops))
+
+
+def place(core: Any, e: str, ready: float, dur: float, on_port: bool, on_psum: bool,
+          in_order: bool) -> tuple[float, float]:
+    """Reserve ``dur`` ns of engine ``e`` of ``core`` (scheduler.Core), and of the NC-v2 ports it shares (``on_port``:
+    VectorE/GpSimdE's SBUF port, ``on_psum``: VectorE/ScalarE's PSUM access), from ``ready`` on: in the first idle gap
+    where it fits, or after the engine's last instruction when ``in_order``.  Returns (start, held): ``held`` is the
+    work an in-order instruction could have run in idle time before its start (0 when none)."""
+    keys = [e] + (["port"] if on_port else []) + (["psum_port"] if on_psum else [])
+    ends = [core.free[e]] + ([core.port] if on_port else []) + ([core.psum_port] if on_psum else [])
+    tables = [(end, core.gaps[k]) for k, end in zip(keys, ends)]
+    start = max(ready, *ends)
+    held = 0.0
+    if not in_order:
+        start = earliest(ready, dur, tables)
+    elif start > ready:
+        early = earliest(ready, dur, tables)
+        if early < start:
+            held = min(start - early, dur)
+    for k, (end, gaps) in zip(keys, tables):
+        new = take(end, gaps, start, dur)
+        if k == e:
+            core.free[e] = new
+        elif k == "port":
+            core.port = new
+        else:
+            core.psum_port = new
+    return start, held
 
 
 def earliest(ready: float, dur: float, tables: list[tuple[float, list[list[float]]]]) -> float:

@@ -1,6 +1,7 @@
 """List scheduler over a NeuronCore's engines: the hardware is in-order queues plus semaphores.
 
-* Compute engines (pe, act, dve, pool) run their instructions in trace order, one at a time.
+* Compute engines (pe, act, dve, pool) run one instruction at a time; the compiler's scheduler may issue one
+  into an idle gap before earlier ones whose data was ready (lanes.py), but for a sequential_range loop's.
 * A DMA is spread over up to 16 DMA queues (8 partitions each; its rate scales with the queues used)
   but every transfer writes a semaphore on all 16, so the queues share one reservation table.  It
   keeps a few idle gaps so a transfer whose inputs are ready early can run before a store that is
@@ -476,29 +477,13 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
                     out.engine[i] = e
             else:
                 dur = costs.compute_ns(ins, spaces, prm, e)
-            start = max(ready, core.free[e])
             on_port = shared_port and e in ("dve", "pool")
-            if on_port:
-                start = max(start, core.port)
+            # NC-v2: VectorE and ScalarE cannot access PSUM at the same time (spec §4.3)
             on_psum = psum_port and e in ("dve", "act") and "psum" in spaces
-            if on_psum:  # NC-v2: VectorE and ScalarE cannot access PSUM at the same time (spec §4.3)
-                start = max(start, core.psum_port)
-            tables = [(core.free[e], core.gaps[e])]
-            if on_port:
-                tables.append((core.port, core.gaps["port"]))
-            if on_psum:
-                tables.append((core.psum_port, core.gaps["psum_port"]))
-            if lanes.reorders(ins.loops, middle_end, legacy):  # ahead of earlier instructions of its engine
-                start = lanes.earliest(ready, dur, tables)
-            elif start > ready and middle_end and legacy and ins.loops:
-                early = lanes.earliest(ready, dur, tables)
-                if early < start:  # a sequential_range loop's instruction, kept in sequence order (lanes.py):
-                    out.notes.add("sequential_order", ins.loc, min(start - early, dur))  # the idle time it could fill
-            core.free[e] = lanes.take(core.free[e], core.gaps[e], start, dur)
-            if on_port:
-                core.port = lanes.take(core.port, core.gaps["port"], start, dur)
-            if on_psum:
-                core.psum_port = lanes.take(core.psum_port, core.gaps["psum_port"], start, dur)
+            start, held = lanes.place(core, e, ready, dur, on_port, on_psum,
+                                      not lanes.reorders(ins.loops, middle_end, legacy))
+            if held:  # a sequential_range loop's instruction, kept in sequence order: the idle time it could fill
+                out.notes.add("sequential_order", ins.loc, held)
             end = start + dur
             out.busy[e] += dur
         out.start[i], out.end[i] = start, end
