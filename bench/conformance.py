@@ -294,6 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-file", type=int, default=0,
                     help="--nkilib: run at most this many cases of each test file, evenly spaced (0: all)")
     ap.add_argument("--only", action="append", default=[], help="run only files whose name contains this")
+    ap.add_argument("--pytest-arg", action="append", default=[],
+                    help="--nkilib: an argument for the harness's pytest, e.g. --pytest-arg=-knot 2048 (repeatable)")
     ap.add_argument("--json", help="also write the JSON summary to this file")
     args = ap.parse_args(argv)
     suites: list[SuiteResult] = []
@@ -311,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     nkilib: list[nkilib_suite.NkilibResult] = []
     for ref in (args.nkilib_ref or [None]) if args.nkilib else []:
         nkilib.append(nkilib_suite.run(args.nkilib, ref, args.only, args.aws_skips, args.case_timeout,
-                                         per_file=args.per_file))
+                                         extra=args.pytest_arg, per_file=args.per_file))
     if not suites and not nkilib:
         ap.error("give at least one of --aws, --samples, --cs149, --aws-examples, --nkilib")
     summary = report(suites)

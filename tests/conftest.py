@@ -61,11 +61,14 @@ def _no_processes_in_test_fast():
     subprocess.Popen.__init__, os.fork, os.posix_spawn = saved
 
 
-if os.environ.get("NKILAB_TEST_CPU"):
+if os.environ.get("NKILAB_TEST_CPU") or os.environ.get("NKILAB_TEST_TIMELINE"):
     # NKILAB_TEST_CPU=cpu.tsv pytest ...: each test's CPU seconds (this process and the children it reaped: sandboxes,
     # kernels, commands) appended to that file, for ranking the suite's cost on a machine other work keeps busy,
-    # where --durations' wall-clock seconds mislead.
+    # where --durations' wall-clock seconds mislead.  NKILAB_TEST_TIMELINE=t.tsv pytest -n 2 ...: per test, the
+    # worker, its wall-clock start and end and its CPU seconds, for seeing where a parallel run's wall time goes
+    # (which worker ran what when, and how long one sat idle at the end).
     import resource
+    import time
 
     def _cpu() -> float:
         own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -73,10 +76,33 @@ if os.environ.get("NKILAB_TEST_CPU"):
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(item, nextitem):
-        start = _cpu()
+        cpu, start = _cpu(), time.time()
         yield
-        with open(os.environ["NKILAB_TEST_CPU"], "a") as fh:
-            fh.write(f"{_cpu() - start:.2f}\t{item.nodeid}\n")
+        cpu, end = _cpu() - cpu, time.time()
+        if os.environ.get("NKILAB_TEST_CPU"):
+            with open(os.environ["NKILAB_TEST_CPU"], "a") as fh:
+                fh.write(f"{cpu:.2f}\t{item.nodeid}\n")
+        if os.environ.get("NKILAB_TEST_TIMELINE"):
+            with open(os.environ["NKILAB_TEST_TIMELINE"], "a") as fh:
+                worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+                fh.write(f"{worker}\t{start:.2f}\t{end:.2f}\t{cpu:.2f}\t{item.nodeid}\n")
+
+
+if os.environ.get("NKILAB_TEST_PROFILE"):
+    # NKILAB_TEST_PROFILE=dir pytest ...: each worker's Python profile (cProfile) for the whole run, written to
+    # dir/<worker>.prof at its end: which functions the suite's in-process time goes to (children not included).
+    import cProfile
+
+    _profile = cProfile.Profile()
+
+    def pytest_sessionstart(session):
+        _profile.enable()
+
+    def pytest_sessionfinish(session, exitstatus):
+        _profile.disable()
+        folder = os.environ["NKILAB_TEST_PROFILE"]
+        os.makedirs(folder, exist_ok=True)
+        _profile.dump_stats(os.path.join(folder, f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.prof"))
 
 
 #: CPU seconds of each test measured at a second or more (tests/costs.txt, see tests/costs.py)

@@ -15,26 +15,18 @@ pytest-xdist's workers) wait for one execution instead of starting their own.
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import os
-import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
 from nkilab import manifest
+from nkilab.keep import REPO, cache_dir, cache_key, locked
 
-REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
-CACHE_ENV = "NKIDOCS_CACHE"
-#: what a run of course code depends on besides the lesson itself
-INPUTS = ("nkisim", "autograder/nkilab", "solutions", "requirements.txt", "requirements-torch.txt", "pyproject.toml")
 TIMEOUT_S = 600.0  # per cell: a lesson's slowest cell grades a reference kernel over every case
 
 
@@ -49,46 +41,6 @@ class LessonRun:
     seconds: float
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get(CACHE_ENV) or REPO / "build" / "docs-cache")
-
-
-_INPUTS_DIGEST: bytes | None = None
-
-
-def inputs_digest() -> bytes:
-    """A digest of everything a run of course code depends on besides its own source (read once per process)."""
-    global _INPUTS_DIGEST
-    if _INPUTS_DIGEST is None:
-        digest = hashlib.sha256(f"{sys.version_info[:2]}\n".encode())
-        for path in sorted(p for part in INPUTS for p in _files(REPO / part)):
-            digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes() + b"\0")
-        _INPUTS_DIGEST = digest.digest()
-    return _INPUTS_DIGEST
-
-
-def cache_key(content: bytes) -> str:
-    """A short key for ``content`` run with the course code as it is now."""
-    return hashlib.sha256(inputs_digest() + content).hexdigest()[:16]
-
-
-def _files(path: Path) -> list[Path]:
-    if path.is_file():
-        return [path]
-    return [p for p in path.rglob("*") if p.suffix in (".py", ".toml") and "__pycache__" not in p.parts]
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def run(stem: str, dialect: str | None = None) -> LessonRun:
     """The lesson ``notebooks/<stem>.py`` as ``dialect``'s students get it (default: the course's stub dialect),
     executed with its reference answers in place: kept, or run now and kept."""
@@ -99,7 +51,7 @@ def run(stem: str, dialect: str | None = None) -> LessonRun:
     key = cache_key(f"{stem}\0{dialect}\0".encode() + source.read_bytes())
     folder = cache_dir() / "lessons"
     path = folder / f"{stem}-{dialect}-{key}.ipynb"
-    with _locked(folder / f"{stem}-{dialect}.lock"):
+    with locked(folder / f"{stem}-{dialect}.lock"):
         if not path.is_file():
             nb = load_source(source, dialect)
             start = time.monotonic()

@@ -18,6 +18,7 @@ HIDDEN = "[hidden: reference solution code]"
 #: the shortest start (or end) of a reference line that identifies it when an output cuts the line off
 MIN_FRAGMENT = 24
 _ELLIPSIS = ".\u2026 "
+_SPACES = re.compile(r"\s{2,}")
 
 
 def hide_reference_code(text: str, prints: set[str]) -> tuple[str, int]:
@@ -31,7 +32,7 @@ def hide_reference_code(text: str, prints: set[str]) -> tuple[str, int]:
     number, time, engines) stays."""
     lines = text.split("\n")
     hit = 0
-    prepared = _prepared(prints)
+    prepared = _Prepared(prints)
     for k, line in enumerate(lines):
         span = _reference_span(line, prepared)
         if span is not None:
@@ -40,30 +41,76 @@ def hide_reference_code(text: str, prints: set[str]) -> tuple[str, int]:
     return "\n".join(lines), hit
 
 
-def _prepared(prints: set[str]) -> tuple[list[str], list[str], list[tuple[str, str, str]]]:
+class _Prepared:
     """The fingerprints as ``_reference_span`` compares them, worked out once per text rather than once per line:
     as they are, re-spaced, and (those long enough to be recognised when cut) with their first and last
-    ``MIN_FRAGMENT`` characters."""
-    whole = list(prints)
-    return (whole, [" ".join(fp.split()) for fp in whole],
-            [(fp, fp[:MIN_FRAGMENT], fp[-MIN_FRAGMENT:]) for fp in whole if len(fp) > MIN_FRAGMENT])
+    ``MIN_FRAGMENT`` characters; and for each form an index naming the few fingerprints a line may hold (most lines
+    hold none: a page has thousands of lines and the release hundreds of fingerprints)."""
+
+    def __init__(self, prints: set[str]) -> None:
+        self.whole = list(prints)
+        self.respaced = [" ".join(fp.split()) for fp in self.whole]
+        # a line holding a fingerprint holds its head too; one cut on either side holds its head or its tail
+        self.pieces = Grams([(fp,) if len(fp) <= MIN_FRAGMENT else (fp[:MIN_FRAGMENT], fp[-MIN_FRAGMENT:])
+                              for fp in self.whole])
+        self.spaced = Grams([(fp,) for fp in self.respaced])
 
 
-def _reference_span(line: str, prepared: tuple[list[str], list[str], list[tuple[str, str, str]]]
-                    ) -> tuple[int, int] | None:
+class Grams:
+    """Which of some strings a text may hold, by k-grams: a string of length m >= 2k - 1 found in a text covers a
+    text position that is a multiple of k and the k characters from it, which are one of the string's k-grams
+    starting at offsets 0..k-1.  So those k-grams name their string in a table (one per k, chosen from each
+    string's length, up to 8), and a text is looked up at every k-th position only: a few lookups per line instead
+    of a search per string.  Each string is indexed by its longest piece between runs of spaces (a text holding a
+    string holds each of its pieces), so that indentation and aligned columns, which most lines have, name
+    nothing.  A string named may still be absent (the exact search decides); one not named is certainly absent."""
+
+    def __init__(self, forms: list[tuple[str, ...]]) -> None:
+        self.every: set[int] = set()  # strings with an empty piece: in every text
+        self.grams: dict[int, dict[str, set[int]]] = {}
+        for i, texts in enumerate(forms):
+            for text in texts:
+                piece = max(_SPACES.split(text.strip()), key=len)
+                if not piece:
+                    self.every.add(i)
+                    continue
+                k = min(8, (len(piece) + 1) // 2)
+                table = self.grams.setdefault(k, {})
+                for at in range(k):
+                    table.setdefault(piece[at:at + k], set()).add(i)
+
+    def named(self, text: str) -> set[int]:
+        """The indexes of the strings ``text`` may hold."""
+        found = set(self.every)
+        for k, table in self.grams.items():
+            for j in range(0, len(text) - k + 1, k):
+                hit = table.get(text[j:j + k])
+                if hit:
+                    found |= hit
+        return found
+
+
+def _reference_span(line: str, prepared: _Prepared) -> tuple[int, int] | None:
     """Where in ``line`` reference code is (start, end), or None."""
-    whole, respaced, cuttable = prepared
-    for fp in whole:
+    squeezed = " ".join(line.split())
+    maybe, maybe_spaced = prepared.pieces.named(line), prepared.spaced.named(squeezed)
+    if not maybe and not maybe_spaced:
+        return None
+    whole = prepared.whole
+    candidates = [whole[i] for i in sorted(maybe)]  # in the fingerprints' order, as a search of them all would meet them
+    for fp in candidates:
         at = line.find(fp)
         if at >= 0:
             return at, at + len(fp)
-    squeezed = " ".join(line.split())
-    for fp in respaced:
-        if fp in squeezed:  # re-spaced: hide all but the indentation
+    for i in sorted(maybe_spaced):
+        if prepared.respaced[i] in squeezed:  # re-spaced: hide all but the indentation
             return len(line) - len(line.lstrip()), len(line)
     body = line.rstrip()
     cut = body.rstrip(_ELLIPSIS)  # the kept start of a line cut on the right, without its "..." if any
-    for fp, head, tail in cuttable:  # (a shorter one cannot be cut and still recognised; whole, it was found above)
+    for fp in candidates:
+        if len(fp) <= MIN_FRAGMENT:  # too short to be recognised when cut; whole, it was found above
+            continue
+        head, tail = fp[:MIN_FRAGMENT], fp[-MIN_FRAGMENT:]
         at = cut.find(head)
         while at >= 0:  # cut on the right: the line ends with the start of the reference line
             if fp.startswith(cut[at:]):

@@ -39,6 +39,8 @@ def is_internal(filename: str) -> bool:
 #: (``replaying``), so traced instructions, allocation sites and errors name the student's line, and
 #: nothing reads the frames of whoever called the executor.
 _REPLAYED: list[tuple[str, int] | None] = [None]
+#: the same list, read inline where a call per instruction would cost more than the rest (``ops.base.emit``)
+REPLAYED = _REPLAYED
 
 
 @contextlib.contextmanager

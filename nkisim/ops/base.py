@@ -16,7 +16,7 @@ from nkisim.core.buffers import PMAX, Buffer, sbuf
 from nkisim.core.context import KernelContext, active
 from nkisim.core.errors import NKIError, nki_error, shape_str
 from nkisim.core.indexing import check_mask
-from nkisim.core.location import assigned_name, user_frame, user_location
+from nkisim.core.location import REPLAYED, assigned_name, user_frame, user_location
 from nkisim.core.storage import owned, read, storage, write
 from nkisim.core.tensor import Tensor, as_access
 from nkisim.core.whole import whole_parts_of_shape
@@ -233,12 +233,15 @@ _RESULT_FACTS: dict[tuple, tuple] = {}
 
 
 def _result_facts(shape: tuple[int, ...], dtype: np.dtype, buffer: Buffer) -> tuple:
-    key = (shape, dtype, buffer.space)
+    """The static facts of a result tile (see ``Tensor.result``), memoised by shape, the dtype's identity and
+    space: hashing a NumPy dtype builds a tuple of its fields every time, which cost more than the rest of the
+    lookup; each entry holds its dtype (last), so no other dtype can take its id while the entry lives."""
+    key = (shape, id(dtype), buffer.space)
     facts = _RESULT_FACTS.get(key)
     if facts is None:
         shape = tuple(map(int, shape))
         per_part = dt.storage_dtype(dtype).itemsize * math.prod(shape[1:])
-        facts = (dt.name(dtype), buffer.family, per_part, shape, whole_parts_of_shape(shape, 0))
+        facts = (dt.name(dtype), buffer.family, per_part, shape, whole_parts_of_shape(shape, 0), dtype)
         if len(_RESULT_FACTS) > 4096:  # bound the memo for programs with unusually many shapes
             _RESULT_FACTS.clear()
         _RESULT_FACTS[key] = facts
@@ -357,7 +360,7 @@ def new_tile(ctx: KernelContext, shape: tuple[int, ...], dtype: np.dtype, values
             elif valid.ndim == 0 and not bool(valid):
                 data = np.full(shape, dt.fill_value(dtype), dtype=dt.storage_dtype(dtype))
     if buffer.alloc is None:
-        facts = _RESULT_FACTS.get((shape, dtype, buffer.space)) or _result_facts(shape, dtype, buffer)
+        facts = _RESULT_FACTS.get((shape, id(dtype), buffer.space)) or _result_facts(shape, dtype, buffer)
         if facts[2] > ctx.target.sbuf_partition_bytes and facts[1] == "sbuf":
             raise sbuf_too_wide(ctx, facts[2], facts[3], name)
         t = Tensor.result(facts[3], dtype, buffer, data, ctx.loop_tuple, facts, name)
@@ -522,20 +525,23 @@ def emit(ctx: KernelContext, kind: Instruction, engine: str | None = None, reads
     mask, ctx.op_mask = ctx.op_mask, None
     recs: tuple = ()
     indexed = False  # any Access operand (only those can be strided)
-    for a in (*reads, *writes):
-        if a.__class__ is Tensor:  # a whole tensor: its record never changes
-            recs += a.trace_record or _tensor_record(a)
-        else:
-            indexed = True
-            t = a.tensor
-            box = a.box
-            recs += (a.shape, t.trace_facts or _access_facts(a), t.uid, box if box is not None else region(a)[2])
+    for ops in (reads, writes):
+        for a in ops:
+            if a.__class__ is Tensor:  # a whole tensor: its record never changes
+                recs += a.trace_record or _tensor_record(a)
+            else:
+                indexed = True
+                t = a.tensor
+                box = a.box
+                recs += (a.shape, t.trace_facts or _access_facts(a), t.uid, box if box is not None else region(a)[2])
     if mask is not None and p is None:
         p = masked_partitions(mask, recs)
     state = ctx.loop_state
+    # (the line of the call the executor runs, without a call to user_location, which returns it then)
+    loc = REPLAYED[0] or user_location(3)
     # positional (once per instruction): kind, engine, p, n, dtypes, nbytes, reads, writes (from recs), loc, acc,
     # extra, instance, loops, bufs, core, run, recs, number of reads
-    instr = Instr(kind, engine or kind.engine, p, n, dtypes, nbytes, None, None, user_location(3), acc, extra,
+    instr = Instr(kind, engine or kind.engine, p, n, dtypes, nbytes, None, None, loc, acc, extra,
                   ctx.instance, state if state is not None else ctx.current_loop_state(), (), ctx.core, 0, recs,
                   len(reads))
     if instr.engine == "dma":

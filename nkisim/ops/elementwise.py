@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from nkisim.core.storage import read
 from nkisim.core.tensor import Access, Tensor, is_tile, shape_str
 from nkisim.cost.instructions import ACTIVATION, TENSOR_SCALAR, TENSOR_TENSOR, WHERE
 from nkisim.ops.base import emit, mask_array, new_tile, one_operand, operands, packed_operand, two_operands
-from nkisim.ops.optable import ACTIVATIONS, ALU, BITWISE_UNARY
+from nkisim.ops.optable import ACTIVATIONS, ALU
 from nkisim.ops.registry import op
 
 _FLOAT32 = np.dtype(np.float32)
@@ -107,18 +107,22 @@ def unary_op(name: str, x: Any, dtype: Any = None, mask: Any = None) -> Tensor:
     out_dt = a.dtype if dtype is None else dt.normalize(dtype)
     valid = mask_array(mask, a.shape, name, ctx)
     vals = None
+    activation = ACTIVATIONS.get(name)
     if ctx.numerics:
-        if name in BITWISE_UNARY:
+        if activation is None:  # (a bitwise operator)
             raw = read(a)
             vals = np.logical_not(raw) if name == "logical_not" or raw.dtype == np.bool_ else np.invert(raw)
         else:
-            vals = ACTIVATIONS[name].fn(values(a, ctx, _FLOAT32))
+            vals = activation.fn(values(a, ctx, _FLOAT32))
     tile = new_tile(ctx, a.shape, out_dt, vals, valid)
-    if name in ACTIVATIONS:
-        tile.producer = emit(ctx, ACTIVATION, reads=(a,), writes=(tile,), extra={"func": name})
-    else:
-        tile.producer = emit(ctx, TENSOR_SCALAR, reads=(a,), writes=(tile,), extra={"func": name})
+    extra = _FUNC_EXTRA.get(name) or _FUNC_EXTRA.setdefault(name, {"func": name})  # (shared: never mutated)
+    tile.producer = emit(ctx, TENSOR_SCALAR if activation is None else ACTIVATION, reads=(a,), writes=(tile,),
+                         extra=extra)
     return tile
+
+
+#: a unary op's name -> its instructions' extra facts, one dict shared by all of them (never mutated)
+_FUNC_EXTRA: dict[str, dict] = {}
 
 
 def _is_vector(shape: tuple[int, ...], out: tuple[int, ...]) -> bool:
@@ -126,30 +130,40 @@ def _is_vector(shape: tuple[int, ...], out: tuple[int, ...]) -> bool:
     return len(shape) >= 1 and shape[0] == out[0] and math.prod(shape[1:]) == 1
 
 
-def binary_op(name: str, x: Any, y: Any, dtype: Any = None, mask: Any = None,
-              partition_broadcast: bool = True) -> Tensor:
-    """An elementwise ALU op of two operands (tiles or scalars), NumPy broadcasting."""
-    ctx = current()
+class _BinaryFacts(NamedTuple):
+    """What a binary op's instruction is, from its operands' shapes and dtypes alone: static per call site, so
+    memoised (``_binary_facts``) instead of worked out again for every instruction a loop issues."""
+
+    out_shape: tuple[int, ...]
+    out_dt: np.dtype
+    compute: np.dtype  # the dtype the engine computes in
+    kind: Any  # TENSOR_SCALAR or TENSOR_TENSOR
+    extra: dict  # the instruction's extra facts (shared by every instruction with these facts: never mutated)
+    floor: bool  # an integer quotient, floored
+
+
+#: (name, x shape, x dtype, y shape, y dtype, dtype=, partition_broadcast) -> (its ``_BinaryFacts``, the dtypes of
+#: the key); shapes that do not broadcast raise, and are never memoised.  The dtypes are keyed by identity, as
+#: ``ops.base._result_facts`` keys them (hashing a NumPy dtype is slow); each entry holds them, so no other
+#: dtype can take their ids while it lives.
+_BINARY: dict[tuple, tuple[_BinaryFacts, tuple]] = {}
+
+
+def _binary_facts(name: str, xs: tuple[int, ...] | None, xd: np.dtype, ys: tuple[int, ...] | None, yd: np.dtype,
+                  dtype: Any, partition_broadcast: bool) -> _BinaryFacts:
+    """The facts of ``name`` on operands of shapes ``xs``, ``ys`` (None: a scalar of dtype ``xd``/``yd``)."""
+    key = (name, xs, id(xd), ys, id(yd), id(dtype), partition_broadcast)
+    hit = _BINARY.get(key)
+    if hit is not None:
+        return hit[0]
     spec = ALU[name]
-    # straight-line code instead of per-operand dicts: this runs once per simulated instruction
-    xt, yt = isinstance(x, _TILES), isinstance(y, _TILES)
+    xt, yt = xs is not None, ys is not None
     if xt and yt:
-        xa, ya = two_operands(name, "x", x, "y", y, ctx)
-        xs, ys = xa.shape, ya.shape
-        out_shape = xs if xs == ys else pair_shape(name, xs, ys, partition_broadcast)
-        xd, yd = xa.dtype, ya.dtype
-    elif xt:
-        xa, ya = one_operand(name, "x", x, ctx), None
-        out_shape = xs = xa.shape
-        xd, yd = xa.dtype, dt.scalar_dtype(y)
-    elif yt:
-        xa, ya = None, one_operand(name, "y", y, ctx)
-        out_shape = ys = ya.shape
-        xd, yd = dt.scalar_dtype(x), ya.dtype
+        out_shape = xs if xs == ys else pair_shape(name, xs, ys, partition_broadcast)  # type: ignore[arg-type]
     else:
-        raise TypeError(f"nl.{name} needs at least one tile operand")
+        out_shape = xs if xt else ys  # type: ignore[assignment]
     if dtype is not None:
-        out_dt = dt.normalize(dtype)
+        out_dt = dtype
     elif spec.compare:
         out_dt = dt.bool_
     else:
@@ -160,25 +174,149 @@ def binary_op(name: str, x: Any, y: Any, dtype: Any = None, mask: Any = None,
         compute = _FLOAT32
     else:
         compute = dt.compute_dtype(xd, yd)
-    valid = mask_array(mask, out_shape, name, ctx)
-    vals = None
-    if ctx.numerics:
-        vals = spec.fn(values(xa, ctx, compute, out_shape) if xt else scalar_value(x, compute),
-                       values(ya, ctx, compute, out_shape) if yt else scalar_value(y, compute))
-        if spec.true_division and out_dt.kind in "iu":  # an integer quotient floors (pos // w), never rounds up
-            vals = np.floor(vals)
-    tile = new_tile(ctx, out_shape, out_dt, vals, valid)
     if not (xt and yt):
         scalarish = True
     elif xs == ys:  # same shapes: a per-partition scalar only when there is one element per partition
-        scalarish = math.prod(xs[1:]) == 1
+        scalarish = math.prod(xs[1:]) == 1  # type: ignore[index]
     else:
-        scalarish = _is_vector(xs, out_shape) or _is_vector(ys, out_shape)
+        scalarish = _is_vector(xs, out_shape) or _is_vector(ys, out_shape)  # type: ignore[arg-type]
     extra: dict = {"alu": name}
     if xt and yt and xs != ys and not scalarish:
         extra["broadcast"] = True  # one operand repeated along a free axis: a zero-stride read, not contiguous
-    tile.producer = emit(ctx, TENSOR_SCALAR if scalarish else TENSOR_TENSOR,
-                         reads=(xa, ya) if xt and yt else (xa if xt else ya,), writes=(tile,), extra=extra)
+    facts = _BinaryFacts(out_shape, out_dt, compute, TENSOR_SCALAR if scalarish else TENSOR_TENSOR, extra,
+                         bool(spec.true_division and out_dt.kind in "iu"))
+    if len(_BINARY) > 4096:  # bound the memo for programs with unusually many shapes
+        _BINARY.clear()
+    _BINARY[key] = (facts, (xd, yd, dtype))
+    return facts
+
+
+def binary_op(name: str, x: Any, y: Any, dtype: Any = None, mask: Any = None,
+              partition_broadcast: bool = True) -> Tensor:
+    """An elementwise ALU op of two operands (tiles or scalars), NumPy broadcasting."""
+    ctx = current()
+    if mask is None and dtype is None and x.__class__ is Tensor:
+        tile = whole_pair(ctx, name, x, y, partition_broadcast)
+        if tile is not None:
+            return tile
+    if dtype is not None:
+        dtype = dt.normalize(dtype)  # (a key of the facts' memo)
+    # straight-line code instead of per-operand dicts: this runs once per simulated instruction
+    xt, yt = isinstance(x, _TILES), isinstance(y, _TILES)
+    if xt and yt:
+        xa, ya = two_operands(name, "x", x, "y", y, ctx)
+        f = _binary_facts(name, xa.shape, xa.dtype, ya.shape, ya.dtype, dtype, partition_broadcast)
+    elif xt:
+        xa, ya = one_operand(name, "x", x, ctx), None
+        f = _binary_facts(name, xa.shape, xa.dtype, None, dt.scalar_dtype(y), dtype, partition_broadcast)
+    elif yt:
+        xa, ya = None, one_operand(name, "y", y, ctx)
+        f = _binary_facts(name, None, dt.scalar_dtype(x), ya.shape, ya.dtype, dtype, partition_broadcast)
+    else:
+        raise TypeError(f"nl.{name} needs at least one tile operand")
+    out_shape = f.out_shape
+    valid = mask_array(mask, out_shape, name, ctx)
+    vals = None
+    if ctx.numerics:
+        compute = f.compute
+        vals = ALU[name].fn(values(xa, ctx, compute, out_shape) if xt else scalar_value(x, compute),
+                            values(ya, ctx, compute, out_shape) if yt else scalar_value(y, compute))
+        if f.floor:  # an integer quotient floors (pos // w), never rounds up
+            vals = np.floor(vals)
+    tile = new_tile(ctx, out_shape, f.out_dt, vals, valid)
+    tile.producer = emit(ctx, f.kind, reads=(xa, ya) if xt and yt else (xa if xt else ya,), writes=(tile,),
+                         extra=f.extra)
+    if mask is None and dtype is None and x.__class__ is Tensor and ctx.numerics:
+        key = _whole_key(name, x, y, partition_broadcast)
+        if key is not None:
+            _note_whole(key, f, x, y)
+    return tile
+
+
+#: ``_whole_key`` -> (its ``_BinaryFacts``, x's and y's values reshaped to (None: as they are), the key's dtypes);
+#: noted by the general path of ``binary_op`` only for operands that passed every check on it
+_WHOLE: dict[tuple, tuple] = {}
+
+
+def _whole_key(name: str, x: Any, y: Any, partition_broadcast: bool) -> tuple | None:
+    """The static facts of ``binary_op``'s operands that every check of the general path depends on (shapes,
+    dtypes, address spaces, partition axes), when ``x`` is a whole tile and ``y`` a whole tile or a Python number,
+    neither in a direct allocation nor a scalar tile; None otherwise.  Dtypes by identity: the entry holds them."""
+    xb = x.buffer
+    if xb.alloc is not None or not x.shape:
+        return None
+    yc = y.__class__
+    if yc is Tensor:
+        yb = y.buffer
+        if yb.alloc is not None or not y.shape:
+            return None
+        return (name, partition_broadcast, x.shape, id(x.dtype), xb.family, x.par_axis, y.shape, id(y.dtype),
+                yb.family, y.par_axis)
+    if yc is float or yc is int:
+        return name, partition_broadcast, x.shape, id(x.dtype), xb.family, x.par_axis, yc
+    return None
+
+
+def _note_whole(key: tuple, f: _BinaryFacts, x: Tensor, y: Any) -> None:
+    """Remember what ``whole_pair`` needs for operands of ``key``, which just passed the general path's checks."""
+    def reshape(t: Any) -> tuple[int, ...] | None:  # (as ``values`` reshapes a [P] tile against the result)
+        shape = f.out_shape
+        if len(shape) > 1 and shape != t.shape and len(t.shape) == 1:
+            return t.shape + (1,) * (len(shape) - 1)
+        return None
+
+    if len(_WHOLE) > 4096:  # bound the memo for programs with unusually many shapes
+        _WHOLE.clear()
+    _WHOLE[key] = (f, reshape(x), reshape(y) if y.__class__ is Tensor else None,
+                   (x.dtype, y.dtype if y.__class__ is Tensor else None))
+
+
+def whole_pair(ctx: KernelContext, name: str, x: Tensor, y: Any, partition_broadcast: bool) -> Tensor | None:
+    """``binary_op`` of a whole tile ``x`` with a whole tile or a Python number ``y``, without a mask or a dtype:
+    what most instructions of a loop body are.  Every fact that depends only on the operands' shapes, dtypes,
+    spaces and partition axes was worked out by the general path the first time it saw them, which passed every
+    check on them (``_note_whole``); what may change from one call to the next is checked here as the general path
+    checks it (each operand's scope, a pending fill).  None: not this case, or not seen yet, or a check fails (the
+    general path runs, and raises)."""
+    if not ctx.numerics:
+        return None
+    key = _whole_key(name, x, y, partition_broadcast)
+    hit = None if key is None else _WHOLE.get(key)
+    if hit is None:
+        return None
+    f, xshape, yshape = hit[0], hit[1], hit[2]
+    compute = f.compute
+    loops = x.loops
+    if loops and loops[-1] not in ctx.loops:
+        return None
+    xv = read(x)
+    if xv is None:
+        return None
+    if xv.dtype is not compute:
+        xv = xv.astype(compute)
+    if xshape is not None:
+        xv = xv.reshape(xshape)
+    if y.__class__ is Tensor:
+        loops = y.loops
+        if loops and loops[-1] not in ctx.loops:
+            return None
+        yv = read(y)
+        if yv is None:
+            return None
+        if yv.dtype is not compute:
+            yv = yv.astype(compute)
+        if yshape is not None:
+            yv = yv.reshape(yshape)
+        reads: tuple = (x, y)
+    else:
+        yv = np.asarray(y, dtype=compute)
+        reads = (x,)
+    ctx.op_mask = None  # (what ``mask_array`` does for an op without a mask)
+    vals = ALU[name].fn(xv, yv)
+    if f.floor:
+        vals = np.floor(vals)
+    tile = new_tile(ctx, f.out_shape, f.out_dt, vals)
+    tile.producer = emit(ctx, f.kind, reads=reads, writes=(tile,), extra=f.extra)
     return tile
 
 

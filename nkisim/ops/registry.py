@@ -124,6 +124,10 @@ def without_scalar_notes(fn: Callable[..., Any], constants: Iterable[Any]) -> Ca
     return impl
 
 
+#: id of an instruction's extra facts -> (those facts, the scalars noted, the facts with them), the last merge
+#: ``_noting_scalars`` made for it (never mutated: an instruction's ``extra`` is replaced, not changed)
+_MERGED: dict[int, tuple[dict, tuple, dict]] = {}
+
 #: ``_noting_scalars``'s wrappers -> the implementations they wrap
 _NOTED: dict[Callable[..., Any], Callable[..., Any]] = {}
 
@@ -147,7 +151,17 @@ def _noting_scalars(impl: Callable[..., Any]) -> Callable[..., Any]:
         out = impl(*args, **kwargs)
         for ins in trace[start:]:
             extra = ins.extra
-            ins.extra = dict(extra, scalars=extra.get("scalars", ()) + scalars) if extra else {"scalars": scalars}
+            # an op's extra facts are often one dict shared by its instructions (``ops.elementwise``), and its
+            # scalars the same every iteration: the merged dict is then shared too, not built per instruction
+            hit = _MERGED.get(id(extra))
+            if hit is not None and hit[0] is extra and hit[1] == scalars:
+                ins.extra = hit[2]
+                continue
+            merged = dict(extra, scalars=extra.get("scalars", ()) + scalars) if extra else {"scalars": scalars}
+            if len(_MERGED) > 1024:
+                _MERGED.clear()
+            _MERGED[id(extra)] = (extra, scalars, merged)  # (holding ``extra``: no other dict takes its id)
+            ins.extra = merged
         return out
 
     call.__nki_scalars__ = True  # type: ignore[attr-defined]

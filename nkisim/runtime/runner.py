@@ -15,6 +15,7 @@ from nkisim.core import loops as loopmod
 from nkisim.core.context import KernelContext
 from nkisim.core.errors import NKIError
 from nkisim.core.indexing import Loop
+from nkisim.core.location import REPLAYED
 from nkisim.core.recording import CALLS
 from nkisim.core.tensor import Tensor
 from nkisim.cost.trace import set_order
@@ -73,8 +74,9 @@ class Runner:
         """``run(lo, hi, planned=True)``: the events of a body that runs again and again.  The executor's cost per
         instruction is this loop's, so a call's plan is looked up, checked and run here rather than in ``call``,
         and its common result (one tile) stored here; everything else goes through the same helpers as ``run``."""
-        events, plans, gone, at = self.events, self.plans, self.gone, self.at
+        events, plans, gone = self.events, self.plans, self.gone
         tensors, loops = self.dec.tensors, self.dec.loops
+        replayed = REPLAYED  # (what ``self.at``, the ``replaying`` setter, sets: here without a call per event)
         i = lo
         while i < hi:
             ev = events[i]
@@ -82,7 +84,7 @@ class Runner:
                 plan = plans[i]
                 if plan is None or (plan.lids and plan.entered != self.entered and not self._bound(plan, loops)):
                     plan = self._plan(ev, i)
-                at(ev.loc)
+                replayed[0] = ev.loc
                 order = ev.order
                 if order is not None:
                     before = len(self.ctx.trace)

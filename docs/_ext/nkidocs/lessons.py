@@ -23,13 +23,13 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 
 from nkilab import lesson_runs
-from nkilab.lesson_runs import cache_key  # noqa: F401  (the error pages' examples are kept under it too)
+from nkilab.keep import cache_dir, cache_key  # noqa: F401  (the error pages' examples are kept under it too)
 from nkilab.redact import HIDDEN, scrub_outputs
 
 logger = logging.getLogger(__name__)
 
 NOTEBOOKS = lesson_runs.NOTEBOOKS
-CACHE = lesson_runs.cache_dir()
+CACHE = cache_dir()
 _STEM = re.compile(r"lessons/(\d\d_\w+)$")
 
 
