@@ -5,6 +5,7 @@
         page = browser.open("http://127.0.0.1:8000/index.html", width=400, height=900)
         page.evaluate("document.title")
         png = page.screenshot()
+        page.evaluate(layout_probe("article pre, article table"))  # what is wider than the window
 """
 
 from __future__ import annotations
@@ -166,3 +167,63 @@ class Page:
 
     def close(self) -> None:
         self.browser.send("Target.closeTarget", {"targetId": self.target})
+
+
+# -- probes: JavaScript for Page.evaluate ---------------------------------------------------------------
+def layout_probe(selector: str, clipped: str = "", extra: dict[str, str] | None = None) -> str:
+    """What a screen shows of the elements ``selector`` matches, as ``{bad, pageWidth, vw, ...}``: ``bad`` names
+    each one shown past the window's left or right edge (one inside a box that scrolls sideways is shown by that
+    box, which must fit) and each one matching ``clipped`` whose content is wider than itself (cut off at the
+    right); ``extra`` adds values by name, each a JavaScript expression evaluated in the page. One builder for the
+    site's pages (tests/test_docs_site.py) and the class report (tests/test_grade_class.py)."""
+    fields = "".join(f", {json.dumps(name)}: ({expr})" for name, expr in (extra or {}).items())
+    return f"""(() => {{
+  const vw = window.innerWidth, bad = [], clipped = {json.dumps(clipped)};
+  for (const el of document.querySelectorAll({json.dumps(selector)})) {{
+    const r = el.getBoundingClientRect();
+    if (!r.width) continue;
+    let box = el;
+    while (box && box !== document.body && !['auto', 'scroll'].includes(getComputedStyle(box).overflowX))
+      box = box.parentElement;
+    const shown = (box && box !== document.body) ? box.getBoundingClientRect() : r;
+    const name = el.tagName + (typeof el.className === 'string' && el.className ? '.' + el.className : '');
+    if (shown.right > vw + 1 || shown.left < -1) bad.push(name + ' ' + Math.round(shown.right));
+    if (clipped && el.matches(clipped) && el.scrollWidth > el.clientWidth + 1) bad.push(name + ' clipped ' + el.scrollWidth);
+  }}
+  return {{bad, pageWidth: document.documentElement.scrollWidth, vw{fields}}};
+}})()"""
+
+
+def svg_labels(selector: str) -> str:
+    """The labels of the SVG pictures ``selector`` matches (``<img>`` elements), as the page shows them: for each
+    picture its box and, per ``<text>`` element, the text, its font size in CSS pixels at the picture's shown size
+    (the SVG's own size times the scale the picture is drawn at) and its box. An ``<img>`` keeps its SVG's inside
+    from the page, so each is fetched and laid out again, hidden, over the picture at the same size."""
+    return f"""(async () => {{
+  const out = [];
+  for (const img of document.querySelectorAll({json.dumps(selector)})) {{
+    const r = img.getBoundingClientRect();
+    const svg = new DOMParser().parseFromString(await (await fetch(img.src)).text(), 'image/svg+xml').documentElement;
+    const holder = document.createElement('div');
+    holder.style.cssText = `position: absolute; left: ${{r.left + scrollX}}px; top: ${{r.top + scrollY}}px; ` +
+                           `width: ${{r.width}}px; height: ${{r.height}}px; visibility: hidden; margin: 0; padding: 0`;
+    svg.setAttribute('width', r.width);
+    svg.setAttribute('height', r.height);
+    holder.appendChild(document.importNode(svg, true));
+    document.body.appendChild(holder);
+    const labels = [...holder.querySelectorAll('text')].map(t => {{
+      const m = t.getScreenCTM(), b = t.getBoundingClientRect();
+      return {{text: t.textContent, px: parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b),
+               left: b.left, right: b.right, top: b.top, bottom: b.bottom}};
+    }});
+    holder.remove();
+    let box = img.parentElement;  // the box it would pan sideways in: the picture must show whole in it
+    while (box && box !== document.body && !['auto', 'scroll'].includes(getComputedStyle(box).overflowX))
+      box = box.parentElement;
+    const shown = (box && box !== document.body) ? box.getBoundingClientRect() : null;  // its visible part
+    const pans = !!shown && (r.left < shown.left - 1 || r.right > shown.left + box.clientWidth + 1);
+    out.push({{src: img.getAttribute('src'), left: r.left, right: r.right, top: r.top, bottom: r.bottom,
+              natural: img.naturalWidth, pans, labels}});
+  }}
+  return out;
+}})()"""

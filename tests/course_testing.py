@@ -77,7 +77,8 @@ def run_reference_notebook(stage: str, grade_ids: set[str], dialect: str | None 
         else:  # graded on correctness only: no timed run
             assert "Speed" not in text and "estimate" not in text, text
     assert seconds < NOTEBOOK_BUDGET_S, f"{stage} reference notebook took {seconds:.0f} s"
-    figures = sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    figures = sum(bool({"image/png", "image/svg+xml"} & set(o.get("data", {})))  # plots; diagrams (SVG)
+                  for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert figures >= 1, f"{stage}: every lesson shows at least one figure (issue 22)"
     return nb
 

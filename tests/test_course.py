@@ -4,6 +4,7 @@ feedback shows written answers as waiting for a TA until one marks them; the gra
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -172,6 +173,10 @@ def test_make_grade_on_the_course_and_feedback_waits_for_a_ta(built: Path) -> No
                           timeout=900, env=bare_env())
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "autograde 01_vector_add: 1 graded, 1 nothing handed in," in proc.stdout + proc.stderr
+    # the class report of the TA's own course, beside its gradebook (issue 33 scope 1: make grade COURSE=...)
+    data = json.loads((built / "report" / "report.json").read_text())
+    assert str(built / "report" / "index.html") in proc.stdout and (built / "report" / "index.html").is_file()
+    assert {q["question"] for q in data["questions"]} == {"vector_add_naive", "vector_add_stream"}, data["questions"]
     scores = _feedback_scores(built)
     # the kernels' 7 points are in; the written answer's point is not a zero but waits for a TA
     assert scores[0] == ("Score so far: 7.0 / 8.0; 1.0 points of written answers are waiting for a TA to mark "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import io
+import json
 import os
 import re
 import shutil
@@ -20,6 +21,8 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
+import tomllib
+from browser import Chromium, layout_probe, svg_labels
 
 from nkilab import redact
 from nkilab.release import MARKERS, reference_fingerprints, scan_for_leaks
@@ -155,12 +158,13 @@ def test_internal_links_and_anchors_resolve(site):
 
 @pytest.mark.slow
 def test_home_page_says_how_to_get_the_course(site):
-    text = text_of((site / "index.html").read_text())
+    text = " ".join(text_of((site / "index.html").read_text()).split())
     assert "<this repository>" not in text and not re.search(r"git clone <", text)
     assert "make lab" in text
+    # the address from its one home, pyproject.toml, or where none is recorded (none is yet) where to ask for it
+    assert " ".join(nkidocs.get_the_course().replace("`", "").replace("<", "").replace(">", "").split()) in text
     address = nkidocs.repository_address()
-    if address:  # the repository's address, where the build knows it (tests above: where it comes from)
-        assert f"git clone {address} nki-kernel-lab" in text
+    assert (f"git clone {address} nki-kernel-lab" in text) if address else "address your instructor" in text
     # the stage table's markers survive for the generator that fills them from the course manifest
     source = (REPO / "docs" / "index.md").read_text()
     assert source.count("<!-- course:stages -->") == 1 and source.count("<!-- /course:stages -->") == 1
@@ -168,28 +172,58 @@ def test_home_page_says_how_to_get_the_course(site):
         assert f'href="lessons/{stage}.html"' in (site / "index.html").read_text(), stage
 
 
-def test_how_to_get_the_course_names_no_placeholder(monkeypatch, tmp_path):
-    monkeypatch.setenv("NKILAB_REPO_URL", "https://example.org/course/nki-kernel-lab.git")
-    sentence = nkidocs.get_the_course()
-    assert "`git clone https://example.org/course/nki-kernel-lab.git nki-kernel-lab`" in sentence
-    assert "at <https://example.org/course/nki-kernel-lab.git>:" in sentence  # the address itself, as a link
-    monkeypatch.setenv("NKILAB_REPO_URL", "/some/local/path")  # not an address a reader can clone from
-    sentence = nkidocs.get_the_course(tmp_path / "pyproject.toml")
-    assert "git clone" not in sentence and "<" not in sentence and "clone it from the address" in sentence
-
-
-@pytest.mark.processes  # asks git for the checkout's origin
+@pytest.mark.processes  # makes a git checkout with an origin
 def test_the_repository_address_has_one_home_in_pyproject(monkeypatch, tmp_path):
-    """Where neither NKILAB_REPO_URL nor a network ``origin`` says it, the home page's address is pyproject.toml's
-    ``[project.urls] Repository`` (a checkout with no remote, such as one made from a local clone's bundle)."""
-    monkeypatch.delenv("NKILAB_REPO_URL", raising=False)
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n[project.urls]\n'
-                                             'Repository = "https://example.org/lab/nki-kernel-lab"\n')
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)  # a checkout with no origin
-    sentence = nkidocs.get_the_course(tmp_path / "pyproject.toml")
+    """The home page's clone command names pyproject.toml's ``[project.urls] Repository`` and nothing else: not a
+    checkout's ``origin`` nor the environment (they said it before, so a site built from a clone of a clone named a
+    path on the builder's disk); a value that is no network address is left out, not printed as one."""
+    monkeypatch.setenv("NKILAB_REPO_URL", "https://example.org/elsewhere.git")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "remote", "add", "origin", "https://example.org/origin.git"],
+                   check=True)
+    monkeypatch.chdir(tmp_path)
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[project]\nname = "x"\n[project.urls]\nRepository = "https://example.org/lab/nki-kernel-lab"\n')
+    sentence = nkidocs.get_the_course(pyproject)
     assert "`git clone https://example.org/lab/nki-kernel-lab nki-kernel-lab`" in sentence
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n[project.urls]\nRepository = "../lab"\n')
-    assert "git clone" not in nkidocs.get_the_course(tmp_path / "pyproject.toml")
+    assert "at <https://example.org/lab/nki-kernel-lab>:" in sentence  # the address itself, as a link
+    assert "elsewhere" not in sentence and "origin" not in sentence
+    for unrecorded in ('[project]\nname = "x"\n', '[project]\nname = "x"\n[project.urls]\nRepository = "../lab"\n'):
+        pyproject.write_text(unrecorded)  # none recorded, or a local path: where to ask, no clone command
+        sentence = nkidocs.get_the_course(pyproject)
+        assert "git clone" not in sentence and "<" not in sentence and "clone it from the address" in sentence
+    # the project's own pyproject.toml is that home: the site is built from it
+    assert nkidocs.PYPROJECT == REPO / "pyproject.toml"
+    assert "urls" in tomllib.loads(nkidocs.PYPROJECT.read_text())["project"]
+
+
+#: a line of a picture drawn in text: an arrow, a branch, or a lone stem or arrowhead
+_DRAWN = re.compile(r"-+>|<-+|\+-{2,}|^\s*[|v^]\s*$|^\s*[|v]\s{2,}\S")
+#: the widest a text diagram may be: a phone's column at 400 px shows about 42 characters of code
+TEXT_DIAGRAM_COLUMNS = 40
+
+
+def test_diagrams_drawn_in_text_are_marked_and_narrow():
+    """A picture drawn in text in the docs or a lesson is a ``{.diagram}`` block (the site lays it out whole,
+    tests below measure it at 400 px) no wider than a phone shows; simulator.md's layers were 110 columns wide."""
+    sources = sorted((REPO / "docs").rglob("*.md")) + sorted((REPO / "notebooks").glob("*.py"))
+    drawn = []
+    for path in sources:
+        lines = [re.sub(r"^# ?", "", ln) if path.suffix == ".py" else ln for ln in path.read_text().splitlines()]
+        k = 0
+        while k < len(lines):
+            if not re.match(r"\s*(```|~~~)", lines[k]):
+                k += 1
+                continue
+            end = next(j for j in range(k + 1, len(lines)) if lines[j].strip() in ("```", "~~~"))
+            block = lines[k + 1:end]
+            if sum(bool(_DRAWN.search(ln)) for ln in block) >= 3:
+                where = f"{path.relative_to(REPO)}:{k + 1}"
+                drawn.append(where)
+                assert k > 0 and lines[k - 1].strip() == "{.diagram}", where
+                assert max(len(ln) for ln in block) <= TEXT_DIAGRAM_COLUMNS, where
+            k = end + 1
+    assert drawn == ["docs/simulator.md:43"], drawn  # the one there is (a new one joins this list)
 
 
 @pytest.mark.slow
@@ -386,13 +420,60 @@ def _block(markup: str, kind: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", found.group(1)))
 
 
-def _run(source: str, folder: Path) -> subprocess.CompletedProcess:
-    """``python kernel.py`` in ``folder``, on the default target, as a reader would run it."""
-    folder.mkdir()
-    (folder / "kernel.py").write_text(source)
-    env = {k: v for k, v in os.environ.items() if k != "NEURON_PLATFORM_TARGET_OVERRIDE"}
-    return subprocess.run([sys.executable, "kernel.py"], cwd=folder, capture_output=True, text=True, timeout=120,
-                          env=env)
+#: ``python kernel.py`` for many kernels: a fresh interpreter imports what every page's code imports (NumPy, the
+#: simulator) once, then forks a child per kernel from that state, which runs it as ``__main__`` from its own folder
+#: (``sys.argv``, ``sys.path[0]`` and ``__file__`` as Python sets them) and lets the interpreter print an uncaught
+#: error itself; its exit status comes back a line per kernel. Starting Python and NumPy again for each of the
+#: 112 kernels cost about 0.3 s of CPU apiece, most of this test's 37.
+_PYTHON = r"""
+import json, os, runpy, signal, sys
+import numpy, nkisim.api
+for line in sys.stdin:
+    folder = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        os.chdir(folder)
+        for fd, name in ((1, "stdout.txt"), (2, "stderr.txt")):
+            with open(name, "wb") as fh:
+                os.dup2(fh.fileno(), fd)
+        signal.alarm(120)
+        sys.argv, sys.path[0], code = ["kernel.py"], folder, 0
+        try:
+            runpy.run_path(os.path.join(folder, "kernel.py"), run_name="__main__")
+        except SystemExit as err:
+            code = err.code if isinstance(err.code, int) else 1
+        except BaseException:
+            sys.excepthook(*sys.exc_info())
+            code = 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)
+"""
+
+
+class _Reader:
+    """Runs kernels as a reader would, ``python kernel.py`` in a folder of their own, on the default target."""
+
+    def __enter__(self) -> _Reader:
+        env = {k: v for k, v in os.environ.items() if k != "NEURON_PLATFORM_TARGET_OVERRIDE"}
+        self.proc = subprocess.Popen([sys.executable, "-c", _PYTHON], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True, env=env)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+        self.proc.stdout.close()
+
+    def run(self, source: str, folder: Path) -> subprocess.CompletedProcess:
+        folder.mkdir()
+        (folder / "kernel.py").write_text(source)
+        self.proc.stdin.write(json.dumps(str(folder)) + "\n")
+        self.proc.stdin.flush()
+        status = int(self.proc.stdout.readline())
+        return subprocess.CompletedProcess(["python", "kernel.py"], status, (folder / "stdout.txt").read_text(),
+                                           (folder / "stderr.txt").read_text())
 
 
 def _message(printed: str) -> list[str]:
@@ -407,6 +488,11 @@ def test_error_pages_show_what_python_prints(site, tmp_path):
     """Each page's reproducer, copied from the page and run as ``python kernel.py`` in a fresh process, prints the
     page's message and frames; its fix, copied the same way, runs clean.  The catalogue table links each page."""
     table = (site / "errors/index.html").read_text()
+    with _Reader() as reader:
+        _each_error_page_shows_what_python_prints(site, tmp_path, table, reader)
+
+
+def _each_error_page_shows_what_python_prints(site: Path, tmp_path: Path, table: str, reader: _Reader) -> None:
     for error_id, cls in sorted(CATALOGUE.items()):
         markup = (site / f"errors/{error_id}.html").read_text()
         summary = re.search(r"^summary:\s*(.+)$", (REPO / "docs/errors" / f"{error_id}.md").read_text(), re.M)[1]
@@ -418,7 +504,7 @@ def test_error_pages_show_what_python_prints(site, tmp_path):
         assert f'id="{error_id.replace("_", "-")}"' in markup  # the anchor the id heading had
         assert "What it means on the hardware" in text_of(markup) and "The fix" in text_of(markup)
         printed = _block(markup, "printed")
-        run = _run(_block(markup, "source"), tmp_path / error_id)
+        run = reader.run(_block(markup, "source"), tmp_path / error_id)
         stderr = run.stderr.replace(str(tmp_path / error_id / "kernel.py"), "kernel.py")
         if error_id == "err_leading_dimension_of_tensor_must_be_partition":  # a deprecation warning, as neuronx-cc
             assert run.returncode == 0 and printed.split("\n")[0] in stderr, stderr
@@ -430,7 +516,7 @@ def test_error_pages_show_what_python_prints(site, tmp_path):
             assert error_page(error_id) in "\n".join(_message(printed))
             for frame in re.findall(r'  File "kernel.py", line \d+.*', printed):  # the reader's frames, as printed
                 assert frame in stderr, (error_id, frame, stderr)
-        fixed = _run(_block(markup, "fix"), tmp_path / f"{error_id}-fix")
+        fixed = reader.run(_block(markup, "fix"), tmp_path / f"{error_id}-fix")
         assert fixed.returncode == 0 and "Error" not in fixed.stderr and "Warning" not in fixed.stderr, \
             (error_id, fixed.stderr)
         row = re.search(rf'<a class="reference internal" href="{error_id}.html"><code[^>]*>.*?</li>', table, re.S)
@@ -572,7 +658,6 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 @pytest.fixture(scope="module")
 def browser(site, tmp_path_factory):
     """Headless Chromium (Debian's; .ci/run installs it) and the site served over HTTP on the loopback."""
-    from browser import Chromium
 
     if CHROMIUM is None:
         if os.environ.get("CI"):
@@ -682,29 +767,26 @@ def test_error_pages_are_titled_in_words_on_a_phone(browser):
 
 
 #: what a screen shows: nothing wider than the window unless it scrolls sideways inside a box that fits
-LAYOUT = """(() => {
-  const vw = window.innerWidth, bad = [];
-  for (const el of document.querySelectorAll('article pre, article table, article img, article math, article dl')) {
-    const r = el.getBoundingClientRect();
-    if (!r.width) continue;
-    let box = el;
-    while (box && box !== document.body && !['auto', 'scroll'].includes(getComputedStyle(box).overflowX))
-      box = box.parentElement;
-    const shown = (box && box !== document.body) ? box.getBoundingClientRect() : r;
-    if (shown.right > vw + 1 || shown.left < -1) bad.push(el.tagName + '.' + el.className + ' ' + Math.round(shown.right));
-  }
-  const shrunk = [...document.querySelectorAll('article div.cell_output img')].filter(
-    img => !img.naturalWidth || img.getBoundingClientRect().width < img.naturalWidth - 1).map(img => img.src);
-  const pictures = document.querySelectorAll('article div.cell_output img').length;
-  const drawer = document.querySelector('.sidebar-drawer').getBoundingClientRect();
-  const h1 = document.querySelector('article h1').getBoundingClientRect();
-  return {bad, shrunk, pictures, pageWidth: document.documentElement.scrollWidth, vw,
-          drawerLeft: drawer.left, drawerRight: drawer.right, h1Top: h1.top};
-})()"""
+LAYOUT = layout_probe("article pre, article table, article img, article math, article dl", extra={
+    # a lesson's plots (PNG) are shown at their natural size, panning sideways; its diagrams (SVG) fit the column
+    "shrunk": """[...document.querySelectorAll('article div.cell_output img:not([src$=".svg"])')].filter(
+                 img => !img.naturalWidth || img.getBoundingClientRect().width < img.naturalWidth - 1).map(img => img.src)""",
+    "pictures": "document.querySelectorAll('article div.cell_output img').length",
+    "drawerLeft": "document.querySelector('.sidebar-drawer').getBoundingClientRect().left",
+    "drawerRight": "document.querySelector('.sidebar-drawer').getBoundingClientRect().right",
+    "h1Top": "document.querySelector('article h1').getBoundingClientRect().top",
+    # a diagram drawn in text (a {.diagram} code block): its font size and whether it fits its box unscrolled
+    "textDiagrams": """[...document.querySelectorAll('article .diagram pre')].map(pre => ({
+                       px: parseFloat(getComputedStyle(pre).fontSize), fits: pre.scrollWidth <= pre.clientWidth + 1,
+                       right: pre.getBoundingClientRect().right}))""",
+})
 PAGES = ["index.html", "lessons/01_vector_add.html", "lessons/02_partition_tiling.html",
          "lessons/04_masked_rmsnorm.html", "lessons/06_tensor_engine_matmul.html", "errors/index.html",
          "errors/err_num_partition_exceed_arch_limit.html", "api/nl.html", "api/nisa.html", "migration.html",
-         "grading.html"]
+         "grading.html", "simulator.html"]
+#: the smallest a diagram's label may be shown at 400 px, in CSS pixels (the site's body text is 16 px, its
+#: smallest print 12 px; a 10-inch diagram shrunk to a phone had 4 px labels, one kept at its size had to pan)
+LEGIBLE_PX = 10.0
 
 
 def _not_blank(png: bytes, width: int, height: int) -> None:
@@ -723,14 +805,18 @@ def _not_blank(png: bytes, width: int, height: int) -> None:
 @pytest.mark.parametrize("slug", PAGES)
 def test_phone_layout(browser, slug, tmp_path):
     """At 400 px the menu is behind its button (the page's title is on the first screen), the button opens it,
-    and nothing is cut off: wide tables and code scroll sideways in their own box. A lesson's pictures are shown
-    at their natural size, panning sideways, so their smallest labels stay 9 px (tests/test_figures.py)."""
+    and nothing is cut off: wide tables and code scroll sideways in their own box, but a diagram drawn in text fits
+    its box. A lesson's plots are shown at their natural size, panning sideways, so their smallest labels stay 9 px
+    (tests/test_figures.py); its diagrams fit the column (test_diagrams_are_legible_on_a_phone)."""
     chromium, base = browser
     page = chromium.open(f"{base}/{slug}", 400, 900)
     try:
         layout = page.evaluate(LAYOUT)
         assert layout["bad"] == [] and layout["pageWidth"] <= 400, layout
         assert layout["shrunk"] == [], layout
+        assert len(layout["textDiagrams"]) == (1 if slug == "simulator.html" else 0), layout  # the layers, drawn
+        for drawn in layout["textDiagrams"]:  # whole at a readable size, no sideways scrolling
+            assert drawn["fits"] and drawn["right"] <= 400 and drawn["px"] >= LEGIBLE_PX, drawn
         assert layout["pictures"] >= (2 if slug in ("lessons/01_vector_add.html", "lessons/06_tensor_engine_matmul.html")
                                       else 0), layout  # the memory hierarchy, the PE array and PSUM's banks
         assert layout["drawerRight"] <= 0 and 0 <= layout["h1Top"] < 250, layout
@@ -756,6 +842,51 @@ def test_desktop_layout(browser, slug, tmp_path):
         png = page.screenshot()
         (tmp_path / "desktop.png").write_bytes(png)
         _not_blank(png, 1280, 900)
+    finally:
+        page.close()
+
+
+#: the lessons' diagrams (nkilab.figures): how many each lesson page shows
+DIAGRAM_PAGES = {"lessons/01_vector_add.html": 2,  # the memory hierarchy, a tile's partitions
+                 "lessons/02_partition_tiling.html": 2,  # the DMA queues, a ragged tiling
+                 "lessons/06_tensor_engine_matmul.html": 2}  # the PE array, PSUM's banks
+
+
+def _overlapping(labels: list[dict]) -> list[tuple[str, str]]:
+    def meet(a: dict, b: dict) -> bool:
+        return min(a["right"], b["right"]) - max(a["left"], b["left"]) > 0.5 and \
+            min(a["bottom"], b["bottom"]) - max(a["top"], b["top"]) > 0.5
+    return [(a["text"], b["text"]) for k, a in enumerate(labels) for b in labels[k + 1:] if meet(a, b)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [400, 1280])
+def test_diagrams_are_legible_on_a_phone_and_whole_on_a_desktop(browser, width):
+    """Each diagram of a lesson, as Chromium shows it: SVG, no wider than the column (nothing to pan), every label
+    at LEGIBLE_PX or more at 400 px (measured: its font size times the scale the picture is drawn at), inside the
+    picture, and on no other label. At 1280 px a diagram is shown at its natural size. (They were 10-inch PNGs:
+    at 400 px, shrunk, their labels were 4 px; kept at their size they panned sideways.)"""
+    chromium, base = browser
+    page = chromium.open(f"{base}/index.html", width, 900)
+    try:
+        for slug, count in DIAGRAM_PAGES.items():
+            page.goto(f"{base}/{slug}")
+            pictures = page.evaluate("[...document.querySelectorAll('article div.cell_output img')].map(i => i.src)")
+            diagrams = page.evaluate(svg_labels('article div.cell_output img[src$=".svg"]'))
+            assert len(diagrams) == count and len(pictures) >= count, (slug, pictures)
+            for d in diagrams:
+                where = (slug, d["src"])
+                assert not d["pans"] and d["left"] >= 0 and d["right"] <= width, (where, d)
+                if width > 400:
+                    assert d["right"] - d["left"] >= d["natural"] - 1, (where, d)  # not shrunk on a desktop
+                labels = [x for x in d["labels"] if x["text"].strip()]
+                assert len(labels) >= 8, where
+                smallest = min(labels, key=lambda x: x["px"])
+                assert smallest["px"] >= LEGIBLE_PX, (where, smallest)
+                outside = [x["text"] for x in labels if x["left"] < d["left"] - 1 or x["right"] > d["right"] + 1
+                           or x["top"] < d["top"] - 1 or x["bottom"] > d["bottom"] + 1]
+                assert outside == [], (where, outside)
+                assert _overlapping(labels) == [], where
     finally:
         page.close()
 

@@ -7,7 +7,9 @@ from first principles (FLOPs of a matmul, queues of a tile), so a figure that dr
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import matplotlib
 import tomllib
@@ -53,11 +55,11 @@ def test_memory_hierarchy_states_the_targets_sizes(target: str) -> None:
     t = toml(target)
     text = texts(figures.memory_hierarchy(target))
     p, sbuf = t["limits"]["partitions"], t["buffers"]["sbuf_partition_bytes"]
-    assert f"{p} partitions\n× {sbuf / 1024:.0f} KiB each" in text
+    assert f"{p} partitions × {sbuf / 1024:.0f} KiB each\n= {p * sbuf / 2**20:.3g} MiB" in text
     assert f"= {p * sbuf / 2**20:.3g} MiB" in text
     banks, bank = t["buffers"]["psum_banks"], t["buffers"]["psum_bank_bytes"]
     assert f"× {banks} banks × {bank // 1024} KiB\n= {p * banks * bank / 2**20:.3g} MiB" in text
-    assert f"{t['dma']['queues']} queues\n{t['peak']['dma_gbps']:g} GB/s" in text
+    assert f"{t['dma']['queues']} queues, {t['peak']['dma_gbps']:g} GB/s" in text
     assert target in text
 
 
@@ -67,7 +69,7 @@ def test_partitions_and_free_shows_the_tiles_and_the_ragged_rest() -> None:
     assert "last tile has 104 rows: mask the other 24" in text  # 1000 = 7 x 128 + 104
     assert "tile 7: rows 896..999" in text
     text = texts(figures.partitions_and_free(rows=40, cols=64))
-    assert "one SBUF tile [40, 64]: 40 of 128 partitions in use (the rest idle)" in text
+    assert "one SBUF tile [40, 64]:\n40 of 128 partitions in use (the rest idle)" in text
 
 
 @nki.jit
@@ -81,7 +83,7 @@ def rows_copy(a):
 def test_dma_queue_diagram_matches_the_queues_a_profile_uses(rows: int) -> None:
     d = toml("trn2")["dma"]
     busy = min(d["queues"], math.ceil(rows / d["partitions_per_queue"]))
-    assert f"a {rows}-row tile: {busy} of {d['queues']} queues move data" in texts(figures.dma_queues((rows,)))
+    assert f"a {rows}-row tile:\n{busy} of {d['queues']} queues\nmove data" in texts(figures.dma_queues((rows,)))
     # the cost model's timeline moves the same tile's data on exactly that many queues
     from nkisim.cost import timeline
 
@@ -97,7 +99,7 @@ def test_pe_array_and_psum_banks_follow_the_limits() -> None:
     assert f"y[K={t['partitions']}, N<={t['gemm_moving_free_max']}]" in text
     assert "result [M=128, N=512]" in text and "= 2 KiB per partition" in text
     ok = texts(figures.psum_banks([("acc", 512, "float32")]))
-    assert "refuses" not in ok and "bank 7" in ok and "one bank holds\n512 float32" in ok
+    assert "refuses" not in ok and "bank 7" in ok and "one bank holds 512 float32" in ok
     too_big = texts(figures.psum_banks([("acc", 1024, "float32")]))
     assert "acc spans more than one bank: the compiler refuses" in too_big
 
@@ -123,15 +125,17 @@ DIAGRAMS = {"memory_hierarchy": lambda: figures.memory_hierarchy("trn2"),
             "pe_array": lambda: figures.pe_array(n=512),
             "psum_banks": lambda: figures.psum_banks([("res_psum", 512, "float32")]),
             "psum_banks two": lambda: figures.psum_banks([("a", 512, "float32"), ("b", 1024, "float32")])}
-#: the smallest label a diagram may use: at the 100 dpi the lessons' pictures are drawn at, 6.5 pt is 9 px, what a
-#: page shows at its natural size (the site never shrinks a lesson's picture below it: tests/test_docs_site.py)
-SMALLEST_PT = 6.5
+#: a diagram is drawn narrow so a phone shows it nearly at its size: at most 4 inches wide as drawn (384 CSS px as
+#: SVG; a phone's column at 400 px is about 350), with no label under 8.5 pt (11.3 px at that size, 10 px or more
+#: in the column: tests/test_docs_site.py measures them in Chromium); the wide ones were 10 inches and 6.5 pt
+WIDEST_IN, SMALLEST_PT = 4.05, 8.5
 
 
 @pytest.mark.parametrize("name", sorted(DIAGRAMS))
 def test_no_label_of_a_diagram_is_hidden(name: str) -> None:
     """As drawn: every label lies inside the picture, on no other label, and on no box unless inside it (its own
-    box's label); "read and write SBUF" used to run into the HBM box. Labels are no smaller than SMALLEST_PT."""
+    box's label); "read and write SBUF" used to run into the HBM box. The picture is narrow and its labels no
+    smaller than SMALLEST_PT."""
     from matplotlib.patches import FancyBboxPatch
 
     fig = DIAGRAMS[name]()
@@ -151,6 +155,39 @@ def test_no_label_of_a_diagram_is_hidden(name: str) -> None:
             inside = b.x0 <= e.x0 and e.x1 <= b.x1 and b.y0 <= e.y0 and e.y1 <= b.y1
             assert inside or not e.overlaps(b), (text, b)
     assert min(t.get_fontsize() for t in labels) >= SMALLEST_PT
+    assert fig.get_tightbbox(renderer).width <= WIDEST_IN, fig.get_tightbbox(renderer)
+
+
+@pytest.mark.parametrize("name", sorted(DIAGRAMS))
+def test_a_diagram_is_svg_with_its_labels_as_text(name: str) -> None:
+    """A notebook shows a diagram as SVG whose labels are text elements (they scale with the picture and a browser
+    can measure them), every line of every label at its own size, and no PNG beside it."""
+    import xml.etree.ElementTree as ET
+
+    fig = DIAGRAMS[name]()
+    svg = ET.fromstring(fig._repr_svg_())
+    ns = "{http://www.w3.org/2000/svg}"
+    drawn = {}
+    for el in svg.iter(f"{ns}text"):
+        size = re.search(r"font-size: ([\d.]+)px", el.get("style", ""))
+        drawn.setdefault("".join(el.itertext()), set()).add(float(size.group(1)))
+    labels = [t for ax in fig.axes for t in (*ax.texts, ax.title) if t.get_text().strip()]
+    for label in labels:
+        for line in label.get_text().split("\n"):
+            if line.strip():
+                assert label.get_fontsize() in drawn.get(line, set()), (line, drawn.get(line))
+    width = float(svg.get("viewBox").split()[2])  # points: 72 to the inch
+    assert width <= WIDEST_IN * 72 + 1, width
+    # in a notebook, where the inline backend shows every figure as PNG, a Diagram shows as SVG only
+    from IPython.core.formatters import DisplayFormatter
+    from matplotlib_inline.backend_inline import select_figure_formats
+
+    shell = SimpleNamespace(display_formatter=DisplayFormatter())
+    select_figure_formats(shell, {"png"})  # what the inline backend does when a kernel starts
+    figures.diagrams_as_svg(shell)
+    bundle, _ = shell.display_formatter.format(fig)
+    assert "image/svg+xml" in bundle and "image/png" not in bundle, sorted(bundle)
+    assert "image/png" in shell.display_formatter.format(plt.subplots()[0])[0]  # other figures as before
 
 
 # --------------------------------------------------------------------------- roofline

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from browser import layout_probe
 from course_testing import processes_under
 from nbgrader.api import Gradebook, MissingEntry
 
@@ -683,22 +684,9 @@ def test_the_class_report_fits_a_phone_and_a_desktop(graded, width, tmp_path):
 
 
 #: nothing wider than the window, and no box that hides what does not fit (a pre wraps, a table scrolls in its box)
-REPORT_LAYOUT = """(() => {
-  const vw = window.innerWidth, bad = [];
-  for (const el of document.querySelectorAll('pre, table, img, h1, h2, h3, p, td')) {
-    const r = el.getBoundingClientRect();
-    if (!r.width) continue;
-    let box = el;
-    while (box && box !== document.body && !['auto', 'scroll'].includes(getComputedStyle(box).overflowX))
-      box = box.parentElement;
-    const shown = (box && box !== document.body) ? box.getBoundingClientRect() : r;
-    if (shown.right > vw + 1 || shown.left < -1) bad.push(el.tagName + ' ' + Math.round(shown.right));
-    if (el.tagName === 'PRE' && el.scrollWidth > el.clientWidth + 1) bad.push('PRE clipped ' + el.scrollWidth);
-  }
-  const img = document.querySelector('img');
-  return {bad, pageWidth: document.documentElement.scrollWidth, vw,
-          pairs: document.querySelectorAll('.pair').length, plot: img ? img.naturalWidth : 0};
-})()"""
+REPORT_LAYOUT = layout_probe("pre, table, img, h1, h2, h3, p, td", clipped="pre",
+                             extra={"pairs": "document.querySelectorAll('.pair').length",
+                                    "plot": "(document.querySelector('img') || {naturalWidth: 0}).naturalWidth"})
 
 
 # --------------------------------------------------------------------------- the pieces, without nbgrader

@@ -48,7 +48,7 @@ from nkilab import example_class, gradebook_audit, intake, manifest, report, san
 from nkilab.batch_control import CHILDREN, CourseBusy, course_lock, on_signals
 from nkilab.evaluate import PRESET_ENV, grading_target, reference_key, reference_latency
 from nkilab.grade import GRADING_ENV
-from nkilab.grade_table import Submission, collect, release_grade_cells, table, wrapped, write_csv, write_lms_csv
+from nkilab.grade_table import Submission, collect_all, release_grade_cells, table, wrapped, write_csv, write_lms_csv
 from nkilab.nbgrader_plugins import feedback_flags, grading_flags
 from nkilab.processes import kill_group
 from nkilab.questions import HIDDEN_CASES_ENV, QUESTIONS, course_target, timed_references
@@ -398,10 +398,8 @@ def _grade_class(course: Path, *, example: bool, only: list[str] | None, limits:
     tampered = gradebook_audit.changes(before, gradebook_audit.snapshot(db_url))
     for ch in tampered:
         _log(f"  gradebook: {ch} during this grading run")
-    for a in assignments:
-        for st in students:
-            status, notes = results[a].get(st, ("missing", []))
-            subs.append(collect(course, db_url, st, a, status, notes))
+    subs += collect_all(course, db_url, [(st, a, *results[a].get(st, ("missing", []))) for a in assignments
+                                         for st in students])
     with Gradebook(db_url) as gb:  # what `nbgrader export --to grades.csv` runs
         CsvExportPlugin(to=str(course / "grades.csv")).export(gb)
     csv_path = csv_path or course / "grades_by_question.csv"

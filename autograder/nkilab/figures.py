@@ -7,12 +7,18 @@ banks.  Then measurements: a roofline with kernels as points (their FLOPs, the b
 estimated time, from the simulator's profile), and the map of which tiles of an output are wrong that
 ``check()`` shows.  Each function returns a matplotlib ``Figure``; a notebook shows it (``plt.show()``).
 
+The diagrams are drawn narrow (``NARROW_IN`` inches wide, labels no smaller than ``SMALLEST_PT``), top to bottom,
+and a notebook shows them as SVG with their labels as text (``Diagram``): on a phone the site shrinks a diagram to
+the column's width and its labels stay readable (tests/test_docs_site.py measures them in Chromium at 400 px); a
+wide picture shrunk to a phone put its labels at 4 px, and one kept at its size had to be panned sideways.
+
 Hardware numbers (partitions, bytes per partition, banks, queues, peaks) are read through ``nkisim.api.target``
 from ``nkisim/targets/<target>.toml``, the one place they live, and are labelled with the target.
 """
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import sys
@@ -21,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from matplotlib.figure import Figure
 
 from nkilab import manifest
 from nkisim import api
@@ -30,6 +37,27 @@ COLORS = {"hbm": "#c7d7ea", "sbuf": "#d8ecd0", "psum": "#f7dfc0", "pe": "#d62728
           "act": "#2ca02c", "pool": "#9467bd", "dma": "#ff7f0e", "idle": "#e6e6e6", "wrong": "#d62728",
           "right": "#e8f4e4", "stationary": "#6a51a3", "moving": "#3182bd"}
 COURSE_TARGET = manifest.course().target  # the course's (course.toml); a picture may be drawn for another
+#: a diagram's width: 4 inches is 384 CSS px as SVG, about a phone's column, so the site barely shrinks it there
+NARROW_IN = 4.0
+#: the smallest label of a diagram (11.3 CSS px at its natural size)
+SMALLEST_PT = 8.5
+LABEL_PT, HEAD_PT = 9.0, 10.0
+
+
+class Diagram(Figure):
+    """A lesson's diagram: a notebook shows it as SVG with its labels as text (``svg.fonttype: none``), so they
+    scale with the picture, stay sharp at any zoom, and a browser can measure them."""
+
+    def svg(self) -> str:
+        import matplotlib
+
+        out = io.StringIO()
+        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "nkilab"}):
+            self.savefig(out, format="svg", bbox_inches="tight", pad_inches=0.02, metadata={"Date": None})
+        return out.getvalue()
+
+    def _repr_svg_(self) -> str:
+        return self.svg()
 
 
 def _plt() -> Any:
@@ -39,14 +67,31 @@ def _plt() -> Any:
         matplotlib.use("Agg")  # headless: tests, scripts, the docs build; a notebook keeps its inline backend
     import matplotlib.pyplot as plt
 
+    diagrams_as_svg()
     return plt
+
+
+def diagrams_as_svg(shell: Any = None) -> None:
+    """In a notebook (``shell``: IPython's, by default the running one), a ``Diagram`` is shown as SVG only: the
+    inline backend would show a PNG of it too, as it does of every other figure."""
+    if shell is None:
+        if "IPython" not in sys.modules:
+            return
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    if shell is None or not hasattr(shell, "display_formatter"):
+        return
+    formatters = shell.display_formatter.formatters
+    formatters["image/png"].for_type(Diagram, lambda fig: None)
+    formatters["image/svg+xml"].for_type(Diagram, Diagram.svg)
 
 
 def _kib(n: float) -> str:
     return f"{n / 1024:.0f} KiB" if n < 2**20 else f"{n / 2**20:.3g} MiB"
 
 
-def _box(ax: Any, x: float, y: float, w: float, h: float, color: str, text: str = "", size: float = 9,
+def _box(ax: Any, x: float, y: float, w: float, h: float, color: str, text: str = "", size: float = LABEL_PT,
          **kw: Any) -> None:
     from matplotlib.patches import FancyBboxPatch
 
@@ -56,102 +101,108 @@ def _box(ax: Any, x: float, y: float, w: float, h: float, color: str, text: str 
         ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=size)
 
 
-def _arrow(ax: Any, xy0: tuple[float, float], xy1: tuple[float, float], text: str = "", both: bool = False,
-           color: str = "#333333", size: float = 8, offset: tuple[float, float] = (0.0, 0.0)) -> None:
+def _arrow(ax: Any, xy0: tuple[float, float], xy1: tuple[float, float], both: bool = False,
+           color: str = "#333333") -> None:
     ax.annotate("", xy=xy1, xytext=xy0, arrowprops={"arrowstyle": "<->" if both else "->", "color": color,
-                                                     "linewidth": 1.4})
-    if text:
-        ax.text((xy0[0] + xy1[0]) / 2 + offset[0], (xy0[1] + xy1[1]) / 2 + offset[1], text, ha="center",
-                va="center", fontsize=size, color=color,
-                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1})
+                                                     "linewidth": 1.4, "shrinkA": 0, "shrinkB": 0})
 
 
-def _canvas(w: float, h: float, xlim: float, ylim: float) -> tuple[Any, Any]:
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(w, h))
-    ax.set_xlim(0, xlim)
-    ax.set_ylim(0, ylim)
+def _canvas(h: float, title: str) -> tuple[Any, Any]:
+    """A narrow diagram ``h`` inches tall whose data units are inches (x from 0 to ``NARROW_IN``)."""
+    head = 0.5  # the title's two lines, inside the figure
+    fig, ax = _plt().subplots(figsize=(NARROW_IN, h + head), FigureClass=Diagram)
+    fig.subplots_adjust(0, 0, 1, h / (h + head))
+    ax.set_xlim(0, NARROW_IN)
+    ax.set_ylim(0, h)
     ax.axis("off")
+    ax.set_title(title, fontsize=HEAD_PT)
     return fig, ax
-
-
-# --------------------------------------------------------------------------- the memory hierarchy
-def memory_hierarchy(target: str = COURSE_TARGET) -> Any:
-    """HBM, SBUF and PSUM with the engines and the data paths between them (lessons 1, 6)."""
-    t = api.target(target)
-    dma = t.params["dma"]
-    peak = t.params["peak"]
-    fig, ax = _canvas(10, 4.8, 10, 4.8)
-    _box(ax, 0.1, 0.4, 1.6, 3.4, COLORS["hbm"], "HBM\n(device memory,\noff chip)\n\nkernel inputs and\noutputs"
-         " live here\n\nno engine can\nread it", 8.5)
-    sbuf_total = t.partitions * t.sbuf_partition_bytes
-    _box(ax, 3.1, 0.4, 2.6, 2.7, COLORS["sbuf"])
-    ax.text(4.4, 2.85, "SBUF (on chip)", ha="center", fontsize=10, weight="bold")
-    for k in range(16):  # 128 partitions, drawn 8 to a stripe
-        ax.plot([3.25, 5.55], [0.6 + k * 0.13] * 2, color="#8fbf80", linewidth=0.6)
-    ax.text(4.4, 1.6, f"{t.partitions} partitions\n× {_kib(t.sbuf_partition_bytes)} each\n= {_kib(sbuf_total)}",
-            ha="center", va="center", fontsize=8.5, bbox={"facecolor": COLORS["sbuf"], "edgecolor": "none"})
-    psum_pp = t.psum_bank_bytes * t.psum_banks
-    _box(ax, 7.6, 0.4, 2.3, 2.7, COLORS["psum"])
-    ax.text(8.75, 2.85, "PSUM (on chip)", ha="center", fontsize=10, weight="bold")
-    for b in range(t.psum_banks + 1):
-        ax.plot([7.75 + b * 2.0 / t.psum_banks] * 2, [0.55, 2.6], color="#d9a868", linewidth=0.6)
-    ax.text(8.75, 1.6, f"{t.partitions} partitions\n× {t.psum_banks} banks × {_kib(t.psum_bank_bytes)}\n"
-            f"= {_kib(t.partitions * psum_pp)}", ha="center", va="center", fontsize=8.5,
-            bbox={"facecolor": COLORS["psum"], "edgecolor": "none"})
-    for name, key, x, w in (("Vector\nEngine", "dve", 2.7, 1.0), ("Scalar\nEngine", "act", 3.85, 1.0),
-                            ("GpSimd\nEngine", "pool", 5.0, 1.0), ("Tensor Engine\n(PE array)", "pe", 6.5, 1.5)):
-        _box(ax, x, 3.75, w, 0.75, "white", name, 8)
-        ax.add_patch(_stripe(x, 3.75, w, COLORS[key]))
-    _arrow(ax, (1.8, 1.75), (3.0, 1.75), both=True, color=COLORS["dma"])
-    ax.text(2.4, 2.45, f"DMA\nnl.load / nl.store\n{dma['queues']} queues\n{peak['dma_gbps']:g} GB/s",
-            ha="center", va="center", fontsize=7.5, color=COLORS["dma"])
-    _arrow(ax, (4.4, 3.2), (4.4, 3.7), both=True)
-    ax.text(4.3, 3.45, "read and\nwrite SBUF", fontsize=7.5, ha="right", va="center")  # clear of HBM and DMA
-    _arrow(ax, (5.75, 2.9), (6.8, 3.7), color=COLORS["pe"])
-    ax.text(5.9, 3.45, "operands", fontsize=7.5, ha="right", color=COLORS["pe"])
-    _arrow(ax, (7.7, 3.7), (8.4, 3.2), color=COLORS["pe"])
-    ax.text(8.2, 3.5, "results accumulate", fontsize=7.5, color=COLORS["pe"])
-    _arrow(ax, (7.5, 0.9), (5.8, 0.9), "nl.copy back to SBUF\n(Vector or Scalar engine)", offset=(0, 0.45))
-    ax.set_title(f"Where a kernel's data lives ({target}; sizes from nkisim's {target} target file)", fontsize=10)
-    return fig
 
 
 def _stripe(x: float, y: float, w: float, color: str) -> Any:
     from matplotlib.patches import Rectangle
 
-    return Rectangle((x, y), w, 0.08, facecolor=color, edgecolor="none")
+    return Rectangle((x, y), w, 0.07, facecolor=color, edgecolor="none")
+
+
+def _rect(x: float, y: float, w: float, h: float, color: str, **kw: Any) -> Any:
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((x, y), w, h, facecolor=color, edgecolor="#555555", linewidth=0.6, **kw)
+
+
+# --------------------------------------------------------------------------- the memory hierarchy
+def memory_hierarchy(target: str = COURSE_TARGET) -> Any:
+    """HBM, SBUF, the engines and PSUM, top to bottom, with the data paths between them (lessons 1, 6)."""
+    t = api.target(target)
+    dma, peak = t.params["dma"], t.params["peak"]
+    fig, ax = _canvas(6.0, f"Where a kernel's data lives\n({target}; sizes from nkisim's {target} target file)")
+    _box(ax, 0.05, 5.05, 3.9, 0.9, COLORS["hbm"], "HBM (device memory, off chip)\nkernel inputs and outputs "
+         "live here;\nno engine can read it")
+    _arrow(ax, (0.9, 4.97), (0.9, 4.28), both=True, color=COLORS["dma"])
+    ax.text(1.05, 4.62, f"DMA: nl.load / nl.store\n{dma['queues']} queues, {peak['dma_gbps']:g} GB/s",
+            va="center", fontsize=LABEL_PT, color="#b35806")
+    sbuf_total = t.partitions * t.sbuf_partition_bytes
+    _box(ax, 0.05, 2.6, 3.9, 1.6, COLORS["sbuf"])
+    ax.text(2.0, 3.95, "SBUF (on chip)", ha="center", va="center", fontsize=HEAD_PT, weight="bold")
+    for k in range(16):  # 128 partitions, drawn 8 to a stripe
+        ax.plot([0.2, 3.8], [2.72 + k * 0.065] * 2, color="#8fbf80", linewidth=0.6)
+    ax.text(2.0, 3.2, f"{t.partitions} partitions × {_kib(t.sbuf_partition_bytes)} each\n= {_kib(sbuf_total)}",
+            ha="center", va="center", fontsize=LABEL_PT, bbox={"facecolor": COLORS["sbuf"], "edgecolor": "none"})
+    for name, key, x, w in (("Vector\nEngine", "dve", 0.05, 0.78), ("Scalar\nEngine", "act", 0.93, 0.78),
+                            ("GpSimd\nEngine", "pool", 1.81, 0.78), ("Tensor Engine\n(PE array)", "pe", 2.75, 1.2)):
+        _box(ax, x, 1.55, w, 0.52, "white", name, SMALLEST_PT)
+        ax.add_patch(_stripe(x, 1.55, w, COLORS[key]))
+    _arrow(ax, (2.2, 2.55), (2.2, 2.11), both=True)
+    ax.text(2.1, 2.33, "read and write SBUF", fontsize=SMALLEST_PT, ha="right", va="center")
+    _arrow(ax, (3.45, 2.55), (3.45, 2.11), color=COLORS["pe"])
+    ax.text(3.35, 2.33, "operands", fontsize=SMALLEST_PT, ha="right", va="center", color=COLORS["pe"])
+    psum_pp = t.psum_bank_bytes * t.psum_banks
+    _box(ax, 1.75, 0.05, 2.2, 1.05, COLORS["psum"])
+    ax.text(2.85, 0.9, "PSUM (on chip)", ha="center", va="center", fontsize=HEAD_PT, weight="bold")
+    for b in range(t.psum_banks + 1):
+        ax.plot([1.9 + b * 1.9 / t.psum_banks] * 2, [0.12, 0.72], color="#d9a868", linewidth=0.6)
+    ax.text(2.85, 0.42, f"{t.partitions} partitions\n× {t.psum_banks} banks × {_kib(t.psum_bank_bytes)}\n"
+            f"= {_kib(t.partitions * psum_pp)}", ha="center", va="center", fontsize=SMALLEST_PT,
+            bbox={"facecolor": COLORS["psum"], "edgecolor": "none", "pad": 1})
+    _arrow(ax, (3.45, 1.5), (3.45, 1.16), color=COLORS["pe"])
+    ax.text(3.35, 1.33, "results accumulate", fontsize=SMALLEST_PT, ha="right", va="center", color=COLORS["pe"])
+    _arrow(ax, (1.7, 0.75), (1.0, 1.5))
+    ax.text(0.05, 0.5, "nl.copy back to\nSBUF (Vector or\nScalar Engine)", fontsize=SMALLEST_PT, va="center")
+    return fig
 
 
 # --------------------------------------------------------------------------- partitions and free dimension
 def partitions_and_free(rows: int = 128, cols: int = 512, target: str = COURSE_TARGET) -> Any:
-    """A ``[rows, cols]`` array as the hardware sees it: up to 128 rows side by side on the partitions (left), and
-    when there are more rows, the array cut into 128-row tiles, the last one ragged (right; lesson 2)."""
+    """A ``[rows, cols]`` array as the hardware sees it: up to 128 rows side by side on the partitions (top), and
+    when there are more rows, the array cut into 128-row tiles, the last one ragged (below; lesson 2)."""
     p = api.target(target).partitions
     plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), gridspec_kw={"width_ratios": [1.1, 1]})
+    fig, axes = plt.subplots(2, 1, figsize=(NARROW_IN, 7.0), FigureClass=Diagram,
+                             gridspec_kw={"height_ratios": [1, 1.15]})
     ax = axes[0]
-    ax.set_xlim(-0.35, 1.15)
-    ax.set_ylim(-0.12, 1.12)
+    ax.set_xlim(-0.42, 1.45)
+    ax.set_ylim(-0.04, 1.22)
     ax.axis("off")
     tile_rows = min(rows, p)
     for k in range(16):
         shade = COLORS["sbuf"] if k * p // 16 < tile_rows else COLORS["idle"]
         ax.add_patch(_rect(0, 1 - (k + 1) / 16, 1, 1 / 16, shade))
     ax.annotate("", xy=(-0.05, 0), xytext=(-0.05, 1), arrowprops={"arrowstyle": "<->"})
-    ax.text(-0.1, 0.5, f"partition dim P (at most {p})\nlanes working side by side", rotation=90, ha="right",
-            va="center", fontsize=8)
+    ax.text(-0.1, 0.5, f"partition dim P (at most {p}):\nlanes working side by side", rotation=90, ha="right",
+            va="center", fontsize=SMALLEST_PT)
     ax.annotate("", xy=(1, 1.04), xytext=(0, 1.04), arrowprops={"arrowstyle": "->"})
-    ax.text(0.5, 1.08, f"free dim F = {cols}: each lane goes along it over time", ha="center", fontsize=8)
-    ax.text(1.02, 1 - 0.5 / 16, "partition 0", fontsize=7, va="center")
-    ax.text(1.02, 0.5 / 16, f"partition {p - 1}", fontsize=7, va="center")
+    ax.text(0.5, 1.07, f"free dim F = {cols}: each lane\ngoes along it over time", ha="center", va="bottom",
+            fontsize=SMALLEST_PT)
+    ax.text(1.03, 1 - 0.5 / 16, "partition 0", fontsize=SMALLEST_PT, va="center")
+    ax.text(1.03, 0.5 / 16, f"partition {p - 1}", fontsize=SMALLEST_PT, va="center")
     used = f"{tile_rows} of {p} partitions in use" + ("" if tile_rows == p else " (the rest idle)")
-    ax.set_title(f"one SBUF tile [{tile_rows}, {cols}]: {used}", fontsize=9)
+    ax.set_title(f"one SBUF tile [{tile_rows}, {cols}]:\n{used}", fontsize=LABEL_PT)
     ax = axes[1]
     ax.axis("off")
     n_tiles = max(1, math.ceil(rows / p))
-    ax.set_xlim(-0.6, 1.6)
-    ax.set_ylim(-0.05, 1.1)
+    ax.set_xlim(-0.1, 1.85)
+    ax.set_ylim(-0.02, 1.02)
     shown = min(n_tiles, 8)
     h = 1.0 / shown
     for k in range(shown):
@@ -166,85 +217,79 @@ def partitions_and_free(rows: int = 128, cols: int = 512, target: str = COURSE_T
         label = f"tile {t}: rows {t * p}..{min(rows, (t + 1) * p) - 1}"
         if k == shown - 2 and n_tiles > shown:
             label = f"... {n_tiles - shown} more tiles ..."
-        ax.text(1.05, y + h / 2, label, fontsize=7.5, va="center")
+        ax.text(1.05, y + h / 2, label, fontsize=SMALLEST_PT, va="center")
     ragged = rows % p
     note = (f"last tile has {ragged} rows: mask the other {p - ragged}" if ragged else "every tile is full")
     ax.set_title(f"HBM array [{rows}, {cols}] in {n_tiles} tile{'s' if n_tiles > 1 else ''} of {p} rows\n{note}",
-                 fontsize=9)
-    fig.tight_layout()
+                 fontsize=LABEL_PT)
+    fig.tight_layout(h_pad=2.0)
     return fig
-
-
-def _rect(x: float, y: float, w: float, h: float, color: str, **kw: Any) -> Any:
-    from matplotlib.patches import Rectangle
-
-    return Rectangle((x, y), w, h, facecolor=color, edgecolor="#555555", linewidth=0.6, **kw)
 
 
 # --------------------------------------------------------------------------- DMA queues
 def dma_queues(tile_rows: Sequence[int] = (1, 128), target: str = COURSE_TARGET) -> Any:
-    """Which of the 16 DMA queues move a tile of each height (one queue per 8 partitions; lessons 2, 5)."""
+    """Which of the 16 DMA queues move a tile of each height, a column per height (one queue per 8 partitions;
+    lessons 2, 5)."""
     t = api.target(target)
     nq, per = int(t.params["dma"]["queues"]), int(t.params["dma"]["partitions_per_queue"])
-    plt = _plt()
-    fig, axes = plt.subplots(1, len(tile_rows), figsize=(4.2 * len(tile_rows), 4.4), squeeze=False)
-    for ax, r in zip(axes[0], tile_rows):
+    row, head = 0.22, 0.62
+    fig, ax = _canvas(nq * row + head, f"DMA queues of one NeuronCore ({target}):\neach serves {per} partitions")
+    left = 1.95  # the queues' names, then a column per tile height
+    width = (NARROW_IN - left) / len(tile_rows)
+    for q in range(nq):
+        ax.text(left - 0.08, (nq - q - 0.5) * row, f"queue {q}: partitions {q * per}-{q * per + per - 1}",
+                ha="right", va="center", fontsize=SMALLEST_PT)
+    for c, r in enumerate(tile_rows):
+        x = left + c * width + 0.05
         busy = min(nq, max(1, math.ceil(r / per)))
-        ax.set_xlim(-0.9, 2.2)
-        ax.set_ylim(0, nq)
-        ax.axis("off")
         for q in range(nq):
-            y = nq - 1 - q
-            on = q < busy
-            ax.add_patch(_rect(0, y + 0.08, 1.0, 0.84, COLORS["dma"] if on else COLORS["idle"]))
+            y = (nq - q - 1) * row + 0.03
+            ax.add_patch(_rect(x, y, width - 0.1, row - 0.06, COLORS["dma"] if q < busy else COLORS["idle"]))
             rows_here = max(0, min(per, r - q * per))
             if rows_here:
-                ax.add_patch(_rect(0, y + 0.08, rows_here / per, 0.84, "#b35806"))
-            ax.text(-0.05, y + 0.5, f"queue {q}", ha="right", va="center", fontsize=7)
-            ax.text(1.05, y + 0.5, f"partitions {q * per}-{q * per + per - 1}" + (" (busy)" if on else ""),
-                    va="center", fontsize=6.5, color="#333333" if on else "#999999")
-        ax.set_title(f"a {r}-row tile: {busy} of {nq} queues move data", fontsize=9)
-    fig.suptitle(f"DMA queues of one NeuronCore ({target}): each serves {per} partitions", fontsize=10)
-    fig.tight_layout()
+                ax.add_patch(_rect(x, y, (width - 0.1) * rows_here / per, row - 0.06, "#b35806"))
+        ax.text(x + (width - 0.1) / 2, nq * row + 0.05, f"a {r}-row tile:\n{busy} of {nq} queues\nmove data",
+                ha="center", va="bottom", fontsize=SMALLEST_PT)
     return fig
 
 
 # --------------------------------------------------------------------------- the PE array
 def pe_array(n: int = 512, target: str = COURSE_TARGET) -> Any:
-    """``nl.matmul(x, y, transpose_x=True)`` on the Tensor Engine: the stationary operand (``x``, [K, M]) is loaded
-    into the 128 x 128 PE array, the moving operand (``y``, [K, N]) streams through it, and the [M, N] result
-    lands in a PSUM bank (lesson 6)."""
+    """``nl.matmul(x, y, transpose_x=True)`` on the Tensor Engine, top to bottom: the moving operand (``y``,
+    [K, N]) streams through the 128 x 128 PE array that holds the stationary operand (``x``, [K, M]), and the
+    [M, N] result lands in a PSUM bank (lesson 6)."""
     t = api.target(target)
     k = m = t.partitions
     ms, mv = t.gemm_stationary_free_max, t.gemm_moving_free_max
     n = min(n, mv)
-    fig, ax = _canvas(10, 4.6, 10, 4.6)
-    _box(ax, 3.4, 0.9, 2.6, 2.6, "#f3eef8")
+    fig, ax = _canvas(6.4, f"nl.matmul(x, y, transpose_x=True)\n= x.T @ y on the Tensor Engine ({target})")
+    _box(ax, 0.05, 5.55, 3.9, 0.8, "#deebf7", f"moving operand y[K={k}, N<={mv}]\nstreams through, one column "
+         "of N per cycle")
+    _arrow(ax, (2.0, 5.5), (2.0, 5.0), color=COLORS["moving"])
+    _box(ax, 0.45, 2.55, 3.1, 2.4, "#f3eef8")
     for i in range(1, 8):
-        ax.plot([3.4 + i * 2.6 / 8] * 2, [0.9, 3.5], color="#bcaed8", linewidth=0.6)
-        ax.plot([3.4, 6.0], [0.9 + i * 2.6 / 8] * 2, color="#bcaed8", linewidth=0.6)
-    ax.text(4.7, 3.65, f"PE array: {k} x {ms} multiply-accumulate cells", ha="center", fontsize=9, weight="bold")
-    ax.text(4.7, 2.2, f"stationary operand\nx[K={k}, M<={ms}]\nheld in the array", ha="center", va="center",
-            fontsize=8.5, color=COLORS["stationary"], bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none"})
-    _box(ax, 0.2, 0.9, 2.4, 2.6, "#deebf7", f"moving operand\ny[K={k}, N<={mv}]\n\nstreams through,\none column of N\nper cycle", 8)
-    _arrow(ax, (2.7, 2.2), (3.3, 2.2), color=COLORS["moving"])
-    _box(ax, 6.8, 0.9, 2.9, 2.6, COLORS["psum"], f"result [M={m}, N={n}]\nfloat32 in one PSUM bank\n"
-         f"({m} partitions x {n} x 4 B\n= {_kib(n * 4)} per partition)\n\n+= adds into it\n(accumulate over K)", 8)
-    _arrow(ax, (6.1, 2.2), (6.7, 2.2), color=COLORS["pe"])
-    ax.text(4.7, 0.45, "K, the contraction, runs along the partitions of both operands: each cell multiplies and the "
-            "column sums over K", ha="center", fontsize=8)
-    ax.set_title(f"nl.matmul(x, y, transpose_x=True) = x.T @ y on the Tensor Engine ({target})", fontsize=10)
+        ax.plot([0.45 + i * 3.1 / 8] * 2, [2.55, 4.45], color="#bcaed8", linewidth=0.6)
+        ax.plot([0.45, 3.55], [2.55 + i * 1.9 / 8] * 2, color="#bcaed8", linewidth=0.6)
+    ax.text(2.0, 4.7, f"PE array: {k} x {ms}\nmultiply-accumulate cells", ha="center", va="center",
+            fontsize=LABEL_PT, weight="bold")
+    ax.text(2.0, 3.5, f"stationary operand\nx[K={k}, M<={ms}]\nheld in the array", ha="center", va="center",
+            fontsize=LABEL_PT, color=COLORS["stationary"],
+            bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "none"})
+    _arrow(ax, (2.0, 2.5), (2.0, 2.0), color=COLORS["pe"])
+    _box(ax, 0.05, 0.75, 3.9, 1.2, COLORS["psum"], f"result [M={m}, N={n}] float32\nin one PSUM bank "
+         f"({m} partitions x {n} x 4 B\n= {_kib(n * 4)} per partition)\n+= adds into it (accumulate over K)")
+    ax.text(2.0, 0.3, "K, the contraction, runs along the partitions of\nboth operands: each cell multiplies and "
+            "the\ncolumn sums over K", ha="center", va="center", fontsize=SMALLEST_PT)
     return fig
 
 
 # --------------------------------------------------------------------------- PSUM banks
 def psum_banks(accumulators: Sequence[tuple[str, int, str]] = (("res_psum", 512, "float32"),),
                target: str = COURSE_TARGET) -> Any:
-    """PSUM's banks per partition and which of them accumulators occupy: each ``(name, free size, dtype)``
-    takes whole banks (a [128, 512] float32 tile is exactly one; lessons 6, 7)."""
+    """PSUM's banks per partition, top to bottom, and which of them accumulators occupy: each
+    ``(name, free size, dtype)`` takes whole banks (a [128, 512] float32 tile is exactly one; lessons 6, 7)."""
     t = api.target(target)
     nb, bank = t.psum_banks, t.psum_bank_bytes
-    fig, ax = _canvas(10, 3.4, nb + 3.2, 3.6)
     colors = ["#fdae6b", "#9ecae1", "#a1d99b", "#bcbddc", "#fdd0a2", "#c6dbef", "#c7e9c0", "#dadaeb"]
     b = 0
     placed = []
@@ -252,20 +297,24 @@ def psum_banks(accumulators: Sequence[tuple[str, int, str]] = (("res_psum", 512,
         need = math.ceil(free * np.dtype(dtype if dtype != "bfloat16" else "float16").itemsize / bank)
         placed.append((name, b, min(b + need, nb), colors[j % len(colors)], free, dtype))
         b += need
+    too_big = [name for name, lo, hi, *_ in placed if hi - lo > 1]
+    refused = b > nb or too_big
+    row, foot = 0.34, 0.62 + (0.55 if refused else 0.0)
+    fig, ax = _canvas(nb * row + foot, f"PSUM banks ({target}):\neach accumulator takes whole banks")
+    top = nb * row + foot
     for i in range(nb):
         owner = next((p for p in placed if p[1] <= i < p[2]), None)
-        _box(ax, 0.2 + i, 0.6, 0.9, 1.8, owner[3] if owner else "white", f"bank {i}\n{_kib(bank)}", 7.5)
-    for j, (name, lo, hi, _c, free, dtype) in enumerate(placed):
-        ax.text(0.2 + (lo + hi) / 2 - 0.05, 2.55 + 0.35 * (j % 2), f"{name}\n[{t.partitions}, {free}] {dtype}",
-                ha="center", va="bottom", fontsize=7.5)
-    ax.text(nb + 0.4, 1.5, f"x {t.partitions} partitions\n\n{nb} banks x {_kib(bank)}\n= {_kib(nb * bank)} per "
-            f"partition\n\none bank holds\n{bank // 4} float32", fontsize=8, va="center")
-    too_big = [name for name, lo, hi, *_ in placed if hi - lo > 1]
-    if b > nb or too_big:
+        _box(ax, 0.05, top - (i + 1) * row + 0.04, 1.5, row - 0.08, owner[3] if owner else "white",
+             f"bank {i}: {_kib(bank)}", SMALLEST_PT)
+    for name, lo, hi, _c, free, dtype in placed:
+        ax.text(1.7, top - (lo + hi) / 2 * row, f"{name}\n[{t.partitions}, {free}] {dtype}", va="center",
+                fontsize=SMALLEST_PT)
+    ax.text(0.05, foot - 0.05, f"{nb} banks × {_kib(bank)} = {_kib(nb * bank)} per partition,\nin each of the "
+            f"{t.partitions} partitions; one bank holds {bank // 4} float32", va="top", fontsize=SMALLEST_PT)
+    if refused:
         why = (f"{', '.join(too_big)} spans more than one bank" if too_big else f"needs {b} banks of {nb}")
-        ax.text(nb / 2, 0.25, f"{why}: the compiler refuses (a PSUM tile holds at most one bank per partition)",
-                ha="center", color=COLORS["wrong"], fontsize=8.5)
-    ax.set_title(f"PSUM banks ({target}): each accumulator takes whole banks", fontsize=10)
+        ax.text(0.05, 0.05, f"{why}: the compiler refuses\n(a PSUM tile holds at most one bank per partition)",
+                color=COLORS["wrong"], fontsize=SMALLEST_PT)
     return fig
 
 

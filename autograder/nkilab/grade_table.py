@@ -107,30 +107,46 @@ def _records(course: Path, student: str, assignment: str, notebook: str) -> dict
 
 def collect(course: Path, db_url: str, student: str, assignment: str, status: str, notes: list[str]) -> Submission:
     """Scores for one (student, assignment) from the gradebook (0 for each grade cell when not graded)."""
-    sub = Submission(student, assignment, status, notes=list(notes))
-    layout = release_grade_cells(course, assignment)
+    return collect_all(course, db_url, [(student, assignment, status, notes)])[0]
+
+
+def collect_all(course: Path, db_url: str, wanted: list[tuple[str, str, str, list[str]]]) -> list[Submission]:
+    """``collect`` for each (student, assignment, status, notes) of ``wanted``, reading the gradebook and each
+    assignment's released layout once for them all (a class's table is hundreds of submissions)."""
+    layouts: dict[str, dict[str, list[tuple[str, str, float, str]]]] = {}
+    subs = []
     with Gradebook(db_url) as gb:
-        for notebook, rows in layout.items():
-            records = _records(course, student, assignment, notebook) if status in ("graded", "salvaged") else {}
-            for gid, kind, points, question in rows:
-                score: float | None = 0.0
-                detail = ""
-                if status in ("graded", "salvaged"):
-                    try:
-                        g = gb.find_grade(gid, notebook, assignment, student)
-                        score = None if g.needs_manual_grade and g.manual_score is None else g.score
-                    except MissingEntry:
-                        score, detail = 0.0, "no grade recorded"
-                    if kind == "kernel":
-                        detail = detail or why(records.get(gid))
-                    elif score is None:
-                        detail = "answered: waiting for a TA"
-                    else:
-                        detail = "not answered" if score == 0 else "graded by a TA"
+        for student, assignment, status, notes in wanted:
+            if assignment not in layouts:
+                layouts[assignment] = release_grade_cells(course, assignment)
+            subs.append(_collect_one(course, gb, layouts[assignment], student, assignment, status, notes))
+    return subs
+
+
+def _collect_one(course: Path, gb: Gradebook, layout: dict[str, list[tuple[str, str, float, str]]], student: str,
+                 assignment: str, status: str, notes: list[str]) -> Submission:
+    sub = Submission(student, assignment, status, notes=list(notes))
+    for notebook, rows in layout.items():
+        records = _records(course, student, assignment, notebook) if status in ("graded", "salvaged") else {}
+        for gid, kind, points, question in rows:
+            score: float | None = 0.0
+            detail = ""
+            if status in ("graded", "salvaged"):
+                try:
+                    g = gb.find_grade(gid, notebook, assignment, student)
+                    score = None if g.needs_manual_grade and g.manual_score is None else g.score
+                except MissingEntry:
+                    score, detail = 0.0, "no grade recorded"
+                if kind == "kernel":
+                    detail = detail or why(records.get(gid))
+                elif score is None:
+                    detail = "answered: waiting for a TA"
                 else:
-                    detail = status
-                sub.cells.append(CellGrade(notebook, gid, question, kind, score, points, detail,
-                                           records.get(gid) if kind == "kernel" else None))
+                    detail = "not answered" if score == 0 else "graded by a TA"
+            else:
+                detail = status
+            sub.cells.append(CellGrade(notebook, gid, question, kind, score, points, detail,
+                                       records.get(gid) if kind == "kernel" else None))
     return sub
 
 

@@ -21,38 +21,30 @@ def setup(app: Sphinx) -> dict[str, object]:
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
 
 
-#: where the project's public address lives: pyproject.toml's ``[project.urls] Repository`` (one home for it)
+#: where the project's public address lives: pyproject.toml's ``[project.urls] Repository`` (its one home)
 PYPROJECT = __import__("pathlib").Path(__file__).resolve().parents[3] / "pyproject.toml"
 _ADDRESS = r"^(https://|ssh://|git@)[\w.@:/~-]+$"
 
 
 def repository_address(pyproject: object = None) -> str:
-    """The address a reader clones the course from, or "" when none is known: ``NKILAB_REPO_URL``, else the
-    checkout's ``origin`` if it is a network address (a fork's site names the fork), else pyproject.toml's
-    ``[project.urls] Repository``. A local path is no address: a reader elsewhere cannot clone it."""
-    import os
+    """The address a reader clones the course from: ``[project.urls] Repository`` in pyproject.toml, its one home
+    (a fork sets its own there), or "" when none is recorded. A local path is no address: a reader elsewhere
+    cannot clone it. Nothing else is asked (not the checkout's ``origin``, not the environment): the site says
+    what the repository records, wherever it is built."""
     import re
-    import subprocess
     from pathlib import Path
 
     import tomllib
 
     path = Path(str(pyproject)) if pyproject is not None else PYPROJECT
-    candidates = [os.environ.get("NKILAB_REPO_URL", "")]
-    if not candidates[0]:
-        try:
-            candidates.append(subprocess.run(["git", "remote", "get-url", "origin"], capture_output=True, text=True,
-                                             timeout=10, cwd=path.parent).stdout.strip())
-        except OSError:
-            pass
-        urls = tomllib.loads(path.read_text()).get("project", {}).get("urls", {}) if path.is_file() else {}
-        candidates.append(str(urls.get("Repository", "")))
-    return next((url for url in candidates if re.match(_ADDRESS, url)), "")
+    urls = tomllib.loads(path.read_text()).get("project", {}).get("urls", {}) if path.is_file() else {}
+    url = str(urls.get("Repository", ""))
+    return url if re.match(_ADDRESS, url) else ""
 
 
 def get_the_course(pyproject: object = None) -> str:
     """The home page's sentence on how to get the course: the clone command with the repository's address
-    (``repository_address``), or, where no address is known, where to ask for it."""
+    (``repository_address``), or, where none is recorded, where to ask for it."""
     url = repository_address(pyproject)
     if url:
         at = f"<{url}>" if url.startswith("https://") else f"`{url}`"  # a web address is a link too
