@@ -103,8 +103,14 @@ class Figure:
     mirror: str | None = None
     unmodelled: str | None = None
     compile_opt: str = ""
-    #: an SPMD launch ``kernel[grid]`` (LNC=2 on trn2 is a grid of 2), 0: a plain launch
+    #: an SPMD launch ``kernel[grid]``, 0: a plain launch (its instances run one after another on one NeuronCore:
+    #: "the different instances of the SPMD program are executed serially on a single NeuronCore", aws-neuron-sdk
+    #: v2.26.0 general/nki/programming_model.rst:666-667)
     grid: int = 0
+    #: a launch over this many physical NeuronCores, ``kernel[nl.nc(lnc)]`` (a logical NeuronCore of two on trn2,
+    #: LNC=2: "users can launch a NKI kernel onto multiple physical NeuronCores within a logical NeuronCore using
+    #: single program, multiple data (SPMD) grids", v2.26.0 general/nki/nki_faq.rst:37-42), 0: one core
+    lnc: int = 0
 
     def available(self) -> bool:
         """The model can compute this row here (a mirrored kernel needs its mirror)."""
@@ -115,7 +121,8 @@ class Figure:
             return self.measure(self.target)
         kernel = self.kernel if self.mirror is None else mirror_kernel(self.mirror)
         args = tuple(a.made(kernel) if isinstance(a, FromKernel) else a for a in self.args)
-        return latency_us(kernel[self.grid] if self.grid else kernel, *args, target=self.target,
+        launched = kernel[nl.nc(self.lnc)] if self.lnc else kernel[self.grid] if self.grid else kernel
+        return latency_us(launched, *args, target=self.target,
                           compile_opt=self.compile_opt, **dict(self.kwargs))
 
 
@@ -324,13 +331,14 @@ def _mirrored() -> list[Figure]:
               ("trn2", "matrix_transpose_improved 4096x4096 fp32 (rishic3)", "matrix_transpose_improved",
                (mat(4096),), ())]
     rows = [Figure(t, n, 0.0, "", args=a, kwargs=kw, mirror=f"::{fn}", slow="conv2d" in n) for t, n, fn, a, kw in calls]
-    # AWS's RMSNorm-Quant reference, LNC=2 (a grid of 2), bf16 in (design doc's performance targets; no clipping)
+    # AWS's RMSNorm-Quant reference, LNC=2 (its two physical NeuronCores, nl.nc(2): the kernel shards its rows over
+    # nl.num_programs(axes=0)), bf16 in (design doc's performance targets; no clipping)
     for model_name, s, h in (("Llama3.3-70B", 2, 8192), ("Llama3.3-70B", 32, 8192), ("Llama3.1-405B", 2, 16384),
                              ("Llama3.1-405B", 32, 16384)):
         args = (nt.tensor[[1, s * 1024, h], nl.bfloat16], nt.tensor[[1, h], nl.bfloat16],
                 FromKernel("RmsNormQuantKernelArgs", (("lower_bound", 0.0),)))
         rows.append(Figure("trn2", f"RMSNorm-Quant {model_name} S={s}K H={h} (LNC=2)", 0.0, "", args=args,
-                           mirror="::rmsnorm_quant_kernel", slow=True, grid=2))
+                           mirror="::rmsnorm_quant_kernel", slow=True, lnc=2))
     return rows
 
 

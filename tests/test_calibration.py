@@ -24,16 +24,20 @@ def _evaluated(quick: bool):
 
 
 #: figures outside 1.3x of their published value today: name -> the model's ratio (rounded to 0.05).  rishic3's
-#: 4096x4096 transpose is load_transpose2d-bound in the model, whose DMA transpose efficiency is a guess (spec §4.4).
-#: AWS's RMSNorm-Quant targets, held out and first estimated for issue 31 scope 4, are all too slow (not tuned).
+#: 4096x4096 transpose is bound in the model by its load/store chain over the two buffers its in-loop tile rotates
+#: over (each step pays the ~1300 ns DMA completion latency twice), not by the DMA transpose's rate nor the DGE.
+#: AWS's RMSNorm-Quant targets (held out, first estimated for issue 31 scope 4) run over two physical cores (LNC=2):
+#: the 405B ones are within 0.97-1.00x, the 70B ones (half the hidden size) too fast, by as much as the hardware's
+#: 70B/405B ratio (1.9x for 2x the work) is below the model's (2.7x); nothing is tuned to them.
 OFF: dict[str, float] = {"matrix_transpose_improved 4096x4096 fp32 (rishic3)": 2.25,
-                         "RMSNorm-Quant Llama3.3-70B S=2K H=8192 (LNC=2)": 1.35,
-                         "RMSNorm-Quant Llama3.3-70B S=32K H=8192 (LNC=2)": 1.45,
-                         "RMSNorm-Quant Llama3.1-405B S=2K H=16384 (LNC=2)": 1.9,
-                         "RMSNorm-Quant Llama3.1-405B S=32K H=16384 (LNC=2)": 2.0}
-#: ladders the model does not order as published today: robertpare17's filter loops made affine_range ran 20% (fp16)
-#: and 2% (fp32) faster on trn1; the model ties them (issue 31 scope 1, open)
-MISRANKED: list[str] = ["robertpare17 conv2d fp16: sequential / affine", "robertpare17 conv2d fp32: sequential / affine"]
+                         "RMSNorm-Quant Llama3.3-70B S=2K H=8192 (LNC=2)": 0.7,
+                         "RMSNorm-Quant Llama3.3-70B S=32K H=8192 (LNC=2)": 0.75}
+#: ladders the model does not order as published today.  robertpare17's filter loops made affine_range ran 20% (fp16)
+#: and 2% (fp32) faster on trn1; the model tied them until an affine_range loop's instructions could run ahead in their
+#: engine's idle time (nkisim/cost/lanes.py; now fp16 1297 / 1046 us, fp32 3154 / 2949 us, both ordered).  The same
+#: mechanism hides his fused max pool's ScalarE/VectorE work in TensorE-bound time: fp32 2948.7 us against 2949.3
+#: without the pool, published 3741 / 3681 (1.6% apart; the author notes run-to-run variance); fp16 stays ordered.
+MISRANKED: list[str] = ["robertpare17 fp32: conv2d+maxpool / conv2d"]
 
 
 def _check(values, misranked, text, quick: bool) -> None:
@@ -60,7 +64,7 @@ def test_the_split_holds_a_third_out_and_every_row_is_reported():
     assert [f.name for f in rmsnorm] == [f"RMSNorm-Quant {m} (LNC=2)" for m in (
         "Llama3.3-70B S=2K H=8192", "Llama3.3-70B S=32K H=8192", "Llama3.1-405B S=2K H=16384",
         "Llama3.1-405B S=32K H=16384")]
-    assert all(f.held_out and f.slow and f.grid == 2 and f.mirror.startswith("aws-neuron/nki-samples@1ee7f1d:")
+    assert all(f.held_out and f.slow and f.lnc == 2 and f.mirror.startswith("aws-neuron/nki-samples@1ee7f1d:")
                for f in rmsnorm)
 
 

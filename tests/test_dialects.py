@@ -73,10 +73,14 @@ def _estimate(launch: api.Launch):
 
 
 #: questions whose two references do not yet get the same estimate, and why (strict: one that starts agreeing fails
-#: here, so the list cannot go stale).  Empty: the last one (stage 8's fast conv, whose legacy filter-transpose PSUM
-#: tiles made by a Python loop inside ``affine_range`` rotated over 6 banks and the 0.6 twin's over 2) went when the
-#: cost model started counting a site's tiles per iteration as the most of them live at once in both dialects
-ESTIMATES_DIFFER: dict[str, str] = {}
+#: here, so the list cannot go stale).  Stage 8's fast conv (legacy filter-transpose PSUM tiles made by a Python loop
+#: inside ``affine_range`` rotated over 6 banks, the 0.6 twin's over 2) left when the cost model started counting a
+#: site's tiles per iteration as the most of them live at once in both dialects
+ESTIMATES_DIFFER: dict[str, str] = {
+    "rmsnorm_linear": "the 0.6 twin's nl.rsqrt runs on GpSimd (NKI 0.5.0), which leaves ScalarE idle time the "
+                      "compiler's scheduler fills with later work (nkisim/cost/lanes.py): 116.3 us against the legacy "
+                      "reference's 124.5, more than the 1% the engine move alone costs (a question graded on "
+                      "correctness only)"}
 
 
 @pytest.mark.parametrize("qid", [pytest.param(q, marks=pytest.mark.xfail(reason=ESTIMATES_DIFFER[q], strict=True))

@@ -1003,6 +1003,35 @@ def test_masked_store_of_value_indexed_past_tile_end() -> None:
     np.testing.assert_array_equal(kernel(x), x)
 
 
+@pytest.mark.parametrize("bound", [1000, 1010])
+def test_a_masked_assignment_in_a_loop_is_bounds_checked_under_its_mask(bound: int) -> None:
+    """``res[i_p, i*512 + i_f] = nl.exp(..., mask=(i*512 + i_f < H))`` over a row of H = 1000: the op's mask keeps
+    the last iteration's destination in bounds (the instruction shrinks, nki-spec.md §2.7), so it runs, also in the
+    first iteration, whose mask keeps everything (it was once checked over the whole loop range, [0, 1023], and
+    refused); a mask that lets an index past the row (< 1010) is still the compiler's out-of-bound error."""
+    h = 1000
+    x = rand((128, h), F32, -2, 2)
+
+    @nki.jit
+    def kernel(a):
+        out = nl.ndarray((128, h), dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        res = nl.ndarray((128, h), dtype=a.dtype, buffer=nl.sbuf)
+        i_p = nl.arange(128)[:, None]
+        i_f = nl.arange(512)[None, :]
+        for i in nl.affine_range((h + 511) // 512):
+            res[i_p, i * 512 + i_f] = nl.exp(t[i_p, i * 512 + i_f], mask=(i * 512 + i_f < bound))
+        nl.store(out, res)
+        return out
+
+    if bound > h:
+        with pytest.raises(IndexError, match=r"Out-of-bound access for tensor `\w+` on dimension 1: index range "
+                                             r"\[512, 1009\] exceed dimension size of 1000"):
+            kernel(x)
+        return
+    assert_matches(kernel(x), np.exp(x.astype(np.float64)), F32, ulps=8, atol=2e-5)
+
+
 def test_an_integer_quotient_floors() -> None:
     """``pos / w`` on int32 tiles (a flattened position to a row, as nki-samples' resize kernel does) floors
     like ``//``; with a float dtype asked for, the quotient keeps its fraction."""

@@ -134,3 +134,25 @@ def test_held_facts_from_the_executor_are_checked_and_travel_in_the_record():
     import dataclasses
 
     assert _facts(dataclasses.asdict(sf)) == sf
+
+
+def test_check_names_an_engine_order_kept_by_sequential_range():
+    """The cost model's second sequential_range mechanism (nkisim/cost/lanes.py: an affine_range loop's instructions
+    may run ahead in their engine's idle time, a sequential_range loop's wait their turn) reaches check()'s "Why:"
+    line as the model reported it: the executor's held facts keep it (nkilab.isolate.replies.HELD), and the advice
+    names the lines and the fix; an estimate it did not hold back says nothing of it."""
+    from nkilab.isolate.replies import speed_facts
+    from nkilab.judge.results import GradeRecord, SpeedFacts, SpeedRecord
+
+    def why(held: list) -> str:
+        facts = speed_facts({"busy_us": {"pe": 80.0, "act": 60.0}, "dma_queues": 16, "dma_count": 10,
+                             "dma_bytes": 4096, "instructions": 400, "cores": 1, "held": held})
+        timing = SpeedRecord("x: bfloat16 [8, 128, 520]", "estimate (nkisim cost model, trn1)", 130.0, 100.0, "partial",
+                             kernel=SpeedFacts.of(facts))
+        return "\n".join(GradeRecord("q", "t", 1.0, 2.0, 1.0, 1.0, 0.0, 1.0, timing=timing).why_lines())
+
+    text = why([["sequential_order", 17, 42, 17.2]])
+    assert "Why: Your sequential_range loops keep their instructions in order on each engine: 42 (line 17) waited " \
+           "behind earlier work while their engine had idle time they could have used." in text, text
+    assert "use nl.affine_range where iterations do not depend on each other" in text, text
+    assert "sequential_range" not in why([]), why([])

@@ -19,6 +19,13 @@ MECHANISMS: dict[str, str] = {
         "another part of it (\"The NKI compiler does not try to re-order or parallelize the executions of loops, "
         "and runs them in sequence order\", NKI docs, Sequential loop); nl.affine_range lets independent "
         "iterations overlap"),
+    "sequential_order": (
+        "sequential_range runs a loop's iterations in sequence order: {count:,} instructions whose data was ready "
+        "waited behind earlier instructions of their engine although it had idle time before them, which they could "
+        "have filled with {us:.1f} us of their work in all (summed, they may share it) (\"The NKI compiler does not "
+        "try to re-order or parallelize the executions of loops, and runs them in sequence order\"; affine loops "
+        "allow \"the compiler to unroll and optimize code ordering between different iterations of the loop\", NKI "
+        "docs, Scheduling options for loop); nl.affine_range lets them run in it"),
     "renamed": (
         "a tile made outside its loop and written whole {count:,} times gets a new buffer for each value (the legacy "
         "compiler allocates SBUF to data, \"to achieve instruction parallelism across different engines\", NKI "

@@ -1,6 +1,7 @@
 """List scheduler over a NeuronCore's engines: the hardware is in-order queues plus semaphores.
 
-* Compute engines (pe, act, dve, pool) run their instructions in trace order, one at a time.
+* Compute engines (pe, act, dve, pool) run one instruction at a time; the compiler's scheduler may issue one
+  into an idle gap before earlier ones whose data was ready (lanes.py), but for a sequential_range loop's.
 * A DMA is spread over up to 16 DMA queues (8 partitions each; its rate scales with the queues used)
   but every transfer writes a semaphore on all 16, so the queues share one reservation table.  It
   keeps a few idle gaps so a transfer whose inputs are ready early can run before a store that is
@@ -25,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from nkisim.core.buffers import BufferInfo
-from nkisim.cost import costs, hoist, reasons, rename, spill, unroll
+from nkisim.cost import costs, hoist, lanes, reasons, rename, spill, unroll
 from nkisim.cost import instructions as isa
 from nkisim.cost.deps import Scoreboard
 from nkisim.cost.trace import Instr
@@ -114,6 +115,9 @@ class Core:
         self.dge = Dge(int(prm["dma"].get("dge_instances", 1)))
         self.port = 0.0  # shared VectorE/GpSimdE SBUF port on NC-v2
         self.psum_port = 0.0  # shared VectorE/ScalarE PSUM access on NC-v2
+        #: idle gaps before ``free`` of each engine and of the two ports ("port", "psum_port"), which an affine_range
+        #: loop's instructions may fill (lanes.py)
+        self.gaps: dict[str, list[list[float]]] = {e: [] for e in (*COMPUTE, "port", "psum_port")}
 
 
 class Buffers:
@@ -396,6 +400,7 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
     dge_ns = float(prm["dma"].get("dge_ns", 0.0)) if not middle_end and getattr(trace, "dge", True) else 0.0
     dge_desc_ns = float(prm["dma"].get("dge_descriptor_ns", 0.0))
     copy_on = costs.copy_engines(getattr(trace, "dialect", "legacy"), int(prm["limits"]["nc_version"]))
+    legacy = getattr(trace, "dialect", "legacy") != "0.6"
     out = Schedule(len(trace))
     for starts in bufs.renamed.values():
         out.notes.add("renamed", trace[starts[0]].loc, count=len(starts))
@@ -472,18 +477,14 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
                     out.engine[i] = e
             else:
                 dur = costs.compute_ns(ins, spaces, prm, e)
-            start = max(ready, core.free[e])
-            if shared_port and e in ("dve", "pool"):
-                start = max(start, core.port)
+            on_port = shared_port and e in ("dve", "pool")
+            # NC-v2: VectorE and ScalarE cannot access PSUM at the same time (spec §4.3)
             on_psum = psum_port and e in ("dve", "act") and "psum" in spaces
-            if on_psum:  # NC-v2: VectorE and ScalarE cannot access PSUM at the same time (spec §4.3)
-                start = max(start, core.psum_port)
+            start, held = lanes.place(core, e, ready, dur, on_port, on_psum,
+                                      not lanes.reorders(ins.loops, middle_end, legacy))
+            if held:  # a sequential_range loop's instruction, kept in sequence order: the idle time it could fill
+                out.notes.add("sequential_order", ins.loc, held)
             end = start + dur
-            core.free[e] = end
-            if shared_port and e in ("dve", "pool"):
-                core.port = end
-            if on_psum:
-                core.psum_port = end
             out.busy[e] += dur
         out.start[i], out.end[i] = start, end
         for (key, box), is_w in (*reads, *writes, *carried):

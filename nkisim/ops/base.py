@@ -369,9 +369,15 @@ def new_tile(ctx: KernelContext, shape: tuple[int, ...], dtype: np.dtype, values
     else:
         t = Tensor(shape, dtype, buffer, data, name, 0, ctx.loop_tuple)
         t.written = True
-    if valid is not None and (valid.ndim == 0 or not all_true(valid)):
-        t.valid = valid
+    if valid is not None:
+        # a mask that keeps every element still made the tile under a mask: the assignment of it checks its
+        # destination's bounds under the mask, iteration by iteration, not over the whole loop range (memory.assign)
+        t.valid = valid if valid.ndim == 0 or not all_true(valid) else _EVERY
     return t
+
+
+#: ``Tensor.valid`` of a tile an op made under a mask that kept every element
+_EVERY = np.asarray(True)
 
 
 def write_dst(ctx: KernelContext, api: str, dst: Any, shape: tuple[int, ...], vals: Any,

@@ -263,7 +263,10 @@ def assign(dst: Access, value: Any, temporary: bool = False) -> None:
         raise nki_error("err_cannot_assign_to_index", "'index' tensor does not support item assignment; "
                         "materialise index values with nisa.iota")
     if not dst.is_whole:  # (a whole access is always in bounds: no call)
-        dst.check_bounds()
+        # an op's result made under a mask lands only where the mask holds (the instruction shrinks, nki-spec.md
+        # §2.7), so a masked-off part of the destination may lie past the tile, as for nl.store(..., mask=)
+        made = value.valid if value.__class__ is Tensor else None
+        dst.check_bounds(None if made is None else _valid_for(dst.shape, value.shape, made))
     loops = dst_tensor.loops  # in scope while the innermost loop it was created in runs (the common case)
     if loops and loops[-1] not in ctx.loops:
         check_tensor_scope(dst_tensor, ctx)

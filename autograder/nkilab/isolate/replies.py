@@ -154,7 +154,7 @@ def _timing(value: object, source: list[str] | None = None) -> dict | None:
 #: the engines a timed run's facts may name (the cost model's own keys)
 ENGINES = ("pe", "act", "dve", "pool", "dma")
 #: the cost model's mechanisms that hold instructions back and that feedback explains (nkisim/cost/reasons.py)
-HELD = ("sequential_range",)
+HELD = ("sequential_range", "sequential_order")
 
 
 def speed_facts(value: object, source: list[str] | None = None) -> dict | None:

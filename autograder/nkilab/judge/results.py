@@ -362,15 +362,23 @@ class GradeRecord:
             advice.append(f"{k.instructions:,} instructions against the reference's {r.instructions:,}: larger tiles "
                           "mean fewer instructions, each paying its fixed cost once.")
         waits = [h for h in k.held if h.mechanism == "sequential_range"]
-        held_us = sum(h.us for h in waits)
-        sequential = bool(waits) and held_us >= 0.05 * t.latency_us  # the engines wait on the loop's order
+        queued = [h for h in k.held if h.mechanism == "sequential_order"]
+        held_us = sum(h.us for h in waits + queued)
+        sequential = bool(waits or queued) and held_us >= 0.05 * t.latency_us  # the engines wait on the loop's order
         if sequential:
-            where = ", ".join(f"line {n}" for n in sorted({h.line for h in waits})[:3])
-            advice.append(f"Your sequential_range loops keep their accesses to a tensor made outside the loop in "
-                          f"program order: {sum(h.count for h in waits):,} instructions ({where}) waited for an "
-                          "earlier iteration's access to another part of it. The compiler \"does not try to re-order "
-                          "or parallelize the executions of loops\" declared sequential; use nl.affine_range where "
-                          "iterations do not depend on each other, so one iteration's work overlaps the next's.")
+            said = []
+            if waits:
+                said.append(f"keep their accesses to a tensor made outside the loop in program order: "
+                            f"{sum(h.count for h in waits):,} instructions "
+                            f"({', '.join(f'line {n}' for n in sorted({h.line for h in waits})[:3])}) waited for an "
+                            "earlier iteration's access to another part of it")
+            if queued:
+                said.append(f"keep their instructions in order on each engine: {sum(h.count for h in queued):,} "
+                            f"({', '.join(f'line {n}' for n in sorted({h.line for h in queued})[:3])}) waited behind "
+                            "earlier work while their engine had idle time they could have used")
+            advice.append(f"Your sequential_range loops {'; and they '.join(said)}. The compiler \"does not try to "
+                          "re-order or parallelize the executions of loops\" declared sequential; use nl.affine_range "
+                          "where iterations do not depend on each other, so one iteration's work overlaps the next's.")
         if busy < 0.6 and (t.ratio or 0) > t.full_tier and not sequential:
             same = r is not None and not advice
             shared = ", ".join(f"line {n}" for n in k.shared[:3])
