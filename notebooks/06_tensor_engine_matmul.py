@@ -153,9 +153,9 @@ print("max |kernel - numpy| =", float(np.abs(one_tile_matmul(a_demo, b_demo) - a
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "limits_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # The tile sizes are hard limits (`nl.tile_size.gemm_stationary_fmax` = 128, `nl.tile_size.gemm_moving_fmax` = 512,
-# and 128 partitions). A moving tile of 1024 columns is a compile error; here the compiler stops one step earlier,
-# at the 1024-column float32 result tile the kernel allocates in PSUM, which would fill two banks (in the legacy
-# dialect, where `nl.matmul` allocates the result itself, the error names the moving tile):
+# and 128 partitions). A moving tile of 1024 columns is a compile error, although the 1024-column float32 result
+# tile the kernel allocates in PSUM is not: a PSUM tensor may span several of its 2 KiB banks per partition (AWS's
+# nki-library allocates one for its top-k), but one matmul writes at most one bank, 512 float32 columns:
 
 # %% nbgrader={"grade": false, "grade_id": "demo_limits", "locked": true, "schema_version": 3, "solution": false, "task": false}
 try:

@@ -34,6 +34,7 @@ NOT_HARDWARE = {
     ("core/dtypes.py", 16): "bits per two bytes",
     ("cost/deps.py", 64): "the dependency table's bucket count",
     ("cost/scheduler.py", 16): "idle gaps the DMA reservation table remembers",
+    ("cost/lanes.py", 16): "idle gaps remembered per engine, as the DMA reservation table does",
     ("ops/optable.py", 64): "an activation's documented input range (nki.api.shared), part of its op-table entry",
     ("runtime/execute.py", 16): "a cache size",
     ("runtime/heap.py", 32): "glibc's mmap threshold (32 MiB)",
