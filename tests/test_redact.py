@@ -54,7 +54,7 @@ def naive_span(line: str, prints: list[str]) -> tuple[int, int] | None:
 
 
 def naive(text: str, prints: set[str]) -> tuple[str, int]:
-    order = list(prints)  # the order a set of them is met in, as hide_reference_code meets it
+    order = sorted(prints)  # the order hide_reference_code meets them in
     lines, hit = text.split("\n"), 0
     for k, line in enumerate(lines):
         span = naive_span(line, order)

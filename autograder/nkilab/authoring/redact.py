@@ -10,6 +10,7 @@ replaced, whole lines and lines a table cut short alike.
 from __future__ import annotations
 
 import copy
+import functools
 import re
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -32,7 +33,7 @@ def hide_reference_code(text: str, prints: set[str]) -> tuple[str, int]:
     number, time, engines) stays."""
     lines = text.split("\n")
     hit = 0
-    prepared = _Prepared(prints)
+    prepared = _prepared(frozenset(prints))
     for k, line in enumerate(lines):
         span = _reference_span(line, prepared)
         if span is not None:
@@ -41,14 +42,21 @@ def hide_reference_code(text: str, prints: set[str]) -> tuple[str, int]:
     return "\n".join(lines), hit
 
 
+@functools.lru_cache(maxsize=4)
+def _prepared(prints: frozenset[str]) -> _Prepared:
+    """The index of ``prints``, built once: a docs build scrubs hundreds of demo outputs with the same fingerprints,
+    and building it (~7 ms) would otherwise cost more than searching a short output."""
+    return _Prepared(prints)
+
+
 class _Prepared:
     """The fingerprints as ``_reference_span`` compares them, worked out once per text rather than once per line:
     as they are, re-spaced, and (those long enough to be recognised when cut) with their first and last
     ``MIN_FRAGMENT`` characters; and for each form an index naming the few fingerprints a line may hold (most lines
     hold none: a page has thousands of lines and the release hundreds of fingerprints)."""
 
-    def __init__(self, prints: set[str]) -> None:
-        self.whole = list(prints)
+    def __init__(self, prints: set[str] | frozenset[str]) -> None:
+        self.whole = sorted(prints)  # one order in every process (a set's follows the hash seed)
         self.respaced = [" ".join(fp.split()) for fp in self.whole]
         # a line holding a fingerprint holds its head too; one cut on either side holds its head or its tail
         self.pieces = Grams([(fp,) if len(fp) <= MIN_FRAGMENT else (fp[:MIN_FRAGMENT], fp[-MIN_FRAGMENT:])
