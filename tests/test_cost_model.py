@@ -18,6 +18,7 @@ import pytest
 from nkisim.core.target import get as get_target
 from nkisim.cost import model, scheduler, unroll
 from tests.cost_kernels import vector_add
+from tests.once import figure, figure_value, is_figure_of
 
 
 def lat(kernel, *args, target="trn1"):
@@ -34,17 +35,31 @@ def vec(n):
 V25, V256 = (vec(25600), vec(25600)), (vec(256000), vec(256000))
 
 
+#: the figures of bench/calibrate.py these tests read: the same kernels (tests/cost_kernels/vector_add.py, made with
+#: the same parameters) on the same placeholders, each checked to be so
+TRN1_FIGURES = {"tiled1": ("vector_add_tiled R=1 n=25600", vector_add.tiled(1), V25),
+                "tiled128": ("vector_add_tiled R=128 n=25600", vector_add.tiled(128), V25),
+                "stream2": ("vector_add_stream F=2 n=25600", vector_add.stream(2), V25),
+                "stream200": ("vector_add_stream F=200 n=25600", vector_add.stream(200), V25),
+                "stream2000": ("vector_add_stream F=2000 n=256000", vector_add.stream(2000), V256),
+                "stream1000": ("vector_add_stream F=1000 n=256000", vector_add.stream(1000), V256),
+                "direct1000": ("vector_add_direct F=1000 K=4 n=256000", vector_add.direct(1000, 4), V256)}
+
+
 @pytest.fixture(scope="module")
 def trn1_vector_add():
-    return {
-        "tiled1": lat(vector_add.tiled(1), *V25),
-        "tiled128": lat(vector_add.tiled(128), *V25),
-        "stream2": lat(vector_add.stream(2), *V25),
-        "stream200": lat(vector_add.stream(200), *V25),
-        "stream2000": lat(vector_add.stream(2000), *V256),
-        "stream1000": lat(vector_add.stream(1000), *V256),
-        "direct1000": lat(vector_add.direct(1000, 4), *V256),
-    }
+    """Each estimate computed once per test run, shared with test_calibration (tiled1: 25600 iterations, the
+    costliest trn1 figure but the matmul ladder's)."""
+    out = {}
+    for key, (name, kernel, args) in TRN1_FIGURES.items():
+        fig = figure("trn1", name)
+        assert is_figure_of(fig, kernel, args), key
+        out[key] = figure_value(fig)
+    return out
+
+
+def test_a_shared_figure_is_the_estimate_of_its_kernel():
+    assert lat(vector_add.tiled(128), *V25) == figure_value(figure("trn1", TRN1_FIGURES["tiled128"][0]))
 
 
 PUBLISHED = {"tiled1": 27404, "tiled128": 206, "stream2": 53, "stream200": 19, "stream2000": 34,

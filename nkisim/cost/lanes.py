@@ -85,10 +85,10 @@ def earliest(ready: float, dur: float, tables: list[tuple[float, list[list[float
 
 def _fit(free: float, gaps: list[list[float]], at: float, dur: float) -> float:
     """The earliest start at or after ``at`` where ``dur`` fits in one table."""
-    best = max(free, at)
+    best = free if free > at else at
     for lo, hi in gaps:
-        s = max(lo, at)
-        if s + dur <= hi and s < best:
+        s = lo if lo > at else at
+        if s < best and s + dur <= hi:
             best = s
     return best
 
@@ -101,7 +101,11 @@ def take(free: float, gaps: list[list[float]], start: float, dur: float) -> floa
         if start > free:
             gaps.append([free, start])
             if len(gaps) > GAPS:  # forget the shortest gap (the oldest among equals)
-                gaps.pop(min(range(len(gaps)), key=lambda k: (gaps[k][1] - gaps[k][0], k)))
+                best, width = 0, gaps[0][1] - gaps[0][0]
+                for k in range(1, len(gaps)):
+                    if gaps[k][1] - gaps[k][0] < width:
+                        best, width = k, gaps[k][1] - gaps[k][0]
+                gaps.pop(best)
         return end
     for k, (lo, hi) in enumerate(gaps):
         if lo <= start and end <= hi:

@@ -53,34 +53,47 @@ class Queue:
         finish at the tail; this never ends later than appending it whole.
         """
         left, start, fin = dur, None, ready
-        kept: list[list[float]] = []
         pieces = self.pieces = []
-        for g in self.gaps:
-            s0 = max(g[0], ready)
-            if left > 0 and s0 < g[1]:
-                take = min(left, g[1] - s0)
-                start = s0 if start is None else start
-                fin = s0 + take
-                pieces.append((s0, fin))
-                left -= take
-                if s0 > g[0]:
-                    kept.append([g[0], s0])
-                if s0 + take < g[1]:
-                    kept.append([s0 + take, g[1]])
-            else:
-                kept.append(g)
-        self.gaps = kept
+        gaps = self.gaps
+        if gaps and any(ready < g[1] for g in gaps):  # else no gap can take any of it: they stay as they are
+            kept: list[list[float]] = []
+            for g in gaps:
+                lo, hi = g
+                s0 = lo if lo > ready else ready
+                if left > 0 and s0 < hi:
+                    take = left if left < hi - s0 else hi - s0
+                    start = s0 if start is None else start
+                    fin = s0 + take
+                    pieces.append((s0, fin))
+                    left -= take
+                    if s0 > lo:
+                        kept.append([lo, s0])
+                    if s0 + take < hi:
+                        kept.append([s0 + take, hi])
+                else:
+                    kept.append(g)
+            gaps = self.gaps = kept
         if left > 0:
             s0 = max(self.free, ready)
             if s0 > self.free:
-                self.gaps.append([self.free, s0])
+                gaps.append([self.free, s0])
             start = s0 if start is None else start
             fin = s0 + left
             pieces.append((s0, fin))
             self.free = fin
-        while len(self.gaps) > _GAPS:  # forget the shortest gap (the oldest among equals)
-            self.gaps.pop(min(range(len(self.gaps)), key=lambda k: (self.gaps[k][1] - self.gaps[k][0], k)))
+        while len(gaps) > _GAPS:
+            gaps.pop(shortest(gaps))
         return (ready if start is None else start), fin
+
+
+def shortest(gaps: list[list[float]]) -> int:
+    """The index of the shortest gap, the oldest (first) among equals: the one a full table forgets."""
+    best, width = 0, gaps[0][1] - gaps[0][0]
+    for k in range(1, len(gaps)):
+        g = gaps[k]
+        if g[1] - g[0] < width:
+            best, width = k, g[1] - g[0]
+    return best
 
 
 class Dge:
@@ -425,7 +438,7 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
         ready = 0.0
         for (key, box), is_w in (*reads, *writes):
             ready = max(ready, board.ready(key, box, e, is_w))
-        held = max([board.ready(k, b, e, w) for (k, b), w in carried], default=0.0)  # the loop's program order
+        held = max([board.ready(k, b, e, w) for (k, b), w in carried]) if carried else 0.0  # the loop's order
         order = ins.order
         if order is not None:
             for label in order.after:
