@@ -3,6 +3,7 @@ copy, iota, memset, dma_copy, bn_stats/bn_aggr, reciprocal."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -424,9 +425,9 @@ def dma_copy(*args: Any, dst: Any = None, src: Any = None, mask: Any = None, dst
     write(d, vals, valid)
     # what the DMA moves: the source's bytes (and, with dst_rmw_op, the destination's read as well: a
     # read-modify-write reads dst, reads src and writes dst); what it reads and writes in HBM bounds it too
-    nbytes = int(np.prod(d.shape)) * s.itemsize
-    dst_bytes = int(np.prod(d.shape)) * d.itemsize
-    src_bytes = int(np.prod(s.shape)) * s.itemsize
+    nbytes = int(math.prod(d.shape)) * s.itemsize
+    dst_bytes = int(math.prod(d.shape)) * d.itemsize
+    src_bytes = int(math.prod(s.shape)) * s.itemsize
     hbm = (src_bytes if s.space == "hbm" else 0) + (dst_bytes if d.space == "hbm" else 0)
     extra: dict[str, Any] = {}
     reads = [s]

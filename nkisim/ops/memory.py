@@ -64,7 +64,7 @@ def fit_shape(src: tuple[int, ...], dst: tuple[int, ...], dst_name: Name = "a", 
     may be callables, asked only for an error (the student's variable is looked up in their frame then)."""
     if src == dst:
         return None
-    if [s for s in src if s != 1] == [d for d in dst if d != 1] and int(np.prod(src)) == int(np.prod(dst)):
+    if [s for s in src if s != 1] == [d for d in dst if d != 1] and math.prod(src) == math.prod(dst):
         return dst  # (N, 1) tile <-> (N,) HBM vector, (P,) reduction <-> (P, 1)
     if len(src) == 1 and len(dst) >= 2 and src[0] == dst[0]:
         return (src[0],) + (1,) * (len(dst) - 1)  # (P,) reduction result broadcast along free dims
@@ -73,7 +73,7 @@ def fit_shape(src: tuple[int, ...], dst: tuple[int, ...], dst_name: Name = "a", 
             return src
     except ValueError:
         pass
-    if int(np.prod(dst)) < int(np.prod(src)) or len(dst) < len(src):
+    if math.prod(dst) < math.prod(src) or len(dst) < len(src):
         raise nki_error("err_store_dst_shape_smaller_than_other_shape",
                         f"Illegal assignment destination shape in '{_named(expr)}': shape {list(dst)} of parameter "
                         f"'{_named(dst_name)}' is smaller than other parameter shapes {shape_str(src_name, src)}.")
