@@ -277,3 +277,45 @@ def test_stage4_numbers_for_a_broadcast_redone_per_tile():
     want = np_a / np.sqrt((np_a ** 2).mean(1, keepdims=True) + 1e-6) * np_g
     for k in kernels.values():
         np.testing.assert_allclose(k(np_a, np_g), want, rtol=1e-5, atol=1e-5)
+
+
+def _rmsnorm_linear(loop):
+    """The course's fused RMSNorm + linear (stage 7's legacy reference), its row loop written with ``loop``: 8 rows
+    of 77 instructions, a 617-instruction loop."""
+
+    @nki.jit(platform_target="trn2")
+    def rmsnorm_linear(x, g, w):
+        R, C = x.shape
+        N = w.shape[1]
+        out = nl.ndarray((R, N), dtype=x.dtype, buffer=nl.shared_hbm)
+        g_all = nl.load(g.reshape((1, C))).broadcast_to((128, C))
+        for r in loop(R // 128):
+            x_tile = nl.load(x[r * 128:(r + 1) * 128, :])
+            mean_sq = nl.mean(nl.square(x_tile, dtype=nl.float32), axis=[1])
+            inv_rms = nl.rsqrt(mean_sq + 1e-6)
+            normed = nl.multiply(nl.multiply(x_tile, inv_rms), g_all, dtype=x.dtype)
+            for n in nl.affine_range(N // 512):
+                res_psum = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+                for k in nl.affine_range(C // 128):
+                    normed_t = nl.copy(nl.transpose(normed[:, k * 128:(k + 1) * 128]), dtype=x.dtype)
+                    w_tile = nl.load(w[k * 128:(k + 1) * 128, n * 512:(n + 1) * 512])
+                    res_psum += nl.matmul(normed_t, w_tile, transpose_x=True)
+                nl.store(out[r * 128:(r + 1) * 128, n * 512:(n + 1) * 512], value=nl.copy(res_psum, dtype=x.dtype))
+        return out
+
+    return rmsnorm_linear
+
+
+def test_a_617_instruction_affine_loop_is_unrolled_like_the_same_loop_in_python():
+    """The compiler unrolls affine_range loops short enough (nkisim/cost/unroll.py): AWS's fused Mamba tutorial says
+    so of a 16 x 32-iteration nest ("the loop instances will be unrolled by Neuron Compiler", aws-neuron-sdk v2.26.0
+    general/nki/tutorials/fused_mamba.rst:648), CS149 2024's 800-instruction vector-add loop ran as a rolled one, and
+    the unroll budget is the largest the figures allow (799).  NKI 0.6 unrolls every loop, so stage 7's two references
+    (legacy ``affine_range``, 0.6 ``range``: a 617-instruction row loop) get one schedule; with a 512 budget the
+    legacy loop stayed rolled, its tiles on two rotating buffers, and its estimate 3.4% above the unrolled one's."""
+    bf16 = nl.bfloat16
+    args = (nt.tensor[[1024, 1024], bf16], nt.tensor[[1024], bf16], nt.tensor[[1024, 1024], bf16])
+    assert get_target("trn2").params["loops"]["unroll_max_instructions"] >= 617
+    affine, python = (_estimate(_rmsnorm_linear(loop), *args) for loop in (nl.affine_range, nl.static_range))
+    assert len(_trace(_rmsnorm_linear(nl.affine_range), *args)) == 618  # the row loop's 617 and g's load
+    assert affine.total_us == python.total_us

@@ -75,12 +75,10 @@ def _estimate(launch: api.Launch):
 #: questions whose two references do not yet get the same estimate, and why (strict: one that starts agreeing fails
 #: here, so the list cannot go stale).  Stage 8's fast conv (legacy filter-transpose PSUM tiles made by a Python loop
 #: inside ``affine_range`` rotated over 6 banks, the 0.6 twin's over 2) left when the cost model started counting a
-#: site's tiles per iteration as the most of them live at once in both dialects
-ESTIMATES_DIFFER: dict[str, str] = {
-    "rmsnorm_linear": "the 0.6 twin's nl.rsqrt runs on GpSimd (NKI 0.5.0), which leaves ScalarE idle time the "
-                      "compiler's scheduler fills with later work (nkisim/cost/lanes.py): 116.3 us against the legacy "
-                      "reference's 124.5, more than the 1% the engine move alone costs (a question graded on "
-                      "correctness only)"}
+#: site's tiles per iteration as the most of them live at once in both dialects; stage 7's rmsnorm_linear (116.3 us in
+#: 0.6, 124.5 legacy) when the unroll budget rose to the top of its fitted range (799 instructions): its legacy
+#: 617-instruction row loop had stayed rolled, its tiles on two rotating buffers, where 0.6 unrolls every loop
+ESTIMATES_DIFFER: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("qid", [pytest.param(q, marks=pytest.mark.xfail(reason=ESTIMATES_DIFFER[q], strict=True))
@@ -95,11 +93,11 @@ def test_both_references_issue_the_same_instructions_and_estimate(qid):
     old, new = launches["legacy"], launches["nki"]
     for a, b in zip(_arrays(old.outputs), _arrays(new.outputs), strict=True):
         np.testing.assert_array_equal(b, a)
-    moved = _rsqrt_moved(old, new)
-    if moved:  # the only difference the twins may have: rsqrt's engine, worth at most 1% of the total here
-        assert abs(new.estimate().total_us - old.estimate().total_us) <= 0.01 * old.estimate().total_us
-    else:
-        assert _estimate(new) == _estimate(old)
+    if _rsqrt_moved(old, new):  # the only difference the twins may have: rsqrt's engine (rmsnorm_linear: 3.5%) ...
+        for x, y in zip(old.record.ctx.trace, new.record.ctx.trace):
+            if x.engine != y.engine:  # ... so, with the legacy's rsqrt on GpSimd too, it must schedule alike
+                x.kind, x.engine, x.op, x.extra = y.kind, y.engine, y.op, y.extra
+    assert _estimate(new) == _estimate(old)
 
 
 def _line(loc: tuple[str, int]) -> str:
