@@ -72,7 +72,13 @@ class Table:
             hi = (max(first[1], first[0] + 1) - 1) // self.width
             if lo == hi and not self.wide:  # the common case: one bucket, no wide entry, nothing to merge
                 bucket = self.buckets.get(lo)
-                return [entries[k] for k in bucket if overlaps(k, box)] if bucket else []
+                if not bucket:
+                    return []
+                if len(box) == 2:  # overlaps() written out for the usual (partitions, elements) box
+                    (p0, p1), (f0, f1) = box
+                    return [entries[k] for k in bucket if len(k) != 2 or (
+                        k[0][0] < p1 and p0 < k[0][1] and k[1][0] < f1 and f0 < k[1][1])]
+                return [entries[k] for k in bucket if overlaps(k, box)]
             if hi - lo < _MAX_BUCKETS:
                 seen: dict[Box, None] = dict(self.wide)
                 for b in range(lo, hi + 1):
