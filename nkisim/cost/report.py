@@ -23,7 +23,7 @@ from typing import Any
 from nkisim.core.target import Target, resolve
 from nkisim.cost import timeline
 from nkisim.cost.instructions import NC_MATMUL
-from nkisim.cost.model import Estimate, estimate
+from nkisim.cost.model import Estimate, cycle_collection_paused, estimate
 from nkisim.cost.scheduler import schedule
 from nkisim.cost.timeline import ENGINE_NAMES, LABEL, merged
 from nkisim.cost.trace import Instr
@@ -86,7 +86,8 @@ class Profile:
         self.hw = resolve(target)
         self.target = self.hw.label  # trn3's estimates say "uncalibrated" wherever the target is named
         self.cores = max(1, cores)
-        sched = schedule(trace, self.hw.params)
+        with cycle_collection_paused():
+            sched = schedule(trace, self.hw.params)
         self.estimate: Estimate = estimate(trace, self.hw, cores=cores, sched=sched)
         #: the fixed per-launch cost (µs): the timeline's first lane; instructions start after it
         self.launch_us = float(self.hw.params["kernel"]["fixed_us"])
