@@ -20,6 +20,7 @@ import importlib.machinery
 import os
 import sys
 import types
+from importlib._abc import Loader  # the base importlib.util itself uses: no import beyond abc
 from typing import NamedTuple
 
 _MAP = {
@@ -73,15 +74,15 @@ def _spec(fullname: str) -> importlib.machinery.ModuleSpec:
     return importlib.machinery.ModuleSpec(fullname, _Loader(), is_package=True)
 
 
-# The finders and the loader follow the import protocol by duck typing, as importlib itself does, rather than
-# subclassing ``importlib.abc``: this module is loaded by a .pth file in every Python process of the course venv
+# The finders follow the import protocol by duck typing, as importlib's own finders do, and the loader derives from
+# ``importlib._abc.Loader`` (the base ``importlib.util`` uses), rather than from ``importlib.abc``: this module is loaded by a .pth file in every Python process of the course venv
 # (each sandboxed child, executor server, notebook kernel and nbgrader process: thousands per class), and
 # importing ``importlib.abc`` pulls in ``importlib.resources`` -- about 20 ms of every process's start-up.
-class _Loader:
+class _Loader(Loader):
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         if spec.name == "neuronxcc":
             mod = types.ModuleType("neuronxcc", "Stand-in for the Neuron compiler package (nkisim simulator).")
-            mod.__path__ = []  # type: ignore[attr-defined]
+            mod.__path__ = []
             mod.__version__ = "nkisim"  # type: ignore[attr-defined]
             return mod
         return importlib.import_module(_MAP.get(spec.name) or _NKI_MAP[spec.name])
