@@ -7,6 +7,7 @@ course target's partitions, ``questions.row_tile()``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,8 +82,10 @@ def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
 
-def diagnose(run: CaseRun, expected: np.ndarray, inputs: list[np.ndarray], rtol: float, atol: float,
+def diagnose(run: CaseRun, answer: Callable[[], np.ndarray], inputs: list[np.ndarray], rtol: float, atol: float,
              module_name: str | None = None) -> Verdict:
+    """The verdict on one case's run. ``answer`` gives the reference's output, asked for only when the run returned
+    an array to compare with it (a run that did not run, raised or returned no array is judged without it)."""
     if run.status is RunStatus.NOT_RUN:
         return Verdict(False, "did not run (the kernel timed out or crashed before reaching this case)",
                        Outcome.NOT_RUN)
@@ -93,6 +96,7 @@ def diagnose(run: CaseRun, expected: np.ndarray, inputs: list[np.ndarray], rtol:
         hint = " -- did you forget `return out`?" if what == "NoneType" else ""
         return Verdict(False, f"the kernel returned {what}, not an array{hint}", Outcome.NO_ARRAY)
     got = run.output
+    expected = answer()
     if got.shape != expected.shape:
         return Verdict(False, f"output shape {tuple(got.shape)} but expected {tuple(expected.shape)} "
                               f"(the same shape as the inputs)", Outcome.WRONG_SHAPE)

@@ -7,9 +7,10 @@ import io
 import json
 import os
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -98,11 +99,34 @@ class Evaluation:
         return f"measured on {self.target or 'this device'} ({self.how or 'nki.benchmark p99'})"
 
 
-class CaseData(NamedTuple):
-    """One run's inputs and the NumPy reference's answer for them (read-only: shared between evaluations)."""
+class CaseData:
+    """One run's inputs and the NumPy reference's answer for them (read-only: shared between evaluations).
 
-    args: tuple[np.ndarray, ...]
-    expected: np.ndarray
+    The answer is computed the first time it is asked for: a run that raised, timed out or returned no array is
+    judged without it (``compare.diagnose`` decides those before it reads the answer), so a stub's check or a
+    crashed hand-in does not pay the float64 reference on every case (3 s of the 9 s a stage-9 stub's
+    ``check`` took)."""
+
+    __slots__ = ("_answer", "_expected", "args")
+
+    def __init__(self, args: tuple[np.ndarray, ...], answer: Callable[[], np.ndarray]) -> None:
+        self.args = args
+        self._answer: Callable[[], np.ndarray] | None = answer
+        self._expected: np.ndarray | None = None
+
+    @property
+    def expected(self) -> np.ndarray:
+        if self._expected is None:
+            assert self._answer is not None
+            found = self._answer()
+            found.setflags(write=False)
+            self._expected, self._answer = found, None
+        return self._expected
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: the inputs, and the answer once computed."""
+        return sum(a.nbytes for a in self.args) + (self._expected.nbytes if self._expected is not None else 0)
 
 
 #: drawn inputs and reference answers, kept for the next evaluation of the same question, seed and case: a
@@ -121,12 +145,11 @@ def case_data(q: Question, case: Case, seed: int, index: int, negated: bool = Fa
     args = q.inputs(case, seed, index)
     if negated:
         args = [-a for a in args]
-    found = CaseData(tuple(args), q.expected(args, case))
-    for a in (*found.args, found.expected):
+    for a in args:
         a.setflags(write=False)
+    found = CaseData(tuple(args), lambda: q.expected(list(args), case))
     _CASE_MEMO[key] = found
-    while len(_CASE_MEMO) > 1 and sum(a.nbytes for d in _CASE_MEMO.values() for a in (*d.args, d.expected)) \
-            > CASE_MEMO_BYTES:
+    while len(_CASE_MEMO) > 1 and sum(d.nbytes for d in _CASE_MEMO.values()) > CASE_MEMO_BYTES:
         _CASE_MEMO.popitem(last=False)
     return found
 
@@ -320,7 +343,7 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
         ev.problem = "the kernel process died before finishing"
         ev.problem_kind = ProblemKind.CRASHED
     def judge(case: Case, d: CaseData, crun: Any) -> Verdict:
-        return diagnose(crun, d.expected, list(d.args), *q.tolerance(case.dtype), path.name)
+        return diagnose(crun, lambda: d.expected, list(d.args), *q.tolerance(case.dtype), path.name)
 
     for (case, is_hidden), d, crun in zip(cases, data, run.cases):
         ev.cases.append(CaseResult(case, is_hidden, judge(case, d, crun)))
