@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import html
-import json
 import os
 import secrets
 import shutil
@@ -62,7 +61,7 @@ from nkilab.intake import handins as intake
 from nkilab.isolate import sandbox
 from nkilab.isolate.processes import kill_group
 from nkilab.judge import seeds
-from nkilab.judge.evaluate import PRESET_ENV, grading_target, reference_key, reference_latency
+from nkilab.judge.evaluate import PRESET_ENV, grading_target, presets, reference_key, reference_latency
 from nkilab.judge.grade import GRADING_ENV
 from nkilab.lms import report
 from nkilab.lms.grade_table import (
@@ -147,9 +146,9 @@ def reference_presets(questions: Iterable[str] | None = None) -> str:
     for rq in (r for q in asked for r in timed_references(q)):
         target = grading_target(rq)
         res = reference_latency(rq, target, 120.0)
-        if res.get("status") == "ok":
+        if res.ok:
             found[reference_key(rq, target)] = res
-    return json.dumps(found)
+    return presets(found)
 
 
 def grading_env(limits: Limits, seed_path: Path, sandboxed: bool) -> dict[str, str]:

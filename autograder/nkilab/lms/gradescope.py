@@ -40,8 +40,9 @@ from nkilab.course.questions import HIDDEN_CASES_ENV, QUESTION_CALL, QUESTIONS, 
 from nkilab.intake import handins as intake
 from nkilab.intake.sanitize import grade_id, is_grade, restore, writefile_target
 from nkilab.isolate import sandbox
+from nkilab.isolate.facts import Latency
 from nkilab.judge.check import truncate_text
-from nkilab.judge.evaluate import PRESET_ENV, grading_target, reference_key, reference_latency
+from nkilab.judge.evaluate import PRESET_ENV, grading_target, presets, reference_key, reference_latency
 from nkilab.judge.grade import GRADING_ENV, grade_report
 from nkilab.judge.results import Audience
 
@@ -117,19 +118,19 @@ def build(assignment: str, out: Path, *, sandboxed: bool = True, hidden: Path | 
     if not release.exists():
         raise SystemExit(f"make gradescope: no released notebook {release} (run make release)")
     questions = kernel_questions(nbformat.read(release, as_version=4))
-    latencies = {}
+    latencies: dict[str, Latency] = {}
     for q in (r for kq in questions for r in timed_references(QUESTIONS[kq.qid])):
         target = grading_target(q)
         res = reference_latency(q, target, 300.0)
-        if res.get("status") != "ok":
-            raise SystemExit(f"make gradescope: the reference for {q.qid} did not run: {res.get('error')}")
+        if not res.ok:
+            raise SystemExit(f"make gradescope: the reference for {q.qid} did not run: {res.error}")
         latencies[reference_key(q, target)] = res
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp)
         shutil.copytree(REPO / "nkisim", src / "nkisim", ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copytree(Path(__file__).parents[1], src / "nkilab", ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copy(release, src / release.name)
-        (src / LATENCIES).write_text(json.dumps(latencies, indent=1))
+        (src / LATENCIES).write_text(presets(latencies))
         if hidden is not None:
             shutil.copy(hidden, src / HIDDEN)
         (src / CONFIG).write_text(json.dumps({"assignment": assignment, "notebook": release.name,
