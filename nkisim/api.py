@@ -46,8 +46,8 @@ class Dialect(str, Enum):
     """The NKI dialect a kernel is written in, which sets its launch rules: ``LEGACY`` (``import neuronxcc.nki``, Neuron
     SDK 2.29 and earlier, CS149's) or ``NKI`` (NKI 0.6, ``import nki``, SDK 2.32+).  Its value is the simulator's own
     word (a program's and a kernel's ``dialect``); course files and folders (``course.toml``, a lesson cell's
-    metadata, ``solutions/<stage>/nki/``) spell it ``word``.  ``named`` reads either: the one place both spellings
-    meet."""
+    metadata, ``solutions/<stage>/nki/``) spell it ``word``, as ``str()`` and f-strings print it.  ``named`` reads
+    either: the one place both spellings meet."""
 
     LEGACY = "legacy"
     NKI = "0.6"
@@ -56,6 +56,12 @@ class Dialect(str, Enum):
     def word(self) -> str:
         """How course files and folders name it: ``legacy``, ``nki``."""
         return self.name.lower()
+
+    def __str__(self) -> str:
+        return self.word
+
+    def __format__(self, spec: str) -> str:
+        return format(self.word, spec)
 
     @classmethod
     def named(cls, text: object) -> Dialect:

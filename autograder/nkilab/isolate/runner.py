@@ -26,6 +26,7 @@ from nkilab.isolate.facts import ErrorFacts, Latency
 from nkilab.isolate.processes import Budget, ChildRun, executor_server, spawn
 from nkilab.isolate.replies import CaseRun, RunResult, RunStatus, error_facts, read_cases, reported_error
 from nkilab.kernels import device, modules
+from nkisim.api import Dialect
 
 
 def _child_env(target: str | None) -> dict[str, str]:
@@ -110,7 +111,7 @@ def _run(result: RunResult, cmd: sandbox.Command, cwd: str | None, env: dict[str
         _merge(result, run)
         done = read_cases(run.messages, len(cases), result, source)
         said = next((h.get("dialect") for h, _ in run.messages if h.get("kind") == "import"), None)
-        if done and bench is not None and said == "0.6" and not result.timed_out:
+        if done and bench is not None and said == Dialect.NKI.value and not result.timed_out:
             result.bench = timing()
         return done
     return _traced_then_executed(result, cmd, cwd, env, job, cases, timed, python, source, deadline, limits, hidden,
@@ -320,11 +321,11 @@ def run_inprocess(fn: Any, function: str, cases: list[list[np.ndarray]], *, time
         job["bench"] = {"shapes": [list(s) for s in bench[0]], "dtypes": list(bench[1])}
     _child.execute(fn, job, cases, None, lambda head, arrays: messages.append((head, arrays)))
     read_cases(messages, len(cases), result, _own_source(fn))
-    if bench is not None and not _child.simulated(fn) and modules.kernel_dialect(fn) == "0.6":  # AWS's NKI 0.6
+    if bench is not None and not _child.simulated(fn) and modules.kernel_dialect(fn) is Dialect.NKI:  # AWS's NKI 0.6
         rng = np.random.default_rng(0)
         inputs = [rng.standard_normal(s).astype(np.dtype(d)) for s, d in zip(bench[0], bench[1])]
         try:
-            result.bench = measured(device.measure_kernel(fn, inputs, _child.make_grid(job["grid"], "0.6")))
+            result.bench = measured(device.measure_kernel(fn, inputs, _child.make_grid(job["grid"], Dialect.NKI)))
         except device.DeviceError as err:
             result.bench = Latency.failed(str(err), "DeviceError")
     result.seconds = time.monotonic() - start
