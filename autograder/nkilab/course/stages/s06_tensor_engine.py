@@ -20,7 +20,7 @@ def _case(k: int, m: int, n: int, dtype: str = "float32") -> Case:
 #: float64 reference by up to ~5e-5 (measured); bfloat16 results are rounded once, as usual
 TOLERANCES = {"float32": (1e-4, 1e-4)}
 def _work(c: Case) -> Work:
-    (k, m), (_, n) = c.arg_shapes  # type: ignore[misc]
+    (k, m), (_, n) = c.shapes(2)
     return Work(io_bytes(c, 2, (m, n)), pe_flops=2.0 * k * m * n, pe_dtype=c.dtype)
 
 

@@ -26,7 +26,7 @@ RULES = ("x is [R, C], g is [C], w is [C, N]; R and C multiples of 128, N a mult
          "to 2048); all "
          "float32 or bfloat16; return rmsnorm(x, g) @ w (eps 1e-6), shape [R, N], with x's dtype")
 def _work(c: Case) -> Work:
-    (r, cc), _, (_, n) = c.arg_shapes  # type: ignore[misc]
+    (r, cc), _, (_, n) = c.shapes(3)
     return Work(io_bytes(c, 3, (r, n)), pe_flops=2.0 * r * cc * n, pe_dtype=c.dtype)
 
 

@@ -24,7 +24,7 @@ def _case(b: int, c_in: int, c_out: int, h: int, w: int, k: int, dtype: str = "f
 
 
 def _dims(c: Case) -> tuple[int, int, int, int, int, int]:
-    (b, c_in, h, w), (c_out, _, k, _), _ = c.arg_shapes  # type: ignore[misc]
+    (b, c_in, h, w), (c_out, _, k, _), _ = c.shapes(3)
     return b, c_in, c_out, h, w, k
 
 

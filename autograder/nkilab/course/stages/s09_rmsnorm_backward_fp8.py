@@ -74,7 +74,7 @@ def _fp8_inputs(draws: list[np.ndarray], case: Case) -> list[np.ndarray]:
     x, exps, w, _ = draws
     x = x * 2.0 ** np.repeat(np.clip(np.round(3 * exps), -6, 6), GROUP, axis=1)
     x_q, x_scale = quantize_groups(x)
-    w = w.astype(np.dtype(case.arg_dtypes[2]))  # type: ignore[index]
+    w = w.astype(np.dtype(case.dtypes(4)[2]))
     y = rmsnorm_fp8_reference(x_q.astype(np.float64), x_scale.astype(np.float64), w.astype(np.float64),
                               np.ones((1, 1)))
     out_scale = np.array([[np.abs(y).max() / FP8_MAX / AMAX_GROWTH]], dtype=np.float32)
