@@ -69,6 +69,8 @@ def test_an_error_report_becomes_error_facts_checked_field_by_field():
     assert forged.error == ErrorFacts(UNNAMED, "", None, None, None)  # unknown class, no such line, no id
     assert _case(status="error", error=True).error == ErrorFacts(UNNAMED, "the error report was unreadable")
     assert _case(status="error", error={"type": "ValueError", "line": True}).error.line is None  # a bool is no line
+    for seconds, kept in ((1.5, 1.5), (3, 3.0), (True, 0.0), (-1.0, 0.0), (float("nan"), 0.0), (1e9, 0.0), ("2", 0.0)):
+        assert _case(status="ok", seconds=seconds).seconds == kept, seconds
 
 
 def test_a_case_error_is_a_verdict_in_words_never_a_crash():

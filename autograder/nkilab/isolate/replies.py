@@ -150,7 +150,10 @@ def reported_errors() -> frozenset[str]:
 
 
 def _seconds(value: object) -> float:
-    return float(value) if isinstance(value, (int, float)) and 0 <= value < 1e6 else 0.0
+    """A case's run time in seconds (a log's figure, never graded): a number in range, else 0 (a bool is no time)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    return float(value) if 0 <= value < 1e6 else 0.0
 
 
 def _timing(value: object, source: list[str] | None = None) -> Latency | None:
