@@ -52,10 +52,12 @@ def _rows(kind: str, p: int, n: int) -> np.ndarray:
     elif kind == "few finite":
         x[:] = -np.inf
         x[:, :3] = 1.0
+    elif kind == "padding rows":  # a ragged last tile: rows of one repeated value among rows of data
+        x[::3] = np.float32(-3.4e38)
     return x
 
 
-KINDS = ["normal", "ties", "knocked out", "nan", "few finite"]
+KINDS = ["normal", "ties", "knocked out", "nan", "few finite", "padding rows"]
 WIDTHS = [8, 127, 128, 130, 2029, 2048, 3053, 16384]
 
 
@@ -116,3 +118,19 @@ def test_a_kernels_top_k_chain_on_a_wide_tile_searches_only_the_candidates(monke
     order = np.argsort(-a, axis=1, kind="stable")[:, :8 * rounds]
     np.testing.assert_array_equal(vals, np.take_along_axis(a, order, axis=1))
     np.testing.assert_array_equal(idx, order)
+
+
+def test_only_rows_of_one_repeated_value_are_searched_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    x = _rows("padding rows", 30, 2029)
+    vals = _top8_reference(x)
+    searched: list[int] = []
+    whole_rows = topk.first_matches_rows
+
+    def counted(x: np.ndarray, *args: object) -> np.ndarray:
+        searched.append(x.shape[0])
+        return whole_rows(x, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(topk, "first_matches_rows", counted)
+    got = topk.first_matches(x, vals, None, True)
+    assert searched == [10]  # the padding rows x[::3], and only those
+    assert np.array_equal(got, _matches_reference(x, vals, None, True))

@@ -93,12 +93,16 @@ def top8(x: np.ndarray) -> np.ndarray:
     if np.isnan(peaks).any():  # (max propagates NaN: a group with one says so)
         return -np.sort(-x, axis=1)[:, :8]
     # the 8 groups of each row: those whose maxima reach the row's 8th largest maximum (a value partition is a
-    # quarter of an ``argpartition``'s time), unless ties there make more of them
-    at = np.flatnonzero(peaks >= np.partition(peaks, g - 8, axis=1)[:, g - 8:g - 7])
-    if at.size == 8 * p:
-        best = (at % g).reshape(p, 8)
+    # quarter of an ``argpartition``'s time), except in rows where ties there make more of them (a row of one
+    # repeated value: a padding row, or one whose every element a top-k chain has knocked out)
+    reach = peaks >= np.partition(peaks, g - 8, axis=1)[:, g - 8:g - 7]
+    tied = np.count_nonzero(reach, axis=1) != 8
+    if not tied.any():
+        best = (np.flatnonzero(reach) % g).reshape(p, 8)
     else:
-        best = np.argpartition(peaks, g - 8, axis=1)[:, -8:]
+        best = np.empty((p, 8), dtype=np.intp)
+        best[~tied] = (np.flatnonzero(reach[~tied]) % g).reshape(-1, 8)
+        best[tied] = np.argpartition(peaks[tied], g - 8, axis=1)[:, -8:]
     cols = (best[:, :, None] + g * np.arange(depth + (1 if tail else 0))).reshape(p, -1)
     beyond = cols >= n  # (the groups with no column in the last, short round)
     picked = np.take_along_axis(x, np.minimum(cols, n - 1), axis=1)
@@ -119,10 +123,18 @@ def first_matches(x: np.ndarray, vals: np.ndarray, keep: np.ndarray | None, cons
     cand = x >= lo
     if keep is not None:
         cand &= keep
+    n = x.shape[1]
+    crowd = np.count_nonzero(cand, axis=1) > max(64, n // 8)  # rows of many candidates (one repeated value)
+    if crowd.any():
+        if crowd.all():
+            return first_matches_rows(x, vals, keep, consume)
+        idx = np.empty(vals.shape, dtype=np.int64)
+        idx[crowd] = first_matches_rows(x[crowd], vals[crowd], None if keep is None else keep[crowd], consume)
+        few = ~crowd
+        idx[few] = first_matches(x[few], vals[few], None if keep is None else keep[few], consume)
+        return idx
     at = np.flatnonzero(cand)  # (row-major; a 2-D ``np.nonzero`` is ten times slower)
-    if at.size > x.size // 8:
-        return first_matches_rows(x, vals, keep, consume)
-    rows, cols = np.divmod(at, x.shape[1])
+    rows, cols = np.divmod(at, n)
     seen = x[rows, cols]
     idx = np.zeros(vals.shape, dtype=np.int64)
     live = np.ones(rows.size, dtype=bool)
