@@ -95,13 +95,13 @@ def top8(x: np.ndarray) -> np.ndarray:
     # the 8 groups of each row: those whose maxima reach the row's 8th largest maximum (a value partition is a
     # quarter of an ``argpartition``'s time), except in rows where ties there make more of them (a row of one
     # repeated value: a padding row, or one whose every element a top-k chain has knocked out)
-    reach = peaks >= np.partition(peaks, g - 8, axis=1)[:, g - 8:g - 7]
-    tied = np.count_nonzero(reach, axis=1) != 8
+    reach = np.flatnonzero(peaks >= np.partition(peaks, g - 8, axis=1)[:, g - 8:g - 7])
+    tied = np.bincount(reach // g, minlength=p) != 8
     if not tied.any():
-        best = (np.flatnonzero(reach) % g).reshape(p, 8)
+        best = (reach % g).reshape(p, 8)
     else:
         best = np.empty((p, 8), dtype=np.intp)
-        best[~tied] = (np.flatnonzero(reach[~tied]) % g).reshape(-1, 8)
+        best[~tied] = (reach[~tied[reach // g]] % g).reshape(-1, 8)
         best[tied] = np.argpartition(peaks[tied], g - 8, axis=1)[:, -8:]
     cols = (best[:, :, None] + g * np.arange(depth + (1 if tail else 0))).reshape(p, -1)
     beyond = cols >= n  # (the groups with no column in the last, short round)
@@ -123,8 +123,11 @@ def first_matches(x: np.ndarray, vals: np.ndarray, keep: np.ndarray | None, cons
     cand = x >= lo
     if keep is not None:
         cand &= keep
-    n = x.shape[1]
-    crowd = np.count_nonzero(cand, axis=1) > max(64, n // 8)  # rows of many candidates (one repeated value)
+    p, n = x.shape
+    at = np.flatnonzero(cand)  # (row-major; a 2-D ``np.nonzero`` is ten times slower)
+    rows, cols = np.divmod(at, n)
+    counts = np.bincount(rows, minlength=p)  # (a count along the rows of ``cand`` would be another pass over it)
+    crowd = counts > max(64, n // 8)  # rows of many candidates (one repeated value)
     if crowd.any():
         if crowd.all():
             return first_matches_rows(x, vals, keep, consume)
@@ -133,8 +136,6 @@ def first_matches(x: np.ndarray, vals: np.ndarray, keep: np.ndarray | None, cons
         few = ~crowd
         idx[few] = first_matches(x[few], vals[few], None if keep is None else keep[few], consume)
         return idx
-    at = np.flatnonzero(cand)  # (row-major; a 2-D ``np.nonzero`` is ten times slower)
-    rows, cols = np.divmod(at, n)
     seen = x[rows, cols]
     idx = np.zeros(vals.shape, dtype=np.int64)
     live = np.ones(rows.size, dtype=bool)
