@@ -74,6 +74,11 @@ def max8(src: Any = None, *, mask: Any = None, dtype: Any = None, dst: Any = Non
 #: [1024-5-4058-2048-2] issues 40,960 of them), and a sort of every row per round took 300 s there.  At most this
 #: many groups of a row (see ``top8``).
 _GROUPS = 256
+#: the shortest row dealt into groups: shorter rows sort whole (the grouping's set-up costs more than it saves)
+_GROUPED_MIN = 128
+#: a row with more search candidates than this (or an eighth of its width) is searched whole: a row of one repeated
+#: value (a padding row) would make the candidate search slower than the plain one
+_CROWD_MIN = 64
 
 
 def top8(x: np.ndarray) -> np.ndarray:
@@ -83,7 +88,7 @@ def top8(x: np.ndarray) -> np.ndarray:
     outside them would be outranked by those 8 maxima, each an element of the row), so only those groups are
     sorted.  Rows holding a NaN, and rows too short for groups to pay, are sorted whole."""
     p, n = x.shape
-    if n < 128:
+    if n < _GROUPED_MIN:
         return -np.sort(-x, axis=1)[:, :8]
     g = min(_GROUPS, n // 8)
     depth, tail = divmod(n, g)
@@ -127,7 +132,7 @@ def first_matches(x: np.ndarray, vals: np.ndarray, keep: np.ndarray | None, cons
     at = np.flatnonzero(cand)  # (row-major; a 2-D ``np.nonzero`` is ten times slower)
     rows, cols = np.divmod(at, n)
     counts = np.bincount(rows, minlength=p)  # (a count along the rows of ``cand`` would be another pass over it)
-    crowd = counts > max(64, n // 8)  # rows of many candidates (one repeated value)
+    crowd = counts > max(_CROWD_MIN, n // 8)  # rows of many candidates (one repeated value)
     if crowd.any():
         if crowd.all():
             return first_matches_rows(x, vals, keep, consume)
