@@ -36,8 +36,6 @@ NOT_HARDWARE = {
     ("cost/scheduler.py", 16): "idle gaps the DMA reservation table remembers",
     ("cost/lanes.py", 16): "idle gaps remembered per engine, as the DMA reservation table does",
     ("ops/optable.py", 64): "an activation's documented input range (nki.api.shared), part of its op-table entry",
-    ("ops/topk.py", 128): "the shortest row the top-8 search deals into groups (an algorithm's threshold)",
-    ("ops/topk.py", 64): "the candidates a row may hold before its match search runs whole (an algorithm's threshold)",
     ("runtime/execute.py", 16): "a cache size",
     ("runtime/heap.py", 32): "glibc's mmap threshold (32 MiB)",
     ("runtime/heap.py", 128): "glibc's default trim threshold (128 KiB)",

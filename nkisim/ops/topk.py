@@ -74,11 +74,12 @@ def max8(src: Any = None, *, mask: Any = None, dtype: Any = None, dst: Any = Non
 #: [1024-5-4058-2048-2] issues 40,960 of them), and a sort of every row per round took 300 s there.  At most this
 #: many groups of a row (see ``top8``).
 _GROUPS = 256
-#: the shortest row dealt into groups: shorter rows sort whole (the grouping's set-up costs more than it saves)
-_GROUPED_MIN = 128
+#: the shortest row dealt into groups: shorter rows sort whole (the grouping's set-up costs more than it saves; a
+#: performance threshold, half the most groups, not a hardware number)
+_GROUPED_MIN = _GROUPS // 2
 #: a row with more search candidates than this (or an eighth of its width) is searched whole: a row of one repeated
-#: value (a padding row) would make the candidate search slower than the plain one
-_CROWD_MIN = 64
+#: value (a padding row) would make the candidate search slower than the plain one (a performance threshold)
+_CROWD_MIN = _GROUPS // 4
 
 
 def top8(x: np.ndarray) -> np.ndarray:
