@@ -480,9 +480,12 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
             on_port = shared_port and e in ("dve", "pool")
             # NC-v2: VectorE and ScalarE cannot access PSUM at the same time (spec §4.3)
             on_psum = psum_port and e in ("dve", "act") and "psum" in spaces
+            barrier = ins.kind is isa.CORE_BARRIER
             start, held = lanes.place(core, e, ready, dur, on_port, on_psum,
-                                      not lanes.reorders(ins.loops, middle_end, legacy))
-            if held:  # a sequential_range loop's instruction, kept in sequence order: the idle time it could fill
+                                      barrier or not lanes.reorders(ins.loops, middle_end, legacy))
+            if barrier:  # "The barrier will block execution on this engine" (isa core_barrier): nothing issued after
+                core.gaps[e].clear()  # it runs on this engine in idle time before it
+            if held and not barrier:  # a sequential_range loop's instruction, kept in sequence order: the idle time it could fill
                 out.notes.add("sequential_order", ins.loc, held)
             end = start + dur
             out.busy[e] += dur

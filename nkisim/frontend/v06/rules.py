@@ -160,8 +160,10 @@ RULES: tuple[Rule, ...] = (
          "``send_to_rank`` and ``recv_from_rank`` must be either 0 or 1"),
     _doc("sendrecv.gpsimd_bytes", "TypeError", "sendrecv over gpsimd_dma moving more bytes per partition than its cap",
          ISA, 3005, "1024 bytes for 32-bit types"),
-    _doc("core_barrier.cores", "TypeError", "core_barrier(cores=...) other than (0, 1)", ISA, 2620,
-         "Currently only ``cores=(0, 1)`` is supported"),
+    _doc("core_barrier.cores", "TypeError", "core_barrier(cores=...) other than (0, 1) or core 0 alone (narrowed: "
+         "see core_barrier.one_core)", ISA, 2620, "Currently only ``cores=(0, 1)`` is supported",
+         "nki-library 2.29_release writes cores=(0, 1), [0, 1], and core 0 alone (0, (0,)) for one shard; no "
+         "validated kernel names another core set"),
     _doc("target.generation", "ValueError", "an instruction or operator the target's NeuronCore generation lacks",
          ISA, 371, "(NeuronCore-v4+ only)"),
     _doc("control.nested_loop_register", "RuntimeError", "a nested nl.dynamic_range writing a loop-carried register",
@@ -219,6 +221,12 @@ RULES: tuple[Rule, ...] = (
          Source(MIGRATION, 625, "Raw integer values (e.g., ``dge_mode=2``) are no longer accepted"),
          "nki-library 2.29_release and main pass _DGE_MODE_NONE = 3 and _DGE_MODE_UNKNOWN = 0 to dma_copy "
          "(mlp_tkg, qkv_tkg, norm_tkg_utils)"),
+    Rule("core_barrier.one_core", "warning", "DocumentedRuleWarning", "core_barrier(cores=0 / (0,) / [0]): a "
+         "barrier of core 0 alone (runs as the core's own semaphore write and wait; warned once per line)",
+         Source(ISA, 2620, "Currently only ``cores=(0, 1)`` is supported"),
+         "nki-library 2.29_release (validated on NKI 0.3.0) writes nisa.core_barrier(output, (0)) for NUM_SHARDS == 1 "
+         "(core/moe/moe_cte/bwmm_shard_on_I.py:311, 2144-2147) and main nisa.core_barrier(output, (0,)) "
+         "(experimental/moe/forward/bwmm_shard_on_H.py:705)"),
     Rule("enum.nc_version_order", "warning", "(none: ordered)", "nisa.nc_version members compare with < <= > >= "
          "(no warning: the order is the generation number)",
          Source(GUIDE, 661, "No other binary operators on enum values are supported"),
@@ -238,7 +246,11 @@ RULES: tuple[Rule, ...] = (
            "return out.reshape(shape)"),
     _limit("limit.refused_api", "NotImplementedError", "an nki.isa / nki.collectives call the simulator does not "
            "model (collectives across devices)"),
-    _limit("limit.gather_axis", "NotImplementedError", "nl.gather_flattened off axis 0"),
+    _limit("limit.gather_axis", "NotImplementedError", "nl.gather_flattened off axis 0",
+           "AWS's docs define the gather only along the flattened free dimension (language:2289 'to select from the "
+           "free dimension of data'; SDK 2.26's docstring: 'all free dimensions are flattened and indexed as the same "
+           "row'; nc_n_gather, which replaced it, takes no axis): what another axis does is not documented, and no "
+           "validated kernel passes one"),
     _limit("limit.values_unknown", "TypeError", "a register holding a tensor's value used while tracing without "
            "values (cost-only tracing)"),
     _limit("limit.program_order", "ValueError", "a scheduling edge whose producer is issued after its consumer (the "
