@@ -75,6 +75,29 @@ def test_nc_n_gather_refusals():
     refused(in_psum, Exception, "address space 'sbuf'")
 
 
+def test_gather_flattened_is_the_flattened_free_dimension_gather_and_other_axes_are_refused():
+    """``nl.gather_flattened`` on SDK 2.26's docstring example (its ``np.take_along_axis`` over the flattened free
+    dimensions, the only gather AWS's docs define); ``axis`` other than 0 is not defined by AWS's docs (the 0.6
+    docstring names it, 'axis along which to gather', and says only that the index selects 'from the free dimension
+    of data'), so the simulator refuses it as its own limit (rule ``limit.gather_axis``)."""
+    data = np.array([[[1., 2.], [3., 4.]], [[5., 6.], [7., 8.]]], np.float32)
+    idx = np.array([[[0, 1], [1, 3]], [[3, 3], [1, 0]]], np.uint32)
+
+    def kernel(d, i):
+        return out(nl.gather_flattened(load(d), load(i)))
+
+    got = nki.jit(kernel)(data, idx)
+    np.testing.assert_array_equal(got, [[[1., 2.], [2., 4.]], [[8., 8.], [6., 5.]]])
+    want = np.take_along_axis(data.reshape(2, -1), idx.reshape(2, -1).astype(np.int64), axis=-1).reshape(idx.shape)
+    np.testing.assert_array_equal(got, want)
+
+    def other_axis(d, i):
+        return out(nl.gather_flattened(load(d), load(i), axis=1))
+
+    with pytest.raises(NotImplementedError, match="axis 0 only"):
+        nki.jit(other_axis)(data, idx)
+
+
 # --- dma_compute --------------------------------------------------------------------------------------------------
 def test_dma_compute_adds_its_sources_in_fp32_and_casts_once():
     """Three sources from HBM and SBUF, of different dtypes and shapes with equal element counts, into a bf16 SBUF
