@@ -249,3 +249,46 @@ def test_a_dataclass_nkiobject_without_annotated_fields_is_built_from_keywords()
     assert (s.index, s.offset) == (3, 12) and Section().index is None
     z = Sized(size=4, label="x")
     assert (z.size, z.label) == (4, "x")
+
+
+def test_an_nkiobject_field_given_no_value_is_none_as_the_compilers_initializer_makes_it():
+    """AWS's language guide (nki-language-guide.rst:590-595): the compiler creates ``__init__(self, x = None, y =
+    False)`` for ``x: int`` and ``y: bool = False``, with or without ``@dataclass``.  nki-library's mlp_tkg declares
+    ``remainderIFused: int`` in ``MLPTKGConstantsDimensionSizes`` and never passes it; a kernel reads such a field
+    as None, and the values it computes from the others are NumPy's."""
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Dims(nl.NKIObject):
+        rows: int
+        unused: int
+        cols: int
+        scale: float = 2.0
+
+    class Plain(nl.NKIObject):
+        rows: int
+        scale: float = 3.0
+
+        def __post_init__(self):
+            self.twice = 2 * self.rows
+
+    d = Dims(128, cols=16)
+    assert (d.rows, d.unused, d.cols, d.scale) == (128, None, 16, 2.0)
+    p = Plain(64)
+    assert (p.rows, p.scale, p.twice) == (64, 3.0, 128) and Dims(cols=4).rows is None
+
+    @nki.jit
+    def scaled(x):
+        dims = Dims(rows=x.shape[0], cols=x.shape[1])
+        assert dims.unused is None
+        t = nl.ndarray((dims.rows, dims.cols), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=dims.scale)
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    x = RNG.standard_normal((128, 16)).astype(np.float32)
+    np.testing.assert_array_equal(scaled(x), x * np.float32(2.0))
+    with pytest.raises(TypeError, match="at most 2 positional arguments"):
+        Plain(1, 2.0, 3)
