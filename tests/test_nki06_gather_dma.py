@@ -1,4 +1,4 @@
-"""NKI 0.6's ``nisa.nc_n_gather`` (GpSimd) and ``nisa.dma_compute`` (the DMA engines' add), ``nkisim/ops/isa_v4.py``:
+"""NKI 0.6's ``nisa.nc_n_gather`` (GpSimd) and ``nisa.dma_compute`` (the DMA engines' add), ``nkisim/ops/activation.py``:
 our own kernels against NumPy, every documented refusal at the kernel's line, the DMA estimate against its bytes, and
 mutants."""
 
@@ -12,9 +12,9 @@ import nkisim
 from nkisim import api
 from nkisim.core.target import get as get_target
 from nkisim.cost import costs
-from nkisim.ops import isa_v4
+from nkisim.ops import activation as isa_v4
 from nkisim.ops import movement as movement_op
-from nkisim.ops.isa_v4 import dma_sum
+from nkisim.ops.activation import dma_sum
 
 nkisim.install()
 

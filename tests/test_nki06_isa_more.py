@@ -1,4 +1,4 @@
-"""The instructions NKI 0.6 added to the ISA (``nkisim/ops/isa_v4.py``): ``exponential``, ``activate2``,
+"""The instructions NKI 0.6 added to the ISA (``nkisim/ops/activation.py``): ``exponential``, ``activate2``,
 ``nonzero_with_count`` and ``topk`` (``nc_n_gather`` and ``dma_compute``: ``test_nki06_gather_dma.py``; the random
 generators: ``test_nki06_rng.py``).
 
@@ -18,7 +18,7 @@ import nkisim
 from nkisim import api
 from nkisim.core.target import get as get_target
 from nkisim.cost import costs
-from nkisim.ops import isa_v4
+from nkisim.ops import activation as isa_v4
 from nkisim.ops import outputs as outputs_op
 
 nkisim.install()

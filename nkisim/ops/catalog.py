@@ -7,11 +7,11 @@ instruction); their entries are declared here, since core cannot import ops.
 from __future__ import annotations
 
 from nkisim.ops import (  # noqa: F401
+    activation,
+    alu,
     composite,
     creation,
     elementwise,
-    isa,
-    isa_v4,
     lnc,
     matmul,
     memory,

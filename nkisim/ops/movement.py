@@ -247,7 +247,7 @@ def gathered(api: str, a: Access, ix: Access, ctx: Any) -> np.ndarray:
 def atomic_rmw(dst: Any = None, value: Any = None, op: Any = None, *, mask: Any = None, name: str = "") -> None:
     """``nl.atomic_rmw``: ``dst = op(dst, value)`` on HBM as one read-modify-write DMA (the indirect
     index of ``dst`` picks the rows).  Only ``np.add`` is supported, like the hardware."""
-    from nkisim.ops.isa import dma_copy
+    from nkisim.ops.alu import dma_copy
     from nkisim.ops.optable import op_name
 
     if op_name(op) != "add":
