@@ -1,5 +1,5 @@
-"""NKI 0.6's ``nisa.nc_n_gather`` (GpSimd) and ``nisa.dma_compute`` (the DMA engines' add), ``nkisim/ops/activation.py``:
-our own kernels against NumPy, every documented refusal at the kernel's line, the DMA estimate against its bytes, and
+"""NKI 0.6's ``nisa.nc_n_gather`` (GpSimd, ``nkisim/ops/movement.py``) and ``nisa.dma_compute`` (the DMA engines'
+add, ``nkisim/ops/dma.py``): our own kernels against NumPy, every documented refusal at the kernel's line, the DMA estimate against its bytes, and
 mutants."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import nkisim
 from nkisim import api
 from nkisim.core.target import get as get_target
 from nkisim.cost import costs
-from nkisim.ops import activation as isa_v4
+from nkisim.ops import dma as dma_op
 from nkisim.ops import movement as movement_op
-from nkisim.ops.activation import dma_sum
+from nkisim.ops.dma import dma_sum
 
 nkisim.install()
 
@@ -169,15 +169,16 @@ def test_dma_compute_is_priced_at_the_dma_compute_throughput():
 
 def test_mutants_of_the_gather_and_the_dma_sum_fail_the_references(monkeypatch):
     with monkeypatch.context() as m:  # the flattened index read from the other end of the partition
-        m.setattr(isa_v4, "gathered", lambda api, a, ix, ctx: movement_op.gathered(api, a, ix, ctx)[:, ::-1])
+        gathered = movement_op.gathered
+        m.setattr(movement_op, "gathered", lambda api, a, ix, ctx: gathered(api, a, ix, ctx)[:, ::-1])
         with pytest.raises(AssertionError):
             test_nc_n_gather_gathers_within_each_partition(np.float32)
     with monkeypatch.context() as m:  # the last source dropped
-        m.setattr(isa_v4, "dma_sum", lambda arrays: dma_sum(arrays[:-1]))
+        m.setattr(dma_op, "dma_sum", lambda arrays: dma_sum(arrays[:-1]))
         with pytest.raises(AssertionError):
             test_dma_compute_adds_its_sources_in_fp32_and_casts_once()
     with monkeypatch.context() as m:  # a cast per source (the first rounded to bf16), not one cast of the fp32 sum
-        m.setattr(isa_v4, "dma_sum", lambda arrays: sum(a.reshape(-1) for a in arrays[1:]).astype(F32)
+        m.setattr(dma_op, "dma_sum", lambda arrays: sum(a.reshape(-1) for a in arrays[1:]).astype(F32)
                   + arrays[0].reshape(-1).astype(BF16).astype(F32))
         with pytest.raises(AssertionError):
             test_dma_compute_adds_its_sources_in_fp32_and_casts_once()

@@ -1,10 +1,11 @@
-"""Instructions NKI 0.6 added to the ISA: ``exponential`` and ``activate2`` (NeuronCore-v4), ``nonzero_with_count``
-(NeuronCore-v3+), ``topk``, ``nc_n_gather`` and ``dma_compute``.
+"""Activation instructions, the Scalar engine's functions and their NeuronCore-v4 relatives: ``nisa.activation``
+and ``activation_reduce``, ``nisa.exponential`` (VectorE, NeuronCore-v4) and ``nisa.activate2`` (ScalarE,
+NeuronCore-v4).
 
-Each is one registry entry: the compiler's checks at the kernel's line, the NumPy numerics (in fp32, cast once to
-the destination's dtype) and the instruction it issues, priced by its kind in ``cost.instructions``.  Semantics and
-restrictions follow the docstrings of AWS's ``nki/api/nki/isa/__init__.py`` (SDK 2.32); where a docstring leaves a
-case open the choice made here is written in the op's docstring.
+Each is one registry entry: the compiler's checks at the kernel's line, the NumPy numerics (in fp32, cast once to the
+destination's dtype) and the instruction it issues, priced by its kind in ``cost.instructions``.  The 0.6 ones follow
+the docstrings of AWS's ``nki/api/nki/isa/__init__.py`` (SDK 2.32); where a docstring leaves a case open the choice
+made here is written in the op's docstring.
 """
 
 from __future__ import annotations
@@ -16,30 +17,111 @@ import numpy as np
 from nkisim.core import dtypes as dt
 from nkisim.core.context import KernelContext, current
 from nkisim.core.errors import nki_error
-from nkisim.core.storage import read, read_masked, write
-from nkisim.core.tensor import Access, as_access, is_tile, shape_str
-from nkisim.cost.instructions import ACTIVATE2, DMA_COMPUTE, EXPONENTIAL, GATHER_FLATTENED, NONZERO_WITH_COUNT, TOPK
-from nkisim.ops.base import dtype_in, emit, operand, operands, write_dst
+from nkisim.core.storage import write
+from nkisim.core.tensor import Access, Tensor, as_access, is_tile, shape_str
+from nkisim.cost.instructions import (
+    ACTIVATE2,
+    ACTIVATION,
+    EXPONENTIAL,
+)
+from nkisim.ops import reduce as red
+from nkisim.ops.base import dtype_in, emit, mask_array, new_tile, operand, operands, region, write_dst
 from nkisim.ops.elementwise import values
-from nkisim.ops.movement import gathered
-from nkisim.ops.mx import check_packed_copy, needs_v4
+from nkisim.ops.mx import needs_v4
 from nkisim.ops.optable import ACTIVATIONS, ALU, op_name
-from nkisim.ops.outputs import IDLE, LOAD_REDUCE, REDUCE, RESET, RESET_REDUCE, accumulate, per_partition
+from nkisim.ops.outputs import (
+    F32,
+    IDLE,
+    LOAD_REDUCE,
+    REDUCE,
+    RESET,
+    RESET_REDUCE,
+    accumulate,
+    alu,
+    free_elements,
+    per_partition,
+    same_elements,
+)
 from nkisim.ops.registry import op
 
-F32 = np.dtype(np.float32)
+
+@op("nisa.activation", emits=(ACTIVATION,))
+def activation(op: Any, data: Any, *, bias: Any = None, scale: Any = 1.0, reduce_op: Any = None,
+               reduce_res: Any = None, reduce_cmd: int = 0, mask: Any = None, dtype: Any = None, dst: Any = None,
+               name: str = "") -> Tensor | None:
+    """``nisa.activation``: op(data * scale + bias) on the Scalar Engine, optional free-axis reduce."""
+    ctx = current()
+    name = op_name(op)
+    if name not in ACTIVATIONS:
+        raise nki_error("err_instruction_unsupported_op", f"{name} is not supported in 'activation'")
+    a = operands("activation", data=data)["data"]
+    if bias is not None:
+        b = operands("activation", bias=bias)["bias"]
+        if b.dtype not in (dt.float32, dt.float16, dt.bfloat16):
+            raise nki_error("err_activation_bias_invalid_type",
+                            f"'bias' param of 'activation' must be a vector of type float32, float16, or bfloat16, "
+                            f"got '{dt.name(b.dtype)}'")
+    if is_tile(scale):
+        s = operands("activation", scale=scale)["scale"]
+        if s.dtype != dt.float32:
+            raise nki_error("err_activation_scale_invalid_type",
+                            f"'scale' param of 'activation' must be a scalar or vector of type float32, got "
+                            f"'{dt.name(s.dtype)}'")
+        if s.shape[0] != a.shape[0] or int(np.prod(s.shape[1:] or (1,))) != 1:
+            raise nki_error("err_activation_scale_scalar_or_vector",
+                            f"'scale' param of 'activation' can only be a scalar or a vector in partition "
+                            f"dimension, scale.shape={list(s.shape)}")
+    bias_v = per_partition("activation", "bias", bias, a.shape[0], ctx, len(a.shape)) if bias is not None else None
+    scale_v = per_partition("activation", "scale", scale, a.shape[0], ctx, len(a.shape))
+    valid = mask_array(mask, a.shape, "activation")
+    out_dt = a.dtype if dtype is None else dt.normalize(dtype)
+    vals = None
+    if ctx.numerics:
+        x = values(a, ctx, F32)
+        if not (np.ndim(scale_v) == 0 and float(scale_v) == 1.0):
+            x = x * scale_v
+        if bias_v is not None:
+            x = x + bias_v
+        vals = ACTIVATIONS[name].fn(x)
+    reads = [a] + [as_access(v) for v in (bias, scale) if is_tile(v)]
+    if dst is not None:
+        out = write_dst(ctx, "activation", dst, a.shape, vals, valid)
+        instr = emit(ctx, ACTIVATION, reads=reads, writes=[out], extra={"func": name})
+    else:
+        tile = out = new_tile(ctx, a.shape, out_dt, vals, valid)
+        instr = tile.producer = emit(ctx, ACTIVATION, reads=reads, writes=[tile.full()], extra={"func": name})
+    if reduce_res is not None and (reduce_op is not None or int(reduce_cmd) in (2, 3)):
+        r = operands("activation", reduce_res=reduce_res)["reduce_res"]
+        rop = "add" if reduce_op is None else alu(reduce_op, "activation")
+        res = None
+        if ctx.numerics:
+            outv = values(as_access(out), ctx, F32)
+            axes = tuple(range(1, outv.ndim))
+            res = red.reduce_values(rop, outv, axes, False)
+            if int(reduce_cmd) == 2 and ctx.act_accum is not None:
+                res = ALU[rop].fn(ctx.act_accum, res)
+            ctx.act_accum = res
+            res = res.reshape(r.shape)
+        r.check_write()
+        write(r, res)
+        instr.extra["reduce"] = rop
+        instr.writes = instr.writes + (emit_region(r),)
+    return None if dst is not None else tile
+
+
+def emit_region(acc: Access) -> tuple:
+    return region(acc)
+
+
+@op("nisa.activation_reduce", emits=(ACTIVATION,))
+def activation_reduce(op: Any, data: Any, *, reduce_op: Any, reduce_res: Any, bias: Any = None, scale: Any = 1.0,
+                      mask: Any = None, dtype: Any = None, dst: Any = None, name: str = "") -> Tensor | None:
+    """``nisa.activation_reduce``: activation plus a reduction of all free axes into reduce_res."""
+    return activation(op, data, bias=bias, scale=scale, reduce_op=reduce_op, reduce_res=reduce_res, reduce_cmd=3,
+                      mask=mask, dtype=dtype, dst=dst)
+
+
 _CMD_NAMES = {IDLE: "idle", RESET: "reset", REDUCE: "reduce", RESET_REDUCE: "reset_reduce", LOAD_REDUCE: "load_reduce"}
-
-
-def _free(shape: tuple[int, ...]) -> int:
-    return int(np.prod(shape[1:])) if len(shape) > 1 else 1
-
-
-def _same_elements(api: str, a: Access, aname: str, d: Access, dname: str) -> None:
-    if a.shape[0] != d.shape[0] or _free(a.shape) != _free(d.shape):
-        raise nki_error("err_param_shape_mismatch",
-                        f"Parameter shapes ({shape_str(aname, a.shape)}, {shape_str(dname, d.shape)}) of '{api}' has "
-                        f"mismatched shapes: they must have the same partitions and elements per partition")
 
 
 def _command(api: str, reduce_cmd: Any, allowed: tuple[int, ...]) -> int:
@@ -53,7 +135,7 @@ def _command(api: str, reduce_cmd: Any, allowed: tuple[int, ...]) -> int:
 
 def _reduce_res(api: str, reduce_res: Any, parts: int) -> Access:
     r = operands(api, reduce_res=reduce_res)["reduce_res"]
-    if r.shape[0] != parts or _free(r.shape) != 1:
+    if r.shape[0] != parts or free_elements(r.shape) != 1:
         raise nki_error("err_param_shape_mismatch",
                         f"Parameter shapes ({shape_str('reduce_res', r.shape)}) of '{api}' has mismatched shapes: "
                         f"'reduce_res' must be [{parts}, 1] (one value per partition)")
@@ -92,7 +174,7 @@ def exponential(src: Any, *, dst: Any, max_value: Any = 0.0, reduce_res: Any = N
     dtype_in(api, "src", a, _EXP_SRC)
     if dt.name(d.dtype) == "uint32" or dt.is_packed(d.dtype):
         raise nki_error("err_supported_operand_dtype", f"'dst' of '{api}' cannot have dtype {dt.name(d.dtype)}")
-    _same_elements(api, a, "src", d, "dst")
+    same_elements(api, a, "src", d, "dst")
     cmd = _command(api, reduce_cmd, (IDLE, RESET_REDUCE, REDUCE, LOAD_REDUCE))
     if cmd != LOAD_REDUCE and (is_tile(reduce_init) or float(reduce_init) != 0.0):
         raise nki_error("err_instruction_unsupported_op",
@@ -126,8 +208,12 @@ def exponential(src: Any, *, dst: Any, max_value: Any = 0.0, reduce_res: Any = N
 #: the (op0, op1) pairs the Scalar engine's tensor-scalar stage supports
 ACTIVATE2_PAIRS = (("multiply", "add"), ("multiply", "subtract"), ("multiply", "bypass"), ("add", "bypass"),
                    ("subtract", "bypass"), ("bypass", "bypass"))
+
+
 _ACT2_REDUCE = {"add": "add", "max": "maximum", "maximum": "maximum", "min": "minimum", "minimum": "minimum",
                 "abs_max": "abs_max", "abs_min": "abs_min"}
+
+
 REDUCE_IDENTITY = {"add": 0.0, "maximum": -np.inf, "minimum": np.inf, "abs_max": 0.0, "abs_min": np.inf}
 
 
@@ -209,292 +295,3 @@ def activate2(op: Any, data: Any, imm0: Any, imm1: Any, op0: Any, op1: Any, *, r
     if r is not None:  # AWS: reduce_res adds an instruction that reads the accumulators out (priced in cost.costs)
         extra["reduce"] = rop or "held"
     emit(ctx, ACTIVATE2, reads=reads, writes=writes, extra=extra)
-
-
-# --- nonzero_with_count (GpSimd, NeuronCore-v3+) ----------------------------------------------------------------
-def core_rows(parts: int, stride: int) -> np.ndarray:
-    """The partitions GpSimd's cores read and write in ``nonzero_with_count``: each core's first one."""
-    return np.arange(parts) % stride == 0
-
-
-def _int32(api: str, pname: str, v: Any) -> int:
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or not -2**31 <= int(v) < 2**31:
-        raise nki_error("err_supported_operand_dtype", f"'{pname}' of '{api}' must be an int32 integer, got {v!r}")
-    return int(v)
-
-
-@op("nisa.nonzero_with_count", emits=(NONZERO_WITH_COUNT,), spaces="sbuf")
-def nonzero_with_count(src: Any, *, dst: Any, index_offset: Any = 0, padding_val: Any = -1, name: str = "") -> None:
-    """``nisa.nonzero_with_count``: on partitions 0, 16, 32, ... only (the first partition of each GpSimd core's
-    16), ``dst`` gets the free indices of ``src``'s nonzero elements plus ``index_offset``, then ``padding_val``
-    up to ``src``'s length, then the count in its last slot; every other partition of ``dst`` is left as it was."""
-    ctx = current()
-    api = "nonzero_with_count"
-    if ctx.nc_version < 3:
-        raise nki_error("err_min_arch_support_for_inst",
-                        f"inst {api} requires min target gen3 (trn2), got {ctx.target}")
-    a = operands(api, src=src)["src"]
-    d = as_access(operand(api, "dst", dst, ["sbuf"], ctx))
-    dtype_in(api, "src", a, ("float32", "int32"))
-    dtype_in(api, "dst", d, ("int32",))
-    t = _free(a.shape)
-    if d.shape[0] != a.shape[0] or _free(d.shape) != t + 1:
-        raise nki_error("err_param_shape_mismatch",
-                        f"Parameter shapes ({shape_str('src', a.shape)}, {shape_str('dst', d.shape)}) of '{api}' has "
-                        f"mismatched shapes: dst needs src's partitions and one more element per partition ({t + 1}) "
-                        f"for the count")
-    offset, pad = _int32(api, "index_offset", index_offset), _int32(api, "padding_val", padding_val)
-    rows = core_rows(a.shape[0], ctx.target.limit("gpsimd_core_partitions"))
-    out_shape = (a.shape[0], t + 1)
-    vals = None
-    if ctx.numerics:
-        x = values(a, ctx, np.dtype(np.float64)).reshape(a.shape[0], t)
-        vals = np.full(out_shape, pad, dtype=np.int64)
-        for p in np.flatnonzero(rows):
-            idx = np.flatnonzero(x[p])
-            vals[p, :len(idx)] = idx + offset
-            vals[p, t] = len(idx)
-        vals = vals.astype(np.int32).astype(np.int64)  # int32 wrap, as the 32-bit engine writes it
-    # dst of any free shape holding t + 1 elements per partition (nki-library's find_nonzero_indices writes a
-    # [C, 1, chunk + 1] tile): the values in its own shape
-    shape = tuple(d.shape)
-    valid = np.broadcast_to(rows.reshape((-1,) + (1,) * (len(shape) - 1)), shape)
-    out = write_dst(ctx, api, dst, shape, None if vals is None else vals.reshape(shape), valid)
-    emit(ctx, NONZERO_WITH_COUNT, reads=[a], writes=[out], n=t + 1)
-
-
-# --- topk (GpSimd) ------------------------------------------------------------------------------------------------
-def snake(block: np.ndarray, n: int) -> np.ndarray:
-    """The first ``n`` elements of the snake a ``[16, cols]`` block holds: element ``i`` at ``[i % 16, i // 16]``."""
-    return block.T.reshape(-1)[:n]
-
-
-def ascending_top(values: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the ``k`` largest ``values`` (a lower index before a higher one among equals), in ascending order
-    of value (so the largest comes last)."""
-    return np.lexsort((np.arange(len(values)), -values))[:k][::-1]
-
-
-@op("nisa.topk", emits=(TOPK,), spaces="sbuf")
-def topk(src: Any, n: Any, *, val_dst: Any, idx_dst: Any, name: str = "") -> None:
-    """``nisa.topk``: each group of 16 partitions holds one "snake" of ``n`` bf16 values (element ``i`` at partition
-    ``i % 16`` of the group, column ``i // 16``); its K largest values (K = ``val_dst``'s free size) go to
-    ``val_dst`` in ascending order and their snake indices to ``idx_dst`` (uint32).  Every partition of a group
-    gets its group's result (AWS: each partition selects from the source snake).  Among equal values the lower
-    index counts as larger, so it is written after the higher one."""
-    ctx = current()
-    api = "topk"
-    a = operands(api, src=src)["src"]
-    vd = as_access(operand(api, "val_dst", val_dst, ["sbuf"], ctx))
-    idd = as_access(operand(api, "idx_dst", idx_dst, ["sbuf"], ctx))
-    dtype_in(api, "src", a, ("bfloat16",))
-    dtype_in(api, "val_dst", vd, ("bfloat16",))
-    dtype_in(api, "idx_dst", idd, ("uint32",))
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
-        raise nki_error("err_supported_operand_dtype", f"'n' of '{api}' must be an integer, got {n!r}")
-    n = int(n)
-    group = ctx.target.limit("gpsimd_core_partitions")
-    parts, cols = a.shape[0], _free(a.shape)
-    if parts % group:
-        raise nki_error("err_size_of_dimension_exceed_arch_limit",
-                        f"size of dimension 0 in '{shape_str('src', a.shape)}' of '{api}' must be a multiple of "
-                        f"{group} (one snake per GpSimd core's {group} partitions)")
-    lo, hi, k_max = (ctx.target.limit(k) for k in ("topk_min_elements", "topk_max_elements", "topk_max_k"))
-    if not lo <= n <= hi or cols * group < n:
-        raise nki_error("err_size_of_dimension_exceed_arch_limit",
-                        f"n={n} of '{api}' must be at least {lo}, at most {hi} and at most the snake's "
-                        f"{cols * group} elements ({shape_str('src', a.shape)} holds {cols} per partition)")
-    k = _free(vd.shape)
-    for pname, acc in (("val_dst", vd), ("idx_dst", idd)):
-        if len(acc.shape) != 2 or acc.shape[0] != parts or acc.shape[1] != k:
-            raise nki_error("err_param_shape_mismatch",
-                            f"Parameter shapes ({shape_str('val_dst', vd.shape)}, {shape_str(pname, acc.shape)}) of "
-                            f"'{api}' has mismatched shapes: val_dst and idx_dst must both be [{parts}, K]")
-    if not 1 <= k <= k_max or k > n:
-        raise nki_error("err_size_of_dimension_exceed_arch_limit",
-                        f"K={k} (val_dst's free size) of '{api}' must be at least 1, at most {k_max} and at most n={n}")
-    top_v = top_i = None
-    if ctx.numerics:
-        x = values(a, ctx, F32).reshape(parts, cols)
-        top_v = np.empty((parts, k), F32)
-        top_i = np.empty((parts, k), np.int64)
-        for g in range(parts // group):
-            flat_snake = snake(x[g * group:(g + 1) * group], n)
-            order = ascending_top(flat_snake, k)
-            top_v[g * group:(g + 1) * group] = flat_snake[order]
-            top_i[g * group:(g + 1) * group] = order
-    vout = write_dst(ctx, api, val_dst, (parts, k), top_v)
-    iout = write_dst(ctx, api, idx_dst, (parts, k), top_i)
-    emit(ctx, TOPK, reads=[a], writes=[vout, iout], n=n, extra={"n": n, "k": k})
-
-
-# --- nc_n_gather (GpSimd) ------------------------------------------------------------------------------------------
-@op("nisa.nc_n_gather", emits=(GATHER_FLATTENED,), spaces="sbuf")
-def nc_n_gather(data: Any, indices: Any, *, dst: Any, name: str = "") -> None:
-    """``nisa.nc_n_gather``: per partition, ``dst`` gets the elements of ``data``'s flattened free axes at the uint32
-    positions in ``indices`` (``dst`` and ``indices`` hold the same elements per partition): the GpSimd gather of
-    ``nl.gather_flattened`` (same numerics, same instruction), with 0.6's stricter operand rules."""
-    ctx = current()
-    api = "nc_n_gather"
-    a = operands(api, data=data)["data"]
-    ix = operands(api, indices=indices)["indices"]
-    d = as_access(operand(api, "dst", dst, ["sbuf"], ctx))
-    dtype_in(api, "indices", ix, ("uint32",))
-    if d.dtype != a.dtype:
-        raise nki_error("err_supported_operand_dtype",
-                        f"'dst' ({dt.name(d.dtype)}) of '{api}' must have the dtype of 'data' ({dt.name(a.dtype)})")
-    if len({a.shape[0], ix.shape[0], d.shape[0]}) != 1:
-        raise nki_error("err_num_partition_mismatch",
-                        f"number of partitions (dimension 0 size of a tile) mismatch in parameters "
-                        f"({shape_str('data', a.shape)}, {shape_str('indices', ix.shape)}, "
-                        f"{shape_str('dst', d.shape)}) of '{api}'")
-    _same_elements(api, ix, "indices", d, "dst")
-    vals = gathered(api, a, ix, ctx) if ctx.numerics else None
-    out = write_dst(ctx, api, dst, ix.shape, vals)
-    emit(ctx, GATHER_FLATTENED, reads=[a, ix], writes=[out])
-
-
-# --- dma_compute (DMA) ---------------------------------------------------------------------------------------------
-#: AWS's words for dma_compute's read-modify-write (nki/api/nki/isa/__init__.py, dma_compute)
-RMW_SOURCE = ("AWS's dma_compute docs: 'When one of the source tensors has a vector_offset (indirect indexing), "
-              "dma_compute performs read-modify-write ... Scatter RMW: dst(HBM)[indices] = dst(HBM)[indices] + "
-              "src(SB) ... Gather RMW: dst(SB) = dst(SB) + src(HBM)[indices] ... Both modes require: Exactly 2 source "
-              "tensors ... unique_indices must be True (non-unique indices not yet supported)'")
-
-
-def _indirect(a: Access) -> bool:
-    return a.advanced and any(c[0] == "ind" for c in a.comps)
-
-
-def _same_place(a: Access, b: Access) -> bool:
-    """``a`` and ``b`` address the same elements of the same tensor (a source that 'matches dst')."""
-    if a.tensor.root is not b.tensor.root or a.tensor.shape != b.tensor.shape or tuple(a.shape) != tuple(b.shape):
-        return False
-    return all(np.array_equal(np.broadcast_to(np.asarray(x), a.shape), np.broadcast_to(np.asarray(y), b.shape))
-               for x, y in zip(a.grid_arrays(), b.grid_arrays()))
-
-
-def _rmw(ctx: Any, d: Access, accs: list[Access], unique_indices: bool, oob_mode: Any) -> None:
-    """dma_compute's read-modify-write through an indirect view, as AWS documents its two modes: scatter
-    (``dst`` an indirect HBM view, one source the same view, the other SBUF data) and gather (``dst`` SBUF, one
-    source the same tile, the other an indirect HBM view).  Each index's row is read, added in fp32 and written
-    back (unique indices: no two partitions touch one row); ``oob_mode=skip`` leaves out-of-range partitions out.
-    Priced as dma_copy's read-modify-write: one DMA reading both sources and writing dst."""
-    from nkisim.ops.movement import indirect_in_bounds
-
-    api = "dma_compute"
-    if len(accs) != 2:
-        raise nki_error("err_param_shape_mismatch",
-                        f"'{api}' through an indirect (vector_offset) view takes exactly 2 source tensors, got "
-                        f"{len(accs)} ({RMW_SOURCE})")
-    if not unique_indices:
-        raise nki_error("err_unsupported_dtype_value",
-                        f"unique_indices=False of '{api}' through an indirect view: only unique indices are supported "
-                        f"({RMW_SOURCE})")
-    if d.space == "hbm" and _indirect(d):  # scatter: dst[idx] += data
-        match = [i for i, a in enumerate(accs) if _indirect(a) and _same_place(a, d)]
-        data = [a for i, a in enumerate(accs) if i not in match[:1]]
-        if not match or data[0].space != "sbuf" or _indirect(data[0]):
-            raise nki_error("err_operand_type",
-                            f"'{api}' scatter read-modify-write: one source must be dst's own indirect view and the "
-                            f"other SBUF data ({RMW_SOURCE})")
-        view = d
-    elif d.space == "sbuf" and not _indirect(d):  # gather: dst += src[idx]
-        match = [i for i, a in enumerate(accs) if not _indirect(a) and _same_place(a, d)]
-        data = [a for i, a in enumerate(accs) if i not in match[:1]]
-        if not match or data[0].space != "hbm" or not _indirect(data[0]):
-            raise nki_error("err_operand_type",
-                            f"'{api}' gather read-modify-write: one source must be dst itself and the other an "
-                            f"indirect (vector_offset) view of HBM ({RMW_SOURCE})")
-        view = data[0]
-    else:
-        raise nki_error("err_operand_type",
-                        f"'{api}' through an indirect view reads and writes either an indirect HBM dst (scatter) or "
-                        f"an SBUF dst from an indirect HBM source (gather) ({RMW_SOURCE})")
-    own, other = accs[match[0]], data[0]
-    count = int(np.prod(d.shape))
-    for i, a in enumerate(accs):
-        check_packed_copy(api, a.dtype, d.dtype)
-        if int(np.prod(a.shape)) != count:
-            raise nki_error("err_param_shape_mismatch",
-                            f"Parameter shapes ({shape_str(f'srcs[{i}]', a.shape)}, {shape_str('dst', d.shape)}) of "
-                            f"'{api}' has mismatched shapes: every source needs dst's {count} elements")
-    skip = oob_mode is not None and int(oob_mode) == 1
-    inb = indirect_in_bounds(view, skip)
-    valid = None
-    if inb is not None:
-        valid = inb if view is d else inb.reshape(d.shape) if inb.size == count else None
-    d.check_write(accumulate=True)
-    vals = None
-    if ctx.numerics:
-        def get(a: Access) -> np.ndarray:
-            if valid is None:
-                return np.asarray(read(a))
-            return np.asarray(read_masked(a, valid.reshape(a.shape)))
-        vals = dma_sum([get(own), get(other)]).reshape(d.shape)
-    write(d, vals, valid)
-    nbytes = count * other.itemsize
-    hbm = count * (d.itemsize if view is d else other.itemsize) * (2 if view is d else 1)
-    extra: dict[str, Any] = {"rmw": "add", "hbm_bytes": hbm}
-    if d.space == "sbuf":
-        extra["rmw_sbuf"] = True
-    emit(ctx, DMA_COMPUTE, reads=[other, own], writes=[d], nbytes=nbytes, extra=extra)
-def dma_sum(arrays: list[np.ndarray]) -> np.ndarray:
-    """The DMA compute engines' sum: every source widened to fp32, added in order in fp32 (flattened)."""
-    total = np.zeros(arrays[0].size, F32)
-    for a in arrays:
-        total += a.astype(F32).reshape(-1)
-    return total
-
-
-@op("nisa.dma_compute", emits=(DMA_COMPUTE,), spaces="hbm|sbuf")
-def dma_compute(srcs: Any, reduce_op: Any, *, dst: Any, scales: Any = None, unique_indices: bool = True,
-                oob_mode: Any = 0, name: str = "") -> None:
-    """``nisa.dma_compute``: ``dst = srcs[0] + srcs[1] + ...`` computed by the DMA engines in fp32 and cast once to
-    ``dst``'s dtype, each operand in HBM or SBUF with ``dst``'s element count (any shape).  As AWS documents it today
-    only ``nl.add`` with scales of 1.0 and at most 16 sources; through ``.ap(vector_offset=...)`` / ``vector_select``
-    views the scatter/gather read-modify-write of ``_rmw``.  Priced as one DMA that moves every source's
-    bytes at the DMA compute engine's throughput (the target's ``rmw_throughput``; ``rmw_sbuf_throughput`` into
-    SBUF), and at least the HBM bytes it reads and writes at HBM bandwidth."""
-    ctx = current()
-    api = "dma_compute"
-    if not isinstance(srcs, (list, tuple)) or not srcs:
-        raise nki_error("err_operand_cannot_be_none", f"'srcs' of '{api}' must be a non-empty list of tensors")
-    limit = ctx.target.limit("dma_compute_max_sources")
-    if len(srcs) > limit:
-        raise nki_error("err_size_of_dimension_exceed_arch_limit",
-                        f"'{api}' takes at most {limit} source tensors, got {len(srcs)}")
-    rname = op_name(reduce_op)
-    if rname != "add":
-        raise nki_error("err_instruction_unsupported_op", f"{rname} is not supported in '{api}' (only nl.add)")
-    if scales is not None and (len(scales) != len(srcs) or any(is_tile(s) or float(s) != 1.0 for s in scales)):
-        raise nki_error("err_unsupported_dtype_value",
-                        f"scales={list(scales)!r} of '{api}': one scale per source, all 1.0 (the only value the DMA "
-                        f"engines support today)")
-    allowed = ["hbm", "sbuf"]
-    d = as_access(operand(api, "dst", dst, allowed, ctx))
-    accs = [as_access(operand(api, f"srcs[{i}]", s, allowed, ctx)) for i, s in enumerate(srcs)]
-    if any(_indirect(a) for a in [d, *accs]):
-        _rmw(ctx, d, accs, unique_indices, oob_mode)
-        return
-    count = int(np.prod(d.shape))
-    for i, s in enumerate(accs):
-        check_packed_copy(api, s.dtype, d.dtype)
-        if int(np.prod(s.shape)) != count:
-            raise nki_error("err_param_shape_mismatch",
-                            f"Parameter shapes ({shape_str(f'srcs[{i}]', s.shape)}, {shape_str('dst', d.shape)}) of "
-                            f"'{api}' has mismatched shapes: every source needs dst's {count} elements")
-    d.check_write()
-    vals = None
-    if ctx.numerics:
-        vals = dma_sum([np.asarray(read(s)) for s in accs]).reshape(d.shape)
-    write(d, vals)
-    src_bytes = sum(int(np.prod(s.shape)) * s.itemsize for s in accs)
-    hbm = sum(int(np.prod(s.shape)) * s.itemsize for s in accs if s.space == "hbm") + \
-        (count * d.itemsize if d.space == "hbm" else 0)
-    extra: dict[str, Any] = {"rmw": "add"}
-    if d.space == "sbuf":
-        extra["rmw_sbuf"] = True
-    if hbm:
-        extra["hbm_bytes"] = hbm
-    emit(ctx, DMA_COMPUTE, reads=accs, writes=[d], nbytes=src_bytes, extra=extra)
