@@ -272,6 +272,17 @@ def test_an_nkiobject_field_given_no_value_is_none_as_the_compilers_initializer_
         def __post_init__(self):
             self.twice = 2 * self.rows
 
+    @dataclasses.dataclass
+    class Own(nl.NKIObject):  # its own __init__ (nki-library's MLPParameters): its parameters, not the fields
+        rows: int
+        derived: int
+
+        def __init__(self, rows: int):
+            self.rows, self.derived = rows, 2 * rows
+
+    assert (Own(3).rows, Own(3).derived) == (3, 6)
+    with pytest.raises(TypeError):
+        Own()
     d = Dims(128, cols=16)
     assert (d.rows, d.unused, d.cols, d.scale) == (128, None, 16, 2.0)
     p = Plain(64)

@@ -191,21 +191,35 @@ class _NKIObjectType(type):
       SectionParams(nl.NKIObject)`` with unannotated class attributes, so the dataclass has no fields, and build it
       as ``SectionParams(section_idx=..., ...)``."""
 
+    def __new__(mcs, name: str, bases: tuple, namespace: dict, **kw: Any) -> Any:
+        cls = super().__new__(mcs, name, bases, namespace, **kw)
+        cls.__nki_own_init__ = "__init__" in namespace  # (an __init__ @dataclass adds later is the generated one)
+        return cls
+
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         fields = getattr(cls, "__dataclass_fields__", None)
         if fields is None:
             return super().__call__(*args, **kwargs)
-        required = [n for n, f in fields.items() if f.init and f.default is _dataclasses.MISSING
-                    and f.default_factory is _dataclasses.MISSING]
-        positional = [n for n, f in fields.items() if f.init][:len(args)]
-        for n in required:
-            if n not in positional and n not in kwargs:
-                kwargs[n] = None
+        if _generated_init(cls):  # a class's own __init__ keeps its own parameters ("if they are not provided")
+            required = [n for n, f in fields.items() if f.init and f.default is _dataclasses.MISSING
+                        and f.default_factory is _dataclasses.MISSING]
+            positional = [n for n, f in fields.items() if f.init][:len(args)]
+            for n in required:
+                if n not in positional and n not in kwargs:
+                    kwargs[n] = None
         extra = {k: kwargs.pop(k) for k in list(kwargs) if k not in fields}
         obj = super().__call__(*args, **kwargs)
         for k, v in extra.items():
             object.__setattr__(obj, k, v)  # (a frozen dataclass too)
         return obj
+
+
+def _generated_init(cls: type) -> bool:
+    """The ``__init__`` ``cls`` is built by is the one ``@dataclass`` generated, not one a class body wrote."""
+    for klass in cls.__mro__:
+        if "__init__" in klass.__dict__:
+            return not klass.__dict__.get("__nki_own_init__", True)
+    return False
 
 
 class NKIObject(metaclass=_NKIObjectType):
