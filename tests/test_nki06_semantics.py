@@ -380,6 +380,28 @@ def test_sendrecv_exchanges_tiles_between_the_two_cores():
 
 
 @nki.jit
+def placed_exchange(x):
+    """Both cores place their tile and the received one at the same SBUF addresses (nki-library's mlp_tkg does, with
+    its stack allocator) and add what the other core sent."""
+    pid = nl.program_id(0)
+    out = nl.ndarray((256, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 8), dtype=x.dtype, buffer=nl.sbuf, address=(0, 0))
+    nisa.dma_copy(dst=t, src=x[pid * 128:(pid + 1) * 128, :])
+    r = nl.ndarray((128, 8), dtype=x.dtype, buffer=nl.sbuf, address=(0, 64))
+    nisa.sendrecv(src=t, dst=r, send_to_rank=1 - pid, recv_from_rank=1 - pid, pipe_id=0)
+    nisa.tensor_tensor(dst=t, data1=t, data2=r, op=nl.add)
+    nisa.dma_copy(dst=out[pid * 128:(pid + 1) * 128, :], src=t)
+    return out
+
+
+def test_each_logical_core_has_its_own_sbuf_at_a_placed_address():
+    """Every NeuronCore has its own SBUF: a tensor placed at one address on both cores is two tensors."""
+    x = rand(256, 8)
+    half = x[:128] + x[128:]
+    np.testing.assert_allclose(placed_exchange[2](x), np.concatenate([half, half]), rtol=1e-6)
+
+
+@nki.jit
 def barrier_then_read(x):
     """Core 1 writes its half of a shared scratch tensor; after the barrier core 0 reads it back."""
     rows = x.shape[0] // 2
