@@ -15,12 +15,12 @@ from a .pth file.
 
 from __future__ import annotations
 
-import importlib.abc
+import importlib
 import importlib.machinery
-import importlib.util
 import os
 import sys
 import types
+from importlib._abc import Loader  # the base importlib.util itself uses: no import beyond abc
 from typing import NamedTuple
 
 _MAP = {
@@ -69,11 +69,20 @@ def _forced() -> bool:
     return os.environ.get(FORCE_ENV, "") not in ("", "0")
 
 
-class _Loader(importlib.abc.Loader):
+def _spec(fullname: str) -> importlib.machinery.ModuleSpec:
+    """A package spec served by ``_Loader`` (what ``importlib.util.spec_from_loader(..., is_package=True)`` makes)."""
+    return importlib.machinery.ModuleSpec(fullname, _Loader(), is_package=True)
+
+
+# The finders follow the import protocol by duck typing, as importlib's own finders do, and the loader derives from
+# ``importlib._abc.Loader`` (the base ``importlib.util`` uses), rather than from ``importlib.abc``: this module is loaded by a .pth file in every Python process of the course venv
+# (each sandboxed child, executor server, notebook kernel and nbgrader process: thousands per class), and
+# importing ``importlib.abc`` pulls in ``importlib.resources`` -- about 20 ms of every process's start-up.
+class _Loader(Loader):
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         if spec.name == "neuronxcc":
             mod = types.ModuleType("neuronxcc", "Stand-in for the Neuron compiler package (nkisim simulator).")
-            mod.__path__ = []  # type: ignore[attr-defined]
+            mod.__path__ = []
             mod.__version__ = "nkisim"  # type: ignore[attr-defined]
             return mod
         return importlib.import_module(_MAP.get(spec.name) or _NKI_MAP[spec.name])
@@ -82,19 +91,19 @@ class _Loader(importlib.abc.Loader):
         return None
 
 
-class SimulatorFinder(importlib.abc.MetaPathFinder):
+class SimulatorFinder:
     """Resolves ``neuronxcc`` and ``neuronxcc.nki[.*]`` to the simulator's front end."""
 
     def find_spec(self, fullname: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
         if fullname == "neuronxcc" or fullname in _MAP:
-            return importlib.util.spec_from_loader(fullname, _Loader(), is_package=True)
+            return _spec(fullname)
         return None
 
 
 _finder = SimulatorFinder()
 
 
-class NkiFinder(importlib.abc.MetaPathFinder):
+class NkiFinder:
     """Resolves ``nki`` and its submodules to the NKI 0.6 front end where no real ``nki`` is installed.
 
     ``force``: provide ``nki`` even over a real installation (``NKISIM_FORCE=1``, ``python -m nkisim``)."""
@@ -110,7 +119,7 @@ class NkiFinder(importlib.abc.MetaPathFinder):
                 return None
         elif not _ours(sys.modules.get("nki")):
             return None  # a submodule of the real nki
-        return importlib.util.spec_from_loader(fullname, _Loader(), is_package=True)
+        return _spec(fullname)
 
 
 _nki_finder = NkiFinder()
