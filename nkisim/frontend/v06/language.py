@@ -200,13 +200,14 @@ class _NKIObjectType(type):
         fields = getattr(cls, "__dataclass_fields__", None)
         if fields is None:
             return super().__call__(*args, **kwargs)
-        if _generated_init(cls):  # a class's own __init__ keeps its own parameters ("if they are not provided")
-            required = [n for n, f in fields.items() if f.init and f.default is _dataclasses.MISSING
-                        and f.default_factory is _dataclasses.MISSING]
-            positional = [n for n, f in fields.items() if f.init][:len(args)]
-            for n in required:
-                if n not in positional and n not in kwargs:
-                    kwargs[n] = None
+        if not _generated_init(cls):  # a class's own __init__ takes its own parameters ("if they are not provided")
+            return super().__call__(*args, **kwargs)
+        required = [n for n, f in fields.items() if f.init and f.default is _dataclasses.MISSING
+                    and f.default_factory is _dataclasses.MISSING]
+        positional = [n for n, f in fields.items() if f.init][:len(args)]
+        for n in required:
+            if n not in positional and n not in kwargs:
+                kwargs[n] = None
         extra = {k: kwargs.pop(k) for k in list(kwargs) if k not in fields}
         obj = super().__call__(*args, **kwargs)
         for k, v in extra.items():
