@@ -198,7 +198,7 @@ RULES: tuple[Rule, ...] = (
          "narrowed: nki-library's kernels pass [P, 1, 1] offsets tiles, so any (P, 1, ..., 1) shape is taken"),
     _doc("view.scalar_offset_shape", "ValueError", "a scalar offset that is neither a register nor a (1, 1) SBUF "
          "tensor", LANG, 508, "dynamic scalar index tensor for indirect access"),
-    _doc("view.ap_pattern", "ValueError", ".ap() preconditions: the partition pair of an on-chip pattern, "
+    _doc("view.ap_pattern", "ValueError", ".ap() preconditions: "
          "indirect_dim in range, vector_offset with indirect_dim=0 and counting its partitions, one dynamic "
          "offset", LANG, 510, "dimension in ``self.shape`` whose stride scales"),
     _doc("view.reinterpret", "ValueError", "view(dtype) of a non-contiguous last dimension, after a dynamic select, "
@@ -240,6 +240,11 @@ RULES: tuple[Rule, ...] = (
            "pair is not its partitions"),
     _limit("limit.slice_step", "ValueError", "a slice with a step below 1",
            "AWS's __getitem__ docs show forward steps (sb[:, 0:32:2]) and say nothing of backward ones"),
+    _limit("limit.partition_step", "ValueError", ".ap() over an on-chip tensor whose first pair strides more than "
+           "one partition (or by 0 or less): the first pair counts partitions; a stride below the row is one "
+           "partition", "narrowed from a refusal of every stride but the row's, which AWS's docs do not state: "
+           "nki-library 2.29_release's TensorView re-patterns a view of part of a row with the view's own free size "
+           "(mlp_tkg_gate_up_projection.py:243)"),
     _limit("limit.tensor_indirection", "NotImplementedError", ".indirect (NeuronCore-v4 tensor indirection)"),
     _limit("limit.returned_part", "NotImplementedError", "a kernel returning part of a tensor (a whole tensor or a "
            "reshape of it is fine)", "replaces the unsourced rule 'return the tensor itself': nki-library's kernels "

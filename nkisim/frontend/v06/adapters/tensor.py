@@ -429,13 +429,19 @@ class NkiTensor:
                 base, start = reinterpret(base, start, dtype)
         if offset is not None:
             start += _as_int(offset, "ap offset")
-        if base.buffer.family != "hbm" and pairs:
+        if base.buffer.family != "hbm" and pairs and pairs[0][1] > 1 and pairs[0][0] != math.prod(base.shape[1:]):
             row = math.prod(base.shape[1:])
-            if pairs[0][0] != row and pairs[0][1] > 1:
-                # rule: view.ap_pattern
-                raise _view_error(f".ap(): the first pair of a pattern over on-chip tensor '{self.name}' is its "
-                                  f"partition dimension, whose stride must be the storage's free size {row}, got "
-                                  f"{pairs[0][0]}")
+            if 0 < pairs[0][0] < row:
+                # The first pair of an on-chip pattern counts partitions, a step of one partition each.  AWS's docs
+                # state no rule for its stride; nki-library (2.29_release, validated) re-patterns a view of part of
+                # a row with the view's own free size as that stride (TensorView.get_view over mlp_tkg's
+                # gate_up_sbuf_fp32 slice: stride I over rows of 2I) and reads the slice's rows.
+                pairs = ((row, pairs[0][1]),) + pairs[1:]
+            else:
+                # rule: limit.partition_step
+                raise _view_error(f".ap(): the first pair of a pattern over on-chip tensor '{self.name}' counts its "
+                                  f"partitions; a stride of {pairs[0][0]} (a partition step other than one partition "
+                                  f"of {row} elements) is not simulated")
         if vector_offset is not None:
             indirect.check_index(".ap(vector_offset=)", self._base.label(), base.buffer.family != "hbm", False, vector_offset)
             if not pairs or pairs[0][1] != vector_offset.shape[0]:
