@@ -307,3 +307,38 @@ def test_an_nkiobject_field_given_no_value_is_none_as_the_compilers_initializer_
     np.testing.assert_array_equal(scaled(x), x * np.float32(2.0))
     with pytest.raises(TypeError, match="at most 2 positional arguments"):
         Plain(1, 2.0, 3)
+
+
+def test_a_trace_mode_sub_kernel_runs_inline_with_the_guide_quoted_and_a_plain_one_is_refused():
+    """nki-library 2.29_release decorates its blockwise-matmul sub-kernels ``@nki.jit(mode="trace")`` and calls them
+    from moe_cte; AWS's migration guide (nki/migration/index.rst:1159) says to remove that decorator.  The call runs
+    as a plain function of the calling kernel, with a warning quoting the guide; a sub-kernel decorated plainly stays
+    refused, as the guide says the compiler does."""
+    from nkisim.frontend.v06.adapters.known_issues import DocumentedRuleWarning
+
+    with pytest.warns(DeprecationWarning):
+        @nki.jit(mode="trace")
+        def doubled(t):
+            nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
+
+    @nki.jit
+    def plain(t):
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
+
+    def outer(sub):
+        @nki.jit
+        def kernel(x):
+            t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=x)
+            sub(t)
+            out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+            nisa.dma_copy(dst=out, src=t)
+            return out
+
+        return kernel
+
+    x = RNG.standard_normal((128, 8)).astype(np.float32)
+    with pytest.warns(DocumentedRuleWarning, match="This decorator needs to be removed for the new NKI Compiler"):
+        np.testing.assert_array_equal(outer(doubled)(x), 2 * x)
+    with pytest.raises(RuntimeError, match="decorated with @nki.jit and called from inside another kernel"):
+        outer(plain)(x)
