@@ -61,7 +61,7 @@ test-fast: $(STAMP) $(TORCH_STAMP)
 # aws-neuron/nki-library>, the slowest of its test shapes at full size (the largest case of each test file).
 NKILIB ?=
 bench: $(STAMP) $(TORCH_STAMP)
-	$(PY) bench/run.py
+	mkdir -p build && $(PY) bench/run.py --record build/bench.json
 	$(PY) bench/calibrate.py
 	$(PY) bench/grading.py
 	NKILIB=$(NKILIB) $(PY) bench/nkilib_suite.py

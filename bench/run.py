@@ -10,6 +10,7 @@ machine (not Trainium latencies), so a loaded machine inflates them: the load av
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import statistics
@@ -25,6 +26,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [_HERE, os.path.join(os.path.dirname(_HERE), "tests")]  # bench/ and the kernel zoo tests/kernels/
 
 import workloads as kernels  # noqa: E402
+from bench_record import Row, Run, save  # noqa: E402
 
 REPEATS = int(os.environ.get("NKISIM_BENCH_REPEATS", "5"))
 #: the executor's goals (issue 11): a traced program run on new inputs, the kernel's Python not run again
@@ -56,12 +58,8 @@ def median_cpu(fn: Callable[[], Any], repeats: int = REPEATS) -> float:
     return statistics.median(times)
 
 
-def verdict(value: float, target: float) -> str:
-    return "PASS" if value <= target else "MISS"
-
-
-#: (label, simulator s, reference s, max abs error, ratio target or None for a row shown for context)
-Row = tuple[str, float, float, float, float | None]
+def _err(err: float) -> str:
+    return f"max abs err {err:.3g}"
 
 
 def rmsnorm_case(rng: np.random.Generator) -> list[Row]:
@@ -71,8 +69,10 @@ def rmsnorm_case(rng: np.random.Generator) -> list[Row]:
     t_sim, out = median_time(lambda: kernels.rmsnorm_kernel(a, g))
     t_np, ref = median_time(lambda: kernels.rmsnorm_numpy(a, g))
     t_exec, done = median_time(executor(kernels.rmsnorm_kernel, [a, g]))
-    return [("(a) RMSNorm 4096x8192 fp32", t_sim, t_np, float(np.max(np.abs(out - ref))), RATIO_TARGET),
-            ("(a*) same, program executed", t_exec, t_np, float(np.max(np.abs(done - ref))), EXEC_GOALS["rmsnorm"])]
+    return [Row("(a) RMSNorm 4096x8192 fp32", t_sim * 1e3, "ms", t_np * 1e3, RATIO_TARGET,
+                _err(float(np.max(np.abs(out - ref))))),
+            Row("(a*) same, program executed", t_exec * 1e3, "ms", t_np * 1e3, EXEC_GOALS["rmsnorm"],
+                _err(float(np.max(np.abs(done - ref)))))]
 
 
 def executor(kernel: Any, args: list) -> Callable[[], Any]:
@@ -106,13 +106,14 @@ def matmul_case(rng: np.random.Generator) -> list[Row]:
           f"(docs/simulator.md, \"How fast it is\")")
     err = float(np.max(np.abs(out - ref)))
     t_exec, done = median_time(executor(kernels.matmul_tiled_kernel, [lhs_t, rhs]))
-    return [("(b) tiled matmul 2048^3 fp32", t_sim, t_np, err, RATIO_TARGET),
-            ("(b') same, vs its tile products (1 thr)", t_sim, t_tiles, float(np.max(np.abs(out - tiles))),
-             None),
-            ("(b*) same, program executed", t_exec, t_np, float(np.max(np.abs(done - ref))), EXEC_GOALS["matmul"])]
+    return [Row("(b) tiled matmul 2048^3 fp32", t_sim * 1e3, "ms", t_np * 1e3, RATIO_TARGET, _err(err)),
+            Row("(b') same, vs its tile products (1 thr)", t_sim * 1e3, "ms", t_tiles * 1e3, None,
+                _err(float(np.max(np.abs(out - tiles))))),
+            Row("(b*) same, program executed", t_exec * 1e3, "ms", t_np * 1e3, EXEC_GOALS["matmul"],
+                _err(float(np.max(np.abs(done - ref)))))]
 
 
-def unrolled_case(rng: np.random.Generator) -> None:
+def unrolled_case(rng: np.random.Generator) -> Row:
     """(e) the course's NKI 0.6 reference for stage 8, whose Python loops unroll into one call per instruction (as
     students' kernels do): the launch a grader runs, recording its program, per instruction.  Wall and CPU time
     both, since a shared machine inflates the first."""
@@ -126,57 +127,64 @@ def unrolled_case(rng: np.random.Generator) -> None:
     cpu = median_cpu(lambda: api.launch(kernel, [x, w, b]), repeats=3)
     n_instr = len(done.record.ctx.trace)
     err = float(np.max(np.abs(done.outputs - kernels.conv2d_maxpool_numpy(x, w, b))))
-    print(f"{'(e) NKI 0.6, loops unrolled, launched':40s} {t_wall / n_instr * 1e6:9.1f}us {'':>10s} {'':>7s} "
-          f"{'-':>7s} {'info':>6s}   ({n_instr} instructions in {t_wall * 1e3:.0f} ms, CPU {cpu / n_instr * 1e6:.1f} "
-          f"us each; stage 8 reference conv2d_maxpool 1x200x14x14 * 300x200x5x5; max abs err {err:.3g})")
+    return Row("(e) NKI 0.6, loops unrolled, launched", t_wall / n_instr * 1e6, "us", None, None,
+               f"{n_instr} instructions in {t_wall * 1e3:.0f} ms, CPU {cpu / n_instr * 1e6:.1f} us each; stage 8 "
+               f"reference conv2d_maxpool 1x200x14x14 * 300x200x5x5; {_err(err)}")
 
 
-def main() -> int:
-    rng = np.random.default_rng(0)
-    load = os.getloadavg()
-    print("nkisim benchmark: simulator WALL-CLOCK times on this machine (not Trainium latencies)")
-    print(f"machine: {platform.machine()} {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-          f"NumPy {np.__version__}; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} "
-          f"(other processes inflate the numbers); median of {REPEATS} runs after a warm-up")
-    print("BLAS threads: NumPy's whole-array reference uses every core; the simulator pins BLAS to one thread "
-          "per launch (many 128x512 matmuls, reproducible results)")
-    print()
-    rows = rmsnorm_case(rng) + matmul_case(rng)
-
-    print(f"{'case':40s} {'simulator':>11s} {'reference':>10s} {'ratio':>7s} {'target':>7s} {'result':>6s} "
-          f"{'max abs err':>12s}")
-    for name, t_sim, t_ref, err, target in rows:
-        ratio = t_sim / t_ref
-        goal, result = ("-", "info") if target is None else (f"{target:.1f}x", verdict(ratio, target))
-        print(f"{name:40s} {t_sim * 1e3:9.1f}ms {t_ref * 1e3:8.1f}ms {ratio:6.2f}x {goal:>7s} {result:>6s} {err:12.3g}")
-
-    # (c) per-instruction overhead on (128, 4) tiles
+def instruction_rows(rng: np.random.Generator) -> list[Row]:
+    """(c) and (c*): the cost per instruction on (128, 4) tiles, where NumPy's work is negligible; (d*) a nested
+    loop whose inner loop is entered again and again."""
     x = rng.standard_normal((128, 4), dtype=np.float32)
     y = rng.standard_normal((128, 4), dtype=np.float32)
     t_sim, _ = median_time(lambda: kernels.tiny_ops_kernel(x, y), repeats=max(REPEATS, 7))
     launch = kernels.tiny_ops_kernel.last_launch
-    n_instr = len(launch.ctx.trace) if launch is not None else 0
-    per_us = t_sim / max(n_instr, 1) * 1e6
-    print(f"{'(c) per-instruction cost, (128, 4) tiles':40s} {per_us:9.1f}us {'':>10s} {'':>7s} "
-          f"{INSTR_TARGET_US:5.0f}us {verdict(per_us, INSTR_TARGET_US):>6s}   "
-          f"({n_instr} instructions in {t_sim * 1e3:.1f} ms)")
+    n_instr = max(len(launch.ctx.trace) if launch is not None else 0, 1)
+    rows = [Row("(c) per-instruction cost, (128, 4) tiles", t_sim / n_instr * 1e6, "us", None, INSTR_TARGET_US,
+                f"{n_instr} instructions in {t_sim * 1e3:.1f} ms")]
     run_tiny = executor(kernels.tiny_ops_kernel, [x, y])
     t_exec, _ = median_time(run_tiny, repeats=max(REPEATS, 7))
-    cpu_exec = median_cpu(run_tiny, repeats=max(REPEATS, 7)) / max(n_instr, 1) * 1e6
-    per_exec = t_exec / max(n_instr, 1) * 1e6
-    print(f"{'(c*) same, program executed':40s} {per_exec:9.1f}us {'':>10s} {'':>7s} "
-          f"{EXEC_GOALS['instr_us']:5.0f}us {verdict(per_exec, EXEC_GOALS['instr_us']):>6s}   "
-          f"({n_instr} instructions in {t_exec * 1e3:.1f} ms; CPU {cpu_exec:.1f} us each)")
+    cpu_exec = median_cpu(run_tiny, repeats=max(REPEATS, 7)) / n_instr * 1e6
+    rows.append(Row("(c*) same, program executed", t_exec / n_instr * 1e6, "us", None, EXEC_GOALS["instr_us"],
+                    f"{n_instr} instructions in {t_exec * 1e3:.1f} ms; CPU {cpu_exec:.1f} us each"))
     a = rng.standard_normal((kernels.NESTED_OUTER * 128, kernels.NESTED_INNER * 4), dtype=np.float32)
     run_nest = executor(kernels.nested_ops_kernel, [a])
     t_nest, _ = median_time(run_nest, repeats=max(REPEATS, 7))
     n_nest = 4 * kernels.NESTED_OUTER * kernels.NESTED_INNER
     cpu_nest = median_cpu(run_nest, repeats=max(REPEATS, 7)) / n_nest * 1e6
-    print(f"{'(d*) nested loops, inner trip 2, executed':40s} {t_nest / n_nest * 1e6:9.1f}us {'':>10s} {'':>7s} "
-          f"{'-':>7s} {'info':>6s}   ({n_nest} instructions in {t_nest * 1e3:.1f} ms; CPU {cpu_nest:.1f} us each)")
-    unrolled_case(rng)
+    rows.append(Row("(d*) nested loops, inner trip 2, executed", t_nest / n_nest * 1e6, "us", None, None,
+                    f"{n_nest} instructions in {t_nest * 1e3:.1f} ms; CPU {cpu_nest:.1f} us each"))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--record", metavar="FILE", help="save the run's rows (bench_record.Run) as JSON to FILE; "
+                    "python bench/bench_record.py FILE renders them into docs/simulator.md")
+    args = ap.parse_args(argv)
+    rng = np.random.default_rng(0)
+    load = os.getloadavg()
+    machine = (f"{platform.machine()} {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+               f"NumPy {np.__version__}")
+    print("nkisim benchmark: simulator WALL-CLOCK times on this machine (not Trainium latencies)")
+    print(f"machine: {machine}; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} "
+          f"(other processes inflate the numbers); median of {REPEATS} runs after a warm-up")
+    print("BLAS threads: NumPy's whole-array reference uses every core; the simulator pins BLAS to one thread "
+          "per launch (many 128x512 matmuls, reproducible results)")
+    print()
+    rows = rmsnorm_case(rng) + matmul_case(rng)
+    rows += instruction_rows(rng)
+    rows.append(unrolled_case(rng))
+    print(f"{'case':40s} {'simulator':>11s} {'reference':>10s} {'ratio':>7s} {'target':>7s} {'result':>6s}")
+    for row in rows:
+        print(row.line())
     print("(*) rows: the kernel traced once (nkisim.api.trace), then its instruction program executed on the same "
           "inputs (nkisim.api.execute), validation included; goals of the executor, issue 11")
+    if args.record:
+        end = os.getloadavg()  # (the load while the rows ran: the larger of the two readings, minute by minute)
+        save(Run(machine, (max(load[0], end[0]), max(load[1], end[1]), max(load[2], end[2])), REPEATS,
+                 time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), rows), args.record)
+        print(f"saved to {args.record}")
     return 0
 
 

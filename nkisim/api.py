@@ -14,6 +14,7 @@ import contextlib
 import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 from nkisim.core import target as _target
@@ -39,6 +40,36 @@ from nkisim.runtime.execute import execute as _execute
 from nkisim.runtime.kernel import OBSERVERS as _OBSERVERS
 from nkisim.runtime.kernel import GridLaunch, Kernel, LaunchResult, run
 from nkisim.runtime.kernel import launch as _launch
+
+
+class Dialect(str, Enum):
+    """The NKI dialect a kernel is written in, which sets its launch rules: ``LEGACY`` (``import neuronxcc.nki``, Neuron
+    SDK 2.29 and earlier, CS149's) or ``NKI`` (NKI 0.6, ``import nki``, SDK 2.32+).  Its value is the simulator's own
+    word (a program's and a kernel's ``dialect``); course files and folders (``course.toml``, a lesson cell's
+    metadata, ``solutions/<stage>/nki/``) spell it ``word``, as ``str()`` and f-strings print it.  ``named`` reads
+    either: the one place both spellings meet."""
+
+    LEGACY = "legacy"
+    NKI = "0.6"
+
+    @property
+    def word(self) -> str:
+        """How course files and folders name it: ``legacy``, ``nki``."""
+        return self.name.lower()
+
+    def __str__(self) -> str:
+        return self.word
+
+    def __format__(self, spec: str) -> str:
+        return format(self.word, spec)
+
+    @classmethod
+    def named(cls, text: object) -> Dialect:
+        """The dialect ``text`` names (its value or its word); ``ValueError`` for anything else."""
+        for dialect in cls:
+            if text in (dialect.value, dialect.word):
+                return dialect
+        raise ValueError(f"{text!r} is not an NKI dialect (one of {', '.join(d.word for d in cls)})")
 
 
 class NotATensor(TypeError):
@@ -292,6 +323,26 @@ def cycles_per_element(target_name: str, instruction: str, engine: str, dtype: s
     from nkisim.cost.instructions import element_cycles
 
     return element_cycles(instruction, engine, dtype, target(target_name).params, alu, broadcast)
+
+
+def dma_queues_used(target_name: str, partitions: int) -> int:
+    """The DMA queues the cost model spreads a transfer over ``partitions`` partitions across on ``target_name``
+    (``nkisim.cost.costs.dma_queues``: one per ``[dma] partitions_per_queue`` partitions, at most ``queues``)."""
+    from nkisim.cost.costs import dma_queues
+
+    return dma_queues(types.SimpleNamespace(p=partitions), target(target_name).params)  # (it reads the partitions)
+
+
+def pe_peak_tflops(target_name: str, dtype: str) -> float:
+    """The Tensor Engine's peak (TFLOPS, one NeuronCore) for matmul inputs of ``dtype`` on ``target_name``, as its
+    target file states it (``[peak]``): float32 at the fp32 rate, an 8-bit float at the fp8 rate where the target
+    has one, any other input (bfloat16, float16) at the bf16 rate."""
+    from nkisim.core.dtypes import _FP8
+
+    peak = target(target_name).params["peak"]
+    key = "pe_tflops_fp32" if str(dtype) == "float32" else "pe_tflops_fp8" \
+        if str(dtype) in {str(d) for d in _FP8} and "pe_tflops_fp8" in peak else "pe_tflops_bf16"
+    return float(peak[key])
 
 
 def targets() -> tuple[str, ...]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from course_testing import processes_under
 
-from nkilab.batch import classgrade
+from nkilab.batch import class_course
 from nkilab.batch.batch_control import CourseBusy, course_lock
 
 REPO = Path(__file__).resolve().parents[1]
@@ -78,12 +78,12 @@ def test_a_signal_ends_make_grade_and_everything_it_started(tmp_path, sig):
 def test_a_second_nbgrader_process_only_for_a_class_sized_stage():
     """A stage a few students handed in goes to one nbgrader process (a second would cost more to start than it
     saves); a class-sized one is dealt out across --jobs, every student to exactly one process."""
-    few = [f"s{i}" for i in range(classgrade.MIN_PER_SHARD * 2 - 1)]
-    assert classgrade.shard(few, 4) == [few]
-    many = [f"s{i}" for i in range(classgrade.MIN_PER_SHARD * 2 + 1)]
-    dealt = classgrade.shard(many, 2)
+    few = [f"s{i}" for i in range(class_course.MIN_PER_SHARD * 2 - 1)]
+    assert class_course.shard(few, 4) == [few]
+    many = [f"s{i}" for i in range(class_course.MIN_PER_SHARD * 2 + 1)]
+    dealt = class_course.shard(many, 2)
     assert len(dealt) == 2 and sorted(sum(dealt, [])) == sorted(many)
-    assert min(len(s) for s in dealt) >= classgrade.MIN_PER_SHARD
-    assert classgrade.shard(many, 1) == [many]
-    assert len(classgrade.shard(many * 10, 3)) == 3
-    assert classgrade.shard([], 2) == []
+    assert min(len(s) for s in dealt) >= class_course.MIN_PER_SHARD
+    assert class_course.shard(many, 1) == [many]
+    assert len(class_course.shard(many * 10, 3)) == 3
+    assert class_course.shard([], 2) == []

@@ -32,6 +32,7 @@ import pytest
 from nkilab import latency_label
 from nkilab.course.questions import QUESTIONS
 from nkilab.isolate import runner, sandbox
+from nkilab.isolate.facts import Latency
 from nkilab.judge.evaluate import Evaluation
 from nkilab.kernels import device
 
@@ -164,9 +165,7 @@ def test_nrtpy_benchmark_times_the_neff_on_the_device(tools, monkeypatch):
     call = json.loads((tools["root"] / "nrtpy_calls.jsonl").read_text())
     assert call["mode"] == "device" and (call["warmup_iter"], call["benchmark_iter"]) == (device.WARMUP, device.ITERATIONS)
     assert call["ld_library_path"].split(os.pathsep)[0] == "/opt/aws/neuron/lib"  # as AWS's nrtpy setup page says
-    facts = m.as_facts()
-    assert facts == {"status": "ok", "latency_us": m.latency_us, "target": "trn2.48xlarge", "simulator": False,
-                     "how": "nrtpy benchmark, mean of 100 runs"}
+    assert runner.measured(m) == Latency(m.latency_us, "trn2.48xlarge", False, "nrtpy benchmark, mean of 100 runs")
     # a NEFF compiled for other shapes than the timed case's is not timed as if it were the kernel's
     with pytest.raises(device.DeviceError, match=r"the NEFF takes inputs \[\[64, 512\]\]"):
         device.time_neff(neff(tools["root"], (64, 512)), inputs[:1])
@@ -219,8 +218,8 @@ def test_the_grader_compiles_a_06_kernel_to_a_neff_in_a_child_and_times_it_itsel
                                 {"module": str(kernel), "function": "vector_add_stream", "grid": None, "target": None},
                                 (shapes, [q.speed_case.dtype] * 2), time.monotonic() + 120, sandbox.Limits(),
                                 False, result, None)
-    assert facts == {"status": "ok", "latency_us": pytest.approx(3.2), "target": "trn2.48xlarge", "simulator": False,
-                     "how": "nrtpy benchmark, mean of 100 runs"}, (facts, result.stderr[-2000:])
+    assert (facts.latency_us, facts.target, facts.simulator, facts.how) == (
+        pytest.approx(3.2), "trn2.48xlarge", False, "nrtpy benchmark, mean of 100 runs"), (facts, result.stderr[-2000:])
     assert not list(tmp_path.glob("*.neff"))  # compiled in a scratch folder, not beside the student's file
     # a kernel whose compile saves no NEFF (a legacy SDK, say) gets no latency, and the reason says why
     (tools["aws"] / "nki" / "__init__.py").write_text(AWS_NKI.replace('os.environ.get("NEURON_FRAMEWORK_DEBUG")',
@@ -229,4 +228,4 @@ def test_the_grader_compiles_a_06_kernel_to_a_neff_in_a_child_and_times_it_itsel
                                 {"module": str(kernel), "function": "vector_add_stream", "grid": None, "target": None},
                                 (shapes, [q.speed_case.dtype] * 2), time.monotonic() + 120, sandbox.Limits(),
                                 False, result, None)
-    assert facts["status"] == "error" and "left no NEFF" in facts["error"]["message"], facts
+    assert not facts.ok and facts.error is not None and "left no NEFF" in facts.error.message, facts

@@ -25,6 +25,7 @@ from nkilab.course.questions import QUESTIONS, SOLUTIONS
 from nkilab.isolate._child import make_grid
 from nkilab.kernels.modules import kernel_dialect, load_kernel
 from nkisim import api
+from nkisim.api import Dialect
 
 SPECS = manifest.course().questions()
 SEED = 2611
@@ -34,18 +35,18 @@ SEED = 2611
 def test_every_question_has_a_reference_in_each_dialect_written_by_the_release(qid):
     spec = SPECS[qid]
     assert set(spec.solutions) == set(manifest.DIALECTS), (qid, spec.solutions)
-    stage = spec.solutions["legacy"].split("/")[0]
+    stage = spec.solutions[Dialect.LEGACY].split("/")[0]
     written = solution_files(load_source(REPO / "notebooks" / f"{stage}.py"))
     for dialect, rel in spec.solutions.items():
         assert rel.split("/", 1)[1] in written, (qid, dialect, rel, sorted(written))
         text = (SOLUTIONS / rel).read_text()
-        assert ("import nki\n" in text) == (dialect == "nki") and ("neuronxcc" in text) == (dialect == "legacy"), rel
+        assert ("import nki\n" in text) == (dialect is Dialect.NKI) and ("neuronxcc" in text) == (dialect is Dialect.LEGACY), rel
 
 
 @pytest.mark.parametrize("qid", sorted(SPECS))
 def test_the_06_reference_earns_full_marks(qid):
     q = QUESTIONS[qid]
-    report = grade_in_process(qid, SOLUTIONS / SPECS[qid].solutions["nki"], SEED)
+    report = grade_in_process(qid, SOLUTIONS / SPECS[qid].solutions[Dialect.NKI], SEED)
     ev = report.evaluation
     assert ev is not None and ev.problem is None, ev
     assert [cr.verdict.message for cr in ev.cases if not cr.verdict.ok] == []
@@ -92,7 +93,7 @@ def test_both_references_issue_the_same_instructions_and_estimate(qid):
     # launched as the grader launches them: the question's grid in each kernel's dialect (make_grid)
     launches = {d: api.launch(k, args, grid=make_grid(q.grid, kernel_dialect(api.as_kernel(k))),
                               target=q.target or "trn2") for d, k in kernels.items()}
-    old, new = launches["legacy"], launches["nki"]
+    old, new = launches[Dialect.LEGACY], launches[Dialect.NKI]
     for a, b in zip(_arrays(old.outputs), _arrays(new.outputs), strict=True):
         np.testing.assert_array_equal(b, a)
     moved = _rsqrt_moved(old, new)
@@ -128,13 +129,13 @@ def _rsqrt_moved(old: api.Launch, new: api.Launch) -> int:
 def test_each_dialect_gets_the_same_cells_with_its_own_kernel_stubs(lesson):
     views = {d: load_source(lesson, d) for d in manifest.DIALECTS}
     ids = {d: [c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells] for d, nb in views.items()}
-    assert ids["legacy"] == ids["nki"]
+    assert ids[Dialect.LEGACY] == ids[Dialect.NKI]
     for d, nb in views.items():
         assert all(cell_dialect(c) in (None, d) for c in nb.cells)
         kernels = [c.source for c in nb.cells if c.source.startswith("%%writefile")]
         assert kernels, lesson
         for src in kernels:
-            if d == "nki":
+            if d is Dialect.NKI:
                 assert "import nki\n" in src and "neuronxcc" not in src, src[:200]
             else:
                 assert "neuronxcc.nki" in src and "\nimport nki\n" not in src, src[:200]
@@ -147,7 +148,7 @@ def test_a_ragged_tile_is_a_smaller_tile_in_06():
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((300, 64), np.float32), rng.standard_normal((300, 64), np.float32)
     old, new = (api.launch(load_kernel(SOLUTIONS / rel, "tiled_add_relu"), [a, b], target="trn2")
-                for rel in (SPECS["tiled_add_relu"].solutions["legacy"], SPECS["tiled_add_relu"].solutions["nki"]))
+                for rel in (SPECS["tiled_add_relu"].solutions[Dialect.LEGACY], SPECS["tiled_add_relu"].solutions[Dialect.NKI]))
     np.testing.assert_array_equal(new.outputs, np.maximum(a + b, 0))
     np.testing.assert_array_equal(new.outputs, old.outputs)
     assert [i.p for i in new.record.ctx.trace][-5:] == [300 - 256] * 5

@@ -311,7 +311,7 @@ def test_nothing_of_the_grader_or_a_peer_reaches_a_student_or_a_spreadsheet(grad
     from nkilab.judge.evaluate import grading_target, reference_latency
 
     course = graded["course"]
-    latencies = [repr(reference_latency(q, grading_target(q), 120.0)["latency_us"]) for q in QUESTIONS.values()
+    latencies = [repr(reference_latency(q, grading_target(q), 120.0).latency_us) for q in QUESTIONS.values()
                  if q.solution_path.exists()]
     secrets = [str(SEED), str(graded["state"]), *latencies]
     kernels = {p.stem.split("_")[0]: set() for p in (example_class.CLASS_DIR / "kernels").glob("*.py")}

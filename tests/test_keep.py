@@ -10,6 +10,7 @@ import pytest
 
 from nkilab.course import keep, manifest
 from nkilab.course.questions import QUESTIONS
+from nkilab.isolate.facts import Latency
 from nkilab.judge import evaluate
 
 
@@ -33,9 +34,9 @@ def fresh(monkeypatch, tmp_path):
 def test_a_reference_latency_is_measured_once_and_read_back(fresh, monkeypatch):
     q = QUESTIONS["vector_add_naive"]
     first = evaluate.reference_latency(q, "trn2", 60.0)
-    assert first["status"] == "ok" and first["latency_us"] > 0 and fresh == ["vector_add_naive"]
+    assert first.ok and first.latency_us > 0 and fresh == ["vector_add_naive"]
     (kept,) = (keep.cache_dir() / "references").glob("vector_add_naive-*.json")
-    assert json.loads(kept.read_text()) == first
+    assert Latency.from_json(json.loads(kept.read_text())) == first
     monkeypatch.setattr(evaluate, "_REFERENCE_CACHE", {})  # another process: nothing remembered in memory
     assert evaluate.reference_latency(q, "trn2", 60.0) == first
     assert fresh == ["vector_add_naive"]  # read from the keep, not measured again
@@ -57,7 +58,7 @@ def test_an_edited_manifest_measures_again(fresh, monkeypatch, tmp_path):
 def test_a_failed_run_is_not_kept(fresh, monkeypatch):
     q = QUESTIONS["vector_add_naive"]
     monkeypatch.setattr(evaluate, "timed_latency", lambda res, index: None)  # the reference's timed run failed
-    assert evaluate.reference_latency(q, "trn2", 60.0)["status"] == "error"
+    assert not evaluate.reference_latency(q, "trn2", 60.0).ok
     assert not list((keep.cache_dir() / "references").glob("*.json"))
 
 

@@ -18,6 +18,7 @@ from nkilab.authoring.release import WRITEFILE, load_source, stages
 from nkilab.batch import example_class
 from nkilab.course import facts, manifest
 from nkilab.course.questions import QUESTIONS, timed_references
+from nkisim.api import Dialect
 
 REPO = Path(__file__).resolve().parents[1]
 COURSE = manifest.course()
@@ -36,7 +37,7 @@ def test_the_grading_registry_is_the_manifests():
         q = QUESTIONS[qid]
         assert (q.correctness_points, q.speed_points, q.title, q.function) == (
             spec.correctness, spec.speed, spec.title, spec.qid), qid
-        assert q.solution == spec.solutions["legacy"] and q.solution_path.is_file(), qid
+        assert q.solution == spec.solutions[Dialect.LEGACY] and q.solution_path.is_file(), qid
         assert q.solution_path.parent.name == COURSE.stage_of(qid).slug
         assert q.relaxed == spec.relaxed and q.full_tier == COURSE.full_tier
         assert q.target in (None, COURSE.target)

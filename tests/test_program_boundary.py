@@ -8,6 +8,7 @@ checks one field of that against what the grader asked for, with the exact outco
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -69,9 +70,9 @@ def test_a_forged_location_is_shown_from_the_students_own_file_only(tmp_path):
         return dataclasses.replace(p, body=(p.body[0], alloc) + p.body[2:-1])  # and its store dropped
         """)
     case = run(path).cases[0]
-    assert case.status == "error" and case.error["error_id"] == "err_tensor_output_not_written_to", case
-    assert "file" not in case.error and case.error.get("line") == 1 and case.error["code"] == FIRST_LINE
-    assert "SECRET" not in json.dumps(case.error)
+    assert case.status == "error" and case.error.error_id == "err_tensor_output_not_written_to", case
+    assert case.error.line == 1 and case.error.code == FIRST_LINE
+    assert "SECRET" not in json.dumps(dataclasses.asdict(case.error))
 
 
 def test_a_location_outside_the_students_file_is_dropped(tmp_path):
@@ -80,8 +81,9 @@ def test_a_location_outside_the_students_file_is_dropped(tmp_path):
         return dataclasses.replace(p, body=(p.body[0], alloc) + p.body[2:-1])
         """)
     case = run(path).cases[0]
-    assert case.status == "error" and case.error["error_id"] == "err_tensor_output_not_written_to"
-    assert "line" not in case.error and "code" not in case.error and "root:" not in json.dumps(case.error)
+    assert case.status == "error" and case.error.error_id == "err_tensor_output_not_written_to"
+    assert case.error.line is None and case.error.code is None
+    assert "root:" not in json.dumps(dataclasses.asdict(case.error))
 
 
 @pytest.mark.parametrize("forge,words", [
@@ -97,7 +99,7 @@ def test_launch_fields_are_the_questions_not_the_childs(tmp_path, forge, words):
     """A program traced for two cores on a one-core question (4x the speed points on a slow matmul before), an
     SBUF output that skips its store, other input shapes, another target: each is refused, the case fails."""
     case = run(kernel(tmp_path, "launch", forge=forge), target="trn2").cases[0]
-    assert case.status == "error" and case.error["type"] == "ProgramError" and words in case.error["message"], case
+    assert case.status == "error" and case.error.type == "ProgramError" and words in case.error.message, case
 
 
 def test_an_sbuf_output_is_refused_even_when_the_kernel_asks_for_simulation_mode(tmp_path):
@@ -107,7 +109,7 @@ def test_an_sbuf_output_is_refused_even_when_the_kernel_asks_for_simulation_mode
     path.write_text(HEADER + "\n@nki.jit(mode='simulation')\ndef vector_add_naive(a, b):\n"
                     "    return nl.add(nl.load(a), nl.load(b))\n")
     case = run(path).cases[0]
-    assert case.status == "error" and "outputs must be HBM tensors here" in case.error["message"], case
+    assert case.status == "error" and "outputs must be HBM tensors here" in case.error.message, case
 
 
 def test_the_child_learns_the_hidden_signatures_only_after_it_answered_for_the_public_ones(tmp_path):
@@ -121,8 +123,8 @@ def test_the_child_learns_the_hidden_signatures_only_after_it_answered_for_the_p
     res = run_module(path, "vector_add_naive", [inputs(), inputs((96, 77))], timeout=60, sandboxed=True,
                      hidden=frozenset({1}))
     public, hidden = res.cases
-    assert public.error["message"] == "seen [(128, 512)]"
-    assert hidden.error["message"] == "seen [(128, 512), (96, 77)]"
+    assert public.error.message == "seen [(128, 512)]"
+    assert hidden.error.message == "seen [(128, 512), (96, 77)]"
 
 
 def test_a_hidden_cases_words_never_reach_the_student(tmp_path, monkeypatch):

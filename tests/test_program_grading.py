@@ -50,7 +50,7 @@ def honest(tmp_path_factory) -> tuple[np.ndarray, float]:
     assert case.status == "ok", case
     a, b = inputs()
     np.testing.assert_array_equal(case.output, a + b)
-    return case.output, case.timing["latency_us"]
+    return case.output, case.timing.latency_us
 
 
 @pytest.mark.processes
@@ -81,7 +81,7 @@ def test_storage_written_around_the_instructions_counts_for_nothing(tmp_path):
         """)
     case = run(path).cases[0]
     assert case.status == "error" and case.output is None
-    assert case.error["error_id"] == "err_tensor_output_not_written_to", case.error
+    assert case.error.error_id == "err_tensor_output_not_written_to", case.error
 
 
 @pytest.mark.processes
@@ -98,7 +98,7 @@ def test_patching_the_simulator_in_the_child_changes_nothing(tmp_path, honest):
     case = run(path).cases[0]
     assert case.status == "ok"
     np.testing.assert_array_equal(case.output, honest[0])
-    assert case.timing["latency_us"] == honest[1]
+    assert case.timing.latency_us == honest[1]
 
 
 @pytest.mark.processes
@@ -139,8 +139,8 @@ def test_a_program_naming_what_is_not_an_nki_call_is_refused(tmp_path):
         _api.trace = _forged
         """)
     case = run(path).cases[0]
-    assert case.status == "error" and case.error["type"] == "ProgramError"
-    assert "'os.system' is not an NKI call" in case.error["message"]
+    assert case.status == "error" and case.error.type == "ProgramError"
+    assert "'os.system' is not an NKI call" in case.error.message
 
 
 @pytest.mark.processes
@@ -165,7 +165,7 @@ def test_an_out_of_bounds_program_gets_the_compilers_error(tmp_path):
         _api.trace = _forged
         """)
     case = run(path).cases[0]
-    assert case.status == "error" and case.error["error_id"] == "err_tensor_access_out_of_bound", case.error
+    assert case.status == "error" and case.error.error_id == "err_tensor_access_out_of_bound", case.error
 
 
 def _looping(tmp_path, trips: int):
@@ -194,8 +194,8 @@ def test_a_program_looping_a_trillion_times_is_refused_before_it_runs(tmp_path):
     res = run_module(_looping(tmp_path, 10**6), "vector_add_naive", [inputs()], timed=0, timeout=60, sandboxed=True)
     assert not res.timed_out
     (case,) = res.cases
-    assert case.status == "error" and case.error["type"] == "ProgramError", case
-    assert "would run more than 16777216 calls" in case.error["message"]
+    assert case.status == "error" and case.error.type == "ProgramError", case
+    assert "would run more than 16777216 calls" in case.error.message
 
 
 @pytest.mark.processes

@@ -20,10 +20,10 @@ def test_in_process_and_sandboxed_references_agree(monkeypatch, q):
     target = grading_target(q)
     here = reference_latency(q, target, 120.0)
     child = reference_latency(q, target, 120.0, sandboxed=True)
-    assert here["status"] == child["status"] == "ok", (here, child)
-    assert here["latency_us"] == child["latency_us"] > 0.0
-    assert here["target"] == child["target"] == target
-    assert here["facts"] == child["facts"]
+    assert here.ok and child.ok, (here, child)
+    assert here.latency_us == child.latency_us > 0.0
+    assert here.target == child.target == target
+    assert here.facts == child.facts
 
 
 def test_a_missing_reference_is_reported_not_raised(monkeypatch, tmp_path):
@@ -31,5 +31,5 @@ def test_a_missing_reference_is_reported_not_raised(monkeypatch, tmp_path):
     monkeypatch.delenv("NKILAB_REFERENCE_LATENCIES", raising=False)
     monkeypatch.setattr(type(q), "solution_path", property(lambda self: tmp_path / "gone.py"), raising=False)
     found = reference_latency(q, "trn2", 60.0)
-    assert found["status"] == "error" and found["error"]["type"] == "FileNotFoundError"
-    assert "run make release" in found["error"]["message"]
+    assert not found.ok and found.error is not None and found.error.type == "FileNotFoundError"
+    assert "run make release" in found.error.message

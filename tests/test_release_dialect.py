@@ -14,6 +14,7 @@ import pytest
 
 from nkilab.authoring.release import MARKERS, REPO, assignments_dir, stages
 from nkilab.course import manifest
+from nkisim.api import Dialect
 
 
 def writefile_stubs(nb: nbformat.NotebookNode) -> list[str]:
@@ -50,7 +51,7 @@ def test_make_release_legacy_writes_the_twins_and_logs_the_files_it_wrote(tmp_pa
 
 
 def test_the_repositorys_notebooks_are_06_with_legacy_twins():
-    assert manifest.course().stub_dialect == "nki"
+    assert manifest.course().stub_dialect is Dialect.NKI and manifest.course().stub_dialect.word == "nki"
     for stage in (p.stem for p in stages(REPO / "notebooks")):
         course = nbformat.read(REPO / "assignments" / f"{stage}.ipynb", as_version=4)
         twin = nbformat.read(REPO / "assignments" / "legacy" / f"{stage}.ipynb", as_version=4)

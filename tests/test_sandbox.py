@@ -93,7 +93,7 @@ def test_files_outside_the_sandbox_do_not_exist_for_the_kernel(tmp_path, victims
         """)
     before = {k: digest(v) for k, v in victims.items()}
     res = run(path)
-    msg = res.import_error["message"]
+    msg = res.import_error.message
     for target in victims.values():
         assert f"{target}: False" in msg
     assert "/etc/passwd: False" in msg and "write refused" in msg
@@ -113,7 +113,7 @@ def test_the_grader_package_and_python_are_read_only(tmp_path):
         """)
     res = run(path)
     # read-only, and under a root grader not even the sandbox user's to try (root owns it, the sandbox is nobody)
-    assert res.import_error is not None and any(why in res.import_error["message"] for why in (
+    assert res.import_error is not None and any(why in res.import_error.message for why in (
         "Read-only file system", "Permission denied"))
     assert digest(target) == before
 
@@ -126,7 +126,7 @@ def test_environment_is_cleared(tmp_path, monkeypatch):
     monkeypatch.setenv("TA_TOKEN", "hunter2")
     monkeypatch.setenv("NKILAB_HIDDEN_CASES", "/grader/private/hidden.json")
     path = kernel(tmp_path, "env", "raise RuntimeError(repr(sorted(os.environ.items())))")
-    msg = run(path).import_error["message"]
+    msg = run(path).import_error.message
     assert "13579" not in msg and "hunter2" not in msg and "REFERENCE" not in msg and "private" not in msg
     assert "'HOME', '/tmp'" in msg
 
@@ -150,7 +150,7 @@ def test_the_kernel_cannot_see_or_signal_the_grader(tmp_path):
     assert res.crashed or res.import_error is not None
     assert os.getpid() > 0
     if res.import_error is not None:
-        visible = res.import_error["message"].split("visible pids ")[1].split("]")[0]
+        visible = res.import_error.message.split("visible pids ")[1].split("]")[0]
         assert all(int(p) < 10 for p in visible.strip("[").split(", ") if p)
 
 
@@ -273,7 +273,7 @@ def test_memory_and_disk_limits_are_hard(tmp_path):
                 notes.append(f"{where}: errno {err.errno}")
         raise RuntimeError(" | ".join(notes))
         """)
-    msg = run(path).import_error["message"]
+    msg = run(path).import_error.message
     assert "cap stays" in msg and "no 6 GiB" in msg and "wrote 1 GiB" not in msg, msg
     assert not list((tmp_path / "handin").glob("fill*"))
 

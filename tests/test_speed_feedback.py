@@ -122,18 +122,16 @@ def test_held_facts_from_the_executor_are_checked_and_travel_in_the_record():
     """The executor's ``held`` list is hostile data like the rest: only a known mechanism with an int line and count
     and a finite time is kept (nkilab.isolate.replies.speed_facts), and what is kept survives the record's JSON."""
     from nkilab.isolate.replies import speed_facts
-    from nkilab.judge.results import Held, SpeedFacts, _facts
+    from nkilab.judge.results import Held, SpeedFacts
 
     base = {"busy_us": {"dve": 1.0}, "dma_queues": 16, "dma_count": 1, "dma_bytes": 8, "instructions": 2, "cores": 1}
     held = [["sequential_range", 12, 7, 3.5], ["rm -rf", 1, 1, 1.0], ["sequential_range", "12", 7, 3.5],
             ["sequential_range", 12, 7, float("nan")], ["sequential_range", 12, -1, 1.0], "sequential_range"]
-    facts = speed_facts({**base, "held": held})
-    assert facts is not None and facts["held"] == [["sequential_range", 12, 7, 3.5]]
-    sf = SpeedFacts.of(facts)
+    sf = speed_facts({**base, "held": held})
     assert sf is not None and sf.held == (Held("sequential_range", 12, 7, 3.5),)
     import dataclasses
 
-    assert _facts(dataclasses.asdict(sf)) == sf
+    assert SpeedFacts.from_json(dataclasses.asdict(sf)) == sf
 
 
 def test_check_names_an_engine_order_kept_by_sequential_range():
@@ -142,13 +140,13 @@ def test_check_names_an_engine_order_kept_by_sequential_range():
     line as the model reported it: the executor's held facts keep it (nkilab.isolate.replies.HELD), and the advice
     names the lines and the fix; an estimate it did not hold back says nothing of it."""
     from nkilab.isolate.replies import speed_facts
-    from nkilab.judge.results import GradeRecord, SpeedFacts, SpeedRecord
+    from nkilab.judge.results import GradeRecord, SpeedRecord
 
     def why(held: list) -> str:
         facts = speed_facts({"busy_us": {"pe": 80.0, "act": 60.0}, "dma_queues": 16, "dma_count": 10,
                              "dma_bytes": 4096, "instructions": 400, "cores": 1, "held": held})
         timing = SpeedRecord("x: bfloat16 [8, 128, 520]", "estimate (nkisim cost model, trn1)", 130.0, 100.0, "partial",
-                             kernel=SpeedFacts.of(facts))
+                             kernel=facts)
         return "\n".join(GradeRecord("q", "t", 1.0, 2.0, 1.0, 1.0, 0.0, 1.0, timing=timing).why_lines())
 
     text = why([["sequential_order", 17, 42, 17.2]])

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from nkilab.authoring.release import assignments_dir
 from nkilab.course import manifest
+from nkisim.api import Dialect
 
 #: the nbgrader server extensions ``pip install nbgrader`` enables for every Jupyter server
 NBGRADER_SERVER_EXTENSIONS = (
@@ -99,13 +100,14 @@ def write_config(config_dir: Path) -> Path:
 
 
 #: how the lab names each dialect
-DIALECT_NAMES = {"nki": "NKI 0.6 (import nki)", "legacy": "legacy (import neuronxcc.nki)"}
+DIALECT_NAMES = {Dialect.NKI: "NKI 0.6 (import nki)", Dialect.LEGACY: "legacy (import neuronxcc.nki)"}
 
 
-def lab_dir_for(dialect: str) -> str:
+def lab_dir_for(dialect: Dialect | str) -> str:
     """The default lab directory: ``work`` for the course's dialect, ``work/<dialect>`` for its twin (the two sets
     share notebook names, so they cannot share a folder)."""
-    return "work" if dialect == manifest.course().stub_dialect else f"work/{dialect}"
+    which = manifest.dialect(dialect)
+    return "work" if which is manifest.course().stub_dialect else f"work/{which.word}"
 
 
 def command(lab_dir: Path, lab_args: list[str], jupyter: str) -> list[str]:
@@ -118,7 +120,7 @@ def command(lab_dir: Path, lab_args: list[str], jupyter: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m nkilab.authoring.lab", description=__doc__.split("\n\n")[0])
-    p.add_argument("--dialect", choices=manifest.DIALECTS, default=None,
+    p.add_argument("--dialect", choices=manifest.DIALECT_WORDS, default=None,
                    help="which notebooks: nki (NKI 0.6, import nki: assignments/) or legacy (import neuronxcc.nki, "
                         "CS149's dialect: assignments/legacy/); default: the course's stub_dialect")
     p.add_argument("--dir", default=None,
@@ -129,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="the lab's own Jupyter config directory (default: build/lab-config)")
     p.add_argument("--prepare-only", action="store_true", help="copy and write the config, do not start Jupyter")
     opts, lab_args = p.parse_known_args(argv)
-    dialect = opts.dialect or manifest.course().stub_dialect
+    dialect = manifest.dialect(opts.dialect or manifest.course().stub_dialect)
     assignments = Path(opts.assignments) if opts.assignments else assignments_dir(Path("."), dialect)
     lab_dir = Path(opts.dir or lab_dir_for(dialect)).resolve()
     print(f"make lab: the {DIALECT_NAMES[dialect]} notebooks of {assignments}")

@@ -25,6 +25,7 @@ import nbformat
 
 from nkilab.course import manifest
 from nkilab.course.keep import REPO, cache_dir, cache_key, locked
+from nkisim.api import Dialect
 
 NOTEBOOKS = REPO / "notebooks"
 TIMEOUT_S = 600.0  # per cell: a lesson's slowest cell grades a reference kernel over every case
@@ -41,12 +42,12 @@ class LessonRun:
     seconds: float
 
 
-def run(stem: str, dialect: str | None = None) -> LessonRun:
+def run(stem: str, dialect: Dialect | str | None = None) -> LessonRun:
     """The lesson ``notebooks/<stem>.py`` as ``dialect``'s students get it (default: the course's stub dialect),
     executed with its reference answers in place: kept, or run now and kept."""
     from nkilab.authoring.release import load_source
 
-    dialect = dialect or manifest.course().stub_dialect
+    dialect = manifest.dialect(dialect or manifest.course().stub_dialect)
     source = NOTEBOOKS / f"{stem}.py"
     key = cache_key(f"{stem}\0{dialect}\0".encode() + source.read_bytes())
     folder = cache_dir() / "lessons"

@@ -35,6 +35,7 @@ import nbformat
 
 from nkilab.authoring.release import CONFIG, REPO, load_source, stages
 from nkilab.course import manifest
+from nkisim.api import Dialect
 
 PATH_HOOK = "nkilab_venv_path.pth"
 #: one line a .pth file runs at interpreter start: this environment's bin/ first on PATH, as `activate` would
@@ -105,10 +106,10 @@ def stage_slugs(spec: str) -> list[str]:
 
 
 def build(course: Path, *, only: list[str] | None = None, roster: Path | None = None, course_id: str | None = None,
-          force: bool = False, notebooks: Path = REPO / "notebooks", dialect: str | None = None) -> list[str]:
+          force: bool = False, notebooks: Path = REPO / "notebooks", dialect: Dialect | str | None = None) -> list[str]:
     """Build (or extend) the nbgrader course in ``course``, its student notebooks in ``dialect`` (default: the
     manifest's ``stub_dialect``); returns the assignments generated."""
-    dialect = dialect or manifest.course().stub_dialect
+    dialect = manifest.dialect(dialect or manifest.course().stub_dialect)
     lessons = {p.stem: p for p in stages(notebooks)}
     wanted = only or sorted(lessons)
     unknown = [a for a in wanted if a not in lessons]
@@ -164,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
                                    "'all'; run again with more to add them")
     b.add_argument("--assignment", action="append", help="also this lesson (repeatable), e.g. 01_vector_add")
     b.add_argument("--force", action="store_true", help="regenerate assignments that exist already")
-    b.add_argument("--dialect", choices=manifest.DIALECTS,
+    b.add_argument("--dialect", choices=manifest.DIALECT_WORDS,
                    help="the students' kernel stubs: legacy (import neuronxcc.nki, Neuron SDK <= 2.29) or nki "
                         "(NKI 0.6, import nki, SDK >= 2.32); default: the course manifest's stub_dialect")
     sub.add_parser("install-path-hook", help="put this venv's bin/ on PATH for its interpreters (make setup)")

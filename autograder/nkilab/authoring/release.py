@@ -30,6 +30,7 @@ import jupytext
 import nbformat
 
 from nkilab.course import facts, manifest
+from nkisim.api import Dialect
 
 REPO = Path(__file__).resolve().parents[3]
 CONFIG = REPO / "autograder" / "nbgrader_config.py"
@@ -47,16 +48,26 @@ def stages(notebooks: Path) -> list[Path]:
     return sorted(p for p in notebooks.glob("[0-9][0-9]_*.py"))
 
 
-def cell_dialect(cell: nbformat.NotebookNode) -> str | None:
+def cell_dialect(cell: nbformat.NotebookNode) -> Dialect | None:
     """The dialect a lesson cell is written for (its ``dialect="nki"`` metadata), or None for a cell both share."""
-    dialect = cell.metadata.get("dialect")
-    if dialect is not None and dialect not in manifest.DIALECTS:
-        raise ReleaseError(f"cell {cell.metadata.get('nbgrader', {}).get('grade_id')!r}: dialect {dialect!r} is not "
-                           f"one of {manifest.DIALECTS}")
-    return dialect
+    word = cell.metadata.get("dialect")
+    if word is None:
+        return None
+    try:
+        return manifest.dialect(word)
+    except manifest.ManifestError as err:
+        raise ReleaseError(f"cell {cell.metadata.get('nbgrader', {}).get('grade_id')!r}: {err}") from None
 
 
-def load_source(path: Path, dialect: str | None = None) -> nbformat.NotebookNode:
+def dialect_named(word: Dialect | str) -> Dialect:
+    """``manifest.dialect`` for the release's callers: an unknown word is a ``ReleaseError``."""
+    try:
+        return manifest.dialect(word)
+    except manifest.ManifestError as err:
+        raise ReleaseError(str(err)) from None
+
+
+def load_source(path: Path, dialect: Dialect | str | None = None) -> nbformat.NotebookNode:
     """The authored lesson as a notebook with deterministic cell ids and no jupytext bookkeeping, its markdown's
     hardware facts (``{{trn2:sbuf_partition_kib}}``) rendered from the target files (``nkilab.course.facts``).
 
@@ -67,13 +78,12 @@ def load_source(path: Path, dialect: str | None = None) -> nbformat.NotebookNode
     nb = jupytext.read(path, fmt="py:percent")
     nb.metadata.pop("jupytext", None)
     if dialect is not None:
-        if dialect not in manifest.DIALECTS:
-            raise ReleaseError(f"dialect {dialect!r} is not one of {manifest.DIALECTS}")
-        nb.cells = [c for c in nb.cells if cell_dialect(c) in (None, dialect)]
+        which = dialect_named(dialect)
+        nb.cells = [c for c in nb.cells if cell_dialect(c) in (None, which)]
         for cell in nb.cells:  # a 0.6 twin's grade_id is its legacy cell's plus "_nki": one id in either notebook
             meta = cell.metadata.get("nbgrader", {})
-            if cell_dialect(cell) == dialect and str(meta.get("grade_id", "")).endswith(f"_{dialect}"):
-                meta["grade_id"] = meta["grade_id"][: -len(dialect) - 1]
+            if cell_dialect(cell) is which and str(meta.get("grade_id", "")).endswith(f"_{which.word}"):
+                meta["grade_id"] = meta["grade_id"][: -len(which.word) - 1]
     seen: set[str] = set()
     for i, cell in enumerate(nb.cells):
         cell.metadata.pop("lines_to_next_cell", None)
@@ -96,10 +106,10 @@ def _is_solution(cell: nbformat.NotebookNode) -> bool:
     return bool(cell.metadata.get("nbgrader", {}).get("solution"))
 
 
-def solution_path(name: str, dialect: str | None) -> str:
+def solution_path(name: str, dialect: Dialect | None) -> str:
     """Where a dialect's reference ``name`` goes under ``solutions/<stage>/``: legacy beside the stage, NKI 0.6
     in ``nki/`` (both define the same kernel, so each question has one file name per dialect)."""
-    return name if dialect in (None, "legacy") else f"{dialect}/{name}"
+    return name if dialect in (None, Dialect.LEGACY) else f"{dialect.word}/{name}"
 
 
 def solution_files(nb: nbformat.NotebookNode) -> dict[str, str]:
@@ -108,7 +118,7 @@ def solution_files(nb: nbformat.NotebookNode) -> dict[str, str]:
     A file written by two cells of one dialect (or by a shared cell and a dialect's) is an authoring error: the
     student notebook would run both."""
     files: dict[str, str] = {}
-    writers: dict[str, list[str | None]] = {}  # file name -> the dialects of the cells writing it so far
+    writers: dict[str, list[Dialect | None]] = {}  # file name -> the dialects of the cells writing it so far
     for cell in nb.cells:
         if cell.cell_type != "code" or not _is_solution(cell):
             continue
@@ -174,23 +184,22 @@ def _nbgrader(course: Path, stages: list[str]) -> None:
                            f"{proc.stderr}")
 
 
-def assignments_dir(root: Path, dialect: str) -> Path:
+def assignments_dir(root: Path, dialect: Dialect | str) -> Path:
     """Where ``dialect``'s student notebooks go under ``root``: the course's ``stub_dialect`` in ``assignments/``,
     its twin in ``assignments/<dialect>/`` (``assignments/legacy/``: the CS149-style ``neuronxcc.nki`` set)."""
-    return root / "assignments" if dialect == manifest.course().stub_dialect else root / "assignments" / dialect
+    which = dialect_named(dialect)
+    return root / "assignments" if which is manifest.course().stub_dialect else root / "assignments" / which.word
 
 
-def release_dialects(dialect: str | None = None) -> list[str]:
+def release_dialects(dialect: Dialect | str | None = None) -> list[Dialect]:
     """The dialects ``make release`` writes notebooks for: ``dialect`` alone, or every one, the stub dialect first."""
     if dialect is not None:
-        if dialect not in manifest.DIALECTS:
-            raise ReleaseError(f"dialect {dialect!r} is not one of {manifest.DIALECTS}")
-        return [dialect]
+        return [dialect_named(dialect)]
     stub = manifest.course().stub_dialect
-    return [stub, *(d for d in manifest.DIALECTS if d != stub)]
+    return [stub, *(d for d in manifest.DIALECTS if d is not stub)]
 
 
-def build(out: Path, notebooks: Path = REPO / "notebooks", dialect: str | None = None) -> list[Path]:
+def build(out: Path, notebooks: Path = REPO / "notebooks", dialect: Dialect | str | None = None) -> list[Path]:
     """Generate the student notebooks of ``dialect`` (default: every dialect: the course's ``stub_dialect`` in
     ``assignments/``, the other in ``assignments/<dialect>/``) and solutions/ (every dialect's reference) under
     ``out``; returns the files written."""
@@ -283,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="fail if assignments/ or solutions/ are stale or leak")
     ap.add_argument("--out", type=Path, default=REPO, help="where assignments/ and solutions/ go")
-    ap.add_argument("--dialect", choices=manifest.DIALECTS, default=None,
+    ap.add_argument("--dialect", choices=manifest.DIALECT_WORDS, default=None,
                     help="write only this dialect's student notebooks (default: both; the manifest's stub_dialect "
                          "goes in assignments/, the other in assignments/<dialect>/)")
     args = ap.parse_args(argv)

@@ -23,6 +23,7 @@ from nbformat import NotebookNode
 from nkilab.authoring.release import REPO, assignments_dir, load_source
 from nkilab.course import manifest
 from nkilab.intake.sanitize import grade_id, is_answer
+from nkisim.api import Dialect
 
 CLASS_DIR = REPO / "autograder" / "example_class"
 MARKER_LINES = ("BEGIN SOLUTION", "END SOLUTION")
@@ -93,7 +94,8 @@ def stages_used(class_dir: Path = CLASS_DIR) -> list[str]:
     return sorted({k for r in recipes(class_dir).values() for k in r if k[:2].isdigit()})
 
 
-def reference_answers(stage: str, notebooks: Path = REPO / "notebooks", dialect: str | None = None) -> dict[str, str]:
+def reference_answers(stage: str, notebooks: Path = REPO / "notebooks",
+                      dialect: Dialect | str | None = None) -> dict[str, str]:
     """grade_id -> the lesson's answer with the solution marker lines removed (what a full-marks student wrote),
     its kernels in ``dialect`` (default: the course's, NKI 0.6; a recipe's ``"dialect": "legacy"`` hands in the
     legacy references)."""
@@ -199,7 +201,10 @@ def build_submissions(dest: Path, assignments: Path = REPO / "assignments", clas
             if not stage[:2].isdigit() or (stages is not None and stage not in stages):
                 continue
             where = f"{student}/{stage}"
-            key = (stage, recipe.get("dialect", manifest.course().stub_dialect))
+            try:
+                key = (stage, manifest.dialect(recipe.get("dialect", manifest.course().stub_dialect)))
+            except manifest.ManifestError as err:
+                raise RecipeError(f"{where}: {err}") from None
             if key not in references:
                 references[key] = reference_answers(stage, notebooks, key[1])
                 references[key].update(teacher_answers(versions.get(stage, {}), class_dir))

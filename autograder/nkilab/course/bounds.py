@@ -83,10 +83,9 @@ def bound(q: Question, target: str, case: Case | None = None) -> Bound:
     case = case or q.speed_case
     w = work_of(q, case)
     p = api.target(target).params
-    cores = _cores(q)
+    cores = launch_cores(q)
     clocks = p["clock_ghz"]
-    pe_key = {"float32": "pe_tflops_fp32", "float8_e4m3": "pe_tflops_fp8"}.get(w.pe_dtype, "pe_tflops_bf16")
-    pe_tflops = float(p["peak"][pe_key]) * cores
+    pe_tflops = api.pe_peak_tflops(target, w.pe_dtype or "bfloat16") * cores  # the model's dtype-to-rate map
     dma_gbps = float(p["peak"]["dma_gbps"]) * cores
     per_partition = w.elements / (api.target(target).partitions * cores)
     passes = {"one": w.one_input_passes, "two": w.two_input_passes, "broadcast": w.broadcast_passes,
@@ -152,6 +151,6 @@ def engines_us(passes: dict[str, float], per_partition: float, cycles: dict[str,
     return float(np.max(weighted.min(axis=2).sum(axis=1)))
 
 
-def _cores(q: Question) -> int:
+def launch_cores(q: Question) -> int:
     """NeuronCores a launch spans: a grid dimension ``{"nc": k}`` shards it over k cores."""
     return max([int(d["nc"]) for d in (q.grid or ()) if isinstance(d, dict)] or [1])

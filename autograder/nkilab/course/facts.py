@@ -119,9 +119,11 @@ class Peak:
     launch_us: float
 
     def pe_tflops_for(self, dtype: str) -> float:
-        """The PE array's peak for inputs of ``dtype`` (float16 runs at bfloat16's rate, fp8 at twice it)."""
-        key = {"float16": "bfloat16", "float8_e4m3": "fp8", "float8_e5m2": "fp8"}.get(str(dtype), str(dtype))
-        return self.pe_tflops[key]
+        """The PE array's peak for inputs of ``dtype``, as the cost model maps a dtype to a rate
+        (``nkisim.api.pe_peak_tflops``: float16 runs at bfloat16's rate, fp8 at its own)."""
+        from nkisim import api
+
+        return api.pe_peak_tflops(self.target, dtype)
 
 
 def peak(target: str) -> Peak:

@@ -241,7 +241,7 @@ def dma_queues(tile_rows: Sequence[int] = (1, 128), target: str = COURSE_TARGET)
                 ha="right", va="center", fontsize=SMALLEST_PT)
     for c, r in enumerate(tile_rows):
         x = left + c * width + 0.05
-        busy = min(nq, max(1, math.ceil(r / per)))
+        busy = api.dma_queues_used(target, r)  # the cost model's own rule
         for q in range(nq):
             y = (nq - q - 1) * row + 0.03
             ax.add_patch(_rect(x, y, width - 0.1, row - 0.06, COLORS["dma"] if q < busy else COLORS["idle"]))
@@ -350,7 +350,7 @@ def roofline(points: Sequence[KernelPoint], target: str = COURSE_TARGET, dtype: 
     Tensor Engine's peak; each kernel a point at its intensity and achieved rate (lessons 6, 7)."""
     peak = api.target(target).params["peak"]
     gbps = float(peak["dma_gbps"])
-    tflops = float(peak["pe_tflops_fp32" if dtype == "float32" else "pe_tflops_bf16"])
+    tflops = api.pe_peak_tflops(target, dtype)
     ridge = tflops * 1e3 / gbps  # FLOP/byte where the two roofs meet
     xs = [p.intensity for p in points if p.intensity > 0]
     lo, hi = min([ridge / 30, *xs]) / 2, max([ridge * 10, *xs]) * 2

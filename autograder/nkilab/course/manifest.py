@@ -22,13 +22,16 @@ from typing import Any
 
 import tomllib
 
+from nkisim.api import Dialect
+
 #: the course manifest: course.toml beside this module, or the file ``NKILAB_COURSE_MANIFEST`` names (an edited copy,
 #: as a test uses to see grading follow it)
 MANIFEST = Path(os.environ.get("NKILAB_COURSE_MANIFEST") or Path(__file__).with_name("course.toml"))
 REPO = Path(__file__).resolve().parents[3]
-#: the dialects a kernel may be written in: "legacy" (``import neuronxcc.nki``, SDK <= 2.29) and "nki" (NKI 0.6,
-#: ``import nki``, SDK >= 2.32); every question's reference exists in each
-DIALECTS = ("legacy", "nki")
+#: the dialects a kernel may be written in (``nkisim.api.Dialect``: legacy ``import neuronxcc.nki``, SDK <= 2.29, and
+#: NKI 0.6, ``import nki``, SDK >= 2.32), which the manifest names by their words (``legacy``, ``nki``); every
+#: question's reference exists in each
+DIALECTS = tuple(Dialect)
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,7 @@ class QuestionSpec:
     speed: float
     public: tuple[str, ...]  # case kinds the public cases cover (dtypes and named kinds)
     hidden: tuple[str, ...]
-    solutions: dict[str, str]  # dialect -> reference kernel under solutions/
+    solutions: dict[Dialect, str]  # dialect -> reference kernel under solutions/
     relaxed: str | None = None  # the question whose reference is this one's relaxed speed reference
     #: the heading of the lesson section that teaches this kernel's speed (speed feedback points there)
     speed_lesson: str = ""
@@ -85,7 +88,7 @@ class StageSpec:
 @dataclass(frozen=True)
 class Course:
     target: str
-    stub_dialect: str
+    stub_dialect: Dialect
     full_tier: float
     partial_tier: float
     stages: tuple[StageSpec, ...]
@@ -106,9 +109,12 @@ def _question(raw: dict[str, Any], where: str) -> QuestionSpec:
              "speed_lesson"}
     if set(raw) - known:
         raise ManifestError(f"{where}: unknown keys {sorted(set(raw) - known)}")
-    sols = dict(raw["solutions"])
-    if not sols or set(sols) - set(DIALECTS):
-        raise ManifestError(f"{where}: solutions must name dialects among {DIALECTS}, got {sorted(sols)}")
+    try:
+        sols = {dialect(d): str(path) for d, path in dict(raw["solutions"]).items()}
+    except ManifestError as err:
+        raise ManifestError(f"{where}: solutions: {err}") from None
+    if not sols:
+        raise ManifestError(f"{where}: solutions must name a reference in each dialect")
     return QuestionSpec(str(raw["qid"]), str(raw["title"]), str(raw["grade_id"]), float(raw["correctness"]),
                         float(raw["speed"]), tuple(raw["public"]), tuple(raw["hidden"]), sols, raw.get("relaxed"),
                         str(raw.get("speed_lesson", "")))
@@ -128,10 +134,11 @@ def parse(text: str) -> Course:
     missing = [k for k in ("target", "stub_dialect", "full_tier", "partial_tier") if k not in data]
     if missing:  # grading reads each of them from here and nowhere else
         raise ManifestError(f"the course manifest must set {', '.join(missing)}")
-    course = Course(str(data["target"]), str(data["stub_dialect"]), float(data["full_tier"]),
-                    float(data["partial_tier"]), tuple(stages))
-    if course.stub_dialect not in DIALECTS:
-        raise ManifestError(f"stub_dialect must be one of {DIALECTS}, got {course.stub_dialect!r}")
+    try:
+        stub = dialect(data["stub_dialect"])
+    except ManifestError as err:
+        raise ManifestError(f"stub_dialect: {err}") from None
+    course = Course(str(data["target"]), stub, float(data["full_tier"]), float(data["partial_tier"]), tuple(stages))
     qids = [q.qid for s in course.stages for q in s.questions]
     if len(set(qids)) != len(qids):
         raise ManifestError("a question id appears twice")
@@ -142,6 +149,20 @@ def parse(text: str) -> Course:
             raise ManifestError(f"{q.qid}: hidden case kinds {sorted(set(q.hidden) - set(q.public))} have no public "
                                 "case")
     return course
+
+
+#: the dialects as course files, folders and command lines spell them (``Dialect.word``)
+DIALECT_WORDS = tuple(d.word for d in Dialect)
+
+
+def dialect(word: object) -> Dialect:
+    """A dialect as a course file, a lesson cell's metadata, a recipe or a command line names it (its word:
+    ``legacy``, ``nki``), or the ``Dialect`` itself; ``ManifestError`` for anything else."""
+    if isinstance(word, Dialect):
+        return word
+    if word not in DIALECT_WORDS:
+        raise ManifestError(f"{word!r} is not one of the dialects: {', '.join(DIALECT_WORDS)}")
+    return Dialect.named(word)
 
 
 @functools.cache
@@ -155,8 +176,8 @@ def question_fields(qid: str) -> dict[str, Any]:
     q = c.questions()[qid]
     stage = next(s for s in c.stages if q in s.questions)
     lesson = f"stage {stage.number}, section \u201c{q.speed_lesson}\u201d" if q.speed_lesson else ""
-    return {"qid": q.qid, "title": q.title, "function": q.qid, "solution": q.solutions["legacy"],
-            "solution_nki": q.solutions.get("nki", ""),
+    return {"qid": q.qid, "title": q.title, "function": q.qid, "solution": q.solutions[Dialect.LEGACY],
+            "solution_nki": q.solutions.get(Dialect.NKI, ""),
             "correctness_points": q.correctness, "speed_points": q.speed, "full_tier": c.full_tier,
             "partial_tier": c.full_tier if q.relaxed else c.partial_tier, "relaxed": q.relaxed,
             "speed_lesson": lesson}
@@ -242,9 +263,9 @@ def example_class_coverage(class_dir: Path = REPO / "autograder" / "example_clas
             own = bool(recipe.get("answers")) or recipe.get("default") == "stub" or any(
                 recipe.get(k) for k in ("add", "delete", "copy", "edit", "strip_metadata", "extra_files", "file_name"))
             mark = "✗" if recipe.get("corrupt") else "●" if own else "✓"
-            dialect = recipe.get("dialect", course().stub_dialect)  # the coverage table marks the other dialect
-            out[student][stage] = mark + ("" if dialect == course().stub_dialect else " legacy" if dialect == "legacy"
-                                          else " 0.6")
+            which = dialect(recipe.get("dialect", course().stub_dialect))  # the coverage table marks the other one
+            out[student][stage] = mark + ("" if which is course().stub_dialect else " legacy"
+                                          if which is Dialect.LEGACY else " 0.6")
     return out
 
 

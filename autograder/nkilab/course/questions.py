@@ -17,7 +17,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import ml_dtypes  # noqa: F401  (registers bfloat16 with NumPy)
 import numpy as np
@@ -198,6 +198,19 @@ class Question:
 
     def tolerance(self, dtype: str) -> tuple[float, float]:
         return self.tolerances.get(dtype) or TOLERANCES.get(dtype, (1e-5, 1e-5))
+
+
+def question(qid: str, **fields: Any) -> Question:
+    """Question ``qid`` as a stage module declares it: what the course manifest says of it (title, points, tiers,
+    reference solutions: ``manifest.question_fields``) with the module's ``fields`` (its NumPy reference, cases,
+    kinds, tolerances, work).  The one way a stage makes a question, so no stage restates the manifest."""
+    return Question(**manifest.question_fields(qid), **fields)
+
+
+def variant(base: Question, qid: str, **changes: Any) -> Question:
+    """Question ``qid``, another version of ``base``'s kernel (a faster one, on other sizes): ``base``'s fields, the
+    manifest's for ``qid`` (its own points, tiers and references, never ``base``'s), then ``changes``."""
+    return dataclasses.replace(base, **{**manifest.question_fields(qid), **changes})
 
 
 def relaxed_reference(q: Question) -> Question | None:

@@ -35,6 +35,7 @@ import numpy as np
 
 from nkilab.isolate._io import read_message, write_message
 from nkilab.kernels import modules
+from nkisim.api import Dialect
 
 
 def on_simulator() -> bool:
@@ -86,7 +87,7 @@ def load_kernel(module_path: str, function: str) -> Any:
     return fn
 
 
-def make_grid(spec: Any, dialect: str = "legacy") -> Any:
+def make_grid(spec: Any, dialect: Dialect | str = Dialect.LEGACY) -> Any:
     """JSON grid spec -> launch grid in the kernel's dialect.
 
     Legacy: ints stay, {"nc": k} becomes nl.nc(k).  NKI 0.6 has no SPMD grid, only the logical-core degree
@@ -94,7 +95,7 @@ def make_grid(spec: Any, dialect: str = "legacy") -> Any:
     legacy runs one instance after another on one core, are the 0.6 kernel's own loop (no bracket when n is 1)."""
     if spec is None:
         return None
-    if dialect == "0.6":
+    if Dialect.named(dialect) is Dialect.NKI:
         lnc = math.prod(int(x["nc"]) for x in spec if isinstance(x, dict))
         return lnc if lnc > 1 else None
     import neuronxcc.nki.language as nl
@@ -199,7 +200,7 @@ def execute(fn: Any, job: dict, cases: list[list[np.ndarray]], module_path: str 
                 facts["timing"] = {"status": "error", "error": error_info(err, module_path)}
         emit({"kind": "case", "index": i, **facts}, [out] if out is not None else [])
     # a device: a legacy kernel's measured p99 of nki.benchmark (NKI 0.6 has none: the parent times its NEFF)
-    if job.get("bench") and not sim and modules.kernel_dialect(fn) != "0.6":
+    if job.get("bench") and not sim and modules.kernel_dialect(fn) is not Dialect.NKI:
         b = job["bench"]
         try:
             facts = benchmark(fn, b["shapes"], b["dtypes"], job.get("target"), job.get("grid"))

@@ -66,8 +66,9 @@ def _program(text: np.ndarray, request: dict) -> Any:
 
 
 def timing_facts(launch: Any) -> dict:
-    """The timed run's estimate, and where its time went (``nkilab.judge.results.SpeedFacts``): engine busy times,
-    DMA transfers and bytes, instructions, and the costliest lines by number (the parent quotes its own copy)."""
+    """The timed run's estimate, and where its time went (read at the pipe into ``nkilab.isolate.facts.SpeedFacts``):
+    engine busy times, DMA transfers and bytes, instructions, and the costliest lines by number (the parent quotes
+    its own copy)."""
     from nkisim import api
 
     est = launch.estimate()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import struct
+from collections.abc import Sequence
 from typing import IO, BinaryIO
 
 import ml_dtypes  # noqa: F401  (registers bfloat16 / float8 with NumPy)
@@ -28,7 +29,7 @@ class ProtocolError(ValueError):
     """The other side sent something that is not a well-formed message."""
 
 
-def write_message(fh: IO[bytes], header: dict, arrays: list[np.ndarray] = ()) -> None:  # type: ignore[assignment]
+def write_message(fh: IO[bytes], header: dict, arrays: Sequence[np.ndarray] = ()) -> None:
     arrays = [np.ascontiguousarray(a) for a in arrays]
     head = dict(header, arrays=[{"dtype": str(a.dtype), "shape": list(a.shape)} for a in arrays])
     blob = json.dumps(head).encode()

@@ -22,9 +22,11 @@ import numpy as np
 
 from nkilab.isolate import sandbox
 from nkilab.isolate._execute import MAX_PROGRAM_BYTES
+from nkilab.isolate.facts import ErrorFacts, Latency
 from nkilab.isolate.processes import Budget, ChildRun, executor_server, spawn
-from nkilab.isolate.replies import CaseRun, RunResult, RunStatus, error_facts, read_cases
+from nkilab.isolate.replies import CaseRun, RunResult, RunStatus, error_facts, read_cases, reported_error
 from nkilab.kernels import device, modules
+from nkisim.api import Dialect
 
 
 def _child_env(target: str | None) -> dict[str, str]:
@@ -79,7 +81,7 @@ def run_module(module_path: str | os.PathLike, function: str, cases: list[list[n
     job: dict = {"module": child_module, "function": function, "timed": timed, "target": target,
                  "grid": list(grid) if grid is not None else None}
 
-    def timing() -> dict:
+    def timing() -> Latency:
         assert bench is not None
         return device_bench(argv, module_path, cwd, env, job, bench, deadline, limits, sandboxed, result, source)
 
@@ -96,7 +98,7 @@ def run_module(module_path: str | os.PathLike, function: str, cases: list[list[n
 def _run(result: RunResult, cmd: sandbox.Command, cwd: str | None, env: dict[str, str] | None, job: dict,
          cases: list[list[np.ndarray]], timed: int | None, bench: tuple[list[tuple[int, ...]], list[str]] | None,
          python: str | None, source: list[str] | None, deadline: float, limits: sandbox.Limits,
-         hidden: frozenset[int], sandboxed: bool, timing: Callable[[], dict]) -> bool:
+         hidden: frozenset[int], sandboxed: bool, timing: Callable[[], Latency]) -> bool:
     """The child's run (and on the simulator, the executor's); True when the processes finished their work.  On a
     device, ``timing`` measures a 0.6 kernel's latency from its NEFF (``device_bench``) once its cases ran."""
     if not _simulated():
@@ -109,7 +111,7 @@ def _run(result: RunResult, cmd: sandbox.Command, cwd: str | None, env: dict[str
         _merge(result, run)
         done = read_cases(run.messages, len(cases), result, source)
         said = next((h.get("dialect") for h, _ in run.messages if h.get("kind") == "import"), None)
-        if done and bench is not None and said == "0.6" and not result.timed_out:
+        if done and bench is not None and said == Dialect.NKI.value and not result.timed_out:
             result.bench = timing()
         return done
     return _traced_then_executed(result, cmd, cwd, env, job, cases, timed, python, source, deadline, limits, hidden,
@@ -149,7 +151,7 @@ def _simulated() -> bool:
 
 def device_bench(argv: list[str], module_path: Path, cwd: str | None, env: dict[str, str], job: dict,
                  bench: tuple[list[tuple[int, ...]], list[str]], deadline: float, limits: sandbox.Limits,
-                 sandboxed: bool, result: RunResult, source: list[str] | None) -> dict:
+                 sandboxed: bool, result: RunResult, source: list[str] | None) -> Latency:
     """An NKI 0.6 kernel's device latency, measured as AWS documents for 0.6 (``nkilab.kernels.device``): a second child
     compiles the kernel on the timed case's shapes with ``NEURON_FRAMEWORK_DEBUG=1`` and sends the NEFF it left
     (bytes, nothing else read from it); this process writes them to a folder of its own and times them with nrtpy
@@ -168,20 +170,23 @@ def device_bench(argv: list[str], module_path: Path, cwd: str | None, env: dict[
         result.seconds += run.seconds  # (its exit status is not the graded run's: a failed compile is no latency)
         got = next(((h, a) for h, a in run.messages if h.get("kind") == "neff"), None)
         if run.timed_out or got is None:
-            return {"status": "error", "error": {"type": "RuntimeError", "message": "the kernel's compile for timing "
-                                                 "did not finish"}}
+            return Latency.failed("the kernel's compile for timing did not finish")
         head, arrays = got
         if head.get("status") != "ok" or len(arrays) != 1 or arrays[0].dtype != np.uint8 or arrays[0].ndim != 1:
-            return {"status": "error", "error": error_facts(head.get("error"), source)
-                    or {"type": "RuntimeError", "message": "no NEFF"}}
+            return Latency(error=error_facts(head.get("error"), source) or ErrorFacts("RuntimeError", "no NEFF"))
         neff = Path(tmp) / "kernel.neff"
         neff.write_bytes(arrays[0].tobytes())
         rng = np.random.default_rng(0)  # the timed case's shapes, as the compile used them
         inputs = [rng.standard_normal(s).astype(np.dtype(d)) for s, d in zip(bench[0], bench[1])]
         try:
-            return device.time_neff(neff, inputs, timeout=max(deadline - time.monotonic(), 1.0)).as_facts()
+            return measured(device.time_neff(neff, inputs, timeout=max(deadline - time.monotonic(), 1.0)))
         except device.DeviceError as err:
-            return {"status": "error", "error": {"type": "DeviceError", "message": str(err)}}
+            return Latency.failed(str(err), "DeviceError")
+
+
+def measured(m: device.Measurement) -> Latency:
+    """A device's measurement (the parent's own, never a child's word) as the grader's latency record."""
+    return Latency(m.latency_us, m.instance, simulator=False, how=m.how)
 
 
 def _traced_then_executed(result: RunResult, cmd: sandbox.Command, cwd: str | None, env: dict[str, str] | None,
@@ -234,18 +239,18 @@ def _signatures(cases: list[list[np.ndarray]], hidden: frozenset[int] = frozense
 
 
 def _collect_programs(run: ChildRun, n: int, public: int, result: RunResult,
-                      source: list[str] | None) -> tuple[dict[int, np.ndarray], dict[int, dict], bool]:
+                      source: list[str] | None) -> tuple[dict[int, np.ndarray], dict[int, ErrorFacts], bool]:
     """The tracing child's answer, checked: (programs by signature, trace errors by signature, said done).
 
     Programs ``0 .. public-1`` must arrive before the hidden signatures were sent, the others after."""
     programs: dict[int, np.ndarray] = {}
-    failed: dict[int, dict] = {}
+    failed: dict[int, ErrorFacts] = {}
     done = False
     for m, (head, arrays) in enumerate(run.messages):
         kind = head.get("kind")
         late = run.phase_at is not None and m >= run.phase_at
         if kind == "import" and head.get("status") == "error" and not late:
-            result.import_error = error_facts(head.get("error"), source)
+            result.import_error = reported_error(head.get("error"), source)
         elif kind == "program":
             k = head.get("index")
             if type(k) is not int or not 0 <= k < n or k in programs or k in failed or late != (k >= public):
@@ -255,8 +260,7 @@ def _collect_programs(run: ChildRun, n: int, public: int, result: RunResult,
                     and arrays[0].ndim == 1 and arrays[0].size <= MAX_PROGRAM_BYTES:
                 programs[k] = arrays[0]
             else:
-                failed[k] = error_facts(head.get("error"), source) or {"type": "RuntimeError",
-                                                                        "message": "no program"}
+                failed[k] = error_facts(head.get("error"), source) or ErrorFacts("RuntimeError", "no program")
         elif kind == "done":
             done = True
     return programs, failed, done
@@ -276,7 +280,7 @@ def _execution(cases: list[list[np.ndarray]], index: dict[tuple, int], signature
 
 
 def _trace_failures(result: RunResult, cases: list[list[np.ndarray]], index: dict[tuple, int],
-                    failed: dict[int, dict]) -> None:
+                    failed: dict[int, ErrorFacts]) -> None:
     """A case whose signature did not trace fails with the trace's error (the student's, at their line)."""
     for i, args in enumerate(cases):
         k = index[_signature(args)]
@@ -317,13 +321,13 @@ def run_inprocess(fn: Any, function: str, cases: list[list[np.ndarray]], *, time
         job["bench"] = {"shapes": [list(s) for s in bench[0]], "dtypes": list(bench[1])}
     _child.execute(fn, job, cases, None, lambda head, arrays: messages.append((head, arrays)))
     read_cases(messages, len(cases), result, _own_source(fn))
-    if bench is not None and not _child.simulated(fn) and modules.kernel_dialect(fn) == "0.6":  # AWS's NKI 0.6
+    if bench is not None and not _child.simulated(fn) and modules.kernel_dialect(fn) is Dialect.NKI:  # AWS's NKI 0.6
         rng = np.random.default_rng(0)
         inputs = [rng.standard_normal(s).astype(np.dtype(d)) for s, d in zip(bench[0], bench[1])]
         try:
-            result.bench = device.measure_kernel(fn, inputs, _child.make_grid(job["grid"], "0.6")).as_facts()
+            result.bench = measured(device.measure_kernel(fn, inputs, _child.make_grid(job["grid"], Dialect.NKI)))
         except device.DeviceError as err:
-            result.bench = {"status": "error", "error": {"type": "DeviceError", "message": str(err)}}
+            result.bench = Latency.failed(str(err), "DeviceError")
     result.seconds = time.monotonic() - start
     return result
 

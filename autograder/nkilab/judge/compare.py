@@ -7,12 +7,14 @@ course target's partitions, ``questions.row_tile()``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from nkilab.course.questions import row_tile
+from nkilab.isolate.facts import ErrorFacts
 from nkilab.isolate.replies import CaseRun, RunStatus
 from nkilab.judge.results import Outcome
 
@@ -36,7 +38,7 @@ class Verdict:
     ok: bool
     message: str
     outcome: Outcome = Outcome.PASSED
-    error: dict | None = None  # the error's facts when the run raised (``nkilab.isolate.replies.error_facts``)
+    error: ErrorFacts | None = None  # the error's facts when the run raised (read at the pipe: ``nkilab.isolate.replies``)
     wrong_map: WrongMap | None = None
 
 
@@ -62,37 +64,41 @@ def tile_map(wrong: np.ndarray) -> WrongMap:
     return WrongMap(np.nanmean(blocks, axis=(1, 3)), shape, row_block)
 
 
-def describe_error(err: dict, module_name: str | None = None) -> str:
+def describe_error(err: ErrorFacts | None, module_name: str | None = None) -> str:
     """'NKIValueError at vector_add.py line 12 (`x = nl.load(a)`): <message>'."""
+    if err is None:
+        return "your kernel raised an error"
     where = ""
-    if err.get("line") is not None:
-        fname = Path(err.get("file") or module_name or "").name
-        where = f" at {fname} line {err['line']}"
-        if err.get("code"):
-            where += f" (`{err['code']}`)"
-    msg = err.get("message") or ""
-    if err.get("type") == "NotImplementedError" and not msg:
+    if err.line is not None:
+        where = f" at {Path(module_name or '').name} line {err.line}"
+        if err.code:
+            where += f" (`{err.code}`)"
+    msg = err.message
+    if err.type == "NotImplementedError" and not msg:
         return "not written yet: the kernel still raises NotImplementedError (replace it with your code)"
     head = msg.splitlines()[0] if msg else ""
-    return f"your kernel raised {err.get('type', 'an error')}{where}: {head}".rstrip(": ")
+    return f"your kernel raised {err.type}{where}: {head}".rstrip(": ")
 
 
 def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
 
-def diagnose(run: CaseRun, expected: np.ndarray, inputs: list[np.ndarray], rtol: float, atol: float,
+def diagnose(run: CaseRun, answer: Callable[[], np.ndarray], inputs: list[np.ndarray], rtol: float, atol: float,
              module_name: str | None = None) -> Verdict:
+    """The verdict on one case's run. ``answer`` gives the reference's output, asked for only when the run returned
+    an array to compare with it (a run that did not run, raised or returned no array is judged without it)."""
     if run.status is RunStatus.NOT_RUN:
         return Verdict(False, "did not run (the kernel timed out or crashed before reaching this case)",
                        Outcome.NOT_RUN)
     if run.status is RunStatus.ERROR:
-        return Verdict(False, describe_error(run.error or {}, module_name), Outcome.ERROR, run.error)
+        return Verdict(False, describe_error(run.error, module_name), Outcome.ERROR, run.error)
     if run.status is RunStatus.BAD_RETURN or run.output is None:
         what = run.returned or "nothing"
         hint = " -- did you forget `return out`?" if what == "NoneType" else ""
         return Verdict(False, f"the kernel returned {what}, not an array{hint}", Outcome.NO_ARRAY)
     got = run.output
+    expected = answer()
     if got.shape != expected.shape:
         return Verdict(False, f"output shape {tuple(got.shape)} but expected {tuple(expected.shape)} "
                               f"(the same shape as the inputs)", Outcome.WRONG_SHAPE)

@@ -3,23 +3,26 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import os
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from nkilab.course import keep, manifest
 from nkilab.course.questions import SOLUTIONS, Case, Question, course_target, hidden_cases, relaxed_reference
-from nkilab.isolate.replies import CaseRun, RunResult, RunStatus, speed_facts
+from nkilab.isolate.facts import ErrorFacts, Latency, SpeedFacts
+from nkilab.isolate.replies import CaseRun, RunResult, RunStatus
 from nkilab.isolate.runner import run_inprocess, run_module
 from nkilab.judge import gate
 from nkilab.judge.compare import Verdict, describe_error, diagnose
-from nkilab.judge.results import CaseRecord, ErrorFacts, GradeRecord, Problem, ProblemKind, SpeedFacts, SpeedRecord
+from nkilab.judge.results import CaseRecord, GradeRecord, Problem, ProblemKind, SpeedRecord
 from nkilab.kernels import device
 from nkilab.kernels.modules import load_kernel
 
@@ -30,7 +33,7 @@ MIRROR_MAX_ELEMENTS = 64
 #: the input-draw index of the timed run (the speed case), apart from every checked case's index
 TIMED_INDEX = 1000
 
-_REFERENCE_CACHE: dict[tuple[str, str | None, str, float, bool], dict] = {}
+_REFERENCE_CACHE: dict[tuple[str, str | None, str, float, bool], Latency] = {}
 
 
 @dataclass
@@ -55,9 +58,9 @@ class Evaluation:
     how: str | None = None  # on a device: the tool and statistic of the measurement ("nrtpy benchmark, mean of 10 runs")
     speed_note: str | None = None
     run: RunResult | None = None
-    #: where the timed run's and the reference's time went (``replies.speed_facts``), for speed feedback
-    speed_facts: dict | None = None
-    reference_facts: dict | None = None
+    #: where the timed run's and the reference's time went (read at the pipe), for speed feedback
+    speed_facts: SpeedFacts | None = None
+    reference_facts: SpeedFacts | None = None
     #: the fingerprints of the kernel's program, as the grader's executor parsed it (``nkilab.kernels.similarity``)
     program: tuple[int, ...] | None = None
 
@@ -98,11 +101,34 @@ class Evaluation:
         return f"measured on {self.target or 'this device'} ({self.how or 'nki.benchmark p99'})"
 
 
-class CaseData(NamedTuple):
-    """One run's inputs and the NumPy reference's answer for them (read-only: shared between evaluations)."""
+class CaseData:
+    """One run's inputs and the NumPy reference's answer for them (read-only: shared between evaluations).
 
-    args: tuple[np.ndarray, ...]
-    expected: np.ndarray
+    The answer is computed the first time it is asked for: a run that raised, timed out or returned no array is
+    judged without it (``compare.diagnose`` decides those before it reads the answer), so a stub's check or a
+    crashed hand-in does not pay the float64 reference on every case (3 s of the 9 s a stage-9 stub's
+    ``check`` took)."""
+
+    __slots__ = ("_answer", "_expected", "args")
+
+    def __init__(self, args: tuple[np.ndarray, ...], answer: Callable[[], np.ndarray]) -> None:
+        self.args = args
+        self._answer: Callable[[], np.ndarray] | None = answer
+        self._expected: np.ndarray | None = None
+
+    @property
+    def expected(self) -> np.ndarray:
+        if self._expected is None:
+            assert self._answer is not None
+            found = self._answer()
+            found.setflags(write=False)
+            self._expected, self._answer = found, None
+        return self._expected
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: the inputs, and the answer once computed."""
+        return sum(a.nbytes for a in self.args) + (self._expected.nbytes if self._expected is not None else 0)
 
 
 #: drawn inputs and reference answers, kept for the next evaluation of the same question, seed and case: a
@@ -121,12 +147,11 @@ def case_data(q: Question, case: Case, seed: int, index: int, negated: bool = Fa
     args = q.inputs(case, seed, index)
     if negated:
         args = [-a for a in args]
-    found = CaseData(tuple(args), q.expected(args, case))
-    for a in (*found.args, found.expected):
+    for a in args:
         a.setflags(write=False)
+    found = CaseData(tuple(args), lambda: q.expected(list(args), case))
     _CASE_MEMO[key] = found
-    while len(_CASE_MEMO) > 1 and sum(a.nbytes for d in _CASE_MEMO.values() for a in (*d.args, d.expected)) \
-            > CASE_MEMO_BYTES:
+    while len(_CASE_MEMO) > 1 and sum(d.nbytes for d in _CASE_MEMO.values()) > CASE_MEMO_BYTES:
         _CASE_MEMO.popitem(last=False)
     return found
 
@@ -148,19 +173,24 @@ def reference_key(q: Question, target: str | None) -> str:
     return f"{q.qid}@{target or ''}"
 
 
-def _preset(q: Question, target: str | None) -> dict | None:
+def _preset(q: Question, target: str | None) -> Latency | None:
     """A latency measured once for the whole class (``make grade`` sets it before any student code runs).
 
     An environment variable rather than a file: a student's kernel process can write files, but it cannot
     change the environment of the grading process that started it."""
     try:
-        found = json.loads(os.environ.get(PRESET_ENV) or "{}").get(reference_key(q, target))
+        found = Latency.from_json(json.loads(os.environ.get(PRESET_ENV) or "{}").get(reference_key(q, target)))
     except (ValueError, AttributeError):
         return None
-    return found if isinstance(found, dict) and found.get("status") == "ok" else None
+    return found if found.ok else None
 
 
-def reference_latency(q: Question, target: str | None, timeout: float, *, sandboxed: bool = False) -> dict:
+def presets(found: dict[str, Latency]) -> str:
+    """Reference latencies (by ``reference_key``) as ``PRESET_ENV`` holds them."""
+    return json.dumps({key: lat.to_json() for key, lat in found.items()})
+
+
+def reference_latency(q: Question, target: str | None, timeout: float, *, sandboxed: bool = False) -> Latency:
     """The reference solution's latency, measured as a student's is: its timed run on the speed case, traced to a
     program and executed as the grader does (``runner.run_inprocess``). The reference is the course's own code, so
     it runs in this process, without the sandbox's start-up; ``sandboxed=True`` runs it in a sandboxed child like a
@@ -172,8 +202,7 @@ def reference_latency(q: Question, target: str | None, timeout: float, *, sandbo
     key = (q.qid, target, str(path), path.stat().st_mtime if path.exists() else 0.0, sandboxed)
     if key not in _REFERENCE_CACHE:
         if not path.exists():
-            return {"status": "error", "error": {"type": "FileNotFoundError",
-                                                 "message": f"reference solution {path} is missing (run make release)"}}
+            return Latency.failed(f"reference solution {path} is missing (run make release)", "FileNotFoundError")
         if sandboxed or device.on_device():  # a hardware timing is measured afresh; a sandboxed run is the check
             _REFERENCE_CACHE[key] = measure_reference(q, path, target, timeout, sandboxed)
         else:
@@ -181,7 +210,7 @@ def reference_latency(q: Question, target: str | None, timeout: float, *, sandbo
     return _REFERENCE_CACHE[key]
 
 
-def measure_reference(q: Question, path: Path, target: str | None, timeout: float, sandboxed: bool) -> dict:
+def measure_reference(q: Question, path: Path, target: str | None, timeout: float, sandboxed: bool) -> Latency:
     args = list(case_data(q, q.speed_case, 0, TIMED_INDEX).args)
     if sandboxed:
         res = run_module(path, q.function, [args], timed=0, bench=_bench_spec(q), target=target,
@@ -190,12 +219,14 @@ def measure_reference(q: Question, path: Path, target: str | None, timeout: floa
         res = run_inprocess(load_kernel(path, q.function), q.function, [args], timed=0, bench=_bench_spec(q),
                             target=target, grid=q.grid)
     found = timed_latency(res, 0)
-    if found is not None and isinstance(found.get("facts"), dict):  # its costliest lines are solution code:
-        found["facts"] = dict(found["facts"], lines=[])  # never kept (presets and bundles carry these facts)
-    return found or {"status": "error", "error": {"type": "RuntimeError", "message": "reference did not run"}}
+    if found is None:
+        return Latency.failed("reference did not run")
+    if found.facts is not None:  # its costliest lines are solution code: never kept (presets and bundles carry
+        found = dataclasses.replace(found, facts=found.facts.without_code())  # these facts)
+    return found
 
 
-def _kept_reference(q: Question, path: Path, target: str | None, timeout: float) -> dict:
+def _kept_reference(q: Question, path: Path, target: str | None, timeout: float) -> Latency:
     """The simulator's estimate for a reference solution, kept on disk (``nkilab.course.keep``) under a key of the
     reference's source, the question, the target, the course manifest and all the course code: a cost-model
     estimate is deterministic, so every process of a ``make grade``, a lesson run or a test run after the first
@@ -206,15 +237,15 @@ def _kept_reference(q: Question, path: Path, target: str | None, timeout: float)
     file = keep.cache_dir() / "references" / f"{q.qid}-{keep.cache_key(content)}.json"
     with keep.locked(file.with_suffix(".lock")):
         try:
-            found = json.loads(file.read_text())
-            if isinstance(found, dict) and found.get("status") == "ok":
-                return found
+            kept = Latency.from_json(json.loads(file.read_text()))
+            if kept.ok:
+                return kept
         except (OSError, ValueError):
             pass
         found = measure_reference(q, path, target, timeout, False)
-        if found.get("status") == "ok":
+        if found.ok:
             partial = file.with_suffix(f".{os.getpid()}.tmp")
-            partial.write_text(json.dumps(found))
+            partial.write_text(json.dumps(found.to_json()))
             partial.replace(file)
         return found
 
@@ -246,18 +277,16 @@ def reference_programs(q: Question) -> tuple[int, ...]:
     return tuple(sorted(found))
 
 
-def timed_latency(run: RunResult, timed: int) -> dict | None:
+def timed_latency(run: RunResult, timed: int) -> Latency | None:
     """The latency of run ``timed`` (the simulator's estimate of that launch) or the device's benchmark."""
     if run.bench is not None:
         return run.bench
     crun = run.cases[timed] if timed < len(run.cases) else CaseRun(RunStatus.NOT_RUN)
-    t = crun.timing or {}
-    lat = t.get("latency_us")
-    if crun.status is not RunStatus.OK or not isinstance(lat, float) or not 0.0 < lat < 1e9:
-        err = t.get("error") or crun.error or {"type": "RuntimeError", "message": "the timed run did not finish"}
-        return {"status": "error", "error": err}
-    return {"status": "ok", "latency_us": lat, "target": str(t.get("target"))[:16], "simulator": True,
-            "facts": t.get("facts")}
+    t = crun.timing
+    if crun.status is not RunStatus.OK or t is None or not t.ok:
+        return Latency(error=(t.error if t is not None else None) or crun.error
+                       or ErrorFacts("RuntimeError", "the timed run did not finish"))
+    return t
 
 
 def _bench_spec(q: Question) -> tuple[list[tuple[int, ...]], list[str]]:
@@ -320,7 +349,7 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
         ev.problem = "the kernel process died before finishing"
         ev.problem_kind = ProblemKind.CRASHED
     def judge(case: Case, d: CaseData, crun: Any) -> Verdict:
-        return diagnose(crun, d.expected, list(d.args), *q.tolerance(case.dtype), path.name)
+        return diagnose(crun, lambda: d.expected, list(d.args), *q.tolerance(case.dtype), path.name)
 
     for (case, is_hidden), d, crun in zip(cases, data, run.cases):
         ev.cases.append(CaseResult(case, is_hidden, judge(case, d, crun)))
@@ -336,23 +365,22 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
             ev.speed_note = (f"no speed points: the timed run ({q.speed_case.describe(q.arg_names)}) was wrong: "
                              f"{verdict.message}")
             return ev
-        found = timed_latency(run, timed) or {}
-        if found.get("status") != "ok":
-            ev.speed_note = "could not measure latency: " + describe_error(found.get("error") or {}, path.name)
+        found = timed_latency(run, timed) or Latency.failed("the timed run did not finish")
+        if found.latency_us is None:
+            ev.speed_note = "could not measure latency: " + describe_error(found.error, path.name)
             return ev
-        ev.latency_us, ev.target, ev.simulator = found["latency_us"], found.get("target"), found.get("simulator", True)
-        ev.how = found.get("how")  # on a device: which AWS tool measured it (nkilab.kernels.device)
-        ev.speed_facts = found.get("facts")
+        ev.latency_us, ev.target, ev.simulator = found.latency_us, found.target, found.simulator
+        ev.how = found.how  # on a device: which AWS tool measured it (nkilab.kernels.device)
+        ev.speed_facts = found.facts
         ref = reference_latency(q, target, max(timeout, 60.0))
-        if ref.get("status") == "ok":
-            ev.reference_us = ref["latency_us"]
-            ev.reference_facts = speed_facts(ref.get("facts"))  # (a preset's facts are checked like any)
+        if ref.latency_us is not None:
+            ev.reference_us = ref.latency_us
+            ev.reference_facts = ref.facts.without_code() if ref.facts is not None else None
         else:
-            ev.speed_note = "reference latency unavailable: " + (ref.get("error") or {}).get("message", "")
+            ev.speed_note = "reference latency unavailable: " + (ref.error.message if ref.error else "")
         relaxed = relaxed_reference(q)
         if relaxed is not None:
-            rel = reference_latency(relaxed, target, max(timeout, 60.0))
-            ev.relaxed_us = rel["latency_us"] if rel.get("status") == "ok" else None
+            ev.relaxed_us = reference_latency(relaxed, target, max(timeout, 60.0)).latency_us
     return ev
 
 
@@ -361,22 +389,15 @@ def record(ev: Evaluation, *, correctness: float, speed: float, sandboxed: bool 
     """The evaluation as a typed grade record (``nkilab.judge.results``): what reports, feedback and tables render."""
     q = ev.question
     cases = tuple(CaseRecord(n, cr.hidden, cr.case.describe(q.arg_names), cr.verdict.outcome, cr.verdict.message,
-                             _facts(cr.verdict.error), q.kind_names(cr.case)) for n, cr in enumerate(ev.cases, 1))
+                             cr.verdict.error, q.kind_names(cr.case)) for n, cr in enumerate(ev.cases, 1))
     problem = Problem(ev.problem_kind or ProblemKind.HARNESS, ev.problem) if ev.problem else None
     timing = None
     if ev.latency_us is not None or ev.speed_note:
         timing = SpeedRecord(q.speed_case.describe(q.arg_names), ev.latency_label(), ev.latency_us, ev.reference_us,
-                             ev.tier, q.full_tier, q.partial_tier, ev.speed_note, SpeedFacts.of(ev.speed_facts),
-                             SpeedFacts.of(ev.reference_facts, with_lines=False), q.speed_lesson,
+                             ev.tier, q.full_tier, q.partial_tier, ev.speed_note, ev.speed_facts,
+                             ev.reference_facts, q.speed_lesson,
                              relaxed=q.relaxed, relaxed_us=ev.relaxed_us)
     return GradeRecord(q.qid, q.title, round(correctness + speed, 4), q.points, round(correctness, 4),
                        q.correctness_points, round(speed, 4), q.speed_points, cases, problem, timing, sandboxed,
                        warnings, ev.program or ())
 
-
-def _facts(err: dict | None) -> ErrorFacts | None:
-    if not err:
-        return None
-    line = err.get("line")
-    return ErrorFacts(str(err.get("type") or "Exception"), str(err.get("message") or ""), err.get("error_id"),
-                      line if type(line) is int else None, err.get("code"))

@@ -23,6 +23,11 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
 
+# the records read at the pipe, which a grade record holds (re-exported: renderers and tests name them from here)
+from nkilab.isolate.facts import CostlyLine as CostlyLine
+from nkilab.isolate.facts import ErrorFacts, SpeedFacts
+from nkilab.isolate.facts import Held as Held
+
 SCHEMA = "nkilab-grade/2"  # 2: each case carries its kinds
 #: the MIME type under which a grade cell's output carries its record
 MIME = "application/vnd.nkilab.grade+json"
@@ -54,17 +59,6 @@ class ProblemKind(str, Enum):
     GARBLED = "malformed results"
     CRASHED = "process died"
     HARNESS = "grading failed"
-
-
-@dataclass(frozen=True)
-class ErrorFacts:
-    """An exception as the grader reports it: class, NKI error id, the student's line and its code, message."""
-
-    type: str
-    message: str = ""
-    error_id: str | None = None
-    line: int | None = None
-    code: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,68 +99,6 @@ ENGINE_ADVICE = {
     "pool": "keep GpSimd for what only it does: its elementwise throughput is the lowest of the engines",
     "pe": "keep the Tensor Engine fed: load each stationary tile once and stream many moving tiles past it",
 }
-
-
-@dataclass(frozen=True)
-class CostlyLine:
-    line: int
-    code: str
-    us: float
-
-
-@dataclass(frozen=True)
-class Held:
-    """A compiler behaviour the cost model applied that held the kernel's instructions back (nkisim's
-    ``Estimate.reasons``): at which line, how many times, and the time (µs) it held them in all."""
-
-    mechanism: str
-    line: int
-    count: int
-    us: float
-
-
-@dataclass(frozen=True)
-class SpeedFacts:
-    """Where one timed run's time went (cost-model estimates): each engine's busy time (summed over the DMA queues
-    and the launch's cores), the number of DMA queues and cores, DMA transfers and bytes, instructions, and the
-    costliest lines of the kernel."""
-
-    busy_us: tuple[tuple[str, float], ...]
-    dma_queues: int
-    dma_count: int
-    dma_bytes: int
-    instructions: int
-    lines: tuple[CostlyLine, ...] = ()
-    cores: int = 1
-    held: tuple[Held, ...] = ()
-    #: lines where the kernel makes a tile outside a loop that the loop overwrites in every iteration
-    #: (``nkilab.kernels.premises``): the premise of the advice to allocate it in the loop body
-    shared: tuple[int, ...] = ()
-
-    @classmethod
-    def of(cls, facts: dict | None, with_lines: bool = True) -> SpeedFacts | None:
-        """From ``replies.speed_facts``'s checked dict; ``with_lines=False`` for the reference (its lines are
-        solution code, never shown)."""
-        if not facts:
-            return None
-        lines = tuple(CostlyLine(int(n), str(code), float(us)) for n, us, code in facts.get("lines") or ()) \
-            if with_lines else ()
-        return cls(tuple((e, float(us)) for e, us in facts["busy_us"].items()), int(facts["dma_queues"]),
-                   int(facts["dma_count"]), int(facts["dma_bytes"]), int(facts["instructions"]), lines,
-                   int(facts.get("cores") or 1),
-                   tuple(Held(str(m), int(n), int(c), float(us)) for m, n, c, us in facts.get("held") or ()),
-                   tuple(int(n) for n in facts.get("shared") or ()) if with_lines else ())
-
-    def share(self, engine: str, total_us: float) -> float:
-        """The fraction of the kernel's span ``engine`` was busy, on average per core (and per DMA queue)."""
-        us = dict(self.busy_us).get(engine, 0.0) / max(self.cores, 1)
-        if engine == "dma":
-            us /= max(self.dma_queues, 1)
-        return us / total_us if total_us > 0 else 0.0
-
-    def bottleneck(self, total_us: float) -> str:
-        """The engine busy the largest share of the kernel's span."""
-        return max(ENGINE_NAMES, key=lambda e: (self.share(e, total_us), e))
 
 
 @dataclass(frozen=True)
@@ -243,7 +175,7 @@ class GradeRecord:
             raise ValueError("not a grade record")
         try:
             cases = tuple(CaseRecord(int(c["number"]), bool(c["hidden"]), _s(c["inputs"]), Outcome(c["outcome"]),
-                                     _s(c["message"]), _error(c.get("error")), _strings(c["kinds"]))
+                                     _s(c["message"]), ErrorFacts.from_json(c.get("error")), _strings(c["kinds"]))
                           for c in data.get("cases") or ())
             p = data.get("problem")
             problem = Problem(ProblemKind(p["kind"]), _s(p["text"])) if p else None
@@ -251,8 +183,8 @@ class GradeRecord:
             timing = SpeedRecord(_s(t["case"]), _s(t["label"]), _f(t.get("latency_us")), _f(t.get("reference_us")),
                                  t.get("tier") if t.get("tier") in ("full", "partial", "none") else None,
                                  float(t["full_tier"]), float(t["partial_tier"]),
-                                 _s(t["note"]) if t.get("note") else None, _facts(t.get("kernel")),
-                                 _facts(t.get("reference")), _s(t.get("lesson") or ""),
+                                 _s(t["note"]) if t.get("note") else None, SpeedFacts.from_json(t.get("kernel")),
+                                 SpeedFacts.from_json(t.get("reference")), _s(t.get("lesson") or ""),
                                  _s(t["relaxed"]) if t.get("relaxed") else None, _f(t.get("relaxed_us"))) if t else None
             return cls(_s(data["question"]), _s(data["title"]), float(data["points"]), float(data["max_points"]),
                        float(data["correctness"]), float(data["correctness_max"]), float(data["speed"]),
@@ -460,27 +392,6 @@ def _features(value: Any) -> tuple[int, ...]:
 
 def _bytes(n: int) -> str:
     return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB" if n >= 2**10 else f"{n} B"
-
-
-def _facts(value: Any) -> SpeedFacts | None:
-    if value is None:
-        return None
-    return SpeedFacts(tuple((_s(e), float(us)) for e, us in value["busy_us"]), int(value["dma_queues"]),
-                      int(value["dma_count"]), int(value["dma_bytes"]), int(value["instructions"]),
-                      tuple(CostlyLine(int(c["line"]), _s(c["code"]), float(c["us"])) for c in value.get("lines") or ()),
-                      int(value.get("cores") or 1),
-                      tuple(Held(_s(h["mechanism"]), int(h["line"]), int(h["count"]), float(h["us"]))
-                            for h in value.get("held") or ()),
-                      tuple(int(n) for n in value.get("shared") or ()))
-
-
-def _error(value: Any) -> ErrorFacts | None:
-    if value is None:
-        return None
-    line = value.get("line")
-    return ErrorFacts(_s(value["type"]), _s(value.get("message") or ""),
-                      _s(value["error_id"]) if value.get("error_id") else None,
-                      int(line) if line is not None else None, _s(value["code"]) if value.get("code") else None)
 
 
 def _g(x: float) -> str:

@@ -75,11 +75,6 @@ class Measurement:
     def label(self) -> str:
         return f"measured on {self.instance} ({self.how})"
 
-    def as_facts(self) -> dict:
-        """The grader's latency record for it (``nkilab.judge.evaluate`` reads these keys)."""
-        return {"status": "ok", "latency_us": self.latency_us, "target": self.instance, "simulator": False,
-                "how": self.how}
-
 
 def neuron_devices(root: Path = Path("/dev")) -> list[Path]:
     """The Neuron devices of this machine (``/dev/neuron0`` ...)."""

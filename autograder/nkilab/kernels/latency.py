@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from nkilab.kernels import device
+from nkisim.api import Dialect
 
 
 def simulated(kernel: object) -> bool:
@@ -30,17 +31,15 @@ def simulated(kernel: object) -> bool:
     return type(kernel).__module__.split(".")[0] == "nkisim"
 
 
-def on_simulator(dialect: str = "nki") -> bool:
-    """True when the ``dialect``'s NKI (``nki``: NKI 0.6; ``legacy``: ``neuronxcc.nki``) is provided by the nkisim
-    CPU simulator rather than AWS's compiler."""
-    try:
-        import nkisim
-    except ImportError:  # a Neuron machine without the course simulator installed
-        return False
-    return nkisim.provides_nki() if dialect == "nki" else nkisim.using_simulator()
+def on_simulator(dialect: Dialect | str = Dialect.NKI) -> bool:
+    """True when the ``dialect``'s NKI (a ``Dialect``, or its word: ``nki`` for NKI 0.6, ``legacy`` for
+    ``neuronxcc.nki``) is provided by the nkisim CPU simulator rather than AWS's compiler."""
+    import nkisim
+
+    return nkisim.provides_nki() if Dialect.named(dialect) is Dialect.NKI else nkisim.using_simulator()
 
 
-def latency_label(target: str, dialect: str = "nki") -> str:
+def latency_label(target: str, dialect: Dialect | str = Dialect.NKI) -> str:
     """What ``latency_us(..., target=target)`` returns for a ``dialect`` kernel, in words: an estimate for
     ``target`` on the simulator, a measurement on a Neuron device (the instance named)."""
     if on_simulator(dialect):

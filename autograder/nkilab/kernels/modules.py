@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from nkisim.api import Dialect
+
 _fresh = itertools.count()
 
 
@@ -33,10 +35,10 @@ def load_kernel(path: str | Path, name: str) -> Any:
     return fn
 
 
-def kernel_dialect(fn: Any) -> str:
-    """The NKI dialect a loaded kernel is written in: "0.6" for an ``import nki`` kernel, else "legacy" (it decides
-    how a question's launch grid is spelled for it, ``nkilab.isolate._child.make_grid``)."""
+def kernel_dialect(fn: Any) -> Dialect:
+    """The NKI dialect a loaded kernel is written in: ``Dialect.NKI`` for an ``import nki`` kernel, else
+    ``Dialect.LEGACY`` (it decides how a question's launch grid is spelled for it, ``nkilab.isolate._child.make_grid``)."""
     dialect = getattr(fn, "dialect", None)
     if dialect is None:  # a device's own kernel object: NKI 0.6's lives in the ``nki`` package
-        dialect = "0.6" if type(fn).__module__.split(".")[0] == "nki" else "legacy"
-    return str(dialect)
+        return Dialect.NKI if type(fn).__module__.split(".")[0] == "nki" else Dialect.LEGACY
+    return Dialect.named(dialect)

@@ -40,10 +40,12 @@ from nkilab.course.questions import HIDDEN_CASES_ENV, QUESTION_CALL, QUESTIONS, 
 from nkilab.intake import handins as intake
 from nkilab.intake.sanitize import grade_id, is_grade, restore, writefile_target
 from nkilab.isolate import sandbox
+from nkilab.isolate.facts import Latency
 from nkilab.judge.check import truncate_text
-from nkilab.judge.evaluate import PRESET_ENV, grading_target, reference_key, reference_latency
+from nkilab.judge.evaluate import PRESET_ENV, grading_target, presets, reference_key, reference_latency
 from nkilab.judge.grade import GRADING_ENV, grade_report
 from nkilab.judge.results import Audience
+from nkisim.api import Dialect
 
 CONFIG = "gradescope.json"  # in the bundle: the assignment, the sandbox policy
 LATENCIES = "reference_latencies.json"
@@ -110,26 +112,26 @@ HIDDEN = "hidden_cases.json"  # in the bundle when the TA gives their own hidden
 
 
 def build(assignment: str, out: Path, *, sandboxed: bool = True, hidden: Path | None = None,
-          dialect: str | None = None) -> Path:
+          dialect: Dialect | str | None = None) -> Path:
     """``out/<assignment>.zip``: the autograder bundle for one assignment, on its notebook in ``dialect`` (default:
     the course's ``stub_dialect``; ``legacy``: the twin in ``assignments/legacy/``)."""
     release = assignments_dir(REPO, dialect or manifest.course().stub_dialect) / f"{assignment}.ipynb"
     if not release.exists():
         raise SystemExit(f"make gradescope: no released notebook {release} (run make release)")
     questions = kernel_questions(nbformat.read(release, as_version=4))
-    latencies = {}
+    latencies: dict[str, Latency] = {}
     for q in (r for kq in questions for r in timed_references(QUESTIONS[kq.qid])):
         target = grading_target(q)
         res = reference_latency(q, target, 300.0)
-        if res.get("status") != "ok":
-            raise SystemExit(f"make gradescope: the reference for {q.qid} did not run: {res.get('error')}")
+        if not res.ok:
+            raise SystemExit(f"make gradescope: the reference for {q.qid} did not run: {res.error}")
         latencies[reference_key(q, target)] = res
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp)
         shutil.copytree(REPO / "nkisim", src / "nkisim", ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copytree(Path(__file__).parents[1], src / "nkilab", ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copy(release, src / release.name)
-        (src / LATENCIES).write_text(json.dumps(latencies, indent=1))
+        (src / LATENCIES).write_text(presets(latencies))
         if hidden is not None:
             shutil.copy(hidden, src / HIDDEN)
         (src / CONFIG).write_text(json.dumps({"assignment": assignment, "notebook": release.name,
@@ -229,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--assignment", action="append", help="only these (default: every released assignment)")
     b.add_argument("--out", type=Path, default=None,
                    help="where the bundles go (default: build/gradescope/, build/gradescope/legacy/ for the twin)")
-    b.add_argument("--dialect", choices=manifest.DIALECTS, default=None,
+    b.add_argument("--dialect", choices=manifest.DIALECT_WORDS, default=None,
                    help="bundle the notebooks of this dialect: nki (NKI 0.6, assignments/) or legacy "
                         "(assignments/legacy/); default: the course's stub_dialect")
     b.add_argument("--no-sandbox", action="store_true", help="grade without bubblewrap in the container (loudly)")
@@ -239,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--source", type=Path, default=None)
     args = ap.parse_args(argv)
     if args.cmd == "build":
-        dialect = args.dialect or manifest.course().stub_dialect
+        dialect = manifest.dialect(args.dialect or manifest.course().stub_dialect)
         folder = assignments_dir(REPO, dialect)
         out = args.out or REPO / "build" / "gradescope" / folder.relative_to(REPO / "assignments")
         names = args.assignment or sorted(p.stem for p in folder.glob("*.ipynb"))

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkilab.course.manifest import question_fields
-from nkilab.course.questions import Case, Question, row_kinds
+from nkilab.course.questions import Case, question, row_kinds, variant
 
 EPS = 1e-6  # as torch.nn.functional.rms_norm(a, (C,), weight=g, eps=1e-6)
 
@@ -28,25 +27,16 @@ HIDDEN = (_case(1, 64), _case(127, 1024), _case(129, 2048), _case(1000, 512), _c
 SPEED = _case(4096, 2048)
 KINDS = row_kinds()
 
-QUESTIONS = [
-    Question(
-        **question_fields("rmsnorm"),
-        arg_names=("a", "g"),
-        reference=rmsnorm_reference,
-        rules=RULES,
-        public=PUBLIC,
-        hidden=HIDDEN,
-        speed_case=SPEED,
-        kinds=KINDS,
-    ),
-    Question(
-        **question_fields("rmsnorm_fast"),
-        arg_names=("a", "g"),
-        reference=rmsnorm_reference,
-        rules=RULES,
-        public=PUBLIC,
-        hidden=HIDDEN,
-        speed_case=SPEED,
-        kinds=KINDS,
-    ),
-]
+RMSNORM = question(
+    "rmsnorm",
+    arg_names=("a", "g"),
+    reference=rmsnorm_reference,
+    rules=RULES,
+    public=PUBLIC,
+    hidden=HIDDEN,
+    speed_case=SPEED,
+    kinds=KINDS,
+)
+RMSNORM_FAST = variant(RMSNORM, "rmsnorm_fast")  # the same kernel, made fast: only the manifest's facts differ
+
+QUESTIONS = [RMSNORM, RMSNORM_FAST]

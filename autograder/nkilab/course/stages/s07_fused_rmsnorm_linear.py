@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkilab.course.manifest import question_fields
-from nkilab.course.questions import Case, Question, Work, io_bytes, row_kinds
+from nkilab.course.questions import Case, Work, io_bytes, question, row_kinds, variant
 from nkilab.course.stages.s04_masked_rmsnorm import rmsnorm_reference
 from nkilab.course.stages.s06_tensor_engine import TOLERANCES as MATMUL_TOLERANCES
 
@@ -27,7 +26,7 @@ RULES = ("x is [R, C], g is [C], w is [C, N]; R and C multiples of 128, N a mult
          "to 2048); all "
          "float32 or bfloat16; return rmsnorm(x, g) @ w (eps 1e-6), shape [R, N], with x's dtype")
 def _work(c: Case) -> Work:
-    (r, cc), _, (_, n) = c.arg_shapes  # type: ignore[misc]
+    (r, cc), _, (_, n) = c.shapes(3)
     return Work(io_bytes(c, 3, (r, n)), pe_flops=2.0 * r * cc * n, pe_dtype=c.dtype)
 
 
@@ -36,29 +35,22 @@ PUBLIC = (_case(128, 128, 512), _case(256, 384, 1024, "bfloat16"), _case(128, 20
 HIDDEN = (_case(128, 128, 512, "bfloat16"), _case(128, 2048, 512), _case(1024, 256, 512), _case(256, 512, 2048),
           _case(384, 1024, 1024, "bfloat16"), _case(128, 2048, 1024, "bfloat16"))
 
-QUESTIONS = [
-    Question(
-        **question_fields("rmsnorm_linear"),
-        arg_names=("x", "g", "w"),
-        reference=rmsnorm_linear_reference,
-        rules=RULES,
-        public=PUBLIC,
-        hidden=HIDDEN,
-        speed_case=_case(1024, 1024, 1024, "bfloat16"),
-        tolerances=TOLERANCES,
-        kinds=KINDS,
-        work=_work,
-    ),
-    Question(
-        **question_fields("rmsnorm_linear_fast"),
-        arg_names=("x", "g", "w"),
-        reference=rmsnorm_linear_reference,
-        rules=RULES,
-        public=PUBLIC,
-        hidden=HIDDEN,
-        speed_case=_case(4096, 2048, 2048, "bfloat16"),
-        tolerances=TOLERANCES,
-        kinds=KINDS,
-        work=_work,
-    ),
-]
+RMSNORM_LINEAR = question(
+    "rmsnorm_linear",
+    arg_names=("x", "g", "w"),
+    reference=rmsnorm_linear_reference,
+    rules=RULES,
+    public=PUBLIC,
+    hidden=HIDDEN,
+    speed_case=_case(1024, 1024, 1024, "bfloat16"),
+    tolerances=TOLERANCES,
+    kinds=KINDS,
+    work=_work,
+)
+RMSNORM_LINEAR_FAST = variant(
+    RMSNORM_LINEAR,
+    "rmsnorm_linear_fast",
+    speed_case=_case(4096, 2048, 2048, "bfloat16"),
+)
+
+QUESTIONS = [RMSNORM_LINEAR, RMSNORM_LINEAR_FAST]

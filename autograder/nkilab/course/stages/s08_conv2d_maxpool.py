@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkilab.course.manifest import question_fields
-from nkilab.course.questions import Case, Question, Work, hardware, io_bytes, row_tile
+from nkilab.course.questions import Case, Work, hardware, io_bytes, question, row_tile, variant
 
 
 def conv2d_maxpool_reference(x: np.ndarray, w: np.ndarray, bias: np.ndarray) -> np.ndarray:
@@ -25,7 +24,7 @@ def _case(b: int, c_in: int, c_out: int, h: int, w: int, k: int, dtype: str = "f
 
 
 def _dims(c: Case) -> tuple[int, int, int, int, int, int]:
-    (b, c_in, h, w), (c_out, _, k, _), _ = c.arg_shapes  # type: ignore[misc]
+    (b, c_in, h, w), (c_out, _, k, _), _ = c.shapes(3)
     return b, c_in, c_out, h, w, k
 
 
@@ -55,41 +54,38 @@ KINDS = {
 FAST_KINDS = {**KINDS, "several row blocks":
               lambda c: _dims(c)[3] - _dims(c)[5] + 1 > 2 * (hardware().psum_free_max // (2 * _dims(c)[4]))}
 
-QUESTIONS = [
-    Question(
-        **question_fields("conv2d_maxpool"),
-        arg_names=("X", "W", "bias"),
-        reference=conv2d_maxpool_reference,
-        rules=("X is [B, C_in, H, W], W is [C_out, C_in, K, K], bias is [C_out], all float32 or float16; 1 <= C_in, "
-               "C_out <= 512, 1 <= K <= 5, Ho = H - K + 1 and Wo = W - K + 1 even, Wo <= 512; return "
-               "max_pool2d(conv2d(X, W) + bias, 2), shape [B, C_out, Ho / 2, Wo / 2], with X's dtype"),
-        public=(_case(1, 3, 16, 8, 8, 3), _case(2, 130, 72, 10, 12, 3, "float16"), _case(1, 8, 136, 7, 7, 2),
-                _case(1, 4, 8, 4, 4, 1, "float16"), _case(1, 4, 8, 6, 6, 5)),
-        hidden=(_case(1, 1, 1, 6, 6, 3), _case(2, 64, 200, 12, 10, 3, "float16"), _case(1, 130, 128, 9, 9, 2),
-                _case(1, 256, 129, 8, 8, 1, "float16"), _case(1, 200, 300, 14, 14, 5), _case(3, 128, 128, 6, 18, 3,
-                                                                                              "float16"),
-                _case(1, 512, 64, 6, 6, 3), _case(1, 16, 16, 4, 514, 3, "float16")),
-        speed_case=_case(1, 256, 256, 10, 514, 3),
-        tolerances=TOLERANCES,
-        work=_work,
-        kinds=KINDS,
-    ),
-    Question(
-        **question_fields("conv2d_maxpool_fast"),
-        arg_names=("X", "W", "bias"),
-        reference=conv2d_maxpool_reference,
-        rules=("X is [B, C_in, H, W], W is [C_out, C_in, K, K], bias is [C_out], all float32 or float16; C_in and "
-               "C_out multiples of 128 up to 512, 1 <= K <= 5, Ho = H - K + 1 and Wo = W - K + 1 even, W <= 256; "
-               "return max_pool2d(conv2d(X, W) + bias, 2) with X's dtype"),
-        public=(_case(1, 128, 128, 10, 10, 3), _case(2, 256, 128, 18, 34, 3, "float16"),
-                _case(1, 128, 256, 4, 4, 1, "float16"), _case(1, 128, 128, 5, 5, 2), _case(1, 128, 128, 6, 6, 5)),
-        hidden=(_case(1, 128, 256, 8, 8, 1, "float16"), _case(1, 384, 128, 12, 20, 5), _case(2, 128, 128, 66, 66, 3,
-                                                                                           "float16"),
-                _case(1, 256, 256, 34, 128, 3), _case(1, 128, 128, 12, 256, 3, "float16"),
-                _case(1, 512, 128, 6, 6, 3, "float16"), _case(1, 128, 384, 9, 17, 2)),
-        speed_case=_case(2, 256, 256, 34, 128, 3, "float16"),
-        tolerances=TOLERANCES,
-        work=_work,
-        kinds=FAST_KINDS,
-    ),
-]
+CONV = question(
+    "conv2d_maxpool",
+    arg_names=("X", "W", "bias"),
+    reference=conv2d_maxpool_reference,
+    rules=("X is [B, C_in, H, W], W is [C_out, C_in, K, K], bias is [C_out], all float32 or float16; 1 <= C_in, "
+           "C_out <= 512, 1 <= K <= 5, Ho = H - K + 1 and Wo = W - K + 1 even, Wo <= 512; return "
+           "max_pool2d(conv2d(X, W) + bias, 2), shape [B, C_out, Ho / 2, Wo / 2], with X's dtype"),
+    public=(_case(1, 3, 16, 8, 8, 3), _case(2, 130, 72, 10, 12, 3, "float16"), _case(1, 8, 136, 7, 7, 2),
+            _case(1, 4, 8, 4, 4, 1, "float16"), _case(1, 4, 8, 6, 6, 5)),
+    hidden=(_case(1, 1, 1, 6, 6, 3), _case(2, 64, 200, 12, 10, 3, "float16"), _case(1, 130, 128, 9, 9, 2),
+            _case(1, 256, 129, 8, 8, 1, "float16"), _case(1, 200, 300, 14, 14, 5), _case(3, 128, 128, 6, 18, 3,
+                                                                                          "float16"),
+            _case(1, 512, 64, 6, 6, 3), _case(1, 16, 16, 4, 514, 3, "float16")),
+    speed_case=_case(1, 256, 256, 10, 514, 3),
+    tolerances=TOLERANCES,
+    work=_work,
+    kinds=KINDS,
+)
+CONV_FAST = variant(
+    CONV,
+    "conv2d_maxpool_fast",
+    rules=("X is [B, C_in, H, W], W is [C_out, C_in, K, K], bias is [C_out], all float32 or float16; C_in and "
+           "C_out multiples of 128 up to 512, 1 <= K <= 5, Ho = H - K + 1 and Wo = W - K + 1 even, W <= 256; "
+           "return max_pool2d(conv2d(X, W) + bias, 2) with X's dtype"),
+    public=(_case(1, 128, 128, 10, 10, 3), _case(2, 256, 128, 18, 34, 3, "float16"),
+            _case(1, 128, 256, 4, 4, 1, "float16"), _case(1, 128, 128, 5, 5, 2), _case(1, 128, 128, 6, 6, 5)),
+    hidden=(_case(1, 128, 256, 8, 8, 1, "float16"), _case(1, 384, 128, 12, 20, 5), _case(2, 128, 128, 66, 66, 3,
+                                                                                       "float16"),
+            _case(1, 256, 256, 34, 128, 3), _case(1, 128, 128, 12, 256, 3, "float16"),
+            _case(1, 512, 128, 6, 6, 3, "float16"), _case(1, 128, 384, 9, 17, 2)),
+    speed_case=_case(2, 256, 256, 34, 128, 3, "float16"),
+    kinds=FAST_KINDS,
+)
+
+QUESTIONS = [CONV, CONV_FAST]

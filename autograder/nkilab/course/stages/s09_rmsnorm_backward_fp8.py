@@ -5,8 +5,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from nkilab.course.manifest import question_fields
-from nkilab.course.questions import Case, Question, Work, hardware, io_bytes, row_kinds
+from nkilab.course.questions import Case, Work, hardware, io_bytes, question, row_kinds
 from nkilab.course.stages.s04_masked_rmsnorm import EPS
 
 # --------------------------------------------------------------------------- Q1: the backward pass
@@ -75,7 +74,7 @@ def _fp8_inputs(draws: list[np.ndarray], case: Case) -> list[np.ndarray]:
     x, exps, w, _ = draws
     x = x * 2.0 ** np.repeat(np.clip(np.round(3 * exps), -6, 6), GROUP, axis=1)
     x_q, x_scale = quantize_groups(x)
-    w = w.astype(np.dtype(case.arg_dtypes[2]))  # type: ignore[index]
+    w = w.astype(np.dtype(case.dtypes(4)[2]))
     y = rmsnorm_fp8_reference(x_q.astype(np.float64), x_scale.astype(np.float64), w.astype(np.float64),
                               np.ones((1, 1)))
     out_scale = np.array([[np.abs(y).max() / FP8_MAX / AMAX_GROWTH]], dtype=np.float32)
@@ -112,39 +111,39 @@ def _fp8_work(c: Case) -> Work:
                 broadcast_passes=1, minmax_passes=1, half=True)
 
 
-QUESTIONS = [
-    Question(
-        **question_fields("rmsnorm_backward"),
-        arg_names=("x", "w", "dy", "rstd"),
-        reference=rmsnorm_backward_reference,
-        rules=("x and dy are [R, C], w is [C], all float32 or bfloat16, rstd is [R, 1] float32 (1/sqrt(mean(x^2) + "
-               "1e-6), saved by the forward pass); R >= 1, 1 <= C <= 2048; return one [R + 1, C] array with x's "
-               "dtype: dx in rows 0 .. R-1, dw in row R"),
-        public=(_bw(128, 256), _bw(200, 300, "bfloat16"), _bw(1, 600), _bw(300, 1, "bfloat16")),
-        hidden=(_bw(1, 64), _bw(127, 512), _bw(129, 2048, "bfloat16"), _bw(1000, 100), _bw(640, 1000, "bfloat16"),
-                _bw(300, 1), _bw(384, 2048)),
-        speed_case=_bw(4096, 2048),
-        prepare=_backward_inputs,
-        work=_backward_work,
-        tolerances={"float32": (1e-4, 1e-4)},  # dw: sums over up to 4096 rows (as stage 6's long fp32 sums)
-        kinds={**row_kinds(),
-               "C > 512": lambda c: c.shape[1] > hardware().psum_free_max},  # more than one PSUM tile of dw
-    ),
-    Question(
-        **question_fields("rmsnorm_fp8_forward"),
-        arg_names=("x_q", "x_scale", "w", "out_scale"),
-        reference=rmsnorm_fp8_reference,
-        rules=("x_q is [R, C] float8_e4m3 with one float32 scale per 1 x 16 group in x_scale [R, C/16] (x = x_q * "
-               "scale), w is [C] float32 or bfloat16, out_scale is [1, 1] float32; R >= 1, C a multiple of 16 up to "
-               "2048; return [R, C] float8_e4m3: rmsnorm(x) * w / out_scale (eps 1e-6), saturated to +-240"),
-        public=(_fp8(128, 256), _fp8(200, 320, "bfloat16"), _fp8(1, 16)),
-        hidden=(_fp8(1, 64), _fp8(127, 512), _fp8(129, 2048, "bfloat16"), _fp8(300, 1024), _fp8(1000, 16),
-                _fp8(256, 2048), _fp8(640, 1008, "bfloat16")),
-        speed_case=_fp8(2048, 2048),
-        prepare=_fp8_inputs,
-        work=_fp8_work,
-        tolerances={"float8_e4m3": FP8_TOLERANCE},
-        kinds={**row_kinds(), "one group": lambda c: c.shape[1] == GROUP,
-               "bfloat16 weight": lambda c: c.arg_dtypes is not None and c.arg_dtypes[2] == "bfloat16"},
-    ),
-]
+BACKWARD = question(
+    "rmsnorm_backward",
+    arg_names=("x", "w", "dy", "rstd"),
+    reference=rmsnorm_backward_reference,
+    rules=("x and dy are [R, C], w is [C], all float32 or bfloat16, rstd is [R, 1] float32 (1/sqrt(mean(x^2) + "
+           "1e-6), saved by the forward pass); R >= 1, 1 <= C <= 2048; return one [R + 1, C] array with x's "
+           "dtype: dx in rows 0 .. R-1, dw in row R"),
+    public=(_bw(128, 256), _bw(200, 300, "bfloat16"), _bw(1, 600), _bw(300, 1, "bfloat16")),
+    hidden=(_bw(1, 64), _bw(127, 512), _bw(129, 2048, "bfloat16"), _bw(1000, 100), _bw(640, 1000, "bfloat16"),
+            _bw(300, 1), _bw(384, 2048)),
+    speed_case=_bw(4096, 2048),
+    prepare=_backward_inputs,
+    work=_backward_work,
+    tolerances={"float32": (1e-4, 1e-4)},  # dw: sums over up to 4096 rows (as stage 6's long fp32 sums)
+    kinds={**row_kinds(),
+           "C > 512": lambda c: c.shape[1] > hardware().psum_free_max},  # more than one PSUM tile of dw
+)
+FP8_FORWARD = question(
+    "rmsnorm_fp8_forward",
+    arg_names=("x_q", "x_scale", "w", "out_scale"),
+    reference=rmsnorm_fp8_reference,
+    rules=("x_q is [R, C] float8_e4m3 with one float32 scale per 1 x 16 group in x_scale [R, C/16] (x = x_q * "
+           "scale), w is [C] float32 or bfloat16, out_scale is [1, 1] float32; R >= 1, C a multiple of 16 up to "
+           "2048; return [R, C] float8_e4m3: rmsnorm(x) * w / out_scale (eps 1e-6), saturated to +-240"),
+    public=(_fp8(128, 256), _fp8(200, 320, "bfloat16"), _fp8(1, 16)),
+    hidden=(_fp8(1, 64), _fp8(127, 512), _fp8(129, 2048, "bfloat16"), _fp8(300, 1024), _fp8(1000, 16),
+            _fp8(256, 2048), _fp8(640, 1008, "bfloat16")),
+    speed_case=_fp8(2048, 2048),
+    prepare=_fp8_inputs,
+    work=_fp8_work,
+    tolerances={"float8_e4m3": FP8_TOLERANCE},
+    kinds={**row_kinds(), "one group": lambda c: c.shape[1] == GROUP,
+           "bfloat16 weight": lambda c: c.arg_dtypes is not None and c.arg_dtypes[2] == "bfloat16"},
+)
+
+QUESTIONS = [BACKWARD, FP8_FORWARD]
