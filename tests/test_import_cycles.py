@@ -6,8 +6,8 @@ two modules cannot be read, tested or moved apart.  This reads every module's so
 and ``from ... import`` anywhere in it, except under ``if TYPE_CHECKING:``, which never runs) and looks for strongly
 connected components in the resulting graph, so the test needs no import of the code it checks.
 
-nkisim is checked the same way, but its cycles are another issue's (issue 32's nkisim half); that test is expected to
-fail until they are gone, and says which cycles it found.
+nkisim is checked the same way (issue 32's nkisim half removed its two cycles: the op registry importing the
+catalog of every op module, and the 0.6 adapters binding / control / tensor).
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ from __future__ import annotations
 import ast
 import shutil
 from pathlib import Path
-
-import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = {"nkilab": REPO / "autograder" / "nkilab", "nkisim": REPO / "nkisim"}
@@ -135,7 +133,16 @@ def test_nkilab_has_no_import_cycle():
     assert cycles("nkilab") == []
 
 
-@pytest.mark.xfail(reason="nkisim's import cycles are issue 32's nkisim half (another engineer's): ops.catalog with "
-                          "the op modules through the registry, frontend.v06's adapters", strict=False)
 def test_nkisim_has_no_import_cycle():
     assert cycles("nkisim") == []
+
+
+def test_the_registry_reaching_back_into_the_catalog_is_a_cycle(tmp_path):
+    """The mutant of the cycle issue 32 removed: the registry importing the catalog (which imports every op module,
+    each importing the registry) from inside a function, as ``registry.namespace`` did."""
+    root = tmp_path / "nkisim"
+    shutil.copytree(PACKAGES["nkisim"], root, ignore=shutil.ignore_patterns("__pycache__"))
+    with open(root / "ops" / "registry.py", "a") as fh:
+        fh.write("\n\ndef _every_op():\n    from nkisim.ops import catalog\n    return catalog\n")
+    (found,) = cycles("nkisim", root)
+    assert {"nkisim.ops.registry", "nkisim.ops.catalog", "nkisim.ops.alu", "nkisim.ops.base"} <= set(found)

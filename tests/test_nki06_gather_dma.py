@@ -1,5 +1,5 @@
-"""NKI 0.6's ``nisa.nc_n_gather`` (GpSimd) and ``nisa.dma_compute`` (the DMA engines' add), ``nkisim/ops/isa_v4.py``:
-our own kernels against NumPy, every documented refusal at the kernel's line, the DMA estimate against its bytes, and
+"""NKI 0.6's ``nisa.nc_n_gather`` (GpSimd, ``nkisim/ops/movement.py``) and ``nisa.dma_compute`` (the DMA engines'
+add, ``nkisim/ops/dma.py``): our own kernels against NumPy, every documented refusal at the kernel's line, the DMA estimate against its bytes, and
 mutants."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import nkisim
 from nkisim import api
 from nkisim.core.target import get as get_target
 from nkisim.cost import costs
-from nkisim.ops import isa_v4
+from nkisim.ops import dma as dma_op
 from nkisim.ops import movement as movement_op
-from nkisim.ops.isa_v4 import dma_sum
+from nkisim.ops.dma import dma_sum
 
 nkisim.install()
 
@@ -73,6 +73,29 @@ def test_nc_n_gather_refusals():
         nisa.memset(dst=i, value=0)
         nisa.nc_n_gather(dst=nl.ndarray((32, 4), dtype=nl.float32, buffer=nl.psum), data=load(a), indices=i)  # ERR
     refused(in_psum, Exception, "address space 'sbuf'")
+
+
+def test_gather_flattened_is_the_flattened_free_dimension_gather_and_other_axes_are_refused():
+    """``nl.gather_flattened`` on SDK 2.26's docstring example (its ``np.take_along_axis`` over the flattened free
+    dimensions, the only gather AWS's docs define); ``axis`` other than 0 is not defined by AWS's docs (the 0.6
+    docstring names it, 'axis along which to gather', and says only that the index selects 'from the free dimension
+    of data'), so the simulator refuses it as its own limit (rule ``limit.gather_axis``)."""
+    data = np.array([[[1., 2.], [3., 4.]], [[5., 6.], [7., 8.]]], np.float32)
+    idx = np.array([[[0, 1], [1, 3]], [[3, 3], [1, 0]]], np.uint32)
+
+    def kernel(d, i):
+        return out(nl.gather_flattened(load(d), load(i)))
+
+    got = nki.jit(kernel)(data, idx)
+    np.testing.assert_array_equal(got, [[[1., 2.], [2., 4.]], [[8., 8.], [6., 5.]]])
+    want = np.take_along_axis(data.reshape(2, -1), idx.reshape(2, -1).astype(np.int64), axis=-1).reshape(idx.shape)
+    np.testing.assert_array_equal(got, want)
+
+    def other_axis(d, i):
+        return out(nl.gather_flattened(load(d), load(i), axis=1))
+
+    with pytest.raises(NotImplementedError, match="axis 0 only"):
+        nki.jit(other_axis)(data, idx)
 
 
 # --- dma_compute --------------------------------------------------------------------------------------------------
@@ -146,15 +169,16 @@ def test_dma_compute_is_priced_at_the_dma_compute_throughput():
 
 def test_mutants_of_the_gather_and_the_dma_sum_fail_the_references(monkeypatch):
     with monkeypatch.context() as m:  # the flattened index read from the other end of the partition
-        m.setattr(isa_v4, "gathered", lambda api, a, ix, ctx: movement_op.gathered(api, a, ix, ctx)[:, ::-1])
+        gathered = movement_op.gathered
+        m.setattr(movement_op, "gathered", lambda api, a, ix, ctx: gathered(api, a, ix, ctx)[:, ::-1])
         with pytest.raises(AssertionError):
             test_nc_n_gather_gathers_within_each_partition(np.float32)
     with monkeypatch.context() as m:  # the last source dropped
-        m.setattr(isa_v4, "dma_sum", lambda arrays: dma_sum(arrays[:-1]))
+        m.setattr(dma_op, "dma_sum", lambda arrays: dma_sum(arrays[:-1]))
         with pytest.raises(AssertionError):
             test_dma_compute_adds_its_sources_in_fp32_and_casts_once()
     with monkeypatch.context() as m:  # a cast per source (the first rounded to bf16), not one cast of the fp32 sum
-        m.setattr(isa_v4, "dma_sum", lambda arrays: sum(a.reshape(-1) for a in arrays[1:]).astype(F32)
+        m.setattr(dma_op, "dma_sum", lambda arrays: sum(a.reshape(-1) for a in arrays[1:]).astype(F32)
                   + arrays[0].reshape(-1).astype(BF16).astype(F32))
         with pytest.raises(AssertionError):
             test_dma_compute_adds_its_sources_in_fp32_and_casts_once()

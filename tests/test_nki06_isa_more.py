@@ -1,4 +1,4 @@
-"""The instructions NKI 0.6 added to the ISA (``nkisim/ops/isa_v4.py``): ``exponential``, ``activate2``,
+"""The instructions NKI 0.6 added to the ISA (``nkisim/ops/activation.py``, ``nkisim/ops/topk.py``): ``exponential``, ``activate2``,
 ``nonzero_with_count`` and ``topk`` (``nc_n_gather`` and ``dma_compute``: ``test_nki06_gather_dma.py``; the random
 generators: ``test_nki06_rng.py``).
 
@@ -18,8 +18,9 @@ import nkisim
 from nkisim import api
 from nkisim.core.target import get as get_target
 from nkisim.cost import costs
-from nkisim.ops import isa_v4
+from nkisim.ops import activation as activation_op
 from nkisim.ops import outputs as outputs_op
+from nkisim.ops import topk as topk_op
 
 nkisim.install()
 
@@ -418,24 +419,24 @@ def test_mutants_of_the_ops_fail_the_references(monkeypatch):
                ("ascending_top", lambda values, k: np.argsort(-values, kind="stable")[:k]))  # descending
     for name, mutant in mutants:
         with monkeypatch.context() as m:
-            m.setattr(isa_v4, name, mutant)
+            m.setattr(topk_op, name, mutant)
             v, i = nki.jit(_topk_kernel(80, 13))(x)
             assert not np.array_equal(i.astype(np.int64), want_i), name
     with monkeypatch.context() as m:  # every partition written, not each GpSimd core's first
-        m.setattr(isa_v4, "core_rows", lambda parts, stride: np.ones(parts, bool))
+        m.setattr(topk_op, "core_rows", lambda parts, stride: np.ones(parts, bool))
         with pytest.raises(AssertionError):
             test_nonzero_with_count_compacts_core_rows(np.float32, 0, -1)
     with monkeypatch.context() as m:  # reduce_cmd=reduce restarts the sum
-        m.setattr(isa_v4, "accumulate", lambda ctx, cmd, op, partial, load=None:
+        m.setattr(activation_op, "accumulate", lambda ctx, cmd, op, partial, load=None:
                   outputs_op.accumulate(ctx, 3, op, partial, load))
         with pytest.raises(AssertionError):
             test_exponential_keeps_a_running_sum_over_tiles()
     with monkeypatch.context() as m:  # prelu as relu: the slope is lost
-        m.setattr(isa_v4, "_prelu", lambda x, alpha: np.maximum(x, 0))
+        m.setattr(activation_op, "_prelu", lambda x, alpha: np.maximum(x, 0))
         with pytest.raises(AssertionError):
             test_activate2_prelu_takes_relu_param_and_reduces_into_the_scalar_accumulators()
     with monkeypatch.context() as m:  # a reset that starts the sum at 1, not at add's identity 0
-        m.setattr(isa_v4, "REDUCE_IDENTITY", dict(isa_v4.REDUCE_IDENTITY, add=1.0))
+        m.setattr(activation_op, "REDUCE_IDENTITY", dict(activation_op.REDUCE_IDENTITY, add=1.0))
         with pytest.raises(AssertionError):
             test_activate2_prelu_takes_relu_param_and_reduces_into_the_scalar_accumulators()
 

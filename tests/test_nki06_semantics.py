@@ -155,6 +155,25 @@ def test_reshaped_and_broadcast_views_index_by_open_grids_in_the_program():
     np.testing.assert_array_equal(run(body, w, x, s), want)
 
 
+def test_ap_over_a_view_of_part_of_each_row_counts_partitions():
+    """nki-library's TensorView re-patterns a view of part of a row by its own shape (mlp_tkg: a [T, I] slice of a
+    [T, 2I] SBUF tile, patterned [[I, T], [1, I]]): the first pair of an on-chip pattern counts partitions, so each of
+    its T rows reads the slice's row of the storage."""
+    x = rand(16, 40)
+
+    def body(a):
+        t = nl.ndarray((16, 40), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        half = t[:, 20:40]
+        got = nl.ndarray((16, 20), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=got, src=half.ap([[20, 16], [1, 20]]))
+        out = nl.ndarray((16, 20), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=got)
+        return out
+
+    np.testing.assert_array_equal(run(body, x), x[:, 20:40])
+
+
 @pytest.mark.parametrize("misuse, message", [
     (lambda t: t.permute((1, 0)), "dims\\[0\\] must be 0"),
     (lambda t: t.broadcast(0, 4), "partition dimension"),
@@ -163,7 +182,7 @@ def test_reshaped_and_broadcast_views_index_by_open_grids_in_the_program():
     (lambda t: t.reshape((64, 64)), "keeps its partition dimension"),
     (lambda t: t.reshape((128, 33)), "a reshape keeps the element count"),
     (lambda t: t.permute((0, 1)).slice(1, 0, 32, 2).flatten_dims(0, 1), "partition dimension"),
-    (lambda t: t.ap([[16, 128], [1, 32]]), "stride must be the storage's free size 32"),
+    (lambda t: t.ap([[64, 64], [1, 32]]), "a partition step other than one partition"),
     (lambda t: t.ap([[32, 128], [1, 64]]), "addresses elements"),
 ])
 def test_view_preconditions_are_errors_at_the_users_line(misuse, message):
@@ -377,6 +396,28 @@ def test_sendrecv_exchanges_tiles_between_the_two_cores():
     assert done.latency_us() == launch.latency_us()
     with pytest.raises(TypeError, match="launch the kernel as kernel\\[2\\]"):
         swap_halves(x[:128])
+
+
+@nki.jit
+def placed_exchange(x):
+    """Both cores place their tile and the received one at the same SBUF addresses (nki-library's mlp_tkg does, with
+    its stack allocator) and add what the other core sent."""
+    pid = nl.program_id(0)
+    out = nl.ndarray((256, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 8), dtype=x.dtype, buffer=nl.sbuf, address=(0, 0))
+    nisa.dma_copy(dst=t, src=x[pid * 128:(pid + 1) * 128, :])
+    r = nl.ndarray((128, 8), dtype=x.dtype, buffer=nl.sbuf, address=(0, 64))
+    nisa.sendrecv(src=t, dst=r, send_to_rank=1 - pid, recv_from_rank=1 - pid, pipe_id=0)
+    nisa.tensor_tensor(dst=t, data1=t, data2=r, op=nl.add)
+    nisa.dma_copy(dst=out[pid * 128:(pid + 1) * 128, :], src=t)
+    return out
+
+
+def test_each_logical_core_has_its_own_sbuf_at_a_placed_address():
+    """Every NeuronCore has its own SBUF: a tensor placed at one address on both cores is two tensors."""
+    x = rand(256, 8)
+    half = x[:128] + x[128:]
+    np.testing.assert_allclose(placed_exchange[2](x), np.concatenate([half, half]), rtol=1e-6)
 
 
 @nki.jit

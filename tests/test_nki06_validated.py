@@ -249,3 +249,96 @@ def test_a_dataclass_nkiobject_without_annotated_fields_is_built_from_keywords()
     assert (s.index, s.offset) == (3, 12) and Section().index is None
     z = Sized(size=4, label="x")
     assert (z.size, z.label) == (4, "x")
+
+
+def test_an_nkiobject_field_given_no_value_is_none_as_the_compilers_initializer_makes_it():
+    """AWS's language guide (nki-language-guide.rst:590-595): the compiler creates ``__init__(self, x = None, y =
+    False)`` for ``x: int`` and ``y: bool = False``, with or without ``@dataclass``.  nki-library's mlp_tkg declares
+    ``remainderIFused: int`` in ``MLPTKGConstantsDimensionSizes`` and never passes it; a kernel reads such a field
+    as None, and the values it computes from the others are NumPy's."""
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Dims(nl.NKIObject):
+        rows: int
+        unused: int
+        cols: int
+        scale: float = 2.0
+
+    class Plain(nl.NKIObject):
+        rows: int
+        scale: float = 3.0
+
+        def __post_init__(self):
+            self.twice = 2 * self.rows
+
+    @dataclasses.dataclass
+    class Own(nl.NKIObject):  # its own __init__ (nki-library's MLPParameters): its parameters, not the fields
+        rows: int
+        derived: int
+
+        def __init__(self, rows: int, twice: bool = False):
+            self.rows, self.derived = rows, (2 if twice else 1) * rows
+
+    # a keyword of its own __init__ that is no field reaches __init__ (MLPParameters(normalization_type=...) built
+    # its norm_params from the default and then had the keyword set beside it: every normalising mlp_tkg case
+    # computed without its norm)
+    assert (Own(3).rows, Own(3).derived, Own(rows=3, twice=True).derived) == (3, 3, 6)
+    assert not hasattr(Own(rows=3, twice=True), "twice")
+    with pytest.raises(TypeError):
+        Own()
+    d = Dims(128, cols=16)
+    assert (d.rows, d.unused, d.cols, d.scale) == (128, None, 16, 2.0)
+    p = Plain(64)
+    assert (p.rows, p.scale, p.twice) == (64, 3.0, 128) and Dims(cols=4).rows is None
+
+    @nki.jit
+    def scaled(x):
+        dims = Dims(rows=x.shape[0], cols=x.shape[1])
+        assert dims.unused is None
+        t = nl.ndarray((dims.rows, dims.cols), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=dims.scale)
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    x = RNG.standard_normal((128, 16)).astype(np.float32)
+    np.testing.assert_array_equal(scaled(x), x * np.float32(2.0))
+    with pytest.raises(TypeError, match="at most 2 positional arguments"):
+        Plain(1, 2.0, 3)
+
+
+def test_a_trace_mode_sub_kernel_runs_inline_with_the_guide_quoted_and_a_plain_one_is_refused():
+    """nki-library 2.29_release decorates its blockwise-matmul sub-kernels ``@nki.jit(mode="trace")`` and calls them
+    from moe_cte; AWS's migration guide (nki/migration/index.rst:1159) says to remove that decorator.  The call runs
+    as a plain function of the calling kernel, with a warning quoting the guide; a sub-kernel decorated plainly stays
+    refused, as the guide says the compiler does."""
+    from nkisim.frontend.v06.adapters.known_issues import DocumentedRuleWarning
+
+    with pytest.warns(DeprecationWarning):
+        @nki.jit(mode="trace")
+        def doubled(t):
+            nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
+
+    @nki.jit
+    def plain(t):
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
+
+    def outer(sub):
+        @nki.jit
+        def kernel(x):
+            t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=x)
+            sub(t)
+            out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+            nisa.dma_copy(dst=out, src=t)
+            return out
+
+        return kernel
+
+    x = RNG.standard_normal((128, 8)).astype(np.float32)
+    with pytest.warns(DocumentedRuleWarning, match="This decorator needs to be removed for the new NKI Compiler"):
+        np.testing.assert_array_equal(outer(doubled)(x), 2 * x)
+    with pytest.raises(RuntimeError, match="decorated with @nki.jit and called from inside another kernel"):
+        outer(plain)(x)

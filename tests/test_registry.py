@@ -32,7 +32,8 @@ from nkisim.cost.instructions import (
 )
 from nkisim.cost.trace import Instr
 from nkisim.ops import registry
-from nkisim.ops.registry import OPS, namespace
+from nkisim.ops.catalog import namespace
+from nkisim.ops.registry import OPS
 
 #: Calls that issue no instruction: views of a tile, allocations without a fill, the generator's seed and HBM
 #: constants.
@@ -103,7 +104,7 @@ def test_an_entry_that_understates_what_its_op_issues_fails_at_the_first_recorde
     """Mutant: an op declared to issue an activation that issues an engine copy.  The recorder checks every
     recorded call's instructions against its entry: the test suite fails (``NKISIM_STRICT_REGISTRY=1``, set by
     conftest); a user's launch warns once and computes the same values (the miss is the simulator's)."""
-    from nkisim.ops.isa import tensor_copy
+    from nkisim.ops.movement import tensor_copy
 
     liar = registry.op("nisa.lying_copy", emits=(ACTIVATION,))(tensor_copy.__wrapped__)
     honest = registry.op("nisa.honest_copy", emits=(TENSOR_COPY,))(tensor_copy.__wrapped__)

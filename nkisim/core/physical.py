@@ -176,13 +176,17 @@ def check(place: Placement, target: Any, label: str, shape: tuple[int, ...]) -> 
 
 
 def _memory(ctx: Any, space: str) -> np.ndarray:
+    """The bytes of ``space`` on the core the kernel runs on now: every NeuronCore has its own SBUF and PSUM, so the
+    two logical cores of an LNC2 launch that place a tensor at one address hold two tensors (nki-library's mlp_tkg
+    exchanges its gate/up partial sums between such buffers with ``sendrecv``)."""
     mems = ctx.physical
-    mem = mems.get(space)
+    key = space if not ctx.core else f"{space}@{ctx.core}"
+    mem = mems.get(key)
     if mem is None:
         tgt = ctx.target
         width = tgt.sbuf_partition_bytes if space == "sbuf" else tgt.psum_partition_bytes
         mem = np.full((tgt.partitions, width), 0xFF, dtype=np.uint8)  # 0xFF.. reads back as NaN in every float dtype
-        mems[space] = mem
+        mems[key] = mem
     return mem
 
 

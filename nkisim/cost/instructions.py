@@ -41,6 +41,12 @@ def gpsimd_fixed(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> fl
     return prm["engine"]["gpsimd_fixed_cycles"] + max(ins.n, 1)
 
 
+def barrier_wait(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+    """A core_barrier's wait does no work of its own: the engine's minimum instruction (the time it holds the engine
+    comes from when the other core's semaphore lands, which the scheduler waits for)."""
+    return 0.0
+
+
 def matmul(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
     pe = prm["pe"]
     stat = ins.extra.get("m", prm["limits"]["gemm_stationary_free_max"])
@@ -232,6 +238,10 @@ SEQUENCE_BOUNDS = Instruction("sequence_bounds", "pool", one_input, "start and e
 # priced as a one-element GpSimd access: no published figure (uncalibrated)
 REGISTER_LOAD = Instruction("register_load", "pool", one_input, "a register read from a one-element tensor")
 REGISTER_STORE = Instruction("register_store", "pool", one_input, "a register written to a one-element tensor")
+# a core_barrier's wait for the other core's semaphore, on the engine the call names (GpSimd unless told): "The barrier
+# will block execution on this engine, other engines will not be blocked" (nki/api/nki/isa/__init__.py core_barrier)
+CORE_BARRIER = Instruction("core_barrier", "pool", barrier_wait, "a core_barrier's wait, holding its engine until "
+                           "both cores' semaphores have landed")
 # --- DMA --------------------------------------------------------------------------------------
 LOAD = Instruction("load", "dma", None, "HBM to SBUF")
 STORE = Instruction("store", "dma", None, "SBUF to HBM")

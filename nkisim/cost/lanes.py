@@ -100,12 +100,8 @@ def take(free: float, gaps: list[list[float]], start: float, dur: float) -> floa
     if start >= free:
         if start > free:
             gaps.append([free, start])
-            if len(gaps) > GAPS:  # forget the shortest gap (the oldest among equals)
-                best, width = 0, gaps[0][1] - gaps[0][0]
-                for k in range(1, len(gaps)):
-                    if gaps[k][1] - gaps[k][0] < width:
-                        best, width = k, gaps[k][1] - gaps[k][0]
-                gaps.pop(best)
+            if len(gaps) > GAPS:
+                gaps.pop(shortest(gaps))
         return end
     for k, (lo, hi) in enumerate(gaps):
         if lo <= start and end <= hi:
@@ -113,3 +109,14 @@ def take(free: float, gaps: list[list[float]], start: float, dur: float) -> floa
             gaps[k:k + 1] = rest
             return free
     raise AssertionError("a reservation outside every idle gap")  # earliest() only returns fitting starts
+
+
+def shortest(gaps: list[list[float]]) -> int:
+    """The index of the shortest gap, the oldest (first) among equals: the one a full table forgets (an engine's
+    here, the DMA queues' in scheduler.Queue)."""
+    best, width = 0, gaps[0][1] - gaps[0][0]
+    for k in range(1, len(gaps)):
+        g = gaps[k]
+        if g[1] - g[0] < width:
+            best, width = k, g[1] - g[0]
+    return best

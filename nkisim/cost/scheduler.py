@@ -82,18 +82,8 @@ class Queue:
             pieces.append((s0, fin))
             self.free = fin
         while len(gaps) > _GAPS:
-            gaps.pop(shortest(gaps))
+            gaps.pop(lanes.shortest(gaps))
         return (ready if start is None else start), fin
-
-
-def shortest(gaps: list[list[float]]) -> int:
-    """The index of the shortest gap, the oldest (first) among equals: the one a full table forgets."""
-    best, width = 0, gaps[0][1] - gaps[0][0]
-    for k in range(1, len(gaps)):
-        g = gaps[k]
-        if g[1] - g[0] < width:
-            best, width = k, g[1] - g[0]
-    return best
 
 
 class Dge:
@@ -493,9 +483,12 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
             on_port = shared_port and e in ("dve", "pool")
             # NC-v2: VectorE and ScalarE cannot access PSUM at the same time (spec §4.3)
             on_psum = psum_port and e in ("dve", "act") and "psum" in spaces
+            barrier = ins.kind is isa.CORE_BARRIER
             start, held = lanes.place(core, e, ready, dur, on_port, on_psum,
-                                      not lanes.reorders(ins.loops, middle_end, legacy))
-            if held:  # a sequential_range loop's instruction, kept in sequence order: the idle time it could fill
+                                      barrier or not lanes.reorders(ins.loops, middle_end, legacy))
+            if barrier:  # "The barrier will block execution on this engine" (isa core_barrier): nothing issued after
+                core.gaps[e].clear()  # it runs on this engine in idle time before it
+            if held and not barrier:  # a sequential_range loop's instruction, kept in sequence order: the idle time it could fill
                 out.notes.add("sequential_order", ins.loc, held)
             end = start + dur
             out.busy[e] += dur

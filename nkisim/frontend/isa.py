@@ -5,10 +5,10 @@ from __future__ import annotations
 import enum
 
 from nkisim.core.context import active as _active
-from nkisim.ops import registry as _registry
+from nkisim.ops import catalog as _catalog
 
 # every nisa.* instruction: generated from the op registry (ops.registry), recorded into programs
-globals().update(_registry.namespace("nisa"))
+globals().update(_catalog.namespace("nisa"))
 
 
 class engine(enum.IntEnum):  # noqa: N801

@@ -17,7 +17,7 @@ from nkisim.core.loops import affine_range, sequential_range, static_range  # no
 from nkisim.core.target import DEFAULT as _DEFAULT_NAME
 from nkisim.core.target import get as _get_target
 from nkisim.frontend.typing import tensor  # noqa: F401
-from nkisim.ops import registry as _registry
+from nkisim.ops import catalog as _catalog
 from nkisim.ops.creation import par_dim  # noqa: F401
 from nkisim.runtime.grid import NC as _NC
 from nkisim.runtime.grid import SpmdDim as _SpmdDim
@@ -127,7 +127,7 @@ def spmd_dim(*dims: Any) -> _SpmdDim:
 # --- every NKI call of nl: generated from the op registry (ops.registry), recorded into programs ---------
 # (index expressions, loop ranges and SPMD queries above are trace-time values that reach a program through
 # the calls' arguments; an operator passed as ``op=nl.add`` is known by its registered name)
-globals().update(_registry.namespace("nl"))
+globals().update(_catalog.namespace("nl"))
 
 
 __all__ = [n for n in list(globals()) if not n.startswith("_")]

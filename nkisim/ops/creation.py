@@ -1,4 +1,5 @@
-"""Tensor creation: nl.ndarray/zeros/ones/full/*_like/rand and their allocation rules.
+"""Tensor creation: nl.ndarray/zeros/ones/full/*_like/rand and their allocation rules, and the instructions that
+fill a tile from nothing (``nisa.memset``, ``nisa.iota``).
 
 Rules checked at creation, as the compiler does: partition dim <= 128, on-chip tiles of rank >= 2,
 per-partition SBUF budget, PSUM tiles within a 2 KiB bank per partition, no init value for HBM,
@@ -19,12 +20,26 @@ from nkisim.core import physical
 from nkisim.core.buffers import PMAX, Buffer, ModAlloc, PlacementFunction, sbuf
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
+from nkisim.core.indexing import Affine
 from nkisim.core.location import user_location, warn
 from nkisim.core.storage import read, storage
 from nkisim.core.tensor import Access, Tensor, as_access, is_tile, shape_str
-from nkisim.cost.instructions import MEMSET
-from nkisim.ops.base import emit, operands, sbuf_too_wide, stack_bind, stack_push, tensor_label
-from nkisim.ops.registry import op
+from nkisim.cost.instructions import IOTA, MEMSET
+from nkisim.ops.base import (
+    check_partitions,
+    emit,
+    mask_array,
+    new_tile,
+    operand,
+    operands,
+    sbuf_too_wide,
+    stack_bind,
+    stack_push,
+    tensor_label,
+    write_dst,
+)
+from nkisim.ops.mx import check_packed_fill
+from nkisim.ops.registry import op, spaces_of
 
 
 class par_dim(int):
@@ -332,3 +347,77 @@ def shared_identity_matrix(n: int, dtype: Any = np.uint8, name: str = "") -> Ten
 
 def is_access(x: Any) -> bool:
     return isinstance(x, Access)
+
+
+@op("nisa.iota", emits=(IOTA,))
+def iota(expr: Any = None, dtype: Any = None, *, mask: Any = None, dst: Any = None, pattern: Any = None,
+         offset: Any = 0, channel_multiplier: Any = 0, name: str = "") -> Tensor | None:
+    """``nisa.iota``: an integer index pattern (computed in int32) as an SBUF tile.
+
+    Legacy form: an index expression built from ``nl.arange`` / ``nl.mgrid``.  Pattern form (``dst`` given):
+    ``dst[p, i0, i1, ...] = offset + p * channel_multiplier + sum(i_k * step_k)`` for ``pattern = [[step_k,
+    count_k], ...]``, whose counts multiply to ``dst``'s elements per partition."""
+    ctx = current()
+    if pattern is not None:
+        if dst is None:
+            raise nki_error("err_operand_cannot_be_none", "'dst' cannot be None.")
+        d = as_access(operand("iota", "dst", dst, spaces_of("iota"), ctx))
+        steps = [(int(s), int(n)) for s, n in pattern]
+        parts = d.shape[0] if d.shape else 1
+        if int(np.prod([n for _, n in steps])) != int(np.prod(d.shape[1:])):
+            raise nki_error("err_param_shape_mismatch",
+                            f"Parameter shapes ({shape_str('dst', d.shape)}, pattern {[list(p) for p in steps]}) of "
+                            f"'iota' has mismatched shapes: the pattern's counts must multiply to dst's elements per "
+                            f"partition")
+        v = None
+        if ctx.numerics:
+            v = np.full((parts,) + tuple(n for _, n in steps), int(offset), dtype=np.int64)
+            v += (np.arange(parts, dtype=np.int64) * int(channel_multiplier)).reshape((parts,) + (1,) * len(steps))
+            for axis, (step, n) in enumerate(steps):
+                shape = [1] * (len(steps) + 1)
+                shape[axis + 1] = n
+                v += (np.arange(n, dtype=np.int64) * step).reshape(shape)
+            v = v.astype(np.int32).astype(np.int64).reshape(d.shape)
+        emit(ctx, IOTA, writes=[write_dst(ctx, "iota", dst, d.shape, v)])
+        return None
+    if isinstance(expr, (int, np.integer)):
+        expr = Affine(int(expr))
+    if not isinstance(expr, Affine):
+        raise TypeError("nisa.iota expects an index expression built from nl.arange / nl.mgrid")
+    v = np.asarray(expr.value(), dtype=np.int64)
+    if v.ndim < 2:
+        v = v.reshape((1,) * (2 - v.ndim) + v.shape)
+    check_partitions("iota", {"expr": v.shape}, {"expr": v.shape})
+    valid = mask_array(mask, v.shape, "iota")
+    if dst is not None:
+        emit(ctx, IOTA, writes=[write_dst(ctx, "iota", dst, v.shape, v.astype(np.int32).astype(np.int64), valid)])
+        return None
+    tile = new_tile(ctx, v.shape, dt.normalize(dtype), v.astype(np.int32).astype(np.int64), valid)
+    tile.producer = emit(ctx, IOTA, writes=[tile.full()])
+    return tile
+
+
+@op("nisa.memset", emits=(MEMSET,))
+def memset(shape: Any = None, value: Any = 0, dtype: Any = None, *, mask: Any = None, engine: Any = 0,
+           dst: Any = None, name: str = "") -> Tensor | None:
+    """``nisa.memset``: fill ``dst`` with a constant (NKI 0.6), or a new tile of ``shape`` (legacy; its first
+    dim is the partition dim)."""
+    ctx = current()
+    eng = {3: "pool"}.get(int(engine or 0), "dve")
+    if dst is not None:
+        d = as_access(operand("memset", "dst", dst, spaces_of("memset"), ctx))
+        check_packed_fill("memset", d.dtype, value)
+        shp = d.shape
+        valid = mask_array(mask, shp, "memset")
+        out = write_dst(ctx, "memset", dst, shp, np.full(shp, value, dtype=np.float64) if ctx.numerics else None,
+                        valid)
+        emit(ctx, MEMSET, eng, writes=[out], extra={"zero": value == 0})
+        return None
+    shape = plain_shape(shape)
+    check_packed_fill("memset", dt.normalize(dtype), value)
+    check_partitions("memset", {"shape": shape}, {"shape": shape})
+    valid = mask_array(mask, shape, "memset")
+    tile = new_tile(ctx, shape, dt.normalize(dtype), np.full(shape, value, dtype=np.float64)
+                    if ctx.numerics else None, valid)
+    tile.producer = emit(ctx, MEMSET, eng, writes=[tile.full()], extra={"zero": value == 0})
+    return tile

@@ -2,8 +2,9 @@
 
 Each is one rendezvous of both cores (``runtime.lnc``), issued once both have reached it: ``sendrecv`` here is the
 pair of transfers (each core's ``src`` tile to the other core's ``dst``, each DMA on its sender's queues), and
-``core_barrier`` the semaphore write each core makes to the shared tensor.  The cost model has no edge across
-cores yet, so a barrier orders the two cores' accesses to its tensor but not their other instructions.
+``core_barrier`` the semaphore write each core makes to the shared tensor and each core's wait on the engine the
+call names, which reads both writes: the scheduler holds that engine of each core until the later core's write has
+landed (AWS: "The barrier will block execution on this engine, other engines will not be blocked").
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.storage import read, write
 from nkisim.core.tensor import as_access, shape_str
-from nkisim.cost.instructions import DMA_COPY
+from nkisim.cost.instructions import CORE_BARRIER, DMA_COPY
 from nkisim.ops.base import emit, operand
 from nkisim.ops.registry import op, spaces_of
 
@@ -52,18 +53,38 @@ def sendrecv(src0: Any, dst0: Any, src1: Any, dst1: Any, name: str = "") -> None
         ctx.core, ctx.instance = before
 
 
-@op("nisa.core_barrier", emits=(DMA_COPY,), spaces="hbm")
-def core_barrier(data: Any, core: int, name: str = "") -> None:
-    """Core ``core``'s side of an LNC2 barrier: its semaphore write to the shared tensor ``data`` (values
-    unchanged), issued once both cores have reached the barrier."""
+#: ``nisa.engine`` numbers -> the engine a barrier's wait holds (unknown: the documented default, GpSimd); the Sync
+#: engine and the DMA engine are absent: the cost model has no Sync engine sequencer (it only triggers DMAs, "without
+#: interfering with compute engine instruction scheduling", trainium_inferentia2_arch.rst), so nothing is held
+_BARRIER_ENGINES = {0: "pool", 1: "pe", 2: "act", 3: "pool", 5: "dve"}
+
+
+@op("nisa.core_barrier", emits=(DMA_COPY, CORE_BARRIER), spaces="hbm")
+def core_barrier(data: Any, core: int = 0, other: Any = None, engine: int = 3, name: str = "") -> None:
+    """An LNC2 barrier through the shared tensor: core ``core``'s semaphore write to ``data`` and, given ``other``
+    (the tensor the other core named), the other core's write to it (values unchanged), then each core's wait on
+    ``engine`` (``nisa.engine`` number, GpSimd by default) until every write has landed.  AWS's docs: "The barrier
+    will block execution on this engine, other engines will not be blocked" (isa core_barrier): the wait holds that
+    engine of each core until the later core arrives (``cost.scheduler``), the other engines run on."""
     ctx = current()
-    d = as_access(operand("core_barrier", "data", data, spaces_of("core_barrier"), ctx))
-    if d.tensor.root.buffer.space != "shared_hbm":
-        raise nki_error("err_unsupported_memory",
-                        f"Expected operand 'data' of 'core_barrier' to be in address space 'shared_hbm', but got a "
-                        f"tensor in '{d.tensor.root.buffer.space}' instead.")
-    before = _on_core(ctx, int(core))
+    sides = [(int(core), data)] + ([(1 - int(core), other)] if other is not None else [])
+    accs = []
+    for c, t in sides:
+        d = as_access(operand("core_barrier", "data", t, spaces_of("core_barrier"), ctx))
+        if d.tensor.root.buffer.space != "shared_hbm":
+            raise nki_error("err_unsupported_memory",
+                            f"Expected operand 'data' of 'core_barrier' to be in address space 'shared_hbm', but got a "
+                            f"tensor in '{d.tensor.root.buffer.space}' instead.")
+        accs.append((c, d))
+    held = _BARRIER_ENGINES.get(int(engine))
+    before = (ctx.core, ctx.instance)
     try:
-        emit(ctx, DMA_COPY, reads=[d], writes=[d], nbytes=4)
+        for c, d in accs:  # each core's semaphore write ...
+            _on_core(ctx, c)
+            emit(ctx, DMA_COPY, reads=[d], writes=[d], nbytes=4)
+        if held is not None:
+            for c, d in accs:  # ... then each core's wait, which reads what both wrote
+                _on_core(ctx, c)
+                emit(ctx, CORE_BARRIER, engine=held, reads=[d], p=1, n=1)
     finally:
         ctx.core, ctx.instance = before

@@ -1,6 +1,6 @@
-"""Gather, shuffle and dynamic-copy instructions added for third-party code (issue 12): ``local_gather``,
-``nc_stream_shuffle``, ``sequence_bounds``, ``dropout``, ``tensor_copy_dynamic_src`` / ``_dst``,
-``nl.gather_flattened`` and ``nl.atomic_rmw`` (semantics from the NKI ISA reference).
+"""Moving data within on-chip memory: engine copies (``nisa.tensor_copy``, ``tensor_copy_dynamic_src`` / ``_dst``),
+gathers (``local_gather``, ``nl.gather_flattened``, ``nisa.nc_n_gather``), ``nc_stream_shuffle``,
+``sequence_bounds`` and ``dropout`` (semantics from the NKI ISA reference).  DMAs are ``ops.dma``'s.
 """
 
 from __future__ import annotations
@@ -13,19 +13,20 @@ from nkisim.core import dtypes as dt
 from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.storage import read, storage
-from nkisim.core.tensor import Access, Tensor, is_tile, shape_str
+from nkisim.core.tensor import Access, Tensor, as_access, is_tile, shape_str
 from nkisim.cost.instructions import (
-    DMA_COPY,
     DROPOUT,
     GATHER_FLATTENED,
     LOCAL_GATHER,
     NC_STREAM_SHUFFLE,
     SEQUENCE_BOUNDS,
+    TENSOR_COPY,
     TENSOR_COPY_DYNAMIC_DST,
     TENSOR_COPY_DYNAMIC_SRC,
 )
-from nkisim.ops.base import mask_array, operands
-from nkisim.ops.outputs import F32, deliver, flat, per_partition
+from nkisim.ops.base import dtype_in, emit, mask_array, new_tile, operand, operands, write_dst
+from nkisim.ops.mx import check_packed_copy
+from nkisim.ops.outputs import F32, deliver, flat, per_partition, same_elements
 from nkisim.ops.registry import op
 
 
@@ -243,23 +244,6 @@ def gathered(api: str, a: Access, ix: Access, ctx: Any) -> np.ndarray:
     return np.take_along_axis(src, pos, axis=1)
 
 
-@op("nl.atomic_rmw", emits=(DMA_COPY,))
-def atomic_rmw(dst: Any = None, value: Any = None, op: Any = None, *, mask: Any = None, name: str = "") -> None:
-    """``nl.atomic_rmw``: ``dst = op(dst, value)`` on HBM as one read-modify-write DMA (the indirect
-    index of ``dst`` picks the rows).  Only ``np.add`` is supported, like the hardware."""
-    from nkisim.ops.isa import dma_copy
-    from nkisim.ops.optable import op_name
-
-    if op_name(op) != "add":
-        raise nki_error("err_instruction_unsupported_op", f"{op_name(op)} is not supported in 'atomic_rmw'")
-    d = operands("atomic_rmw", "hbm", dst=dst)["dst"]
-    if d.space != "hbm":
-        raise nki_error("err_unsupported_memory",
-                        f"Expected operand 'dst' of 'atomic_rmw' to be in address space 'hbm', but got a tile in "
-                        f"'{d.space}' instead.")
-    dma_copy(dst=dst, src=value, mask=mask, dst_rmw_op=op)
-
-
 def indirect_in_bounds(acc: Any, skip: bool) -> np.ndarray | None:
     """Which elements of an indirectly indexed DMA access address memory inside the tensor.
 
@@ -292,3 +276,54 @@ def indirect_in_bounds(acc: Any, skip: bool) -> np.ndarray | None:
         offset = int(sum(int(a[first]) * int(st) for a, st in zip(arrays, strides)))
         raise IndexError(f"index {offset} is out of bounds for axis 0 with size {int(np.prod(dims))}")
     return inb
+
+
+@op("nisa.tensor_copy", emits=(TENSOR_COPY,))
+def tensor_copy(src: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 0, dst: Any = None,
+                name: str = "") -> Tensor | None:
+    """``nisa.tensor_copy``: copy (and cast) a tile on Vector, Scalar or GpSimd."""
+    ctx = current()
+    a = operands("tensor_copy", src=src)["src"]
+    eng = {2: "act", 3: "pool", 5: "dve"}.get(int(engine or 0), "dve")
+    extra = None if int(engine or 0) else {"any_engine": True}  # the compiler's choice (cost.costs.copy_engine)
+    if eng == "pool" and a.space == "psum":
+        raise nki_error("err_unsupported_memory",
+                        "Expected operand 'src' of 'tensor_copy' to be in address space 'sbuf', but got a tile in "
+                        "'psum' instead. (GpSimd cannot access PSUM)")
+    valid = mask_array(mask, a.shape, "tensor_copy")
+    if dst is not None:
+        check_packed_copy("tensor_copy", a.dtype, as_access(dst).dtype)
+        out = write_dst(ctx, "tensor_copy", dst, a.shape, read(a) if ctx.numerics else None, valid)
+        emit(ctx, TENSOR_COPY, eng, reads=[a], writes=[out], extra=extra)
+        return None
+    out_dt = a.dtype if dtype is None else dt.normalize(dtype)
+    check_packed_copy("tensor_copy", a.dtype, out_dt)
+    tile = new_tile(ctx, a.shape, out_dt, read(a) if ctx.numerics else None, valid, fresh=False)
+    tile.producer = emit(ctx, TENSOR_COPY, eng, reads=[a], writes=[tile.full()], extra=extra)
+    return tile
+
+
+# --- nc_n_gather (GpSimd) ------------------------------------------------------------------------------------------
+@op("nisa.nc_n_gather", emits=(GATHER_FLATTENED,), spaces="sbuf")
+def nc_n_gather(data: Any, indices: Any, *, dst: Any, name: str = "") -> None:
+    """``nisa.nc_n_gather``: per partition, ``dst`` gets the elements of ``data``'s flattened free axes at the uint32
+    positions in ``indices`` (``dst`` and ``indices`` hold the same elements per partition): the GpSimd gather of
+    ``nl.gather_flattened`` (same numerics, same instruction), with 0.6's stricter operand rules."""
+    ctx = current()
+    api = "nc_n_gather"
+    a = operands(api, data=data)["data"]
+    ix = operands(api, indices=indices)["indices"]
+    d = as_access(operand(api, "dst", dst, ["sbuf"], ctx))
+    dtype_in(api, "indices", ix, ("uint32",))
+    if d.dtype != a.dtype:
+        raise nki_error("err_supported_operand_dtype",
+                        f"'dst' ({dt.name(d.dtype)}) of '{api}' must have the dtype of 'data' ({dt.name(a.dtype)})")
+    if len({a.shape[0], ix.shape[0], d.shape[0]}) != 1:
+        raise nki_error("err_num_partition_mismatch",
+                        f"number of partitions (dimension 0 size of a tile) mismatch in parameters "
+                        f"({shape_str('data', a.shape)}, {shape_str('indices', ix.shape)}, "
+                        f"{shape_str('dst', d.shape)}) of '{api}'")
+    same_elements(api, ix, "indices", d, "dst")
+    vals = gathered(api, a, ix, ctx) if ctx.numerics else None
+    out = write_dst(ctx, api, dst, ix.shape, vals)
+    emit(ctx, GATHER_FLATTENED, reads=[a, ix], writes=[out])

@@ -128,3 +128,14 @@ def write_reduce_res(inst: str, reduce_res: Any, res: np.ndarray | None) -> Acce
     r.check_write()
     write(r, None if res is None else np.asarray(res).reshape(r.shape))
     return r
+
+
+def free_elements(shape: tuple[int, ...]) -> int:
+    return int(np.prod(shape[1:])) if len(shape) > 1 else 1
+
+
+def same_elements(api: str, a: Access, aname: str, d: Access, dname: str) -> None:
+    if a.shape[0] != d.shape[0] or free_elements(a.shape) != free_elements(d.shape):
+        raise nki_error("err_param_shape_mismatch",
+                        f"Parameter shapes ({shape_str(aname, a.shape)}, {shape_str(dname, d.shape)}) of '{api}' has "
+                        f"mismatched shapes: they must have the same partitions and elements per partition")

@@ -1,4 +1,5 @@
-"""Free-axis reductions (nl.sum/mean/max/min/prod/all/var, nisa.tensor_reduce) and partition reduce."""
+"""Free-axis reductions (nl.sum/mean/max/min/prod/all/var, nisa.tensor_reduce) and partition reduce
+(nisa.tensor_partition_reduce)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from nkisim.core.tensor import Tensor
 from nkisim.cost.instructions import TENSOR_PARTITION_REDUCE, TENSOR_REDUCE
 from nkisim.ops.base import emit, mask_array, new_tile, one_operand, operands, write_dst
 from nkisim.ops.elementwise import values
-from nkisim.ops.optable import ALU
+from nkisim.ops.optable import ALU, op_name
+from nkisim.ops.outputs import alu
 from nkisim.ops.registry import op
 
 _FLOAT32 = np.dtype(np.float32)
@@ -187,3 +189,24 @@ def partition_reduce(op: str, data: Any, *, mask: Any = None, dtype: Any = None,
     tile.producer = emit(ctx, TENSOR_PARTITION_REDUCE, reads=[a], writes=[tile.full()],
                          extra={"alu": op})
     return tile
+
+
+@op("nisa.tensor_reduce", emits=(TENSOR_REDUCE,))
+def tensor_reduce(op: Any, data: Any, axis: Any, *, mask: Any = None, dtype: Any = None, negate: bool = False,
+                  keepdims: bool = False, dst: Any = None, name: str = "") -> Tensor | None:
+    """``nisa.tensor_reduce`` on the Vector Engine (free axes only)."""
+    name = alu(op, "tensor_reduce")
+    if not ALU[name].reducible or name == "subtract":
+        raise nki_error("err_instruction_unsupported_op", f"{name} is not supported in 'tensor_reduce'")
+    if negate and ALU[name].bitvec:
+        raise nki_error("err_reduce_unsupported_negate",
+                        f"negate option can only be used with arithmetic ops, unsupported op={name}")
+    return reduce(name, data, axis, dtype=dtype, mask=mask, keepdims=keepdims, api="tensor_reduce",
+                      negate=negate, dst=dst)
+
+
+@op("nisa.tensor_partition_reduce", emits=(TENSOR_PARTITION_REDUCE,), spaces="sbuf")
+def tensor_partition_reduce(op: Any, data: Any, *, mask: Any = None, dtype: Any = None, dst: Any = None,
+                            name: str = "") -> Tensor | None:
+    """``nisa.tensor_partition_reduce``: reduce along the partition axis with ``op`` (GpSimd engine)."""
+    return partition_reduce(op_name(op), data, mask=mask, dtype=dtype, dst=dst)

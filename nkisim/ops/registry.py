@@ -5,7 +5,7 @@ An entry (``Op``) holds everything about one call in one place: the name a kerne
 compiler's trace-time checks at the student's line, then the numerics), the instructions it may issue
 (``cost.instructions``: each with its engine and its cycle formula, so the cost of an op is the cost
 of what it emits) and the address spaces its tile operands may live in.  Its docstring is the
-implementation's.  Ops register where they are implemented (``@op(...)``); ``namespace("nl")`` and
+implementation's.  Ops register where they are implemented (``@op(...)``); ``ops.catalog.namespace("nl")`` and
 ``namespace("nisa")`` are what the legacy front end exports, so a second dialect adds a namespace of
 its own spellings over the same entries, never a second copy of an op.
 
@@ -215,11 +215,3 @@ def check_emits(call: str, trace: list[Any], start: int) -> None:
 
 #: (call, kind) misses already warned about
 _MISSES: set[tuple[str, Instruction]] = set()
-
-
-def namespace(prefix: str) -> dict[str, Callable[..., Any]]:
-    """The functions a front-end module exports for the calls under ``prefix`` (``nl``, ``nisa``)."""
-    from nkisim.ops import catalog  # noqa: F401  (every op module, so every entry is registered)
-
-    head = prefix + "."
-    return {e.name: e.function for e in OPS.values() if e.call.startswith(head)}

@@ -1,5 +1,6 @@
-"""Top-8 Vector-engine instructions: ``max8``, ``nc_find_index8`` and ``nc_match_replace8`` (issue 12;
-semantics from the NKI ISA reference).  Top-k kernels chain them: ``max8`` finds each partition's
+"""Searching a partition's values: the Vector engine's top-8 instructions ``max8``, ``nc_find_index8`` and
+``nc_match_replace8`` (issue 12; semantics from the NKI ISA reference), and NKI 0.6's GpSimd ``nisa.topk`` and
+``nisa.nonzero_with_count`` (at the end of the module).  Top-k kernels chain the top-8 ones: ``max8`` finds each partition's
 eight largest values, ``nc_find_index8`` / ``nc_match_replace8`` locate them (and knock them out
 for the next round).  All work on the flattened free elements of each partition, in fp32; a
 ``mask`` leaves elements out of the search.
@@ -15,10 +16,11 @@ from nkisim.core import dtypes as dt
 from nkisim.core.context import KernelContext, current
 from nkisim.core.errors import nki_error
 from nkisim.core.storage import write
-from nkisim.core.tensor import Access, Tensor, shape_str
-from nkisim.cost.instructions import MAX8, NC_FIND_INDEX8, NC_MATCH_REPLACE8
-from nkisim.ops.base import mask_array, operands
-from nkisim.ops.outputs import F32, deliver, flat
+from nkisim.core.tensor import Access, Tensor, as_access, shape_str
+from nkisim.cost.instructions import MAX8, NC_FIND_INDEX8, NC_MATCH_REPLACE8, NONZERO_WITH_COUNT, TOPK
+from nkisim.ops.base import dtype_in, emit, mask_array, operand, operands, write_dst
+from nkisim.ops.elementwise import values
+from nkisim.ops.outputs import F32, deliver, flat, free_elements
 from nkisim.ops.registry import op
 
 
@@ -224,3 +226,120 @@ def nc_match_replace8(data: Any = None, vals: Any = None, imm: Any = 0.0, dst_id
     valid = None if keep is None else keep.reshape(a.shape)
     return deliver(ctx, NC_MATCH_REPLACE8, a.shape, out_dt, out, dst, reads=[a, v], valid=valid,
                    extra_writes=extra_writes)
+
+
+# --- nonzero_with_count (GpSimd, NeuronCore-v3+) ----------------------------------------------------------------
+def core_rows(parts: int, stride: int) -> np.ndarray:
+    """The partitions GpSimd's cores read and write in ``nonzero_with_count``: each core's first one."""
+    return np.arange(parts) % stride == 0
+
+
+def _int32(api: str, pname: str, v: Any) -> int:
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or not -2**31 <= int(v) < 2**31:
+        raise nki_error("err_supported_operand_dtype", f"'{pname}' of '{api}' must be an int32 integer, got {v!r}")
+    return int(v)
+
+
+@op("nisa.nonzero_with_count", emits=(NONZERO_WITH_COUNT,), spaces="sbuf")
+def nonzero_with_count(src: Any, *, dst: Any, index_offset: Any = 0, padding_val: Any = -1, name: str = "") -> None:
+    """``nisa.nonzero_with_count``: on partitions 0, 16, 32, ... only (the first partition of each GpSimd core's
+    16), ``dst`` gets the free indices of ``src``'s nonzero elements plus ``index_offset``, then ``padding_val``
+    up to ``src``'s length, then the count in its last slot; every other partition of ``dst`` is left as it was."""
+    ctx = current()
+    api = "nonzero_with_count"
+    if ctx.nc_version < 3:
+        raise nki_error("err_min_arch_support_for_inst",
+                        f"inst {api} requires min target gen3 (trn2), got {ctx.target}")
+    a = operands(api, src=src)["src"]
+    d = as_access(operand(api, "dst", dst, ["sbuf"], ctx))
+    dtype_in(api, "src", a, ("float32", "int32"))
+    dtype_in(api, "dst", d, ("int32",))
+    t = free_elements(a.shape)
+    if d.shape[0] != a.shape[0] or free_elements(d.shape) != t + 1:
+        raise nki_error("err_param_shape_mismatch",
+                        f"Parameter shapes ({shape_str('src', a.shape)}, {shape_str('dst', d.shape)}) of '{api}' has "
+                        f"mismatched shapes: dst needs src's partitions and one more element per partition ({t + 1}) "
+                        f"for the count")
+    offset, pad = _int32(api, "index_offset", index_offset), _int32(api, "padding_val", padding_val)
+    rows = core_rows(a.shape[0], ctx.target.limit("gpsimd_core_partitions"))
+    out_shape = (a.shape[0], t + 1)
+    vals = None
+    if ctx.numerics:
+        x = values(a, ctx, np.dtype(np.float64)).reshape(a.shape[0], t)
+        vals = np.full(out_shape, pad, dtype=np.int64)
+        for p in np.flatnonzero(rows):
+            idx = np.flatnonzero(x[p])
+            vals[p, :len(idx)] = idx + offset
+            vals[p, t] = len(idx)
+        vals = vals.astype(np.int32).astype(np.int64)  # int32 wrap, as the 32-bit engine writes it
+    # dst of any free shape holding t + 1 elements per partition (nki-library's find_nonzero_indices writes a
+    # [C, 1, chunk + 1] tile): the values in its own shape
+    shape = tuple(d.shape)
+    valid = np.broadcast_to(rows.reshape((-1,) + (1,) * (len(shape) - 1)), shape)
+    out = write_dst(ctx, api, dst, shape, None if vals is None else vals.reshape(shape), valid)
+    emit(ctx, NONZERO_WITH_COUNT, reads=[a], writes=[out], n=t + 1)
+
+
+# --- topk (GpSimd) ------------------------------------------------------------------------------------------------
+def snake(block: np.ndarray, n: int) -> np.ndarray:
+    """The first ``n`` elements of the snake a ``[16, cols]`` block holds: element ``i`` at ``[i % 16, i // 16]``."""
+    return block.T.reshape(-1)[:n]
+
+
+def ascending_top(values: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` largest ``values`` (a lower index before a higher one among equals), in ascending order
+    of value (so the largest comes last)."""
+    return np.lexsort((np.arange(len(values)), -values))[:k][::-1]
+
+
+@op("nisa.topk", emits=(TOPK,), spaces="sbuf")
+def topk(src: Any, n: Any, *, val_dst: Any, idx_dst: Any, name: str = "") -> None:
+    """``nisa.topk``: each group of 16 partitions holds one "snake" of ``n`` bf16 values (element ``i`` at partition
+    ``i % 16`` of the group, column ``i // 16``); its K largest values (K = ``val_dst``'s free size) go to
+    ``val_dst`` in ascending order and their snake indices to ``idx_dst`` (uint32).  Every partition of a group
+    gets its group's result (AWS: each partition selects from the source snake).  Among equal values the lower
+    index counts as larger, so it is written after the higher one."""
+    ctx = current()
+    api = "topk"
+    a = operands(api, src=src)["src"]
+    vd = as_access(operand(api, "val_dst", val_dst, ["sbuf"], ctx))
+    idd = as_access(operand(api, "idx_dst", idx_dst, ["sbuf"], ctx))
+    dtype_in(api, "src", a, ("bfloat16",))
+    dtype_in(api, "val_dst", vd, ("bfloat16",))
+    dtype_in(api, "idx_dst", idd, ("uint32",))
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise nki_error("err_supported_operand_dtype", f"'n' of '{api}' must be an integer, got {n!r}")
+    n = int(n)
+    group = ctx.target.limit("gpsimd_core_partitions")
+    parts, cols = a.shape[0], free_elements(a.shape)
+    if parts % group:
+        raise nki_error("err_size_of_dimension_exceed_arch_limit",
+                        f"size of dimension 0 in '{shape_str('src', a.shape)}' of '{api}' must be a multiple of "
+                        f"{group} (one snake per GpSimd core's {group} partitions)")
+    lo, hi, k_max = (ctx.target.limit(k) for k in ("topk_min_elements", "topk_max_elements", "topk_max_k"))
+    if not lo <= n <= hi or cols * group < n:
+        raise nki_error("err_size_of_dimension_exceed_arch_limit",
+                        f"n={n} of '{api}' must be at least {lo}, at most {hi} and at most the snake's "
+                        f"{cols * group} elements ({shape_str('src', a.shape)} holds {cols} per partition)")
+    k = free_elements(vd.shape)
+    for pname, acc in (("val_dst", vd), ("idx_dst", idd)):
+        if len(acc.shape) != 2 or acc.shape[0] != parts or acc.shape[1] != k:
+            raise nki_error("err_param_shape_mismatch",
+                            f"Parameter shapes ({shape_str('val_dst', vd.shape)}, {shape_str(pname, acc.shape)}) of "
+                            f"'{api}' has mismatched shapes: val_dst and idx_dst must both be [{parts}, K]")
+    if not 1 <= k <= k_max or k > n:
+        raise nki_error("err_size_of_dimension_exceed_arch_limit",
+                        f"K={k} (val_dst's free size) of '{api}' must be at least 1, at most {k_max} and at most n={n}")
+    top_v = top_i = None
+    if ctx.numerics:
+        x = values(a, ctx, F32).reshape(parts, cols)
+        top_v = np.empty((parts, k), F32)
+        top_i = np.empty((parts, k), np.int64)
+        for g in range(parts // group):
+            flat_snake = snake(x[g * group:(g + 1) * group], n)
+            order = ascending_top(flat_snake, k)
+            top_v[g * group:(g + 1) * group] = flat_snake[order]
+            top_i[g * group:(g + 1) * group] = order
+    vout = write_dst(ctx, api, val_dst, (parts, k), top_v)
+    iout = write_dst(ctx, api, idx_dst, (parts, k), top_i)
+    emit(ctx, TOPK, reads=[a], writes=[vout, iout], n=n, extra={"n": n, "k": k})

@@ -13,6 +13,7 @@ constants passed to ``nisa`` calls (``op=nl.add``): each carries its op-table na
 from __future__ import annotations
 
 import builtins as _builtins
+import dataclasses as _dataclasses
 import os as _os
 from collections.abc import Callable
 from typing import Any
@@ -178,15 +179,35 @@ tile_size = _TileSize()
 
 
 class _NKIObjectType(type):
-    """Keyword construction of every ``NKIObject``, also under ``@dataclass``: nki-library's kernels (validated on
-    the compiler) declare ``@dataclass class SectionParams(nl.NKIObject)`` with unannotated class attributes, so
-    the dataclass has no fields, and build it as ``SectionParams(section_idx=..., ...)``.  Keywords the dataclass's
-    ``__init__`` does not take are set on the object, as ``NKIObject.__init__`` sets every keyword."""
+    """Construction of every ``NKIObject`` as AWS's compiler does it, also under ``@dataclass``.
+
+    - A field given no value is None: "The compiler will create the initializer functions ... the default
+      initializers are: ``def __init__(self, x = None, y = False)``" for ``x: int`` and ``y: bool = False``
+      (nki/get-started/nki-language-guide.rst:590-595), "with and without the @dataclass decorator".  nki-library's
+      mlp_tkg (2.29_release and main) declares ``remainderIFused: int`` in ``MLPTKGConstantsDimensionSizes`` and
+      never passes it.
+    - Keywords the dataclass's ``__init__`` does not take are set on the object, as ``NKIObject.__init__`` sets
+      every keyword: nki-library's kernels (validated on the compiler) declare ``@dataclass class
+      SectionParams(nl.NKIObject)`` with unannotated class attributes, so the dataclass has no fields, and build it
+      as ``SectionParams(section_idx=..., ...)``."""
+
+    def __new__(mcs, name: str, bases: tuple, namespace: dict, **kw: Any) -> Any:
+        cls = super().__new__(mcs, name, bases, namespace, **kw)
+        cls.__nki_own_init__ = "__init__" in namespace  # (an __init__ @dataclass adds later is the generated one)
+        return cls
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         fields = getattr(cls, "__dataclass_fields__", None)
-        if fields is None or not kwargs:
+        if fields is None:
             return super().__call__(*args, **kwargs)
+        if not _generated_init(cls):  # a class's own __init__ takes its own parameters ("if they are not provided")
+            return super().__call__(*args, **kwargs)
+        required = [n for n, f in fields.items() if f.init and f.default is _dataclasses.MISSING
+                    and f.default_factory is _dataclasses.MISSING]
+        positional = [n for n, f in fields.items() if f.init][:len(args)]
+        for n in required:
+            if n not in positional and n not in kwargs:
+                kwargs[n] = None
         extra = {k: kwargs.pop(k) for k in list(kwargs) if k not in fields}
         obj = super().__call__(*args, **kwargs)
         for k, v in extra.items():
@@ -194,12 +215,38 @@ class _NKIObjectType(type):
         return obj
 
 
-class NKIObject(metaclass=_NKIObjectType):
-    """Base class of the plain classes a kernel may pass as compile-time arguments."""
+def _generated_init(cls: type) -> bool:
+    """The ``__init__`` ``cls`` is built by is the one ``@dataclass`` generated, not one a class body wrote."""
+    for klass in cls.__mro__:
+        if "__init__" in klass.__dict__:
+            return not klass.__dict__.get("__nki_own_init__", True)
+    return False
 
-    def __init__(self, **fields: Any) -> None:
+
+class NKIObject(metaclass=_NKIObjectType):
+    """Base class of the plain classes a kernel may pass as compile-time arguments.  Without ``@dataclass`` and
+    without an ``__init__`` of its own, a subclass is built as a dataclass would be (AWS: "classes with and without
+    the @dataclass decorator will be compiled in the same way"): its annotated fields in order, positionally or by
+    keyword, None when not given."""
+
+    def __init__(self, *args: Any, **fields: Any) -> None:
+        names = [n for c in reversed(type(self).__mro__) for n in getattr(c, "__annotations__", {})
+                 if c is not NKIObject and c is not object]
+        names = list(dict.fromkeys(names))
+        if len(args) > len(names):
+            # rule: python.argument_type
+            raise TypeError(f"{type(self).__name__}() takes at most {len(names)} positional arguments ({len(args)} "
+                            f"given)")
+        for n, v in zip(names, args):
+            fields.setdefault(n, v)
+        for n in names:
+            if n not in fields and not hasattr(type(self), n):
+                fields[n] = None
         for k, v in fields.items():
             setattr(self, k, v)
+        post = getattr(self, "__post_init__", None)
+        if callable(post):
+            post()
 
 
 # --- operator constants ---------------------------------------------------------------------------------------

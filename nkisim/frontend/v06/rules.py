@@ -142,7 +142,8 @@ RULES: tuple[Rule, ...] = (
          "cannot be mixed in the same matmul"),
     _doc("activation.bias_shape", "ValueError", "an activation bias whose free size is not 1", NOTES, 629,
          "Fixed bias shape checking in :doc:`nki.isa.activation"),
-    _doc("kernel.sub_kernel", "RuntimeError", "an @nki.jit kernel called from inside another kernel", MIGRATION, 1160,
+    _doc("kernel.sub_kernel", "RuntimeError", "an @nki.jit kernel (not mode='trace': see kernel.trace_sub_kernel) "
+         "called from inside another kernel", MIGRATION, 1160,
          "an error about classes needing to inherit from ``nl.NKIObject``"),
     _doc("kernel.no_arguments", "ValueError", "a kernel launched with no arguments", NOTES, 661,
          "calling an ``nki.jit`` kernel with no"),
@@ -160,8 +161,10 @@ RULES: tuple[Rule, ...] = (
          "``send_to_rank`` and ``recv_from_rank`` must be either 0 or 1"),
     _doc("sendrecv.gpsimd_bytes", "TypeError", "sendrecv over gpsimd_dma moving more bytes per partition than its cap",
          ISA, 3005, "1024 bytes for 32-bit types"),
-    _doc("core_barrier.cores", "TypeError", "core_barrier(cores=...) other than (0, 1)", ISA, 2620,
-         "Currently only ``cores=(0, 1)`` is supported"),
+    _doc("core_barrier.cores", "TypeError", "core_barrier(cores=...) other than (0, 1) or core 0 alone (narrowed: "
+         "see core_barrier.one_core)", ISA, 2620, "Currently only ``cores=(0, 1)`` is supported",
+         "nki-library 2.29_release writes cores=(0, 1), [0, 1], and core 0 alone (0, (0,)) for one shard; no "
+         "validated kernel names another core set"),
     _doc("target.generation", "ValueError", "an instruction or operator the target's NeuronCore generation lacks",
          ISA, 371, "(NeuronCore-v4+ only)"),
     _doc("control.nested_loop_register", "RuntimeError", "a nested nl.dynamic_range writing a loop-carried register",
@@ -196,7 +199,7 @@ RULES: tuple[Rule, ...] = (
          "narrowed: nki-library's kernels pass [P, 1, 1] offsets tiles, so any (P, 1, ..., 1) shape is taken"),
     _doc("view.scalar_offset_shape", "ValueError", "a scalar offset that is neither a register nor a (1, 1) SBUF "
          "tensor", LANG, 508, "dynamic scalar index tensor for indirect access"),
-    _doc("view.ap_pattern", "ValueError", ".ap() preconditions: the partition pair of an on-chip pattern, "
+    _doc("view.ap_pattern", "ValueError", ".ap() preconditions: "
          "indirect_dim in range, vector_offset with indirect_dim=0 and counting its partitions, one dynamic "
          "offset", LANG, 510, "dimension in ``self.shape`` whose stride scales"),
     _doc("view.reinterpret", "ValueError", "view(dtype) of a non-contiguous last dimension, after a dynamic select, "
@@ -219,6 +222,18 @@ RULES: tuple[Rule, ...] = (
          Source(MIGRATION, 625, "Raw integer values (e.g., ``dge_mode=2``) are no longer accepted"),
          "nki-library 2.29_release and main pass _DGE_MODE_NONE = 3 and _DGE_MODE_UNKNOWN = 0 to dma_copy "
          "(mlp_tkg, qkv_tkg, norm_tkg_utils)"),
+    Rule("kernel.trace_sub_kernel", "warning", "DocumentedRuleWarning", "an @nki.jit(mode='trace') kernel called "
+         "from inside another kernel (runs inline; warned once per sub-kernel)",
+         Source(MIGRATION, 1159, "This decorator needs to be removed for the new NKI Compiler"),
+         "nki-library 2.29_release (validated on NKI 0.3.0) decorates its blockwise-matmul sub-kernels "
+         "@nki.jit(mode=\"trace\") and calls them from moe_cte (core/moe/moe_cte/bwmm_shard_on_I.py:86, "
+         "moe_cte.py:380); a sub-kernel decorated plainly stays refused (kernel.sub_kernel)"),
+    Rule("core_barrier.one_core", "warning", "DocumentedRuleWarning", "core_barrier(cores=0 / (0,) / [0]): a "
+         "barrier of core 0 alone (runs as the core's own semaphore write and wait; warned once per line)",
+         Source(ISA, 2620, "Currently only ``cores=(0, 1)`` is supported"),
+         "nki-library 2.29_release (validated on NKI 0.3.0) writes nisa.core_barrier(output, (0)) for NUM_SHARDS == 1 "
+         "(core/moe/moe_cte/bwmm_shard_on_I.py:311, 2144-2147) and main nisa.core_barrier(output, (0,)) "
+         "(experimental/moe/forward/bwmm_shard_on_H.py:705)"),
     Rule("enum.nc_version_order", "warning", "(none: ordered)", "nisa.nc_version members compare with < <= > >= "
          "(no warning: the order is the generation number)",
          Source(GUIDE, 661, "No other binary operators on enum values are supported"),
@@ -232,13 +247,22 @@ RULES: tuple[Rule, ...] = (
            "pair is not its partitions"),
     _limit("limit.slice_step", "ValueError", "a slice with a step below 1",
            "AWS's __getitem__ docs show forward steps (sb[:, 0:32:2]) and say nothing of backward ones"),
+    _limit("limit.partition_step", "ValueError", ".ap() over an on-chip tensor whose first pair strides more than "
+           "one partition (or by 0 or less): the first pair counts partitions; a stride below the row is one "
+           "partition", "narrowed from a refusal of every stride but the row's, which AWS's docs do not state: "
+           "nki-library 2.29_release's TensorView re-patterns a view of part of a row with the view's own free size "
+           "(mlp_tkg_gate_up_projection.py:243)"),
     _limit("limit.tensor_indirection", "NotImplementedError", ".indirect (NeuronCore-v4 tensor indirection)"),
     _limit("limit.returned_part", "NotImplementedError", "a kernel returning part of a tensor (a whole tensor or a "
            "reshape of it is fine)", "replaces the unsourced rule 'return the tensor itself': nki-library's kernels "
            "return out.reshape(shape)"),
     _limit("limit.refused_api", "NotImplementedError", "an nki.isa / nki.collectives call the simulator does not "
            "model (collectives across devices)"),
-    _limit("limit.gather_axis", "NotImplementedError", "nl.gather_flattened off axis 0"),
+    _limit("limit.gather_axis", "NotImplementedError", "nl.gather_flattened off axis 0",
+           "AWS's docs define the gather only along the flattened free dimension (language:2289 'to select from the "
+           "free dimension of data'; SDK 2.26's docstring: 'all free dimensions are flattened and indexed as the same "
+           "row'; nc_n_gather, which replaced it, takes no axis): what another axis does is not documented, and no "
+           "validated kernel passes one"),
     _limit("limit.values_unknown", "TypeError", "a register holding a tensor's value used while tracing without "
            "values (cost-only tracing)"),
     _limit("limit.program_order", "ValueError", "a scheduling edge whose producer is issued after its consumer (the "

@@ -23,15 +23,17 @@ MODULES = {
 #: __init__.py of the docs source) that documents what is not run.  A name whose only limit is one AWS documents
 #: (abs_max on NeuronCore-v4 only, no_reorder's program order) is implemented, not partial.
 PARTIAL = {
-    "nki.language.gather_flattened": "axis=0 only: AWS's docs take an axis (language:2297 'axis along which to "
-                                     "gather') but say only that the index selects 'from the free dimension of data'",
+    "nki.language.gather_flattened": "axis=0 only, the one axis AWS's docs define: the index selects 'from the free "
+                                     "dimension of data' (language:2289), all free dimensions flattened as one row "
+                                     "(SDK 2.26's docstring); what axis (language:2297) does otherwise is undocumented",
     "nki.isa.rng": "a documented XORWOW generator of the simulator's own (seed expansion, lane order): AWS's docs "
                    "do not give the hardware's bits (isa:2087)",
     "nki.isa.rand2": "a documented XORWOW generator of the simulator's own: AWS's docs do not give the hardware's "
                      "bits (isa:2242)",
-    "nki.isa.core_barrier": "orders every access to its tensor across both cores (what reads it afterwards waits "
-                            "for the later core); the engine it names is not held until the other core arrives, as "
-                            "AWS's docs say it is (isa:2627 'The barrier will block execution on this engine')",
+    "nki.isa.core_barrier": "holds the engine it names on each core until the later core arrives (isa:2627 'The "
+                            "barrier will block execution on this engine'); engine=sync or dma holds none: the cost "
+                            "model has no Sync engine sequencer, which AWS's docs say triggers DMAs 'without "
+                            "interfering with compute engine instruction scheduling' (trainium_inferentia2_arch.rst:58)",
     "nki.isa.NkiInstruction": "depends_on edges are modelled; one on an instruction issued later is refused (the "
                               "simulator issues in program order), which AWS's docs allow (isa:149 'self (consumer) "
                               "runs after each producer')",

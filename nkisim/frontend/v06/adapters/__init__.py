@@ -1,5 +1,7 @@
 """What the NKI 0.6 namespaces (``nki``, ``nki.language``, ``nki.isa``...) are built from: ``binding`` (a 0.6 call
-onto the one op registry: enum normalisation, strict keywords, the dtype and operand rules), ``tensor`` and
+onto the one op registry: enum normalisation, strict keywords, the dtype and operand rules; ``calls`` holds the
+registry call and the dtype rule, below ``tensor``), ``registers`` (``VirtualRegister`` and the dynamic loops a
+kernel is inside, below ``tensor`` and ``control``), ``tensor`` and
 ``layout`` (``NkiTensor`` views and ``.ap()`` patterns lowered to the core's accesses), ``instruction``
 (``NkiInstruction`` and the operand helpers of ``nki.isa``), ``creation`` (``nl``'s tensor creation and
 ``address=`` placement), ``control`` (registers and dynamic loops), ``cores`` (LNC2's ``sendrecv`` and

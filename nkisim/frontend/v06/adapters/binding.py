@@ -3,7 +3,8 @@
 Every adapter in ``isa`` and ``language`` does the same few things before it calls a registry entry: turn an
 ``NkiTensor`` into what the ops take (``tensor``), an operator (``nl.add``) into its op-table name (``op``), an
 enum member into the number the ops use (``enum``, which refuses the raw integers NKI 0.6 refuses), and
-finally call the entry (``call``).  Nothing here computes a value or issues an instruction: that is the
+finally call the entry (``call``, from ``calls``: the one door to the registry, below ``tensor`` so that an
+assignment into a view can call it too).  Nothing here computes a value or issues an instruction: that is the
 registry's, once for both dialects.
 """
 
@@ -14,34 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from nkisim.core import dtypes as dt
 from nkisim.core.context import active
-from nkisim.core.errors import nki_error
 from nkisim.core.location import user_location, warn
-from nkisim.core.recording import HOOK
 from nkisim.core.tensor import Access, Tensor
 from nkisim.frontend.v06.adapters import known_issues
+from nkisim.frontend.v06.adapters.calls import call, dtype, reinterpret  # noqa: F401  (binding is their door)
 from nkisim.frontend.v06.adapters.errors import error
-from nkisim.frontend.v06.adapters.order import scheduling
 from nkisim.frontend.v06.adapters.tensor import NkiTensor
-from nkisim.ops.registry import OPS
-from nkisim.runtime.order import recording_body
-
-
-def call(entry: str, /, *args: Any, **kwargs: Any) -> Any:
-    """Call registry entry ``entry`` (recorded into the program like any NKI call), noted as the instruction just
-    issued so a ``name=``, an edge or an ``nl.no_reorder()`` block can still order it (``order.Scheduling``)."""
-    ctx = active()
-    if ctx is None:  # (the entry raises the compiler's error for an API outside a kernel)
-        return OPS[entry].function(*args, **kwargs)
-    if not HOOK.depth:
-        known_issues.check(ctx, entry, args, kwargs)
-    trace_from = len(ctx.trace)
-    body = recording_body()
-    body_from = len(body) if body is not None else -1
-    result = OPS[entry].function(*args, **kwargs)
-    (ctx.schedule or scheduling(ctx)).issue(ctx, trace_from, body, body_from)
-    return result
 
 
 def tensor(x: Any, api: str, pname: str) -> Any:
@@ -120,46 +100,3 @@ def enum_value(x: Any, cls: type[enum.Enum], api: str, pname: str) -> enum.Enum:
                     f"'{pname}' of '{api}' must be a member of nki.isa.{cls.__name__} (for example "
                     f"nisa.{cls.__name__}.{first}), got {x!r}: NKI 0.3 dropped integers and strings for enum "
                     f"parameters; pass the member")
-
-
-def dtype(x: Any, api: str, pname: str = "dtype") -> Any:
-    """A dtype argument (``nl.float32``...) as the ops take it; None stays None."""
-    if x is None:
-        return None
-    try:
-        d = dt.normalize(x)
-    except TypeError:
-        # rule: python.argument_type
-        raise nki_error("err_unsupported_dtype_value", f"'{pname}' of '{api}' is not an NKI dtype: {x!r}") from None
-    if d not in dt.SUPPORTED:
-        # rule: python.argument_type
-        raise nki_error("err_unsupported_dtype_value", f"'{pname}' of '{api}' is not an NKI dtype: {x!r}")
-    return d
-
-
-def reinterpret(base: Tensor, offset: int, dtype_: Any) -> tuple[Tensor, int]:
-    """``base``'s whole storage read as ``dtype_`` and the element ``offset`` in the new unit."""
-    d = dtype(dtype_, "view")
-    old, new = base.itemsize, dt.storage_dtype(d).itemsize
-    if (offset * old) % new:
-        # rule: view.reinterpret
-        raise error("err_invalid_view", f"offset {offset} of '{base.root.name}' is not a whole number of "
-                                            f"{new}-byte elements")
-    if d == base.dtype:
-        return base, offset
-    return base.view(d), offset * old // new
-
-
-def assign(view: NkiTensor, value: Any) -> None:
-    """``t[idx] = value``: a copy into the view (DMA when either side is in HBM), or a fill with a number."""
-    if value.__class__ is NkiTensor:
-        if view.on_chip and value.on_chip:
-            call("nisa.tensor_copy", value.lower(), dst=view.lower())
-        else:
-            call("nisa.dma_copy", dst=view.lower(), src=value.lower())
-        return
-    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)):
-        call("nisa.memset", None, value, None, dst=view.lower())
-        return
-    # rule: python.argument_type
-    raise TypeError(f"cannot assign {type(value).__name__} to an NkiTensor: assign a tensor or a number")

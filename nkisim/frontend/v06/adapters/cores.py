@@ -10,13 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from nkisim.core.context import current as _current
+from nkisim.core.location import user_location, warn
 from nkisim.frontend.v06.adapters import binding as _b
 from nkisim.frontend.v06.adapters.errors import error as _error
 from nkisim.frontend.v06.adapters.instruction import NkiInstruction
 from nkisim.frontend.v06.adapters.instruction import done as _done
 from nkisim.frontend.v06.adapters.instruction import needs_gen as _needs_gen
 from nkisim.frontend.v06.adapters.instruction import tensor as _t
-from nkisim.frontend.v06.isa_constants import dma_engine, engine
+from nkisim.frontend.v06.adapters.known_issues import DocumentedRuleWarning
+from nkisim.frontend.v06.isa_constants import canonical, dma_engine, engine
 from nkisim.runtime import lnc as _lnc
 
 _Engine, _DmaEngine = engine, dma_engine
@@ -59,18 +61,45 @@ def sendrecv(src: Any, dst: Any, send_to_rank: Any, recv_from_rank: Any, pipe_id
 
 def core_barrier(data: Any, cores: Any, engine: Any = engine.gpsimd, name: Any = None) -> NkiInstruction:
     """Wait until both logical cores of an LNC2 launch reach the barrier (``cores=(0, 1)``), through the
-    ``shared_hbm`` tensor ``data``."""
+    ``shared_hbm`` tensor ``data``; the engine named waits (is held) until the later core arrives."""
     api = "core_barrier"
-    _b.enum_value(engine, _Engine, api, "engine")
+    eng = canonical(_b.enum_value(engine, _Engine, api, "engine"))
     d = _t(data, api, "data")
     _needs_gen(3, "core_barrier")
-    if tuple(cores) != (0, 1):
+    spelled = _cores(cores)
+    if spelled == (0,):
+        _one_core_warning(cores)
+        _b.call("nisa.core_barrier", d, _lnc.current_core(_current()), None, eng)
+        return _done(name)
+    if spelled != (0, 1):
         # rule: core_barrier.cores
         raise _error("err_operand_type", f"'cores' of 'core_barrier' must be (0, 1), got {cores!r}")
     ctx = _current()
-    if not _lnc.meet(ctx, ("core_barrier",), d,
-                     lambda got: [_b.call("nisa.core_barrier", got[c], c) for c in sorted(got)]):
-        _b.call("nisa.core_barrier", d, 0)  # one logical core: the barrier is only its semaphore write
+    if not _lnc.meet(ctx, ("core_barrier",), d, lambda got: _b.call("nisa.core_barrier", got[0], 0, got[1], eng)):
+        _b.call("nisa.core_barrier", d, 0, None, eng)  # one logical core: only its own semaphore write and wait
     return _done(name)
 
 
+def _cores(cores: Any) -> tuple[Any, ...] | None:
+    """``cores`` as a tuple: a tuple or list of core numbers, or one number (``(0)`` is the integer 0)."""
+    if isinstance(cores, (tuple, list)):
+        return tuple(cores)
+    if isinstance(cores, int) and not isinstance(cores, bool):
+        return (cores,)
+    return None
+
+
+def _one_core_warning(cores: Any) -> None:
+    """A barrier of core 0 alone runs (its own semaphore write and wait), warned once per line: AWS's docs support
+    only (0, 1), but nki-library 2.29_release, validated on the compiler, writes it for its one-shard case."""
+    ctx = _current()
+    site = ("core_barrier one core", user_location())
+    if site in ctx.warned:
+        return
+    ctx.warned.add(site)
+    # rule: core_barrier.one_core
+    warn(f"core_barrier(cores={cores!r}): AWS's docs say \"Currently only cores=(0, 1) is supported\" "
+                  f"(nki/api/nki/isa/__init__.py, core_barrier), but AWS's own kernels validated on the compiler "
+                  f"(nki-library 2.29_release, moe_cte/bwmm_shard_on_I.py) write a barrier of core 0 alone for one "
+                  f"shard; the simulator runs it as this core's own semaphore write and wait, waiting for no other "
+                  f"core", DocumentedRuleWarning)

@@ -25,6 +25,7 @@ import numpy as np
 
 from nkisim.core import context
 from nkisim.core import dtypes as dt
+from nkisim.core.location import warn
 from nkisim.core.tensor import Tensor
 from nkisim.frontend.v06.adapters.errors import error
 from nkisim.frontend.v06.adapters.known_issues import DocumentedRuleWarning
@@ -189,12 +190,28 @@ class Kernel(_runtime.Kernel):
     def __init__(self, fn: Callable, schedule: Scheduled | None = None, **options: Any) -> None:
         super().__init__(Entry(fn, schedule), "auto", **options)
         self.original = fn
+        #: decorated ``@nki.jit(mode="trace")``: called from inside another kernel it runs inline (rule
+        #: ``kernel.trace_sub_kernel``)
+        self.trace_mode = False
 
     def __repr__(self) -> str:
         return f"<nki kernel {self.original.__name__} (NKI 0.6, simulated)>"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if context.active() is not None:
+        ctx = context.active()
+        if ctx is not None and self.trace_mode:
+            site = ("trace sub-kernel", self.original.__qualname__)
+            if site not in ctx.warned:
+                ctx.warned.add(site)
+                # rule: kernel.trace_sub_kernel
+                warn(f"kernel {self.original.__name__} is decorated with @nki.jit(mode='trace') and called from "
+                     f"inside another kernel: AWS's migration guide says \"This decorator needs to be removed for the "
+                     f"new NKI Compiler\" (nki/migration/index.rst, NKI 0.3.0), but AWS's own kernels validated on "
+                     f"that compiler (nki-library 2.29_release, moe_cte/bwmm_shard_on_I.py) call such sub-kernels; the "
+                     f"simulator runs it as a plain function of the calling kernel. Remove the decorator",
+                     DocumentedRuleWarning)
+            return self.original(*args, **kwargs)
+        if ctx is not None:
             # rule: kernel.sub_kernel
             raise error("err_jit_sub_kernel",
                         f"kernel {self.original.__name__} is decorated with @nki.jit and called from inside another "
@@ -245,13 +262,20 @@ def jit(fn: Callable | None = None, **kwargs: Any) -> Any:
         raise error("err_platform_target_argument",
                     "nki.jit(platform_target=...) is not supported (NKI 0.3 dropped it): set the "
                     "NEURON_PLATFORM_TARGET_OVERRIDE environment variable (trn1, trn2, trn3) instead")
+    trace = False
     if "mode" in kwargs:
-        kwargs.pop("mode")
+        trace = kwargs.pop("mode") == "trace"
         warnings.warn("nki.jit(mode=...) is ignored since NKI 0.3: the framework is detected from the arguments",
                       DeprecationWarning, stacklevel=2)
+
+    def make(f: Any) -> Kernel:
+        k = Kernel(_function(f), **kwargs)
+        k.trace_mode = trace
+        return k
+
     if fn is None:
-        return lambda f: Kernel(_function(f), **kwargs)
-    return Kernel(_function(fn), **kwargs)
+        return make
+    return make(fn)
 
 
 def _function(f: Any) -> Callable:

@@ -23,8 +23,10 @@ from nkisim.core.grids import DynSlice
 from nkisim.core.indexing import Affine
 from nkisim.core.tensor import Tensor
 from nkisim.frontend.v06.adapters import indirect
+from nkisim.frontend.v06.adapters.calls import call, reinterpret
 from nkisim.frontend.v06.adapters.errors import error
 from nkisim.frontend.v06.adapters.layout import Pattern, contiguous, lower, restride
+from nkisim.frontend.v06.adapters.registers import register_value
 
 
 def _view_error(message: str) -> Exception:
@@ -218,9 +220,7 @@ class NkiTensor:
         return start, stop, step
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        from nkisim.frontend.v06.adapters import binding
-
-        binding.assign(self[key], value)
+        assign(self[key], value)
 
     # --- view methods ---------------------------------------------------------------------------------
     def _dim(self, dim: Any, what: str, allow_partition: bool = False, extra: int = 0) -> int:
@@ -426,18 +426,22 @@ class NkiTensor:
         base = self._base
         start = self._offset
         if dtype is not None:
-            from nkisim.frontend.v06.adapters import binding
-
-            base, start = binding.reinterpret(base, start, dtype)
+                base, start = reinterpret(base, start, dtype)
         if offset is not None:
             start += _as_int(offset, "ap offset")
-        if base.buffer.family != "hbm" and pairs:
+        if base.buffer.family != "hbm" and pairs and pairs[0][1] > 1 and pairs[0][0] != math.prod(base.shape[1:]):
             row = math.prod(base.shape[1:])
-            if pairs[0][0] != row and pairs[0][1] > 1:
-                # rule: view.ap_pattern
-                raise _view_error(f".ap(): the first pair of a pattern over on-chip tensor '{self.name}' is its "
-                                  f"partition dimension, whose stride must be the storage's free size {row}, got "
-                                  f"{pairs[0][0]}")
+            if 0 < pairs[0][0] < row:
+                # The first pair of an on-chip pattern counts partitions, a step of one partition each.  AWS's docs
+                # state no rule for its stride; nki-library (2.29_release, validated) re-patterns a view of part of
+                # a row with the view's own free size as that stride (TensorView.get_view over mlp_tkg's
+                # gate_up_sbuf_fp32 slice: stride I over rows of 2I) and reads the slice's rows.
+                pairs = ((row, pairs[0][1]),) + pairs[1:]
+            else:
+                # rule: limit.partition_step
+                raise _view_error(f".ap(): the first pair of a pattern over on-chip tensor '{self.name}' counts its "
+                                  f"partitions; a stride of {pairs[0][0]} (a partition step other than one partition "
+                                  f"of {row} elements) is not simulated")
         if vector_offset is not None:
             indirect.check_index(".ap(vector_offset=)", self._base.label(), base.buffer.family != "hbm", False, vector_offset)
             if not pairs or pairs[0][1] != vector_offset.shape[0]:
@@ -466,15 +470,13 @@ class NkiTensor:
 
     def view(self, dtype: Any) -> NkiTensor:
         """The same bytes read as ``dtype``: the last dimension scales by the ratio of the element sizes."""
-        from nkisim.frontend.v06.adapters import binding
-
         if not self._pattern or self._pattern[-1][0] != 1:
             # rule: view.reinterpret
             raise _view_error(f"view: the last dimension of '{self.name}' must be contiguous (stride 1)")
         if self.is_indirect():
             # rule: view.reinterpret
             raise _view_error(f"view: '{self.name}' has a dynamic or indirect offset; reinterpret the tensor first")
-        base, start = binding.reinterpret(self._base, self._offset, dtype)
+        base, start = reinterpret(self._base, self._offset, dtype)
         ratio_num, ratio_den = self._base.itemsize, base.itemsize  # old elements -> new elements
         pattern = []
         for i, (s, c) in enumerate(self._pattern):
@@ -524,8 +526,6 @@ class NkiTensor:
 def _plus(offset: int, dyn: tuple, value: Any, stride: int) -> tuple[int, tuple]:
     """(static offset, dynamic terms) after adding ``value * stride`` elements: ``value`` a register (holding an
     int, or a dynamic loop's index) or an int."""
-    from nkisim.frontend.v06.adapters.control import register_value
-
     v = register_value(value, "scalar offset", "offset")
     if isinstance(v, Affine):
         return offset, dyn + ((v, int(stride)),)
@@ -548,3 +548,18 @@ def _infer(shape: tuple[int, ...], total: int, what: str) -> tuple[int, ...]:
                         f"{what}: shape {list(shape)} has {math.prod(shape)} elements, the tensor has {total} "
                         f"(a reshape keeps the element count)")
     return shape
+
+
+def assign(view: NkiTensor, value: Any) -> None:
+    """``t[idx] = value``: a copy into the view (DMA when either side is in HBM), or a fill with a number."""
+    if value.__class__ is NkiTensor:
+        if view.on_chip and value.on_chip:
+            call("nisa.tensor_copy", value.lower(), dst=view.lower())
+        else:
+            call("nisa.dma_copy", dst=view.lower(), src=value.lower())
+        return
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)):
+        call("nisa.memset", None, value, None, dst=view.lower())
+        return
+    # rule: python.argument_type
+    raise TypeError(f"cannot assign {type(value).__name__} to an NkiTensor: assign a tensor or a number")
