@@ -44,7 +44,7 @@ def test_the_grading_registry_is_the_manifests():
 
 
 @pytest.mark.parametrize("stage", [s.slug for s in COURSE.stages])
-@pytest.mark.parametrize("dialect", manifest.DIALECTS)
+@pytest.mark.parametrize("dialect", manifest.DIALECTS, ids=str)  # the course's word: nki, legacy
 def test_each_lessons_grade_cells_are_the_manifests(stage: str, dialect: str):
     """In the lesson either dialect's students get (a 0.6 twin replaces its legacy kernel cell there)."""
     spec = next(s for s in COURSE.stages if s.slug == stage)
