@@ -70,6 +70,7 @@ class Run:
     repeats: int
     date: str
     rows: list[Row] = field(default_factory=list)
+    cores: int = 0  # the machine's CPUs (0: a run saved before this was recorded)
 
 
 def save(run: Run, path: str) -> None:
@@ -90,14 +91,24 @@ def _figure(x: float) -> str:
     return f"{x:,.1f}" if x < 100 else f"{x:,.0f}"
 
 
+def _load_words(run: Run) -> str:
+    """What the run's load average says about its wall times: a load above the machine's cores means other work
+    shared them; a run saved without its core count is not judged."""
+    if run.cores and run.load[0] > run.cores:
+        return "the machine was shared with other work, which inflates wall times"
+    if run.cores:
+        return "no more work than the machine's cores; other processes still inflate wall times"
+    return "other processes inflate wall times"
+
+
 def render(run: Run) -> str:
     """The Markdown block docs/simulator.md shows: the run's machine and load, and a table of its rows."""
     unit = {"ms": "ms", "us": "µs"}
     lines = [
         f"Measured by `make bench` (bench/run.py) on {run.date}: {run.machine}; load average {run.load[0]:.2f} {run.load[1]:.2f} "
-        f"{run.load[2]:.2f} while it ran (the machine was shared with other work, which inflates wall times: compare "
-        f"each row with its NumPy reference, measured in the same run, rather than with another machine's figures); "
-        f"median of {run.repeats} runs after a warm-up. Wall-clock times of the simulator, not Trainium latencies.",
+        f"{run.load[2]:.2f} while it ran ({_load_words(run)}: compare each row with its NumPy reference, measured in "
+        f"the same run, rather than with another machine's figures); median of {run.repeats} runs after a warm-up. "
+        f"Wall-clock times of the simulator, not Trainium latencies.",
         "",
         "| row | simulator | NumPy | ratio | goal | result |",
         "| --- | ---: | ---: | ---: | ---: | --- |",

@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.record:
         end = os.getloadavg()  # (the load while the rows ran: the larger of the two readings, minute by minute)
         save(Run(machine, (max(load[0], end[0]), max(load[1], end[1]), max(load[2], end[2])), REPEATS,
-                 time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), rows), args.record)
+                 time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), rows, os.cpu_count() or 0), args.record)
         print(f"saved to {args.record}")
     return 0
 

@@ -68,3 +68,12 @@ def test_a_saved_run_loads_as_it_was(tmp_path: Path) -> None:
     run = Run("m", (0.5, 0.25, 0.125), 3, "d", [Row("(a) r", 1.5, "ms", 1.25, 3.0, "max abs err 0")])
     bench_record.save(run, str(tmp_path / "r.json"))
     assert bench_record.load(str(tmp_path / "r.json")) == run
+
+
+def test_the_block_says_the_machine_was_shared_only_when_its_load_says_so() -> None:
+    def said(load: float, cores: int) -> str:
+        return bench_record.render(Run("x86_64 2 CPUs", (load, load, load), 5, "2026-11-29 19:47 UTC", [], cores))
+
+    assert "shared with other work" in said(6.0, 2)
+    assert "shared with other work" not in said(0.8, 2) and "no more work than the machine's cores" in said(0.8, 2)
+    assert "shared" not in said(6.0, 0) and "other processes inflate wall times" in said(6.0, 0)  # cores not recorded
