@@ -3,7 +3,7 @@
 nki-library's release branches are validated on AWS's compiler, so a spelling they use is one the compiler accepts.
 Each test here is one such spelling, written the way nki-library writes it, checked against NumPy: the reshape of
 an output returned from the kernel, ordered NeuronCore generations, per-partition offsets in a ``[P, 1, 1]`` tile,
-``nl.range``, and an empty slice.
+``nl.range``, an empty slice, and an optional tensor tested by its truth value.
 """
 
 from __future__ import annotations
@@ -342,3 +342,27 @@ def test_a_trace_mode_sub_kernel_runs_inline_with_the_guide_quoted_and_a_plain_o
         np.testing.assert_array_equal(outer(doubled)(x), 2 * x)
     with pytest.raises(RuntimeError, match="decorated with @nki.jit and called from inside another kernel"):
         outer(plain)(x)
+
+
+@nki.jit
+def _bias_if_given(x, bias=None):
+    """nki-library's ``if params.expert_params and params.expert_params.expert_index:``: an optional tensor tested
+    for its presence by its truth value while tracing (a tensor is a reference, so it is true)."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    if bias:
+        b = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=b, src=bias)
+        nisa.tensor_tensor(dst=t, data1=t, data2=b, op=nl.add)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def test_an_optional_tensor_is_tested_by_its_truth_value():
+    x = RNG.standard_normal((128, 32)).astype(np.float32)
+    zero = np.zeros_like(x)  # a tensor of zeros is still a tensor that is there: true, like any reference
+    np.testing.assert_array_equal(_bias_if_given(x, zero), x)
+    bias = RNG.standard_normal((128, 32)).astype(np.float32)
+    np.testing.assert_allclose(_bias_if_given(x, bias), x + bias, rtol=1e-6)
+    np.testing.assert_array_equal(_bias_if_given(x), x)

@@ -274,8 +274,7 @@ RULES: tuple[Rule, ...] = (
     # --- Python's own rules ----------------------------------------------------------------------------------------
     _python("python.argument_type", "TypeError", "an argument of the wrong Python type (a tensor, number, operator, "
             "dtype, buffer, register, function, name or index where another kind is required)"),
-    _python("python.tensor_value", "TypeError", "iterating an NkiTensor or taking its truth value (its values exist "
-            "on the device only)"),
+    _python("python.tensor_value", "TypeError", "iterating an NkiTensor (its values exist on the device only)"),
     _python("python.no_attribute", "AttributeError", "a name the nki module does not define"),
     _python("python.index", "IndexError", "too many indices, or program_id of an axis the launch lacks"),
     _python("python.internal", "AssertionError", "an invariant of the simulator itself (a bug if ever raised)"),

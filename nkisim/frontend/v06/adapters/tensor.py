@@ -122,10 +122,12 @@ class NkiTensor:
         raise TypeError("an NkiTensor cannot be iterated: loop over indices and index it")
 
     def __bool__(self) -> bool:
-        # rule: python.tensor_value
-        raise TypeError("the truth value of an NkiTensor is not known when the kernel is compiled: its values exist "
-                        "only on the device (compare with nl.equal into a tile, or branch on registers with "
-                        "nl.while_loop)")
+        """A tensor is a reference (nki/get-started/about/index.rst:413 "Tensors (references to on-device memory)"),
+        so its truth value while tracing is the reference's, as for any Python object: true.  nki-library
+        2.29_release, validated on the compiler, tests an optional tensor so (selective_expert_impl.py via
+        mlp_tkg_constants.py:172 ``if params.expert_params and params.expert_params.expert_index:``); the
+        values themselves are never consulted."""
+        return True
 
     # --- queries -------------------------------------------------------------------------------------
     def is_contiguous(self) -> bool:
