@@ -8,6 +8,7 @@ an output returned from the kernel, ordered NeuronCore generations, per-partitio
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -366,3 +367,42 @@ def test_an_optional_tensor_is_tested_by_its_truth_value():
     bias = RNG.standard_normal((128, 32)).astype(np.float32)
     np.testing.assert_allclose(_bias_if_given(x, bias), x + bias, rtol=1e-6)
     np.testing.assert_array_equal(_bias_if_given(x), x)
+
+
+def _pe_transpose_kernel(psum_dtype, is_transpose):
+    @nki.jit
+    def transpose(x):
+        """nki-library's moe_cte block transpose: ``nc_matmul(is_transpose=True)`` of a bfloat16 tile against the
+        identity into a PSUM tile of the input's dtype (bwmm_shard_on_I.py:776 on NeuronCore-v3)."""
+        k, m = x.shape
+        out = nl.ndarray((m, k), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray((k, m), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        ident = nl.shared_identity_matrix(k, dtype=x.dtype)
+        p = nl.ndarray((m, k), dtype=psum_dtype, buffer=nl.psum)
+        nisa.nc_matmul(dst=p, stationary=t, moving=ident, is_transpose=is_transpose)
+        r = nl.ndarray((m, k), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=r, src=p)
+        nisa.dma_copy(dst=out, src=r)
+        return out
+
+    return transpose
+
+
+@pytest.mark.parametrize("target", ["trn2", "trn3"])
+def test_a_transpose_mode_matmul_writes_its_inputs_dtype_to_psum(monkeypatch: pytest.MonkeyPatch, target: str):
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", target)
+    x = RNG.standard_normal((128, 96)).astype(ml_dtypes.bfloat16)
+    got = _pe_transpose_kernel(nl.bfloat16, True)(x)
+    np.testing.assert_array_equal(np.asarray(got).astype(np.float32), x.T.astype(np.float32))
+
+
+def test_a_bfloat16_psum_dst_stays_refused_where_aws_documents_float32(monkeypatch: pytest.MonkeyPatch):
+    x = RNG.standard_normal((128, 96)).astype(ml_dtypes.bfloat16)
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2")  # a plain matmul: float32 dst up to NeuronCore-v3
+    with pytest.raises(Exception, match="'dst' of 'nc_matmul' has dtype bfloat16, expected one of the following "
+                                        "dtypes: float32\\."):
+        _pe_transpose_kernel(nl.bfloat16, False)(x)
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn1")  # NeuronCore-v2 has no native transpose mode
+    with pytest.raises(Exception, match="'dst' of 'nc_matmul' has dtype bfloat16"):
+        _pe_transpose_kernel(nl.bfloat16, True)(x)
