@@ -234,6 +234,13 @@ RULES: tuple[Rule, ...] = (
          "nki-library 2.29_release (validated on NKI 0.3.0) writes nisa.core_barrier(output, (0)) for NUM_SHARDS == 1 "
          "(core/moe/moe_cte/bwmm_shard_on_I.py:311, 2144-2147) and main nisa.core_barrier(output, (0,)) "
          "(experimental/moe/forward/bwmm_shard_on_H.py:705)"),
+    Rule("core_barrier.on_chip_data", "warning", "DocumentedRuleWarning", "core_barrier(data=...) of an on-chip "
+         "tile (runs as the barrier's semaphore write and wait, after the tile's last write; warned once per line); "
+         "HBM data other than shared_hbm stays refused",
+         Source(ISA, 2624, "This must be data in shared HBM that multiple cores are accessing"),
+         "nki-library 2.29_release (validated on NKI 0.3.0) writes nisa.core_barrier(block_idx, (0, 1)) of an SBUF "
+         "[1, 1] block counter (core/moe/moe_cte/bwmm_shard_on_I.py:571-577) and main "
+         "nisa.core_barrier(block_idx_sbuf, (0, 1)) (core/moe/moe_cte/bwmm_shard_on_I_mx.py:756)"),
     Rule("enum.nc_version_order", "warning", "(none: ordered)", "nisa.nc_version members compare with < <= > >= "
          "(no warning: the order is the generation number)",
          Source(GUIDE, 661, "No other binary operators on enum values are supported"),
