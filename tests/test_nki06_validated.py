@@ -406,3 +406,18 @@ def test_a_bfloat16_psum_dst_stays_refused_where_aws_documents_float32(monkeypat
     monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn1")  # NeuronCore-v2 has no native transpose mode
     with pytest.raises(Exception, match="'dst' of 'nc_matmul' has dtype bfloat16"):
         _pe_transpose_kernel(nl.bfloat16, True)(x)
+
+
+@pytest.mark.parametrize(("target", "exact"), [("trn1", False), ("trn2", True)])
+def test_transpose_mode_moves_nan_and_inf_in_place_from_neuroncore_v3(monkeypatch: pytest.MonkeyPatch, target: str,
+                                                                      exact: bool):
+    """isa nc_matmul: "Starting NeuronCore-v3, turning on transpose mode ... enables bit-accurate data transpose, which
+    can transpose tensors with NaN/Inf values properly"; NeuronCore-v2 multiplies by the identity, so a NaN spreads."""
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", target)
+    x = RNG.standard_normal((128, 96)).astype(np.float32)
+    x[5, 7], x[9, 3] = np.nan, np.inf
+    got = np.asarray(_pe_transpose_kernel(nl.float32, True)(x))
+    if exact:
+        np.testing.assert_array_equal(got, x.T)  # (NaN compares equal to NaN here)
+    else:
+        assert np.isnan(got[7]).all()  # 0 * NaN in every column of the NaN's row

@@ -120,8 +120,12 @@ def _pe_matmul(api: str, stat: Access, mov: Access, sname: str, mname: str, mask
         # into an array of the result's shape, which the tile then owns: a reshaped product would be a view, and
         # a view is copied into a tile of its own (ops.base.new_tile)
         vals = np.empty(out_shape, f)
-        np.matmul(_masked_values(stat, sv, ctx, f).T, _masked_values(mov, mv, ctx, f).reshape(k, n),
-                  out=vals.reshape(stat.shape[1], n))
+        sval, mval = _masked_values(stat, sv, ctx, f), _masked_values(mov, mv, ctx, f).reshape(k, n)
+        picked = _one_hot_rows(mval) if is_transpose and ctx.nc_version >= 3 else None
+        if picked is not None:  # transpose mode: the stationary's elements themselves, NaN and Inf kept in place
+            vals.reshape(stat.shape[1], n)[...] = sval[picked].T
+        else:
+            np.matmul(sval.T, mval, out=vals.reshape(stat.shape[1], n))
     extra = {"k": stat.shape[0], "m": stat.shape[1], "n": n, "in_dtype": dt.name(mov.dtype)}
     if dst is not None:
         transposed = stat.dtype if is_transpose and ctx.nc_version >= 3 else None
@@ -130,6 +134,18 @@ def _pe_matmul(api: str, stat: Access, mov: Access, sname: str, mname: str, mask
     tile = new_tile(ctx, out_shape, dt.float32, vals, valid, buffer=psum)
     tile.producer = emit(ctx, NC_MATMUL, reads=[stat, mov], writes=[tile.full()], extra=extra)
     return tile
+
+
+def _one_hot_rows(moving: np.ndarray) -> np.ndarray | None:
+    """For each column of a 0/1 ``moving`` matrix with one 1 in it (an identity, or a permutation), the row of that
+    1; None for any other matrix.  A transpose-mode matmul against such a matrix moves the stationary's elements:
+    "Starting NeuronCore-v3, turning on transpose mode by setting ``is_transpose=True`` enables bit-accurate data
+    transpose, which can transpose tensors with NaN/Inf values properly" (isa ``nc_matmul``), where a product with
+    the identity would spread a NaN over its whole row (as NeuronCore-v2 does)."""
+    ones = moving == 1
+    if not (ones.sum(axis=0) == 1).all() or not (ones | (moving == 0)).all():
+        return None
+    return ones.argmax(axis=0)
 
 
 def into_psum(ctx: Any, api: str, dst: Any, shape: tuple[int, ...], vals: Any, valid: Any, reads: list,
