@@ -421,3 +421,44 @@ def test_transpose_mode_moves_nan_and_inf_in_place_from_neuroncore_v3(monkeypatc
         np.testing.assert_array_equal(got, x.T)  # (NaN compares equal to NaN here)
     else:
         assert np.isnan(got[7]).all()  # 0 * NaN in every column of the NaN's row
+
+
+BLOCKS, BLOCK = 6, 256
+
+
+@nki.jit
+def _blocks_by_index(tp, rows):
+    """nki-library's moe_cte dynamic block loop (bwmm_shard_on_I.py:1240): ``token_position_to_id.reshape((N, B))``
+    indexed by a block counter in SBUF (``scalar_offset``, ``indirect_dim=0``), one 128-token column at a time; and
+    a gather of rows of a reshaped table by per-partition indices (``vector_offset``)."""
+    out = nl.ndarray((BLOCKS, BLOCK), dtype=nl.int32, buffer=nl.shared_hbm)
+    gathered = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+    by_block = tp.reshape((BLOCKS, BLOCK))
+    block_idx = nl.ndarray((1, 1), buffer=nl.sbuf, dtype=nl.int32)
+    nisa.memset(block_idx, value=2)
+    for _ in nl.dynamic_range(2, nisa.register_alloc(5)):
+        cols = nl.ndarray((128, 2), dtype=nl.int32, buffer=nl.sbuf)
+        for b in range(2):
+            nisa.dma_copy(dst=cols[0:128, b], src=by_block.ap(pattern=[[1, 128], [1, 1]], offset=128 * b,
+                                                                scalar_offset=block_idx, indirect_dim=0))
+        nisa.dma_copy(dst=out.ap([[1, 128], [128, 2]], scalar_offset=block_idx, indirect_dim=0), src=cols)
+        nisa.tensor_scalar(dst=block_idx, data=block_idx, op0=nl.add, operand0=1)
+    idx = nl.ndarray((128, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=rows)
+    table = tp.reshape((BLOCKS * BLOCK // 8, 8))
+    g = nl.ndarray((128, 8), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=g, src=table.ap([[8, 128], [1, 8]], vector_offset=idx, indirect_dim=0))
+    gf = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=gf, src=g)
+    nisa.dma_copy(dst=gathered, src=gf)
+    return out, gathered
+
+
+def test_an_indirect_offset_steps_by_the_stride_of_the_reshaped_views_dimension():
+    """language ap: "indirect_dim: dimension in self.shape whose stride scales the indirect scalar/vector offset":
+    the reshape's row of BLOCK elements, not the flat storage's stride of one."""
+    tp = (np.arange(BLOCKS * BLOCK, dtype=np.int32) * 7) % 1000
+    rows = RNG.integers(0, BLOCKS * BLOCK // 8, size=(128, 1)).astype(np.int32)
+    out, gathered = _blocks_by_index(tp, rows)
+    np.testing.assert_array_equal(np.asarray(out)[2:5], tp.reshape(BLOCKS, BLOCK)[2:5])
+    np.testing.assert_array_equal(gathered, tp.reshape(-1, 8)[rows[:, 0]].astype(np.float32))
