@@ -71,8 +71,8 @@ def _sample(kind: Instruction) -> Instr:
     """One instruction of ``kind`` on 128 partitions x 512 fp32 elements (a matmul of 128x128 by 128x512)."""
     extra = {"m": 128, "n": 512, "k": 128} if kind.name == "nc_matmul" else \
         {"m": 128, "n": 512, "k": 128, "pack": 4} if kind.name == "nc_matmul_mx" else {}
-    return Instr(kind, kind.engine, 128, 512, ("float32", "float32"), 128 * 512 * 4, (), (), ("kernel.py", 1),
-                 extra=extra)
+    return Instr(kind=kind, engine=kind.engine, loc=("kernel.py", 1), p=128, n=512, dtypes=("float32", "float32"),
+                 nbytes=128 * 512 * 4, extra=extra)
 
 
 @pytest.mark.parametrize("name", sorted(INSTRUCTIONS))

@@ -262,6 +262,6 @@ def element_cycles(name: str, engine: str, dtype: str, prm: dict[str, Any], alu:
     operand of ``dtype`` in SBUF (``broadcast``: one input repeated along the free axis), by the kind's own formula:
     what a lower bound on a computation's engine time may charge a pass (``nkilab.course.bounds``), with no second copy of
     the rules."""
-    ins = Instr(INSTRUCTIONS[name], engine, int(prm["limits"]["partitions"]), n, (dtype,) * 3, 0, (), (), ("", 0),
-                extra={"alu": alu, "broadcast": broadcast} if alu or broadcast else {"alu": alu})
+    ins = Instr(kind=INSTRUCTIONS[name], engine=engine, loc=("", 0), p=int(prm["limits"]["partitions"]), n=n,
+                dtypes=(dtype,) * 3, extra={"alu": alu, "broadcast": broadcast} if alu or broadcast else {"alu": alu})
     return INSTRUCTIONS[name].cycles(ins, ("sbuf",) * 3, prm) / n  # type: ignore[misc]

@@ -109,8 +109,8 @@ def traffic(ins: Instr, bufs: Any, spilled: dict[int, str]) -> tuple[list, list]
 
 def transfer(ins: Instr, per_partition: int, out: bool) -> Instr:
     """The DMA that moves a spilled SBUF tensor's part on ``ins``'s partitions to HBM (``out``) or back."""
-    return Instr(SPILL if out else RELOAD, "dma", ins.p, max(1, per_partition // 4), ("float32",),
-                 ins.p * per_partition, (), (), ins.loc, run=per_partition)
+    return Instr(kind=SPILL if out else RELOAD, engine="dma", loc=ins.loc, p=ins.p, n=max(1, per_partition // 4),
+                 dtypes=("float32",), nbytes=ins.p * per_partition, run=per_partition)
 
 
 def copy_cycles(per_partition: int, prm: dict[str, Any]) -> float:
