@@ -337,12 +337,7 @@ def pe_peak_tflops(target_name: str, dtype: str) -> float:
     """The Tensor Engine's peak (TFLOPS, one NeuronCore) for matmul inputs of ``dtype`` on ``target_name``, as its
     target file states it (``[peak]``): float32 at the fp32 rate, an 8-bit float at the fp8 rate where the target
     has one, any other input (bfloat16, float16) at the bf16 rate."""
-    from nkisim.core.dtypes import _FP8
-
-    peak = target(target_name).params["peak"]
-    key = "pe_tflops_fp32" if str(dtype) == "float32" else "pe_tflops_fp8" \
-        if str(dtype) in {str(d) for d in _FP8} and "pe_tflops_fp8" in peak else "pe_tflops_bf16"
-    return float(peak[key])
+    return target(target_name).params.peak.pe_tflops(dtype)
 
 
 def targets() -> tuple[str, ...]:

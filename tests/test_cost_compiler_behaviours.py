@@ -181,11 +181,11 @@ def test_a_legacy_tile_written_whole_in_each_iteration_is_renamed():
     assert any("written whole 24 times gets a new buffer for each value" in w for w in why), why
     assert not any("new buffer" in w for w in _why(shared))
     # the values rotate over the target's renamed_rotation buffers (6 on trn2, fitted): with 2, loads wait longer
-    prm = get_target("trn2").editable_params()
+    prm = get_target("trn2").params
     trace = renamed.trace
-    assert prm["buffers"]["renamed_rotation"] == 6
+    assert prm.buffers.renamed_rotation == 6
     six = model.estimate(trace, "trn2", prm=prm).total_us
-    prm["buffers"]["renamed_rotation"] = 2
+    prm = prm.replace("buffers", "renamed_rotation", 2)
     assert model.estimate(trace, "trn2", prm=prm).total_us > 1.1 * six
 
 
@@ -210,7 +210,7 @@ def test_disable_dge_makes_no_descriptors_at_run_time():
         b = nki.benchmark(warmup=1, iters=1, platform_target="trn2", additional_compile_opt=opt)(gather_rows)
         b(nt.tensor[[64, 128, 64], nl.float32])
         lat[opt] = b.benchmark_result.nc_latency.get_latency_percentile(99)
-    dge_us = get_target("trn2").params["dma"]["dge_ns"] / 1000
+    dge_us = get_target("trn2").params.dma.dge_ns / 1000
     # 64 independent loads: their descriptors, made one after another by the one DGE (64 x dge_ns at least), bound
     # the kernel; made ahead of time they cost nothing at run time, and at least half of that time goes
     assert lat[""] >= 64 * dge_us and lat[""] - lat["--disable-dge"] >= 0.5 * 64 * dge_us

@@ -10,6 +10,7 @@ apart and are left out.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 from pathlib import Path
 
@@ -54,8 +55,7 @@ def _hardware_numbers() -> frozenset[float]:
         params = target_mod.get(name).params
         for entry in HARDWARE:
             section, key = (entry, None) if isinstance(entry, str) else entry
-            table = params[section]
-            for k, v in table.items():
+            for k, v in dataclasses.asdict(getattr(params, section)).items():
                 if (key is None or k == key) and isinstance(v, (int, float)) and not isinstance(v, bool):
                     numbers.add(v)
     return frozenset(v for v in numbers if v >= 16 or (isinstance(v, float) and v != int(v)))

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from nkisim.core.target import Params
 from nkisim.cost.trace import Instr
 
 # ----------------------------------------------------------------------------------------------
@@ -27,70 +27,70 @@ def _half(ins: Instr) -> bool:
     return bool(ins.dtypes) and all(d in _HALF for d in ins.dtypes)
 
 
-def one_input(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+def one_input(ins: Instr, spaces: tuple[str, ...], prm: Params) -> float:
     """The one-input rule: N cycles, one element per partition per cycle (spec §4.3)."""
     return max(ins.n, 1)
 
 
-def two_inputs(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+def two_inputs(ins: Instr, spaces: tuple[str, ...], prm: Params) -> float:
     return 2 * max(ins.n, 1)
 
 
-def gpsimd_fixed(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+def gpsimd_fixed(ins: Instr, spaces: tuple[str, ...], prm: Params) -> float:
     """GpSimd instructions that generate or select by index pay a fixed start-up on top of N."""
-    return prm["engine"]["gpsimd_fixed_cycles"] + max(ins.n, 1)
+    return prm.engine.gpsimd_fixed_cycles + max(ins.n, 1)
 
 
-def barrier_wait(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+def barrier_wait(ins: Instr, spaces: tuple[str, ...], prm: Params) -> float:
     """A core_barrier's wait does no work of its own: the engine's minimum instruction (the time it holds the engine
     comes from when the other core's semaphore lands, which the scheduler waits for)."""
     return 0.0
 
 
-def matmul(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
-    pe = prm["pe"]
-    stat = ins.extra.get("m", prm["limits"]["gemm_stationary_free_max"])
+def matmul(ins: Instr, spaces: tuple[str, ...], prm: Params) -> float:
+    pe = prm.pe
+    stat = ins.extra.get("m", prm.limits.gemm_stationary_free_max)
     mov = ins.extra.get("n", max(ins.n, 1))
-    c = max(min(pe["moving_floor_cycles"], stat), mov)
+    c = max(min(pe.moving_floor_cycles, stat), mov)
     if ins.extra.get("in_dtype") == "float32":
-        c *= pe["fp32_factor"]
-    return c + pe["matmul_overhead_cycles"]
+        c *= pe.fp32_factor
+    return c + pe.matmul_overhead_cycles
 
 
-def mx_matmul(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+def mx_matmul(ins: Instr, spaces: tuple[str, ...], prm: Params) -> float:
     """An MX matmul (NeuronCore-v4): as ``matmul``, but each moving column carries ``pack`` values per partition
     and a PE multiplies ``[pe] mx_elements_per_cycle`` pairs of them per cycle (trainium3_arch.rst: 4, so a column
     of x4 elements streams in one cycle, the "4x throughput" of MX matmul)."""
-    pe = prm["pe"]
-    cols = ins.extra["n"] * ins.extra["pack"] / pe["mx_elements_per_cycle"]
-    return max(min(pe["moving_floor_cycles"], ins.extra["m"]), cols) + pe["matmul_overhead_cycles"]
+    pe = prm.pe
+    cols = ins.extra["n"] * ins.extra["pack"] / pe.mx_elements_per_cycle
+    return max(min(pe.moving_floor_cycles, ins.extra["m"]), cols) + pe.matmul_overhead_cycles
 
 
-def quantize_mx(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+def quantize_mx(ins: Instr, spaces: tuple[str, ...], prm: Params) -> float:
     """VectorE's MX quantisation: ``[engine] quantize_mx_elements_per_cycle`` input elements per partition per
     cycle (trainium3_arch.rst: four)."""
-    return max(ins.n, 1) / prm["engine"]["quantize_mx_elements_per_cycle"]
+    return max(ins.n, 1) / prm.engine.quantize_mx_elements_per_cycle
 
 
-def topk(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+def topk(ins: Instr, spaces: tuple[str, ...], prm: Params) -> float:
     """GpSimd's top-k: ``[engine] topk_cycles_per_element`` cycles per element of the snake it searches, plus one
     per value it selects (AWS's estimate for ``nisa.topk``: ``4 n + K`` cycles per partition)."""
     extra = ins.extra or {}
-    return prm["engine"]["topk_cycles_per_element"] * extra.get("n", max(ins.n, 1)) + extra.get("k", 1)
+    return prm.engine.topk_cycles_per_element * extra.get("n", max(ins.n, 1)) + extra.get("k", 1)
 
 
-def broadcast(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+def broadcast(ins: Instr, spaces: tuple[str, ...], prm: Params) -> float:
     return broadcast_pe_cycles(ins, prm) if partition_broadcast(ins) else max(ins.n, 1)
 
 
-def transpose(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+def transpose(ins: Instr, spaces: tuple[str, ...], prm: Params) -> float:
     if ins.engine == "pe":
-        pe = prm["pe"]
-        return max(ins.p, min(pe["moving_floor_cycles"], max(ins.n, 1))) + pe["matmul_overhead_cycles"]
+        pe = prm.pe
+        return max(ins.p, min(pe.moving_floor_cycles, max(ins.n, 1))) + pe.matmul_overhead_cycles
     return max(ins.n, 1)  # a 32x32-block transpose on VectorE: the one-input rule
 
 
-def tensor_tensor(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+def tensor_tensor(ins: Instr, spaces: tuple[str, ...], prm: Params) -> float:
     """``max(MIN_II, 2N)``; one pass (N) with one input in PSUM, or for a bf16/fp16 add, subtract or multiply
     of contiguous inputs (spec §4.3).  A column input read with a zero stride (a free-axis broadcast) is not
     contiguous, so that fast path does not apply; N is the full tile's elements either way."""
@@ -99,43 +99,43 @@ def tensor_tensor(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> f
     one_pass = (spaces.count("psum") == 1) or \
         (half and contiguous and str(ins.extra.get("alu")) in ("add", "subtract", "multiply"))
     c = n if one_pass else 2 * n
-    if prm["engine"]["dve_perf_mode"] and half and ins.engine == "dve":  # VectorE's performance mode only
-        c /= prm["engine"]["dve_perf_tensor_tensor_speedup"]
+    if prm.engine.dve_perf_mode and half and ins.engine == "dve":  # VectorE's performance mode only
+        c /= prm.engine.dve_perf_tensor_tensor_speedup
     return c
 
 
-def streaming(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+def streaming(ins: Instr, spaces: tuple[str, ...], prm: Params) -> float:
     """tensor_scalar / copies: VectorE's perf mode streams 2- or 4-byte halves at 2x/4x (spec §4.3)."""
     n = max(ins.n, 1)
-    eng = prm["engine"]
-    if eng["dve_perf_mode"] and _half(ins) and ins.engine == "dve":
-        return n / (eng["dve_perf_copy_speedup"] if "psum" not in spaces else eng["dve_perf_psum_speedup"])
+    eng = prm.engine
+    if eng.dve_perf_mode and _half(ins) and ins.engine == "dve":
+        return n / (eng.dve_perf_copy_speedup if "psum" not in spaces else eng.dve_perf_psum_speedup)
     if ins.engine == "act" and _half(ins) and ins.kind is not COPY:  # ScalarE's tensor_scalar/tensor_copy (NC-v4)
-        return n / eng["act_perf_copy_speedup"]
+        return n / eng.act_perf_copy_speedup
     if ins.engine == "pool" and "rsqrt" in (ins.extra.get("alu") or ()):  # GpSimd's rsqrt: 4x below ScalarE's rate
-        return n * eng["gpsimd_rsqrt_cycles_per_element"]
+        return n * eng.gpsimd_rsqrt_cycles_per_element
     return n
 
 
-def memset(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+def memset(ins: Instr, spaces: tuple[str, ...], prm: Params) -> float:
     n = max(ins.n, 1)
-    return n / prm["engine"]["half_zero_memset_speedup"] if (_half(ins) and ins.extra.get("zero")) else n
+    return n / prm.engine.half_zero_memset_speedup if (_half(ins) and ins.extra.get("zero")) else n
 
 
-def reduce(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+def reduce(ins: Instr, spaces: tuple[str, ...], prm: Params) -> float:
     n = max(ins.n, 1)
-    return n / prm["engine"]["half_reduce_speedup"] if _half(ins) and str(ins.extra.get("alu", "")) in ("add", "max") \
+    return n / prm.engine.half_reduce_speedup if _half(ins) and str(ins.extra.get("alu", "")) in ("add", "max") \
         else n
 
 
-def reciprocal(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+def reciprocal(ins: Instr, spaces: tuple[str, ...], prm: Params) -> float:
     """VectorE's reciprocal: several cycles per element (8, spec §2.9)."""
-    return prm["engine"]["reciprocal_cycles_per_element"] * max(ins.n, 1)
+    return prm.engine.reciprocal_cycles_per_element * max(ins.n, 1)
 
 
-def bn_aggr(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any]) -> float:
+def bn_aggr(ins: Instr, spaces: tuple[str, ...], prm: Params) -> float:
     """bn_aggr: 13/3 cycles per element of the statistics it aggregates (spec §2.9)."""
-    return prm["engine"]["bn_aggr_cycles_per_element"] * max(ins.n, 1)
+    return prm.engine.bn_aggr_cycles_per_element * max(ins.n, 1)
 
 
 def partition_broadcast(ins: Instr) -> bool:
@@ -148,22 +148,22 @@ def partition_broadcast(ins: Instr) -> bool:
     return hi - lo < ins.p
 
 
-def broadcast_pe_cycles(ins: Instr, prm: dict[str, Any]) -> float:
+def broadcast_pe_cycles(ins: Instr, prm: Params) -> float:
     """TensorE cycles of a partition broadcast: ``ones[K, P].T @ src[K, F]`` as matmuls whose output fits
     one PSUM bank (at most ``psum_free_max`` columns each, spec §1.3), each ``max(min(64, P), F_chunk)``
     cycles (spec §4.2); an fp32 source costs the fp32 factor, halved because the stationary ones
     matrix is one-zero (spec §2.9 ``is_stationary_onezero``)."""
-    pe = prm["pe"]
-    chunk = int(prm["limits"]["psum_free_max"])
+    pe = prm.pe
+    chunk = int(prm.limits.psum_free_max)
     n = max(ins.n, 1)
-    factor = pe["fp32_factor"] / 2 if ins.dtypes and ins.dtypes[0] == "float32" else 1
+    factor = pe.fp32_factor / 2 if ins.dtypes and ins.dtypes[0] == "float32" else 1
     cycles = 0.0
     for lo in range(0, n, chunk):
-        cycles += max(min(pe["moving_floor_cycles"], ins.p), min(chunk, n - lo)) * factor + pe["matmul_overhead_cycles"]
+        cycles += max(min(pe.moving_floor_cycles, ins.p), min(chunk, n - lo)) * factor + pe.matmul_overhead_cycles
     return cycles
 
 
-Formula = Callable[[Instr, tuple[str, ...], dict[str, Any]], float]
+Formula = Callable[[Instr, tuple[str, ...], Params], float]
 
 
 
@@ -256,12 +256,12 @@ RELOAD = Instruction("reload", "dma", None, "the compiler's copy of a spilled ti
 INSTRUCTIONS: dict[str, Instruction] = {v.name: v for v in list(globals().values()) if isinstance(v, Instruction)}
 
 
-def element_cycles(name: str, engine: str, dtype: str, prm: dict[str, Any], alu: str | None = None,
+def element_cycles(name: str, engine: str, dtype: str, prm: Params, alu: str | None = None,
                    broadcast: bool = False, n: int = 4096) -> float:
     """Engine cycles per element (per partition) of a large instruction of kind ``name`` on ``engine``, every
     operand of ``dtype`` in SBUF (``broadcast``: one input repeated along the free axis), by the kind's own formula:
     what a lower bound on a computation's engine time may charge a pass (``nkilab.course.bounds``), with no second copy of
     the rules."""
-    ins = Instr(kind=INSTRUCTIONS[name], engine=engine, loc=("", 0), p=int(prm["limits"]["partitions"]), n=n,
+    ins = Instr(kind=INSTRUCTIONS[name], engine=engine, loc=("", 0), p=int(prm.limits.partitions), n=n,
                 dtypes=(dtype,) * 3, extra={"alu": alu, "broadcast": broadcast} if alu or broadcast else {"alu": alu})
     return INSTRUCTIONS[name].cycles(ins, ("sbuf",) * 3, prm) / n  # type: ignore[misc]

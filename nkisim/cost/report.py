@@ -73,6 +73,14 @@ def _flops(ins: Instr) -> int:
     return 0
 
 
+def pe_peak(hw: Target, trace: list[Instr]) -> float:
+    """The Tensor Engine peak (TFLOPS, one NeuronCore) the trace's matmuls are measured against: the slowest rate of
+    their input dtypes (``Peak.pe_tflops``, the one home of the dtype-to-rate map; float32 if any is), the bf16 rate
+    for a trace with none."""
+    rates = {hw.params.peak.pe_tflops(str(i.extra.get("in_dtype", ""))) for i in trace if i.kind is NC_MATMUL}
+    return min(rates) if rates else hw.params.peak.pe_tflops("bfloat16")
+
+
 def union_length(spans: list[tuple[float, float]]) -> float:
     """Total length covered by ``spans`` (overlaps counted once)."""
     return sum(b - a for a, b in merged(spans))
@@ -90,8 +98,8 @@ class Profile:
             sched = schedule(trace, self.hw.params)
         self.estimate: Estimate = estimate(trace, self.hw, cores=cores, sched=sched)
         #: the fixed per-launch cost (µs): the timeline's first lane; instructions start after it
-        self.launch_us = float(self.hw.params["kernel"]["fixed_us"])
-        self.queues = int(self.hw.params["dma"]["queues"])
+        self.launch_us = float(self.hw.params.kernel.fixed_us)
+        self.queues = int(self.hw.params.dma.queues)
         ran = [sched.engine.get(i, ins.engine) for i, ins in enumerate(trace)]  # the engine each ran on
         self.events = [Event(i, ran[i] if ran[i] in ENGINE_NAMES else "dve", sched.start[i], sched.end[i], ins)
                        for i, ins in enumerate(trace)]
@@ -136,15 +144,13 @@ class Profile:
         est = self.estimate
         total = est.total_us
         total_s = total * 1e-6
-        prm = self.hw.params
-        peak = prm.get("peak", {})
+        peak = self.hw.params.peak
         flops = sum(_flops(i) for i in self.trace)
-        fp32 = any(i.kind is NC_MATMUL and i.extra.get("in_dtype") == "float32" for i in self.trace)
-        peak_tflops = float(peak.get("pe_tflops_fp32" if fp32 else "pe_tflops_bf16", 0.0)) * self.cores
+        peak_tflops = pe_peak(self.hw, self.trace) * self.cores
         hbm = sum(i.nbytes for i in self.trace if i.engine == "dma")
         achieved_tflops = flops / total_s / 1e12 if total_s else 0.0
         achieved_gbps = hbm / total_s / 1e9 if total_s else 0.0
-        peak_gbps = float(peak.get("dma_gbps", 0.0)) * self.cores
+        peak_gbps = peak.dma_gbps * self.cores
         active = {e: self.active_us(e) for e in ENGINE_ORDER}
         span = total * len(self.core_ids)
         return {

@@ -25,15 +25,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from nkisim.core.target import Params
 from nkisim.cost.instructions import RELOAD, SPILL
 from nkisim.cost.trace import Instr
 
 
-def victims(trace: list[Instr], bufs: Any, prm: dict[str, Any]) -> dict[int, str]:
+def victims(trace: list[Instr], bufs: Any, prm: Params) -> dict[int, str]:
     """root -> space of every on-chip tensor spilled to make the live tensors fit (see the module)."""
-    bp = prm["buffers"]
-    bank_bytes = int(bp["psum_bank_bytes"])
-    cap = {"sbuf": int(bp["sbuf_partition_bytes"]), "psum": int(bp["psum_banks"])}
+    bp = prm.buffers
+    bank_bytes = int(bp.psum_bank_bytes)
+    cap = {"sbuf": int(bp.sbuf_partition_bytes), "psum": int(bp.psum_banks)}
 
     def units(space: str, per: int, k: int) -> int:
         return (-(-per // bank_bytes) if space == "psum" else per) * k
@@ -113,8 +114,8 @@ def transfer(ins: Instr, per_partition: int, out: bool) -> Instr:
                  dtypes=("float32",), nbytes=ins.p * per_partition, run=per_partition)
 
 
-def copy_cycles(per_partition: int, prm: dict[str, Any]) -> float:
+def copy_cycles(per_partition: int, prm: Params) -> float:
     """Engine cycles of copying a spilled PSUM tile (fp32 elements) to or from SBUF: max(MIN_II, N) plus
     the access overhead (spec §4.3)."""
-    eng = prm["engine"]
-    return max(eng["min_ii_cycles"], per_partition // 4) + eng["instr_overhead_cycles"]
+    eng = prm.engine
+    return max(eng.min_ii_cycles, per_partition // 4) + eng.instr_overhead_cycles

@@ -306,7 +306,7 @@ def nc_transpose(data: Any, *, mask: Any = None, dtype: Any = None, engine: Any 
         if dst is not None:  # NKI 0.6: the default engine follows where dst is (PSUM: the PE array)
             eng = 1 if as_access(dst).space == "psum" else 5
         else:
-            small = current().target.limit("dve_transpose_max")
+            small = current().target.limits.dve_transpose_max
             eng = 5 if len(shape) >= 2 and shape[0] <= small and int(np.prod(shape[1:])) <= small else 1
     return _transpose("nc_transpose", "data", data, dtype, mask, "dve" if eng == 5 else "pe", dst)
 
@@ -322,7 +322,7 @@ def _transpose(api: str, pname: str, x: Any, dtype: Any, mask: Any, engine: str,
             shape = (shape[0], int(np.prod(shape[1:])))
         else:
             _rank2(api, pname, shape)
-    limit = ctx.target.limit("dve_transpose_max") if engine == "dve" else ctx.target.partitions
+    limit = ctx.target.limits.dve_transpose_max if engine == "dve" else ctx.target.partitions
     for d in range(2):
         _limit(api, pname, shape, d, limit)
     out_shape = (shape[1], shape[0])
