@@ -57,19 +57,26 @@ def matmul(ins: Instr, spaces: tuple[str, ...], prm: Params) -> float:
     return c + pe.matmul_overhead_cycles
 
 
+def _v4(rate: float | None) -> float:
+    """A rate only a NeuronCore-v4 target file gives (the MX instructions' ops refuse them on earlier targets)."""
+    if rate is None:
+        raise ValueError("an MX instruction priced on a target before NeuronCore-v4, whose file gives no MX rate")
+    return rate
+
+
 def mx_matmul(ins: Instr, spaces: tuple[str, ...], prm: Params) -> float:
     """An MX matmul (NeuronCore-v4): as ``matmul``, but each moving column carries ``pack`` values per partition
     and a PE multiplies ``[pe] mx_elements_per_cycle`` pairs of them per cycle (trainium3_arch.rst: 4, so a column
     of x4 elements streams in one cycle, the "4x throughput" of MX matmul)."""
     pe = prm.pe
-    cols = ins.extra["n"] * ins.extra["pack"] / pe.mx_elements_per_cycle
+    cols = ins.extra["n"] * ins.extra["pack"] / _v4(pe.mx_elements_per_cycle)
     return max(min(pe.moving_floor_cycles, ins.extra["m"]), cols) + pe.matmul_overhead_cycles
 
 
 def quantize_mx(ins: Instr, spaces: tuple[str, ...], prm: Params) -> float:
     """VectorE's MX quantisation: ``[engine] quantize_mx_elements_per_cycle`` input elements per partition per
     cycle (trainium3_arch.rst: four)."""
-    return max(ins.n, 1) / prm.engine.quantize_mx_elements_per_cycle
+    return max(ins.n, 1) / _v4(prm.engine.quantize_mx_elements_per_cycle)
 
 
 def topk(ins: Instr, spaces: tuple[str, ...], prm: Params) -> float:

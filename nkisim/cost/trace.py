@@ -156,6 +156,8 @@ class Instr:
 
     def _expand(self) -> None:
         recs, self._recs = self._recs, None
+        if recs is None:  # (expanded already)
+            return
         p_max = n_max = -1
         names = []
         regs = []
@@ -192,7 +194,8 @@ class Instr:
         self._writes = writes
         self._bufs = self._bufs + (buf,)
 
-    def _field(name: str) -> property:  # noqa: N805  (a helper run while the class body executes)
+    @staticmethod  # (a helper run while the class body executes)
+    def _field(name: str) -> property:
         slot = "_" + name
 
         def get(self: Instr) -> Any:
