@@ -4,8 +4,9 @@ package dropped from ``[tool.mypy] files`` would let a misspelt field of those r
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 REPO = Path(__file__).resolve().parents[1]
 
