@@ -230,7 +230,7 @@ ENGINE_NAMES = {"pe": "TensorE", "act": "ScalarE", "dve": "VectorE", "pool": "Gp
 
 
 @dataclass(frozen=True)
-class Instruction:
+class InstructionKind:
     """An instruction kind an NKI call may issue, the engine it runs on unless the call names another, and how the
     cost model prices it (the kind's own description of its cycle formula, or the DMA queue model)."""
 
@@ -244,14 +244,14 @@ class CallInfo:
     """What the op registry says about one NKI call (``nl.add``, ``nisa.tensor_tensor``, ``tile.binary``)."""
 
     call: str
-    instructions: tuple[Instruction, ...]  # empty for views and allocations
+    instructions: tuple[InstructionKind, ...]  # empty for views and allocations
     spaces: tuple[str, ...]  # address spaces its tile operands may live in
     doc: str
 
 
 def calls() -> list[CallInfo]:
     """Every NKI call a kernel can make, from the op registry (for tools and the docs' API page)."""
-    return [CallInfo(e.call, tuple(Instruction(k.name, ENGINE_NAMES[k.engine], k.doc) for k in e.emits),
+    return [CallInfo(e.call, tuple(InstructionKind(k.name, ENGINE_NAMES[k.engine], k.doc) for k in e.emits),
                      tuple(e.spaces.split("|")), e.doc)
             for e in sorted(_OPS.values(), key=lambda e: e.call)]
 

@@ -137,7 +137,7 @@ def _nki06_broadcast():
 def test_a_bf16_multiply_is_fast_only_when_contiguous_and_on_the_vector_engine():
     a, s = np.ones((128, N), BF16), np.ones((128, N // 16), BF16)
     clock_ns = {"dve": 1 / 0.96, "pool": 1 / 1.2}
-    overhead = TRN2.engine.instr_overhead_cycles
+    overhead = TRN2.engine.instruction_overhead_cycles
 
     def cycles(kind, engine):
         return _busy(_legacy_multiply(kind), [a, s], engine) * 1e3 / clock_ns[engine] - overhead

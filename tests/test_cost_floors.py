@@ -34,7 +34,7 @@ from call_cases import CASES
 from nkisim.core import dtypes as dt
 from nkisim.core.target import get as get_target
 from nkisim.cost import costs, scheduler
-from nkisim.cost.instructions import INSTRUCTIONS, RELOAD, SPILL
+from nkisim.cost.instructions import INSTRUCTION_KINDS, RELOAD, SPILL
 from nkisim.ops.registry import OPS
 
 TARGETS = ("trn1", "trn2", "trn3")
@@ -132,19 +132,19 @@ def _floor_ns(ins, bufs, prm, ran: str | None = None) -> float:
         runs = max(ins.runs, least_runs)
         return max(read_bytes / peak.dma_gbps + runs * per_run / d.queues, hbm_bytes / d.hbm_gbps)
     per_partition = max((v / p for v, p, _s, _h in facts), default=1)
-    if ins.kind is INSTRUCTIONS["nc_matmul_mx"]:  # its flops at NeuronCore-v4's MX peak (4 values per container)
+    if ins.kind is INSTRUCTION_KINDS["nc_matmul_mx"]:  # its flops at NeuronCore-v4's MX peak (4 values per container)
         (stat, _p, _s, _h), (mov, parts, _s2, _h2) = facts[0], facts[1]
         return 2 * stat * 4 * (mov / parts) / (peak.pe_tflops_mx * 1e3)
-    if ins.kind is INSTRUCTIONS["quantize_mx"]:  # its source elements at quantize_mx's published rate
+    if ins.kind is INSTRUCTION_KINDS["quantize_mx"]:  # its source elements at quantize_mx's published rate
         v, p, _s, _h = facts[0]
         return v / p / peak.quantize_mx_per_cycle / clock.dve
     if engine == "pe":
         fp8 = any(d in FP8 for d in ins.dtypes)
         rate = peak.pe_moving_per_cycle_fp8 if fp8 else peak.pe_moving_per_cycle
-        if ins.kind is INSTRUCTIONS["nc_matmul"] and nreads >= 2:
+        if ins.kind is INSTRUCTION_KINDS["nc_matmul"] and nreads >= 2:
             v, p, _s, _h = facts[1]  # the moving operand
             columns = v / p
-        elif ins.kind is INSTRUCTIONS["nc_transpose"]:
+        elif ins.kind is INSTRUCTION_KINDS["nc_transpose"]:
             columns = facts[0][1]  # the identity moving operand: one column per input partition
         else:  # a partition broadcast: the source row streams through as the moving operand
             columns = facts[0][0] / facts[0][1]
@@ -187,10 +187,10 @@ def test_every_instruction_kind_is_checked(scheduled) -> None:
         seen[ins.kind.name] += 1
     # a kind only calls the target refuses issue (range_select before NeuronCore-v3) cannot be met there
     excused = {k.name for call in refused if call in OPS for k in OPS[call].emits}
-    missing = set(INSTRUCTIONS) - set(seen) - {SPILL.name, RELOAD.name} - excused
+    missing = set(INSTRUCTION_KINDS) - set(seen) - {SPILL.name, RELOAD.name} - excused
     assert not missing, f"{target}: no case issues {sorted(missing)}"
     if target == "trn2":  # the course's target refuses none of them but NeuronCore-v4's own instructions
-        assert not excused & (set(INSTRUCTIONS) - set(seen)) - {"nc_matmul_mx", "quantize_mx", "exponential",
+        assert not excused & (set(INSTRUCTION_KINDS) - set(seen)) - {"nc_matmul_mx", "quantize_mx", "exponential",
                                                                  "activate2", "rand2"}
 
 

@@ -1,5 +1,5 @@
 """mypy (``make lint``) checks the packages whose records are typed (issue 32 scope 2): the program a grader reads
-back, the cost model (its trace records, ``Instr.extra``'s ``Extra``, and the target's ``Params``), and nkilab.  A
+back, the cost model (its trace records, ``Instruction.extra``'s ``Extra``, and the target's ``Params``), and nkilab.  A
 package dropped from ``[tool.mypy] files`` would let a misspelt field of those records through unnoticed."""
 
 from __future__ import annotations

@@ -401,7 +401,7 @@ def test_the_estimate_is_not_below_the_work():
 
     launch = api.launch(nki.jit(kernel), [x], target="trn3")
     prm = get_target("trn3").params
-    overhead = prm.engine.instr_overhead_cycles
+    overhead = prm.engine.instruction_overhead_cycles
     trace = launch.record.ctx.trace
     for kind, engine, cycles in (("exponential", "dve", 2048), ("activate2", "act", 2048),
                                  ("nonzero_with_count", "pool", 2049), ("topk", "pool", 4 * 16000 + 256)):

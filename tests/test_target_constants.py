@@ -23,7 +23,7 @@ NKISIM = Path(target_mod.__file__).resolve().parent.parent
 #: the target-file entries that are hardware facts (sections, or (section, key) pairs)
 HARDWARE = ("limits", "buffers", "clock_ghz", ("dma", "queues"), ("dma", "partitions_per_queue"),
             ("dma", "bytes_per_ns"), ("dma", "fixed_latency_ns"), ("dma", "hbm_gbps"), ("engine", "min_ii_cycles"),
-            ("engine", "instr_overhead_cycles"), ("engine", "gpsimd_fixed_cycles"), ("engine", "stride_free_bytes"),
+            ("engine", "instruction_overhead_cycles"), ("engine", "gpsimd_fixed_cycles"), ("engine", "stride_free_bytes"),
             ("engine", "reciprocal_cycles_per_element"), ("engine", "bn_aggr_cycles_per_element"),
             ("pe", "moving_floor_cycles"), ("peak", "dma_gbps"))
 

@@ -100,7 +100,7 @@ class Engine:
     """``[engine]``: the compute engines' per-instruction costs and performance modes."""
 
     min_ii_cycles: int
-    instr_overhead_cycles: int
+    instruction_overhead_cycles: int
     stride_free_bytes: int
     stride_penalty: float
     dep_latency_cycles: int

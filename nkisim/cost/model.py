@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from nkisim.core.target import Params, Target, resolve
 from nkisim.cost.reasons import Reason
 from nkisim.cost.scheduler import Schedule, schedule
-from nkisim.cost.trace import Instr
+from nkisim.cost.trace import Instruction
 
 
 @contextlib.contextmanager
@@ -59,7 +59,7 @@ class Estimate:
         return sorted(self.line_us.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
 
 
-def estimate(trace: list[Instr], target: Target | str = "trn2", cores: int = 1,
+def estimate(trace: list[Instruction], target: Target | str = "trn2", cores: int = 1,
              prm: Params | None = None, sched: Schedule | None = None) -> Estimate:
     """Latency estimate (µs) of ``trace`` on ``target``; ``cores`` is the NeuronCores the launch spans
     (each gets a ``core_us`` entry, idle ones only the fixed launch cost).

@@ -26,7 +26,7 @@ from nkisim.cost.instructions import NC_MATMUL
 from nkisim.cost.model import Estimate, cycle_collection_paused, estimate
 from nkisim.cost.scheduler import schedule
 from nkisim.cost.timeline import ENGINE_NAMES, LABEL, merged
-from nkisim.cost.trace import Instr
+from nkisim.cost.trace import Instruction
 
 ENGINE_ORDER = ("pe", "dve", "act", "pool", "dma")
 #: what each time in a summary means (written into every summary, so a reader never has to guess)
@@ -53,7 +53,7 @@ class Event:
     engine: str
     start_ns: float
     end_ns: float
-    instr: Instr
+    instruction: Instruction
 
 
 @dataclass(frozen=True)
@@ -67,13 +67,13 @@ class QueueSpan:
     end_ns: float
 
 
-def _flops(ins: Instr) -> int:
+def _flops(ins: Instruction) -> int:
     if ins.kind is NC_MATMUL and "k" in ins.extra:
         return 2 * int(ins.extra["k"]) * int(ins.extra["m"]) * int(ins.extra["n"])
     return 0
 
 
-def pe_peak(hw: Target, trace: list[Instr]) -> float:
+def pe_peak(hw: Target, trace: list[Instruction]) -> float:
     """The Tensor Engine peak (TFLOPS, one NeuronCore) the trace's matmuls are measured against: the slowest rate of
     their input dtypes (``Peak.pe_tflops``, the one home of the dtype-to-rate map; float32 if any is), the bf16 rate
     for a trace with none."""
@@ -89,7 +89,7 @@ def union_length(spans: list[tuple[float, float]]) -> float:
 class Profile:
     """A profiled launch; build with ``Profile.from_launch`` (tools: ``nkisim.api.profile_kernel``)."""
 
-    def __init__(self, trace: list[Instr], target: Target | str, cores: int = 1) -> None:
+    def __init__(self, trace: list[Instruction], target: Target | str, cores: int = 1) -> None:
         self.trace = trace
         self.hw = resolve(target)
         self.target = self.hw.label  # trn3's estimates say "uncalibrated" wherever the target is named
@@ -119,14 +119,14 @@ class Profile:
 
     @property
     def core_ids(self) -> list[int]:
-        return sorted({0, *range(self.cores), *(ev.instr.core for ev in self.events)})
+        return sorted({0, *range(self.cores), *(ev.instruction.core for ev in self.events)})
 
     def spans(self, core: int, engine: str) -> list[tuple[float, float]]:
         """Busy intervals (µs from the launch's start) of ``engine`` on ``core``; for "dma", the transfers in
         flight."""
         off = self.launch_us
         return [(off + ev.start_ns / 1000.0, off + ev.end_ns / 1000.0) for ev in self.events
-                if ev.instr.core == core and ev.engine == engine] + \
+                if ev.instruction.core == core and ev.engine == engine] + \
             [(off + s / 1000.0, off + e / 1000.0) for c, eng, s, e in self.spill_events if c == core and eng == engine]
 
     def queue_spans_us(self, core: int, queue: int) -> list[tuple[float, float]]:
@@ -212,7 +212,7 @@ class Profile:
         counts: dict[tuple[str, int], int] = {}
         engines: dict[tuple[str, int], set[str]] = {}
         for ev in self.events:
-            ins = ev.instr
+            ins = ev.instruction
             counts[ins.loc] = counts.get(ins.loc, 0) + 1
             engines.setdefault(ins.loc, set()).add(ins.engine if ins.engine == "dma" else ev.engine)
         rows = []

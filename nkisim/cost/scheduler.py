@@ -11,7 +11,7 @@
 * Tiles allocated inside loops map onto K rotating physical buffers (K from ``mod_alloc``'s
   num_free_tiles, else the target's rotation count capped by SBUF capacity), so a tile's
   (i+K)-th allocation waits for the readers of its i-th one: double buffering matters.
-* Scheduling edges of NKI 0.6 (``kernel.with_schedule``, ``depends_on``, ``nl.no_reorder``; ``Instr.order``): an
+* Scheduling edges of NKI 0.6 (``kernel.with_schedule``, ``depends_on``, ``nl.no_reorder``; ``Instruction.order``): an
   instruction waits for the latest instruction of its SPMD instance carrying a label it names, as for a data
   dependency between them (a semaphore wait across engines).
 * SPMD instances on the same core are serialised; instances on other cores (``nl.nc``) get their
@@ -30,7 +30,7 @@ from nkisim.core.target import Params
 from nkisim.cost import costs, hoist, lanes, reasons, rename, spill, unroll
 from nkisim.cost import instructions as isa
 from nkisim.cost.deps import Scoreboard
-from nkisim.cost.trace import Instr
+from nkisim.cost.trace import Instruction
 
 COMPUTE = ("pe", "act", "dve", "pool")
 _GAPS = 16  # idle gaps remembered by the DMA reservation table
@@ -127,7 +127,7 @@ class Core:
 class Buffers:
     """Maps on-chip root tensors to physical buffer keys (rotation of in-loop allocations)."""
 
-    def __init__(self, trace: list[Instr], prm: Params) -> None:
+    def __init__(self, trace: list[Instruction], prm: Params) -> None:
         self.prm = prm
         self.info: dict[int, BufferInfo] = {}
         self.phys: dict[int, Any] = {}
@@ -230,7 +230,7 @@ class Buffers:
         #: tensors the compiler spills because the live ones do not fit (spill.py): root -> space
         self.spilled = spill.victims(trace, self, prm)
 
-    def _result_site(self, root: int, ins: Instr, per_line: dict[tuple, int]) -> tuple:
+    def _result_site(self, root: int, ins: Instruction, per_line: dict[tuple, int]) -> tuple:
         """An op's result tile has no nl.ndarray site: the n-th new one on a source line in one loop
         iteration gets site (line, n), so ``nl.add(nl.load(x), nl.load(y))`` written on one line has
         three allocation sites, as it would written as three statements (the compiler allocates each
@@ -327,7 +327,7 @@ def _on_core(region: tuple[Any, tuple], root: int, core: int, space_of: dict[int
     return key, box
 
 
-def _broadcast(core: Core, ins: Instr, ready: float, prm: Params, sem: float, psum_port: bool,
+def _broadcast(core: Core, ins: Instruction, ready: float, prm: Params, sem: float, psum_port: bool,
                out: Schedule, evict: bool = True) -> tuple[float, float, str]:
     """A partition broadcast (spec §2.10: a TensorE matmul with a ones vector): the matmuls write PSUM,
     then ScalarE or VectorE (whichever is free first) copies the result into the SBUF tile, unless it stays in
@@ -350,7 +350,7 @@ def _broadcast(core: Core, ins: Instr, ready: float, prm: Params, sem: float, ps
     return start, end, ev
 
 
-def _move(core: Core, ins: Instr, space: str, per: int, ready: float, outwards: bool, prm: Params,
+def _move(core: Core, ins: Instruction, space: str, per: int, ready: float, outwards: bool, prm: Params,
           out: Schedule) -> tuple[float, str]:
     """Move a spilled tensor's part on ``ins``'s partitions out of (``outwards``) or back into its on-chip
     buffer, from ``ready`` on; returns when it is done and on which engine.  SBUF: a DMA to or from HBM;
@@ -375,7 +375,7 @@ def _move(core: Core, ins: Instr, space: str, per: int, ready: float, outwards: 
     return start + ns, ev
 
 
-def schedule(trace: list[Instr], prm: Params) -> Schedule:
+def schedule(trace: list[Instruction], prm: Params) -> Schedule:
     """Schedule ``trace`` on the target described by ``prm``; times are ns from kernel start."""
     eng_p = prm.engine
     sem = float(eng_p.sem_ns)
@@ -408,7 +408,7 @@ def schedule(trace: list[Instr], prm: Params) -> Schedule:
     out = Schedule(len(trace))
     for starts in bufs.renamed.values():
         out.notes.add("renamed", trace[starts[0]].loc, count=len(starts))
-    #: (instance, label) -> (finish, engine) of the latest instruction with that label (``Instr.order``)
+    #: (instance, label) -> (finish, engine) of the latest instruction with that label (``Instruction.order``)
     labelled: dict[tuple[int, Any], tuple[float, str]] = {}
     for i, ins in enumerate(trace):
         core = cores.get(ins.core)

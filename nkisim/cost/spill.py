@@ -27,10 +27,10 @@ from typing import Any
 
 from nkisim.core.target import Params
 from nkisim.cost.instructions import RELOAD, SPILL
-from nkisim.cost.trace import Instr
+from nkisim.cost.trace import Instruction
 
 
-def victims(trace: list[Instr], bufs: Any, prm: Params) -> dict[int, str]:
+def victims(trace: list[Instruction], bufs: Any, prm: Params) -> dict[int, str]:
     """root -> space of every on-chip tensor spilled to make the live tensors fit (see the module)."""
     bp = prm.buffers
     bank_bytes = int(bp.psum_bank_bytes)
@@ -89,7 +89,7 @@ def victims(trace: list[Instr], bufs: Any, prm: Params) -> dict[int, str]:
     return spilled
 
 
-def traffic(ins: Instr, bufs: Any, spilled: dict[int, str]) -> tuple[list, list]:
+def traffic(ins: Instruction, bufs: Any, spilled: dict[int, str]) -> tuple[list, list]:
     """(bring back before ``ins``, move out after it): (root, space, region, bytes per partition) of the
     spilled tensors ``ins`` reads (or accumulates into) and writes."""
     before, after = [], []
@@ -108,9 +108,9 @@ def traffic(ins: Instr, bufs: Any, spilled: dict[int, str]) -> tuple[list, list]
     return before, after
 
 
-def transfer(ins: Instr, per_partition: int, out: bool) -> Instr:
+def transfer(ins: Instruction, per_partition: int, out: bool) -> Instruction:
     """The DMA that moves a spilled SBUF tensor's part on ``ins``'s partitions to HBM (``out``) or back."""
-    return Instr(kind=SPILL if out else RELOAD, engine="dma", loc=ins.loc, p=ins.p, n=max(1, per_partition // 4),
+    return Instruction(kind=SPILL if out else RELOAD, engine="dma", loc=ins.loc, p=ins.p, n=max(1, per_partition // 4),
                  dtypes=("float32",), nbytes=ins.p * per_partition, run=per_partition)
 
 
@@ -118,4 +118,4 @@ def copy_cycles(per_partition: int, prm: Params) -> float:
     """Engine cycles of copying a spilled PSUM tile (fp32 elements) to or from SBUF: max(MIN_II, N) plus
     the access overhead (spec §4.3)."""
     eng = prm.engine
-    return max(eng.min_ii_cycles, per_partition // 4) + eng.instr_overhead_cycles
+    return max(eng.min_ii_cycles, per_partition // 4) + eng.instruction_overhead_cycles

@@ -1,6 +1,6 @@
 """The instruction trace: one record per simulated instruction, consumed by the cost model.
 
-The functional pass appends an ``Instr`` for every NKI API call that would become hardware
+The functional pass appends an ``Instruction`` for every NKI API call that would become hardware
 instructions.  Records hold only plain numbers (never tensor data) so long traces stay small.
 Operands are ``Region`` records (root tensor id, tensor id, box), on-chip roots are described by
 ``BufferInfo`` records (core.buffers).
@@ -43,7 +43,7 @@ class Trace(list):
 
 
 class Extra(TypedDict, total=False):
-    """An instruction's facts beyond its operands: what one op knows that the cost model prices (``Instr.extra``).
+    """An instruction's facts beyond its operands: what one op knows that the cost model prices (``Instruction.extra``).
 
     Every key an op writes or the cost model reads is declared here, with who writes and who reads it
     (``tests/test_trace_extra.py`` scans the source for any other).  A plain dict at run time: the trace is the
@@ -109,7 +109,7 @@ class Extra(TypedDict, total=False):
     perf_mode: Any
 
 
-class Instr:
+class Instruction:
     """One instruction as issued to an engine.
 
     The functional pass records each operand as four entries ``shape, facts, tensor uid, box``
@@ -131,7 +131,7 @@ class Instr:
         """Keyword arguments only (the record has 18 fields).  ``recs``/``nr``: the operand records and how many of
         them are reads, expanded on first use into ``p``, ``n``, ``dtypes``, ``reads``, ``writes`` (when None) and
         ``bufs`` (see the class docstring)."""
-        self.kind = kind  # its cost.instructions.Instruction: the engine it defaults to, what it costs
+        self.kind = kind  # its cost.instructions.InstructionKind: the engine it defaults to, what it costs
         self.op = kind.name
         self.engine = engine
         self._p = p  # partitions touched
@@ -198,12 +198,12 @@ class Instr:
     def _field(name: str) -> property:
         slot = "_" + name
 
-        def get(self: Instr) -> Any:
+        def get(self: Instruction) -> Any:
             if self._recs is not None:
                 self._expand()
             return getattr(self, slot)
 
-        def put(self: Instr, value: Any) -> None:
+        def put(self: Instruction, value: Any) -> None:
             if self._recs is not None:
                 self._expand()
             setattr(self, slot, value)
@@ -219,7 +219,7 @@ class Instr:
     del _field
 
     def __repr__(self) -> str:
-        return (f"Instr({self.op} on {self.engine}, p={self.p}, n={self.n}, bytes={self.nbytes}, "
+        return (f"Instruction({self.op} on {self.engine}, p={self.p}, n={self.n}, bytes={self.nbytes}, "
                 f"line={self.loc[1]})")
 
     def as_dict(self) -> dict[str, Any]:
@@ -231,11 +231,11 @@ class Instr:
 _new_region = tuple.__new__
 
 
-def set_order(instrs: list[Instr], order: Any) -> None:
+def set_order(instructions: list[Instruction], order: Any) -> None:
     """Give the instructions one call issued that call's scheduling edges (``program.ir.Order``): the eager launch
     when the kernel names or orders an instruction, and the executor for every call of a program that has them,
     so both leave the cost model the same trace."""
-    for ins in instrs:
+    for ins in instructions:
         ins.order = order
 
 

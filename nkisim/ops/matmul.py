@@ -16,7 +16,7 @@ from nkisim.core.indexing import MaskExpr, check_mask
 from nkisim.core.location import warn
 from nkisim.core.storage import read
 from nkisim.core.tensor import Access, Tensor, as_access, shape_str
-from nkisim.cost.instructions import NC_MATMUL, NC_TRANSPOSE, TENSOR_COPY, Instruction
+from nkisim.cost.instructions import NC_MATMUL, NC_TRANSPOSE, TENSOR_COPY, InstructionKind
 from nkisim.ops.base import dtype_in, emit, mask_array, new_tile, operand, operands, write_dst
 from nkisim.ops.elementwise import values
 from nkisim.ops.registry import op
@@ -132,7 +132,7 @@ def _pe_matmul(api: str, stat: Access, mov: Access, sname: str, mname: str, mask
 
 
 def into_psum(ctx: Any, api: str, dst: Any, shape: tuple[int, ...], vals: Any, valid: Any, reads: list,
-              extra: dict, accumulate: bool | None, kind: Instruction = NC_MATMUL) -> None:
+              extra: dict, accumulate: bool | None, kind: InstructionKind = NC_MATMUL) -> None:
     """A matmul's result written into the PSUM tile ``dst`` (NKI 0.6's ``nc_matmul(dst, ...)``).
 
     ``accumulate=False`` overwrites, ``True`` adds (in fp32), and ``None`` (the default) lets the first matmul

@@ -17,7 +17,7 @@ from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.storage import read, read_masked
 from nkisim.core.tensor import Access, Tensor, as_access, shape_str
-from nkisim.cost.instructions import DMA_TRANSPOSE, LOAD_TRANSPOSE2D, Instruction
+from nkisim.cost.instructions import DMA_TRANSPOSE, LOAD_TRANSPOSE2D, InstructionKind
 from nkisim.ops.base import check_partitions, emit, mask_array, new_tile, operand, write_dst
 from nkisim.ops.registry import op, spaces_of
 
@@ -35,7 +35,7 @@ def _source(inst: str, src: Any) -> Access:
     return acc
 
 
-def _transpose(kind: Instruction, acc: Access, axes: tuple[int, ...], mask: Any, dtype: Any,
+def _transpose(kind: InstructionKind, acc: Access, axes: tuple[int, ...], mask: Any, dtype: Any,
                dst: Any = None) -> Tensor | None:
     ctx = current()
     inst = kind.name
