@@ -100,3 +100,17 @@ def test_each_instruction_class_is_one_concept():
              for node in ast.walk(ast.parse(p.read_text())) if isinstance(node, ast.ClassDef)
              and "instruction" in words(node.name)}
     assert found == set(INSTRUCTION_CLASSES)
+
+
+#: a module name retired in nkisim -> the word for its concept
+RETIRED_MODULES = {"record": "recording"}
+
+
+def test_the_recording_modules_share_one_name():
+    """Compiling a launch into a program is *recording* it: the hook every NKI call passes (``core.recording``) and
+    the recorder a launch installs (``runtime.recording``, which was ``runtime.record``) are found under one word.
+    (A *record*, the noun, is a typed record: a trace record, the record of a launch.)"""
+    found = sorted(f"{p.relative_to(REPO)} (say {RETIRED_MODULES[p.stem]})" for p in (REPO / "nkisim").rglob("*.py")
+                   if p.stem in RETIRED_MODULES)
+    assert found == []
+    assert (REPO / "nkisim" / "core" / "recording.py").is_file() and (REPO / "nkisim" / "runtime" / "recording.py").is_file()
