@@ -234,8 +234,7 @@ class Params:
 
 
 #: a target file's tables -> their records (the file's other keys: ``version``, ``calibrated``)
-TABLES: dict[str, type] = {f.name: t for f in dataclasses.fields(Params) if isinstance(t := typing.get_type_hints(
-    Params)[f.name], type) and dataclasses.is_dataclass(t)}
+TABLES: dict[str, type] = {name: record for name, record in typing.get_type_hints(Params).items() if name != "version"}
 
 
 @functools.cache
