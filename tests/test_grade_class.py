@@ -29,6 +29,7 @@ from nbgrader.api import Gradebook, MissingEntry
 
 from nkilab import grade_report
 from nkilab.batch import example_class
+from nkilab.batch.class_course import EXAMPLE_KERNEL_TIMEOUT
 from nkilab.course import manifest
 from nkilab.course.questions import QUESTIONS
 from nkilab.intake import handins as intake
@@ -145,7 +146,7 @@ def test_failing_hidden_edge_cases_costs_correctness_points(graded):
 @pytest.mark.slow
 def test_endless_loop_scores_zero_and_the_batch_goes_on(graded):
     assert score(graded, "dev", "01_vector_add", "q1_grade") == 0.0
-    assert "timed out after 40 s" in report_text(graded, "dev", "01_vector_add", "q1_grade")
+    assert f"timed out after {EXAMPLE_KERNEL_TIMEOUT:g} s" in report_text(graded, "dev", "01_vector_add", "q1_grade")
     assert score(graded, "dev", "01_vector_add", "q2_grade") == 4.0
     for later in ("eve", "finn", "gus", "hana", "ivan", "jade", "lena"):
         assert (graded["course"] / "autograded" / later / "01_vector_add" / "01_vector_add.ipynb").exists(), later
@@ -772,10 +773,11 @@ def test_notebook_time_limit_stops_a_slow_cell_and_grading_goes_on(tmp_path):
     pinned in requirements.txt): the cell running when time is up is interrupted, later cells still run."""
     from nkilab.autograde.nbgrader_plugins import TimeLimitedExecute
 
-    # (the limit leaves room for a kernel that starts slowly on a busy machine: only the second cell can reach it)
+    # (the limit leaves room for a kernel that starts slowly on a busy machine: only the second cell can reach it;
+    # the test waits it out, with one core idle unless other work fills it, so it is no longer than that needs)
     cells = ["import time; print('one')", "time.sleep(600); print('two')", "print('three')"]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    ex = TimeLimitedExecute(timeout=900, notebook_timeout=20, interrupt_on_timeout=True)
+    ex = TimeLimitedExecute(timeout=900, notebook_timeout=12, interrupt_on_timeout=True)
     nb, _ = ex.preprocess(nb, {"metadata": {"path": str(tmp_path)}})
     texts = ["".join(o.get("text", "") for o in c.outputs) for c in nb.cells]
     assert texts[0] == "one\n" and texts[2] == "three\n"
