@@ -372,7 +372,7 @@ def markdown() -> str:
         f"{c['sourced']} cite an AWS document. Rules removed for want of a source: 'a kernel returns the tensor "
         f"itself, not a view' (now a reshape of the whole output returns; a part of one is a simulator limit), "
         f"'per-partition offsets are exactly (P, 1)' (narrowed), 'a slice is never empty', 'views step forward' "
-        f"(a simulator limit).",
+        f"(a simulator limit), 'an NkiTensor has no truth value' (a tensor is a reference, true while tracing).",
         "",
         "| rule | kind | raises | refused | source | evidence checked | raised in |",
         "|---|---|---|---|---|---|---|",
