@@ -52,6 +52,7 @@ import neuronxcc.nki as nki  # noqa: E402
 import neuronxcc.nki.language as nl  # noqa: E402
 import neuronxcc.nki.typing as nt  # noqa: E402
 
+from bench.nkilib_suite import extract_data  # noqa: E402
 from nkisim import api  # noqa: E402
 from nkisim.core import target as target_mod  # noqa: E402
 from nkisim.cost import model  # noqa: E402
@@ -202,7 +203,8 @@ def _package_module(git_dir: Path, commit: str, path: str) -> Any:
     with tempfile.TemporaryDirectory() as tmp:
         archive = subprocess.run(["git", "--git-dir", str(git_dir), "archive", commit, root], capture_output=True,
                                  check=True).stdout
-        tarfile.open(fileobj=io.BytesIO(archive)).extractall(tmp, filter="data")
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            extract_data(tar, tmp)
         sys.path.insert(0, str(Path(tmp, root)))
         for p in parents:
             sys.modules[p] = types.ModuleType(p)

@@ -185,6 +185,29 @@ def patch_unparsable(root: str) -> list[str]:
     return notes
 
 
+def extract_data(tar: tarfile.TarFile, dest: str) -> None:
+    """Extract ``tar`` into ``dest`` with tarfile's ``"data"`` filter where Python has it (3.11.4 and later; Debian
+    12's 3.11.2, which ``make`` prefers, does not): before that, the same refusals made here first -- a member that
+    is not a plain file, directory or link, or whose path or link leaves ``dest``."""
+    if hasattr(tarfile, "data_filter"):
+        tar.extractall(dest, filter="data")
+        return
+    root = os.path.realpath(dest)
+
+    def inside(path: str) -> bool:
+        return os.path.commonpath([root, os.path.realpath(path)]) == root
+
+    for m in tar.getmembers():
+        where = os.path.join(root, m.name)
+        link_ok = not (m.issym() or m.islnk()) or inside(
+            os.path.join(os.path.dirname(where), m.linkname) if m.issym() else os.path.join(root, m.linkname))
+        if not (m.isfile() or m.isdir() or m.issym() or m.islnk()) or os.path.isabs(m.name) or not inside(where) \
+                or not link_ok:
+            raise tarfile.TarError(f"refusing the archive member {m.name!r}: not a plain file, directory or link "
+                                   f"inside {dest}")
+    tar.extractall(dest)  # every member checked above
+
+
 def copy_tree(clone: str, ref: str | None, work: str) -> str:
     """The clone's ``src``, ``test`` and ``pyproject.toml`` (at ``ref`` when given) in ``work``; returns a label
     naming the commit."""
@@ -193,7 +216,7 @@ def copy_tree(clone: str, ref: str | None, work: str) -> str:
         archive = os.path.join(work, "tree.tar")
         subprocess.run(["git", "-C", clone, "archive", "-o", archive, ref, *parts], check=True)
         with tarfile.open(archive) as tar:
-            tar.extractall(work, filter="data")
+            extract_data(tar, work)
         os.remove(archive)
     else:
         for part in parts:

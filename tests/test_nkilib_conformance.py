@@ -139,3 +139,48 @@ def test_nkilib_cumsum_passes_through_its_own_simulation_mode(tmp_path: Path) ->
     assert result["totals"]["passed"] == int(m.group(1)) >= 30 and result["totals"]["failed"] == 0
     assert all(c["message"] for c in result["cases"] if c["outcome"] == "skipped")
     assert not [c for c in result["cases"] if FULL_SIZE_CASE in c["name"]]
+
+
+@pytest.mark.parametrize("has_data_filter", [True, False])
+def test_archives_are_extracted_with_the_data_filters_refusals_on_any_311(tmp_path, monkeypatch, has_data_filter):
+    """AWS's trees arrive as `git archive` tars; tarfile's "data" filter (Python 3.11.4+) refuses members that leave
+    the folder, and on an older 3.11 (Debian 12's 3.11.2, which `make` prefers) extract_data makes the same checks."""
+    import io
+    import tarfile
+
+    if not has_data_filter:
+        monkeypatch.delattr(tarfile, "data_filter", raising=False)
+
+    def archive(*members: tuple[str, bytes | None, str | None]) -> tarfile.TarFile:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            for name, data, link in members:
+                info = tarfile.TarInfo(name)
+                if link is not None:
+                    info.type, info.linkname = tarfile.SYMTYPE, link
+                    tar.addfile(info)
+                else:
+                    info.size = len(data or b"")
+                    tar.addfile(info, io.BytesIO(data or b""))
+        buf.seek(0)
+        return tarfile.open(fileobj=buf)
+
+    good = tmp_path / "good"
+    good.mkdir()
+    nkilib_suite.extract_data(archive(("src/a.py", b"x = 1\n", None), ("src/b.py", None, "a.py")), str(good))
+    assert (good / "src" / "a.py").read_text() == "x = 1\n" and (good / "src" / "b.py").resolve() == \
+        (good / "src" / "a.py").resolve()
+    for i, bad in enumerate([("../escape.py", b"", None), ("src/out", None, "../../x")]):
+        dest = tmp_path / f"bad{i}"
+        dest.mkdir()
+        with pytest.raises(tarfile.TarError):
+            nkilib_suite.extract_data(archive(bad), str(dest))
+        assert not (tmp_path / "escape.py").exists() and not list(dest.rglob("*"))
+    # an absolute name: the filter extracts it inside the folder (its leading / stripped), the fallback refuses it
+    dest = tmp_path / "absolute"
+    dest.mkdir()
+    try:
+        nkilib_suite.extract_data(archive((str(tmp_path / "abs.py"), b"", None)), str(dest))
+    except tarfile.TarError:
+        assert not has_data_filter
+    assert not (tmp_path / "abs.py").exists()
