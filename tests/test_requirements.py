@@ -122,3 +122,23 @@ def test_nbformat_imports_without_building_parsers():
     run = subprocess.run([sys.executable, "-c", "import sys, nbformat; print(sorted(m for m in sys.modules "
                           "if m.split('.')[0] in ('rfc3987_syntax', 'lark')))"], capture_output=True, text=True)
     assert run.returncode == 0 and run.stdout.strip() == "[]", run.stdout + run.stderr
+
+
+def _make_python(*args: str) -> str:
+    import subprocess
+    out = subprocess.run(["make", "--no-print-directory", "--eval", "print-python: ; @echo $(PYTHON)", "print-python",
+                          *args], cwd=REPO, capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def test_the_venv_is_made_from_debians_optimised_311_when_there_is_one():
+    """The suite is CPU-bound, and Debian's interpreter is built with profile-guided and link-time optimisation: the
+    Makefile makes .venv from /usr/bin/python3 when that is a 3.11 with venv (the pinned wheels' version), else from
+    python3 on PATH; a PYTHON given on the command line wins."""
+    import subprocess
+    debian = Path("/usr/bin/python3")
+    usable = debian.exists() and subprocess.run(
+        [str(debian), "-c", "import sys, venv, ensurepip; sys.exit(sys.version_info[:2] != (3, 11))"],
+        capture_output=True).returncode == 0
+    assert _make_python() == ("/usr/bin/python3" if usable else "python3")
+    assert _make_python("PYTHON=/opt/other/python") == "/opt/other/python"
