@@ -130,7 +130,8 @@ LAB_ARGS ?=
 lab: $(STAMP)
 	$(PY) -m nkilab.authoring.lab $(if $(DIALECT),--dialect $(DIALECT)) $(if $(LAB_DIR),--dir $(LAB_DIR)) $(LAB_ARGS)
 
-# ruff, the import-linter contracts in pyproject.toml (layers import downwards only), mypy on the program package and on nkilab.
+# ruff, the import-linter contracts in pyproject.toml (layers import downwards only), mypy on the program package, the
+# cost model and nkilab.
 lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports --no-cache

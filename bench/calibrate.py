@@ -30,7 +30,6 @@ comment and a version bump).  It leaves out the matmul ladder, which none of the
 from __future__ import annotations
 
 import contextlib
-import copy
 import csv
 import importlib.util
 import io
@@ -444,16 +443,15 @@ def fit() -> None:
     for target, free in FIT.items():
         runs = [(name, trace_of(k, *a, target=target), pub) for t, name, k, a, pub in cases()
                 if t == target and "matmul" not in name and "mamba" not in name]
-        base = target_mod.get(target).editable_params()
+        base = target_mod.get(target).params
         for (sec, key), values in free.items():
             scores = []
             for v in values:
-                prm = copy.deepcopy(base)
-                prm[sec][key] = v
+                prm = base.replace(sec, key, v)
                 ratios = [model.estimate(tr, target, prm=prm).total_us / pub for _, tr, pub in runs]
                 scores.append((rms_ratio(ratios), v, ratios))
             best = min(sc[0] for sc in scores)
-            print(f"{target} {sec}.{key} (file: {base[sec][key]}) over {len(runs)} figures")
+            print(f"{target} {sec}.{key} (file: {getattr(getattr(base, sec), key)}) over {len(runs)} figures")
             for w, v, ratios in scores:
                 mark = " <- best" if w <= best * 1.0005 else ""
                 print(f"  {v:>8}  rms {w:5.3f}  worst {worst_ratio(ratios):5.3f}  "

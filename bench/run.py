@@ -32,7 +32,7 @@ REPEATS = int(os.environ.get("NKISIM_BENCH_REPEATS", "5"))
 #: the executor's goals (issue 11): a traced program run on new inputs, the kernel's Python not run again
 EXEC_GOALS = {"rmsnorm": 1.2, "matmul": 2.0, "instr_us": 5.0}
 RATIO_TARGET = 3.0  # simulator wall time <= 3x whole-array NumPy for (a) and (b)
-INSTR_TARGET_US = 15.0  # <= 15 us per traced instruction for (c)
+INSTRUCTION_TARGET_US = 15.0  # <= 15 us per traced instruction for (c)
 
 
 def median_time(fn: Callable[[], Any], repeats: int = REPEATS) -> tuple[float, Any]:
@@ -125,10 +125,10 @@ def unrolled_case(rng: np.random.Generator) -> Row:
 
     t_wall, done = median_time(lambda: api.launch(kernel, [x, w, b]), repeats=3)
     cpu = median_cpu(lambda: api.launch(kernel, [x, w, b]), repeats=3)
-    n_instr = len(done.record.ctx.trace)
+    n_instructions = len(done.record.ctx.trace)
     err = float(np.max(np.abs(done.outputs - kernels.conv2d_maxpool_numpy(x, w, b))))
-    return Row("(e) NKI 0.6, loops unrolled, launched", t_wall / n_instr * 1e6, "us", None, None,
-               f"{n_instr} instructions in {t_wall * 1e3:.0f} ms, CPU {cpu / n_instr * 1e6:.1f} us each; stage 8 "
+    return Row("(e) NKI 0.6, loops unrolled, launched", t_wall / n_instructions * 1e6, "us", None, None,
+               f"{n_instructions} instructions in {t_wall * 1e3:.0f} ms, CPU {cpu / n_instructions * 1e6:.1f} us each; stage 8 "
                f"reference conv2d_maxpool 1x200x14x14 * 300x200x5x5; {_err(err)}")
 
 
@@ -139,14 +139,14 @@ def instruction_rows(rng: np.random.Generator) -> list[Row]:
     y = rng.standard_normal((128, 4), dtype=np.float32)
     t_sim, _ = median_time(lambda: kernels.tiny_ops_kernel(x, y), repeats=max(REPEATS, 7))
     launch = kernels.tiny_ops_kernel.last_launch
-    n_instr = max(len(launch.ctx.trace) if launch is not None else 0, 1)
-    rows = [Row("(c) per-instruction cost, (128, 4) tiles", t_sim / n_instr * 1e6, "us", None, INSTR_TARGET_US,
-                f"{n_instr} instructions in {t_sim * 1e3:.1f} ms")]
+    n_instructions = max(len(launch.ctx.trace) if launch is not None else 0, 1)
+    rows = [Row("(c) per-instruction cost, (128, 4) tiles", t_sim / n_instructions * 1e6, "us", None, INSTRUCTION_TARGET_US,
+                f"{n_instructions} instructions in {t_sim * 1e3:.1f} ms")]
     run_tiny = executor(kernels.tiny_ops_kernel, [x, y])
     t_exec, _ = median_time(run_tiny, repeats=max(REPEATS, 7))
-    cpu_exec = median_cpu(run_tiny, repeats=max(REPEATS, 7)) / n_instr * 1e6
-    rows.append(Row("(c*) same, program executed", t_exec / n_instr * 1e6, "us", None, EXEC_GOALS["instr_us"],
-                    f"{n_instr} instructions in {t_exec * 1e3:.1f} ms; CPU {cpu_exec:.1f} us each"))
+    cpu_exec = median_cpu(run_tiny, repeats=max(REPEATS, 7)) / n_instructions * 1e6
+    rows.append(Row("(c*) same, program executed", t_exec / n_instructions * 1e6, "us", None, EXEC_GOALS["instr_us"],
+                    f"{n_instructions} instructions in {t_exec * 1e3:.1f} ms; CPU {cpu_exec:.1f} us each"))
     a = rng.standard_normal((kernels.NESTED_OUTER * 128, kernels.NESTED_INNER * 4), dtype=np.float32)
     run_nest = executor(kernels.nested_ops_kernel, [a])
     t_nest, _ = median_time(run_nest, repeats=max(REPEATS, 7))

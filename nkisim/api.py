@@ -230,7 +230,7 @@ ENGINE_NAMES = {"pe": "TensorE", "act": "ScalarE", "dve": "VectorE", "pool": "Gp
 
 
 @dataclass(frozen=True)
-class Instruction:
+class InstructionKind:
     """An instruction kind an NKI call may issue, the engine it runs on unless the call names another, and how the
     cost model prices it (the kind's own description of its cycle formula, or the DMA queue model)."""
 
@@ -244,14 +244,14 @@ class CallInfo:
     """What the op registry says about one NKI call (``nl.add``, ``nisa.tensor_tensor``, ``tile.binary``)."""
 
     call: str
-    instructions: tuple[Instruction, ...]  # empty for views and allocations
+    instructions: tuple[InstructionKind, ...]  # empty for views and allocations
     spaces: tuple[str, ...]  # address spaces its tile operands may live in
     doc: str
 
 
 def calls() -> list[CallInfo]:
     """Every NKI call a kernel can make, from the op registry (for tools and the docs' API page)."""
-    return [CallInfo(e.call, tuple(Instruction(k.name, ENGINE_NAMES[k.engine], k.doc) for k in e.emits),
+    return [CallInfo(e.call, tuple(InstructionKind(k.name, ENGINE_NAMES[k.engine], k.doc) for k in e.emits),
                      tuple(e.spaces.split("|")), e.doc)
             for e in sorted(_OPS.values(), key=lambda e: e.call)]
 
@@ -337,12 +337,7 @@ def pe_peak_tflops(target_name: str, dtype: str) -> float:
     """The Tensor Engine's peak (TFLOPS, one NeuronCore) for matmul inputs of ``dtype`` on ``target_name``, as its
     target file states it (``[peak]``): float32 at the fp32 rate, an 8-bit float at the fp8 rate where the target
     has one, any other input (bfloat16, float16) at the bf16 rate."""
-    from nkisim.core.dtypes import _FP8
-
-    peak = target(target_name).params["peak"]
-    key = "pe_tflops_fp32" if str(dtype) == "float32" else "pe_tflops_fp8" \
-        if str(dtype) in {str(d) for d in _FP8} and "pe_tflops_fp8" in peak else "pe_tflops_bf16"
-    return float(peak[key])
+    return target(target_name).params.peak.pe_tflops(dtype)
 
 
 def targets() -> tuple[str, ...]:

@@ -558,7 +558,7 @@ if ON_SIMULATOR:
     from nkisim.api import target as sim_target
 
     prm = sim_target("trn2").params
-    bound_us = moved / (prm["peak"]["dma_gbps"] * 1e3) + prm["kernel"]["fixed_us"]
+    bound_us = moved / (prm.peak.dma_gbps * 1e3) + prm.kernel.fixed_us
     print(f"bandwidth bound (trn2 estimate): {moved / 2**20:.0f} MiB moved -> {bound_us:.1f} us")
     a_big, g_big = np.zeros((R, C), np.float32), np.zeros(C, np.float32)  # only their shapes are read
     for path, name in (("rmsnorm.py", "rmsnorm"), ("rmsnorm_fast.py", "rmsnorm_fast")):

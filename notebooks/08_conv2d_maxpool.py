@@ -380,8 +380,8 @@ def pe_cycles(columns, matmuls, fp32=False):
         return float("nan")
     from nkisim.api import target
 
-    pe = target(TARGET).params["pe"]
-    per = max(pe["moving_floor_cycles"], columns) * (pe["fp32_factor"] if fp32 else 1) + pe["matmul_overhead_cycles"]
+    pe = target(TARGET).params.pe
+    per = max(pe.moving_floor_cycles, columns) * (pe.fp32_factor if fp32 else 1) + pe.matmul_overhead_cycles
     return per * matmuls
 
 

@@ -74,11 +74,11 @@ def test_the_dual_meets_an_independent_primal_search(half):
 
 def test_bf16_rates_follow_the_target_file():
     fp32, bf16 = pass_cycles("trn2", half=False), pass_cycles("trn2", half=True)
-    eng = TRN2["engine"]
+    eng = TRN2.engine
     assert fp32["two"]["dve"] == 2 and fp32["one"]["dve"] == 1
-    assert bf16["two"]["dve"] == 1 / eng["dve_perf_tensor_tensor_speedup"]  # one pass, then the perf mode's 2x
-    assert bf16["broadcast"]["dve"] == 2 / eng["dve_perf_tensor_tensor_speedup"]  # not contiguous: no one-pass rule
-    assert bf16["one"]["dve"] == 1 / eng["dve_perf_copy_speedup"]
+    assert bf16["two"]["dve"] == 1 / eng.dve_perf_tensor_tensor_speedup  # one pass, then the perf mode's 2x
+    assert bf16["broadcast"]["dve"] == 2 / eng.dve_perf_tensor_tensor_speedup  # not contiguous: no one-pass rule
+    assert bf16["one"]["dve"] == 1 / eng.dve_perf_copy_speedup
     assert bf16["two"]["pool"] == 1 and bf16["broadcast"]["pool"] == 2  # GpSimd: no performance mode
 
 
@@ -137,7 +137,7 @@ def _nki06_broadcast():
 def test_a_bf16_multiply_is_fast_only_when_contiguous_and_on_the_vector_engine():
     a, s = np.ones((128, N), BF16), np.ones((128, N // 16), BF16)
     clock_ns = {"dve": 1 / 0.96, "pool": 1 / 1.2}
-    overhead = TRN2["engine"]["instr_overhead_cycles"]
+    overhead = TRN2.engine.instruction_overhead_cycles
 
     def cycles(kind, engine):
         return _busy(_legacy_multiply(kind), [a, s], engine) * 1e3 / clock_ns[engine] - overhead

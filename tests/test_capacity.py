@@ -200,8 +200,7 @@ def test_two_live_120_kib_tiles_spill_instead_of_failing():
     a = np.random.default_rng(1).random((128, cols), dtype=np.float32)
     b = np.random.default_rng(2).random((128, cols), dtype=np.float32)
     prm = get_target("trn2").params
-    roomy = get_target("trn2").editable_params()
-    roomy["buffers"]["sbuf_partition_bytes"] = 2 * USABLE_SBUF["trn2"]
+    roomy = prm.replace("buffers", "sbuf_partition_bytes", 2 * USABLE_SBUF["trn2"])
     for together in (True, False):
         k = _two_tiles(cols, together)
         got = k(a, b)

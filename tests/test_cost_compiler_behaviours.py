@@ -166,26 +166,26 @@ def test_a_legacy_tile_written_whole_in_each_iteration_is_renamed():
     renamed = _profile(_one_row_buffer(True), *ROW_ARGS)
     shared = _profile(_one_row_buffer(False), *ROW_ARGS)
     ev = renamed.events
-    loads = [e for e in ev if e.instr.engine == "dma" and e.instr.loops]  # the row loads (the store is after)
-    mms = [e for e in ev if e.engine == "pe" and e.instr.loops]
+    loads = [e for e in ev if e.instruction.engine == "dma" and e.instruction.loops]  # the row loads (the store is after)
+    mms = [e for e in ev if e.engine == "pe" and e.instruction.loops]
     assert len(loads) == 24 and len(mms) == 96
     # the second row's load runs while the first row's matmuls do (it writes another buffer): it is done first
     assert loads[1].end_ns < mms[3].end_ns
     # the tile never written whole keeps one buffer: each load's data moves after the previous row's last matmul
     # (then the ~1300 ns a DMA takes to complete, spec §4.4)
-    sh_loads = [e for e in shared.events if e.instr.engine == "dma" and e.instr.loops]
-    sh_mms = [e for e in shared.events if e.engine == "pe" and e.instr.loops]
+    sh_loads = [e for e in shared.events if e.instruction.engine == "dma" and e.instruction.loops]
+    sh_mms = [e for e in shared.events if e.engine == "pe" and e.instruction.loops]
     assert len(sh_loads) == 24 and sh_loads[1].end_ns >= sh_mms[3].end_ns + 1300
     assert renamed.estimate.total_us < shared.estimate.total_us
     why = _why(renamed)
     assert any("written whole 24 times gets a new buffer for each value" in w for w in why), why
     assert not any("new buffer" in w for w in _why(shared))
     # the values rotate over the target's renamed_rotation buffers (6 on trn2, fitted): with 2, loads wait longer
-    prm = get_target("trn2").editable_params()
+    prm = get_target("trn2").params
     trace = renamed.trace
-    assert prm["buffers"]["renamed_rotation"] == 6
+    assert prm.buffers.renamed_rotation == 6
     six = model.estimate(trace, "trn2", prm=prm).total_us
-    prm["buffers"]["renamed_rotation"] = 2
+    prm = prm.replace("buffers", "renamed_rotation", 2)
     assert model.estimate(trace, "trn2", prm=prm).total_us > 1.1 * six
 
 
@@ -210,7 +210,7 @@ def test_disable_dge_makes_no_descriptors_at_run_time():
         b = nki.benchmark(warmup=1, iters=1, platform_target="trn2", additional_compile_opt=opt)(gather_rows)
         b(nt.tensor[[64, 128, 64], nl.float32])
         lat[opt] = b.benchmark_result.nc_latency.get_latency_percentile(99)
-    dge_us = get_target("trn2").params["dma"]["dge_ns"] / 1000
+    dge_us = get_target("trn2").params.dma.dge_ns / 1000
     # 64 independent loads: their descriptors, made one after another by the one DGE (64 x dge_ns at least), bound
     # the kernel; made ahead of time they cost nothing at run time, and at least half of that time goes
     assert lat[""] >= 64 * dge_us and lat[""] - lat["--disable-dge"] >= 0.5 * 64 * dge_us
@@ -283,7 +283,7 @@ def test_nki06_keeps_one_buffer_for_a_tile_made_before_its_loop():
 
     prof = api.profile_kernel(nki06.jit(rows), nt.tensor[[24, 128, 512], nl.bfloat16],
                               nt.tensor[[128, 128], nl.bfloat16], target="trn2")
-    loads = [e for e in prof.events if e.instr.engine == "dma"][1:-1]  # (every 0.6 loop is unrolled in the trace)
+    loads = [e for e in prof.events if e.instruction.engine == "dma"][1:-1]  # (every 0.6 loop is unrolled in the trace)
     mms = [e for e in prof.events if e.engine == "pe"]
     assert len(loads) == 24 and len(mms) == 96
     assert loads[1].end_ns >= mms[3].end_ns + 1300

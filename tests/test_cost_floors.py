@@ -34,7 +34,7 @@ from call_cases import CASES
 from nkisim.core import dtypes as dt
 from nkisim.core.target import get as get_target
 from nkisim.cost import costs, scheduler
-from nkisim.cost.instructions import INSTRUCTIONS, RELOAD, SPILL
+from nkisim.cost.instructions import INSTRUCTION_KINDS, RELOAD, SPILL
 from nkisim.ops.registry import OPS
 
 TARGETS = ("trn1", "trn2", "trn3")
@@ -118,7 +118,7 @@ def _region_facts(ins, bufs) -> list[tuple[int, int, int, bool]]:
 
 def _floor_ns(ins, bufs, prm, ran: str | None = None) -> float:
     """``ran``: the engine the scheduler ran it on, when not the one it names (a copy the compiler placed)."""
-    peak, clock = prm["peak"], prm["clock_ghz"]
+    peak, clock = prm.peak, prm.clock_ghz
     facts = _region_facts(ins, bufs)
     nreads = len(ins.reads)
     engine = ran or costs.engine_of(ins)
@@ -127,34 +127,34 @@ def _floor_ns(ins, bufs, prm, ran: str | None = None) -> float:
         hbm_bytes = sum(v * s for v, _p, s, h in facts if h)
         least_runs = max(1 if h else p for _v, p, _s, h in facts)  # a piece never spans two partitions
         assert ins.runs >= least_runs or ins.kind in (SPILL, RELOAD), (ins, ins.runs, least_runs)
-        d = prm["dma"]
-        per_run = d["descriptor_bytes"] / d["bytes_per_ns"]  # the fixed cost of one DMA buffer on its engine
+        d = prm.dma
+        per_run = d.descriptor_bytes / d.bytes_per_ns  # the fixed cost of one DMA buffer on its engine
         runs = max(ins.runs, least_runs)
-        return max(read_bytes / peak["dma_gbps"] + runs * per_run / d["queues"], hbm_bytes / d["hbm_gbps"])
+        return max(read_bytes / peak.dma_gbps + runs * per_run / d.queues, hbm_bytes / d.hbm_gbps)
     per_partition = max((v / p for v, p, _s, _h in facts), default=1)
-    if ins.kind is INSTRUCTIONS["nc_matmul_mx"]:  # its flops at NeuronCore-v4's MX peak (4 values per container)
+    if ins.kind is INSTRUCTION_KINDS["nc_matmul_mx"]:  # its flops at NeuronCore-v4's MX peak (4 values per container)
         (stat, _p, _s, _h), (mov, parts, _s2, _h2) = facts[0], facts[1]
-        return 2 * stat * 4 * (mov / parts) / (peak["pe_tflops_mx"] * 1e3)
-    if ins.kind is INSTRUCTIONS["quantize_mx"]:  # its source elements at quantize_mx's published rate
+        return 2 * stat * 4 * (mov / parts) / (peak.pe_tflops_mx * 1e3)
+    if ins.kind is INSTRUCTION_KINDS["quantize_mx"]:  # its source elements at quantize_mx's published rate
         v, p, _s, _h = facts[0]
-        return v / p / peak["quantize_mx_per_cycle"] / clock["dve"]
+        return v / p / peak.quantize_mx_per_cycle / clock.dve
     if engine == "pe":
         fp8 = any(d in FP8 for d in ins.dtypes)
-        rate = peak["pe_moving_per_cycle_fp8"] if fp8 else peak["pe_moving_per_cycle"]
-        if ins.kind is INSTRUCTIONS["nc_matmul"] and nreads >= 2:
+        rate = peak.pe_moving_per_cycle_fp8 if fp8 else peak.pe_moving_per_cycle
+        if ins.kind is INSTRUCTION_KINDS["nc_matmul"] and nreads >= 2:
             v, p, _s, _h = facts[1]  # the moving operand
             columns = v / p
-        elif ins.kind is INSTRUCTIONS["nc_transpose"]:
+        elif ins.kind is INSTRUCTION_KINDS["nc_transpose"]:
             columns = facts[0][1]  # the identity moving operand: one column per input partition
         else:  # a partition broadcast: the source row streams through as the moving operand
             columns = facts[0][0] / facts[0][1]
-        return columns / rate / clock["pe"]
+        return columns / rate / clock.pe
     if engine == "dve":
         half = bool(ins.dtypes) and all(d in HALF for d in ins.dtypes)
-        rate = peak["dve_per_cycle_half"] if half else peak["dve_per_cycle"]
+        rate = peak.dve_per_cycle_half if half else peak.dve_per_cycle
     else:
-        rate = peak[f"{engine}_per_cycle"]
-    return per_partition / rate / clock[engine]
+        rate = getattr(peak, f"{engine}_per_cycle")
+    return per_partition / rate / clock.of(engine)
 
 
 @pytest.fixture(scope="module", params=TARGETS)
@@ -187,10 +187,10 @@ def test_every_instruction_kind_is_checked(scheduled) -> None:
         seen[ins.kind.name] += 1
     # a kind only calls the target refuses issue (range_select before NeuronCore-v3) cannot be met there
     excused = {k.name for call in refused if call in OPS for k in OPS[call].emits}
-    missing = set(INSTRUCTIONS) - set(seen) - {SPILL.name, RELOAD.name} - excused
+    missing = set(INSTRUCTION_KINDS) - set(seen) - {SPILL.name, RELOAD.name} - excused
     assert not missing, f"{target}: no case issues {sorted(missing)}"
     if target == "trn2":  # the course's target refuses none of them but NeuronCore-v4's own instructions
-        assert not excused & (set(INSTRUCTIONS) - set(seen)) - {"nc_matmul_mx", "quantize_mx", "exponential",
+        assert not excused & (set(INSTRUCTION_KINDS) - set(seen)) - {"nc_matmul_mx", "quantize_mx", "exponential",
                                                                  "activate2", "rand2"}
 
 
@@ -218,7 +218,7 @@ def test_spill_and_reload_move_at_most_peak_bandwidth(target) -> None:
         t = scheduler.spill.transfer(trace[0], cols * 4, out)
         assert t.kind is kind and t.nbytes == tile_bytes
         nq = costs.dma_queues(t, prm)
-        assert costs.dma_queue_ns(t, nq, prm) >= tile_bytes / nq / (prm["peak"]["dma_gbps"] / 16)
+        assert costs.dma_queue_ns(t, nq, prm) >= tile_bytes / nq / (prm.peak.dma_gbps / 16)
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -250,7 +250,7 @@ def test_hbm_read_modify_write_costs_its_three_passes(target) -> None:
         lat[k.__name__] = max(sched.end)
         if k is attack:
             rmw = trace[1]
-            assert sched.end[1] - sched.start[1] >= 3 * n * 4 / prm["dma"]["hbm_gbps"]
+            assert sched.end[1] - sched.start[1] >= 3 * n * 4 / prm.dma.hbm_gbps
             assert rmw.extra["rmw"] == "add"
     if target == "trn2":  # (on trn1 HBM, 410 GB/s per core, outruns the DMA queues' 272: 5N there costs about
         # what the reference's 3N through the queues plus its dependent add does)

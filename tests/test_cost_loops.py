@@ -315,7 +315,7 @@ def test_a_617_instruction_affine_loop_is_unrolled_like_the_same_loop_in_python(
     legacy loop stayed rolled, its tiles on two rotating buffers, and its estimate 3.4% above the unrolled one's."""
     bf16 = nl.bfloat16
     args = (nt.tensor[[1024, 1024], bf16], nt.tensor[[1024], bf16], nt.tensor[[1024, 1024], bf16])
-    assert get_target("trn2").params["loops"]["unroll_max_instructions"] >= 617
+    assert get_target("trn2").params.loops.unroll_max_instructions >= 617
     affine, python = (_estimate(_rmsnorm_linear(loop), *args) for loop in (nl.affine_range, nl.static_range))
     assert len(_trace(_rmsnorm_linear(nl.affine_range), *args)) == 618  # the row loop's 617 and g's load
     assert affine.total_us == python.total_us

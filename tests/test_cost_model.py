@@ -85,7 +85,7 @@ def test_small_loops_are_unrolled_and_overlap(trn1_vector_add):
     # FREE_DIM=2: 100 iterations x 4 instructions fit the unroll budget, so every iteration gets its own
     # tiles and the loop runs at the DMA issue rate (53 us measured); ROW_CHUNK=128's 800-instruction
     # loop stays rolled and pays the double-buffered latency chain (~1 us per iteration, 206 us)
-    budget = get_target("trn1").params["loops"]["unroll_max_instructions"]
+    budget = get_target("trn1").params.loops.unroll_max_instructions
     assert 400 <= budget < 800
     per_iter_rolled = (trn1_vector_add["tiled128"] - 15) / 200
     per_iter_unrolled = (trn1_vector_add["stream2"] - 15) / 100
@@ -119,7 +119,7 @@ def test_deterministic():
 
 def test_trn2_differs_as_expected():
     p1, p2 = get_target("trn1").params, get_target("trn2").params
-    assert p1["clock_ghz"]["pe"] > p2["clock_ghz"]["pe"] and p2["dma"]["bytes_per_ns"] > p1["dma"]["bytes_per_ns"]
+    assert p1.clock_ghz.pe > p2.clock_ghz.pe and p2.dma.bytes_per_ns > p1.dma.bytes_per_ns
     # DMA-bound big stream: trn2's faster DMA wins; tiny-instruction latency-bound chain: equal DMA costs
     assert lat(vector_add.stream(2000), *V256, target="trn2") < lat(vector_add.stream(2000), *V256)
     # compute-bound fp32 add on VectorE: trn2's slower clock loses
@@ -194,7 +194,7 @@ def test_psum_accumulators_share_eight_banks():
     k(np.ones((128, 512), np.float32))
     prm = get_target("trn2").params
     ks = scheduler.Buffers(k.last_launch.ctx.trace, prm).psum_k
-    assert len(ks) == 6 and sum(ks.values()) == prm["buffers"]["psum_banks"] == 8 and max(ks.values()) == 2
+    assert len(ks) == 6 and sum(ks.values()) == prm.buffers.psum_banks == 8 and max(ks.values()) == 2
 
 
 def test_every_core_of_the_launch_is_reported():
@@ -202,7 +202,7 @@ def test_every_core_of_the_launch_is_reported():
     k = vector_add.stream(200)
     k(a, a)
     e = model.estimate(k.last_launch.ctx.trace, "trn2", cores=2)
-    fixed = get_target("trn2").params["kernel"]["fixed_us"]
+    fixed = get_target("trn2").params.kernel.fixed_us
     assert sorted(e.core_us) == [0, 1] and e.core_us[1] == fixed and e.total_us == e.core_us[0] > fixed
 
 
@@ -229,7 +229,7 @@ def test_strides_over_16_bytes_halve_engine_bandwidth():
     assert contiguous == four  # 16 B: still full bandwidth
     assert five == eight > contiguous
     prm = get_target("trn2").params
-    extra_ns = 8 * 512 * (prm["engine"]["stride_penalty"] - 1) / prm["clock_ghz"]["act"]
+    extra_ns = 8 * 512 * (prm.engine.stride_penalty - 1) / prm.clock_ghz.act
     assert five - contiguous == pytest.approx(extra_ns / 1000, rel=0.05)
     # the trace says why: the widest stride of a non-contiguous on-chip operand, in bytes
     k = _strided_exp(5)

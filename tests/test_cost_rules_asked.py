@@ -47,7 +47,7 @@ def test_the_dma_queue_figure_shows_the_queues_the_models_timeline_uses(target: 
     used = api.dma_queues_used(target, rows)
     prof = api.profile_kernel(rows_copy, nt.tensor[[rows, 256], nl.float32], target=target)
     assert len([lane for lane in timeline.lanes(prof, 0) if lane.engine == "queue" and lane.slices]) == used
-    queues = api.target(target).params["dma"]["queues"]
+    queues = api.target(target).params.dma.queues
     assert f"a {rows}-row tile:\n{used} of {queues} queues\nmove data" in _texts(figures.dma_queues((rows,), target))
 
 

@@ -86,10 +86,10 @@ def test_rolled_loop_dmas_are_bound_by_descriptor_generation(trn2):
     # one DGE makes the runtime descriptors of every DMA in a rolled loop, one DMA after another:
     # 3 DMAs per vector-add iteration, 2 per transpose tile, ~582 ns each (spec §4.4 "~600 ns"); each of them
     # 128 descriptors, one per partition
-    d = get_target("trn2").params["dma"]
-    per_dma = d["dge_ns"] + d["dge_descriptor_ns"] * 128
+    d = get_target("trn2").params.dma
+    per_dma = d.dge_ns + d.dge_descriptor_ns * 128
     assert 550 <= per_dma <= 650
-    fixed = get_target("trn2").params["kernel"]["fixed_us"]
+    fixed = get_target("trn2").params.kernel.fixed_us
     assert trn2["tiled128"] - fixed == pytest.approx(600 * per_dma / 1000, rel=0.05)
     assert trn2["stream2"] - fixed == pytest.approx(300 * per_dma / 1000, rel=0.05)
     assert trn2["transpose_affine"] - fixed == pytest.approx(128 * per_dma / 1000, rel=0.1)
@@ -114,10 +114,10 @@ def test_descriptor_generation_overlaps_earlier_transfers():
     prm = get_target("trn2").params
     s = scheduler.schedule(trace, prm)
     loads = [i for i, ins in enumerate(trace) if ins.op == "dma_copy"]
-    dge = prm["dma"]["dge_ns"] + prm["dma"]["dge_descriptor_ns"] * trace[loads[0]].runs
+    dge = prm.dma.dge_ns + prm.dma.dge_descriptor_ns * trace[loads[0]].runs
     assert trace[loads[0]].runs == 128  # a contiguous (128, 2048) block of HBM into 128 partitions
     # the second load's descriptors are made while the first one's data moves
-    assert s.start[loads[1]] < s.end[loads[0]] - prm["dma"]["fixed_latency_ns"]
+    assert s.start[loads[1]] < s.end[loads[0]] - prm.dma.fixed_latency_ns
     assert s.start[loads[1]] == pytest.approx(s.start[loads[0]] + dge)
 
 

@@ -235,7 +235,7 @@ def test_a_python_loops_psum_tiles_rotate_in_either_dialect():
     prm = get_target("trn2").params
     for trace in (trace_old, trace_new):
         psum_k = scheduler.Buffers(trace, prm).psum_k
-        assert len(psum_k) == 2 and set(psum_k.values()) == {prm["buffers"]["psum_rotation"]}, psum_k
+        assert len(psum_k) == 2 and set(psum_k.values()) == {prm.buffers.psum_rotation}, psum_k
     est_old, est_new = old.estimate(), new.estimate()
     assert est_new.total_us == est_old.total_us
     assert sum(est_new.line_us.values()) == pytest.approx(sum(est_old.line_us.values()))

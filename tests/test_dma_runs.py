@@ -306,7 +306,7 @@ def test_a_transposed_view_is_not_priced_as_a_contiguous_copy():
     (the plain one's 128) at the documented fixed cost, spread over the 16 queues at best."""
     a, b = _f32(128, 128), _f32(128, 128)
     prm = api.target("trn2").params
-    per_run = prm["dma"]["descriptor_bytes"] / prm["dma"]["bytes_per_ns"]
+    per_run = prm.dma.descriptor_bytes / prm.dma.bytes_per_ns
     lat = {}
     for k in (add_plain, add_transposed):
         launch = api.launch(k, [a, b], target="trn2")

@@ -4,6 +4,7 @@ the lessons quote all agree with it, or with the target files it points to.  Fas
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -191,8 +192,8 @@ def _peak_numbers() -> frozenset[float]:
     """Every target's peak rates (TFLOPS, GB/s): a code cell that writes one as a literal went around the files."""
     from nkisim import api
 
-    return frozenset(float(v) for t in api.targets() for k, v in api.target(t).params["peak"].items()
-                     if k.startswith(("pe_tflops", "dma_gbps")))
+    return frozenset(float(v) for t in api.targets() for k, v in dataclasses.asdict(api.target(t).params.peak).items()
+                     if k.startswith(("pe_tflops", "dma_gbps")) and v is not None)
 
 
 @pytest.mark.parametrize("stage", [s.slug for s in COURSE.stages])
@@ -273,12 +274,12 @@ def test_the_fp8_bound_keeps_the_saturation_on_vector_and_gpsimd():
     b = bound(q, "trn2")
     p = api.target("trn2").params
     per_partition = 2048 * 2048 / 128  # the graded shape, R = C = 2048, over 128 partitions
-    clk, eng = p["clock_ghz"], p["engine"]
-    v_two = 1 / eng["dve_perf_tensor_tensor_speedup"] / clk["dve"]  # ns per element: contiguous bf16 multiply
-    v_bc = 2 / eng["dve_perf_tensor_tensor_speedup"] / clk["dve"]  # the group scale's zero stride: two passes
-    v_one = 1 / eng["dve_perf_copy_speedup"] / clk["dve"]  # bf16 tensor_scalar (also the min/max)
-    g_mul = (1 + 2) / clk["pool"]  # GpSimd: both multiplies (one pass contiguous, two broadcast), per element
-    s_one = 1 / clk["act"]
+    clk, eng = p.clock_ghz, p.engine
+    v_two = 1 / eng.dve_perf_tensor_tensor_speedup / clk.dve  # ns per element: contiguous bf16 multiply
+    v_bc = 2 / eng.dve_perf_tensor_tensor_speedup / clk.dve  # the group scale's zero stride: two passes
+    v_one = 1 / eng.dve_perf_copy_speedup / clk.dve  # bf16 tensor_scalar (also the min/max)
+    g_mul = (1 + 2) / clk.pool  # GpSimd: both multiplies (one pass contiguous, two broadcast), per element
+    s_one = 1 / clk.act
     # T = s_one * a (a one-input passes on Scalar) = v_one * (1 + 2 - a) + (v_two + v_bc) * share = g_mul * (1 - share)
     t = (v_one * 3 + v_two + v_bc) / (1 + v_one / s_one + (v_two + v_bc) / g_mul)
     assert 0 < t / s_one < 2  # the Scalar engine takes part, not all, of the two one-input passes
@@ -291,7 +292,8 @@ def test_the_fp8_bound_keeps_the_saturation_on_vector_and_gpsimd():
     passes = {"one": 2, "two": 1, "broadcast": 1, "minmax": 1}
     strict, lax = pass_cycles("trn2", half=False), pass_cycles("trn2", half=False)
     lax["minmax"]["act"] = 1.0
-    assert engines_us(passes, per_partition, lax, clk) < engines_us(passes, per_partition, strict, clk) - 1.0
+    ghz = dataclasses.asdict(clk)  # engine -> GHz, as bounds.engines_us takes them
+    assert engines_us(passes, per_partition, lax, ghz) < engines_us(passes, per_partition, strict, ghz) - 1.0
 
 
 #: speed-graded references under 80% of the bound at their graded shape, and why (the list must match exactly, so it

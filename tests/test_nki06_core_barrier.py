@@ -52,7 +52,7 @@ def late_core_one(x):
 
 def _events(launch):
     prof = launch.profile()
-    return [(ev.instr.core, ev.instr.kind.name, ev.engine, ev.start_ns, ev.end_ns) for ev in prof.events]
+    return [(ev.instruction.core, ev.instruction.kind.name, ev.engine, ev.start_ns, ev.end_ns) for ev in prof.events]
 
 
 def test_the_barrier_holds_its_engine_until_the_later_core_arrives():

@@ -162,9 +162,9 @@ def test_dma_compute_is_priced_at_the_dma_compute_throughput():
     nbytes = 4 * x.nbytes
     assert ins.nbytes == nbytes
     ns = costs.dma_queue_ns(ins, costs.dma_queues(ins, prm), prm)
-    d = prm["dma"]
-    assert ns >= nbytes / d["queues"] / (d["bytes_per_ns"] * d["rmw_sbuf_throughput"])
-    assert ns >= nbytes / d["hbm_gbps"]
+    d = prm.dma
+    assert ns >= nbytes / d.queues / (d.bytes_per_ns * d.rmw_sbuf_throughput)
+    assert ns >= nbytes / d.hbm_gbps
 
 
 def test_mutants_of_the_gather_and_the_dma_sum_fail_the_references(monkeypatch):

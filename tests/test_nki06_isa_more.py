@@ -401,14 +401,14 @@ def test_the_estimate_is_not_below_the_work():
 
     launch = api.launch(nki.jit(kernel), [x], target="trn3")
     prm = get_target("trn3").params
-    overhead = prm["engine"]["instr_overhead_cycles"]
+    overhead = prm.engine.instruction_overhead_cycles
     trace = launch.record.ctx.trace
     for kind, engine, cycles in (("exponential", "dve", 2048), ("activate2", "act", 2048),
                                  ("nonzero_with_count", "pool", 2049), ("topk", "pool", 4 * 16000 + 256)):
         ins = next(i for i in trace if i.kind.name == kind)
         assert ins.engine == engine
-        assert costs.compute_ns(ins, ("sbuf", "sbuf"), prm) >= (cycles + overhead) / prm["clock_ghz"][engine], kind
-    assert launch.estimate().engine_busy_us["pool"] * 1e3 >= (4 * 16000 + 256) / prm["clock_ghz"]["pool"]
+        assert costs.compute_ns(ins, ("sbuf", "sbuf"), prm) >= (cycles + overhead) / prm.clock_ghz.of(engine), kind
+    assert launch.estimate().engine_busy_us["pool"] * 1e3 >= (4 * 16000 + 256) / prm.clock_ghz.pool
 
 
 # --- mutants the tests above must catch -------------------------------------------------------------------------

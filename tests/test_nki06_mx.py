@@ -424,10 +424,10 @@ def test_the_estimate_is_not_below_the_work_at_trn3s_mx_rates():
     mm = next(i for i in trace if i.kind.name == "nc_matmul_mx")
     qz = next(i for i in trace if i.kind.name == "quantize_mx")
     flops = 2 * (128 * 4) * 128 * 512
-    assert costs.compute_ns(mm, ("sbuf", "sbuf"), prm) >= flops / (prm["peak"]["pe_tflops_mx"] * 1e3)
-    assert costs.compute_ns(qz, ("sbuf",), prm) >= 2048 / prm["peak"]["quantize_mx_per_cycle"] / prm["clock_ghz"]["dve"]
+    assert costs.compute_ns(mm, ("sbuf", "sbuf"), prm) >= flops / (prm.peak.pe_tflops_mx * 1e3)
+    assert costs.compute_ns(qz, ("sbuf",), prm) >= 2048 / prm.peak.quantize_mx_per_cycle / prm.clock_ghz.dve
     est = launch.estimate()
-    assert est.engine_busy_us["pe"] * 1e3 >= flops / (prm["peak"]["pe_tflops_mx"] * 1e3)
+    assert est.engine_busy_us["pe"] * 1e3 >= flops / (prm.peak.pe_tflops_mx * 1e3)
     assert est.calibrated is False and launch.target_label == "trn3 (uncalibrated)"
 
 

@@ -74,7 +74,7 @@ def test_an_edge_makes_its_consumer_wait_for_the_producer_on_another_engine():
     act_start, act_end = spans(plain, "activation")
     recip_start, _ = spans(plain, "reciprocal")
     assert recip_start < act_end  # without an edge the two overlap (ScalarE and VectorE)
-    sem_us = resolve("trn2").params["engine"]["sem_ns"] / 1000
+    sem_us = resolve("trn2").params.engine.sem_ns / 1000
     delay_us = (act_end - recip_start) / 1000 + sem_us  # the producer's remaining time plus the semaphore
     scheduled = api.launch(kernel("plain").with_schedule([("recip", "act")]), [X], target="trn2")
     assert spans(scheduled, "reciprocal")[0] == pytest.approx(act_end + sem_us * 1000)

@@ -1,10 +1,16 @@
-"""One word per concept in the grader's identifiers.
+"""One word per concept in the grader's and the simulator's identifiers.
 
 Grading a hand-in that nbgrader discarded, cell by cell outside Jupyter, is *salvaging* it (``nkilab.batch.salvage``,
 ``handin_audit.salvage_submission``, "salvaged" in the logs and the table); it was also called *rescue* (the module
 that decided it), which made a reader look for two mechanisms.  This reads every identifier of the Python the grader
 and its tests are made of -- module and file names, definitions, arguments, names, attributes, imports -- split at
 underscores and case changes, and fails on a word retired in favour of another.
+
+In nkisim (issue 32 scope 3) an *instruction* is what one engine runs: ``cost.trace.Instruction``, the trace record
+(it was ``Instr``, also spelt ``instr``/``instrs`` in names), and what the kernel's ``nisa`` call hands back is AWS's
+``NkiInstruction``, a handle on one.  What an instruction is -- its engine and how it is priced -- is its
+``InstructionKind`` (``cost.instructions``, ``nkisim.api``; it was ``Instruction`` too).  A *call* is one NKI API
+call a kernel makes (``program.ir.Call``), which issues any number of instructions.
 """
 
 from __future__ import annotations
@@ -15,10 +21,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 # the example class is students' code (some of it does not even parse, on purpose): not the grader's words
-ROOTS = [REPO / "autograder" / "nkilab", REPO / "tests", REPO / "bench", REPO / "docs" / "_ext"]
+ROOTS = [REPO / "autograder" / "nkilab", REPO / "tests", REPO / "bench", REPO / "docs" / "_ext", REPO / "nkisim",
+         REPO / "notebooks"]
 
 #: retired word -> the word for its concept
-RETIRED = {"rescue": "salvage", "rescued": "salvaged", "rescues": "salvages", "rescuing": "salvaging"}
+RETIRED = {"rescue": "salvage", "rescued": "salvaged", "rescues": "salvages", "rescuing": "salvaging",
+           "instr": "instruction", "instrs": "instructions"}
 
 
 def words(identifier: str) -> list[str]:
@@ -73,3 +81,36 @@ def test_a_retired_word_in_an_identifier_is_found(tmp_path):
 
 def test_no_retired_word_in_the_graders_identifiers():
     assert retired_words(sources()) == []
+
+
+#: every class nkisim defines whose name holds "instruction", and the one concept it is
+INSTRUCTION_CLASSES = {
+    ("cost/trace.py", "Instruction"): "an instruction one engine runs (the trace record the cost model prices)",
+    ("cost/instructions.py", "InstructionKind"): "what an instruction is: its engine and its cost formula",
+    ("api.py", "InstructionKind"): "the same, as tools and the docs read it",
+    ("frontend/v06/adapters/instruction.py", "NkiInstruction"): "AWS's name: an nisa call's handle on its instruction",
+}
+
+
+def test_each_instruction_class_is_one_concept():
+    """"Instruction" names a record of what an engine runs and nothing else: a new class with the word in its name
+    (another ``Instruction`` meaning the kind, say) must say here which concept it is."""
+    nkisim = REPO / "nkisim"
+    found = {(str(p.relative_to(nkisim)), node.name) for p in nkisim.rglob("*.py") if "__pycache__" not in p.parts
+             for node in ast.walk(ast.parse(p.read_text())) if isinstance(node, ast.ClassDef)
+             and "instruction" in words(node.name)}
+    assert found == set(INSTRUCTION_CLASSES)
+
+
+#: a module name retired in nkisim -> the word for its concept
+RETIRED_MODULES = {"record": "recording"}
+
+
+def test_the_recording_modules_share_one_name():
+    """Compiling a launch into a program is *recording* it: the hook every NKI call passes (``core.recording``) and
+    the recorder a launch installs (``runtime.recording``, which was ``runtime.record``) are found under one word.
+    (A *record*, the noun, is a typed record: a trace record, the record of a launch.)"""
+    found = sorted(f"{p.relative_to(REPO)} (say {RETIRED_MODULES[p.stem]})" for p in (REPO / "nkisim").rglob("*.py")
+                   if p.stem in RETIRED_MODULES)
+    assert found == []
+    assert (REPO / "nkisim" / "core" / "recording.py").is_file() and (REPO / "nkisim" / "runtime" / "recording.py").is_file()

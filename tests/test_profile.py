@@ -265,3 +265,15 @@ def test_spill_traffic_is_on_the_timeline_and_in_the_active_times() -> None:
     assert s["dma_active_us"] <= s["total_time_us"]
     doc = prof.perfetto()
     assert any(e.get("name", "").startswith("spill") for e in doc["traceEvents"] if e["ph"] == "X")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "float8_e4m3"])
+def test_the_utilisation_is_of_the_peak_nkisim_api_states(dtype: str) -> None:
+    """The profile's TensorE peak is the one ``nkisim.api.pe_peak_tflops`` gives for the matmuls' dtype (one home
+    for the dtype-to-rate map: the profile made its own fp32/bf16 choice, and measured an fp8 matmul against bf16)."""
+    from nkisim import api
+
+    for target in api.targets():
+        prof = profile_kernel(matmul_kernel, nt.tensor[[256, 128], dtype], nt.tensor[[256, 512], dtype], target=target)
+        assert prof.summary()["peak_tflops"] == api.pe_peak_tflops(target, dtype), (target, dtype)
+    assert len({api.pe_peak_tflops("trn2", d) for d in ("float32", "bfloat16", "float8_e4m3")}) == 3

@@ -22,15 +22,15 @@ from nkisim.core.recording import CALLS, call_name
 from nkisim.cost import costs
 from nkisim.cost.instructions import (
     ACTIVATION,
-    INSTRUCTIONS,
+    INSTRUCTION_KINDS,
     RELOAD,
     SPILL,
     TENSOR_COPY,
     TENSOR_SCALAR,
     TENSOR_TENSOR,
-    Instruction,
+    InstructionKind,
 )
-from nkisim.cost.trace import Instr
+from nkisim.cost.trace import Instruction
 from nkisim.ops import registry
 from nkisim.ops.catalog import namespace
 from nkisim.ops.registry import OPS
@@ -67,20 +67,20 @@ def test_calls_that_issue_no_instruction_are_exactly_the_listed_views_and_alloca
 V4_ONLY = ("nc_matmul_mx", "quantize_mx")
 
 
-def _sample(kind: Instruction) -> Instr:
+def _sample(kind: InstructionKind) -> Instruction:
     """One instruction of ``kind`` on 128 partitions x 512 fp32 elements (a matmul of 128x128 by 128x512)."""
     extra = {"m": 128, "n": 512, "k": 128} if kind.name == "nc_matmul" else \
         {"m": 128, "n": 512, "k": 128, "pack": 4} if kind.name == "nc_matmul_mx" else {}
-    return Instr(kind, kind.engine, 128, 512, ("float32", "float32"), 128 * 512 * 4, (), (), ("kernel.py", 1),
-                 extra=extra)
+    return Instruction(kind=kind, engine=kind.engine, loc=("kernel.py", 1), p=128, n=512, dtypes=("float32", "float32"),
+                 nbytes=128 * 512 * 4, extra=extra)
 
 
-@pytest.mark.parametrize("name", sorted(INSTRUCTIONS))
+@pytest.mark.parametrize("name", sorted(INSTRUCTION_KINDS))
 def test_every_instruction_kind_has_a_price_on_every_target(name):
     """Compute kinds cost ``max(MIN_II, cycles) + overhead`` at their engine's clock, DMA kinds their queue
     time: a positive, finite number of ns on every target (no kind falls through to a default).  NeuronCore-v4's
     MX kinds are priced on the targets that have them (trn3; the ops refuse them earlier, tests/test_nki06_mx.py)."""
-    kind = INSTRUCTIONS[name]
+    kind = INSTRUCTION_KINDS[name]
     for tname in target.names():
         if name in V4_ONLY and target.get(tname).nc_version < 4:
             continue
@@ -96,8 +96,8 @@ def test_every_instruction_kind_has_a_price_on_every_target(name):
 def test_every_instruction_kind_is_issued_by_some_op_and_every_op_issues_known_kinds():
     """No price is kept for an instruction nothing issues (spill and reload are the cost model's own DMAs)."""
     issued = {k for e in OPS.values() for k in e.emits}
-    assert issued <= set(INSTRUCTIONS.values())
-    assert set(INSTRUCTIONS.values()) - issued == {SPILL, RELOAD}
+    assert issued <= set(INSTRUCTION_KINDS.values())
+    assert set(INSTRUCTION_KINDS.values()) - issued == {SPILL, RELOAD}
 
 
 def test_an_entry_that_understates_what_its_op_issues_fails_at_the_first_recorded_launch(monkeypatch):

@@ -5,6 +5,8 @@ banks, tile limits), the launch's context carries the resolved target, and nothi
 simulator spells a hardware number.
 """
 
+import ast
+import dataclasses
 import re
 from pathlib import Path
 
@@ -43,13 +45,15 @@ def test_limits_the_hot_checks_read_as_constants_are_the_same_on_every_target():
             (buffers.PMAX, buffers.PSUM_FMAX, buffers.PSUM_BANK_BYTES, buffers.PSUM_BANKS)
 
 
-def test_target_parameters_are_read_only_and_editable_copies_are_separate():
+def test_target_parameters_are_read_only_and_replaced_copies_are_separate():
     t = target_mod.get("trn2")
-    with pytest.raises(TypeError):
-        t.params["dma"]["bytes_per_ns"] = 1  # type: ignore[index]
-    copy = t.editable_params()
-    copy["dma"]["bytes_per_ns"] = 1
-    assert t.params["dma"]["bytes_per_ns"] != 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        t.params.dma.bytes_per_ns = 1  # type: ignore[misc]
+    copy = t.params.replace("dma", "bytes_per_ns", 1)
+    assert copy.dma.bytes_per_ns == 1 and t.params.dma.bytes_per_ns != 1
+    assert copy.dma.queues == t.params.dma.queues and copy.engine is t.params.engine
+    with pytest.raises(KeyError, match=r"\[dma\] bytes_per_nss"):
+        t.params.replace("dma", "bytes_per_nss", 1)
 
 
 @pytest.mark.parametrize("name", ["trn9", "../trn2", "", "trn2.toml"])
@@ -89,3 +93,74 @@ def test_no_module_spells_a_hardware_number_the_target_files_hold():
     pattern = re.compile(r"\b(180224|212984)\b")
     offenders = [str(p.relative_to(NKISIM)) for p in NKISIM.rglob("*.py") if pattern.search(p.read_text())]
     assert offenders == []
+
+
+def _edited(tmp_path, old: str, new: str) -> Path:
+    """A copy of trn2's target file with one line edited."""
+    text = (target_mod.TARGETS_DIR / "trn2.toml").read_text()
+    assert text.count(old) == 1, old
+    path = tmp_path / "trn2.toml"
+    path.write_text(text.replace(old, new))
+    return path
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("\nqueues = 16 ", "\nqueus = 16 ", r"\[dma\] has no key 'queus'"),  # misspelt
+    ("\npsum_banks = 8 ", "\n# psum_banks = 8 ", r"\[buffers\] misses the key 'psum_banks'"),  # missing
+    ("\n[kernel]", "\n[kernal]", r"no table or key 'kernal'"),  # a misspelt table
+    ("\nbytes_per_ns = 23 ", "\nbytes_per_ns = \"23\" ", r"\[dma\] bytes_per_ns = '23' is not a float"),
+    ("\ndve_perf_mode = true ", "\ndve_perf_mode = 1 ", r"\[engine\] dve_perf_mode = 1 is not a bool"),
+])
+def test_a_misspelt_or_missing_key_is_an_error_at_load_naming_the_file_and_the_key(tmp_path, old, new, message):
+    path = _edited(tmp_path, old, new)
+    with pytest.raises(target_mod.TargetFileError, match=re.escape(str(path)) + ": .*" + message):
+        target_mod.load(path, "trn2")
+    assert target_mod.load(_edited(tmp_path, old, old), "trn2").params == target_mod.get("trn2").params  # (unedited)
+
+
+#: where code reads target parameters: the simulator, the grader, the lessons, the tools and the tests (not the
+#: example class: students' code)
+PARAM_READERS = [NKISIM, NKISIM.parent / "autograder" / "nkilab", NKISIM.parent / "bench", NKISIM.parent / "notebooks",
+                 NKISIM.parent / "tests", NKISIM.parent / "docs" / "_ext"]
+
+
+def string_indexed_params(source: str) -> list[int]:
+    """Lines where ``source`` reads a target parameter by string: ``x.params["dma"]``, ``prm["engine"]``, or
+    ``x["<a key of a target table>"]`` whatever ``x`` is (``d["queues"]`` with ``d`` a table: the tables' keys are
+    named for what they hold, and no other dict in the code uses them -- the clocks' ``"pe"``, ``"dve"``... are
+    engines' names everywhere, so they are left out); or asks a removed string accessor (``.limit("...")``,
+    ``editable_params``)."""
+    keys = {f.name for t, r in target_mod.TABLES.items() if t != "clock_ghz" for f in dataclasses.fields(r)}
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value,
+                                                                                                      str):
+            inner = node.value
+            named = (isinstance(inner, ast.Attribute) and inner.attr == "params") or (
+                isinstance(inner, ast.Name) and inner.id in ("prm", "params"))
+            if named or node.slice.value in keys:
+                lines.append(node.lineno)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+                node.func.attr == "editable_params" or (node.func.attr == "limit" and node.args and isinstance(
+                    node.args[0], ast.Constant) and isinstance(node.args[0].value, str))):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_the_string_index_scan_finds_every_form():
+    src = ('a = t.params["dma"]["queues"]\nb = prm["engine"]\nc = d["queues"]\nd = t.limit("psum_min_align")\n'
+           'e = t.editable_params()\nf = busy["dma"] + clocks["pe"]\ng = table["dma"]["not_a_dma_key"]\n'
+           'h = t.params.dma.queues\n')
+    assert sorted(string_indexed_params(src)) == [1, 1, 2, 3, 4, 5]
+
+
+#: files that read a target file's own text on purpose
+READS_THE_FILE = {"tests/test_figures.py": "the figures are checked against the TOML file itself (tomllib), not the "
+                                           "records nkisim reads from it"}
+
+
+def test_no_code_reads_a_target_parameter_by_string():
+    found = [f"{p.relative_to(NKISIM.parent)}:{line}" for root in PARAM_READERS for p in sorted(root.rglob("*.py"))
+             if "__pycache__" not in p.parts and str(p.relative_to(NKISIM.parent)) not in READS_THE_FILE
+             for line in string_indexed_params(p.read_text())]
+    assert found == []

@@ -10,6 +10,7 @@ apart and are left out.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 from pathlib import Path
 
@@ -22,7 +23,7 @@ NKISIM = Path(target_mod.__file__).resolve().parent.parent
 #: the target-file entries that are hardware facts (sections, or (section, key) pairs)
 HARDWARE = ("limits", "buffers", "clock_ghz", ("dma", "queues"), ("dma", "partitions_per_queue"),
             ("dma", "bytes_per_ns"), ("dma", "fixed_latency_ns"), ("dma", "hbm_gbps"), ("engine", "min_ii_cycles"),
-            ("engine", "instr_overhead_cycles"), ("engine", "gpsimd_fixed_cycles"), ("engine", "stride_free_bytes"),
+            ("engine", "instruction_overhead_cycles"), ("engine", "gpsimd_fixed_cycles"), ("engine", "stride_free_bytes"),
             ("engine", "reciprocal_cycles_per_element"), ("engine", "bn_aggr_cycles_per_element"),
             ("pe", "moving_floor_cycles"), ("peak", "dma_gbps"))
 
@@ -54,8 +55,7 @@ def _hardware_numbers() -> frozenset[float]:
         params = target_mod.get(name).params
         for entry in HARDWARE:
             section, key = (entry, None) if isinstance(entry, str) else entry
-            table = params[section]
-            for k, v in table.items():
+            for k, v in dataclasses.asdict(getattr(params, section)).items():
                 if (key is None or k == key) and isinstance(v, (int, float)) and not isinstance(v, bool):
                     numbers.add(v)
     return frozenset(v for v in numbers if v >= 16 or (isinstance(v, float) and v != int(v)))

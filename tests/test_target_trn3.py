@@ -8,6 +8,7 @@ nki-dma-bandwidth-guide.rst, nki-dma-overview.rst, nki.language.tile_size), not 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import re
@@ -35,17 +36,17 @@ def test_trn3_numbers_are_the_documented_ones():
     t = target_mod.get("trn3")
     p = t.params
     assert t.nc_version == 4  # nisa.nc_version.gen4, "Trn3 target"
-    assert dict(p["clock_ghz"]) == {"pe": 2.4, "act": 1.2, "dve": 1.2, "pool": 1.2}  # arch3 engine table
-    assert (p["dma"]["queues"], p["dma"]["bytes_per_ns"], p["peak"]["dma_gbps"]) == (16, 33, 528.0)  # DMA guides
-    assert p["dma"]["fixed_latency_ns"] == 1300
+    assert dataclasses.asdict(p.clock_ghz) == {"pe": 2.4, "act": 1.2, "dve": 1.2, "pool": 1.2}  # arch3 engine table
+    assert (p.dma.queues, p.dma.bytes_per_ns, p.peak.dma_gbps) == (16, 33, 528.0)  # DMA guides
+    assert p.dma.fixed_latency_ns == 1300
     assert t.sbuf_partition_bytes == 256 * 1024 - 16392  # 32 MiB SBUF over 128 partitions, less the reserve
     assert t.psum_partition_bytes == 2 * 1024 * 1024 // 128  # "PSUM capacity remains the same at 2 MiB"
-    assert (p["peak"]["pe_tflops_bf16"], p["peak"]["pe_tflops_fp32"]) == (79.0, 20.0)  # neuron-core-v4.rst
-    assert p["pe"]["fp32_factor"] == 4  # 79 / 20 TFLOPS
-    assert p["dma"]["hbm_gbps"] == pytest.approx(4700 / 8, abs=1)  # 4.7 TB/s over 8 NeuronCores
-    assert p["dma"]["rmw_sbuf_throughput"] == 1.0  # SBUF read-add-write "the same throughput as" a DMA copy
-    assert (p["peak"]["dve_per_cycle_half"], p["peak"]["dve_per_cycle"]) == (4, 2)  # 512 / 256 per 128 partitions
-    assert p["engine"]["act_perf_copy_speedup"] == 2  # ScalarE performance mode, "up to 2x" for BF16/FP16
+    assert (p.peak.pe_tflops_bf16, p.peak.pe_tflops_fp32) == (79.0, 20.0)  # neuron-core-v4.rst
+    assert p.pe.fp32_factor == 4  # 79 / 20 TFLOPS
+    assert p.dma.hbm_gbps == pytest.approx(4700 / 8, abs=1)  # 4.7 TB/s over 8 NeuronCores
+    assert p.dma.rmw_sbuf_throughput == 1.0  # SBUF read-add-write "the same throughput as" a DMA copy
+    assert (p.peak.dve_per_cycle_half, p.peak.dve_per_cycle) == (4, 2)  # 512 / 256 per 128 partitions
+    assert p.engine.act_perf_copy_speedup == 2  # ScalarE performance mode, "up to 2x" for BF16/FP16
 
 
 def test_every_trn3_number_names_its_source():

@@ -1,4 +1,4 @@
-"""Loop bodies are traced once, as the compiler traces them (``runtime.record``).
+"""Loop bodies are traced once, as the compiler traces them (``runtime.recording``).
 
 A recording launch (every launch, unless a test asks for the unrolled reference with ``record=False``) runs
 an ``affine_range``/``sequential_range`` body's Python for the first iteration only and the other iterations

@@ -46,7 +46,7 @@ class Loop:
 def _concrete(loops: frozenset, condition: Any = None) -> None:
     """The kernel's Python took a concrete value of loop variables (a Python int, or ``condition``'s truth in an
     ``if``): a recording launch is told, so a loop body that did so is traced once per way its branches go, or
-    not at all (``runtime.record``).  Inside an NKI call (``HOOK.depth``) it is the op reading its operand, which
+    not at all (``runtime.recording``).  Inside an NKI call (``HOOK.depth``) it is the op reading its operand, which
     the program keeps symbolic."""
     rec = HOOK.recorder
     if rec is not None and not HOOK.depth:
@@ -70,7 +70,7 @@ def branch_on_affine_loop(loops: frozenset, subject: Any) -> None:
     loop variable; any other truth test passes silently.
 
     Not a compile error in the legacy compiler (nor in the compiler's error catalogue), but undefined there: the
-    body is traced once.  The recording launch traces it once per way the branch goes (``runtime.record``), which
+    body is traced once.  The recording launch traces it once per way the branch goes (``runtime.recording``), which
     computes what an unrolled loop would; the warning says the hardware may not."""
     if not any(loop.kind == "affine" for loop in loops):
         return
@@ -109,7 +109,7 @@ class Affine:
     the concrete value is then frozen into ``const``/``grid`` and only ``loops`` remembers which
     loop variables it depended on.  ``div``: for ``e % m`` and ``e // m`` of a scalar affine ``e`` and a
     positive integer ``m``, ``(op, e, m)``, so a branch on it (``if i % 2 == 0:``) can be kept as a guard of a
-    loop body traced once (``runtime.record``); everything else reads the frozen value as before.
+    loop body traced once (``runtime.recording``); everything else reads the frozen value as before.
     """
 
     __slots__ = ("const", "terms", "grid", "affine", "loops", "_memo", "_bounds", "div")

@@ -3,7 +3,7 @@
 All three run sequentially on the CPU.  ``affine_range`` and ``sequential_range`` yield symbolic
 loop variables (``Affine``) so indices stay analysable and writes can be checked against the
 affine_range rule; ``static_range`` is unrolled at trace time and yields plain ints.  While a launch
-records (``runtime.record``), the body of an affine or sequential loop is traced once: the recorder
+records (``runtime.recording``), the body of an affine or sequential loop is traced once: the recorder
 runs the iterations after the first from the events it recorded, and ``step`` tells the loop to stop.
 """
 
@@ -72,7 +72,7 @@ def enter(ctx: KernelContext, loop: Loop) -> None:
 def step(ctx: KernelContext, loop: Loop, value: int) -> int:
     """``loop`` runs its iteration ``value``.  ``RUN`` (0): the kernel's Python runs it; ``SKIP``/``STOP``: a
     recording launch has run this iteration (and, with ``STOP``, the rest) from the body it traced once
-    (``runtime.record``), so the kernel's Python must not run them again."""
+    (``runtime.recording``), so the kernel's Python must not run them again."""
     loop.current = value
     ctx.loop_state = None
     rec = HOOK.recorder

@@ -4,7 +4,7 @@ Every NKI call a kernel can make (``nl.*``, ``nisa.*``, tile syntax such as ``t 
 ``t.reshape``) is registered here under one name (``CALLS``) and wrapped by ``recorded``; the op registry
 (``ops.registry``) does that for every op, with what the op emits.  While no
 launch records, the wrapper only reads one attribute and calls through.  While one does (``HOOK.recorder``
-is set, see ``runtime.record``), the outermost call of each statement is handed to the recorder, which
+is set, see ``runtime.recording``), the outermost call of each statement is handed to the recorder, which
 encodes its arguments, runs it and notes the tensors it made; calls an API makes inside another API are
 its own business and are not recorded.  The same table is what the executor dispatches on and what the
 program validator accepts (``program.validate``): an instruction program can name nothing else.
@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 
 class Recorder(Protocol):
-    """What a launch that records provides (``runtime.record.ProgramRecorder``)."""
+    """What a launch that records provides (``runtime.recording.ProgramRecorder``)."""
 
     def call(self, name: str, fn: Callable, args: tuple, kwargs: dict) -> Any: ...
 

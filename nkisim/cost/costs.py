@@ -7,21 +7,21 @@ are free: 128 partitions cost the same as one, so only N (elements per partition
 from __future__ import annotations
 
 import math
-from typing import Any
 
+from nkisim.core.target import Params
 from nkisim.cost import instructions as isa
 from nkisim.cost.instructions import broadcast_pe_cycles, partition_broadcast  # noqa: F401  (the scheduler's)
-from nkisim.cost.trace import Instr
+from nkisim.cost.trace import Instruction
 
 
-def evict_ns(ins: Instr, engine: str, prm: dict[str, Any]) -> float:
+def evict_ns(ins: Instruction, engine: str, prm: Params) -> float:
     """The copy of a partition broadcast's PSUM result into its SBUF tile on ``engine`` (ScalarE or
     VectorE: TensorE only writes PSUM, spec §1.1), ``max(MIN_II, N)`` plus the access overhead."""
-    eng = prm["engine"]
-    return (max(eng["min_ii_cycles"], max(ins.n, 1)) + eng["instr_overhead_cycles"]) / prm["clock_ghz"][engine]
+    eng = prm.engine
+    return (max(eng.min_ii_cycles, max(ins.n, 1)) + eng.instruction_overhead_cycles) / prm.clock_ghz.of(engine)
 
 
-def engine_of(ins: Instr) -> str:
+def engine_of(ins: Instruction) -> str:
     """The engine an instruction runs on: its own, except that a free-axis ``broadcast_to`` is a copy on
     VectorE (only a partition broadcast needs TensorE)."""
     if ins.kind is isa.BROADCAST_TO and not partition_broadcast(ins):
@@ -29,18 +29,18 @@ def engine_of(ins: Instr) -> str:
     return ins.engine
 
 
-def compute_ns(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any], engine: str = "") -> float:
+def compute_ns(ins: Instruction, spaces: tuple[str, ...], prm: Params, engine: str = "") -> float:
     """Occupancy of a compute engine (pe/act/dve/pool; ``engine``, default the instruction's) in ns."""
-    eng = prm["engine"]
+    eng = prm.engine
     engine = engine or ins.engine
     c = ins.kind.cycles(ins, spaces, prm)
     if engine != "pe":
-        if ins.extra.get("stride_bytes", 0) > eng["stride_free_bytes"]:
-            c *= eng["stride_penalty"]  # spec §4.3: strided SBUF/PSUM access runs at half bandwidth
-        c = max(eng["min_ii_cycles"], c) + eng["instr_overhead_cycles"]
+        if ins.extra.get("stride_bytes", 0) > eng.stride_free_bytes:
+            c *= eng.stride_penalty  # spec §4.3: strided SBUF/PSUM access runs at half bandwidth
+        c = max(eng.min_ii_cycles, c) + eng.instruction_overhead_cycles
         if ins.extra.get("reduce") and ins.kind in (isa.ACTIVATION, isa.TENSOR_SCALAR, isa.ACTIVATE2, isa.EXPONENTIAL):
-            c += eng["min_ii_cycles"]  # spec §4.3: accumulator read-out, max(64, N) + 64
-    return c / prm["clock_ghz"][engine]
+            c += eng.min_ii_cycles  # spec §4.3: accumulator read-out, max(64, N) + 64
+    return c / prm.clock_ghz.of(engine)
 
 
 def copy_engines(dialect: str, nc_version: int) -> tuple[str, ...]:
@@ -52,7 +52,7 @@ def copy_engines(dialect: str, nc_version: int) -> tuple[str, ...]:
     return ("dve",) if dialect == "0.6" and nc_version < 3 else ("dve", "act")
 
 
-def copy_engine(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any], free: dict[str, float], ready: float,
+def copy_engine(ins: Instruction, spaces: tuple[str, ...], prm: Params, free: dict[str, float], ready: float,
                 engines: tuple[str, ...]) -> tuple[str, float]:
     """(engine, ns) of a copy the kernel left to the compiler (a tile assigned to another, ``nisa.tensor_copy``
     without ``engine=``): the default ``unknown_engine`` means "compiler selects best engine based on engine workload"
@@ -75,13 +75,13 @@ def copy_engine(ins: Instr, spaces: tuple[str, ...], prm: dict[str, Any], free: 
     return best[1], best[2]
 
 
-def dma_queues(ins: Instr, prm: dict[str, Any]) -> int:
+def dma_queues(ins: Instruction, prm: Params) -> int:
     """DMA engines a transfer is spread over: one per 8 partitions, at most 16 (spec §4.4)."""
-    d = prm["dma"]
-    return max(1, min(d["queues"], math.ceil(max(ins.p, 1) / d["partitions_per_queue"])))
+    d = prm.dma
+    return max(1, min(d.queues, math.ceil(max(ins.p, 1) / d.partitions_per_queue)))
 
 
-def dma_queue_ns(ins: Instr, nq: int, prm: dict[str, Any]) -> float:
+def dma_queue_ns(ins: Instruction, nq: int, prm: Params) -> float:
     """Time one of the ``nq`` DMA queues is busy with its share of the transfer.
 
     Its share of the transfer's descriptors (one per piece contiguous in its source and destination,
@@ -91,31 +91,31 @@ def dma_queue_ns(ins: Instr, nq: int, prm: dict[str, Any]) -> float:
     destination too); a transfer that reads and writes HBM (HBM to HBM, or a read-modify-write of an HBM
     destination) takes at least its HBM bytes (``hbm_bytes``: reads plus writes) at the core's HBM bandwidth,
     whichever is longer (issue 19: no instruction is cheaper than its work)."""
-    d = prm["dma"]
+    d = prm.dma
     eff = 1.0
     if ins.run:
-        eff = min(1.0, max(d["strided_efficiency"], ins.run / d["full_rate_run_bytes"]))
+        eff = min(1.0, max(d.strided_efficiency, ins.run / d.full_rate_run_bytes))
     if ins.kind is isa.LOAD_TRANSPOSE2D or ins.kind is isa.DMA_TRANSPOSE:
-        eff *= d["transpose_efficiency"]  # both are the DMA engine transposing as it copies
+        eff *= d.transpose_efficiency  # both are the DMA engine transposing as it copies
     extra = ins.extra
     if extra and extra.get("rmw"):
-        eff *= d["rmw_sbuf_throughput"] if extra.get("rmw_sbuf") else d["rmw_throughput"]
-    t = d["issue_ns"] + descriptor_ns(prm) * descriptors(ins) / nq + (ins.nbytes / nq) / (d["bytes_per_ns"] * eff)
+        eff *= d.rmw_sbuf_throughput if extra.get("rmw_sbuf") else d.rmw_throughput
+    t = d.issue_ns + descriptor_ns(prm) * descriptors(ins) / nq + (ins.nbytes / nq) / (d.bytes_per_ns * eff)
     hbm = extra.get("hbm_bytes") if extra else None
     if hbm:
-        t = max(t, hbm / d["hbm_gbps"])  # GB/s = B/ns
+        t = max(t, hbm / d.hbm_gbps)  # GB/s = B/ns
     return t
 
 
-def descriptor_ns(prm: dict[str, Any]) -> float:
+def descriptor_ns(prm: Params) -> float:
     """The fixed cost of one descriptor (a DMA buffer: a piece of a transfer contiguous in its source and
     destination) on one queue: the time its engine takes to stream the target's ``descriptor_bytes`` (AWS's DMA
     bandwidth guide: below 256 B per partition a transfer is "severely overhead-bound")."""
-    d = prm["dma"]
-    return d["descriptor_bytes"] / d["bytes_per_ns"]
+    d = prm.dma
+    return d.descriptor_bytes / d.bytes_per_ns
 
 
-def descriptors(ins: Instr) -> int:
+def descriptors(ins: Instruction) -> int:
     """DMA descriptors of a transfer: its pieces contiguous in source and destination (``cost.runs``, recorded
     when the DMA was issued).  A transfer the compiler makes itself (a spill or reload: one partition's bytes each,
     contiguous in HBM) has none recorded: one per partition's bytes."""
@@ -129,7 +129,7 @@ def descriptors(ins: Instr) -> int:
     return max(1, math.ceil(ins.nbytes / max(piece, 1)))
 
 
-def psum_broadcasts(trace: list[Instr], spaces: dict[int, str], prm: dict[str, Any]) -> set[int]:
+def psum_broadcasts(trace: list[Instruction], spaces: dict[int, str], prm: Params) -> set[int]:
     """Roots of partition broadcasts the compiler leaves in PSUM instead of copying them to SBUF.
 
     A partition broadcast is a TensorE matmul with a ones vector (spec §2.10), so its result is written to PSUM;
@@ -137,7 +137,7 @@ def psum_broadcasts(trace: list[Instr], spaces: dict[int, str], prm: dict[str, A
     pass (``tensor_tensor`` max(MIN_II, N), spec §4.3).  So when the result fits one PSUM bank and only ScalarE and
     VectorE instructions read it, each reading at most one PSUM operand (the ISA allows one), no copy to SBUF is
     needed and none is charged; its readers read PSUM.  ``spaces``: root -> memory space of the on-chip roots."""
-    limit = int(prm["limits"]["psum_free_max"])
+    limit = int(prm.limits.psum_free_max)
     made: dict[int, bool] = {}
     for ins in trace:
         if ins.kind is isa.BROADCAST_TO and ins.writes and partition_broadcast(ins):

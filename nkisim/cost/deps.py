@@ -143,15 +143,15 @@ class Scoreboard:
                     table.remove(e.box)
             table.add(Entry(box, end, engine))
             return
-        e = table.entries.get(box)
-        if e is None:
+        hit = table.entries.get(box)
+        if hit is None:
             cands = table.candidates(box)
             if not cands:  # read of never-written data (e.g. an uninitialised tile)
                 e = Entry(box, 0.0, "")
                 table.add(e)
                 cands = [e]
         else:
-            cands = [e]
+            cands = [hit]
         for c in cands:
             readers = c.readers
             if readers.get(engine, -1.0) < end:

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from nkisim.cost.trace import Instr
+from nkisim.cost.trace import Instruction
 
 
-def hoisted(trace: list[Instr], info: dict[int, Any]) -> set[int]:
+def hoisted(trace: list[Instruction], info: dict[int, Any]) -> set[int]:
     """Indices of the instructions the compiler hoists out of their innermost loop (see the module): a compute
     instruction whose read regions were last written outside that loop, that writes only op-result tiles, and
     that an earlier iteration of the same loop execution already issued with the same reads and the same scalar

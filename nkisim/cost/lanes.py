@@ -14,7 +14,7 @@ independent operations for better hardware utilization" (``nl.no_reorder``'s doc
 nki/api/nki/language/__init__.py:2243-2249; the legacy API has the same directive, ``nki.compiler.no_reorder``, used
 by v2.26.0 general/nki/examples/attention/attention_kernels.py:1253).  NKI 0.6 unrolls every loop before the
 scheduler sees it, so its kernels are straight-line code; a ``no_reorder`` block's instructions already wait for each
-other (``Instr.order``), so none of them can pass another.
+other (``Instruction.order``), so none of them can pass another.
 
 So every instruction may be issued ahead of earlier instructions of its engine, but for those of a legacy kernel's
 ``sequential_range`` loops (compiled with the middle end, as for the carried rule): it starts in the first idle gap of

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
-from nkisim.core.target import Target, resolve
+from nkisim.core.target import Params, Target, resolve
 from nkisim.cost.reasons import Reason
 from nkisim.cost.scheduler import Schedule, schedule
-from nkisim.cost.trace import Instr
+from nkisim.cost.trace import Instruction
 
 
 @contextlib.contextmanager
@@ -60,8 +59,8 @@ class Estimate:
         return sorted(self.line_us.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
 
 
-def estimate(trace: list[Instr], target: Target | str = "trn2", cores: int = 1,
-             prm: Mapping[str, Any] | None = None, sched: Schedule | None = None) -> Estimate:
+def estimate(trace: list[Instruction], target: Target | str = "trn2", cores: int = 1,
+             prm: Params | None = None, sched: Schedule | None = None) -> Estimate:
     """Latency estimate (µs) of ``trace`` on ``target``; ``cores`` is the NeuronCores the launch spans
     (each gets a ``core_us`` entry, idle ones only the fixed launch cost).
 
@@ -73,7 +72,7 @@ def estimate(trace: list[Instr], target: Target | str = "trn2", cores: int = 1,
     if sched is None:
         with cycle_collection_paused():
             sched = schedule(trace, prm)
-    fixed = float(prm["kernel"]["fixed_us"])
+    fixed = float(prm.kernel.fixed_us)
     # every core of the launch pays the launch cost, also one that got no instance (e.g. nl.nc(2) over
     # a grid of one); the launch ends when the slowest core does
     ends = {c: 0.0 for c in range(max(1, cores))}
@@ -87,7 +86,7 @@ def estimate(trace: list[Instr], target: Target | str = "trn2", cores: int = 1,
         if ins.engine == "dma":
             dma_count += 1
             dma_bytes += ins.nbytes
-    return Estimate(target=hw.name, version=str(prm.get("version", "")), total_us=total,
+    return Estimate(target=hw.name, version=prm.version, total_us=total,
                     engine_busy_us={e: v / 1000.0 for e, v in sched.busy.items()},
                     dma_count=dma_count + sched.spill_dmas, dma_bytes=dma_bytes + sched.spill_bytes,
                     spill_dma_count=sched.spill_dmas, spill_bytes=sched.spill_bytes, line_us=line_us,

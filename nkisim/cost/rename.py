@@ -28,10 +28,10 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from typing import Any
 
-from nkisim.cost.trace import Instr
+from nkisim.cost.trace import Instruction
 
 
-def whole_writes(trace: list[Instr], candidates: set[int]) -> dict[int, list[int]]:
+def whole_writes(trace: list[Instruction], candidates: set[int]) -> dict[int, list[int]]:
     """Per candidate root written whole more than once: the trace positions of those writes, in order.
 
     A write covers the tile when it is to the tile itself (not a view), is not an accumulation (``+=`` reads what is

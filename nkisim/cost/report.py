@@ -26,7 +26,7 @@ from nkisim.cost.instructions import NC_MATMUL
 from nkisim.cost.model import Estimate, cycle_collection_paused, estimate
 from nkisim.cost.scheduler import schedule
 from nkisim.cost.timeline import ENGINE_NAMES, LABEL, merged
-from nkisim.cost.trace import Instr
+from nkisim.cost.trace import Instruction
 
 ENGINE_ORDER = ("pe", "dve", "act", "pool", "dma")
 #: what each time in a summary means (written into every summary, so a reader never has to guess)
@@ -53,7 +53,7 @@ class Event:
     engine: str
     start_ns: float
     end_ns: float
-    instr: Instr
+    instruction: Instruction
 
 
 @dataclass(frozen=True)
@@ -67,10 +67,18 @@ class QueueSpan:
     end_ns: float
 
 
-def _flops(ins: Instr) -> int:
+def _flops(ins: Instruction) -> int:
     if ins.kind is NC_MATMUL and "k" in ins.extra:
         return 2 * int(ins.extra["k"]) * int(ins.extra["m"]) * int(ins.extra["n"])
     return 0
+
+
+def pe_peak(hw: Target, trace: list[Instruction]) -> float:
+    """The Tensor Engine peak (TFLOPS, one NeuronCore) the trace's matmuls are measured against: the slowest rate of
+    their input dtypes (``Peak.pe_tflops``, the one home of the dtype-to-rate map; float32 if any is), the bf16 rate
+    for a trace with none."""
+    rates = {hw.params.peak.pe_tflops(str(i.extra.get("in_dtype", ""))) for i in trace if i.kind is NC_MATMUL}
+    return min(rates) if rates else hw.params.peak.pe_tflops("bfloat16")
 
 
 def union_length(spans: list[tuple[float, float]]) -> float:
@@ -81,7 +89,7 @@ def union_length(spans: list[tuple[float, float]]) -> float:
 class Profile:
     """A profiled launch; build with ``Profile.from_launch`` (tools: ``nkisim.api.profile_kernel``)."""
 
-    def __init__(self, trace: list[Instr], target: Target | str, cores: int = 1) -> None:
+    def __init__(self, trace: list[Instruction], target: Target | str, cores: int = 1) -> None:
         self.trace = trace
         self.hw = resolve(target)
         self.target = self.hw.label  # trn3's estimates say "uncalibrated" wherever the target is named
@@ -90,8 +98,8 @@ class Profile:
             sched = schedule(trace, self.hw.params)
         self.estimate: Estimate = estimate(trace, self.hw, cores=cores, sched=sched)
         #: the fixed per-launch cost (µs): the timeline's first lane; instructions start after it
-        self.launch_us = float(self.hw.params["kernel"]["fixed_us"])
-        self.queues = int(self.hw.params["dma"]["queues"])
+        self.launch_us = float(self.hw.params.kernel.fixed_us)
+        self.queues = int(self.hw.params.dma.queues)
         ran = [sched.engine.get(i, ins.engine) for i, ins in enumerate(trace)]  # the engine each ran on
         self.events = [Event(i, ran[i] if ran[i] in ENGINE_NAMES else "dve", sched.start[i], sched.end[i], ins)
                        for i, ins in enumerate(trace)]
@@ -111,14 +119,14 @@ class Profile:
 
     @property
     def core_ids(self) -> list[int]:
-        return sorted({0, *range(self.cores), *(ev.instr.core for ev in self.events)})
+        return sorted({0, *range(self.cores), *(ev.instruction.core for ev in self.events)})
 
     def spans(self, core: int, engine: str) -> list[tuple[float, float]]:
         """Busy intervals (µs from the launch's start) of ``engine`` on ``core``; for "dma", the transfers in
         flight."""
         off = self.launch_us
         return [(off + ev.start_ns / 1000.0, off + ev.end_ns / 1000.0) for ev in self.events
-                if ev.instr.core == core and ev.engine == engine] + \
+                if ev.instruction.core == core and ev.engine == engine] + \
             [(off + s / 1000.0, off + e / 1000.0) for c, eng, s, e in self.spill_events if c == core and eng == engine]
 
     def queue_spans_us(self, core: int, queue: int) -> list[tuple[float, float]]:
@@ -136,15 +144,13 @@ class Profile:
         est = self.estimate
         total = est.total_us
         total_s = total * 1e-6
-        prm = self.hw.params
-        peak = prm.get("peak", {})
+        peak = self.hw.params.peak
         flops = sum(_flops(i) for i in self.trace)
-        fp32 = any(i.kind is NC_MATMUL and i.extra.get("in_dtype") == "float32" for i in self.trace)
-        peak_tflops = float(peak.get("pe_tflops_fp32" if fp32 else "pe_tflops_bf16", 0.0)) * self.cores
+        peak_tflops = pe_peak(self.hw, self.trace) * self.cores
         hbm = sum(i.nbytes for i in self.trace if i.engine == "dma")
         achieved_tflops = flops / total_s / 1e12 if total_s else 0.0
         achieved_gbps = hbm / total_s / 1e9 if total_s else 0.0
-        peak_gbps = float(peak.get("dma_gbps", 0.0)) * self.cores
+        peak_gbps = peak.dma_gbps * self.cores
         active = {e: self.active_us(e) for e in ENGINE_ORDER}
         span = total * len(self.core_ids)
         return {
@@ -206,7 +212,7 @@ class Profile:
         counts: dict[tuple[str, int], int] = {}
         engines: dict[tuple[str, int], set[str]] = {}
         for ev in self.events:
-            ins = ev.instr
+            ins = ev.instruction
             counts[ins.loc] = counts.get(ins.loc, 0) + 1
             engines.setdefault(ins.loc, set()).add(ins.engine if ins.engine == "dma" else ev.engine)
         rows = []

@@ -11,7 +11,7 @@
 * Tiles allocated inside loops map onto K rotating physical buffers (K from ``mod_alloc``'s
   num_free_tiles, else the target's rotation count capped by SBUF capacity), so a tile's
   (i+K)-th allocation waits for the readers of its i-th one: double buffering matters.
-* Scheduling edges of NKI 0.6 (``kernel.with_schedule``, ``depends_on``, ``nl.no_reorder``; ``Instr.order``): an
+* Scheduling edges of NKI 0.6 (``kernel.with_schedule``, ``depends_on``, ``nl.no_reorder``; ``Instruction.order``): an
   instruction waits for the latest instruction of its SPMD instance carrying a label it names, as for a data
   dependency between them (a semaphore wait across engines).
 * SPMD instances on the same core are serialised; instances on other cores (``nl.nc``) get their
@@ -26,10 +26,11 @@ from __future__ import annotations
 from typing import Any
 
 from nkisim.core.buffers import BufferInfo
+from nkisim.core.target import Params
 from nkisim.cost import costs, hoist, lanes, reasons, rename, spill, unroll
 from nkisim.cost import instructions as isa
 from nkisim.cost.deps import Scoreboard
-from nkisim.cost.trace import Instr
+from nkisim.cost.trace import Instruction
 
 COMPUTE = ("pe", "act", "dve", "pool")
 _GAPS = 16  # idle gaps remembered by the DMA reservation table
@@ -112,10 +113,10 @@ class Dge:
 class Core:
     """Engine timelines of one NeuronCore."""
 
-    def __init__(self, prm: dict[str, Any]) -> None:
+    def __init__(self, prm: Params) -> None:
         self.free = {e: 0.0 for e in COMPUTE}
         self.dma = Queue()
-        self.dge = Dge(int(prm["dma"].get("dge_instances", 1)))
+        self.dge = Dge(prm.dma.dge_instances)
         self.port = 0.0  # shared VectorE/GpSimdE SBUF port on NC-v2
         self.psum_port = 0.0  # shared VectorE/ScalarE PSUM access on NC-v2
         #: idle gaps before ``free`` of each engine and of the two ports ("port", "psum_port"), which an affine_range
@@ -126,7 +127,7 @@ class Core:
 class Buffers:
     """Maps on-chip root tensors to physical buffer keys (rotation of in-loop allocations)."""
 
-    def __init__(self, trace: list[Instr], prm: dict[str, Any]) -> None:
+    def __init__(self, trace: list[Instruction], prm: Params) -> None:
         self.prm = prm
         self.info: dict[int, BufferInfo] = {}
         self.phys: dict[int, Any] = {}
@@ -137,8 +138,8 @@ class Buffers:
         sites: dict[Any, int] = {}
         site_roots: dict[Any, list[int]] = {}
         fixed = 0
-        bp = prm["buffers"]
-        bank_bytes = int(bp["psum_bank_bytes"])
+        bp = prm.buffers
+        bank_bytes = int(bp.psum_bank_bytes)
         psum_sites: dict[Any, int] = {}
         psum_fixed = 0
         # an op's result tile that was assigned into another tile (tile[...] = nl.load(...)) never
@@ -203,7 +204,7 @@ class Buffers:
         sites = {s: v * self.per_iteration.get(("sbuf", s), 1) for s, v in sites.items()}
         psum_sites = {s: v * self.per_iteration.get(("psum", s), 1) for s, v in psum_sites.items()}
         # tiles of loops the compiler unrolls get a buffer per unrolled copy (unroll.py)
-        budget = int(prm.get("loops", {}).get("unroll_max_instructions", 0))
+        budget = prm.loops.unroll_max_instructions
         in_loops = {r: loops_of[r] for rs in site_roots.values() for r in rs if r in loops_of}
         copies = unroll.tile_copies(trace, in_loops, budget)
         want = {s: max([copies.get(r, 1) for r in rs]) for s, rs in site_roots.items()}
@@ -215,13 +216,13 @@ class Buffers:
             if s in live:
                 want[s] = -(-len(rs) // live[s])
         for r in self.renamed:  # a renamed tile's values: as many buffers as the target's allocator gives them
-            want[("renamed", r)] = int(bp.get("renamed_rotation", bp["sbuf_rotation"]))
-        self.k = self._rotations(sites, prm["buffers"]["sbuf_partition_bytes"] - fixed,
-                                 prm["buffers"]["sbuf_rotation"], want)
+            want[("renamed", r)] = bp.renamed_rotation
+        self.k = self._rotations(sites, prm.buffers.sbuf_partition_bytes - fixed,
+                                 prm.buffers.sbuf_rotation, want)
         # PSUM has 8 banks per partition (spec §4.3): in-loop accumulators rotate over psum_rotation banks
         # each unless together they would need more banks than are left
-        self.psum_k = self._rotations(psum_sites, int(bp["psum_banks"]) - psum_fixed,
-                                      bp["psum_rotation"], {})
+        self.psum_k = self._rotations(psum_sites, int(bp.psum_banks) - psum_fixed,
+                                      bp.psum_rotation, {})
         #: bytes per partition of one rotation step of each in-loop site (all the tiles it makes in one
         #: iteration), keyed like site_key's values
         self.site_units = {**{("sbuf", k): v for k, v in sites.items()},
@@ -229,7 +230,7 @@ class Buffers:
         #: tensors the compiler spills because the live ones do not fit (spill.py): root -> space
         self.spilled = spill.victims(trace, self, prm)
 
-    def _result_site(self, root: int, ins: Instr, per_line: dict[tuple, int]) -> tuple:
+    def _result_site(self, root: int, ins: Instruction, per_line: dict[tuple, int]) -> tuple:
         """An op's result tile has no nl.ndarray site: the n-th new one on a source line in one loop
         iteration gets site (line, n), so ``nl.add(nl.load(x), nl.load(y))`` written on one line has
         three allocation sites, as it would written as three statements (the compiler allocates each
@@ -326,13 +327,13 @@ def _on_core(region: tuple[Any, tuple], root: int, core: int, space_of: dict[int
     return key, box
 
 
-def _broadcast(core: Core, ins: Instr, ready: float, prm: dict[str, Any], sem: float, psum_port: bool,
+def _broadcast(core: Core, ins: Instruction, ready: float, prm: Params, sem: float, psum_port: bool,
                out: Schedule, evict: bool = True) -> tuple[float, float, str]:
     """A partition broadcast (spec §2.10: a TensorE matmul with a ones vector): the matmuls write PSUM,
     then ScalarE or VectorE (whichever is free first) copies the result into the SBUF tile, unless it stays in
     PSUM for its readers (``evict`` False, costs.psum_broadcasts).  Returns (start, end, the engine that
     writes the tile)."""
-    pe_ns = costs.broadcast_pe_cycles(ins, prm) / prm["clock_ghz"]["pe"]
+    pe_ns = costs.broadcast_pe_cycles(ins, prm) / prm.clock_ghz.pe
     start = max(ready, core.free["pe"])
     core.free["pe"] = pe_end = start + pe_ns
     out.busy["pe"] += pe_ns
@@ -349,7 +350,7 @@ def _broadcast(core: Core, ins: Instr, ready: float, prm: dict[str, Any], sem: f
     return start, end, ev
 
 
-def _move(core: Core, ins: Instr, space: str, per: int, ready: float, outwards: bool, prm: dict[str, Any],
+def _move(core: Core, ins: Instruction, space: str, per: int, ready: float, outwards: bool, prm: Params,
           out: Schedule) -> tuple[float, str]:
     """Move a spilled tensor's part on ``ins``'s partitions out of (``outwards``) or back into its on-chip
     buffer, from ``ready`` on; returns when it is done and on which engine.  SBUF: a DMA to or from HBM;
@@ -362,24 +363,24 @@ def _move(core: Core, ins: Instr, space: str, per: int, ready: float, outwards: 
         out.busy["dma"] += dur * nq
         out.spill_dmas += 1
         out.spill_bytes += t.nbytes
-        done = fin + float(prm["dma"]["fixed_latency_ns"])
+        done = fin + float(prm.dma.fixed_latency_ns)
         out.spill_spans.append((ins.core, "dma", start, done, tuple(core.dma.pieces), nq))
         return done, "dma"
     ev = min(("act", "dve"), key=lambda k: core.free[k])
-    ns = spill.copy_cycles(per, prm) / prm["clock_ghz"][ev]
-    start = max(ready + float(prm["engine"]["sem_ns"]), core.free[ev])
+    ns = spill.copy_cycles(per, prm) / prm.clock_ghz.of(ev)
+    start = max(ready + float(prm.engine.sem_ns), core.free[ev])
     core.free[ev] = start + ns
     out.busy[ev] += ns
     out.spill_spans.append((ins.core, ev, start, start + ns, (), 0))
     return start + ns, ev
 
 
-def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
+def schedule(trace: list[Instruction], prm: Params) -> Schedule:
     """Schedule ``trace`` on the target described by ``prm``; times are ns from kernel start."""
-    eng_p = prm["engine"]
-    sem = float(eng_p["sem_ns"])
-    dma_lat = float(prm["dma"]["fixed_latency_ns"])
-    dep = {e: eng_p["dep_latency_cycles"] / prm["clock_ghz"][e] for e in COMPUTE}
+    eng_p = prm.engine
+    sem = float(eng_p.sem_ns)
+    dma_lat = float(prm.dma.fixed_latency_ns)
+    dep = {e: eng_p.dep_latency_cycles / prm.clock_ghz.of(e) for e in COMPUTE}
 
     def sync(src: str, dst: str, war: bool = False) -> float:
         if src == dst:
@@ -394,20 +395,20 @@ def schedule(trace: list[Instr], prm: dict[str, Any]) -> Schedule:
     cores: dict[int, Core] = {}
     written = {w.root for ins in trace for w in ins.writes}
     space_of = {root: b.space for root, b in bufs.info.items()}
-    shared_port = bool(eng_p["dve_pool_shared_port"])
-    psum_port = bool(eng_p.get("dve_act_shared_psum", False))
+    shared_port = eng_p.dve_pool_shared_port
+    psum_port = eng_p.dve_act_shared_psum
     # skip_middle_end_transformations: "Skip all middle end transformations on the kernel" (nki.compiler docstring,
     # v2.26); a sequential_range loop's "much more conservative loop-level optimizations" are the middle end's, so
     # without it both loop kinds are alike (CS149 2025's handout: "both of these constructs are effectively the same")
     middle_end = not getattr(trace, "skip_middle_end", False)
-    dge_ns = float(prm["dma"].get("dge_ns", 0.0)) if not middle_end and getattr(trace, "dge", True) else 0.0
-    dge_desc_ns = float(prm["dma"].get("dge_descriptor_ns", 0.0))
-    copy_on = costs.copy_engines(getattr(trace, "dialect", "legacy"), int(prm["limits"]["nc_version"]))
+    dge_ns = prm.dma.dge_ns if not middle_end and getattr(trace, "dge", True) else 0.0
+    dge_desc_ns = prm.dma.dge_descriptor_ns
+    copy_on = costs.copy_engines(getattr(trace, "dialect", "legacy"), int(prm.limits.nc_version))
     legacy = getattr(trace, "dialect", "legacy") != "0.6"
     out = Schedule(len(trace))
     for starts in bufs.renamed.values():
         out.notes.add("renamed", trace[starts[0]].loc, count=len(starts))
-    #: (instance, label) -> (finish, engine) of the latest instruction with that label (``Instr.order``)
+    #: (instance, label) -> (finish, engine) of the latest instruction with that label (``Instruction.order``)
     labelled: dict[tuple[int, Any], tuple[float, str]] = {}
     for i, ins in enumerate(trace):
         core = cores.get(ins.core)

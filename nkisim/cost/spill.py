@@ -25,15 +25,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from nkisim.core.target import Params
 from nkisim.cost.instructions import RELOAD, SPILL
-from nkisim.cost.trace import Instr
+from nkisim.cost.trace import Instruction
 
 
-def victims(trace: list[Instr], bufs: Any, prm: dict[str, Any]) -> dict[int, str]:
+def victims(trace: list[Instruction], bufs: Any, prm: Params) -> dict[int, str]:
     """root -> space of every on-chip tensor spilled to make the live tensors fit (see the module)."""
-    bp = prm["buffers"]
-    bank_bytes = int(bp["psum_bank_bytes"])
-    cap = {"sbuf": int(bp["sbuf_partition_bytes"]), "psum": int(bp["psum_banks"])}
+    bp = prm.buffers
+    bank_bytes = int(bp.psum_bank_bytes)
+    cap = {"sbuf": int(bp.sbuf_partition_bytes), "psum": int(bp.psum_banks)}
 
     def units(space: str, per: int, k: int) -> int:
         return (-(-per // bank_bytes) if space == "psum" else per) * k
@@ -88,7 +89,7 @@ def victims(trace: list[Instr], bufs: Any, prm: dict[str, Any]) -> dict[int, str
     return spilled
 
 
-def traffic(ins: Instr, bufs: Any, spilled: dict[int, str]) -> tuple[list, list]:
+def traffic(ins: Instruction, bufs: Any, spilled: dict[int, str]) -> tuple[list, list]:
     """(bring back before ``ins``, move out after it): (root, space, region, bytes per partition) of the
     spilled tensors ``ins`` reads (or accumulates into) and writes."""
     before, after = [], []
@@ -107,14 +108,14 @@ def traffic(ins: Instr, bufs: Any, spilled: dict[int, str]) -> tuple[list, list]
     return before, after
 
 
-def transfer(ins: Instr, per_partition: int, out: bool) -> Instr:
+def transfer(ins: Instruction, per_partition: int, out: bool) -> Instruction:
     """The DMA that moves a spilled SBUF tensor's part on ``ins``'s partitions to HBM (``out``) or back."""
-    return Instr(SPILL if out else RELOAD, "dma", ins.p, max(1, per_partition // 4), ("float32",),
-                 ins.p * per_partition, (), (), ins.loc, run=per_partition)
+    return Instruction(kind=SPILL if out else RELOAD, engine="dma", loc=ins.loc, p=ins.p, n=max(1, per_partition // 4),
+                 dtypes=("float32",), nbytes=ins.p * per_partition, run=per_partition)
 
 
-def copy_cycles(per_partition: int, prm: dict[str, Any]) -> float:
+def copy_cycles(per_partition: int, prm: Params) -> float:
     """Engine cycles of copying a spilled PSUM tile (fp32 elements) to or from SBUF: max(MIN_II, N) plus
     the access overhead (spec §4.3)."""
-    eng = prm["engine"]
-    return max(eng["min_ii_cycles"], per_partition // 4) + eng["instr_overhead_cycles"]
+    eng = prm.engine
+    return max(eng.min_ii_cycles, per_partition // 4) + eng.instruction_overhead_cycles

@@ -62,7 +62,7 @@ def lanes(prof: Any, core: int) -> list[Lane]:
     for eng in COMPUTE:
         lane = Lane(pre + ENGINE_NAMES[eng], eng, eng)
         lane.slices = sorted([(off + ev.start_ns / 1000.0, off + ev.end_ns / 1000.0, ev.index)
-                              for ev in prof.events if ev.instr.core == core and ev.engine == eng] +
+                              for ev in prof.events if ev.instruction.core == core and ev.engine == eng] +
                              [(off + s / 1000.0, off + e / 1000.0, None) for c, spilled_on, s, e in prof.spill_events
                               if c == core and spilled_on == eng], key=_order)
         out.append(lane)

@@ -1,6 +1,6 @@
 """The instruction trace: one record per simulated instruction, consumed by the cost model.
 
-The functional pass appends an ``Instr`` for every NKI API call that would become hardware
+The functional pass appends an ``Instruction`` for every NKI API call that would become hardware
 instructions.  Records hold only plain numbers (never tensor data) so long traces stay small.
 Operands are ``Region`` records (root tensor id, tensor id, box), on-chip roots are described by
 ``BufferInfo`` records (core.buffers).
@@ -9,7 +9,7 @@ Operands are ``Region`` records (root tensor id, tensor id, box), on-chip roots 
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 from nkisim.core import dtypes as dt
 from nkisim.core import physical
@@ -42,7 +42,74 @@ class Trace(list):
     dge = True
 
 
-class Instr:
+class Extra(TypedDict, total=False):
+    """An instruction's facts beyond its operands: what one op knows that the cost model prices (``Instruction.extra``).
+
+    Every key an op writes or the cost model reads is declared here, with who writes and who reads it
+    (``tests/test_trace_extra.py`` scans the source for any other).  A plain dict at run time: the trace is the
+    executor's hot path, and a dict literal costs no more than it did untyped.  One dict is often shared by many
+    instructions (``ops.elementwise``, ``ops.registry``): a key is set only on a dict the op has just made.
+    """
+
+    #: the ALU operator(s): a name (tensor_tensor, tensor_reduce, reductions) or ``(op0, op1)`` (tensor_scalar, scans).
+    #: Written by ops.alu, ops.elementwise, ops.reduce, ops.scan; read by cost.instructions (VectorE's bf16 fast
+    #: path for add/subtract/multiply, the half-rate reduce for add/max, GpSimd's rsqrt rate)
+    alu: Any
+    #: one input repeated along a free axis (a zero-stride read, not contiguous).  Written by ops.alu,
+    #: ops.elementwise, ops.base (a stride-0 view); read by cost.instructions (no bf16 fast path then)
+    broadcast: bool
+    #: the widest innermost free-dim stride (bytes) of a non-contiguous on-chip operand.  Written by ops.base
+    #: (``_note_strided_operands``); read by cost.costs (half bandwidth above ``[engine] stride_free_bytes``)
+    stride_bytes: int
+    #: the reduction an activation/tensor_scalar computes alongside its output (its ALU name, "held" when kept in
+    #: the accumulator).  Written by ops.activation, ops.select; read by cost.costs (the reduce's cycles)
+    reduce: str
+    #: a memset of zeros.  Written by ops.creation; read by cost.instructions (bf16/fp16 zero memsets at half cost)
+    #: and cost.scheduler (nl.zeros on PSUM folds into the accumulation group's first matmul: no engine runs it)
+    zero: bool
+    #: a copy the compiler places on whichever engine is free.  Written by ops.memory, ops.movement; read by
+    #: cost.scheduler (``costs.copy_engine``)
+    any_engine: bool
+    #: a DMA's read-modify-write operator (``dst_rmw_op``, dma_compute's add).  Written by ops.dma; read by
+    #: cost.costs (``[dma] rmw_throughput``)
+    rmw: str
+    #: that read-modify-write lands in SBUF.  Written by ops.dma; read by cost.costs (``[dma] rmw_sbuf_throughput``)
+    rmw_sbuf: bool
+    #: bytes a DMA reads and writes in HBM when both sides (or a read-modify-write) are HBM.  Written by ops.dma;
+    #: read by cost.costs (bound by ``[dma] hbm_gbps``)
+    hbm_bytes: int
+    #: a matmul's contraction (partitions of the stationary/moving operands), or topk's K.  Written by ops.matmul,
+    #: ops.mx, ops.topk; read by cost.instructions (topk's cycles) and cost.report (matmul FLOPs)
+    k: int
+    #: a matmul's stationary free size (output rows).  Written by ops.matmul, ops.mx; read by cost.instructions
+    #: (the moving floor) and cost.report (matmul FLOPs)
+    m: int
+    #: a matmul's moving free size (output columns), or topk's elements per partition.  Written by ops.matmul,
+    #: ops.mx, ops.topk; read by cost.instructions and cost.report
+    n: int
+    #: values an MX matmul packs per element.  Written by ops.mx; read by cost.instructions (nc_matmul_mx's columns)
+    pack: int
+    #: the dtype name of a matmul's moving input.  Written by ops.matmul, ops.mx; read by cost.instructions (fp32 at
+    #: a quarter rate) and cost.report (which peak rate the utilisation is of)
+    in_dtype: str
+    #: the values of the call's scalar arguments.  Written by ops.registry (``_noting_scalars``); read by cost.hoist
+    #: (an instruction is loop-invariant only if these are too)
+    scalars: tuple
+    #: the activation function's name.  Written by ops.activation, ops.elementwise; not read by the cost model (it
+    #: names the function in the trace a reader inspects)
+    func: str
+    #: an instruction the compiler inserts (a PSUM operand copied to SBUF, nl.matmul's transpose of x).  Written by
+    #: ops.matmul;
+    #: not read by the cost model (it tells a reader of the trace the student did not write it)
+    implicit: bool
+    #: a reduction's kind ("mean", "var", or the plain ALU reduce).  Written by ops.reduce; not read by the cost model
+    kind: str
+    #: nc_matmul's ``perf_mode`` (``double_row_gen3``).  Written by ops.matmul; not read by the cost model (the fp8
+    #: double-row rate follows the dtypes)
+    perf_mode: Any
+
+
+class Instruction:
     """One instruction as issued to an engine.
 
     The functional pass records each operand as four entries ``shape, facts, tensor uid, box``
@@ -57,11 +124,14 @@ class Instr:
     __slots__ = ("kind", "op", "engine", "_p", "_n", "_dtypes", "nbytes", "_reads", "_writes", "loc", "acc",
                  "extra", "instance", "loops", "_bufs", "core", "run", "runs", "_recs", "_nr", "order")
 
-    def __init__(self, kind: Any, engine: str, p: int | None, n: int | None, dtypes: tuple, nbytes: int,
-                 reads: tuple, writes: tuple, loc: tuple[str, int], acc: bool = False,
-                 extra: dict | None = None, instance: int = 0, loops: tuple = (), bufs: tuple = (),
+    def __init__(self, *, kind: Any, engine: str, loc: tuple[str, int], p: int | None = None, n: int | None = None,
+                 dtypes: tuple = (), nbytes: int = 0, reads: tuple = (), writes: tuple | None = (), acc: bool = False,
+                 extra: Extra | None = None, instance: int = 0, loops: tuple = (), bufs: tuple = (),
                  core: int = 0, run: int = 0, recs: tuple | None = None, nr: int = 0) -> None:
-        self.kind = kind  # its cost.instructions.Instruction: the engine it defaults to, what it costs
+        """Keyword arguments only (the record has 18 fields).  ``recs``/``nr``: the operand records and how many of
+        them are reads, expanded on first use into ``p``, ``n``, ``dtypes``, ``reads``, ``writes`` (when None) and
+        ``bufs`` (see the class docstring)."""
+        self.kind = kind  # its cost.instructions.InstructionKind: the engine it defaults to, what it costs
         self.op = kind.name
         self.engine = engine
         self._p = p  # partitions touched
@@ -72,7 +142,7 @@ class Instr:
         self._writes = writes
         self.loc = loc  # (filename, lineno) of the student's line
         self.acc = acc  # PSUM accumulation (+=)
-        self.extra = extra or {}
+        self.extra: Extra = extra or {}
         self.instance = instance  # SPMD instance number
         self.loops = loops  # ((loop uid, kind, iteration), ...) of enclosing loops
         self._bufs = bufs  # buffer_info() of each on-chip root tensor touched (for buffer rotation)
@@ -86,6 +156,8 @@ class Instr:
 
     def _expand(self) -> None:
         recs, self._recs = self._recs, None
+        if recs is None:  # (expanded already)
+            return
         p_max = n_max = -1
         names = []
         regs = []
@@ -122,15 +194,16 @@ class Instr:
         self._writes = writes
         self._bufs = self._bufs + (buf,)
 
-    def _field(name: str) -> property:  # noqa: N805  (a helper run while the class body executes)
+    @staticmethod  # (a helper run while the class body executes)
+    def _field(name: str) -> property:
         slot = "_" + name
 
-        def get(self: Instr) -> Any:
+        def get(self: Instruction) -> Any:
             if self._recs is not None:
                 self._expand()
             return getattr(self, slot)
 
-        def put(self: Instr, value: Any) -> None:
+        def put(self: Instruction, value: Any) -> None:
             if self._recs is not None:
                 self._expand()
             setattr(self, slot, value)
@@ -146,7 +219,7 @@ class Instr:
     del _field
 
     def __repr__(self) -> str:
-        return (f"Instr({self.op} on {self.engine}, p={self.p}, n={self.n}, bytes={self.nbytes}, "
+        return (f"Instruction({self.op} on {self.engine}, p={self.p}, n={self.n}, bytes={self.nbytes}, "
                 f"line={self.loc[1]})")
 
     def as_dict(self) -> dict[str, Any]:
@@ -158,11 +231,11 @@ class Instr:
 _new_region = tuple.__new__
 
 
-def set_order(instrs: list[Instr], order: Any) -> None:
+def set_order(instructions: list[Instruction], order: Any) -> None:
     """Give the instructions one call issued that call's scheduling edges (``program.ir.Order``): the eager launch
     when the kernel names or orders an instruction, and the executor for every call of a program that has them,
     so both leave the cost model the same trace."""
-    for ins in instrs:
+    for ins in instructions:
         ins.order = order
 
 

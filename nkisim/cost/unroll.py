@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from nkisim.cost.trace import Instr
+from nkisim.cost.trace import Instruction
 
 
-def loop_shapes(trace: list[Instr]) -> tuple[dict[int, int], dict[int, int]]:
+def loop_shapes(trace: list[Instruction]) -> tuple[dict[int, int], dict[int, int]]:
     """(instructions, trip count) per loop instance, counted over the whole trace.
 
     Iterations of one loop instance are traced in order, so a change of its iteration value marks
@@ -45,7 +45,7 @@ def loop_shapes(trace: list[Instr]) -> tuple[dict[int, int], dict[int, int]]:
     return size, trips
 
 
-def unrolled_loops(trace: list[Instr], max_instructions: int) -> tuple[set[int], dict[int, int]]:
+def unrolled_loops(trace: list[Instruction], max_instructions: int) -> tuple[set[int], dict[int, int]]:
     """Loop instances the compiler unrolls (at most ``max_instructions`` unrolled instructions, and
     the kernel does not skip the middle end), with every loop's trip count."""
     size, trips = loop_shapes(trace)
@@ -54,7 +54,7 @@ def unrolled_loops(trace: list[Instr], max_instructions: int) -> tuple[set[int],
     return {uid for uid, n in size.items() if n <= max_instructions}, trips
 
 
-def root_loops(trace: list[Instr], roots: set[int]) -> dict[int, tuple]:
+def root_loops(trace: list[Instruction], roots: set[int]) -> dict[int, tuple]:
     """The loops each on-chip root in ``roots`` belongs to, outermost first, as ((uid, kind, iteration),
     ...): the common prefix of the loops of every instruction touching it (a tile allocated in loop ``m``
     and filled in an inner loop ``k`` belongs to ``m``, in the iteration of ``m`` it was made in)."""
@@ -78,7 +78,7 @@ def root_loops(trace: list[Instr], roots: set[int]) -> dict[int, tuple]:
     return prefix
 
 
-def tile_copies(trace: list[Instr], loops_of: dict[int, tuple], max_instructions: int) -> dict[int, int]:
+def tile_copies(trace: list[Instruction], loops_of: dict[int, tuple], max_instructions: int) -> dict[int, int]:
     """Unrolled copies of each on-chip root of ``loops_of`` (``root_loops``): the product of the trip
     counts of the unrolled loops around it, innermost outwards up to the first rolled loop."""
     unrolled, trips = unrolled_loops(trace, max_instructions)
@@ -96,7 +96,7 @@ def tile_copies(trace: list[Instr], loops_of: dict[int, tuple], max_instructions
     return out
 
 
-def straight_line(trace: list[Instr], loops_of: dict[int, tuple], max_instructions: int) -> set[int]:
+def straight_line(trace: list[Instruction], loops_of: dict[int, tuple], max_instructions: int) -> set[int]:
     """The on-chip roots of ``loops_of`` every loop around which the compiler unrolls: they lie in straight-line
     code, and so does every other tile of their allocation site that a Python loop around those loops made (a
     Python loop is unrolled when the kernel is traced, so its iterations are copies of one NKI loop, not one
@@ -105,7 +105,7 @@ def straight_line(trace: list[Instr], loops_of: dict[int, tuple], max_instructio
     return {r for r, loops in loops_of.items() if loops and all(uid in unrolled for uid, _kind, _it in loops)}
 
 
-def python_loop_sites(trace: list[Instr], first: dict[int, int],
+def python_loop_sites(trace: list[Instruction], first: dict[int, int],
                       last: dict[int, int]) -> tuple[dict[int, Any], dict[Any, int]]:
     """The on-chip tiles of a kernel's unrolled Python loops: root -> allocation site, and per site the most of its
     tiles live at once.
@@ -141,7 +141,7 @@ def python_loop_sites(trace: list[Instr], first: dict[int, int],
     return unrolled, live
 
 
-def lifetimes(trace: list[Instr]) -> tuple[dict[int, int], dict[int, int]]:
+def lifetimes(trace: list[Instruction]) -> tuple[dict[int, int], dict[int, int]]:
     """Per on-chip root, the trace positions of its first and last access (read or write)."""
     first: dict[int, int] = {}
     last: dict[int, int] = {}
@@ -164,7 +164,7 @@ def most_live(roots: list[int], first: dict[int, int], last: dict[int, int]) -> 
     return most + len(roots) - len(known)
 
 
-def carried(ins: Instr, loop_uids: dict[int, set[int]], written: set[int]) -> list[tuple[tuple[Any, tuple], bool]]:
+def carried(ins: Instruction, loop_uids: dict[int, set[int]], written: set[int]) -> list[tuple[tuple[Any, tuple], bool]]:
     """Whole-tensor accesses of the tensors ``ins`` touches that a ``sequential_range`` loop around it
     carries (allocated outside that loop): the compiler "respect[s] inter-loop dependency" there, so
     they are accessed in program order (every access after the last write, every write after the

@@ -40,9 +40,9 @@ class tile_size:  # noqa: N801 - NKI's name
     psum_fmax = _DEFAULT_TARGET.psum_free_max
     gemm_stationary_fmax = _DEFAULT_TARGET.gemm_stationary_free_max
     gemm_moving_fmax = _DEFAULT_TARGET.gemm_moving_free_max
-    bn_stats_fmax = _DEFAULT_TARGET.limit("bn_stats_free_max")
-    psum_min_align = _DEFAULT_TARGET.limit("psum_min_align")
-    sbuf_min_align = _DEFAULT_TARGET.limit("sbuf_min_align")
+    bn_stats_fmax = _DEFAULT_TARGET.limits.bn_stats_free_max
+    psum_min_align = _DEFAULT_TARGET.limits.psum_min_align
+    sbuf_min_align = _DEFAULT_TARGET.limits.sbuf_min_align
     total_available_sbuf_size = _DEFAULT_TARGET.sbuf_partition_bytes  # per partition, despite the name
 
 

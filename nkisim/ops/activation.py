@@ -86,10 +86,10 @@ def activation(op: Any, data: Any, *, bias: Any = None, scale: Any = 1.0, reduce
     reads = [a] + [as_access(v) for v in (bias, scale) if is_tile(v)]
     if dst is not None:
         out = write_dst(ctx, "activation", dst, a.shape, vals, valid)
-        instr = emit(ctx, ACTIVATION, reads=reads, writes=[out], extra={"func": name})
+        instruction = emit(ctx, ACTIVATION, reads=reads, writes=[out], extra={"func": name})
     else:
         tile = out = new_tile(ctx, a.shape, out_dt, vals, valid)
-        instr = tile.producer = emit(ctx, ACTIVATION, reads=reads, writes=[tile.full()], extra={"func": name})
+        instruction = tile.producer = emit(ctx, ACTIVATION, reads=reads, writes=[tile.full()], extra={"func": name})
     if reduce_res is not None and (reduce_op is not None or int(reduce_cmd) in (2, 3)):
         r = operands("activation", reduce_res=reduce_res)["reduce_res"]
         rop = "add" if reduce_op is None else alu(reduce_op, "activation")
@@ -104,8 +104,8 @@ def activation(op: Any, data: Any, *, bias: Any = None, scale: Any = 1.0, reduce
             res = res.reshape(r.shape)
         r.check_write()
         write(r, res)
-        instr.extra["reduce"] = rop
-        instr.writes = instr.writes + (emit_region(r),)
+        instruction.extra["reduce"] = rop
+        instruction.writes = instruction.writes + (emit_region(r),)
     return None if dst is not None else tile
 
 

@@ -212,7 +212,7 @@ def dma_compute(srcs: Any, reduce_op: Any, *, dst: Any, scales: Any = None, uniq
     api = "dma_compute"
     if not isinstance(srcs, (list, tuple)) or not srcs:
         raise nki_error("err_operand_cannot_be_none", f"'srcs' of '{api}' must be a non-empty list of tensors")
-    limit = ctx.target.limit("dma_compute_max_sources")
+    limit = ctx.target.limits.dma_compute_max_sources
     if len(srcs) > limit:
         raise nki_error("err_size_of_dimension_exceed_arch_limit",
                         f"'{api}' takes at most {limit} source tensors, got {len(srcs)}")

@@ -16,7 +16,7 @@ from nkisim.core.indexing import MaskExpr, check_mask
 from nkisim.core.location import warn
 from nkisim.core.storage import read
 from nkisim.core.tensor import Access, Tensor, as_access, shape_str
-from nkisim.cost.instructions import NC_MATMUL, NC_TRANSPOSE, TENSOR_COPY, Instruction
+from nkisim.cost.instructions import NC_MATMUL, NC_TRANSPOSE, TENSOR_COPY, InstructionKind
 from nkisim.ops.base import dtype_in, emit, mask_array, new_tile, operand, operands, write_dst
 from nkisim.ops.elementwise import values
 from nkisim.ops.registry import op
@@ -132,7 +132,7 @@ def _pe_matmul(api: str, stat: Access, mov: Access, sname: str, mname: str, mask
 
 
 def into_psum(ctx: Any, api: str, dst: Any, shape: tuple[int, ...], vals: Any, valid: Any, reads: list,
-              extra: dict, accumulate: bool | None, kind: Instruction = NC_MATMUL) -> None:
+              extra: dict, accumulate: bool | None, kind: InstructionKind = NC_MATMUL) -> None:
     """A matmul's result written into the PSUM tile ``dst`` (NKI 0.6's ``nc_matmul(dst, ...)``).
 
     ``accumulate=False`` overwrites, ``True`` adds (in fp32), and ``None`` (the default) lets the first matmul
@@ -306,7 +306,7 @@ def nc_transpose(data: Any, *, mask: Any = None, dtype: Any = None, engine: Any 
         if dst is not None:  # NKI 0.6: the default engine follows where dst is (PSUM: the PE array)
             eng = 1 if as_access(dst).space == "psum" else 5
         else:
-            small = current().target.limit("dve_transpose_max")
+            small = current().target.limits.dve_transpose_max
             eng = 5 if len(shape) >= 2 and shape[0] <= small and int(np.prod(shape[1:])) <= small else 1
     return _transpose("nc_transpose", "data", data, dtype, mask, "dve" if eng == 5 else "pe", dst)
 
@@ -322,7 +322,7 @@ def _transpose(api: str, pname: str, x: Any, dtype: Any, mask: Any, engine: str,
             shape = (shape[0], int(np.prod(shape[1:])))
         else:
             _rank2(api, pname, shape)
-    limit = ctx.target.limit("dve_transpose_max") if engine == "dve" else ctx.target.partitions
+    limit = ctx.target.limits.dve_transpose_max if engine == "dve" else ctx.target.partitions
     for d in range(2):
         _limit(api, pname, shape, d, limit)
     out_shape = (shape[1], shape[0])

@@ -84,7 +84,7 @@ def local_gather(src_buffer: Any = None, index: Any = None, num_elem_per_idx: in
     ctx = current()
     accs = operands("local_gather", "sbuf", src_buffer=src_buffer, index=index)
     s, ix = accs["src_buffer"], accs["index"]
-    group = ctx.target.limit("gpsimd_core_partitions")  # SBUF partitions each GpSimd core serves
+    group = ctx.target.limits.gpsimd_core_partitions  # SBUF partitions each GpSimd core serves
     if s.shape[0] != ix.shape[0] or s.shape[0] % group:
         raise nki_error("err_num_partition_mismatch",
                         f"number of partitions (dimension 0 size of a tile) mismatch in parameters "
@@ -130,7 +130,7 @@ def nc_stream_shuffle(src: Any = None, dst: Any = None, shuffle_mask: Any = None
     accs = operands("nc_stream_shuffle", src=src, dst=dst)
     s, d = accs["src"], accs["dst"]
     sel = [int(m.value()) if hasattr(m, "value") else int(m) for m in shuffle_mask]
-    quadrant = ctx.target.limit("quadrant_partitions")  # partitions a shuffle moves data within
+    quadrant = ctx.target.limits.quadrant_partitions  # partitions a shuffle moves data within
     if len(sel) != quadrant or any(not (0 <= m < quadrant or m == 255) for m in sel):
         raise nki_error("err_param_shape_mismatch",
                         f"Parameter shapes (shuffle_mask[{len(sel)}]) of 'nc_stream_shuffle' has mismatched shapes: "

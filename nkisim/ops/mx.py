@@ -119,12 +119,12 @@ def _scale_tile(api: str, pname: str, acc: Access, data: Access, dname: str, row
     packed in one tile)."""
     dtype_in(api, pname, acc, _SCALE_DTYPES)
     tgt = current().target
-    quadrant, per_tensor = tgt.limit("quadrant_partitions"), tgt.limit("quadrant_partitions") // \
-        tgt.limit("mx_group_partitions")
+    quadrant, per_tensor = tgt.limits.quadrant_partitions, tgt.limits.quadrant_partitions // \
+        tgt.limits.mx_group_partitions
     box = region(acc)[2]
     offset = (box[0][0] if box else 0) % quadrant
-    if offset % per_tensor or offset // per_tensor >= tgt.limit("mx_scale_offsets"):
-        allowed = ", ".join(str(i * per_tensor) for i in range(tgt.limit("mx_scale_offsets")))
+    if offset % per_tensor or offset // per_tensor >= tgt.limits.mx_scale_offsets:
+        allowed = ", ".join(str(i * per_tensor) for i in range(tgt.limits.mx_scale_offsets))
         raise nki_error("err_param_shape_mismatch",
                         f"'{pname}' of '{api}' starts at partition {offset} of its quadrant: MX scales are read and "
                         f"written at quadrant offsets {allowed} only")
@@ -144,7 +144,7 @@ def _scale_exponents(acc: Access, rows: np.ndarray) -> np.ndarray:
 
 
 def _group_rows(ctx: Any) -> tuple[int, int]:
-    return ctx.target.limit("quadrant_partitions"), ctx.target.limit("mx_group_partitions")
+    return ctx.target.limits.quadrant_partitions, ctx.target.limits.mx_group_partitions
 
 
 @op("nisa.quantize_mx", emits=(QUANTIZE_MX,), spaces="sbuf")

@@ -19,7 +19,7 @@ from nkisim.core.context import KernelContext
 from nkisim.core.errors import nki_error
 from nkisim.core.storage import write
 from nkisim.core.tensor import Access, Tensor, is_tile, shape_str
-from nkisim.cost.instructions import Instruction
+from nkisim.cost.instructions import InstructionKind
 from nkisim.ops.base import emit, new_tile, operands
 from nkisim.ops.elementwise import values
 from nkisim.ops.optable import ALU, op_name
@@ -63,7 +63,7 @@ def flat(acc: Access | Tensor, ctx: KernelContext, compute: np.dtype = F32) -> n
     return None if v is None else v.reshape(acc.shape[0], -1)
 
 
-def deliver(ctx: KernelContext, kind: Instruction, shape: tuple[int, ...], dtype: Any, vals: Any,
+def deliver(ctx: KernelContext, kind: InstructionKind, shape: tuple[int, ...], dtype: Any, vals: Any,
             dst: Any = None, reads: Sequence[Access | Tensor] = (), valid: np.ndarray | None = None,
             extra_writes: Sequence[Access] = (), extra: dict | None = None, engine: str | None = None) -> Tensor | None:
     """Write ``vals`` (any shape with ``shape``'s element count) into ``dst``, or into a new tile of

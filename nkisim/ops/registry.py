@@ -27,7 +27,7 @@ import numpy as np
 from nkisim.core.context import active
 from nkisim.core.indexing import Affine
 from nkisim.core.recording import CALLS, call_name, recorded
-from nkisim.cost.instructions import Instruction
+from nkisim.cost.instructions import InstructionKind
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -45,7 +45,7 @@ class Op:
 
     call: str  # 'nl.add', 'nisa.tensor_tensor', 'tile.binary'
     impl: Callable[..., Any]  # checks and numerics, unwrapped but for noting its scalar arguments (cost.hoist)
-    emits: tuple[Instruction, ...]
+    emits: tuple[InstructionKind, ...]
     spaces: str
     function: Callable[..., Any]  # what the front end exports: impl wrapped for recording
 
@@ -66,7 +66,7 @@ OPS: dict[str, Op] = {}
 SPACES: dict[str, list[str]] = {}
 
 
-def op(call: str, *, emits: Iterable[Instruction] = (), spaces: str = ON_CHIP,
+def op(call: str, *, emits: Iterable[InstructionKind] = (), spaces: str = ON_CHIP,
        prepare: Callable[[tuple, dict], tuple[tuple, dict]] | None = None) -> Callable[[F], F]:
     """Register the decorated implementation as the NKI call ``call``; returns it wrapped for recording
     (the function the front end exports and other ops may call).
@@ -181,7 +181,7 @@ def _prepared(function: Callable[..., Any], prepare: Callable[[tuple, dict], tup
     return call
 
 
-def declare(call: str, *, emits: Iterable[Instruction] = (), spaces: str = ON_CHIP) -> Op:
+def declare(call: str, *, emits: Iterable[InstructionKind] = (), spaces: str = ON_CHIP) -> Op:
     """An entry for a call core registered itself (``Tensor.reshape`` & co: core cannot import ops)."""
     impl = CALLS[call]
     entry = Op(call, impl, tuple(emits), spaces, impl)
@@ -214,4 +214,4 @@ def check_emits(call: str, trace: list[Any], start: int) -> None:
 
 
 #: (call, kind) misses already warned about
-_MISSES: set[tuple[str, Instruction]] = set()
+_MISSES: set[tuple[str, InstructionKind]] = set()

@@ -90,7 +90,8 @@ def draw(state: np.ndarray, lanes: int, n: int) -> np.ndarray:
 
 
 def _words(ctx: KernelContext, engine: str) -> int:
-    return ctx.target.limit("rng_state_words_vector" if engine == "dve" else "rng_state_words_gpsimd")
+    lim = ctx.target.limits
+    return lim.rng_state_words_vector if engine == "dve" else lim.rng_state_words_gpsimd
 
 
 def state_of(ctx: KernelContext, engine: str) -> np.ndarray:

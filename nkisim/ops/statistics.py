@@ -27,7 +27,7 @@ def bn_stats(data: Any, *, mask: Any = None, dtype: Any = None, dst: Any = None,
     ctx = current()
     a = operands("bn_stats", data=data)["data"]
     n = int(np.prod(a.shape[1:])) if len(a.shape) > 1 else 1
-    limit = ctx.target.limit("bn_stats_free_max")
+    limit = ctx.target.limits.bn_stats_free_max
     if n > limit:
         raise nki_error("err_size_of_dimension_exceed_arch_limit",
                         f"size of dimension 1 in '{shape_str('data', a.shape)}' of 'bn_stats' exceed architecture "

@@ -29,8 +29,8 @@ def _data(inst: str, pname: str, value: Any, mask: Any, ctx: KernelContext,
     """(access, values as (P, N) fp32, the mask as (P, N) booleans or None) of the searched tile."""
     a = operands(inst, **{pname: value})[pname]
     n = int(np.prod(a.shape[1:] or (1,)))
-    lo = ctx.target.limit("max8_min_elems") if min_elems is None else min_elems
-    hi = ctx.target.limit("max8_max_elems")
+    lo = ctx.target.limits.max8_min_elems if min_elems is None else min_elems
+    hi = ctx.target.limits.max8_max_elems
     if not lo <= n <= hi:
         raise nki_error("err_size_of_dimension_exceed_arch_limit",
                         f"number of elements per partition in '{shape_str(pname, a.shape)}' of '{inst}' must be "
@@ -261,7 +261,7 @@ def nonzero_with_count(src: Any, *, dst: Any, index_offset: Any = 0, padding_val
                         f"mismatched shapes: dst needs src's partitions and one more element per partition ({t + 1}) "
                         f"for the count")
     offset, pad = _int32(api, "index_offset", index_offset), _int32(api, "padding_val", padding_val)
-    rows = core_rows(a.shape[0], ctx.target.limit("gpsimd_core_partitions"))
+    rows = core_rows(a.shape[0], ctx.target.limits.gpsimd_core_partitions)
     out_shape = (a.shape[0], t + 1)
     vals = None
     if ctx.numerics:
@@ -310,13 +310,14 @@ def topk(src: Any, n: Any, *, val_dst: Any, idx_dst: Any, name: str = "") -> Non
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
         raise nki_error("err_supported_operand_dtype", f"'n' of '{api}' must be an integer, got {n!r}")
     n = int(n)
-    group = ctx.target.limit("gpsimd_core_partitions")
+    group = ctx.target.limits.gpsimd_core_partitions
     parts, cols = a.shape[0], free_elements(a.shape)
     if parts % group:
         raise nki_error("err_size_of_dimension_exceed_arch_limit",
                         f"size of dimension 0 in '{shape_str('src', a.shape)}' of '{api}' must be a multiple of "
                         f"{group} (one snake per GpSimd core's {group} partitions)")
-    lo, hi, k_max = (ctx.target.limit(k) for k in ("topk_min_elements", "topk_max_elements", "topk_max_k"))
+    lim = ctx.target.limits
+    lo, hi, k_max = lim.topk_min_elements, lim.topk_max_elements, lim.topk_max_k
     if not lo <= n <= hi or cols * group < n:
         raise nki_error("err_size_of_dimension_exceed_arch_limit",
                         f"n={n} of '{api}' must be at least {lo}, at most {hi} and at most the snake's "

@@ -17,7 +17,7 @@ from nkisim.core.context import current
 from nkisim.core.errors import nki_error
 from nkisim.core.storage import read, read_masked
 from nkisim.core.tensor import Access, Tensor, as_access, shape_str
-from nkisim.cost.instructions import DMA_TRANSPOSE, LOAD_TRANSPOSE2D, Instruction
+from nkisim.cost.instructions import DMA_TRANSPOSE, LOAD_TRANSPOSE2D, InstructionKind
 from nkisim.ops.base import check_partitions, emit, mask_array, new_tile, operand, write_dst
 from nkisim.ops.registry import op, spaces_of
 
@@ -35,7 +35,7 @@ def _source(inst: str, src: Any) -> Access:
     return acc
 
 
-def _transpose(kind: Instruction, acc: Access, axes: tuple[int, ...], mask: Any, dtype: Any,
+def _transpose(kind: InstructionKind, acc: Access, axes: tuple[int, ...], mask: Any, dtype: Any,
                dst: Any = None) -> Tensor | None:
     ctx = current()
     inst = kind.name
@@ -87,8 +87,8 @@ def dma_transpose(src: Any = None, *, axes: Any = None, mask: Any = None, dtype:
             raise nki_error("err_min_arch_support_for_inst",
                             f"inst dma_transpose with dge_mode=hwdge requires min target gen3 (trn2), got {ctx.target}")
         tgt = ctx.target
-        rows, multiple = tgt.limit("hwdge_transpose_rows"), tgt.limit("hwdge_transpose_row_multiple")
-        itemsize = tgt.limit("hwdge_transpose_itemsize")
+        rows, multiple = tgt.limits.hwdge_transpose_rows, tgt.limits.hwdge_transpose_row_multiple
+        itemsize = tgt.limits.hwdge_transpose_itemsize
         if dst is not None:
             counts = tuple(1 << i for i in range(rows.bit_length()) if 1 << i <= rows)  # 1, 2, 4, 8, 16
             if acc.shape[0] not in counts or acc.shape[-1] > tgt.partitions or acc.itemsize != itemsize or (

@@ -41,7 +41,7 @@ class Encoder:
         #: (``i % 2``, a predicate computed by Python): a body that encodes one cannot be traced once
         self.frozen: set[Any] = set()
         #: program id -> tensor, for every tensor with an id below ``seen_below`` encoded while ``seen`` is a dict:
-        #: the tensors made before the loops being traced that their bodies read (``runtime.record``; the tiles a
+        #: the tensors made before the loops being traced that their bodies read (``runtime.recording``; the tiles a
         #: body makes are not kept, so a loop run iteration by iteration holds no more tiles than the kernel does)
         self.seen: dict[int, Tensor] | None = None
         self.seen_below = 0

@@ -33,7 +33,7 @@ from nkisim.cost.trace import Trace
 from nkisim.program.ir import Program
 from nkisim.runtime import arguments, heap, lnc
 from nkisim.runtime import grid as gridmod
-from nkisim.runtime.record import ProgramRecorder
+from nkisim.runtime.recording import ProgramRecorder
 
 MODES = ("auto", "simulation", "baremetal", "benchmark", "profile", "jax", "torchxla")
 
@@ -167,7 +167,7 @@ def _run_cores(kernel: Kernel, bound: Any, ctx: KernelContext, instances: list, 
 def run(kernel: Kernel, grid: Any, args: tuple, kwargs: dict, *, numerics: bool | None = None,
         target: Target | str | None = None, record: bool = True) -> LaunchResult:
     """The launch itself (errors not yet trimmed).  ``record``: compile the launch into a ``Program``
-    (``runtime.record``), returned as ``LaunchResult.program``, tracing each loop body once as the compiler
+    (``runtime.recording``), returned as ``LaunchResult.program``, tracing each loop body once as the compiler
     does; False runs the kernel's Python for every iteration (the unrolled reference ``tests/program_check.py``
     holds recorded launches to)."""
     tgt = default_target(target or kernel.options.get("platform_target"))

@@ -34,13 +34,13 @@ class Issued:
         self.order: Order | None = None
 
     @property
-    def instrs(self) -> list[Any]:
+    def instructions(self) -> list[Any]:
         return self.trace[self.lo:self.hi]
 
     def set(self, order: Order) -> None:
         """Give the call ``order``: its instructions now, and its ``Call`` in the program being recorded."""
         self.order = order
-        set_order(self.instrs, order)
+        set_order(self.instructions, order)
         body, call = self.body, self.call
         if body is None or call is None:
             return

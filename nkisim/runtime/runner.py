@@ -1,7 +1,7 @@
 """The executor's loop: program events run against live tensors and loops.
 
 One loop serves both halves of compile-then-execute: ``runtime.execute`` runs a whole program with it, and a
-recording launch (``runtime.record``) runs the other iterations of a loop body it traced once.  Each call is
+recording launch (``runtime.recording``) runs the other iterations of a loop body it traced once.  Each call is
 dispatched through the one registry of NKI calls (``core.recording.CALLS``) to the implementation the eager
 path runs, so every check of an op runs again on the runner's own tensors.
 """
@@ -29,7 +29,7 @@ from nkisim.program.plan import CallPlan, Compiler
 
 class Runner:
     """Runs program events against live tensors and loops: the executor's loop, shared by ``execute`` and by a
-    recording launch that traced a loop body once and runs its other iterations from it (``runtime.record``).
+    recording launch that traced a loop body once and runs its other iterations from it (``runtime.recording``).
 
     ``drops``: event index -> tensor ids to let go after it (``Program.last_uses``); ``ends``: where each body
     traced once ends (``program.ir.once_bodies``)."""

@@ -22,6 +22,7 @@ bound = launch + 2 DMA latencies + max(DMA, PE, engines). ``bench/course_speed.p
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,13 +85,13 @@ def bound(q: Question, target: str, case: Case | None = None) -> Bound:
     w = work_of(q, case)
     p = api.target(target).params
     cores = launch_cores(q)
-    clocks = p["clock_ghz"]
+    clocks = dataclasses.asdict(p.clock_ghz)  # engine -> GHz
     pe_tflops = api.pe_peak_tflops(target, w.pe_dtype or "bfloat16") * cores  # the model's dtype-to-rate map
-    dma_gbps = float(p["peak"]["dma_gbps"]) * cores
+    dma_gbps = float(p.peak.dma_gbps) * cores
     per_partition = w.elements / (api.target(target).partitions * cores)
     passes = {"one": w.one_input_passes, "two": w.two_input_passes, "broadcast": w.broadcast_passes,
               "minmax": w.minmax_passes}
-    return Bound(q.qid, target, float(p["kernel"]["fixed_us"]), 2 * float(p["dma"]["fixed_latency_ns"]) / 1e3,
+    return Bound(q.qid, target, float(p.kernel.fixed_us), 2 * float(p.dma.fixed_latency_ns) / 1e3,
                  w.hbm_bytes / (dma_gbps * 1e3),
                  w.pe_flops / (pe_tflops * 1e6) if w.pe_flops else 0.0,
                  engines_us(passes, per_partition, pass_cycles(target, w.half), clocks), w.hbm_bytes, w.pe_flops,

@@ -49,18 +49,18 @@ FACTS: dict[str, Callable[[str], str]] = {
     "psum_bank_kib": lambda t: _num(_target(t).psum_bank_bytes // 1024),
     "gemm_moving_fmax": lambda t: str(_target(t).gemm_moving_free_max),
     "gemm_stationary_fmax": lambda t: str(_target(t).gemm_stationary_free_max),
-    "pe_tflops_bf16": lambda t: _num(_target(t).params["peak"]["pe_tflops_bf16"]),
-    "pe_tflops_fp32": lambda t: _num(_target(t).params["peak"]["pe_tflops_fp32"]),
-    "pe_tflops_fp8": lambda t: _num(_target(t).params["peak"]["pe_tflops_fp8"]),
-    "dma_gbps": lambda t: _num(_target(t).params["peak"]["dma_gbps"]),
-    "dma_queues": lambda t: str(_target(t).params["dma"]["queues"]),
-    "dma_bytes_per_ns": lambda t: _num(_target(t).params["dma"]["bytes_per_ns"]),
-    "launch_us": lambda t: _num(_target(t).params["kernel"]["fixed_us"]),
+    "pe_tflops_bf16": lambda t: _num(_target(t).params.peak.pe_tflops_bf16),
+    "pe_tflops_fp32": lambda t: _num(_target(t).params.peak.pe_tflops_fp32),
+    "pe_tflops_fp8": lambda t: _num(_target(t).params.peak.pe_tflops_fp8),
+    "dma_gbps": lambda t: _num(_target(t).params.peak.dma_gbps),
+    "dma_queues": lambda t: str(_target(t).params.dma.queues),
+    "dma_bytes_per_ns": lambda t: _num(_target(t).params.dma.bytes_per_ns),
+    "launch_us": lambda t: _num(_target(t).params.kernel.fixed_us),
     # the cost model's price of one matmul: max(floor, moving columns) x fp32 factor + overhead PE cycles
-    "pe_clock_ghz": lambda t: _num(_target(t).params["clock_ghz"]["pe"]),
-    "pe_moving_floor_cycles": lambda t: str(_target(t).params["pe"]["moving_floor_cycles"]),
-    "pe_matmul_overhead_cycles": lambda t: str(_target(t).params["pe"]["matmul_overhead_cycles"]),
-    "pe_fp32_factor": lambda t: str(_target(t).params["pe"]["fp32_factor"]),
+    "pe_clock_ghz": lambda t: _num(_target(t).params.clock_ghz.pe),
+    "pe_moving_floor_cycles": lambda t: str(_target(t).params.pe.moving_floor_cycles),
+    "pe_matmul_overhead_cycles": lambda t: str(_target(t).params.pe.matmul_overhead_cycles),
+    "pe_fp32_factor": lambda t: _num(_target(t).params.pe.fp32_factor),
     "compute_engines": lambda t: _WORDS[_engines(t)],
 }
 
@@ -129,7 +129,6 @@ class Peak:
 def peak(target: str) -> Peak:
     """``target``'s peak TensorE rates, DMA bandwidth and fixed launch cost (cost-model parameters)."""
     p = _target(target).params
-    pe = {"bfloat16": float(p["peak"]["pe_tflops_bf16"]), "float32": float(p["peak"]["pe_tflops_fp32"])}
-    if "pe_tflops_fp8" in p["peak"]:
-        pe["fp8"] = float(p["peak"]["pe_tflops_fp8"])
-    return Peak(target, pe, float(p["peak"]["dma_gbps"]), float(p["kernel"]["fixed_us"]))
+    pe = {"bfloat16": float(p.peak.pe_tflops_bf16), "float32": float(p.peak.pe_tflops_fp32),
+          "fp8": float(p.peak.pe_tflops_fp8)}
+    return Peak(target, pe, float(p.peak.dma_gbps), float(p.kernel.fixed_us))

@@ -135,12 +135,12 @@ def _rect(x: float, y: float, w: float, h: float, color: str, **kw: Any) -> Any:
 def memory_hierarchy(target: str = COURSE_TARGET) -> Any:
     """HBM, SBUF, the engines and PSUM, top to bottom, with the data paths between them (lessons 1, 6)."""
     t = api.target(target)
-    dma, peak = t.params["dma"], t.params["peak"]
+    dma, peak = t.params.dma, t.params.peak
     fig, ax = _canvas(6.0, f"Where a kernel's data lives\n({target}; sizes from nkisim's {target} target file)")
     _box(ax, 0.05, 5.05, 3.9, 0.9, COLORS["hbm"], "HBM (device memory, off chip)\nkernel inputs and outputs "
          "live here;\nno engine can read it")
     _arrow(ax, (0.9, 4.97), (0.9, 4.28), both=True, color=COLORS["dma"])
-    ax.text(1.05, 4.62, f"DMA: nl.load / nl.store\n{dma['queues']} queues, {peak['dma_gbps']:g} GB/s",
+    ax.text(1.05, 4.62, f"DMA: nl.load / nl.store\n{dma.queues} queues, {peak.dma_gbps:g} GB/s",
             va="center", fontsize=LABEL_PT, color="#b35806")
     sbuf_total = t.partitions * t.sbuf_partition_bytes
     _box(ax, 0.05, 2.6, 3.9, 1.6, COLORS["sbuf"])
@@ -231,7 +231,7 @@ def dma_queues(tile_rows: Sequence[int] = (1, 128), target: str = COURSE_TARGET)
     """Which of the 16 DMA queues move a tile of each height, a column per height (one queue per 8 partitions;
     lessons 2, 5)."""
     t = api.target(target)
-    nq, per = int(t.params["dma"]["queues"]), int(t.params["dma"]["partitions_per_queue"])
+    nq, per = int(t.params.dma.queues), int(t.params.dma.partitions_per_queue)
     row, head = 0.22, 0.62
     fig, ax = _canvas(nq * row + head, f"DMA queues of one NeuronCore ({target}):\neach serves {per} partitions")
     left = 1.95  # the queues' names, then a column per tile height
@@ -348,8 +348,8 @@ def kernel_point(label: str, kernel: Any, *args: Any, target: str = COURSE_TARGE
 def roofline(points: Sequence[KernelPoint], target: str = COURSE_TARGET, dtype: str = "bfloat16") -> Any:
     """The roofline of one NeuronCore: what the DMA bandwidth allows at each arithmetic intensity, capped by the
     Tensor Engine's peak; each kernel a point at its intensity and achieved rate (lessons 6, 7)."""
-    peak = api.target(target).params["peak"]
-    gbps = float(peak["dma_gbps"])
+    peak = api.target(target).params.peak
+    gbps = float(peak.dma_gbps)
     tflops = api.pe_peak_tflops(target, dtype)
     ridge = tflops * 1e3 / gbps  # FLOP/byte where the two roofs meet
     xs = [p.intensity for p in points if p.intensity > 0]

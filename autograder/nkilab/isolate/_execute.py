@@ -75,7 +75,7 @@ def timing_facts(launch: Any) -> dict:
     lines = [[loc[1], us] for loc, us in est.top_lines(5) if isinstance(loc, tuple) and type(loc[1]) is int]
     return {"latency_us": float(est.total_us), "target": launch.target, "simulator": True,
             "facts": {"busy_us": {k: float(v) for k, v in est.engine_busy_us.items()},
-                      "dma_queues": int(api.target(launch.target).params["dma"]["queues"]),
+                      "dma_queues": int(api.target(launch.target).params.dma.queues),
                       "cores": max(len(est.core_us), 1),
                       "dma_count": int(est.dma_count), "dma_bytes": int(est.dma_bytes),
                       "instructions": int(est.instructions), "lines": lines,

@@ -120,15 +120,15 @@ class _TileSize:
 
     @property
     def bn_stats_fmax(self) -> int:
-        return _target().limit("bn_stats_free_max")
+        return _target().limits.bn_stats_free_max
 
     @property
     def psum_min_align(self) -> int:
-        return _target().limit("psum_min_align")
+        return _target().limits.psum_min_align
 
     @property
     def sbuf_min_align(self) -> int:
-        return _target().limit("sbuf_min_align")
+        return _target().limits.sbuf_min_align
 
     @property
     def pmax(self) -> int:

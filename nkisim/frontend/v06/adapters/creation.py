@@ -62,7 +62,7 @@ def _placed(buffer: Buffer, shape: tuple[int, ...], address: Any) -> Buffer:
     part, free = address
     n = shape[0]
     tgt = _current("ndarray").target
-    quadrant = tgt.limit("quadrant_partitions")
+    quadrant = tgt.limits.quadrant_partitions
     starts = (0,) if n > 2 * quadrant else tuple(range(0, tgt.partitions, quadrant * (2 if n > quadrant else 1)))
     if part not in starts:
         # rule: ndarray.address
