@@ -208,7 +208,8 @@ def supply(work: str) -> list[str]:
     """Copy the stand-ins for unpublished modules of the test tree into ``work``; a note for each."""
     notes = []
     overlay = os.path.join(SUPPORT, "overlay")
-    for folder, _, files in os.walk(overlay):
+    for folder, dirs, files in os.walk(overlay):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]  # bytecode a local run left there is no stand-in
         for name in files:
             if name == "__init__.py" and folder != overlay:
                 continue

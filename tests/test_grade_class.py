@@ -773,10 +773,11 @@ def test_notebook_time_limit_stops_a_slow_cell_and_grading_goes_on(tmp_path):
     pinned in requirements.txt): the cell running when time is up is interrupted, later cells still run."""
     from nkilab.autograde.nbgrader_plugins import TimeLimitedExecute
 
-    # (the limit leaves room for a kernel that starts slowly on a busy machine: only the second cell can reach it)
+    # (the limit leaves room for a kernel that starts slowly on a busy machine: only the second cell can reach it;
+    # the test waits it out, with one core idle unless other work fills it, so it is no longer than that needs)
     cells = ["import time; print('one')", "time.sleep(600); print('two')", "print('three')"]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    ex = TimeLimitedExecute(timeout=900, notebook_timeout=20, interrupt_on_timeout=True)
+    ex = TimeLimitedExecute(timeout=900, notebook_timeout=12, interrupt_on_timeout=True)
     nb, _ = ex.preprocess(nb, {"metadata": {"path": str(tmp_path)}})
     texts = ["".join(o.get("text", "") for o in c.outputs) for c in nb.cells]
     assert texts[0] == "one\n" and texts[2] == "three\n"

@@ -115,3 +115,43 @@ def test_a_barrier_of_core_zero_alone_runs_with_the_docs_quoted():
         launch = api.launch(one_shard, [x], target="trn2")
     np.testing.assert_array_equal(launch.outputs, x)
     assert [kind for _c, kind, *_ in _events(launch)].count("core_barrier") == 2
+
+
+@nki.jit
+def counted_blocks(x):
+    """nki-library's moe_cte block loop: each core adds one to an SBUF block counter, then both meet at a barrier
+    through that counter (bwmm_shard_on_I.py:577 ``nisa.core_barrier(block_idx, (0, 1))``)."""
+    pid = nl.program_id(0)
+    out = nl.ndarray((2, COLS), dtype=nl.float32, buffer=nl.shared_hbm)
+    count = nl.ndarray((1, COLS), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=count, src=x[pid:pid + 1, :])
+    nisa.tensor_scalar(dst=count, data=count, op0=nl.add, operand0=1.0)
+    nisa.core_barrier(count, (0, 1))
+    nisa.dma_copy(dst=out[pid:pid + 1, :], src=count)
+    return out
+
+
+def test_a_barrier_through_an_sbuf_tile_runs_after_its_last_write_with_the_docs_quoted():
+    """AWS's docs ask for shared HBM (isa:2624), nki-library 2.29_release and main pass an SBUF counter: it runs, with a
+    warning quoting the doc; the wait on each core comes after that core's write of the counter."""
+    x = np.random.default_rng(7).standard_normal((2, COLS)).astype(np.float32)
+    with pytest.warns(DocumentedRuleWarning, match="This must be data in shared HBM that multiple cores are accessing"):
+        launch = api.launch(counted_blocks, [x], grid=2, target="trn2")
+    np.testing.assert_array_equal(launch.outputs, x + np.float32(1))
+    ev = _events(launch)
+    for core in (0, 1):
+        added = max(end for c, kind, _e, _s, end in ev if c == core and kind == "tensor_scalar")
+        (wait,) = [start for c, kind, _e, start, _end in ev if c == core and kind == "core_barrier"]
+        assert wait >= added
+
+
+def test_a_barrier_through_private_hbm_stays_refused():
+    @nki.jit
+    def private(x):
+        scratch = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.private_hbm)
+        nisa.dma_copy(dst=scratch, src=x)
+        nisa.core_barrier(scratch, (0, 1))
+        return x
+
+    with pytest.raises(TypeError, match="address space 'shared_hbm'"):
+        private[2](np.ones((ROWS, COLS), np.float32))

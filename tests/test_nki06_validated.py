@@ -3,11 +3,12 @@
 nki-library's release branches are validated on AWS's compiler, so a spelling they use is one the compiler accepts.
 Each test here is one such spelling, written the way nki-library writes it, checked against NumPy: the reshape of
 an output returned from the kernel, ordered NeuronCore generations, per-partition offsets in a ``[P, 1, 1]`` tile,
-``nl.range``, and an empty slice.
+``nl.range``, an empty slice, and an optional tensor tested by its truth value.
 """
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -342,3 +343,122 @@ def test_a_trace_mode_sub_kernel_runs_inline_with_the_guide_quoted_and_a_plain_o
         np.testing.assert_array_equal(outer(doubled)(x), 2 * x)
     with pytest.raises(RuntimeError, match="decorated with @nki.jit and called from inside another kernel"):
         outer(plain)(x)
+
+
+@nki.jit
+def _bias_if_given(x, bias=None):
+    """nki-library's ``if params.expert_params and params.expert_params.expert_index:``: an optional tensor tested
+    for its presence by its truth value while tracing (a tensor is a reference, so it is true)."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    if bias:
+        b = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=b, src=bias)
+        nisa.tensor_tensor(dst=t, data1=t, data2=b, op=nl.add)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def test_an_optional_tensor_is_tested_by_its_truth_value():
+    x = RNG.standard_normal((128, 32)).astype(np.float32)
+    zero = np.zeros_like(x)  # a tensor of zeros is still a tensor that is there: true, like any reference
+    np.testing.assert_array_equal(_bias_if_given(x, zero), x)
+    bias = RNG.standard_normal((128, 32)).astype(np.float32)
+    np.testing.assert_allclose(_bias_if_given(x, bias), x + bias, rtol=1e-6)
+    np.testing.assert_array_equal(_bias_if_given(x), x)
+
+
+def _pe_transpose_kernel(psum_dtype, is_transpose):
+    @nki.jit
+    def transpose(x):
+        """nki-library's moe_cte block transpose: ``nc_matmul(is_transpose=True)`` of a bfloat16 tile against the
+        identity into a PSUM tile of the input's dtype (bwmm_shard_on_I.py:776 on NeuronCore-v3)."""
+        k, m = x.shape
+        out = nl.ndarray((m, k), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray((k, m), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        ident = nl.shared_identity_matrix(k, dtype=x.dtype)
+        p = nl.ndarray((m, k), dtype=psum_dtype, buffer=nl.psum)
+        nisa.nc_matmul(dst=p, stationary=t, moving=ident, is_transpose=is_transpose)
+        r = nl.ndarray((m, k), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=r, src=p)
+        nisa.dma_copy(dst=out, src=r)
+        return out
+
+    return transpose
+
+
+@pytest.mark.parametrize("target", ["trn2", "trn3"])
+def test_a_transpose_mode_matmul_writes_its_inputs_dtype_to_psum(monkeypatch: pytest.MonkeyPatch, target: str):
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", target)
+    x = RNG.standard_normal((128, 96)).astype(ml_dtypes.bfloat16)
+    got = _pe_transpose_kernel(nl.bfloat16, True)(x)
+    np.testing.assert_array_equal(np.asarray(got).astype(np.float32), x.T.astype(np.float32))
+
+
+def test_a_bfloat16_psum_dst_stays_refused_where_aws_documents_float32(monkeypatch: pytest.MonkeyPatch):
+    x = RNG.standard_normal((128, 96)).astype(ml_dtypes.bfloat16)
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2")  # a plain matmul: float32 dst up to NeuronCore-v3
+    with pytest.raises(Exception, match="'dst' of 'nc_matmul' has dtype bfloat16, expected one of the following "
+                                        "dtypes: float32\\."):
+        _pe_transpose_kernel(nl.bfloat16, False)(x)
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn1")  # NeuronCore-v2 has no native transpose mode
+    with pytest.raises(Exception, match="'dst' of 'nc_matmul' has dtype bfloat16"):
+        _pe_transpose_kernel(nl.bfloat16, True)(x)
+
+
+@pytest.mark.parametrize(("target", "exact"), [("trn1", False), ("trn2", True)])
+def test_transpose_mode_moves_nan_and_inf_in_place_from_neuroncore_v3(monkeypatch: pytest.MonkeyPatch, target: str,
+                                                                      exact: bool):
+    """isa nc_matmul: "Starting NeuronCore-v3, turning on transpose mode ... enables bit-accurate data transpose, which
+    can transpose tensors with NaN/Inf values properly"; NeuronCore-v2 multiplies by the identity, so a NaN spreads."""
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", target)
+    x = RNG.standard_normal((128, 96)).astype(np.float32)
+    x[5, 7], x[9, 3] = np.nan, np.inf
+    got = np.asarray(_pe_transpose_kernel(nl.float32, True)(x))
+    if exact:
+        np.testing.assert_array_equal(got, x.T)  # (NaN compares equal to NaN here)
+    else:
+        assert np.isnan(got[7]).all()  # 0 * NaN in every column of the NaN's row
+
+
+BLOCKS, BLOCK = 6, 256
+
+
+@nki.jit
+def _blocks_by_index(tp, rows):
+    """nki-library's moe_cte dynamic block loop (bwmm_shard_on_I.py:1240): ``token_position_to_id.reshape((N, B))``
+    indexed by a block counter in SBUF (``scalar_offset``, ``indirect_dim=0``), one 128-token column at a time; and
+    a gather of rows of a reshaped table by per-partition indices (``vector_offset``)."""
+    out = nl.ndarray((BLOCKS, BLOCK), dtype=nl.int32, buffer=nl.shared_hbm)
+    gathered = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+    by_block = tp.reshape((BLOCKS, BLOCK))
+    block_idx = nl.ndarray((1, 1), buffer=nl.sbuf, dtype=nl.int32)
+    nisa.memset(block_idx, value=2)
+    for _ in nl.dynamic_range(2, nisa.register_alloc(5)):
+        cols = nl.ndarray((128, 2), dtype=nl.int32, buffer=nl.sbuf)
+        for b in range(2):
+            nisa.dma_copy(dst=cols[0:128, b], src=by_block.ap(pattern=[[1, 128], [1, 1]], offset=128 * b,
+                                                                scalar_offset=block_idx, indirect_dim=0))
+        nisa.dma_copy(dst=out.ap([[1, 128], [128, 2]], scalar_offset=block_idx, indirect_dim=0), src=cols)
+        nisa.tensor_scalar(dst=block_idx, data=block_idx, op0=nl.add, operand0=1)
+    idx = nl.ndarray((128, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=rows)
+    table = tp.reshape((BLOCKS * BLOCK // 8, 8))
+    g = nl.ndarray((128, 8), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=g, src=table.ap([[8, 128], [1, 8]], vector_offset=idx, indirect_dim=0))
+    gf = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=gf, src=g)
+    nisa.dma_copy(dst=gathered, src=gf)
+    return out, gathered
+
+
+def test_an_indirect_offset_steps_by_the_stride_of_the_reshaped_views_dimension():
+    """language ap: "indirect_dim: dimension in self.shape whose stride scales the indirect scalar/vector offset":
+    the reshape's row of BLOCK elements, not the flat storage's stride of one."""
+    tp = (np.arange(BLOCKS * BLOCK, dtype=np.int32) * 7) % 1000
+    rows = RNG.integers(0, BLOCKS * BLOCK // 8, size=(128, 1)).astype(np.int32)
+    out, gathered = _blocks_by_index(tp, rows)
+    np.testing.assert_array_equal(np.asarray(out)[2:5], tp.reshape(BLOCKS, BLOCK)[2:5])
+    np.testing.assert_array_equal(gathered, tp.reshape(-1, 8)[rows[:, 0]].astype(np.float32))

@@ -102,6 +102,22 @@ def test_the_harness_removes_a_docstring_tail_repeated_after_it_closed() -> None
     assert nkilib_suite.repeated_docstring("x = (\n") is None
 
 
+def test_the_harness_supplies_stand_in_sources_and_never_bytecode(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    overlay = tmp_path / "support" / "overlay" / "test" / "utils"
+    (overlay / "__pycache__").mkdir(parents=True)
+    (overlay / "stand_in.py").write_text("X = 1\n")
+    (overlay / "__pycache__" / "stand_in.cpython-311.pyc").write_bytes(b"\0")
+    monkeypatch.setattr(nkilib_suite, "SUPPORT", str(tmp_path / "support"))
+    work = tmp_path / "work"
+    notes = nkilib_suite.supply(str(work))
+    assert (work / "test" / "utils" / "stand_in.py").read_text() == "X = 1\n"
+    assert not (work / "test" / "utils" / "__pycache__").exists()
+    assert [n for n in notes if "stand_in" in n] == ["supplied test/utils/stand_in.py (unpublished by AWS; "
+                                                     "bench/nkilib_support)"]
+    assert not [n for n in notes if "__pycache__" in n]
+
+
 @pytest.mark.slow
 def test_nkilib_cumsum_passes_through_its_own_simulation_mode(tmp_path: Path) -> None:
     if not os.path.isdir(MIRROR):

@@ -59,19 +59,21 @@ def sendrecv(src0: Any, dst0: Any, src1: Any, dst1: Any, name: str = "") -> None
 _BARRIER_ENGINES = {0: "pool", 1: "pe", 2: "act", 3: "pool", 5: "dve"}
 
 
-@op("nisa.core_barrier", emits=(DMA_COPY, CORE_BARRIER), spaces="hbm")
+@op("nisa.core_barrier", emits=(DMA_COPY, CORE_BARRIER), spaces="hbm|sbuf")
 def core_barrier(data: Any, core: int = 0, other: Any = None, engine: int = 3, name: str = "") -> None:
     """An LNC2 barrier through the shared tensor: core ``core``'s semaphore write to ``data`` and, given ``other``
     (the tensor the other core named), the other core's write to it (values unchanged), then each core's wait on
     ``engine`` (``nisa.engine`` number, GpSimd by default) until every write has landed.  AWS's docs: "The barrier
     will block execution on this engine, other engines will not be blocked" (isa core_barrier): the wait holds that
-    engine of each core until the later core arrives (``cost.scheduler``), the other engines run on."""
+    engine of each core until the later core arrives (``cost.scheduler``), the other engines run on.  ``data`` in
+    HBM must be ``shared_hbm`` (isa core_barrier); an SBUF tile (each core's own, which the 0.6 front end warns
+    about) is the semaphore write's address, ordered after the tile's last writer."""
     ctx = current()
     sides = [(int(core), data)] + ([(1 - int(core), other)] if other is not None else [])
     accs = []
     for c, t in sides:
         d = as_access(operand("core_barrier", "data", t, spaces_of("core_barrier"), ctx))
-        if d.tensor.root.buffer.space != "shared_hbm":
+        if d.tensor.root.buffer.family == "hbm" and d.tensor.root.buffer.space != "shared_hbm":
             raise nki_error("err_unsupported_memory",
                             f"Expected operand 'data' of 'core_barrier' to be in address space 'shared_hbm', but got a "
                             f"tensor in '{d.tensor.root.buffer.space}' instead.")

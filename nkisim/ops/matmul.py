@@ -86,7 +86,7 @@ def _masked_values(acc: Access, kept: np.ndarray | None, ctx: Any, f: np.dtype) 
 
 
 def _pe_matmul(api: str, stat: Access, mov: Access, sname: str, mname: str, mask: Any, dst: Any = None,
-               accumulate: bool | None = None) -> Tensor | None:
+               accumulate: bool | None = None, is_transpose: bool = False) -> Tensor | None:
     """stationary[K, M].T @ moving[K, N...] -> PSUM fp32 [M, N...] (the TensorE contract): a new PSUM tile, or into
     ``dst`` (``into_psum``).
 
@@ -120,31 +120,59 @@ def _pe_matmul(api: str, stat: Access, mov: Access, sname: str, mname: str, mask
         # into an array of the result's shape, which the tile then owns: a reshaped product would be a view, and
         # a view is copied into a tile of its own (ops.base.new_tile)
         vals = np.empty(out_shape, f)
-        np.matmul(_masked_values(stat, sv, ctx, f).T, _masked_values(mov, mv, ctx, f).reshape(k, n),
-                  out=vals.reshape(stat.shape[1], n))
+        sval, mval = _masked_values(stat, sv, ctx, f), _masked_values(mov, mv, ctx, f).reshape(k, n)
+        picked = _one_hot_rows(mval) if is_transpose and ctx.nc_version >= 3 else None
+        if picked is not None:  # transpose mode: the stationary's elements themselves, NaN and Inf kept in place
+            vals.reshape(stat.shape[1], n)[...] = sval[picked].T
+        else:
+            np.matmul(sval.T, mval, out=vals.reshape(stat.shape[1], n))
     extra = {"k": stat.shape[0], "m": stat.shape[1], "n": n, "in_dtype": dt.name(mov.dtype)}
     if dst is not None:
-        into_psum(ctx, api, dst, out_shape, vals, valid, [stat, mov], extra, accumulate)
+        transposed = stat.dtype if is_transpose and ctx.nc_version >= 3 else None
+        into_psum(ctx, api, dst, out_shape, vals, valid, [stat, mov], extra, accumulate, transposed=transposed)
         return None
     tile = new_tile(ctx, out_shape, dt.float32, vals, valid, buffer=psum)
     tile.producer = emit(ctx, NC_MATMUL, reads=[stat, mov], writes=[tile.full()], extra=extra)
     return tile
 
 
+def _one_hot_rows(moving: np.ndarray) -> np.ndarray | None:
+    """For each column of a 0/1 ``moving`` matrix with one 1 in it (an identity, or a permutation), the row of that
+    1; None for any other matrix.  A transpose-mode matmul against such a matrix moves the stationary's elements:
+    "Starting NeuronCore-v3, turning on transpose mode by setting ``is_transpose=True`` enables bit-accurate data
+    transpose, which can transpose tensors with NaN/Inf values properly" (isa ``nc_matmul``), where a product with
+    the identity would spread a NaN over its whole row (as NeuronCore-v2 does)."""
+    ones = moving == 1
+    if not (ones.sum(axis=0) == 1).all() or not (ones | (moving == 0)).all():
+        return None
+    return ones.argmax(axis=0)
+
+
 def into_psum(ctx: Any, api: str, dst: Any, shape: tuple[int, ...], vals: Any, valid: Any, reads: list,
-              extra: dict, accumulate: bool | None, kind: InstructionKind = NC_MATMUL) -> None:
+              extra: dict, accumulate: bool | None, kind: InstructionKind = NC_MATMUL, transposed: Any = None) -> None:
     """A matmul's result written into the PSUM tile ``dst`` (NKI 0.6's ``nc_matmul(dst, ...)``).
 
     ``accumulate=False`` overwrites, ``True`` adds (in fp32), and ``None`` (the default) lets the first matmul
     into each PSUM element since the tile was allocated overwrite it and every later one add, which is how the
     compiler forms accumulation groups.  Elements a non-matmul instruction wrote (an ``nl.zeros``) do not count
     as started; adding onto an element no matmul started (``accumulate=True``) is undefined on the hardware,
-    which AWS's simulator warns about, and so does this one."""
+    which AWS's simulator warns about, and so does this one.
+
+    ``dst`` is float32, or bfloat16 from NeuronCore-v4 (isa ``nc_matmul``: "The ``dst`` tile must be a float32 tile
+    in NeuronCore-v2 and NeuronCore-v3. Starting NeuronCore-v4, ``dst`` can either be a float32 or bfloat16 tile").
+    ``transposed`` is the stationary's dtype of a transpose-mode matmul (``is_transpose=True``, NeuronCore-v3 on),
+    whose ``dst`` may also hold that dtype: "This is equivalent to calling ``nisa.nc_matmul`` directly with
+    ``is_transpose=True``" and "The output ``dst`` tile must have the same data type as that of ``data``" (isa
+    ``nc_transpose``); "FP16/BF16 PSUM output for FP16/BF16 transpose" (nki/guides/architecture/trainium2_arch.rst).
+    nki-library 2.29_release's moe_cte transposes bfloat16 blocks so (bwmm_shard_on_I.py:776)."""
     d = as_access(operand(api, "dst", dst, ["psum"], ctx))
-    if d.dtype not in (dt.float32, dt.bfloat16) or (d.dtype == dt.bfloat16 and ctx.nc_version < 4):
+    allowed = [dt.float32] + ([dt.bfloat16] if ctx.nc_version >= 4 else [])
+    if transposed is not None and transposed not in allowed:
+        allowed.append(transposed)
+    if d.dtype not in allowed:
         raise nki_error("err_supported_operand_dtype",
                         f"'dst' of '{api}' has dtype {dt.name(d.dtype)}, expected one of the following dtypes: "
-                        f"float32{', bfloat16' if ctx.nc_version >= 4 else ''}")
+                        f"{', '.join(dt.name(a) for a in allowed)}")
     started = d.tensor.matmul_accumulated(d.np_index()) if not d.advanced else None
     every = started is None or bool(started.all())  # every element of the group has started
     adds = accumulate is not False and (accumulate is True or every or bool(started.any()))  # type: ignore[union-attr]
@@ -226,7 +254,8 @@ def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = Fal
         raise ValueError("nc_matmul: tile_position and tile_size must be given together")
     if perf_mode not in (None, "", "none"):
         return _double_row(accs["stationary"], accs["moving"], str(perf_mode), mask, dst, accumulate)
-    return _pe_matmul("nc_matmul", accs["stationary"], accs["moving"], "stationary", "moving", mask, dst, accumulate)
+    return _pe_matmul("nc_matmul", accs["stationary"], accs["moving"], "stationary", "moving", mask, dst, accumulate,
+                      is_transpose)
 
 
 def _staged_from_psum(api: str, pname: str, acc: Access) -> Access:

@@ -234,6 +234,13 @@ RULES: tuple[Rule, ...] = (
          "nki-library 2.29_release (validated on NKI 0.3.0) writes nisa.core_barrier(output, (0)) for NUM_SHARDS == 1 "
          "(core/moe/moe_cte/bwmm_shard_on_I.py:311, 2144-2147) and main nisa.core_barrier(output, (0,)) "
          "(experimental/moe/forward/bwmm_shard_on_H.py:705)"),
+    Rule("core_barrier.on_chip_data", "warning", "DocumentedRuleWarning", "core_barrier(data=...) of an on-chip "
+         "tile (runs as the barrier's semaphore write and wait, after the tile's last write; warned once per line); "
+         "HBM data other than shared_hbm stays refused",
+         Source(ISA, 2624, "This must be data in shared HBM that multiple cores are accessing"),
+         "nki-library 2.29_release (validated on NKI 0.3.0) writes nisa.core_barrier(block_idx, (0, 1)) of an SBUF "
+         "[1, 1] block counter (core/moe/moe_cte/bwmm_shard_on_I.py:571-577) and main "
+         "nisa.core_barrier(block_idx_sbuf, (0, 1)) (core/moe/moe_cte/bwmm_shard_on_I_mx.py:756)"),
     Rule("enum.nc_version_order", "warning", "(none: ordered)", "nisa.nc_version members compare with < <= > >= "
          "(no warning: the order is the generation number)",
          Source(GUIDE, 661, "No other binary operators on enum values are supported"),
@@ -274,8 +281,7 @@ RULES: tuple[Rule, ...] = (
     # --- Python's own rules ----------------------------------------------------------------------------------------
     _python("python.argument_type", "TypeError", "an argument of the wrong Python type (a tensor, number, operator, "
             "dtype, buffer, register, function, name or index where another kind is required)"),
-    _python("python.tensor_value", "TypeError", "iterating an NkiTensor or taking its truth value (its values exist "
-            "on the device only)"),
+    _python("python.tensor_value", "TypeError", "iterating an NkiTensor (its values exist on the device only)"),
     _python("python.no_attribute", "AttributeError", "a name the nki module does not define"),
     _python("python.index", "IndexError", "too many indices, or program_id of an axis the launch lacks"),
     _python("python.internal", "AssertionError", "an invariant of the simulator itself (a bug if ever raised)"),
@@ -366,7 +372,7 @@ def markdown() -> str:
         f"{c['sourced']} cite an AWS document. Rules removed for want of a source: 'a kernel returns the tensor "
         f"itself, not a view' (now a reshape of the whole output returns; a part of one is a simulator limit), "
         f"'per-partition offsets are exactly (P, 1)' (narrowed), 'a slice is never empty', 'views step forward' "
-        f"(a simulator limit).",
+        f"(a simulator limit), 'an NkiTensor has no truth value' (a tensor is a reference, true while tracing).",
         "",
         "| rule | kind | raises | refused | source | evidence checked | raised in |",
         "|---|---|---|---|---|---|---|",

@@ -66,6 +66,8 @@ def core_barrier(data: Any, cores: Any, engine: Any = engine.gpsimd, name: Any =
     eng = canonical(_b.enum_value(engine, _Engine, api, "engine"))
     d = _t(data, api, "data")
     _needs_gen(3, "core_barrier")
+    if data.on_chip:
+        _on_chip_warning(data)
     spelled = _cores(cores)
     if spelled == (0,):
         _one_core_warning(cores)
@@ -87,6 +89,22 @@ def _cores(cores: Any) -> tuple[Any, ...] | None:
     if isinstance(cores, int) and not isinstance(cores, bool):
         return (cores,)
     return None
+
+
+def _on_chip_warning(data: Any) -> None:
+    """A barrier through an on-chip tile runs, warned once per line: AWS's docs ask for shared HBM, but nki-library
+    2.29_release and main, validated on the compiler, synchronise an SBUF block counter so."""
+    ctx = _current()
+    site = ("core_barrier on chip", user_location())
+    if site in ctx.warned:
+        return
+    ctx.warned.add(site)
+    # rule: core_barrier.on_chip_data
+    warn(f"core_barrier(data={data.name}) names a tile in {data.buffer.space}: AWS's docs say \"This must be data in "
+         f"shared HBM that multiple cores are accessing\" (nki/api/nki/isa/__init__.py, core_barrier), but AWS's "
+         f"own kernels validated on the compiler (nki-library 2.29_release, moe_cte/bwmm_shard_on_I.py) synchronise "
+         f"an SBUF tile so; the simulator runs it as the barrier's semaphore write and wait, ordered after the "
+         f"tile's last write", DocumentedRuleWarning)
 
 
 def _one_core_warning(cores: Any) -> None:

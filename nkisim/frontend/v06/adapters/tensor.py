@@ -122,10 +122,12 @@ class NkiTensor:
         raise TypeError("an NkiTensor cannot be iterated: loop over indices and index it")
 
     def __bool__(self) -> bool:
-        # rule: python.tensor_value
-        raise TypeError("the truth value of an NkiTensor is not known when the kernel is compiled: its values exist "
-                        "only on the device (compare with nl.equal into a tile, or branch on registers with "
-                        "nl.while_loop)")
+        """A tensor is a reference (nki/get-started/about/index.rst:413 "Tensors (references to on-device memory)"),
+        so its truth value while tracing is the reference's, as for any Python object: true.  nki-library
+        2.29_release, validated on the compiler, tests an optional tensor so (selective_expert_impl.py via
+        mlp_tkg_constants.py:172 ``if params.expert_params and params.expert_params.expert_index:``); the
+        values themselves are never consulted."""
+        return True
 
     # --- queries -------------------------------------------------------------------------------------
     def is_contiguous(self) -> bool:
@@ -448,25 +450,38 @@ class NkiTensor:
                 # rule: view.ap_pattern
                 raise _view_error(f".ap(): the first pair of the pattern {[list(p) for p in pairs]} must count the "
                                   f"{vector_offset.shape[0]} partitions of vector_offset '{vector_offset.name}'")
-            row = math.prod(base.shape[1:])  # the base's row stride: the pattern's leading stride is ignored
+            # the row stride of this view's dimension 0 ("dimension in self.shape whose stride scales the indirect
+            # scalar/vector offset", language ap): the pattern's leading stride is ignored
+            row = self._dim_stride(0, base)
             return NkiTensor.over(base, start, ((row, pairs[0][1]),) + pairs[1:], (),
                                   indirect.Indirect(vector_offset, row, base.shape[0]))
         dyn: tuple = ()
         if scalar_offset is not None:
             d = _as_int(indirect_dim, "indirect_dim")
-            if not 0 <= d < base.ndim:
+            if not 0 <= d < max(base.ndim, self.ndim):
                 # rule: view.ap_pattern
-                raise _view_error(f".ap(): indirect_dim {d} is out of range for '{self.name}' of rank {base.ndim}")
+                raise _view_error(f".ap(): indirect_dim {d} is out of range for '{self.name}' of rank {self.ndim}")
+            step = self._dim_stride(d, base)
             if getattr(type(scalar_offset), "__name__", "") != "VirtualRegister":  # a (1, 1) tile: read when it runs
                 indirect.check_index(".ap(scalar_offset=)", self._base.label(), base.buffer.family != "hbm", False,
                                      scalar_offset, scalar=True)
                 return NkiTensor.over(base, start, pairs, (), indirect.Indirect(
-                    scalar_offset, math.prod(base.shape[d + 1:]), base.shape[d], scalar=True))
-            start, dyn = _plus(start, (), scalar_offset, math.prod(base.shape[d + 1:]))
+                    scalar_offset, step, base.shape[d] if d < base.ndim else self.shape[d], scalar=True))
+            start, dyn = _plus(start, (), scalar_offset, step)
         view = NkiTensor.over(base, start, pairs, dyn)
         if not dyn:
             view.check_in_storage()
         return view
+
+    def _dim_stride(self, d: int, base: Any) -> int:
+        """The storage stride of this view's dimension ``d``, which scales an ``.ap()`` indirect offset (language
+        ``ap``: "indirect_dim: dimension in ``self.shape`` whose stride scales the indirect scalar/vector offset"):
+        a reshape's own row, not its storage's (nki-library's moe_cte indexes ``token_position_to_id.reshape((N,
+        B))`` by block, bwmm_shard_on_I.py:1240).  A view of another dtype than the storage (``dtype=``) or without
+        dimension ``d`` keeps the storage's."""
+        if d < len(self._pattern) and base is self._base:
+            return self._pattern[d][0]
+        return math.prod(base.shape[d + 1:])
 
     def view(self, dtype: Any) -> NkiTensor:
         """The same bytes read as ``dtype``: the last dimension scales by the ratio of the element sizes."""
