@@ -188,3 +188,40 @@ def test_a_plan_drops_the_scalar_notes_only_where_there_are_none():
 
     assert notes(done) == notes(eager)
     assert [s for _, s in notes(done) if s] == [(0.5,), (1,), (0.5,), (2,), (0.5,), (3,), (0.5,), (4,)]
+
+
+def _slots(acc: Access) -> tuple:
+    """Every slot of an access (its index and box evaluated), for comparing two of them field by field."""
+    return (acc.tensor, [tuple(c) for c in acc.comps], acc.shape, acc.advanced, acc.loops, acc.done, acc.par_axis,
+            acc.np_index(), acc.box, acc.is_whole)
+
+
+def test_an_access_of_slices_is_the_one_the_key_makes_at_every_iteration():
+    """``Access.sliced`` (what a plan makes every iteration from the components of its key, ``Access.components``)
+    gives the access ``Access(tensor, key)`` gives, slot by slot, on tiles with and without a direct allocation and
+    with a partition axis that is not the first; keys it cannot take are left to ``Access``."""
+    outer, inner = Loop("affine", 0, 2, 1), Loop("sequential", 0, 4, 1)
+    i, j = Affine(0, {outer: 1}), Affine(0, {inner: 1})
+    flat = Tensor((256, 64), np.dtype(np.float32), buffers.sbuf, np.zeros((256, 64), np.float32), "flat")
+    blocks = Tensor((4, 128, 64), np.dtype(np.float32), buffers.sbuf, np.zeros((4, 128, 64), np.float32), "blocks",
+                    par_axis=1)
+    placed = Tensor((4, 128, 64), np.dtype(np.float32), buffers.Buffer("sbuf", buffers.ModAlloc("sbuf", 0, 0, (), (2,))),
+                    np.zeros((4, 128, 64), np.float32), "placed", par_axis=1)
+    keys = [
+        (flat, (slice(i * 128, i * 128 + 128, 1), slice(j * 16, j * 16 + 16, 1))),
+        (flat, (slice(i * 128, i * 128 + 128, 1), slice(Affine(0), Affine(64), 2))),  # a step
+        (flat, (i * 100 + 3, slice(j * 16, j * 16 + 8, 1))),  # a position: the dimension dropped
+        (blocks, (j, slice(Affine(0), Affine(128), 1), slice(i * 32, i * 32 + 32, 1))),
+        (placed, (j, slice(Affine(0), Affine(128), 1), slice(i * 32, i * 32 + 32, 1))),
+    ]
+    for tensor, key in keys:
+        parts = Access.components(key)
+        assert parts is not None, key
+        for a in range(2):
+            for b in range(4):
+                outer.current, inner.current = a, b
+                assert _slots(Access.sliced(tensor, *parts)) == _slots(Access(tensor, key))
+    grid = Affine(0, None, np.arange(4, dtype=np.int64).reshape(4, 1))
+    for key in [(slice(Affine(-16), Affine(64), 1),), (slice(Affine(0), Affine(64), -1),), (grid,),
+                (slice(grid, grid + 4, 1),), (3,), (slice(None, 4, 1),), (DynSlice(i, 4),)]:
+        assert Access.components(key) is None, key  # (a negative bound is wrapped by the size: Access does that)

@@ -199,6 +199,51 @@ class Access(TileSyntax):
         self.par_axis = 0 if par is None else par
 
     @staticmethod
+    def components(key: tuple) -> tuple[list[tuple], frozenset] | None:
+        """The components and loops ``__init__`` makes of ``key`` on a tensor of ``len(key)`` dimensions, when each
+        entry is a slice of positive step whose bounds are scalar index expressions ``slice_bound`` takes as they
+        are, or a scalar index expression; None for any other key.  Both depend on the key's objects alone, so an
+        executor's plan, which binds a key's index expressions once per entry of their loops and makes the access
+        again every iteration, makes them once (``sliced``)."""
+        comps: list[tuple] = []
+        loops: set = set()
+        for k in key:
+            if k.__class__ is slice:
+                start, stop, step = k.start, k.stop, k.step
+                if start.__class__ is not Affine or stop.__class__ is not Affine or step.__class__ is not int \
+                        or step <= 0:
+                    return None
+                for v in (start, stop):
+                    if v.grid is not None or (not v.terms and v.affine and v.const < 0):  # (wrapped by the size)
+                        return None
+                    loops |= v.loops
+                comps.append(("slice", start, stop, step))
+            elif k.__class__ is Affine and k.grid is None:
+                loops |= k.loops
+                comps.append(("int", k))
+            else:
+                return None
+        return comps, frozenset(loops)
+
+    @staticmethod
+    def sliced(tensor: Any, comps: list[tuple], loops: frozenset) -> Access:
+        """``Access(tensor, key)`` from the ``components(key)`` of a key with one entry per dimension of ``tensor``:
+        the same access, its bounds evaluated at this iteration, without normalising the key again.  The
+        components are shared by the accesses made of them (they are only ever read, as ``whole``'s are)."""
+        acc: Access = Access.__new__(Access)
+        acc.tensor = tensor
+        acc.done = False
+        acc._np = None
+        acc.box = None
+        acc.is_whole = False
+        acc.comps = comps
+        acc.loops = loops
+        acc.advanced = False
+        acc._fill_basic(tensor, comps, [(int(c[1].value()), int(c[2].value())) if c[0] == "slice" else None
+                                        for c in comps])
+        return acc
+
+    @staticmethod
     def whole(tensor: Any) -> Access:
         """``Access(tensor, ())`` without re-normalising: every op result is accessed whole, so the
         (immutable) components, shape and NumPy index depend only on shape and partition axis and

@@ -15,12 +15,22 @@ import numpy as np
 
 from nkisim.core import dtypes as dt
 from nkisim.core import syntax
+from nkisim.core.buffers import sbuf
 from nkisim.core.context import KernelContext, current
 from nkisim.core.errors import nki_error
 from nkisim.core.storage import read
 from nkisim.core.tensor import Access, Tensor, is_tile, shape_str
 from nkisim.cost.instructions import ACTIVATION, TENSOR_SCALAR, TENSOR_TENSOR, WHERE
-from nkisim.ops.base import emit, mask_array, new_tile, one_operand, operands, packed_operand, two_operands
+from nkisim.ops.base import (
+    _result_facts,
+    emit,
+    mask_array,
+    new_tile,
+    one_operand,
+    operands,
+    packed_operand,
+    two_operands,
+)
 from nkisim.ops.optable import ACTIVATIONS, ALU
 from nkisim.ops.registry import op
 
@@ -233,8 +243,9 @@ def binary_op(name: str, x: Any, y: Any, dtype: Any = None, mask: Any = None,
     return tile
 
 
-#: ``_whole_key`` -> (its ``_BinaryFacts``, x's and y's values reshaped to (None: as they are), the key's dtypes);
-#: noted by the general path of ``binary_op`` only for operands that passed every check on it
+#: ``_whole_key`` -> (its ``_BinaryFacts``, x's and y's values reshaped to (None: as they are), the key's dtypes, the
+#: result tile's facts for ``Tensor.result``); noted by the general path of ``binary_op`` only for operands that passed
+#: every check on it
 _WHOLE: dict[tuple, tuple] = {}
 
 
@@ -268,7 +279,7 @@ def _note_whole(key: tuple, f: _BinaryFacts, x: Tensor, y: Any) -> None:
     if len(_WHOLE) > 4096:  # bound the memo for programs with unusually many shapes
         _WHOLE.clear()
     _WHOLE[key] = (f, reshape(x), reshape(y) if y.__class__ is Tensor else None,
-                   (x.dtype, y.dtype if y.__class__ is Tensor else None))
+                   (x.dtype, y.dtype if y.__class__ is Tensor else None), _result_facts(f.out_shape, f.out_dt, sbuf))
 
 
 def whole_pair(ctx: KernelContext, name: str, x: Tensor, y: Any, partition_broadcast: bool) -> Tensor | None:
@@ -315,7 +326,13 @@ def whole_pair(ctx: KernelContext, name: str, x: Tensor, y: Any, partition_broad
     vals = ALU[name].fn(xv, yv)
     if f.floor:
         vals = np.floor(vals)
-    tile = new_tile(ctx, f.out_shape, f.out_dt, vals)
+    out_dt, facts = f.out_dt, hit[4]
+    if vals.__class__ is np.ndarray and vals.dtype is out_dt and vals.base is None and vals.shape == facts[3] \
+            and out_dt is not dt.tfloat32 and not ctx.stack_allocator and facts[2] <= ctx.target.sbuf_partition_bytes:
+        # what ``new_tile`` makes of a new array of the result's dtype and shape, its facts looked up once per key
+        tile = Tensor.result(facts[3], out_dt, sbuf, vals, ctx.loop_tuple, facts)
+    else:
+        tile = new_tile(ctx, f.out_shape, out_dt, vals)
     tile.producer = emit(ctx, f.kind, reads=reads, writes=(tile,), extra=f.extra)
     return tile
 

@@ -43,7 +43,8 @@ class Runner:
         #: event index -> its call's operands decoded once (``program.plan``), for calls in bodies traced once;
         #: a list, as ``gone`` (``drops`` by event index), because the loop of a body reads both every event
         self.plans: list[CallPlan | None] = [None] * len(events)
-        self.gone: list[tuple[int, ...] | None] = [drops.get(i) for i in range(len(events))] if drops else []
+        self.gone: list[tuple[int, ...] | None] = [drops.get(i) or None for i in range(len(events))] if drops \
+            else [None] * len(events)
         #: how many loops this runner has entered: while it stays the same, so do the loops every plan was bound
         #: to (only a ``LoopEnter`` binds a loop id to a new ``Loop``), and plans need not check them again
         self.entered = 0
@@ -85,15 +86,13 @@ class Runner:
                 if plan is None or (plan.lids and plan.entered != self.entered and not self._bound(plan, loops)):
                     plan = self._plan(ev, i)
                 replayed[0] = ev.loc
-                order = ev.order
-                if order is not None:
-                    before = len(self.ctx.trace)
-                try:
-                    result = plan.run()
-                except Exception as err:
-                    self._failed(ev, err, plan)
-                if order is not None:
-                    set_order(self.ctx.trace[before:], order)
+                if ev.order is None:
+                    try:
+                        result = plan.run()
+                    except Exception as err:
+                        self._failed(ev, err, plan)
+                else:
+                    result = self._ordered(ev, plan)
                 out = ev.out
                 if result.__class__ is Tensor and len(out) == 1:
                     tensors[out[0]] = result
@@ -101,12 +100,21 @@ class Runner:
                     self._results(ev, result)
             else:
                 i = self._loop_event(ev, i)
-            if gone:
-                dropped = gone[i]
-                if dropped:
-                    for pid in dropped:
-                        tensors.pop(pid, None)
+            dropped = gone[i]
+            if dropped is not None:
+                for pid in dropped:
+                    tensors.pop(pid, None)
             i += 1
+
+    def _ordered(self, ev: Call, plan: CallPlan) -> Any:
+        """``plan.run()`` for a call with scheduling edges: its instructions carry them (``cost.trace.set_order``)."""
+        before = len(self.ctx.trace)
+        try:
+            result = plan.run()
+        except Exception as err:
+            self._failed(ev, err, plan)
+        set_order(self.ctx.trace[before:], ev.order)
+        return result
 
     def _loop_event(self, ev: Any, i: int) -> int:
         """A loop or instance event at index ``i``; returns the index of the last event it covered (a loop traced

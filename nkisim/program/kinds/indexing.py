@@ -445,9 +445,23 @@ class AccessOf(Kind):
                 return tuple([decode(a, dec) if b is None else slice(decode(a, dec), decode(b, dec), step)
                               for a, b, step in bounds])
 
-            cell = [key_now()]
-            comp.rebinders.append(lambda: cell.__setitem__(0, key_now()))
-            return False, lambda: Access(tensor(), cell[0])
+            def bind() -> tuple[tuple[Any, ...], tuple | None]:
+                """The key bound now, and its components when ``Access.sliced`` can make the access of it."""
+                key = key_now()
+                return key, Access.components(key)
+
+            cell = [bind()]
+            comp.rebinders.append(lambda: cell.__setitem__(0, bind()))
+            sliced = Access.sliced
+
+            def access() -> Access:
+                key, parts = cell[0]
+                t = tensor()
+                if parts is not None and len(t.shape) == len(key):
+                    return sliced(t, parts[0], parts[1])
+                return Access(t, key)
+
+            return False, access
         parts: list[Part] = []
         for k in keys:
             if k.__class__ is SliceKey:
