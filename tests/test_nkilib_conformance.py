@@ -150,6 +150,8 @@ def test_archives_are_extracted_with_the_data_filters_refusals_on_any_311(tmp_pa
 
     if not has_data_filter:
         monkeypatch.delattr(tarfile, "data_filter", raising=False)
+    elif not hasattr(tarfile, "data_filter"):
+        pytest.skip(f"this Python's tarfile has no data filter (3.11.4 and later have it): {sys.version.split()[0]}")
 
     def archive(*members: tuple[str, bytes | None, str | None]) -> tarfile.TarFile:
         buf = io.BytesIO()
