@@ -82,11 +82,7 @@ def enum_value(x: Any, cls: type[enum.Enum], api: str, pname: str) -> enum.Enum:
         return x
     if isinstance(x, int) and not isinstance(x, bool) and x in _RAW_ACCEPTED.get(cls.__name__, ()):
         member = cls(x)
-        ctx = active()
-        site = (f"raw {cls.__name__}", user_location())
-        if ctx is None or site not in ctx.warned:
-            if ctx is not None:
-                ctx.warned.add(site)
+        if known_issues.first_time(active(), (f"raw {cls.__name__}", user_location())):
             # rule: enum.raw_dge_mode
             warn(f"'{pname}' of '{api}' is the integer {x}: AWS's migration guide says \"Raw integer values (e.g., "
                  f"dge_mode=2) are no longer accepted for enum parameters\" (nki/migration/index.rst, NKI 0.3.0), "

@@ -17,7 +17,7 @@ from nkisim.frontend.v06.adapters.instruction import NkiInstruction
 from nkisim.frontend.v06.adapters.instruction import done as _done
 from nkisim.frontend.v06.adapters.instruction import needs_gen as _needs_gen
 from nkisim.frontend.v06.adapters.instruction import tensor as _t
-from nkisim.frontend.v06.adapters.known_issues import DocumentedRuleWarning
+from nkisim.frontend.v06.adapters.known_issues import DocumentedRuleWarning, first_time
 from nkisim.frontend.v06.isa_constants import canonical, dma_engine, engine
 from nkisim.runtime import lnc as _lnc
 
@@ -94,11 +94,8 @@ def _cores(cores: Any) -> tuple[Any, ...] | None:
 def _on_chip_warning(data: Any) -> None:
     """A barrier through an on-chip tile runs, warned once per line: AWS's docs ask for shared HBM, but nki-library
     2.29_release and main, validated on the compiler, synchronise an SBUF block counter so."""
-    ctx = _current()
-    site = ("core_barrier on chip", user_location())
-    if site in ctx.warned:
+    if not first_time(_current(), ("core_barrier on chip", user_location())):
         return
-    ctx.warned.add(site)
     # rule: core_barrier.on_chip_data
     warn(f"core_barrier(data={data.name}) names a tile in {data.buffer.space}: AWS's docs say \"This must be data in "
          f"shared HBM that multiple cores are accessing\" (nki/api/nki/isa/__init__.py, core_barrier), but AWS's "
@@ -110,11 +107,8 @@ def _on_chip_warning(data: Any) -> None:
 def _one_core_warning(cores: Any) -> None:
     """A barrier of core 0 alone runs (its own semaphore write and wait), warned once per line: AWS's docs support
     only (0, 1), but nki-library 2.29_release, validated on the compiler, writes it for its one-shard case."""
-    ctx = _current()
-    site = ("core_barrier one core", user_location())
-    if site in ctx.warned:
+    if not first_time(_current(), ("core_barrier one core", user_location())):
         return
-    ctx.warned.add(site)
     # rule: core_barrier.one_core
     warn(f"core_barrier(cores={cores!r}): AWS's docs say \"Currently only cores=(0, 1) is supported\" "
                   f"(nki/api/nki/isa/__init__.py, core_barrier), but AWS's own kernels validated on the compiler "

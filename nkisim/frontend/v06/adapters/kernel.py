@@ -28,7 +28,7 @@ from nkisim.core import dtypes as dt
 from nkisim.core.location import warn
 from nkisim.core.tensor import Tensor
 from nkisim.frontend.v06.adapters.errors import error
-from nkisim.frontend.v06.adapters.known_issues import DocumentedRuleWarning
+from nkisim.frontend.v06.adapters.known_issues import DocumentedRuleWarning, first_time
 from nkisim.frontend.v06.adapters.order import scheduling
 from nkisim.frontend.v06.adapters.tensor import NkiTensor
 from nkisim.runtime import kernel as _runtime
@@ -200,9 +200,7 @@ class Kernel(_runtime.Kernel):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         ctx = context.active()
         if ctx is not None and self.trace_mode:
-            site = ("trace sub-kernel", self.original.__qualname__)
-            if site not in ctx.warned:
-                ctx.warned.add(site)
+            if first_time(ctx, ("trace sub-kernel", self.original.__qualname__)):
                 # rule: kernel.trace_sub_kernel
                 warn(f"kernel {self.original.__name__} is decorated with @nki.jit(mode='trace') and called from "
                      f"inside another kernel: AWS's migration guide says \"This decorator needs to be removed for the "

@@ -66,15 +66,24 @@ def problem(entry: str, args: tuple, kwargs: dict) -> str | None:
     return None
 
 
+def first_time(ctx: KernelContext | None, site: tuple) -> bool:
+    """True the first time the launch ``ctx`` meets ``site`` (remembered from then on), so a warning is given once
+    per line of the kernel however often the line runs; True every time outside a kernel (no ``ctx``)."""
+    if ctx is None:
+        return True
+    if site in ctx.warned:
+        return False
+    ctx.warned.add(site)
+    return True
+
+
 def check(ctx: KernelContext, entry: str, args: tuple, kwargs: dict) -> None:
     """Warn at the kernel's line if the call ``entry(*args, **kwargs)`` is one the compiler rejects today."""
     why = problem(entry, args, kwargs)
     if why is None:
         return
-    site = (entry, user_location())
-    if site in ctx.warned:
+    if not first_time(ctx, (entry, user_location())):
         return
-    ctx.warned.add(site)
     warn(f"{entry}: the Neuron compiler rejects this call today (a known issue in AWS's NKI release notes), so the "
          f"kernel will not compile for Trainium as written; the simulator runs it. {why[0].upper()}{why[1:]}.",
          HardwareCompileWarning)
