@@ -11,8 +11,10 @@ import math
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 import numpy as np
+from course_testing import solution_variant, write
 from neuronxcc.nki import typing as nt
 
+from nkilab.kernels.modules import load_kernel
 from nkisim.api import profile_kernel
 from nkisim.core.target import get as get_target
 from nkisim.cost import model, scheduler
@@ -279,34 +281,16 @@ def test_stage4_numbers_for_a_broadcast_redone_per_tile():
         np.testing.assert_allclose(k(np_a, np_g), want, rtol=1e-5, atol=1e-5)
 
 
-def _rmsnorm_linear(loop):
-    """The course's fused RMSNorm + linear (stage 7's legacy reference), its row loop written with ``loop``: 8 rows
-    of 77 instructions, a 617-instruction loop."""
-
-    @nki.jit(platform_target="trn2")
-    def rmsnorm_linear(x, g, w):
-        R, C = x.shape
-        N = w.shape[1]
-        out = nl.ndarray((R, N), dtype=x.dtype, buffer=nl.shared_hbm)
-        g_all = nl.load(g.reshape((1, C))).broadcast_to((128, C))
-        for r in loop(R // 128):
-            x_tile = nl.load(x[r * 128:(r + 1) * 128, :])
-            mean_sq = nl.mean(nl.square(x_tile, dtype=nl.float32), axis=[1])
-            inv_rms = nl.rsqrt(mean_sq + 1e-6)
-            normed = nl.multiply(nl.multiply(x_tile, inv_rms), g_all, dtype=x.dtype)
-            for n in nl.affine_range(N // 512):
-                res_psum = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
-                for k in nl.affine_range(C // 128):
-                    normed_t = nl.copy(nl.transpose(normed[:, k * 128:(k + 1) * 128]), dtype=x.dtype)
-                    w_tile = nl.load(w[k * 128:(k + 1) * 128, n * 512:(n + 1) * 512])
-                    res_psum += nl.matmul(normed_t, w_tile, transpose_x=True)
-                nl.store(out[r * 128:(r + 1) * 128, n * 512:(n + 1) * 512], value=nl.copy(res_psum, dtype=x.dtype))
-        return out
-
-    return rmsnorm_linear
+def _rmsnorm_linear(tmp_path, loop):
+    """The course's fused RMSNorm + linear (stage 7's legacy reference, read from solutions/), its row loop written
+    with ``loop``: 8 rows of 77 instructions, a 617-instruction loop."""
+    body = solution_variant("07_fused_rmsnorm_linear", "rmsnorm_linear",
+                            ("@nki.jit\n", '@nki.jit(platform_target="trn2")\n'),
+                            ("for r in nl.affine_range(R // 128):", f"for r in nl.{loop}(R // 128):"))
+    return load_kernel(write(tmp_path, f"rmsnorm_linear_{loop}.py", body), "rmsnorm_linear")
 
 
-def test_a_617_instruction_affine_loop_is_unrolled_like_the_same_loop_in_python():
+def test_a_617_instruction_affine_loop_is_unrolled_like_the_same_loop_in_python(tmp_path):
     """The compiler unrolls affine_range loops short enough (nkisim/cost/unroll.py): AWS's fused Mamba tutorial says
     so of a 16 x 32-iteration nest ("the loop instances will be unrolled by Neuron Compiler", aws-neuron-sdk v2.26.0
     general/nki/tutorials/fused_mamba.rst:648), CS149 2024's 800-instruction vector-add loop ran as a rolled one, and
@@ -316,6 +300,6 @@ def test_a_617_instruction_affine_loop_is_unrolled_like_the_same_loop_in_python(
     bf16 = nl.bfloat16
     args = (nt.tensor[[1024, 1024], bf16], nt.tensor[[1024], bf16], nt.tensor[[1024, 1024], bf16])
     assert get_target("trn2").params.loops.unroll_max_instructions >= 617
-    affine, python = (_estimate(_rmsnorm_linear(loop), *args) for loop in (nl.affine_range, nl.static_range))
-    assert len(_trace(_rmsnorm_linear(nl.affine_range), *args)) == 618  # the row loop's 617 and g's load
+    affine, python = (_estimate(_rmsnorm_linear(tmp_path, loop), *args) for loop in ("affine_range", "static_range"))
+    assert len(_trace(_rmsnorm_linear(tmp_path, "affine_range"), *args)) == 618  # the row loop's 617 and g's load
     assert affine.total_us == python.total_us
