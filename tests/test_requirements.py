@@ -4,6 +4,7 @@ build for the targets that need it (`make test`, `make setup`, `make docs`). Rea
 packages' own metadata and the Makefile's rules; nothing is installed or run."""
 
 import re
+import subprocess
 from importlib import metadata
 from pathlib import Path
 
@@ -114,7 +115,6 @@ def test_nbformat_imports_without_building_parsers():
     """jsonschema 4.25+ imports rfc3987-syntax, which builds 35 Lark parsers when imported: 1.5 s of CPU in every
     process that imports nbformat (each nbgrader command, the grader, every test worker).  The pinned jsonschema
     does not, and no schema our stack validates uses the iri formats it checks."""
-    import subprocess
     import sys
 
     pins = {canonicalize_name(r.name): str(r.specifier) for r in requirements("requirements.txt")[1]}
@@ -125,17 +125,16 @@ def test_nbformat_imports_without_building_parsers():
 
 
 def _make_python(*args: str) -> str:
-    import subprocess
     out = subprocess.run(["make", "--no-print-directory", "--eval", "print-python: ; @echo $(PYTHON)", "print-python",
                           *args], cwd=REPO, capture_output=True, text=True, check=True)
     return out.stdout.strip()
 
 
+@pytest.mark.processes
 def test_the_venv_is_made_from_debians_optimised_311_when_there_is_one():
     """The suite is CPU-bound, and Debian's interpreter is built with profile-guided and link-time optimisation: the
     Makefile makes .venv from /usr/bin/python3 when that is a 3.11 with venv (the pinned wheels' version), else from
     python3 on PATH; a PYTHON given on the command line wins."""
-    import subprocess
     debian = Path("/usr/bin/python3")
     usable = debian.exists() and subprocess.run(
         [str(debian), "-c", "import sys, venv, ensurepip; sys.exit(sys.version_info[:2] != (3, 11))"],
