@@ -48,6 +48,19 @@ def place(core: Any, e: str, ready: float, dur: float, on_port: bool, on_psum: b
     VectorE/GpSimdE's SBUF port, ``on_psum``: VectorE/ScalarE's PSUM access), from ``ready`` on: in the first idle gap
     where it fits, or after the engine's last instruction when ``in_order``.  Returns (start, held): ``held`` is the
     work an in-order instruction could have run in idle time before its start (0 when none)."""
+    if not on_port and not on_psum:  # the engine's own table alone (the common case): as below, without the lists
+        free, gaps = core.free[e], core.gaps[e]
+        one = [(free, gaps)]
+        start = max(ready, free)
+        held = 0.0
+        if not in_order:
+            start = earliest(ready, dur, one)
+        elif start > ready:
+            early = earliest(ready, dur, one)
+            if early < start:
+                held = min(start - early, dur)
+        core.free[e] = take(free, gaps, start, dur)
+        return start, held
     keys = [e] + (["port"] if on_port else []) + (["psum_port"] if on_psum else [])
     ends = [core.free[e]] + ([core.port] if on_port else []) + ([core.psum_port] if on_psum else [])
     tables = [(end, core.gaps[k]) for k, end in zip(keys, ends)]

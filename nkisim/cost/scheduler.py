@@ -417,10 +417,14 @@ def schedule(trace: list[Instruction], prm: Params) -> Schedule:
         e = costs.engine_of(ins)
         e = e if e in COMPUTE or e == "dma" else "dve"
         bufs.at = i
-        reads = [(_on_core(bufs.key(r.root, r.tensor, r.box, ins.loc), r.root, ins.core, space_of), False)
-                 for r in ins.reads if r.root in written]
-        writes = [(_on_core(bufs.key(w.root, w.tensor, w.box, ins.loc, True), w.root, ins.core, space_of), True)
-                  for w in ins.writes]
+        if ins.core:
+            reads = [(_on_core(bufs.key(r.root, r.tensor, r.box, ins.loc), r.root, ins.core, space_of), False)
+                     for r in ins.reads if r.root in written]
+            writes = [(_on_core(bufs.key(w.root, w.tensor, w.box, ins.loc, True), w.root, ins.core, space_of), True)
+                      for w in ins.writes]
+        else:  # core 0 keeps its plain keys (_on_core), without a call per region
+            reads = [(bufs.key(r.root, r.tensor, r.box, ins.loc), False) for r in ins.reads if r.root in written]
+            writes = [(bufs.key(w.root, w.tensor, w.box, ins.loc, True), True) for w in ins.writes]
         carried: list[tuple[tuple[Any, tuple], bool]] = []
         for _uid, kind, _it in ins.loops if middle_end else ():
             if kind == "sequential":

@@ -194,29 +194,85 @@ class Instruction:
         self._writes = writes
         self._bufs = self._bufs + (buf,)
 
-    @staticmethod  # (a helper run while the class body executes)
-    def _field(name: str) -> property:
-        slot = "_" + name
+    # The shape-derived fields, expanded from the operand records on first use.  Written out one by one: the cost
+    # model reads them for every instruction, and a plain slot read here costs far less than a generic getattr.
+    @property
+    def p(self) -> Any:
+        """Partitions touched."""
+        if self._recs is not None:
+            self._expand()
+        return self._p
 
-        def get(self: Instruction) -> Any:
-            if self._recs is not None:
-                self._expand()
-            return getattr(self, slot)
+    @p.setter
+    def p(self, value: Any) -> None:
+        if self._recs is not None:
+            self._expand()
+        self._p = value
 
-        def put(self: Instruction, value: Any) -> None:
-            if self._recs is not None:
-                self._expand()
-            setattr(self, slot, value)
+    @property
+    def n(self) -> Any:
+        """Elements per partition (NEP) of the largest access pattern."""
+        if self._recs is not None:
+            self._expand()
+        return self._n
 
-        return property(get, put, doc=f"``{name}`` of the instruction (expanded from the operand records)")
+    @n.setter
+    def n(self, value: Any) -> None:
+        if self._recs is not None:
+            self._expand()
+        self._n = value
 
-    p = _field("p")
-    n = _field("n")
-    dtypes = _field("dtypes")
-    reads = _field("reads")
-    writes = _field("writes")
-    bufs = _field("bufs")
-    del _field
+    @property
+    def dtypes(self) -> Any:
+        """(input dtype names..., output dtype name)."""
+        if self._recs is not None:
+            self._expand()
+        return self._dtypes
+
+    @dtypes.setter
+    def dtypes(self, value: Any) -> None:
+        if self._recs is not None:
+            self._expand()
+        self._dtypes = value
+
+    @property
+    def reads(self) -> Any:
+        """The regions it reads (``Region``)."""
+        if self._recs is not None:
+            self._expand()
+        return self._reads
+
+    @reads.setter
+    def reads(self, value: Any) -> None:
+        if self._recs is not None:
+            self._expand()
+        self._reads = value
+
+    @property
+    def writes(self) -> Any:
+        """The regions it writes (``Region``)."""
+        if self._recs is not None:
+            self._expand()
+        return self._writes
+
+    @writes.setter
+    def writes(self, value: Any) -> None:
+        if self._recs is not None:
+            self._expand()
+        self._writes = value
+
+    @property
+    def bufs(self) -> Any:
+        """``buffer_info()`` of each on-chip root tensor touched (for buffer rotation)."""
+        if self._recs is not None:
+            self._expand()
+        return self._bufs
+
+    @bufs.setter
+    def bufs(self, value: Any) -> None:
+        if self._recs is not None:
+            self._expand()
+        self._bufs = value
 
     def __repr__(self) -> str:
         return (f"Instruction({self.op} on {self.engine}, p={self.p}, n={self.n}, bytes={self.nbytes}, "

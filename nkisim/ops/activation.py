@@ -10,6 +10,7 @@ made here is written in the op's docstring.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -67,7 +68,7 @@ def activation(op: Any, data: Any, *, bias: Any = None, scale: Any = 1.0, reduce
             raise nki_error("err_activation_scale_invalid_type",
                             f"'scale' param of 'activation' must be a scalar or vector of type float32, got "
                             f"'{dt.name(s.dtype)}'")
-        if s.shape[0] != a.shape[0] or int(np.prod(s.shape[1:] or (1,))) != 1:
+        if s.shape[0] != a.shape[0] or math.prod(s.shape[1:]) != 1:
             raise nki_error("err_activation_scale_scalar_or_vector",
                             f"'scale' param of 'activation' can only be a scalar or a vector in partition "
                             f"dimension, scale.shape={list(s.shape)}")

@@ -5,6 +5,7 @@ the call or the operator names another.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -85,7 +86,7 @@ def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: A
 
 def _per_partition(shape: tuple[int, ...]) -> int:
     """Elements per partition of a tile (a ``[P]`` tile holds one)."""
-    return int(np.prod(shape[1:])) if len(shape) > 1 else 1
+    return int(math.prod(shape[1:])) if len(shape) > 1 else 1
 
 
 @op("nisa.tensor_scalar", emits=(TENSOR_SCALAR,))

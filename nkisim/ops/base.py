@@ -473,7 +473,10 @@ def region(acc: Access) -> Region:
     for c, dim in zip(acc.comps, t.shape):
         if c[0] == "adv":
             v = c[1].value()
-            box.append((int(np.min(v)), int(np.max(v)) + 1))
+            if v.__class__ is np.ndarray:  # (its own methods: the same reductions without np.min's Python layer)
+                box.append((int(v.min()), int(v.max()) + 1))
+            else:
+                box.append((int(np.min(v)), int(np.max(v)) + 1))
         elif c[0] == "int":
             v = int(c[1].value())
             box.append((v, v + 1))

@@ -9,6 +9,7 @@ instruction that uses the registers, as the ISA documents.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -48,7 +49,7 @@ def per_partition(inst: str, pname: str, v: Any, parts: int, ctx: KernelContext,
     if not is_tile(v):
         return None if not ctx.numerics else np.asarray(v, dtype=F32)
     acc = operands(inst, **{pname: v})[pname]
-    if acc.shape[0] != parts or int(np.prod(acc.shape[1:] or (1,))) != 1:
+    if acc.shape[0] != parts or math.prod(acc.shape[1:]) != 1:
         raise nki_error("err_num_partition_mismatch",
                         f"number of partitions (dimension 0 size of a tile) mismatch in parameters "
                         f"({shape_str(pname, acc.shape)}) of '{inst}'; '{pname}' must be a scalar or a "

@@ -5,6 +5,7 @@ reference).  Each runs along the flattened free elements of every partition, in 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -114,7 +115,7 @@ def tensor_tensor_scan(data0: Any = None, data1: Any = None, initial: Any = 0.0,
     n0, n1 = alu(op0, "tensor_tensor_scan", _ARITH), alu(op1, "tensor_tensor_scan", _ARITH)
     accs = operands("tensor_tensor_scan", data0=data0, data1=data1)
     a, b = accs["data0"], accs["data1"]
-    if a.shape[0] != b.shape[0] or int(np.prod(a.shape)) != int(np.prod(b.shape)):
+    if a.shape[0] != b.shape[0] or math.prod(a.shape) != math.prod(b.shape):
         raise nki_error("err_param_shape_mismatch",
                         f"Parameter shapes ({shape_str('data0', a.shape)}, {shape_str('data1', b.shape)}) of "
                         f"'tensor_tensor_scan' has mismatched shapes")
