@@ -477,7 +477,7 @@ def schedule(trace: list[Instruction], prm: Params) -> Schedule:
             start, end, e = _broadcast(core, ins, ready, prm, sem, psum_port, out,
                                        not (ins.writes and ins.writes[0].root in bufs.psum_resident))
         else:
-            spaces = tuple(space_of.get(r.root, "hbm") for r in (*ins.reads, *ins.writes))
+            spaces = tuple([space_of.get(r.root, "hbm") for r in (*ins.reads, *ins.writes)])
             if ins.extra.get("any_engine"):  # a copy on whichever engine the compiler picks (costs.copy_engine)
                 e, dur = costs.copy_engine(ins, spaces, prm, core.free, ready, copy_on)
                 if e != ins.engine:
