@@ -449,15 +449,22 @@ else:
 #   `a_tile * inv_rms` with `inv_rms` a `(rows, 1)` tile, so the Vector engine only does the multiply by `g`.
 # * **Fold the mean into one small instruction**: `nisa.tensor_scalar(dst=mean_eps, data=ssum, op0=nl.multiply,
 #   operand0=1 / C, op1=nl.add, operand1=1e-6)` works on one value per partition, so it is cheap; then `nl.rsqrt`.
-# * Load and broadcast `g` once (you already do).
+# * **Put `g` on every partition with one DMA.** A load of the `[1, C]` row goes in 4-byte pieces on trn2 (the
+#   answer above: about 23 µs for C = 2048 float32, a tenth of this kernel), and the TensorE broadcast follows it.
+#   `g.reshape((1, C)).broadcast(0, 128)` is a view that reads the same row for each of 128 partitions (a stride
+#   of 0); `nl.load` of it is one DMA of 128 rows, each `C` contiguous elements, into a `[128, C]` tile, and no
+#   broadcast is left to do. AWS's nki-library loads its bias vectors this way (`load_bias` in
+#   `output_projection_cte_tensor_io.py`).
 #
 # *In the legacy dialect* the same instructions return their result instead of writing into `dst`, take NumPy's
 # operators (`np.add`) and a `mask=`, and name the reduction's target with an index grid:
 # `nisa.activation_reduce(op=nl.square, data=a_tile, reduce_op=np.add, reduce_res=ssum[i_p, 0], dtype=nl.float32,
-# mask=...)`.
+# mask=...)`. An HBM tensor has no broadcast view there; an indirect load does the same job: with an index tile of
+# zeros, `row0 = nl.zeros((128, 1), dtype=nl.int32)`, `nl.load(g.reshape((1, C))[row0[i_p, 0], i_f])` has each of
+# the 128 partitions gather row 0.
 #
 # Same rules and cases as `rmsnorm`. Correctness earns 1 point and speed 3: full speed points at ≤ 1.2× this
-# question's reference (the straightforward kernel of section 4 is about 1.4× it), half at ≤ 2×.
+# question's reference (the straightforward kernel of section 4 is about 1.6× it), half at ≤ 2×.
 
 # %% nbgrader={"grade": false, "grade_id": "q2_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="legacy"
 # %%writefile rmsnorm_fast.py
@@ -477,7 +484,9 @@ def rmsnorm_fast(a, g):
     n_rows, n_cols = a.shape
     i_p = nl.arange(128)[:, None]
     i_f = nl.arange(n_cols)[None, :]
-    g_bcast = nl.load(g.reshape((1, n_cols))[nl.arange(1)[:, None], i_f]).broadcast_to((128, n_cols))
+    # g on every partition in one DMA: each of the 128 partitions gathers row 0 of g viewed as [1, C]
+    row0 = nl.zeros((128, 1), dtype=nl.int32)
+    g_bcast = nl.load(g.reshape((1, n_cols))[row0[i_p, 0], i_f])
     for i in nl.affine_range(math.ceil(n_rows / 128)):
         rows = i * 128 + i_p
         valid = rows < n_rows
@@ -513,7 +522,7 @@ def rmsnorm_fast(a, g):
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
     n_rows, n_cols = a.shape
     P = nl.tile_size.pmax
-    g_bcast = nl.broadcast_to(nl.load(g.reshape((1, n_cols))), (P, n_cols))
+    g_bcast = nl.load(g.reshape((1, n_cols)).broadcast(0, P))  # g on every partition in one DMA (a stride-0 view)
     for i in range(math.ceil(n_rows / P)):
         lo, hi = i * P, min((i + 1) * P, n_rows)
         rows = hi - lo
