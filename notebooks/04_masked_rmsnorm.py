@@ -449,8 +449,9 @@ else:
 #   `a_tile * inv_rms` with `inv_rms` a `(rows, 1)` tile, so the Vector engine only does the multiply by `g`.
 # * **Fold the mean into one small instruction**: `nisa.tensor_scalar(dst=mean_eps, data=ssum, op0=nl.multiply,
 #   operand0=1 / C, op1=nl.add, operand1=1e-6)` works on one value per partition, so it is cheap; then `nl.rsqrt`.
-# * **Put `g` on every partition with one DMA.** A load of the `[1, C]` row goes in 4-byte pieces on trn2 (the
-#   answer above: about 23 µs for C = 2048 float32, a tenth of this kernel), and the TensorE broadcast follows it.
+# * **Put `g` on every partition with one DMA.** On trn2 a load of the `[1, C]` row goes in 4-byte pieces (AWS's
+#   RMSNorm-Quant design doc: with a partition dimension of 1 the compiler may split it into many tiny DMA buffer
+#   loads), about 23 µs for C = 2048 float32, a tenth of this kernel, and the TensorE broadcast follows it.
 #   `g.reshape((1, C)).broadcast(0, 128)` is a view that reads the same row for each of 128 partitions (a stride
 #   of 0); `nl.load` of it is one DMA of 128 rows, each `C` contiguous elements, into a `[128, C]` tile, and no
 #   broadcast is left to do. AWS's nki-library loads its bias vectors this way (`load_bias` in
