@@ -460,9 +460,9 @@ else:
 # *In the legacy dialect* the same instructions return their result instead of writing into `dst`, take NumPy's
 # operators (`np.add`) and a `mask=`, and name the reduction's target with an index grid:
 # `nisa.activation_reduce(op=nl.square, data=a_tile, reduce_op=np.add, reduce_res=ssum[i_p, 0], dtype=nl.float32,
-# mask=...)`. An HBM tensor has no broadcast view there; an indirect load does the same job: with an index tile of
-# zeros, `row0 = nl.zeros((128, 1), dtype=nl.int32)`, `nl.load(g.reshape((1, C))[row0[i_p, 0], i_f])` has each of
-# the 128 partitions gather row 0.
+# mask=...)`. An HBM tensor has no broadcast view there; an indirect load does the same job: given a `(128, 1)`
+# int32 tile `idx` of zeros (`nl.zeros`), `nl.load(g.reshape((1, C))[idx[i_p, 0], i_f])` has each of the 128
+# partitions gather row 0.
 #
 # Same rules and cases as `rmsnorm`. Correctness earns 1 point and speed 3: full speed points at ≤ 1.2× this
 # question's reference (the straightforward kernel of section 4 is about 1.6× it), half at ≤ 2×.
