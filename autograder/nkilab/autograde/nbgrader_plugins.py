@@ -8,6 +8,8 @@ Each one closes a gap found by running nbgrader 0.9.6 against hostile submission
 * ``TimeLimitedExecute`` (autograde step, replaces ``Execute``): nbgrader only limits each cell; this also
   caps the whole notebook, so no submission can hold the batch for long; ``nkilab.autograde.direct_grade.DirectGrade``,
   its subclass, is the step actually installed: the course's notebooks are graded without a Jupyter kernel;
+* ``CheckCellMetadata`` (sanitize and autograde steps): nbgrader's check, its schema's validator built once per
+  process rather than for every cell (the same checks and errors);
 * ``GradeCellStderrToStdout``: nbgrader gives 0 to a grade cell with *any* stderr output; our grade cells
   run no student code in the notebook, so a library warning must not zero a correct kernel;
 * ``RenderGradeRecords`` (feedback step): the autograded copy of a grade cell holds the TA's report (every
