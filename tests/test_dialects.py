@@ -79,22 +79,23 @@ def _estimate(launch: api.Launch):
 LEGACY_ONLY = frozenset({"unread"})
 
 
-#: questions whose two references do not yet get the same estimate, and why (strict: one that starts agreeing fails
-#: here, so the list cannot go stale).  Stage 8's fast conv (legacy filter-transpose PSUM tiles made by a Python loop
+#: questions whose two references do not yet get the same estimate: the legacy-only mechanism that separates them,
+#: the most they may differ (a share of the 0.6 twin's total) and why.  The outputs and the instructions are still
+#: compared as for every question, the mechanism must show in the legacy twin's reasons and the totals must differ
+#: (one that starts agreeing fails here, so the list cannot go stale).  Stage 8's fast conv (legacy filter-transpose PSUM tiles made by a Python loop
 #: inside ``affine_range`` rotated over 6 banks, the 0.6 twin's over 2) left when the cost model started counting a
 #: site's tiles per iteration as the most of them live at once in both dialects; stage 7's rmsnorm_linear (116.3 us in
 #: 0.6, 124.5 legacy) when the unroll budget rose to the top of its fitted range (799 instructions): its legacy
 #: 617-instruction row loop had stayed rolled, its tiles on two rotating buffers, where 0.6 unrolls every loop
-ESTIMATES_DIFFER: dict[str, str] = {
-    "rmsnorm_backward": "the legacy allocator's 'unread' rule (LEGACY_ONLY): the [n, C] copy activation_reduce must "
+ESTIMATES_DIFFER: dict[str, tuple[str, float, str]] = {
+    "rmsnorm_backward": ("unread", 0.005, "the legacy allocator's 'unread' rule (LEGACY_ONLY): the [n, C] copy activation_reduce must "
                         "write, which nothing reads, holds no SBUF in the legacy twin, where the 0.6 twin's allocated "
                         "qw_copy does; since w is a plain [128, C] tile loaded by one DMA that room lets the legacy "
-                        "twin's loads start earlier: 343.8 against 344.5 us (0.2%; equal with the rule turned off)",
+                        "twin's loads start earlier: 343.8 against 344.5 us (0.2%; equal with the rule turned off)"),
 }
 
 
-@pytest.mark.parametrize("qid", [pytest.param(q, marks=pytest.mark.xfail(reason=ESTIMATES_DIFFER[q], strict=True))
-                                 if q in ESTIMATES_DIFFER else q for q in sorted(SPECS)])
+@pytest.mark.parametrize("qid", sorted(SPECS))
 def test_both_references_issue_the_same_instructions_and_estimate(qid):
     q = QUESTIONS[qid]
     args = q.inputs(q.speed_case, SEED, 0)
@@ -110,6 +111,12 @@ def test_both_references_issue_the_same_instructions_and_estimate(qid):
         for x, y in zip(old.record.ctx.trace, new.record.ctx.trace):
             if x.engine != y.engine:  # ... so, with the legacy's rsqrt on GpSimd too, it must schedule alike
                 x.kind, x.engine, x.op, x.extra = y.kind, y.engine, y.op, y.extra
+    if qid in ESTIMATES_DIFFER:
+        mechanism, share, _why = ESTIMATES_DIFFER[qid]
+        a, b = old.estimate(), new.estimate()
+        assert mechanism in {r.mechanism for r in a.reasons} - {r.mechanism for r in b.reasons}
+        assert a.total_us != b.total_us and abs(a.total_us - b.total_us) <= share * b.total_us
+        return
     assert _estimate(new) == _estimate(old)
 
 
