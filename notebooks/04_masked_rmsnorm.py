@@ -394,8 +394,9 @@ grade("rmsnorm", "rmsnorm.py")
 # the data has to be physically copied to all 128 partitions: TensorE matmuls with a ones vector and a copy out of
 # PSUM, about 1.8 µs of TensorE and 1.8 µs of ScalarE time for C = 2048 float32 on trn2 (estimates), plus the load
 # of `g`. Done once before the loop, it is reused by every row tile; redone per tile, that work is paid 32 times
-# for 4096 rows. (In this kernel the Vector engine is the bottleneck and TensorE, ScalarE and the DMA queues have
-# slack, so the estimated latency hardly changes; the profile shows the extra engine time all the same.)
+# for 4096 rows. The load costs most: a `[1, C]` row goes in 4-byte DMA pieces on trn2 (AWS's RMSNorm-Quant design
+# doc: the compiler's handling of a trivial partition dimension splits such a load into many small DMA buffer
+# loads), about 23 µs for C = 2048 float32, so redone per tile it nearly triples the estimate.
 # ### END SOLUTION
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "profile_text", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -448,15 +449,23 @@ else:
 #   `a_tile * inv_rms` with `inv_rms` a `(rows, 1)` tile, so the Vector engine only does the multiply by `g`.
 # * **Fold the mean into one small instruction**: `nisa.tensor_scalar(dst=mean_eps, data=ssum, op0=nl.multiply,
 #   operand0=1 / C, op1=nl.add, operand1=1e-6)` works on one value per partition, so it is cheap; then `nl.rsqrt`.
-# * Load and broadcast `g` once (you already do).
+# * **Put `g` on every partition with one DMA.** On trn2 a load of the `[1, C]` row goes in 4-byte pieces (AWS's
+#   RMSNorm-Quant design doc: with a partition dimension of 1 the compiler may split it into many tiny DMA buffer
+#   loads), about 23 µs for C = 2048 float32, a tenth of this kernel, and the TensorE broadcast follows it.
+#   `g.reshape((1, C)).broadcast(0, 128)` is a view that reads the same row for each of 128 partitions (a stride
+#   of 0); `nl.load` of it is one DMA of 128 rows, each `C` contiguous elements, into a `[128, C]` tile, and no
+#   broadcast is left to do. AWS's nki-library loads its bias vectors this way (`load_bias` in
+#   `output_projection_cte_tensor_io.py`).
 #
 # *In the legacy dialect* the same instructions return their result instead of writing into `dst`, take NumPy's
 # operators (`np.add`) and a `mask=`, and name the reduction's target with an index grid:
 # `nisa.activation_reduce(op=nl.square, data=a_tile, reduce_op=np.add, reduce_res=ssum[i_p, 0], dtype=nl.float32,
-# mask=...)`.
+# mask=...)`. An HBM tensor has no broadcast view there; an indirect load does the same job: given a `(128, 1)`
+# int32 tile `idx` of zeros (`nl.zeros`), `nl.load(g.reshape((1, C))[idx[i_p, 0], i_f])` has each of the 128
+# partitions gather row 0.
 #
 # Same rules and cases as `rmsnorm`. Correctness earns 1 point and speed 3: full speed points at ≤ 1.2× this
-# question's reference (the straightforward kernel of section 4 is about 1.4× it), half at ≤ 2×.
+# question's reference (the straightforward kernel of section 4 is about 1.6× it), half at ≤ 2×.
 
 # %% nbgrader={"grade": false, "grade_id": "q2_kernel", "locked": false, "schema_version": 3, "solution": true, "task": false} dialect="legacy"
 # %%writefile rmsnorm_fast.py
@@ -476,7 +485,9 @@ def rmsnorm_fast(a, g):
     n_rows, n_cols = a.shape
     i_p = nl.arange(128)[:, None]
     i_f = nl.arange(n_cols)[None, :]
-    g_bcast = nl.load(g.reshape((1, n_cols))[nl.arange(1)[:, None], i_f]).broadcast_to((128, n_cols))
+    # g on every partition in one DMA: each of the 128 partitions gathers row 0 of g viewed as [1, C]
+    row0 = nl.zeros((128, 1), dtype=nl.int32)
+    g_bcast = nl.load(g.reshape((1, n_cols))[row0[i_p, 0], i_f])
     for i in nl.affine_range(math.ceil(n_rows / 128)):
         rows = i * 128 + i_p
         valid = rows < n_rows
@@ -512,7 +523,7 @@ def rmsnorm_fast(a, g):
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
     n_rows, n_cols = a.shape
     P = nl.tile_size.pmax
-    g_bcast = nl.broadcast_to(nl.load(g.reshape((1, n_cols))), (P, n_cols))
+    g_bcast = nl.load(g.reshape((1, n_cols)).broadcast(0, P))  # g on every partition in one DMA (a stride-0 view)
     for i in range(math.ceil(n_rows / P)):
         lo, hi = i * P, min((i + 1) * P, n_rows)
         rows = hi - lo

@@ -372,7 +372,8 @@ def rmsnorm_2core(a, g):
     i_f = nl.arange(n_cols)[None, :]
     tiles_per_instance = math.ceil(math.ceil(n_rows / 128) / nl.num_programs(0))
     first_tile = nl.program_id(0) * tiles_per_instance
-    g_bcast = nl.load(g.reshape((1, n_cols))[nl.arange(1)[:, None], i_f]).broadcast_to((128, n_cols))
+    row0 = nl.zeros((128, 1), dtype=nl.int32)  # g on every partition in one DMA, as in rmsnorm_fast
+    g_bcast = nl.load(g.reshape((1, n_cols))[row0[i_p, 0], i_f])
     for t in nl.affine_range(tiles_per_instance):
         rows = (first_tile + t) * 128 + i_p
         valid = rows < n_rows
@@ -406,7 +407,7 @@ def rmsnorm_2core(a, g):
     P = nl.tile_size.pmax
     tiles_per_core = math.ceil(math.ceil(n_rows / P) / nl.num_programs(0))
     first_tile = nl.program_id(0) * tiles_per_core
-    g_bcast = nl.broadcast_to(nl.load(g.reshape((1, n_cols))), (P, n_cols))
+    g_bcast = nl.load(g.reshape((1, n_cols)).broadcast(0, P))  # g on every partition in one DMA, as in rmsnorm_fast
     for t in range(tiles_per_core):
         lo, hi = (first_tile + t) * P, min((first_tile + t + 1) * P, n_rows)
         if lo >= hi:  # past the last row (R = 1: core 1 has nothing to do); a Python int, known while tracing

@@ -181,7 +181,9 @@ def rmsnorm_backward(x, w, dy, rstd):
     ### BEGIN SOLUTION
     R, C = x.shape
     grads = nl.ndarray((R + 1, C), dtype=x.dtype, buffer=nl.shared_hbm)
-    w_b = nl.load(w.reshape((1, C)), dtype=nl.float32).broadcast_to((128, C))  # w on every partition
+    i_p, i_c = nl.arange(128)[:, None], nl.arange(C)[None, :]
+    row0 = nl.zeros((128, 1), dtype=nl.int32)  # w on every partition in one DMA: each partition gathers row 0
+    w_b = nl.load(w.reshape((1, C))[row0[i_p, 0], i_c], dtype=nl.float32)
     dw_ps = [nl.zeros((1, 512), dtype=nl.float32, buffer=nl.psum) for _ in range(0, C, 512)]  # one bank each
     for t in range((R + 127) // 128):  # a Python loop: the last tile of rows may be ragged (n < 128)
         r0, n = t * 128, min(128, R - t * 128)
@@ -221,7 +223,7 @@ def rmsnorm_backward(x, w, dy, rstd):
     ### BEGIN SOLUTION
     R, C = x.shape
     grads = nl.ndarray((R + 1, C), dtype=x.dtype, buffer=nl.shared_hbm)
-    w_b = nl.broadcast_to(nl.load(w.reshape((1, C)), dtype=nl.float32), (128, C))  # w on every partition
+    w_b = nl.load(w.reshape((1, C)).broadcast(0, 128), dtype=nl.float32)  # w on every partition in one DMA
     dw_ps = [nl.zeros((1, 512), dtype=nl.float32, buffer=nl.psum) for _ in range(0, C, 512)]  # one bank each
     for t in range((R + 127) // 128):  # the last tile of rows may be ragged (n < 128): a smaller slice
         r0, n = t * 128, min(128, R - t * 128)
@@ -376,6 +378,8 @@ def rmsnorm_fp8_forward(x_q, x_scale, w, out_scale):
     eps = nl.full((128, 1), 1e-6, dtype=nl.float32)
     i_p = nl.arange(128)[:, None, None]
     i_g = nl.arange(G)[None, :, None] + 0 * nl.arange(GROUP)[None, None, :]  # each group's scale 16 times
+    row0 = nl.zeros((128, 1), dtype=nl.int32)  # the row of w each partition gathers (one DMA puts w on all 128)
+    i_w, i_c = nl.arange(128)[:, None], nl.arange(C)[None, :]
     ws = None  # w on every partition: loaded in the first step, after that tile's loads
     tiles = {}  # tile -> what its next stage needs
     for t in range(T + 5):  # step t: tile t's first stage, t-2's weight, t-3's rstd, t-5's saturation and store
@@ -409,8 +413,8 @@ def rmsnorm_fp8_forward(x_q, x_scale, w, out_scale):
             nisa.activation_reduce(op=nl.square, data=x, reduce_op=np.add, reduce_res=ss)  # sum of squares (Scalar)
             rstd = nisa.activation(op=nl.rsqrt, data=ss, scale=1.0 / C, bias=eps[:n])  # 1 / sqrt(ss / C + eps)
             tiles[t] = (r0, n, x, rstd, nisa.activation(op=nl.copy, data=rstd, dtype=nl.bfloat16))
-        if t == 0:  # after the first tile's loads: w in bf16 on every partition (the Tensor Engine broadcasts)
-            ws = nl.load(w.reshape((1, C)), dtype=nl.bfloat16).broadcast_to((128, C))
+        if t == 0:  # after the first tile's loads: w in bf16 on every partition, one DMA (the DMA casts)
+            ws = nl.load(w.reshape((1, C))[row0[i_w, 0], i_c], dtype=nl.bfloat16)
     return out
     ### END SOLUTION
 
@@ -485,8 +489,8 @@ def rmsnorm_fp8_forward(x_q, x_scale, w, out_scale):
             rstd_b = nl.ndarray((n, 1), dtype=nl.bfloat16, buffer=nl.sbuf)
             nisa.activation(dst=rstd_b, op=nl.copy, data=rstd)
             tiles[t] = (r0, n, x, rstd, rstd_b)
-        if t == 0:  # after the first tile's loads: w in bf16 on every partition (the Tensor Engine broadcasts)
-            ws = nl.broadcast_to(nl.load(w.reshape((1, C)), dtype=nl.bfloat16), (128, C))
+        if t == 0:  # after the first tile's loads: w in bf16 on every partition, one DMA (the DMA casts)
+            ws = nl.load(w.reshape((1, C)).broadcast(0, 128), dtype=nl.bfloat16)
     return out
     ### END SOLUTION
 

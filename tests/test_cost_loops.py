@@ -11,6 +11,7 @@ import math
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 import numpy as np
+import pytest
 from course_testing import solution_variant, write
 from neuronxcc.nki import typing as nt
 
@@ -248,7 +249,8 @@ def test_stage2_numbers_for_sequential_range():
 
 def test_stage4_numbers_for_a_broadcast_redone_per_tile():
     """notebooks/04_masked_rmsnorm.py: the g broadcast is 'about 1.8 µs of TensorE and 1.8 µs of ScalarE time for
-    C = 2048 float32', 'paid 32 times for 4096 rows', and the straightforward kernel's estimate 'hardly changes'."""
+    C = 2048 float32', 'paid 32 times for 4096 rows', and the `[1, C]` load of g in 4-byte DMA pieces on trn2 'about
+    23 µs', so redone per tile it 'nearly triples the estimate'."""
     import importlib.util
     import pathlib
 
@@ -273,7 +275,10 @@ def test_stage4_numbers_for_a_broadcast_redone_per_tile():
     extra_act = est["inside"].engine_busy_us["act"] - est["hoisted"].engine_busy_us["act"]
     assert 31 * 1.7 <= extra_pe <= 31 * 1.9 and 31 * 1.6 <= extra_act <= 31 * 1.9
     assert est["inside"].dma_count == est["hoisted"].dma_count + 31
-    assert abs(est["inside"].total_us - est["hoisted"].total_us) <= 0.01 * est["hoisted"].total_us
+    assert 2.5 * est["hoisted"].total_us <= est["inside"].total_us <= 3 * est["hoisted"].total_us
+    d = get_target("trn2").params.dma  # a DMA buffer's fixed cost on its queue, one per 4 bytes of g
+    assert 2048 * 4 // d.trivial_dim_piece_bytes * d.descriptor_bytes / d.bytes_per_ns / 1000 == \
+        pytest.approx(23, abs=0.5)  # "about 23 µs"
     np_a = np.random.default_rng(0).random((300, 64), dtype=np.float32)
     np_g = np.random.default_rng(1).random(64, dtype=np.float32)
     want = np_a / np.sqrt((np_a ** 2).mean(1, keepdims=True) + 1e-6) * np_g

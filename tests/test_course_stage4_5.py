@@ -268,5 +268,7 @@ def test_two_cores_nearly_halve_a_memory_bound_kernel():
         return bench.benchmark_result.nc_latency.get_latency_percentile(99)
 
     one, serial, cores = lat((1,)), lat((2,)), lat((nl.nc(2),))
-    assert serial == pytest.approx(one, rel=0.02)  # instances on one core run one after another
-    assert 1.8 < one / cores < 2.0
+    # instances on one core run one after another: the rows' work once, plus what each instance repeats (its own
+    # load of g onto every partition, one DMA of 1 MiB: about 2.4 us of the 400)
+    assert serial == pytest.approx(one, rel=0.02)
+    assert 1.8 < one / cores < 2.0  # each core repeats that load too (a shared rotating buffer would leave it near 1)

@@ -158,8 +158,8 @@ MUTANTS = {
         "nisa.activation_reduce(op=nl.square, data=x, reduce_op=np.add, reduce_res=ss)",
         "nisa.activation_reduce(op=nl.square, data=xq.reshape((n, C)), reduce_op=np.add, reduce_res=ss)")),
     # the weight left out
-    "fp8_without_the_weight": _fp8(("ws = nl.load(w.reshape((1, C)), dtype=nl.bfloat16).broadcast_to((128, C))",
-                                    "ws = nl.ones((1, C), dtype=nl.bfloat16).broadcast_to((128, C))")),
+    "fp8_without_the_weight": _fp8(("ws = nl.load(w.reshape((1, C))[row0[i_w, 0], i_c], dtype=nl.bfloat16)",
+                                    "ws = nl.ones((128, C), dtype=nl.bfloat16)")),
     # the software pipeline mixes tiles up: tile t - 3 scaled by a later tile's rstd (right only for one tile)
     "fp8_pipeline_mixes_up_tiles": _fp8(("p0, pn, xw, rstd, rstd_b = tiles[t - 3]",
                                          "p0, pn, xw, rstd, rstd_b = tiles[t - 3][:3] + tiles[min(t - 2, T - 1)][3:]")),
@@ -175,7 +175,8 @@ PLAIN_BACKWARD = """
     def rmsnorm_backward(x, w, dy, rstd):
         R, C = x.shape
         grads = nl.ndarray((R + 1, C), dtype=x.dtype, buffer=nl.shared_hbm)
-        w_b = nl.load(w.reshape((1, C)), dtype=nl.float32).broadcast_to((128, C))
+        row0 = nl.zeros((128, 1), dtype=nl.int32)
+        w_b = nl.load(w.reshape((1, C))[row0[nl.arange(128)[:, None], 0], nl.arange(C)[None, :]], dtype=nl.float32)
         dw_ps = [nl.zeros((1, 512), dtype=nl.float32, buffer=nl.psum) for _ in range(0, C, 512)]
         for t in range((R + 127) // 128):
             r0, n = t * 128, min(128, R - t * 128)
@@ -215,7 +216,8 @@ IN_ORDER_FP8 = """
         out = nl.ndarray((R, C), dtype=x_q.dtype, buffer=nl.shared_hbm)
         inv_sb = nisa.activation(op=nl.copy, data=nisa.tensor_scalar(nl.load(out_scale), np.power, -1.0)
                                  .broadcast_to((128, 1)), dtype=nl.bfloat16)
-        ws = nl.load(w.reshape((1, C)), dtype=nl.bfloat16).broadcast_to((128, C))
+        row0 = nl.zeros((128, 1), dtype=nl.int32)
+        ws = nl.load(w.reshape((1, C))[row0[nl.arange(128)[:, None], 0], nl.arange(C)[None, :]], dtype=nl.bfloat16)
         i_p = nl.arange(128)[:, None, None]
         i_g = nl.arange(G)[None, :, None] + 0 * nl.arange(GROUP)[None, None, :]
         for t in range((R + 127) // 128):
@@ -247,9 +249,10 @@ FLOAT32_FP8 = """
         G = C // GROUP
         T = (R + 127) // 128
         out = nl.ndarray((R, C), dtype=x_q.dtype, buffer=nl.shared_hbm)
-        inv_s = nisa.tensor_scalar(nl.load(out_scale), np.power, -1.0)
-        w_row = nl.load(w.reshape((1, C)), dtype=nl.float32)
-        ws = nisa.tensor_scalar(w_row, np.multiply, inv_s).broadcast_to((128, C))
+        inv_s = nisa.tensor_scalar(nl.load(out_scale), np.power, -1.0).broadcast_to((128, 1))
+        row0 = nl.zeros((128, 1), dtype=nl.int32)
+        w_all = nl.load(w.reshape((1, C))[row0[nl.arange(128)[:, None], 0], nl.arange(C)[None, :]], dtype=nl.float32)
+        ws = nisa.tensor_scalar(w_all, np.multiply, inv_s)
         firsts, scaled = [], []
         for t in range(T + 2):
             if t < T:

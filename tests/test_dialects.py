@@ -70,20 +70,32 @@ def _estimate(launch: api.Launch):
     not -- without moving the total (rmsnorm_linear: the same 175.8 us either way)."""
     est = launch.estimate()  # (each reason without its file and line, for the same reason)
     return dataclasses.replace(est, line_us={}, reasons=tuple(dataclasses.replace(r, file="", line=0)
-                                                              for r in est.reasons))
+                                                              for r in est.reasons if r.mechanism not in LEGACY_ONLY))
 
 
-#: questions whose two references do not yet get the same estimate, and why (strict: one that starts agreeing fails
-#: here, so the list cannot go stale).  Stage 8's fast conv (legacy filter-transpose PSUM tiles made by a Python loop
+#: Why: lines of the legacy compiler's own allocation, which the 0.6 twin's tiles do not go through: a tile nothing
+#: reads holds no SBUF beyond its write ("unread", cost/scheduler.py Buffers).  Every number of the estimate is still
+#: compared: the rule frees room the twins' rotations do not need.
+LEGACY_ONLY = frozenset({"unread"})
+
+
+#: questions whose two references do not yet get the same estimate: the legacy-only mechanism that separates them,
+#: the most they may differ (a share of the 0.6 twin's total) and why.  The outputs and the instructions are still
+#: compared as for every question, the mechanism must show in the legacy twin's reasons and the totals must differ
+#: (one that starts agreeing fails here, so the list cannot go stale).  Stage 8's fast conv (legacy filter-transpose PSUM tiles made by a Python loop
 #: inside ``affine_range`` rotated over 6 banks, the 0.6 twin's over 2) left when the cost model started counting a
 #: site's tiles per iteration as the most of them live at once in both dialects; stage 7's rmsnorm_linear (116.3 us in
 #: 0.6, 124.5 legacy) when the unroll budget rose to the top of its fitted range (799 instructions): its legacy
 #: 617-instruction row loop had stayed rolled, its tiles on two rotating buffers, where 0.6 unrolls every loop
-ESTIMATES_DIFFER: dict[str, str] = {}
+ESTIMATES_DIFFER: dict[str, tuple[str, float, str]] = {
+    "rmsnorm_backward": ("unread", 0.005, "the legacy allocator's 'unread' rule (LEGACY_ONLY): the [n, C] copy activation_reduce must "
+                        "write, which nothing reads, holds no SBUF in the legacy twin, where the 0.6 twin's allocated "
+                        "qw_copy does; since w is a plain [128, C] tile loaded by one DMA that room lets the legacy "
+                        "twin's loads start earlier: 343.8 against 344.5 us (0.2%; equal with the rule turned off)"),
+}
 
 
-@pytest.mark.parametrize("qid", [pytest.param(q, marks=pytest.mark.xfail(reason=ESTIMATES_DIFFER[q], strict=True))
-                                 if q in ESTIMATES_DIFFER else q for q in sorted(SPECS)])
+@pytest.mark.parametrize("qid", sorted(SPECS))
 def test_both_references_issue_the_same_instructions_and_estimate(qid):
     q = QUESTIONS[qid]
     args = q.inputs(q.speed_case, SEED, 0)
@@ -94,15 +106,41 @@ def test_both_references_issue_the_same_instructions_and_estimate(qid):
     old, new = launches[Dialect.LEGACY], launches[Dialect.NKI]
     for a, b in zip(_arrays(old.outputs), _arrays(new.outputs), strict=True):
         np.testing.assert_array_equal(b, a)
+    _drop_gather_indices(old, new)  # the one other difference: the legacy twin's index tile for a gather of row 0
     if _rsqrt_moved(old, new):  # the only difference the twins may have: rsqrt's engine (rmsnorm_linear: 3.5%) ...
         for x, y in zip(old.record.ctx.trace, new.record.ctx.trace):
             if x.engine != y.engine:  # ... so, with the legacy's rsqrt on GpSimd too, it must schedule alike
                 x.kind, x.engine, x.op, x.extra = y.kind, y.engine, y.op, y.extra
+    if qid in ESTIMATES_DIFFER:
+        mechanism, share, _why = ESTIMATES_DIFFER[qid]
+        a, b = old.estimate(), new.estimate()
+        assert mechanism in {r.mechanism for r in a.reasons} - {r.mechanism for r in b.reasons}
+        assert a.total_us != b.total_us and abs(a.total_us - b.total_us) <= share * b.total_us
+        return
     assert _estimate(new) == _estimate(old)
 
 
 def _line(loc: tuple[str, int]) -> str:
     return Path(loc[0]).read_text().splitlines()[loc[1] - 1]
+
+
+#: the legacy twin's index tile for a gather of row 0 into every partition (``nl.load(v[row0[i_p, 0], i_f])``)
+GATHER_INDEX = "row0 = nl.zeros((128, 1), dtype=nl.int32)"
+
+
+def _drop_gather_indices(old: api.Launch, new: api.Launch) -> int:
+    """A ``[1, C]`` vector goes onto every partition in one DMA in both twins, but legacy NKI has no broadcast view of
+    an HBM tensor (``nl.broadcast_to``'s source is "a tile in SBUF or PSUM", aws-neuron-sdk v2.26.0
+    general/nki/api/nki/language/__init__.py:417; the simulator refuses an HBM one): where the 0.6 reference loads
+    ``v.reshape((1, C)).broadcast(0, P)`` (a stride-0 view), the legacy one gathers row 0 into each partition with
+    an indirect load (AWS's test_nki_nl_load_store_indirect.py), whose index tile is a memset of zeros.  Removes those
+    memsets, each from a ``GATHER_INDEX`` line, from the legacy trace (in place, before its estimate): how many."""
+    a, b = old.record.ctx.trace, new.record.ctx.trace
+    keep = [x for x in a if not (x.op == "memset" and GATHER_INDEX in _line(x.loc))]
+    dropped = len(a) - len(keep)
+    assert not any(x.op == "memset" and GATHER_INDEX in _line(x.loc) for x in b)
+    a[:] = keep
+    return dropped
 
 
 def _rsqrt_moved(old: api.Launch, new: api.Launch) -> int:

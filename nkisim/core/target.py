@@ -153,6 +153,8 @@ class Dma:
     hbm_gbps: float
     rmw_throughput: float
     rmw_sbuf_throughput: float
+    #: a one-partition tile's DMA goes in pieces of this many bytes (0: whole); costs.descriptors says why
+    trivial_dim_piece_bytes: int
 
 
 @dataclass(frozen=True, slots=True)

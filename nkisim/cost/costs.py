@@ -100,7 +100,7 @@ def dma_queue_ns(ins: Instruction, nq: int, prm: Params) -> float:
     extra = ins.extra
     if extra and extra.get("rmw"):
         eff *= d.rmw_sbuf_throughput if extra.get("rmw_sbuf") else d.rmw_throughput
-    t = d.issue_ns + descriptor_ns(prm) * descriptors(ins) / nq + (ins.nbytes / nq) / (d.bytes_per_ns * eff)
+    t = d.issue_ns + descriptor_ns(prm) * descriptors(ins, prm) / nq + (ins.nbytes / nq) / (d.bytes_per_ns * eff)
     hbm = extra.get("hbm_bytes") if extra else None
     if hbm:
         t = max(t, hbm / d.hbm_gbps)  # GB/s = B/ns
@@ -115,10 +115,19 @@ def descriptor_ns(prm: Params) -> float:
     return d.descriptor_bytes / d.bytes_per_ns
 
 
-def descriptors(ins: Instruction) -> int:
+def descriptors(ins: Instruction, prm: Params | None = None) -> int:
     """DMA descriptors of a transfer: its pieces contiguous in source and destination (``cost.runs``, recorded
     when the DMA was issued).  A transfer the compiler makes itself (a spill or reload: one partition's bytes each,
-    contiguous in HBM) has none recorded: one per partition's bytes."""
+    contiguous in HBM) has none recorded: one per partition's bytes.
+
+    A transfer of a one-partition tile (``[1, N]``: its partition dimension is trivial) is cut into pieces of the
+    target's ``trivial_dim_piece_bytes`` when ``prm`` is given: AWS's RMSNorm-Quant design doc says of its ``[1, H]``
+    gamma load, "The code intends to load the entire ``[1, H]`` tensor in a single operation. However, it should be
+    noted that the compiler performs optimizations for trivial dimensions, which can result in several small (e.g.,
+    4-byte) DMA buffer loads" (aws-neuron-sdk nki/library/specs/design-rmsnorm-quant.rst:281)."""
+    pieces = trivial_pieces(ins, prm) if prm is not None else 0
+    if pieces:
+        return max(ins.runs, pieces)
     if ins.runs:
         return ins.runs
     if ins.nbytes <= 0:
@@ -127,6 +136,15 @@ def descriptors(ins: Instruction) -> int:
     if ins.run:
         piece = min(piece, ins.run)
     return max(1, math.ceil(ins.nbytes / max(piece, 1)))
+
+
+def trivial_pieces(ins: Instruction, prm: Params) -> int:
+    """The pieces of the target's ``trivial_dim_piece_bytes`` a DMA of a one-partition on-chip tile is cut into (0:
+    it is not such a DMA, or a piece would hold all of it); ``descriptors`` says why."""
+    piece = prm.dma.trivial_dim_piece_bytes
+    if not piece or ins.p != 1 or ins.nbytes <= piece or not ins.bufs:
+        return 0
+    return math.ceil(ins.nbytes / piece)
 
 
 def psum_broadcasts(trace: list[Instruction], spaces: dict[int, str], prm: Params) -> set[int]:

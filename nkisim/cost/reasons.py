@@ -30,6 +30,14 @@ MECHANISMS: dict[str, str] = {
         "a tile made outside its loop and written whole {count:,} times gets a new buffer for each value (the legacy "
         "compiler allocates SBUF to data, \"to achieve instruction parallelism across different engines\", NKI "
         "direct allocation guide), so a load of the next value does not wait for the readers of this one"),
+    "trivial_dim": (
+        "{count:,} DMAs of a one-partition tile ([1, N]) went in 4-byte pieces, each paying a DMA buffer's fixed "
+        "cost (\"the compiler performs optimizations for trivial dimensions, which can result in several small (e.g., "
+        "4-byte) DMA buffer loads\", AWS's RMSNorm-Quant design doc)"),
+    "unread": (
+        "a tile written here that no instruction reads held no SBUF beyond its write (the compiler allocates SBUF "
+        "to live data: \"When the cumulative size of live data defined by the NKI kernel overflows the capacity\", "
+        "NKI docs, programming model), so it took no room from the other tiles' buffers"),
     "copy_engine": (
         "{count:,} copies left to the compiler ran on ScalarE rather than VectorE (\"compiler selects best engine "
         "based on engine workload\", nki.isa.tensor_copy's engine parameter)"),

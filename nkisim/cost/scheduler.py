@@ -145,6 +145,13 @@ class Buffers:
         # an op's result tile that was assigned into another tile (tile[...] = nl.load(...)) never
         # exists on chip: only roots that appear in some region occupy SBUF
         used = {r.root for ins in trace for r in (*ins.reads, *ins.writes)}
+        # a legacy tile no instruction reads is live only while it is written: the compiler allocates SBUF to "live
+        # data" ("When the cumulative size of live data defined by the NKI kernel overflows the capacity of any
+        # on-chip memory", v2.26.0 general/nki/programming_model.rst:172-174), so its rotation holds no SBUF
+        legacy = getattr(trace, "dialect", "legacy") != "0.6"
+        read = {r.root for ins in trace for r in ins.reads} if legacy else used
+        #: in-loop legacy SBUF tiles that nothing reads: root -> the line that writes it (the "unread" Why: line)
+        self.unread: dict[int, tuple] = {}
         # tiles a Python loop makes anew in each iteration: every loop of a 0.6 kernel, a legacy kernel's range loops
         first, last = unroll.lifetimes(trace)  # one pass over the trace for both uses below
         unrolled, live = unroll.python_loop_sites(trace, first, last)
@@ -164,7 +171,11 @@ class Buffers:
                     if b.space == "sbuf":
                         if b.in_loop:
                             key = b.site or self._result_site(b.root, ins, per_line)
-                            sites[key] = max(sites.get(key, 0), b.bytes_per_partition)
+                            size = b.bytes_per_partition
+                            if b.root not in read:
+                                self.unread[b.root] = ins.loc
+                                size = 0
+                            sites[key] = max(sites.get(key, 0), size)
                             site_roots.setdefault(key, []).append(b.root)
                             self.site_key[b.root] = ("sbuf", key)
                         else:
@@ -408,6 +419,8 @@ def schedule(trace: list[Instruction], prm: Params) -> Schedule:
     out = Schedule(len(trace))
     for starts in bufs.renamed.values():
         out.notes.add("renamed", trace[starts[0]].loc, count=len(starts))
+    for loc in bufs.unread.values():
+        out.notes.add("unread", loc)
     #: (instance, label) -> (finish, engine) of the latest instruction with that label (``Instruction.order``)
     labelled: dict[tuple[int, Any], tuple[float, str]] = {}
     for i, ins in enumerate(trace):
@@ -456,12 +469,14 @@ def schedule(trace: list[Instruction], prm: Params) -> Schedule:
         elif e == "dma":
             nq = costs.dma_queues(ins, prm)
             dur = costs.dma_queue_ns(ins, nq, prm)
+            if costs.trivial_pieces(ins, prm):
+                out.notes.add("trivial_dim", ins.loc)
             dge_start = None
             if dge_ns and ins.loops:
                 # a DMA in a rolled NKI loop has loop-dependent addresses, so its descriptors are made at
                 # run time by the hardware DGE (spec §4.4 ~600 ns per instruction) before the transfer
                 # can start; the queues meanwhile keep moving earlier transfers' data
-                dge_start, dge_end = core.dge.generate(dge_ns + dge_desc_ns * costs.descriptors(ins))
+                dge_start, dge_end = core.dge.generate(dge_ns + dge_desc_ns * costs.descriptors(ins, prm))
                 ready = max(ready, dge_end)
             # every transfer writes a completion semaphore on all 16 queues (spec §4.4), so the queues
             # are modelled as one reservation table; the data rate still scales with the queues used

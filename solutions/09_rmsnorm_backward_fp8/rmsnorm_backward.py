@@ -10,7 +10,9 @@ def rmsnorm_backward(x, w, dy, rstd):
     """dx and dw of RMSNorm, packed: grads[:R] = dx, grads[R] = dw."""
     R, C = x.shape
     grads = nl.ndarray((R + 1, C), dtype=x.dtype, buffer=nl.shared_hbm)
-    w_b = nl.load(w.reshape((1, C)), dtype=nl.float32).broadcast_to((128, C))  # w on every partition
+    i_p, i_c = nl.arange(128)[:, None], nl.arange(C)[None, :]
+    row0 = nl.zeros((128, 1), dtype=nl.int32)  # w on every partition in one DMA: each partition gathers row 0
+    w_b = nl.load(w.reshape((1, C))[row0[i_p, 0], i_c], dtype=nl.float32)
     dw_ps = [nl.zeros((1, 512), dtype=nl.float32, buffer=nl.psum) for _ in range(0, C, 512)]  # one bank each
     for t in range((R + 127) // 128):  # a Python loop: the last tile of rows may be ragged (n < 128)
         r0, n = t * 128, min(128, R - t * 128)

@@ -21,6 +21,8 @@ def rmsnorm_fp8_forward(x_q, x_scale, w, out_scale):
     eps = nl.full((128, 1), 1e-6, dtype=nl.float32)
     i_p = nl.arange(128)[:, None, None]
     i_g = nl.arange(G)[None, :, None] + 0 * nl.arange(GROUP)[None, None, :]  # each group's scale 16 times
+    row0 = nl.zeros((128, 1), dtype=nl.int32)  # the row of w each partition gathers (one DMA puts w on all 128)
+    i_w, i_c = nl.arange(128)[:, None], nl.arange(C)[None, :]
     ws = None  # w on every partition: loaded in the first step, after that tile's loads
     tiles = {}  # tile -> what its next stage needs
     for t in range(T + 5):  # step t: tile t's first stage, t-2's weight, t-3's rstd, t-5's saturation and store
@@ -54,6 +56,6 @@ def rmsnorm_fp8_forward(x_q, x_scale, w, out_scale):
             nisa.activation_reduce(op=nl.square, data=x, reduce_op=np.add, reduce_res=ss)  # sum of squares (Scalar)
             rstd = nisa.activation(op=nl.rsqrt, data=ss, scale=1.0 / C, bias=eps[:n])  # 1 / sqrt(ss / C + eps)
             tiles[t] = (r0, n, x, rstd, nisa.activation(op=nl.copy, data=rstd, dtype=nl.bfloat16))
-        if t == 0:  # after the first tile's loads: w in bf16 on every partition (the Tensor Engine broadcasts)
-            ws = nl.load(w.reshape((1, C)), dtype=nl.bfloat16).broadcast_to((128, C))
+        if t == 0:  # after the first tile's loads: w in bf16 on every partition, one DMA (the DMA casts)
+            ws = nl.load(w.reshape((1, C))[row0[i_w, 0], i_c], dtype=nl.bfloat16)
     return out

@@ -105,10 +105,10 @@ def diagnose(run: CaseRun, answer: Callable[[], np.ndarray], inputs: list[np.nda
     if got.dtype != expected.dtype:
         return Verdict(False, f"output dtype {got.dtype} but expected {expected.dtype} "
                               f"(create the output with the input's dtype)", Outcome.WRONG_SHAPE)
+    if got.size == 0 or matches(got, expected, rtol, atol):
+        return Verdict(True, "matches")
     g = got.astype(np.float64)
     e = expected.astype(np.float64)
-    if got.size == 0:
-        return Verdict(True, "matches")
     bad_nan = ~np.isfinite(g) & np.isfinite(e)
     if bad_nan.any():
         idx = _first(bad_nan)
@@ -140,6 +140,29 @@ def diagnose(run: CaseRun, answer: Callable[[], np.ndarray], inputs: list[np.nda
         parts.append("every wrong element is 0 -- part of the output was never stored")
     return Verdict(False, "; ".join(parts) + f" (tolerance rtol={rtol:g}, atol={atol:g})", Outcome.WRONG_VALUES,
                    wrong_map=tile_map(wrong))
+
+
+#: elements compared at a time by ``_matches`` (two float64 blocks and their masks stay in the CPU's cache)
+BLOCK = 1 << 15
+
+
+def matches(got: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -> bool:
+    """Whether ``diagnose`` would say "matches" for these arrays of one shape and dtype: no NaN/Inf where the
+    answer is finite, not all zeros against a nonzero answer, and every element ``np.isclose`` in float64.
+
+    The same element-wise float64 arithmetic as the whole-array checks, a block at a time: a passing stage-1 speed
+    case (8 M elements) took 0.32 s of the grading process's CPU as whole arrays (a dozen 64 MB temporaries), 0.04 s
+    so.  Anything else returns False at its block and ``diagnose`` says what is wrong from the whole arrays."""
+    g_flat, e_flat = got.reshape(-1), expected.reshape(-1)
+    any_g = any_e = False
+    for start in range(0, g_flat.size, BLOCK):
+        g = g_flat[start:start + BLOCK].astype(np.float64)
+        e = e_flat[start:start + BLOCK].astype(np.float64)
+        if (~np.isfinite(g) & np.isfinite(e)).any() or not np.isclose(g, e, rtol=rtol, atol=atol).all():
+            return False
+        any_g = any_g or bool(np.any(g))
+        any_e = any_e or bool(np.any(e))
+    return any_g or not any_e
 
 
 def _first(mask: np.ndarray) -> tuple[int, ...]:

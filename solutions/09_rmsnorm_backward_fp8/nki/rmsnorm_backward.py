@@ -9,7 +9,7 @@ def rmsnorm_backward(x, w, dy, rstd):
     """dx and dw of RMSNorm, packed: grads[:R] = dx, grads[R] = dw."""
     R, C = x.shape
     grads = nl.ndarray((R + 1, C), dtype=x.dtype, buffer=nl.shared_hbm)
-    w_b = nl.broadcast_to(nl.load(w.reshape((1, C)), dtype=nl.float32), (128, C))  # w on every partition
+    w_b = nl.load(w.reshape((1, C)).broadcast(0, 128), dtype=nl.float32)  # w on every partition in one DMA
     dw_ps = [nl.zeros((1, 512), dtype=nl.float32, buffer=nl.psum) for _ in range(0, C, 512)]  # one bank each
     for t in range((R + 127) // 128):  # the last tile of rows may be ragged (n < 128): a smaller slice
         r0, n = t * 128, min(128, R - t * 128)

@@ -66,6 +66,6 @@ def rmsnorm_fp8_forward(x_q, x_scale, w, out_scale):
             rstd_b = nl.ndarray((n, 1), dtype=nl.bfloat16, buffer=nl.sbuf)
             nisa.activation(dst=rstd_b, op=nl.copy, data=rstd)
             tiles[t] = (r0, n, x, rstd, rstd_b)
-        if t == 0:  # after the first tile's loads: w in bf16 on every partition (the Tensor Engine broadcasts)
-            ws = nl.broadcast_to(nl.load(w.reshape((1, C)), dtype=nl.bfloat16), (128, C))
+        if t == 0:  # after the first tile's loads: w in bf16 on every partition, one DMA (the DMA casts)
+            ws = nl.load(w.reshape((1, C)).broadcast(0, 128), dtype=nl.bfloat16)
     return out
