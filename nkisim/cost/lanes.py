@@ -50,28 +50,13 @@ def place(core: Any, e: str, ready: float, dur: float, on_port: bool, on_psum: b
     work an in-order instruction could have run in idle time before its start (0 when none)."""
     if not on_port and not on_psum:  # the engine's own table alone (the common case): as below, without the lists
         free, gaps = core.free[e], core.gaps[e]
-        one = [(free, gaps)]
-        start = max(ready, free)
-        held = 0.0
-        if not in_order:
-            start = earliest(ready, dur, one)
-        elif start > ready:
-            early = earliest(ready, dur, one)
-            if early < start:
-                held = min(start - early, dur)
+        start, held = _slot(ready, dur, free, [(free, gaps)], in_order)
         core.free[e] = take(free, gaps, start, dur)
         return start, held
     keys = [e] + (["port"] if on_port else []) + (["psum_port"] if on_psum else [])
     ends = [core.free[e]] + ([core.port] if on_port else []) + ([core.psum_port] if on_psum else [])
     tables = [(end, core.gaps[k]) for k, end in zip(keys, ends)]
-    start = max(ready, *ends)
-    held = 0.0
-    if not in_order:
-        start = earliest(ready, dur, tables)
-    elif start > ready:
-        early = earliest(ready, dur, tables)
-        if early < start:
-            held = min(start - early, dur)
+    start, held = _slot(ready, dur, max(ends), tables, in_order)
     for k, (end, gaps) in zip(keys, tables):
         new = take(end, gaps, start, dur)
         if k == e:
@@ -81,6 +66,20 @@ def place(core: Any, e: str, ready: float, dur: float, on_port: bool, on_psum: b
         else:
             core.psum_port = new
     return start, held
+
+
+def _slot(ready: float, dur: float, busy_until: float, tables: list[tuple[float, list[list[float]]]],
+          in_order: bool) -> tuple[float, float]:
+    """``place``'s (start, held) over ``tables``: the first idle gap that fits, or after ``busy_until`` (the latest end
+    of the tables) when ``in_order``, with the work it could have run in idle time before then."""
+    start = max(ready, busy_until)
+    if not in_order:
+        return earliest(ready, dur, tables), 0.0
+    if start > ready:
+        early = earliest(ready, dur, tables)
+        if early < start:
+            return start, min(start - early, dur)
+    return start, 0.0
 
 
 def earliest(ready: float, dur: float, tables: list[tuple[float, list[list[float]]]]) -> float:
