@@ -24,6 +24,7 @@ version-difference refusals say "NKI 0.N dropped") is counted apart from the oth
 from __future__ import annotations
 
 import ast
+import fcntl
 import hashlib
 import json
 import os
@@ -86,7 +87,16 @@ class NkilibResult:
 
 def ensure_deps() -> str:
     """The published packages of nki-library's harness, installed once (per requirements file) into
-    ``build/nkilib-deps``; returns that directory."""
+    ``build/nkilib-deps``; returns that directory.  Two runs started together (one per branch) take turns on a lock
+    file: without it the second removed the first's half-made install, whose every test file then failed to import
+    its harness (``No module named 'pytest_html'``)."""
+    os.makedirs(os.path.dirname(DEPS), exist_ok=True)
+    with open(DEPS + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _install_deps()
+
+
+def _install_deps() -> str:
     with open(REQUIREMENTS, "rb") as fh:
         digest = hashlib.sha256(fh.read()).hexdigest()
     stamp = os.path.join(DEPS, ".requirements-sha256")

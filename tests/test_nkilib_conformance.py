@@ -118,6 +118,24 @@ def test_the_harness_supplies_stand_in_sources_and_never_bytecode(tmp_path: Path
     assert not [n for n in notes if "__pycache__" in n]
 
 
+def test_two_runs_started_together_install_the_harness_packages_once(tmp_path: Path) -> None:
+    """Two conformance runs (one per branch) started together: the second waits for the first's install instead of
+    removing its half-made directory.  pip is stood in for by a script that takes a second and counts its runs."""
+    pip = tmp_path / "pip.sh"
+    pip.write_text('#!/bin/sh\nwhile [ "$1" != "--target" ]; do shift; done\nsleep 1\nmkdir -p "$2"\n'
+                   f'touch "$2/pytest_html.py"\necho ran >> "{tmp_path}/runs"\n')
+    pip.chmod(0o755)
+    (tmp_path / "req.txt").write_text("pytest-html==4.1.1\n")
+    deps = tmp_path / "build" / "nkilib-deps"
+    code = (f"import sys; sys.path.insert(0, {str(ROOT / 'bench')!r}); import nkilib_suite as s; "
+            f"s.PYTHON, s.REQUIREMENTS, s.DEPS = {str(pip)!r}, {str(tmp_path / 'req.txt')!r}, {str(deps)!r}; "
+            f"d = s.ensure_deps(); import os; print(os.path.isfile(os.path.join(d, 'pytest_html.py')))")
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=60)[0].strip() for p in procs]
+    assert outs == ["True", "True"]
+    assert (tmp_path / "runs").read_text() == "ran\n"  # installed once: the second found the first's stamp
+
+
 @pytest.mark.slow
 def test_nkilib_cumsum_passes_through_its_own_simulation_mode(tmp_path: Path) -> None:
     if not os.path.isdir(MIRROR):
