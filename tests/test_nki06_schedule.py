@@ -219,6 +219,38 @@ def test_a_producer_issued_after_its_consumer_moves_the_consumer_after_it():
         assert unrecorded.latency_us() == pytest.approx(launch.latency_us())
 
 
+def test_a_consumer_moved_inside_a_loop_traced_once_moves_in_every_iteration():
+    def body(x, edge):
+        out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+
+        def step(i):
+            t = nl.ndarray((128, 512), x.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=x)
+            a = nl.ndarray(t.shape, t.dtype, buffer=nl.sbuf)
+            b = nl.ndarray(t.shape, t.dtype, buffer=nl.sbuf)
+            act = nisa.activation(dst=a, data=t, op=nl.exp)
+            recip = nisa.reciprocal(dst=b, data=t)
+            if edge:
+                act.depends_on(recip)
+            nisa.tensor_tensor(dst=t, data1=a, data2=b, op=nl.add)
+            nisa.dma_copy(dst=out, src=t)
+
+        nl.fori_loop(0, 4, step)
+        return out
+
+    plain = api.launch(nki.jit(lambda x: body(x, False)), [X], target="trn2")
+    edged = api.launch(nki.jit(lambda x: body(x, True)), [X], target="trn2")
+    assert any(isinstance(e, LoopEnter) and e.once for e in edged.program.body)
+    trace = edged.record.ctx.trace
+    assert [ins.op for ins in trace if ins.op in ("activation", "reciprocal")] == ["reciprocal", "activation"] * 4
+    assert edged.latency_us() > plain.latency_us()
+    unrolled = api.launch(nki.jit(lambda x: body(x, True)), [X], target="trn2", record=False)
+    assert unrolled.latency_us() == pytest.approx(edged.latency_us())
+    assert api.estimate(edged.program).total_us == pytest.approx(edged.latency_us())
+    np.testing.assert_array_equal(edged.outputs, plain.outputs)
+    np.testing.assert_array_equal(api.execute(edged.program, [X]).outputs, plain.outputs)
+
+
 def backwards_act(x):
     """``two_independent`` with the edge "act after recip" given by depends_on after both were issued, and a handle
     on an instruction between them used after the move (its place in the trace shifted)."""
@@ -324,6 +356,12 @@ def test_each_logical_core_of_an_lnc2_launch_keeps_its_own_edges():
     assert grew[0] == pytest.approx(one.latency_us() - one_plain.latency_us())
     assert grew[1] == pytest.approx(grew[0])  # the other core's reciprocal waits for its own activation
     assert api.estimate(edged.program).total_us == pytest.approx(edged.latency_us())
+    back = api.launch(nki.jit(body).with_schedule([("act", "recip")]), [x2], grid=2, target="trn2")
+    one_back = api.launch(kernel("plain").with_schedule([("act", "recip")]), [X], target="trn2")
+    for c in (0, 1):  # each core's activation moved after its own reciprocal
+        assert back.estimate().core_us[c] - plain.estimate().core_us[c] == pytest.approx(
+            one_back.latency_us() - one_plain.latency_us())
+    np.testing.assert_array_equal(back.outputs, plain.outputs)
 
 
 def test_an_instruction_waits_for_at_most_max_edges_others():

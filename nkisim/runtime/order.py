@@ -177,7 +177,7 @@ def move_after(consumer: Issued, producer: Issued, moves: Moves) -> str:
         made = set(call.out)
         for ev in body[i + 1:j + 1]:
             if ev.__class__ is not Call:
-                return "a dynamic loop's boundary lies between them"
+                return "the program between them holds more than calls (a dynamic loop's boundary)"
             if made and made & ev.tensors():
                 return f"{ev.fn} at line {ev.loc[1]}, issued between them, uses what it makes"
         del body[i]
