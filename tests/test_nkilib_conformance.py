@@ -118,6 +118,23 @@ def test_the_harness_supplies_stand_in_sources_and_never_bytecode(tmp_path: Path
     assert not [n for n in notes if "__pycache__" in n]
 
 
+def test_a_patch_of_several_lines_applies_only_where_they_follow_one_another(tmp_path: Path) -> None:
+    """main at d2ad3a5's test_qkv_tkg.py uses Platforms without importing it (NameError when collected): the harness
+    adds the import on its copy, where the import block reads as main has it, and leaves 2.29_release's (which
+    imports it) alone."""
+    rel = "test/integration/nkilib/core/qkv/test_qkv_tkg.py"
+    block = "from test.utils.common_dataclasses import (\n    KernelArgs,\n    LazyGoldenGenerator,\n{}    ValidationArgs,\n)\n"
+    main_like, release_like = tmp_path / "main", tmp_path / "release"
+    for root, extra in ((main_like, ""), (release_like, "    Platforms,\n")):
+        (root / rel).parent.mkdir(parents=True)
+        (root / rel).write_text(block.format(extra) + "X = Platforms\n")
+    notes = nkilib_suite.patch_lines(str(main_like))
+    assert [n for n in notes if "test_qkv_tkg.py line 3:" in n]
+    assert (main_like / rel).read_text() == block.format("    Platforms,\n") + "X = Platforms\n"
+    assert not [n for n in nkilib_suite.patch_lines(str(release_like)) if "test_qkv_tkg" in n]
+    assert (release_like / rel).read_text() == block.format("    Platforms,\n") + "X = Platforms\n"
+
+
 def test_two_runs_started_together_install_the_harness_packages_once(tmp_path: Path) -> None:
     """Two conformance runs (one per branch) started together: the second waits for the first's install instead of
     removing its half-made directory.  pip is stood in for by a script that takes a second and counts its runs."""
