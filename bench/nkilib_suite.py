@@ -51,6 +51,9 @@ CASE_TIMEOUT_S = 300
 VERSION_DIFFERENCE = re.compile(r"NKI \d+\.\d+ dropped")
 #: an import error of a module the public tree does not contain
 _MISSING = re.compile(r"No module named '((?:nkilib_src|test)\.[\w.]+)'")
+#: a case that needs the Neuron compiler's own tracer (``test/utils/kernel_tracer.py`` imports it): AWS's trace-only
+#: tests (``@pytest.mark.trace_only``) compile instead of simulating, and the compiler is not published
+_COMPILER_ONLY = re.compile(r"No module named 'nki\.compiler\.frontend'")
 
 
 @dataclass
@@ -317,6 +320,28 @@ def add_simulation_times(cases: list[Case], log: str) -> None:
             case.target = next((e["target"] for e in entries if "target" in e), "")
 
 
+def classify(rel: str, node: ET.Element) -> Case | None:
+    """The case one JUnit ``testcase`` element of test file ``rel`` reports (None for nothing to count)."""
+    name = node.get("name") or "?"
+    seconds = float(node.get("time") or 0.0)
+    kids = {child.tag: child for child in node}
+    if "failure" in kids or "error" in kids:
+        msg = _message(kids.get("failure", kids.get("error")))  # type: ignore[arg-type]
+        missing = _MISSING.search(ET.tostring(node, encoding="unicode"))
+        if name in ("", rel) or node.get("classname", "") == "":  # a collection error: the whole file
+            if missing:
+                return Case(rel, "(collection)", "skipped", seconds,
+                            f"imports {missing.group(1)}, which AWS's public tree does not contain")
+        if _COMPILER_ONLY.search(msg):
+            return Case(rel, name, "skipped", seconds, "needs the Neuron compiler's own tracer "
+                        "(nki.compiler.frontend, imported by test/utils/kernel_tracer.py): a trace-only test, which "
+                        "compiles instead of simulating; the compiler is not published")
+        return Case(rel, name, "failed", seconds, msg)
+    if "skipped" in kids:
+        return Case(rel, name, "skipped", seconds, _message(kids["skipped"]) or "skipped (no reason)")
+    return Case(rel, name, "passed", seconds)
+
+
 def run_file(work: str, rel: str, env: dict[str, str], case_timeout: float, extra: list[str],
              per_file: int = 0, largest: int = 0) -> list[Case]:
     """One pytest process of nki-library's harness on ``rel`` (``per_file`` of its cases if > 0, else the
@@ -344,22 +369,9 @@ def run_file(work: str, rel: str, env: dict[str, str], case_timeout: float, extr
     except (OSError, ET.ParseError):
         root = None
     for node in root.iter("testcase") if root is not None else ():
-        name = node.get("name") or "?"
-        seconds = float(node.get("time") or 0.0)
-        kids = {child.tag: child for child in node}
-        if "failure" in kids or "error" in kids:
-            msg = _message(kids.get("failure", kids.get("error")))  # type: ignore[arg-type]
-            missing = _MISSING.search(ET.tostring(node, encoding="unicode"))
-            if name in ("", rel) or node.get("classname", "") == "":  # a collection error: the whole file
-                if missing:
-                    cases.append(Case(rel, "(collection)", "skipped", seconds,
-                                      f"imports {missing.group(1)}, which AWS's public tree does not contain"))
-                    continue
-            cases.append(Case(rel, name, "failed", seconds, msg))
-        elif "skipped" in kids:
-            cases.append(Case(rel, name, "skipped", seconds, _message(kids["skipped"]) or "skipped (no reason)"))
-        else:
-            cases.append(Case(rel, name, "passed", seconds))
+        case = classify(rel, node)
+        if case is not None:
+            cases.append(case)
     add_simulation_times(cases, sim_log)
     shutil.rmtree(os.path.dirname(xml), ignore_errors=True)
     shutil.rmtree(out_dir, ignore_errors=True)
