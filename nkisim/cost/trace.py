@@ -102,6 +102,15 @@ class Extra(TypedDict, total=False):
     #: ops.matmul;
     #: not read by the cost model (it tells a reader of the trace the student did not write it)
     implicit: bool
+    #: a DMA transpose the hardware DGE cannot make (not 16 rows of a 2-byte dtype with rows a multiple of 128 long, AWS's
+    #: constraints): its descriptors are made as before NeuronCore-v3, not by the DGE at run time.  Written by
+    #: ops.transpose; read by cost.costs (``runtime_dge``)
+    static_descriptors: bool
+    #: a DMA transpose whose output is not whole ``[128, 16]`` blocks (AWS's condition for its best throughput).
+    #: Written by ops.transpose; read by cost.costs (``[dma] unaligned_transpose_efficiency``)
+    unaligned: bool
+    #: a DMA transpose that reads SBUF.  Written by ops.transpose; read by cost.costs (``[dma] sbuf_transpose_efficiency``)
+    from_sbuf: bool
     #: a reduction's kind ("mean", "var", or the plain ALU reduce).  Written by ops.reduce; not read by the cost model
     kind: str
     #: nc_matmul's ``perf_mode`` (``double_row_gen3``).  Written by ops.matmul; not read by the cost model (the fp8
