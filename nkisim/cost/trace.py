@@ -203,6 +203,16 @@ class Instruction:
         self._writes = writes
         self._bufs = self._bufs + (buf,)
 
+    def read_also(self, recs: tuple) -> None:
+        """The instruction also reads the operands ``recs`` (records as ``ops.base.emit`` makes them, four entries each),
+        which are no side of its transfer: the index tiles an indirect DMA reads to address its rows ("Index tensor
+        must be 2-D, on SBUF", aws-neuron-sdk nki/deep-dives/nki-dge.rst:99), so it waits for what writes them.
+        Called before the records are expanded (right after ``emit``)."""
+        assert self._recs is not None, "read_also after the operand records were expanded"
+        k = self._nr * 4
+        self._recs = self._recs[:k] + recs + self._recs[k:]
+        self._nr += len(recs) // 4
+
     # The shape-derived fields, expanded from the operand records on first use.  Written out one by one: the cost
     # model reads them for every instruction, and a plain slot read here costs far less than a generic getattr.
     @property
