@@ -149,6 +149,8 @@ class Dma:
     dge_ns: float
     dge_descriptor_ns: float
     dge_instances: int
+    #: GpSimd time to make an indirect DMA's descriptors at run time (software DGE; costs.swdge_ns)
+    swdge_ns: float
     strided_efficiency: float
     full_rate_run_bytes: int
     transpose_efficiency: float

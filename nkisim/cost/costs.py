@@ -122,9 +122,19 @@ def transpose_efficiency(ins: Instruction, prm: Params) -> float:
 
 def runtime_dge(ins: Instruction) -> bool:
     """A DMA in a rolled loop has its descriptors made at run time by the hardware DGE (NeuronCore-v3), unless the
-    DGE cannot make them (``static_descriptors``, noted by ops.transpose: a transpose outside AWS's hardware-DGE
-    constraints, nki-dge.rst:145-149)."""
-    return bool(ins.loops) and not (ins.extra and ins.extra.get("static_descriptors"))
+    DGE cannot make them: a transpose outside AWS's hardware-DGE constraints (``static_descriptors``, noted by
+    ops.transpose, nki-dge.rst:145-149), or an indirect DMA (hardware DGE "Does not support indirect (gather/scatter)
+    operations", nki-dge.rst:125: ``swdge_ns``)."""
+    extra = ins.extra
+    return bool(ins.loops) and not (extra and (extra.get("static_descriptors") or extra.get("indirect")))
+
+
+def swdge_ns(ins: Instruction, prm: Params) -> float:
+    """GpSimd time making a DMA's descriptors at run time (software DGE), 0 for none: an indirect DMA's, whose rows
+    come from its index tile's values ("The GpSimd Engine generates DMA descriptors during NEFF execution. This is
+    the only mode that supports indirect (gather/scatter) operations", nki-dge.rst:77-79; "Consumes GpSimd Engine
+    cycles for descriptor generation", :89), the target's ``swdge_ns`` per DMA."""
+    return prm.dma.swdge_ns if ins.extra and ins.extra.get("indirect") else 0.0
 
 
 def descriptor_ns(prm: Params) -> float:

@@ -109,6 +109,9 @@ class Extra(TypedDict, total=False):
     #: a DMA transpose whose output is not whole ``[128, 16]`` blocks (AWS's condition for its best throughput).
     #: Written by ops.transpose; read by cost.costs (``[dma] unaligned_transpose_efficiency``)
     unaligned: bool
+    #: a DMA through an index tile (a gather or scatter).  Written by ops.memory (``read_indices``); read by
+    #: cost.costs (``runtime_dge``, ``swdge_ns``)
+    indirect: bool
     #: a DMA transpose that reads SBUF.  Written by ops.transpose; read by cost.costs (``[dma] sbuf_transpose_efficiency``)
     from_sbuf: bool
     #: a reduction's kind ("mean", "var", or the plain ALU reduce).  Written by ops.reduce; not read by the cost model

@@ -132,6 +132,7 @@ def read_indices(instruction: Instruction, accesses: tuple) -> Instruction:
                     recs += (i.shape, i.tensor.trace_facts or _access_facts(i), i.tensor.uid, region(i)[2])
     if recs:
         instruction.read_also(recs)
+        instruction.extra = dict(instruction.extra or {}, indirect=True)
     return instruction
 
 
