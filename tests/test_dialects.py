@@ -27,8 +27,8 @@ from nkilab.isolate._child import make_grid
 from nkilab.judge.results import MIME, GradeRecord, Outcome
 from nkilab.kernels.modules import kernel_dialect, load_kernel
 from nkisim import api
-from nkisim.cost import costs
 from nkisim.api import Dialect
+from nkisim.cost import costs
 
 SPECS = manifest.course().questions()
 SEED = 2611
