@@ -76,16 +76,16 @@ def _dma_facts(ctx: Any, acc: Access, shape: tuple[int, ...]) -> dict[str, bool]
     pre-requisite to achieve best DMA throughput efficiency possible with DMA transpose" (trainium2_arch.rst:303).
     ``from_sbuf``: an SBUF-to-SBUF transpose (trainium2_arch.rst:340 prices it apart)."""
     lim = ctx.target.limits
-    facts = {}
+    extra: dict[str, bool] = {}
     rows = lim.hwdge_transpose_rows
     if rows is not None and (acc.shape[0] != rows or acc.shape[-1] % lim.hwdge_transpose_row_multiple
                              or acc.itemsize != lim.hwdge_transpose_itemsize):
-        facts["static_descriptors"] = True
+        extra["static_descriptors"] = True
     if shape[0] % ctx.target.partitions or shape[-1] % 16:
-        facts["unaligned"] = True
+        extra["unaligned"] = True
     if acc.space != "hbm":
-        facts["from_sbuf"] = True
-    return facts or None
+        extra["from_sbuf"] = True
+    return extra or None
 
 
 @op("nisa.dma_transpose", emits=(DMA_TRANSPOSE,), spaces="hbm|sbuf")
