@@ -419,7 +419,7 @@ print(f"4 output rows of 126 pixels, float16: one row per matmul {one_row:.0f} P
 #
 # How do these tiers compare with CS149's? At CS149's own shape (one 224 × 224 image, 256 channels, 2 × 2 pool), the
 # two references' estimates for trn2 put the tiers at ≤ 1064.5 µs (all) and ≤ 1203.1 µs (half) in float16, where
-# CS149 2025 asks ≤ 1002 and ≤ 1365 µs of p99 on the hardware, and ≤ 3753.1 and ≤ 3870.8 µs in float32, where it asks
+# CS149 2025 asks ≤ 1002 and ≤ 1365 µs of p99 on the hardware, and ≤ 3753.6 and ≤ 3871.5 µs in float32, where it asks
 # ≤ 4596 and ≤ 4964 µs: about as strict in float16, some 20% stricter in float32. A student's fused kernel that ran
 # 825 µs (float16) and 3830 µs (float32) on trn2 gets all the points at CS149 and, estimated at 1044.3 and 3266.8 µs,
 # all of them here. `bench/stage8_tiers.py` prints this comparison; ours are cost-model estimates, CS149's hardware

@@ -130,6 +130,8 @@ class Pe:
     fp32_factor: float
     moving_floor_cycles: int
     matmul_overhead_cycles: int
+    #: a TensorE transpose (a matmul with an identity) of fp32 data costs this many times a 2-byte one
+    fp32_transpose_factor: float = 1.0
     #: nc_matmul_mx's rate (NeuronCore-v4)
     mx_elements_per_cycle: float | None = None
 
@@ -147,9 +149,14 @@ class Dma:
     dge_ns: float
     dge_descriptor_ns: float
     dge_instances: int
+    #: GpSimd time to make an indirect DMA's descriptors at run time (software DGE; costs.swdge_ns)
+    swdge_ns: float
     strided_efficiency: float
     full_rate_run_bytes: int
     transpose_efficiency: float
+    #: a DMA transpose from SBUF, and one whose output is not whole [128, 16] blocks (costs.transpose_efficiency)
+    sbuf_transpose_efficiency: float
+    unaligned_transpose_efficiency: float
     hbm_gbps: float
     rmw_throughput: float
     rmw_sbuf_throughput: float

@@ -95,9 +95,9 @@ def dma_queue_ns(ins: Instruction, nq: int, prm: Params) -> float:
     eff = 1.0
     if ins.run:
         eff = min(1.0, max(d.strided_efficiency, ins.run / d.full_rate_run_bytes))
-    if ins.kind is isa.LOAD_TRANSPOSE2D or ins.kind is isa.DMA_TRANSPOSE:
-        eff *= d.transpose_efficiency  # both are the DMA engine transposing as it copies
     extra = ins.extra
+    if ins.kind is isa.LOAD_TRANSPOSE2D or ins.kind is isa.DMA_TRANSPOSE:
+        eff *= transpose_efficiency(ins, prm)  # both are the DMA engine transposing as it copies
     if extra and extra.get("rmw"):
         eff *= d.rmw_sbuf_throughput if extra.get("rmw_sbuf") else d.rmw_throughput
     t = d.issue_ns + descriptor_ns(prm) * descriptors(ins, prm) / nq + (ins.nbytes / nq) / (d.bytes_per_ns * eff)
@@ -105,6 +105,36 @@ def dma_queue_ns(ins: Instruction, nq: int, prm: Params) -> float:
     if hbm:
         t = max(t, hbm / d.hbm_gbps)  # GB/s = B/ns
     return t
+
+
+def transpose_efficiency(ins: Instruction, prm: Params) -> float:
+    """The fraction of the DMA rate a transposing DMA moves at: the target's ``transpose_efficiency`` from HBM into
+    whole ``[128, 16]`` output blocks, ``sbuf_transpose_efficiency`` from SBUF, ``unaligned_transpose_efficiency``
+    for any other output shape (AWS: "DMA transpose can [use] flexible tile sizes ... at the cost of DMA
+    performance", trainium2_arch.rst:303)."""
+    d = prm.dma
+    if ins.extra and ins.extra.get("unaligned"):
+        return d.unaligned_transpose_efficiency
+    if ins.extra and ins.extra.get("from_sbuf"):
+        return d.sbuf_transpose_efficiency  # "SBUF2SBUF transpose can achieve up to 50% of DMA throughput" (:340)
+    return d.transpose_efficiency
+
+
+def runtime_dge(ins: Instruction) -> bool:
+    """A DMA in a rolled loop has its descriptors made at run time by the hardware DGE (NeuronCore-v3), unless the
+    DGE cannot make them: a transpose outside AWS's hardware-DGE constraints (``static_descriptors``, noted by
+    ops.transpose, nki-dge.rst:145-149), or an indirect DMA (hardware DGE "Does not support indirect (gather/scatter)
+    operations", nki-dge.rst:125: ``swdge_ns``)."""
+    extra = ins.extra
+    return bool(ins.loops) and not (extra and (extra.get("static_descriptors") or extra.get("indirect")))
+
+
+def swdge_ns(ins: Instruction, prm: Params) -> float:
+    """GpSimd time making a DMA's descriptors at run time (software DGE), 0 for none: an indirect DMA's, whose rows
+    come from its index tile's values ("The GpSimd Engine generates DMA descriptors during NEFF execution. This is
+    the only mode that supports indirect (gather/scatter) operations", nki-dge.rst:77-79; "Consumes GpSimd Engine
+    cycles for descriptor generation", :89), the target's ``swdge_ns`` per DMA."""
+    return prm.dma.swdge_ns if ins.extra and ins.extra.get("indirect") else 0.0
 
 
 def descriptor_ns(prm: Params) -> float:

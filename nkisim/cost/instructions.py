@@ -91,9 +91,17 @@ def broadcast(ins: Instruction, spaces: tuple[str, ...], prm: Params) -> float:
 
 
 def transpose(ins: Instruction, spaces: tuple[str, ...], prm: Params) -> float:
+    """TensorE: ``max(P, min(64, F))`` (AWS's estimate for ``nc_transpose``), times the target's
+    ``fp32_transpose_factor`` for fp32 data: the transpose is a matmul of the data with an identity ("this is exactly
+    what nki.isa.nc_transpose() does", trainium_inferentia2_arch.rst:188-191), and an fp32 matmul costs "roughly 4x"
+    (ibid. :268-269); NeuronCore-v3's transpose mode halves that ("2x speedup in FP32 transpose, vs. no transpose
+    mode", trainium2_arch.rst:199-201).  VectorE's 32x32 blocks: the one-input rule."""
     if ins.engine == "pe":
         pe = prm.pe
-        return max(ins.p, min(pe.moving_floor_cycles, max(ins.n, 1))) + pe.matmul_overhead_cycles
+        c = max(ins.p, min(pe.moving_floor_cycles, max(ins.n, 1)))
+        if ins.dtypes and ins.dtypes[0] == "float32":
+            c *= pe.fp32_transpose_factor
+        return c + pe.matmul_overhead_cycles
     return max(ins.n, 1)  # a 32x32-block transpose on VectorE: the one-input rule
 
 

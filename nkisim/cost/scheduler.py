@@ -472,7 +472,12 @@ def schedule(trace: list[Instruction], prm: Params) -> Schedule:
             if costs.trivial_pieces(ins, prm):
                 out.notes.add("trivial_dim", ins.loc)
             dge_start = None
-            if dge_ns and ins.loops:
+            sw = costs.swdge_ns(ins, prm)
+            if sw:  # GpSimd makes an indirect DMA's descriptors once its index is there (costs.swdge_ns)
+                sw_start, _ = lanes.place(core, "pool", ready, sw, shared_port, False, False)
+                out.busy["pool"] += sw
+                dge_start, ready = sw_start, sw_start + sw
+            if dge_ns and costs.runtime_dge(ins):
                 # a DMA in a rolled NKI loop has loop-dependent addresses, so its descriptors are made at
                 # run time by the hardware DGE (spec §4.4 ~600 ns per instruction) before the transfer
                 # can start; the queues meanwhile keep moving earlier transfers' data

@@ -102,6 +102,18 @@ class Extra(TypedDict, total=False):
     #: ops.matmul;
     #: not read by the cost model (it tells a reader of the trace the student did not write it)
     implicit: bool
+    #: a DMA transpose the hardware DGE cannot make (not 16 rows of a 2-byte dtype with rows a multiple of 128 long, AWS's
+    #: constraints): its descriptors are made as before NeuronCore-v3, not by the DGE at run time.  Written by
+    #: ops.transpose; read by cost.costs (``runtime_dge``)
+    static_descriptors: bool
+    #: a DMA transpose whose output is not whole ``[128, 16]`` blocks (AWS's condition for its best throughput).
+    #: Written by ops.transpose; read by cost.costs (``[dma] unaligned_transpose_efficiency``)
+    unaligned: bool
+    #: a DMA through an index tile (a gather or scatter).  Written by ops.memory (``read_indices``); read by
+    #: cost.costs (``runtime_dge``, ``swdge_ns``)
+    indirect: bool
+    #: a DMA transpose that reads SBUF.  Written by ops.transpose; read by cost.costs (``[dma] sbuf_transpose_efficiency``)
+    from_sbuf: bool
     #: a reduction's kind ("mean", "var", or the plain ALU reduce).  Written by ops.reduce; not read by the cost model
     kind: str
     #: nc_matmul's ``perf_mode`` (``double_row_gen3``).  Written by ops.matmul; not read by the cost model (the fp8
@@ -226,6 +238,16 @@ class Instruction:
         records' buffers before those already listed)."""
         self._writes = writes
         self._bufs = self._bufs + (buf,)
+
+    def read_also(self, recs: tuple) -> None:
+        """The instruction also reads the operands ``recs`` (records as ``ops.base.emit`` makes them, four entries each),
+        which are no side of its transfer: the index tiles an indirect DMA reads to address its rows ("Index tensor
+        must be 2-D, on SBUF", aws-neuron-sdk nki/deep-dives/nki-dge.rst:99), so it waits for what writes them.
+        Called before the records are expanded (right after ``emit``)."""
+        assert self._recs is not None, "read_also after the operand records were expanded"
+        k = self._nr * 4
+        self._recs = self._recs[:k] + recs + self._recs[k:]
+        self._nr += len(recs) // 4
 
     # The shape-derived fields, expanded from the operand records on first use.  Written out one by one: the cost
     # model reads them for every instruction, and a plain slot read here costs far less than a generic getattr.

@@ -78,7 +78,7 @@ def dma_copy(*args: Any, dst: Any = None, src: Any = None, mask: Any = None, dst
         hbm += dst_bytes if d.space == "hbm" else 0
     if hbm > max(src_bytes, dst_bytes):  # only a DMA with HBM on both sides (or a read-modify-write of HBM)
         extra["hbm_bytes"] = hbm
-    emit(ctx, DMA_COPY, reads=reads, writes=[d], nbytes=nbytes, extra=extra or None)
+    memory.read_indices(emit(ctx, DMA_COPY, reads=reads, writes=[d], nbytes=nbytes, extra=extra or None), (s, d))
 
 
 def _keep_in_bounds(d: Access, s: Access, valid: np.ndarray | None, oob_mode: Any) -> np.ndarray | None:

@@ -31,8 +31,9 @@ from nkisim.cost.instructions import (
     TENSOR_SCALAR,
     TENSOR_TENSOR,
 )
-from nkisim.cost.trace import buffer_info
+from nkisim.cost.trace import Instruction, buffer_info
 from nkisim.ops.base import (
+    _access_facts,
     check_partitions,
     check_tensor_scope,
     emit,
@@ -119,6 +120,22 @@ def _nbytes(acc: Access, valid: np.ndarray | None) -> int:
     return count * acc.itemsize
 
 
+def read_indices(instruction: Instruction, accesses: tuple) -> Instruction:
+    """Record on a DMA the index tiles its indirect operands among ``accesses`` read (``Instruction.read_also``): a
+    gather or scatter reads its index tile to address its rows, so it waits for whatever writes that tile."""
+    recs: tuple = ()
+    for a in accesses:
+        if getattr(a, "advanced", False):
+            for c in a.comps:
+                if c[0] == "ind":
+                    i = c[1]
+                    recs += (i.shape, i.tensor.trace_facts or _access_facts(i), i.tensor.uid, region(i)[2])
+    if recs:
+        instruction.read_also(recs)
+        instruction.extra = dict(instruction.extra or {}, indirect=True)
+    return instruction
+
+
 @op("nl.load", emits=(LOAD,), spaces="hbm")
 def load(src: Any, *, mask: Any = None, dtype: Any = None, name: str = "") -> Tensor:
     """``nl.load``: HBM -> new SBUF tile (a 1-D HBM slice arrives as an (N, 1) tile)."""
@@ -149,7 +166,7 @@ def load(src: Any, *, mask: Any = None, dtype: Any = None, name: str = "") -> Te
         set_storage(tile, values)
     else:
         tile = new_tile(ctx, shape, out_dt, values, valid, fresh=acc.advanced)
-    tile.producer = emit(ctx, LOAD, reads=(acc,), writes=(tile,), nbytes=_nbytes(acc, valid))
+    tile.producer = read_indices(emit(ctx, LOAD, reads=(acc,), writes=(tile,), nbytes=_nbytes(acc, valid)), (acc,))
     return tile
 
 
@@ -199,7 +216,7 @@ def store(dst: Any, value: Any, *, mask: Any = None, name: str = "") -> None:
     values = values_for(d.shape, src_shape, values, dst_name="dst", src_name="value", expr="store")
     valid = _combine(valid, _valid_for(d.shape, src_shape, v_valid))
     write(d, values, valid)
-    emit(ctx, STORE, reads=[v] if v is not None else [], writes=[d], nbytes=_nbytes(d, valid))
+    read_indices(emit(ctx, STORE, reads=[v] if v is not None else [], writes=[d], nbytes=_nbytes(d, valid)), (d,))
 
 
 def _hand_over(dst: Access, value: Tensor) -> bool:

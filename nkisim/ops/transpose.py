@@ -55,12 +55,37 @@ def _transpose(kind: InstructionKind, acc: Access, axes: tuple[int, ...], mask: 
         vals = np.transpose(read(acc) if valid is None else read_masked(acc, valid), axes)
     out_valid = None if valid is None or valid.ndim == 0 else np.transpose(np.broadcast_to(valid, acc.shape), axes)
     nbytes = math.prod(acc.shape) * acc.itemsize
+    extra = _dma_facts(ctx, acc, shape)
     if dst is not None:
-        emit(ctx, kind, reads=[acc], writes=[write_dst(ctx, inst, dst, shape, vals, out_valid, "sbuf")], nbytes=nbytes)
+        emit(ctx, kind, reads=[acc], writes=[write_dst(ctx, inst, dst, shape, vals, out_valid, "sbuf")], nbytes=nbytes,
+             extra=extra)
         return None
     tile = new_tile(ctx, shape, acc.dtype if dtype is None else dt.normalize(dtype), vals, out_valid, fresh=False)
-    tile.producer = emit(ctx, kind, reads=[acc], writes=[tile.full()], nbytes=nbytes)
+    tile.producer = emit(ctx, kind, reads=[acc], writes=[tile.full()], nbytes=nbytes, extra=extra)
     return tile
+
+
+def _dma_facts(ctx: Any, acc: Access, shape: tuple[int, ...]) -> dict[str, bool] | None:
+    """What the cost model needs to know of a DMA transpose of ``acc`` into ``shape`` (None: nothing).
+
+    ``static_descriptors``: the hardware DGE cannot make it -- "Hardware DGE constraints for ``dma_transpose``:
+    ``src.shape[0] == 16``, ``src.shape[-1] % 128 == 0``, ``src.dtype`` must be 2 bytes" (aws-neuron-sdk
+    nki/deep-dives/nki-dge.rst:145-149) -- so its descriptors are made as on NeuronCore-v2 (host-made, nki-dge.rst:53-56;
+    trainium2_arch.rst:353), not by the DGE at run time.  ``unaligned``: its output is not whole ``[128, 16]`` blocks:
+    "Having a multiple of 128 and a multiple of 16 in the output SBUF partition and inner-most free dimension sizes is a
+    pre-requisite to achieve best DMA throughput efficiency possible with DMA transpose" (trainium2_arch.rst:303).
+    ``from_sbuf``: an SBUF-to-SBUF transpose (trainium2_arch.rst:340 prices it apart)."""
+    lim = ctx.target.limits
+    extra: dict[str, bool] = {}
+    rows = lim.hwdge_transpose_rows
+    if rows is not None and (acc.shape[0] != rows or acc.shape[-1] % lim.hwdge_transpose_row_multiple
+                             or acc.itemsize != lim.hwdge_transpose_itemsize):
+        extra["static_descriptors"] = True
+    if shape[0] % ctx.target.partitions or shape[-1] % 16:
+        extra["unaligned"] = True
+    if acc.space != "hbm":
+        extra["from_sbuf"] = True
+    return extra or None
 
 
 @op("nisa.dma_transpose", emits=(DMA_TRANSPOSE,), spaces="hbm|sbuf")
