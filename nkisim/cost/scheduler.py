@@ -121,7 +121,7 @@ class Core:
         self.psum_port = 0.0  # shared VectorE/ScalarE PSUM access on NC-v2
         #: idle gaps before ``free`` of each engine and of the two ports ("port", "psum_port"), which an affine_range
         #: loop's instructions may fill (lanes.py)
-        self.gaps: dict[str, list[list[float]]] = {e: [] for e in (*COMPUTE, "port", "psum_port")}
+        self.gaps: dict[str, lanes.Gaps] = {e: lanes.Gaps() for e in (*COMPUTE, "port", "psum_port")}
 
 
 class Buffers:
@@ -217,9 +217,10 @@ class Buffers:
         # tiles of loops the compiler unrolls get a buffer per unrolled copy (unroll.py)
         budget = prm.loops.unroll_max_instructions
         in_loops = {r: loops_of[r] for rs in site_roots.values() for r in rs if r in loops_of}
-        copies = unroll.tile_copies(trace, in_loops, budget)
+        unrolled_uids, trips = unroll.unrolled_loops(trace, budget)
+        copies = unroll.tile_copies(in_loops, unrolled_uids, trips)
         want = {s: max([copies.get(r, 1) for r in rs]) for s, rs in site_roots.items()}
-        flat = unroll.straight_line(trace, in_loops, budget)
+        flat = unroll.straight_line(in_loops, unrolled_uids)
         for s, rs in site_roots.items():  # unrolled loops inside Python loops: every copy of the site, a buffer each
             if s not in live and all(r in flat for r in rs):
                 want[s] = max(want[s], -(-len(rs) // self.per_iteration.get(("sbuf", s), 1)))
