@@ -180,10 +180,17 @@ class Scoreboard:
         if table is None:
             table = self.tables[key] = Table(box)
         if write:
+            same = False  # an entry of this very box: the new one takes its place, in the same buckets
             for e in table.overlapping(box):
-                if covers(box, e.box):
+                if e.box == box:
+                    same = True
+                elif covers(box, e.box):
                     table.remove(e.box)
-            table.add(Entry(box, end, engine))
+            if same:
+                table.memo.clear()
+                table.entries[box] = Entry(box, end, engine)
+            else:
+                table.add(Entry(box, end, engine))
             return
         hit = table.entries.get(box)
         if hit is None:
