@@ -2,7 +2,7 @@
 
 ``affine_range`` and ``sequential_range`` loops are "not unrolled until the backend" (spec §2.5), and
 the backend does not unroll them all: a loop it keeps rolled runs as a hardware loop whose body
-reuses a couple of physical buffers per tile (the K-buffer rotation in scheduler.Buffers), so one
+reuses a couple of physical buffers per tile (the K-buffer rotation in allocation.Buffers), so one
 iteration's loads wait for the tile two iterations back to be consumed.  A small loop is unrolled
 into straight-line code instead; each unrolled copy of a tile can then get its own buffer (SBUF
 permitting), and the scheduler overlaps all iterations, bounded only by DMA and engine throughput.
