@@ -151,7 +151,7 @@ def take(free: float, gaps: Gaps, start: float, dur: float) -> float:
     gaps[k:k + 1] = rest
     for g in rest:
         heappush(heap, (g[1] - g[0], g[0], g[1]))
-    if len(heap) > 4 * len(gaps) + 64:  # mostly gaps long gone: start afresh
+    if len(heap) > 4 * (len(gaps) + GAPS):  # mostly gaps long gone: start afresh
         heap[:] = [(g[1] - g[0], g[0], g[1]) for g in gaps]
         heapify(heap)
     return free
