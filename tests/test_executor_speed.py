@@ -7,6 +7,8 @@
 - ``ops.reduce.reduce_values`` folds a short last axis (max, min, multiply up to 8 elements) column by column
   instead of NumPy's ``reduce``: the same bits as ``reduce`` on data with zeros of both signs, NaNs and
   infinities.
+- ``cost.trace.Instruction.issued``, the record ``ops.base.emit`` makes per instruction, sets every slot as the
+  keyword constructor does.
 - A tile used after the loop that made it has ended is still the compiler's scope error when its shapes were
   seen before (the shortcut defers to the general path, which raises).
 """
@@ -20,6 +22,8 @@ import pytest
 
 from nkisim import api
 from nkisim.core.errors import NKIError
+from nkisim.cost.instructions import TENSOR_TENSOR
+from nkisim.cost.trace import Instruction
 from nkisim.ops import elementwise
 from nkisim.ops.reduce import reduce_values
 
@@ -116,3 +120,15 @@ def test_out_of_scope_tile_is_still_refused():
     with pytest.raises(NKIError) as info:
         _out_of_scope(RNG.standard_normal((128, 4), dtype=np.float32))
     assert info.value.error_id == "err_local_variable_used_out_of_scope"
+
+
+def test_issued_sets_every_slot_as_the_constructor_does():
+    recs = ((128, 4), ("float32", 7, None), 7, ((0, 128), (0, 4)), (128, 4), ("float32", 9, None), 9, ((0, 128), (0, 4)))
+    args = dict(kind=TENSOR_TENSOR, engine="vector", loc=("k.py", 3), p=None, n=None, dtypes=(), nbytes=0, acc=False,
+                extra={"alu": "add"}, instance=2, loops=((5, "affine", 1),), core=1, recs=recs, nr=1)
+    made = Instruction(writes=None, **args)
+    issued = Instruction.issued(*args.values())
+    for slot in Instruction.__slots__:
+        assert getattr(issued, slot) == getattr(made, slot), slot
+    assert issued.reads == made.reads and issued.writes == made.writes and issued.bufs == made.bufs
+    assert Instruction.issued(*{**args, "extra": None}.values()).extra == {}

@@ -195,22 +195,124 @@ def test_a_name_no_instruction_carries_is_an_error_at_the_with_schedule_line():
         kernel("plain").with_schedule([("recip",)])
 
 
-def test_a_producer_issued_after_its_consumer_is_refused_at_the_consumers_line():
-    with pytest.raises(ValueError, match="'act' is issued before 'recip'") as info:
-        kernel("plain").with_schedule([("act", "recip")])(X)
-    assert info.value.error_id == "err_schedule_against_program_order"
-    loc = info.value.nki_location
-    assert loc[1] == line_of(two_independent, 'name="act")')
-    def backwards(x):
+def test_a_producer_issued_after_its_consumer_moves_the_consumer_after_it():
+    """AWS's scheduler may put an instruction after one issued later (how-to-scheduling-apis.rst: the edges
+    "constrain the reordering that the automatic scheduler will do"): the simulator, which runs instructions in the
+    order they are issued, issues the consumer again right after its producer when nothing between them touches
+    what it touches; the values are those of the kernel without the edge, the program keeps the new order."""
+    plain = api.launch(kernel("plain"), [X], target="trn2")
+    sem_ns = resolve("trn2").params.engine.sem_ns
+    for edged in (kernel("plain").with_schedule([("act", "recip")]), nki.jit(lambda x: backwards_act(x))):
+        launch = api.launch(edged, [X], target="trn2")
+        ops = [ins.op for ins in launch.record.ctx.trace]
+        assert ops.index("reciprocal") < ops.index("activation")  # the activation was issued again after it
+        assert spans(launch, "activation")[0] == pytest.approx(spans(launch, "reciprocal")[1] + sem_ns)
+        np.testing.assert_array_equal(launch.outputs, plain.outputs)  # no hazard between them: the same values
+        fns = [c.fn for c in launch.program.calls]
+        assert fns.index("nisa.reciprocal") < fns.index("nisa.activation")
+        api.validate(launch.program)
+        assert api.estimate(launch.program).total_us == pytest.approx(launch.latency_us())
+        again = api.execute(launch.program, [X])
+        np.testing.assert_array_equal(again.outputs, plain.outputs)
+        assert again.latency_us() == pytest.approx(launch.latency_us())
+        unrecorded = api.launch(edged, [X], target="trn2", record=False)
+        assert unrecorded.latency_us() == pytest.approx(launch.latency_us())
+
+
+def test_a_consumer_moved_inside_a_loop_traced_once_moves_in_every_iteration():
+    def body(x, edge):
+        out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+
+        def step(i):
+            t = nl.ndarray((128, 512), x.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=x)
+            a = nl.ndarray(t.shape, t.dtype, buffer=nl.sbuf)
+            b = nl.ndarray(t.shape, t.dtype, buffer=nl.sbuf)
+            act = nisa.activation(dst=a, data=t, op=nl.exp)
+            recip = nisa.reciprocal(dst=b, data=t)
+            if edge:
+                act.depends_on(recip)
+            nisa.tensor_tensor(dst=t, data1=a, data2=b, op=nl.add)
+            nisa.dma_copy(dst=out, src=t)
+
+        nl.fori_loop(0, 4, step)
+        return out
+
+    plain = api.launch(nki.jit(lambda x: body(x, False)), [X], target="trn2")
+    edged = api.launch(nki.jit(lambda x: body(x, True)), [X], target="trn2")
+    assert any(isinstance(e, LoopEnter) and e.once for e in edged.program.body)
+    trace = edged.record.ctx.trace
+    assert [ins.op for ins in trace if ins.op in ("activation", "reciprocal")] == ["reciprocal", "activation"] * 4
+    assert edged.latency_us() > plain.latency_us()
+    unrolled = api.launch(nki.jit(lambda x: body(x, True)), [X], target="trn2", record=False)
+    assert unrolled.latency_us() == pytest.approx(edged.latency_us())
+    assert api.estimate(edged.program).total_us == pytest.approx(edged.latency_us())
+    np.testing.assert_array_equal(edged.outputs, plain.outputs)
+    np.testing.assert_array_equal(api.execute(edged.program, [X]).outputs, plain.outputs)
+
+
+def backwards_act(x):
+    """``two_independent`` with the edge "act after recip" given by depends_on after both were issued, and a handle
+    on an instruction between them used after the move (its place in the trace shifted)."""
+    t = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    a = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
+    b = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
+    c = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
+    act = nisa.activation(dst=a, data=t, op=nl.exp)
+    recip = nisa.reciprocal(dst=b, data=t)
+    act.depends_on(recip)
+    add = nisa.tensor_tensor(dst=c, data1=a, data2=b, op=nl.add)
+    out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=c).depends_on(add)
+    return out
+
+
+def test_a_producer_after_its_consumer_with_a_hazard_between_is_refused_at_the_consumers_line():
+    def hazard(x, edge):
         t = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
-        first = nisa.dma_copy(dst=t, src=x)
-        second = nisa.activation(dst=t, data=t, op=nl.exp)
+        nisa.dma_copy(dst=t, src=x)
+        a = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
+        b = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
+        act = nisa.activation(dst=a, data=t, op=nl.exp, name="act")
+        nisa.tensor_copy(dst=b, src=a)  # reads what act writes: act cannot move past it
+        recip = nisa.reciprocal(dst=b, data=t, name="recip")
+        if edge:
+            act.depends_on(recip)  # ERR
+        return x
+
+    with pytest.raises(ValueError, match="'act' is issued before 'recip'.*tensor_copy at line .*reads what it "
+                                         "writes") as info:
+        nki.jit(lambda x: hazard(x, False)).with_schedule([("act", "recip")])(X)
+    assert info.value.error_id == "err_schedule_against_program_order"
+    assert info.value.nki_location[1] == line_of(hazard, 'name="act")')
+    with pytest.raises(ValueError, match="depends_on: instruction 'act' is issued before instruction 'recip'.*"
+                                         "tensor_copy at line") as info:
+        nki.jit(lambda x: hazard(x, True))(X)
+    assert info.value.nki_location[1] == line_of(hazard, "# ERR")
+
+    def writes_its_input(x):  # the producer itself overwrites what the consumer reads
+        t = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        a = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
+        first = nisa.activation(dst=a, data=t, op=nl.exp)
+        second = nisa.reciprocal(dst=t, data=t)
         first.depends_on(second)  # ERR
         return x
 
-    with pytest.raises(ValueError, match="cannot depend on this instruction, issued after it") as info:
-        nki.jit(backwards)(X)
-    assert info.value.nki_location[1] == line_of(backwards, "# ERR")
+    with pytest.raises(ValueError, match="reciprocal at line .*writes what it reads") as info:
+        nki.jit(writes_its_input)(X)
+    assert info.value.nki_location[1] == line_of(writes_its_input, "# ERR")
+
+    def itself(x):
+        t = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
+        first = nisa.dma_copy(dst=t, src=x)
+        first.depends_on(first)  # ERR
+        return x
+
+    with pytest.raises(ValueError, match="cannot depend on itself") as info:
+        nki.jit(itself)(X)
+    assert info.value.nki_location[1] == line_of(itself, "# ERR")
 
 
 def test_depends_on_for_an_instruction_of_a_dynamic_loop_that_has_ended_is_refused():
@@ -254,6 +356,12 @@ def test_each_logical_core_of_an_lnc2_launch_keeps_its_own_edges():
     assert grew[0] == pytest.approx(one.latency_us() - one_plain.latency_us())
     assert grew[1] == pytest.approx(grew[0])  # the other core's reciprocal waits for its own activation
     assert api.estimate(edged.program).total_us == pytest.approx(edged.latency_us())
+    back = api.launch(nki.jit(body).with_schedule([("act", "recip")]), [x2], grid=2, target="trn2")
+    one_back = api.launch(kernel("plain").with_schedule([("act", "recip")]), [X], target="trn2")
+    for c in (0, 1):  # each core's activation moved after its own reciprocal
+        assert back.estimate().core_us[c] - plain.estimate().core_us[c] == pytest.approx(
+            one_back.latency_us() - one_plain.latency_us())
+    np.testing.assert_array_equal(back.outputs, plain.outputs)
 
 
 def test_an_instruction_waits_for_at_most_max_edges_others():

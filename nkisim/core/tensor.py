@@ -37,7 +37,7 @@ class Tensor(TileSyntax):
     # faster than instance-dict ones.  ``__dict__`` stays for the rare per-tensor memo (buffer_info).
     __slots__ = ("shape", "dtype", "buffer", "_data", "uid", "_name", "par_axis", "loops", "base", "site",
                  "param", "argument", "valid", "written", "producer", "trace_facts", "unfilled", "viewed",
-                 "whole_parts", "trace_record", "__dict__", "__weakref__")
+                 "whole_parts", "trace_record", "static", "__dict__", "__weakref__")
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, buffer: Buffer, data: np.ndarray | None,
                  name: str = "", par_axis: int = 0, loops: tuple[Loop, ...] = (), base: Tensor | None = None,
@@ -69,6 +69,11 @@ class Tensor(TileSyntax):
         #: (shape, trace facts, uid, box): the trace record of the whole tensor as an operand, the
         #: same for every instruction that reads or writes it whole (built by ops.base.emit)
         self.trace_record: tuple | None = None
+        #: one object standing for the tensor's static facts (shape, dtype, space, partition axis), shared by every
+        #: tensor with the same facts, so an op memoises what depends on them alone by its identity instead of
+        #: hashing them per instruction (``ops.elementwise``; None: not yet looked up).  An op-result tile's is its
+        #: facts tuple (``result``)
+        self.static: Any = None
 
     @classmethod
     def result(cls, shape: tuple[int, ...], dtype: np.dtype, buffer: Buffer, data: np.ndarray | None,
@@ -100,6 +105,7 @@ class Tensor(TileSyntax):
         t.viewed = False
         t.whole_parts = parts = facts[4]
         t.trace_record = (parts[1], trace_facts, uid, parts[4])  # every result is written whole by its op
+        t.static = facts
         return t
 
     @property

@@ -154,6 +154,39 @@ class Instruction:
         #: its call's scheduling edges (``program.ir.Order``: a label, and the labels it waits for), or None
         self.order: Any = None
 
+    @classmethod
+    def issued(cls, kind: Any, engine: str, loc: tuple[str, int], p: int | None, n: int | None, dtypes: tuple,
+               nbytes: int, acc: bool, extra: Extra | None, instance: int, loops: tuple, core: int, recs: tuple,
+               nr: int) -> Instruction:
+        """``Instruction(kind=kind, ..., writes=None, recs=recs, nr=nr)``: an instruction as ``ops.base.emit`` records
+        one, its reads, writes and buffers left to expand from ``recs``.  Every field set straight into a bare
+        instance from positional arguments: one is made per executed instruction, and CPython 3.11 packs an
+        18-keyword ``__init__`` call's arguments into a dict and unpacks them again (about twice the time).
+        ``tests/test_trace_extra.py`` checks that it sets every slot as ``__init__`` does."""
+        self = _bare(cls)
+        self.kind = kind
+        self.op = kind.name
+        self.engine = engine
+        self._p = p
+        self._n = n
+        self._dtypes = dtypes
+        self.nbytes = nbytes
+        self._reads = ()
+        self._writes = None
+        self.loc = loc
+        self.acc = acc
+        self.extra = extra or {}
+        self.instance = instance
+        self.loops = loops
+        self._bufs = ()
+        self.core = core
+        self.run = 0
+        self.runs = 0
+        self._recs = recs
+        self._nr = nr
+        self.order = None
+        return self
+
     def _expand(self) -> None:
         recs, self._recs = self._recs, None
         if recs is None:  # (expanded already)
@@ -285,6 +318,8 @@ class Instruction:
 
 
 _new_region = tuple.__new__
+#: a bare instance, for ``Instruction.issued`` to fill in
+_bare = object.__new__
 
 
 def set_order(instructions: list[Instruction], order: Any) -> None:

@@ -243,28 +243,59 @@ def binary_op(name: str, x: Any, y: Any, dtype: Any = None, mask: Any = None,
     return tile
 
 
-#: ``_whole_key`` -> (its ``_BinaryFacts``, x's and y's values reshaped to (None: as they are), the key's dtypes, the
-#: result tile's facts for ``Tensor.result``); noted by the general path of ``binary_op`` only for operands that passed
-#: every check on it
+#: ``_whole_key`` -> what ``whole_pair`` needs, in one flat tuple it unpacks at once: the ALU's function, the dtype
+#: it computes in, x's and y's values reshaped to (None: as they are), the result's shape and dtype, its facts for
+#: ``Tensor.result`` (or None: a tfloat32 result goes through ``new_tile``), the instruction's kind and extra facts,
+#: whether the quotient is floored, and the key's static facts (``Tensor.static``: held, so no other object takes
+#: their ids while the entry lives); noted by the general path of ``binary_op`` only for operands that passed every
+#: check on it
 _WHOLE: dict[tuple, tuple] = {}
+
+#: (shape, id of the dtype, space, partition axis) -> the ``Tensor.static`` of a tensor with those facts that is not
+#: an op's result (an allocation, a kernel input, a view): (shape, dtype, space, partition axis)
+_STATIC: dict[tuple, tuple] = {}
+
+#: ``Tensor.static`` of a tensor ``whole_pair`` never takes: a direct allocation (its whole access maps to physical
+#: blocks) or a scalar tile
+_NOT_WHOLE = ("not a plain whole tile",)
+
+
+def _static(t: Tensor) -> Any:
+    """``t.static`` of a tensor that is not an op's result (those get their facts tuple from ``Tensor.result``),
+    looked up once per tensor."""
+    if t.buffer.alloc is not None or not t.shape:
+        st: Any = _NOT_WHOLE
+    else:
+        key = (t.shape, id(t.dtype), t.buffer.family, t.par_axis)
+        st = _STATIC.get(key)
+        if st is None:
+            if len(_STATIC) > 4096:  # bound the memo for programs with unusually many shapes
+                _STATIC.clear()
+            st = _STATIC[key] = (t.shape, t.dtype, t.buffer.family, t.par_axis)
+    t.static = st
+    return st
 
 
 def _whole_key(name: str, x: Any, y: Any, partition_broadcast: bool) -> tuple | None:
-    """The static facts of ``binary_op``'s operands that every check of the general path depends on (shapes,
-    dtypes, address spaces, partition axes), when ``x`` is a whole tile and ``y`` a whole tile or a Python number,
-    neither in a direct allocation nor a scalar tile; None otherwise.  Dtypes by identity: the entry holds them."""
-    xb = x.buffer
-    if xb.alloc is not None or not x.shape:
+    """What every check of ``binary_op``'s general path depends on (the operands' shapes, dtypes, address spaces,
+    partition axes: their ``Tensor.static``, by identity), when ``x`` is a whole tile and ``y`` a whole tile or a
+    Python number, neither in a direct allocation nor a scalar tile; None otherwise.  An op result's static facts
+    hold its shape, dtype and space, and it is a plain tile with partition axis 0 (``Tensor.result``)."""
+    if not x.shape:
+        return None
+    xs = x.static or _static(x)
+    if xs is _NOT_WHOLE:
         return None
     yc = y.__class__
     if yc is Tensor:
-        yb = y.buffer
-        if yb.alloc is not None or not y.shape:
+        if not y.shape:
             return None
-        return (name, partition_broadcast, x.shape, id(x.dtype), xb.family, x.par_axis, y.shape, id(y.dtype),
-                yb.family, y.par_axis)
+        ys = y.static or _static(y)
+        if ys is _NOT_WHOLE:
+            return None
+        return name, partition_broadcast, id(xs), id(ys)
     if yc is float or yc is int:
-        return name, partition_broadcast, x.shape, id(x.dtype), xb.family, x.par_axis, yc
+        return name, partition_broadcast, id(xs), yc
     return None
 
 
@@ -278,8 +309,9 @@ def _note_whole(key: tuple, f: _BinaryFacts, x: Tensor, y: Any) -> None:
 
     if len(_WHOLE) > 4096:  # bound the memo for programs with unusually many shapes
         _WHOLE.clear()
-    _WHOLE[key] = (f, reshape(x), reshape(y) if y.__class__ is Tensor else None,
-                   (x.dtype, y.dtype if y.__class__ is Tensor else None), _result_facts(f.out_shape, f.out_dt, sbuf))
+    facts = _result_facts(f.out_shape, f.out_dt, sbuf) if f.out_dt is not dt.tfloat32 else None
+    _WHOLE[key] = (ALU[key[0]].fn, f.compute, reshape(x), reshape(y) if y.__class__ is Tensor else None, f.out_shape,
+                   f.out_dt, facts, f.kind, f.extra, f.floor, (x.static, y.static if y.__class__ is Tensor else None))
 
 
 def whole_pair(ctx: KernelContext, name: str, x: Tensor, y: Any, partition_broadcast: bool) -> Tensor | None:
@@ -295,8 +327,7 @@ def whole_pair(ctx: KernelContext, name: str, x: Tensor, y: Any, partition_broad
     hit = None if key is None else _WHOLE.get(key)
     if hit is None:
         return None
-    f, xshape, yshape = hit[0], hit[1], hit[2]
-    compute = f.compute
+    fn, compute, xshape, yshape, out_shape, out_dt, facts, kind, extra, floor, _ = hit
     loops = x.loops
     if loops and loops[-1] not in ctx.loops:
         return None
@@ -323,17 +354,16 @@ def whole_pair(ctx: KernelContext, name: str, x: Tensor, y: Any, partition_broad
         yv = np.asarray(y, dtype=compute)
         reads = (x,)
     ctx.op_mask = None  # (what ``mask_array`` does for an op without a mask)
-    vals = ALU[name].fn(xv, yv)
-    if f.floor:
+    vals = fn(xv, yv)
+    if floor:
         vals = np.floor(vals)
-    out_dt, facts = f.out_dt, hit[4]
-    if vals.__class__ is np.ndarray and vals.dtype is out_dt and vals.base is None and vals.shape == facts[3] \
-            and out_dt is not dt.tfloat32 and not ctx.stack_allocator and facts[2] <= ctx.target.sbuf_partition_bytes:
+    if facts is not None and vals.__class__ is np.ndarray and vals.dtype is out_dt and vals.base is None \
+            and vals.shape == facts[3] and not ctx.stack_allocator and facts[2] <= ctx.target.sbuf_partition_bytes:
         # what ``new_tile`` makes of a new array of the result's dtype and shape, its facts looked up once per key
         tile = Tensor.result(facts[3], out_dt, sbuf, vals, ctx.loop_tuple, facts)
     else:
-        tile = new_tile(ctx, f.out_shape, out_dt, vals)
-    tile.producer = emit(ctx, f.kind, reads=reads, writes=(tile,), extra=f.extra)
+        tile = new_tile(ctx, out_shape, out_dt, vals)
+    tile.producer = emit(ctx, kind, reads=reads, writes=(tile,), extra=extra)
     return tile
 
 

@@ -137,14 +137,19 @@ def reduce(op: str, x: Any, axis: Any, *, dtype: Any = None, mask: Any = None, k
             vals = reduce_values(op, v, axes, keepdims)
         if negate:
             vals = -vals
+    extra = _EXTRA.get((op, kind)) or _EXTRA.setdefault((op, kind), {"alu": op, "kind": kind})
     if dst is not None:
         emit(ctx, TENSOR_REDUCE, reads=(a,), writes=(write_dst(ctx, name, dst, out_shape, vals, valid),), n=n_in,
-             extra={"alu": op, "kind": kind})
+             extra=extra)
         return None
     tile = new_tile(ctx, out_shape, out_dt, vals, valid)
-    tile.producer = emit(ctx, TENSOR_REDUCE, reads=(a,), writes=(tile,), n=n_in,
-                         extra={"alu": op, "kind": kind})
+    tile.producer = emit(ctx, TENSOR_REDUCE, reads=(a,), writes=(tile,), n=n_in, extra=extra)
     return tile
+
+
+#: (ALU operator, kind) -> a reduction's extra facts, one dict shared by all its instructions (never mutated: a
+#: dict per instruction was an allocation the cycle collector then traversed for the trace's whole life)
+_EXTRA: dict[tuple[str, str], dict] = {}
 
 
 def _nl_reduce(call: str, alu_op: str, kind: str, default_dtype: Any, what: str) -> Callable[..., Tensor]:

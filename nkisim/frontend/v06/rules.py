@@ -272,8 +272,11 @@ RULES: tuple[Rule, ...] = (
            "validated kernel passes one"),
     _limit("limit.values_unknown", "TypeError", "a register holding a tensor's value used while tracing without "
            "values (cost-only tracing)"),
-    _limit("limit.program_order", "ValueError", "a scheduling edge whose producer is issued after its consumer (the "
-           "simulator issues in program order)"),
+    _limit("limit.program_order", "ValueError", "a scheduling edge whose producer is issued after its consumer, when "
+           "the consumer cannot be issued again after it (an instruction between them, or the producer, touches what "
+           "the consumer touches, waits for it or has state no operand shows; a dynamic loop's boundary between "
+           "them), or an instruction depending on itself: the simulator runs instructions in the order they are "
+           "issued"),
     _limit("limit.edges", "ValueError", "an instruction waiting for more named instructions than a program holds"),
     _limit("limit.while_iterations", "RuntimeError", "nl.while_loop running past the simulator's iteration cap"),
     _limit("limit.no_storage", "TypeError", "NkiTensor(...) constructed directly (storage comes from nl.ndarray)"),

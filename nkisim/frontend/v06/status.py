@@ -34,11 +34,14 @@ PARTIAL = {
                             "barrier will block execution on this engine'); engine=sync or dma holds none: the cost "
                             "model has no Sync engine sequencer, which AWS's docs say triggers DMAs 'without "
                             "interfering with compute engine instruction scheduling' (trainium_inferentia2_arch.rst:58)",
-    "nki.isa.NkiInstruction": "depends_on edges are modelled; one on an instruction issued later is refused (the "
-                              "simulator issues in program order), which AWS's docs allow (isa:149 'self (consumer) "
-                              "runs after each producer')",
-    "nki.jit": "kernel.with_schedule edges are modelled; a producer issued after its consumer is refused (the "
-               "simulator issues in program order), which AWS's scheduling edges allow (isa:149)",
+    "nki.isa.NkiInstruction": "depends_on edges are modelled; a producer issued after its consumer moves the "
+                              "consumer after it, but not past an instruction touching what it touches or waiting "
+                              "for it (refused: the simulator runs instructions in the order they are issued), which "
+                              "AWS's docs allow (isa:149 'self (consumer) runs after each producer')",
+    "nki.jit": "kernel.with_schedule edges are modelled; a producer issued after its consumer moves the consumer "
+               "after it, but not past an instruction touching what it touches or waiting for it (refused: the "
+               "simulator runs instructions in the order they are issued), which AWS's scheduling edges allow "
+               "(isa:149)",
 }
 
 MISSING = object()

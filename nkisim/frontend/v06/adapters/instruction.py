@@ -10,9 +10,9 @@ from nkisim.core.location import user_location
 from nkisim.frontend.v06.adapters import binding as _b
 from nkisim.frontend.v06.adapters.control import dynamic_scope
 from nkisim.frontend.v06.adapters.errors import error as _error
-from nkisim.frontend.v06.adapters.order import Issued, scheduling
+from nkisim.frontend.v06.adapters.order import Issued, against_program_order, scheduling
 from nkisim.frontend.v06.isa_constants import nc_version
-from nkisim.runtime.order import MAX_EDGES
+from nkisim.runtime.order import MAX_EDGES, move_after
 
 
 class NkiInstruction:
@@ -30,7 +30,9 @@ class NkiInstruction:
         (``adapters.order``).  An edge is a semaphore wait fixed when the kernel is compiled, so it may not cross
         a dynamic loop's boundary: the producer sits in the consumer's dynamic loop or in one enclosing it (Python
         loops are unrolled and do not count).  The edge is given while the consumer's dynamic loop still runs: after
-        it, the loop's other iterations have been issued without it."""
+        it, the loop's other iterations have been issued without it.  A producer issued after this instruction
+        moves this one after it (``runtime.order.move_after``), when nothing issued between them touches what this
+        one touches."""
         if dynamic_scope()[:len(self.scope)] != self.scope:
             # rule: schedule.dynamic_loop_edge
             raise _error("err_dependency_across_dynamic_loop",
@@ -48,13 +50,19 @@ class NkiInstruction:
                              f"edge may not cross a dynamic loop's boundary (nl.fori_loop / nl.while_loop), or its "
                              f"semaphore could fire unconditionally or never fire (deadlock); both instructions must "
                              f"sit at the same dynamic-loop nesting, or the producer in an enclosing scope")
-            if self.issued is not None and p.issued is not None and p.issued.seq >= self.issued.seq:
+            if self.issued is not None and p.issued is self.issued:
                 # rule: limit.program_order
-                raise _error("err_schedule_against_program_order",
-                             f"depends_on: {_label(self)} cannot depend on {_label(p)}, issued after it (or itself): "
-                             f"the simulator issues instructions in program order, so it cannot reorder them: issue "
-                             f"the producer first")
+                raise _error("err_schedule_against_program_order", f"depends_on: {_label(self)} cannot depend on "
+                                                                   f"itself")
         ctx = _active()
+        if self.issued is not None and ctx is not None:
+            for p in producers:  # a producer issued after the consumer: the consumer moves after it
+                if p.issued is not None and self.issued.before(p.issued):
+                    why = "it sits in another dynamic loop" if p.scope != self.scope else \
+                        move_after(self.issued, p.issued, scheduling(ctx).moves)
+                    if why:
+                        # rule: limit.program_order
+                        raise against_program_order(f"depends_on: {_label(self)}", _label(p), why)
         if self.issued is not None and ctx is not None:
             state = scheduling(ctx)
             labels = tuple(state.label(p.issued) for p in producers if p.issued is not None)

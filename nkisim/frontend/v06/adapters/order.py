@@ -13,8 +13,9 @@ can still reach both.  The launch keeps one ``Scheduling`` for this (``KernelCon
 Labels: a ``name=`` labels its instruction with that name; an unnamed instruction an edge refers to gets a
 number.  An instruction waits for the latest one issued before it (in its SPMD instance) with a label it names,
 so an edge inside a loop body holds within an iteration; two instructions sharing a name make an edge wait for
-the later of them.  The simulator issues instructions in program order, so an edge whose producer comes after its
-consumer cannot hold: it is refused.
+the later of them.  The simulator runs instructions in the order they are issued, so an edge whose producer comes
+after its consumer holds by issuing the consumer again right after the producer (``runtime.order.move_after``), when
+nothing issued between them touches what it touches; otherwise it is refused, with the instruction in the way.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 
 from nkisim.core.context import KernelContext
 from nkisim.frontend.v06.adapters.errors import error
-from nkisim.runtime.order import Issued, issued_since
+from nkisim.runtime.order import Issued, Moves, issued_since, move_after
 
 #: how deep the kernel is inside ``with nl.no_reorder():`` blocks (``control.no_reorder``)
 NO_REORDER = [0]
@@ -44,14 +45,17 @@ class Scheduling:
     named: dict[tuple[int, str], list[tuple[int, ...]]] = field(default_factory=dict)
     #: instance -> the last call issued inside ``nl.no_reorder()`` (the next one waits for it)
     chain: dict[int, Issued] = field(default_factory=dict)
-    #: with_schedule edges whose producer had not been issued when the consumer was: (consumer, producer, line)
-    late: list[tuple[str, str, tuple[str, int]]] = field(default_factory=list)
+    #: with_schedule edges whose producer had not been issued when the consumer was, until it is: (consumer,
+    #: producer, the consumer's line, its call, its dynamic-loop scope)
+    late: list[tuple[str, str, tuple[str, int], Issued, tuple[int, ...]]] = field(default_factory=list)
+    #: the calls moved after a producer issued after them (``runtime.order.Moves``)
+    moves: Moves = field(default_factory=list)
 
     def issue(self, ctx: KernelContext, trace_from: int, body: list | None, body_from: int) -> None:
         """``binding.call`` made a registry call, which added the trace's instructions from ``trace_from`` on and
         the recorder's events (``body``, if it records) from ``body_from`` on."""
         self.issued += 1
-        issued = self.latest = issued_since(ctx, self.issued, trace_from, body, body_from)
+        issued = self.latest = issued_since(ctx, self.issued, trace_from, body, body_from, self.moves)
         if NO_REORDER[0] and issued.hi > issued.lo:  # (a call that issues no instruction, nl.ndarray, is no link of the chain)
             before = self.chain.get(ctx.instance)
             if before is not None:
@@ -71,14 +75,17 @@ class Scheduling:
         return issued if issued is not None and issued.instance == ctx.instance else None
 
     def name(self, issued: Issued, name: str, scope: tuple[int, ...], loc: tuple[str, int]) -> None:
-        """``name=``: the call's label, and the ``with_schedule`` edges whose consumer it is."""
+        """``name=``: the call's label, the ``with_schedule`` edges whose consumer it is, and those whose producer it
+        is for consumers issued before it (each moved after it: ``runtime.order.move_after``)."""
         issued.labelled(name)
         self.named.setdefault((issued.instance, name), []).append(scope)
+        if self.late:
+            self._keep_late(issued, name, scope)
         producers = self.edges.get(name, ())
         for p in producers:
             scopes = self.named.get((issued.instance, p))
             if not scopes:
-                self.late.append((name, p, loc))
+                self.late.append((name, p, loc, issued, scope))
                 continue
             for sc in scopes:
                 if scope[:len(sc)] != sc:
@@ -103,19 +110,37 @@ class Scheduling:
                     err.nki_location = self.where
                     # rule: schedule.unknown_name
                     raise err
-        if self.late:
-            consumer, producer, loc = self.late[0]
-            err = error("err_schedule_against_program_order",
-                        f"with_schedule edge ({consumer!r}, {producer!r}): instruction {consumer!r} is issued before "
-                        f"{producer!r}, which it must run after; the simulator issues instructions in program "
-                        f"order, so it cannot reorder them: issue {producer!r} first")
-            err.nki_location = loc
-            # rule: limit.program_order
-            raise err
+
+    def _keep_late(self, producer: Issued, name: str, scope: tuple[int, ...]) -> None:
+        """Instruction ``name`` (``producer``) was just issued: each consumer issued before it that
+        ``with_schedule`` puts after it moves after it, or the edge is refused with the reason."""
+        keep = []
+        for entry in self.late:
+            consumer, p, loc, issued, c_scope = entry
+            if p != name or issued.instance != producer.instance:
+                keep.append(entry)
+                continue
+            why = "it sits in another dynamic loop" if c_scope != scope else move_after(issued, producer, self.moves)
+            if why:
+                err = against_program_order(f"with_schedule edge ({consumer!r}, {p!r}): instruction {consumer!r}",
+                                            repr(p), why)
+                err.nki_location = loc
+                # rule: limit.program_order
+                raise err
+        self.late = keep
 
     def leave_no_reorder(self, ctx: KernelContext) -> None:
         """The outermost ``nl.no_reorder()`` block ended: the next instruction starts no chain."""
         self.chain.pop(ctx.instance, None)
+
+
+def against_program_order(consumer: str, producer: str, why: str) -> Exception:
+    """The refusal of an edge whose producer was issued after its consumer, when the simulator cannot issue the
+    consumer again after it: ``why``."""
+    return error("err_schedule_against_program_order",
+                 f"{consumer} is issued before {producer}, which it must run after; the simulator runs instructions "
+                 f"in the order they are issued and moves the consumer after its producer only when nothing issued "
+                 f"between them touches what it touches, but {why}: issue {producer} first")
 
 
 def scheduling(ctx: KernelContext) -> Scheduling:
