@@ -48,13 +48,24 @@ class Entry:
 class Table:
     """Entries of one physical buffer (or HBM tensor view), bucketed by first-dimension range."""
 
-    __slots__ = ("entries", "buckets", "wide", "width")
+    __slots__ = ("entries", "buckets", "wide", "width", "memo")
 
     def __init__(self, first: Box) -> None:
         self.entries: dict[Box, Entry] = {}
         self.buckets: dict[int, dict[Box, None]] = {}
         self.wide: dict[Box, None] = {}
         self.width = max(1, first[0][1] - first[0][0]) if first else 1
+        #: ``candidates`` of the boxes asked since the entries last changed: an instruction asks for its regions'
+        #: ready times, then records them, and only an added or removed entry changes which ones overlap a box
+        #: (a reader's finish time changes an entry, not the set)
+        self.memo: dict[Box, list[Entry]] = {}
+
+    def overlapping(self, box: Box) -> list[Entry]:
+        """``candidates``, remembered until an entry is added or removed."""
+        hit = self.memo.get(box)
+        if hit is None:
+            hit = self.memo[box] = self.candidates(box)
+        return hit
 
     def _span(self, box: Box) -> range | None:
         if not box:
@@ -89,6 +100,7 @@ class Table:
         return [e for e in entries.values() if overlaps(e.box, box)]
 
     def add(self, entry: Entry) -> None:
+        self.memo.clear()
         self.entries[entry.box] = entry
         span = self._span(entry.box)
         if span is None:
@@ -98,6 +110,7 @@ class Table:
                 self.buckets.setdefault(b, {})[entry.box] = None
 
     def remove(self, box: Box) -> None:
+        self.memo.clear()
         del self.entries[box]
         span = self._span(box)
         if span is None:
@@ -107,12 +120,27 @@ class Table:
                 self.buckets[b].pop(box, None)
 
 
+class _Waits(dict):
+    """``sync``'s wait before an access on one engine after an earlier one on each other engine (source engine ->
+    ns), asked once per pair: the scoreboard asks it for every overlapping entry of every access."""
+
+    def __init__(self, sync: Any, engine: str, war: bool) -> None:
+        super().__init__()
+        self.sync, self.engine, self.war = sync, engine, war
+
+    def __missing__(self, src: str) -> float:
+        v = self[src] = self.sync(src, self.engine, True) if self.war else self.sync(src, self.engine)
+        return v
+
+
 class Scoreboard:
     """Ready times from data dependencies.  ``sync(a, b)`` gives the wait added between engines."""
 
     def __init__(self, sync: Any) -> None:
         self.tables: dict[Any, Table] = {}
         self.sync = sync
+        self._raw: dict[str, _Waits] = {}
+        self._war: dict[str, _Waits] = {}
 
     def ready(self, key: Any, box: Box, engine: str, write: bool) -> float:
         """Earliest start allowed by earlier accesses: RAW always, plus WAR and WAW for a write."""
@@ -120,17 +148,31 @@ class Scoreboard:
         if table is None:
             return 0.0
         t = 0.0
-        sync = self.sync
-        for e in table.candidates(box):
-            if e.w_eng:
-                v = e.w_end + sync(e.w_eng, engine)
-                if v > t:
-                    t = v
-            if write:
-                for r_eng, r_end in e.readers.items():
-                    v = r_end + sync(r_eng, engine, True)
+        raw = self._raw.get(engine)
+        if raw is None:
+            raw = self._raw[engine] = _Waits(self.sync, engine, False)
+        cands = table.memo.get(box)
+        if cands is None:
+            cands = table.memo[box] = table.candidates(box)
+        if not write:
+            for e in cands:
+                if e.w_eng:
+                    v = e.w_end + raw[e.w_eng]
                     if v > t:
                         t = v
+            return t
+        war = self._war.get(engine)
+        if war is None:
+            war = self._war[engine] = _Waits(self.sync, engine, True)
+        for e in cands:
+            if e.w_eng:
+                v = e.w_end + raw[e.w_eng]
+                if v > t:
+                    t = v
+            for r_eng, r_end in e.readers.items():
+                v = r_end + war[r_eng]
+                if v > t:
+                    t = v
         return t
 
     def record(self, key: Any, box: Box, engine: str, end: float, write: bool) -> None:
@@ -138,14 +180,21 @@ class Scoreboard:
         if table is None:
             table = self.tables[key] = Table(box)
         if write:
-            for e in table.candidates(box):
-                if covers(box, e.box):
+            same = False  # an entry of this very box: the new one takes its place, in the same buckets
+            for e in table.overlapping(box):
+                if e.box == box:
+                    same = True
+                elif covers(box, e.box):
                     table.remove(e.box)
-            table.add(Entry(box, end, engine))
+            if same:
+                table.memo.clear()
+                table.entries[box] = Entry(box, end, engine)
+            else:
+                table.add(Entry(box, end, engine))
             return
         hit = table.entries.get(box)
         if hit is None:
-            cands = table.candidates(box)
+            cands = table.overlapping(box)
             if not cands:  # read of never-written data (e.g. an uninitialised tile)
                 e = Entry(box, 0.0, "")
                 table.add(e)

@@ -33,8 +33,12 @@ def hoisted(trace: list[Instruction], info: dict[int, Any]) -> set[int]:
     writer_loops: dict[int, frozenset[int]] = {}  # root -> uids of the loops around its last write
     seen: set[tuple] = set()
     out: set[int] = set()
+    prev: tuple | None = None
+    uids: frozenset[int] = frozenset()
     for i, ins in enumerate(trace):
         loops = ins.loops
+        if loops is not prev and loops != prev:  # consecutive instructions of one iteration: their uids once
+            prev, uids = loops, frozenset(uid for uid, _kind, _it in loops)
         if loops and ins.engine != "dma" and not ins.acc and ins.reads and \
                 all(w.root in info and info[w.root].site is None and info[w.root].place is None
                     for w in ins.writes):
@@ -46,7 +50,6 @@ def hoisted(trace: list[Instruction], info: dict[int, Any]) -> set[int]:
                     out.add(i)
                 else:
                     seen.add(key)
-        uids = frozenset(uid for uid, _kind, _it in loops)
         for w in ins.writes:
             writer_loops[w.root] = uids
     return out

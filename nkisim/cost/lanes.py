@@ -30,6 +30,8 @@ Each gap table keeps the engine's end (``free``, owned by the caller) apart from
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
+from heapq import heapify, heappop, heappush
 from typing import Any
 
 GAPS = 16  # idle gaps remembered per engine, as for the DMA queues (scheduler.Queue)
@@ -96,39 +98,87 @@ def earliest(ready: float, dur: float, tables: list[tuple[float, list[list[float
 
 
 def _fit(free: float, gaps: list[list[float]], at: float, dur: float) -> float:
-    """The earliest start at or after ``at`` where ``dur`` fits in one table."""
+    """The earliest start at or after ``at`` where ``dur`` fits in one table.  A table's gaps are disjoint and in
+    ascending order (``take`` appends past the end and splits in place), so the first gap that fits gives the earliest
+    start: a binary search skips the gaps that end before ``at`` (a table may hold hundreds, split ones never pruned)."""
     best = free if free > at else at
-    for lo, hi in gaps:
+    for k in range(bisect_left(gaps, at, key=_hi), len(gaps)):
+        lo, hi = gaps[k]
         s = lo if lo > at else at
-        if s < best and s + dur <= hi:
-            best = s
+        if s >= best:
+            break
+        if s + dur <= hi:
+            return s
     return best
 
 
-def take(free: float, gaps: list[list[float]], start: float, dur: float) -> float:
+class Gaps(list):
+    """An engine's (or port's) idle gaps, ``[lo, hi]`` each, disjoint and in ascending order, with a heap of (width,
+    lo, hi) beside them so that the shortest is found without measuring them all: splits (``take``) are never pruned,
+    so a busy engine's table may hold a thousand gaps, and every new gap past ``GAPS`` forgets the shortest.  The heap
+    may hold gaps since split or forgotten; ``_forget`` skips those (a gap is known by its lo, its hi confirms it)."""
+
+    __slots__ = ("heap",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.heap: list[tuple[float, float, float]] = []
+
+    def clear(self) -> None:
+        super().clear()
+        self.heap.clear()
+
+
+def take(free: float, gaps: Gaps, start: float, dur: float) -> float:
     """Reserve ``[start, start + dur)`` in a table; returns its new end (``free``).  A start past the end leaves an
     idle gap behind; a start inside a gap splits it."""
     end = start + dur
+    heap = gaps.heap
     if start >= free:
         if start > free:
             gaps.append([free, start])
+            heappush(heap, (start - free, free, start))
             if len(gaps) > GAPS:
-                gaps.pop(shortest(gaps))
+                gaps.pop(_forget(gaps))
         return end
-    for k, (lo, hi) in enumerate(gaps):
-        if lo <= start and end <= hi:
-            rest = [g for g in ([lo, start], [end, hi]) if g[1] > g[0]]
-            gaps[k:k + 1] = rest
-            return free
-    raise AssertionError("a reservation outside every idle gap")  # earliest() only returns fitting starts
+    k = bisect_right(gaps, start, key=_lo) - 1  # the only gap that can hold it: the last one starting by ``start``
+    if not (k >= 0 and dur > 0 and end <= gaps[k][1]):  # (an empty reservation: the first gap that holds it)
+        k = next((j for j, (lo, hi) in enumerate(gaps) if lo <= start and end <= hi), -1)
+        if k < 0:
+            raise AssertionError("a reservation outside every idle gap")  # earliest() only returns fitting starts
+    lo, hi = gaps[k]
+    rest = [g for g in ([lo, start], [end, hi]) if g[1] > g[0]]
+    gaps[k:k + 1] = rest
+    for g in rest:
+        heappush(heap, (g[1] - g[0], g[0], g[1]))
+    if len(heap) > 4 * (len(gaps) + GAPS):  # mostly gaps long gone: start afresh
+        heap[:] = [(g[1] - g[0], g[0], g[1]) for g in gaps]
+        heapify(heap)
+    return free
+
+
+def _forget(gaps: Gaps) -> int:
+    """``shortest(gaps)`` from the heap: the least (width, lo) still in the table is the shortest gap, the first in
+    the table among equals (its gaps ascend); it leaves the heap, as the caller pops it from the table."""
+    heap = gaps.heap
+    while True:
+        _w, lo, hi = heappop(heap)
+        k = bisect_left(gaps, lo, key=_lo)
+        if k < len(gaps) and gaps[k][0] == lo and gaps[k][1] == hi:
+            return k
 
 
 def shortest(gaps: list[list[float]]) -> int:
-    """The index of the shortest gap, the oldest (first) among equals: the one a full table forgets (an engine's
-    here, the DMA queues' in scheduler.Queue)."""
-    best, width = 0, gaps[0][1] - gaps[0][0]
-    for k in range(1, len(gaps)):
-        g = gaps[k]
-        if g[1] - g[0] < width:
-            best, width = k, g[1] - g[0]
-    return best
+    """The index of the shortest gap, the oldest (first) among equals: the one a full table forgets (the DMA queues'
+    in scheduler.Queue, which keeps ``GAPS`` at most).  Widths in one list, then C's ``min`` and ``index``: the first
+    occurrence of the least width, as a loop keeping the first strict minimum finds."""
+    widths = [hi - lo for lo, hi in gaps]
+    return widths.index(min(widths))
+
+
+def _lo(gap: list[float]) -> float:
+    return gap[0]
+
+
+def _hi(gap: list[float]) -> float:
+    return gap[1]

@@ -79,7 +79,7 @@ def key(root: int, tid: int, box: tuple, starts: list[int], at: int, write: bool
         k: dict[Any, int]) -> tuple[Any, tuple]:
     """The scheduler's (physical key, box) of an access at trace position ``at`` to renamed ``root`` (``tid``: the
     tensor accessed, the root or an alias of it): the value it touches, on its turn of the site's ``k`` buffers.  An
-    alias is compared as "the same partitions, any element" (scheduler.Buffers.key)."""
+    alias is compared as "the same partitions, any element" (allocation.Buffers.key)."""
     site = ("renamed", root)
     phys = (("rot", ("sbuf", site), generation(starts, at, write) % k.get(site, 1)), 0)
     return (phys, box) if tid == root else (phys, tuple(box[:1]))

@@ -7,11 +7,11 @@ spilling (perf cost)" (spec §3, back-end notes).  The errors are for one tile t
 ``ncc.enable_stack_allocator``, the stack overflows; ops.creation raises those at the allocating line.
 
 **Liveness.**  A tensor is live from the first to the last instruction that touches it, in program
-order; a tile allocated in a loop holds its site's K rotating buffers (scheduler.Buffers) while it is
+order; a tile allocated in a loop holds its site's K rotating buffers (allocation.Buffers) while it is
 live, since the iterations overlap.  SBUF is counted in bytes per
 partition against the target's usable SBUF, PSUM in whole 2 KiB banks against its 8 banks.  Where the
 live total exceeds that, the largest tensors live there (the longest-lived among equals) are spilled
-until it fits (in-loop sites have already given up their extra rotating buffers, scheduler.Buffers;
+until it fits (in-loop sites have already given up their extra rotating buffers, allocation.Buffers;
 direct allocations (``mod_alloc``) are placed by the kernel and never spilled).
 
 **Cost** (our model; the spec says spilling costs, not how the compiler schedules it): an instruction

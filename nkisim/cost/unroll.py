@@ -2,7 +2,7 @@
 
 ``affine_range`` and ``sequential_range`` loops are "not unrolled until the backend" (spec §2.5), and
 the backend does not unroll them all: a loop it keeps rolled runs as a hardware loop whose body
-reuses a couple of physical buffers per tile (the K-buffer rotation in scheduler.Buffers), so one
+reuses a couple of physical buffers per tile (the K-buffer rotation in allocation.Buffers), so one
 iteration's loads wait for the tile two iterations back to be consumed.  A small loop is unrolled
 into straight-line code instead; each unrolled copy of a tile can then get its own buffer (SBUF
 permitting), and the scheduler overlaps all iterations, bounded only by DMA and engine throughput.
@@ -36,9 +36,24 @@ def loop_shapes(trace: list[Instruction]) -> tuple[dict[int, int], dict[int, int
     size: dict[int, int] = {}
     trips: dict[int, int] = {}
     last: dict[int, Any] = {}
+    # consecutive instructions of one iteration share their loops: each stretch is counted at once (a stretch adds
+    # to every enclosing loop's size, and its first instruction alone can start a trip)
+    stretches: list[tuple[tuple, int]] = []
+    prev: tuple | None = None
+    count = 0
     for ins in trace:
-        for uid, _kind, it in ins.loops:
-            size[uid] = size.get(uid, 0) + 1
+        loops = ins.loops
+        if loops is prev or loops == prev:
+            count += 1
+            continue
+        if count:
+            stretches.append((prev, count))  # type: ignore[arg-type]
+        prev, count = loops, 1
+    if count:
+        stretches.append((prev, count))  # type: ignore[arg-type]
+    for loops, count in stretches:
+        for uid, _kind, it in loops:
+            size[uid] = size.get(uid, 0) + count
             if uid not in last or last[uid] != it:
                 trips[uid] = trips.get(uid, 0) + 1
                 last[uid] = it
@@ -78,10 +93,10 @@ def root_loops(trace: list[Instruction], roots: set[int]) -> dict[int, tuple]:
     return prefix
 
 
-def tile_copies(trace: list[Instruction], loops_of: dict[int, tuple], max_instructions: int) -> dict[int, int]:
+def tile_copies(loops_of: dict[int, tuple], unrolled: set[int], trips: dict[int, int]) -> dict[int, int]:
     """Unrolled copies of each on-chip root of ``loops_of`` (``root_loops``): the product of the trip
-    counts of the unrolled loops around it, innermost outwards up to the first rolled loop."""
-    unrolled, trips = unrolled_loops(trace, max_instructions)
+    counts of the unrolled loops around it, innermost outwards up to the first rolled loop (``unrolled``, ``trips``:
+    ``unrolled_loops``, counted once by the caller for this and ``straight_line``)."""
     if not unrolled:
         return {}
     out: dict[int, int] = {}
@@ -96,12 +111,12 @@ def tile_copies(trace: list[Instruction], loops_of: dict[int, tuple], max_instru
     return out
 
 
-def straight_line(trace: list[Instruction], loops_of: dict[int, tuple], max_instructions: int) -> set[int]:
+def straight_line(loops_of: dict[int, tuple], unrolled: set[int]) -> set[int]:
     """The on-chip roots of ``loops_of`` every loop around which the compiler unrolls: they lie in straight-line
     code, and so does every other tile of their allocation site that a Python loop around those loops made (a
     Python loop is unrolled when the kernel is traced, so its iterations are copies of one NKI loop, not one
-    loop's iterations): each such tile is an unrolled copy of the site, as a tile of one unrolled loop is."""
-    unrolled, _trips = unrolled_loops(trace, max_instructions)
+    loop's iterations): each such tile is an unrolled copy of the site, as a tile of one unrolled loop is
+    (``unrolled``: ``unrolled_loops``' first part)."""
     return {r for r, loops in loops_of.items() if loops and all(uid in unrolled for uid, _kind, _it in loops)}
 
 
@@ -154,13 +169,20 @@ def lifetimes(trace: list[Instruction]) -> tuple[dict[int, int], dict[int, int]]
 
 def most_live(roots: list[int], first: dict[int, int], last: dict[int, int]) -> int:
     """The most of ``roots`` live at once (first to last use); a root never accessed counts as live throughout, so
-    a tile nobody reads is not assumed to share a buffer."""
+    a tile nobody reads is not assumed to share a buffer.  One root is one, whether accessed or not (the scheduler
+    asks for every site, most of which make one tile); a first use sorts before a last use at the same position."""
+    if len(roots) == 1:
+        return 1
     known = [r for r in roots if r in first]
-    events = sorted([(first[r], 1) for r in known] + [(last[r], -1) for r in known], key=lambda e: (e[0], -e[1]))
+    events = sorted([(first[r], 0) for r in known] + [(last[r], 1) for r in known])
     now = most = 0
-    for _, step in events:
-        now += step
-        most = max(most, now)
+    for _, ends in events:
+        if ends:
+            now -= 1
+        else:
+            now += 1
+            if now > most:
+                most = now
     return most + len(roots) - len(known)
 
 
