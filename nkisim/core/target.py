@@ -157,6 +157,8 @@ class Dma:
     #: a DMA transpose from SBUF, and one whose output is not whole [128, 16] blocks (costs.transpose_efficiency)
     sbuf_transpose_efficiency: float
     unaligned_transpose_efficiency: float
+    #: the innermost free size a DMA transpose's output is whole blocks of (its partitions: whole 128s)
+    transpose_block_free: int
     hbm_gbps: float
     rmw_throughput: float
     rmw_sbuf_throughput: float

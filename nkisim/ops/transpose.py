@@ -81,7 +81,7 @@ def _dma_facts(ctx: Any, acc: Access, shape: tuple[int, ...]) -> dict[str, bool]
     if rows is not None and (acc.shape[0] != rows or acc.shape[-1] % lim.hwdge_transpose_row_multiple
                              or acc.itemsize != lim.hwdge_transpose_itemsize):
         extra["static_descriptors"] = True
-    if shape[0] % ctx.target.partitions or shape[-1] % 16:
+    if shape[0] % ctx.target.partitions or shape[-1] % ctx.target.params.dma.transpose_block_free:
         extra["unaligned"] = True
     if acc.space != "hbm":
         extra["from_sbuf"] = True
