@@ -204,7 +204,7 @@ def store(dst: Any, value: Any, *, mask: Any = None, name: str = "") -> None:
         v = as_access(one_operand("store", "value", value, ctx, "sbuf|psum"))
         ds, vs = d.shape, v.shape
         if (ds and ds[0] > PMAX) or (vs and vs[0] > PMAX):  # (a tile shape keeps the first dimension: test it first)
-            check_partitions("store", {"dst": d, "value": v}, {"dst": tile_shape(d), "value": tile_shape(v)})
+            check_partitions("store", {"dst": d, "value": v})
         src_shape, values = v.shape, f32(v, ctx)
         v_valid = v.tensor.valid if isinstance(value, Tensor) else None
     else:
