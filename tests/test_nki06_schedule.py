@@ -115,24 +115,33 @@ def test_the_program_keeps_the_edges_and_the_validator_refuses_a_forged_one():
         from_json(json.dumps(raw))
 
 
+def _looped(x, edge: str):
+    """An ``nl.fori_loop`` (traced once) whose body issues an activation, then a reciprocal, of one loaded tile, with
+    the scheduling edge ``edge`` between them: "" none, "recip after act" (in issue order), "act after recip" (the
+    producer issued after its consumer, so the activation moves)."""
+    out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+
+    def step(i):
+        t = nl.ndarray((128, 512), x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        a = nl.ndarray(t.shape, t.dtype, buffer=nl.sbuf)
+        b = nl.ndarray(t.shape, t.dtype, buffer=nl.sbuf)
+        act = nisa.activation(dst=a, data=t, op=nl.exp, name="act")
+        recip = nisa.reciprocal(dst=b, data=t, name="recip")
+        if edge == "recip after act":
+            recip.depends_on(act)
+        elif edge == "act after recip":
+            act.depends_on(recip)
+        nisa.tensor_tensor(dst=t, data1=a, data2=b, op=nl.add)
+        nisa.dma_copy(dst=out, src=t)
+
+    nl.fori_loop(0, 4, step)
+    return out
+
+
 def test_edges_inside_a_loop_traced_once_hold_in_every_iteration():
     def body(x, edge):
-        out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
-
-        def step(i):
-            t = nl.ndarray((128, 512), x.dtype, buffer=nl.sbuf)
-            nisa.dma_copy(dst=t, src=x)
-            a = nl.ndarray(t.shape, t.dtype, buffer=nl.sbuf)
-            b = nl.ndarray(t.shape, t.dtype, buffer=nl.sbuf)
-            act = nisa.activation(dst=a, data=t, op=nl.exp, name="act")
-            recip = nisa.reciprocal(dst=b, data=t, name="recip")
-            if edge:
-                recip.depends_on(act)
-            nisa.tensor_tensor(dst=t, data1=a, data2=b, op=nl.add)
-            nisa.dma_copy(dst=out, src=t)
-
-        nl.fori_loop(0, 4, step)
-        return out
+        return _looped(x, "recip after act" if edge else "")
 
     plain = api.launch(nki.jit(lambda x: body(x, False)), [X], target="trn2")
     edged = api.launch(nki.jit(lambda x: body(x, True)), [X], target="trn2")
@@ -221,22 +230,7 @@ def test_a_producer_issued_after_its_consumer_moves_the_consumer_after_it():
 
 def test_a_consumer_moved_inside_a_loop_traced_once_moves_in_every_iteration():
     def body(x, edge):
-        out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
-
-        def step(i):
-            t = nl.ndarray((128, 512), x.dtype, buffer=nl.sbuf)
-            nisa.dma_copy(dst=t, src=x)
-            a = nl.ndarray(t.shape, t.dtype, buffer=nl.sbuf)
-            b = nl.ndarray(t.shape, t.dtype, buffer=nl.sbuf)
-            act = nisa.activation(dst=a, data=t, op=nl.exp)
-            recip = nisa.reciprocal(dst=b, data=t)
-            if edge:
-                act.depends_on(recip)
-            nisa.tensor_tensor(dst=t, data1=a, data2=b, op=nl.add)
-            nisa.dma_copy(dst=out, src=t)
-
-        nl.fori_loop(0, 4, step)
-        return out
+        return _looped(x, "act after recip" if edge else "")
 
     plain = api.launch(nki.jit(lambda x: body(x, False)), [X], target="trn2")
     edged = api.launch(nki.jit(lambda x: body(x, True)), [X], target="trn2")
