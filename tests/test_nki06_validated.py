@@ -462,3 +462,51 @@ def test_an_indirect_offset_steps_by_the_stride_of_the_reshaped_views_dimension(
     out, gathered = _blocks_by_index(tp, rows)
     np.testing.assert_array_equal(np.asarray(out)[2:5], tp.reshape(BLOCKS, BLOCK)[2:5])
     np.testing.assert_array_equal(gathered, tp.reshape(-1, 8)[rows[:, 0]].astype(np.float32))
+
+
+@nki.jit
+def _psum_tiles_into_columns(x):
+    """output_projection_tkg's transposed store (2.29_release, ``B * S > F_MAX``): each ``[P, F]`` tile copied into
+    its columns of a wider SBUF tile through 3-D patterns ending in ``[0, 1]``, ``[[F, P], [1, F], [0, 1]]``."""
+    p, w = x.shape
+    f = w // 2
+    wide = nl.ndarray((p, w), dtype=x.dtype, buffer=nl.sbuf)
+    for j in range(2):
+        t = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[:, j * f:(j + 1) * f])
+        nisa.tensor_copy(dst=wide.ap(pattern=[[w, p], [1, f], [0, 1]], offset=(1 - j) * f),
+                         src=t.ap(pattern=[[f, p], [1, f], [0, 1]]))
+    out = nl.ndarray((p, w), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=wide)
+    return out
+
+
+def test_a_pattern_ending_in_one_zero_step_element_addresses_every_partition():
+    """A pattern of more than 8,192 elements ending in ``[0, 1]``: NumPy 2.4's ``unravel_index`` (numpy#31980) gave
+    every partition past the 16th its first element, so output_projection_tkg's results were wrong there."""
+    x = RNG.standard_normal((128, 1024)).astype(np.float32)
+    np.testing.assert_array_equal(_psum_tiles_into_columns(x), np.concatenate([x[:, 512:], x[:, :512]], axis=1))
+
+
+def test_a_view_past_the_storage_is_an_error_only_where_an_instruction_uses_it():
+    """output_projection_tkg (2.29_release) builds the stationary view of an h_2 index past H_2, then skips the
+    matmul (``if h_2_idx < cfg.h_2_size``): the compiler accepts the unused view; a used one stays refused."""
+
+    def kernel(use: bool):
+        @nki.jit
+        def body(x):
+            t = nl.ndarray((4, 8), dtype=x.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=x)
+            past = t.ap(pattern=[[8, 4], [2, 4]], offset=1 + 1)  # its last element is one past the storage
+            if use:
+                nisa.tensor_copy(dst=t[:, 0:4], src=past)
+            out = nl.ndarray((4, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+            nisa.dma_copy(dst=out, src=t)
+            return out
+
+        return body
+
+    x = RNG.standard_normal((4, 8)).astype(np.float32)
+    np.testing.assert_array_equal(kernel(False)(x), x)
+    with pytest.raises(IndexError, match="addresses elements"):
+        kernel(True)(x)

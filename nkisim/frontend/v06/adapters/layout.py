@@ -175,8 +175,16 @@ def lower(base: Tensor, offset: int, pattern: Pattern, dyn: tuple = ()) -> Tenso
         size = math.prod(shape)  # (one row, the elements): the core indexes with grids of two dimensions at least
         return Access(base.reshape((1, size)), (Affine(0, grid=np.zeros((1, 1), dtype=np.int64)),
                                                 Affine(0, grid=np.ascontiguousarray(flat[None, :], dtype=np.int64))))
-    coords = open_grids(np.unravel_index(flat, shape))
+    coords = open_grids(unravel(flat, shape))
     return Access(base, tuple(Affine(0, grid=np.ascontiguousarray(c, dtype=np.int64)) for c in coords))
+
+
+def unravel(flat: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """``np.unravel_index(flat, shape)``, computed on the flattened positions: NumPy 2.4's own returns wrong
+    coordinates past its iterator's 8,192-element buffer for an index array with a trailing length-1 dimension
+    (numpy/numpy#31980), which a pattern ending in ``[0, 1]`` is (nki-library's output_projection_tkg,
+    ``[[F_MAX, P], [1, F], [0, 1]]``: every partition past the 16th read its first element)."""
+    return tuple(c.reshape(flat.shape) for c in np.unravel_index(flat.reshape(-1), shape))
 
 
 def _dynamic_grid(base: Tensor, offset: int, pattern: Pattern, dyn: tuple) -> Access:
