@@ -326,6 +326,42 @@ def test_match_replace8_consumes_duplicates_in_order() -> None:
     np.testing.assert_array_equal(kernel(a, v), [[0, 0, 3, 1, 2, 3, 0, 9, 9, 9]])
 
 
+#: isa ``nc_match_replace8``'s example of duplicate values ("data = [1, 2, 3, 4, 8, 8, 8, 8, 8, 8, 8] and vals = [3, 8,
+#: 8, 8, 8, 8, 8, 8]"), plus a row with a value that is not there
+_DUP_DATA = np.array([[1, 2, 3, 4, 8, 8, 8, 8, 8, 8, 8], [5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]], np.float32)
+_DUP_VALS = np.array([[3, 8, 8, 8, 8, 8, 8, 8], [7, 99, 5, 15, 6, 8, 9, 10]], np.float32)
+
+
+def test_find_index8_pairs_equal_values_with_successive_occurrences_and_marks_absent_ones() -> None:
+    """NKI 0.6.0 release notes (Neuron 2.32), matching hardware: "nc_find_index8 unmatched slots now return
+    all-ones ... Duplicate search values now advance through successive occurrences", in ascending order across the
+    columns (isa nc_match_replace8).  nki-library's topk_reduce gathers a token's K rows this way."""
+
+    @nki.jit
+    def kernel(a, v):
+        where = _out((a.shape[0], 8), nl.uint32)
+        nl.store(where, nisa.nc_find_index8(data=nl.load(a), vals=nl.load(v)))
+        return where
+
+    np.testing.assert_array_equal(kernel(_DUP_DATA, _DUP_VALS),
+                                  [[2, 4, 5, 6, 7, 8, 9, 10], [2, 0xFFFFFFFF, 0, 10, 1, 3, 4, 5]])
+
+
+def test_match_replace8_pairs_equal_values_with_occurrences_in_reverse_column_order() -> None:
+    """isa nc_match_replace8: "processes vals in reverse order (i = 7, 6, ..., 0) ... dst_idx is [2, 10, 9, 8, 7, 6,
+    5, 4]"."""
+
+    @nki.jit
+    def kernel(a, v):
+        idx = _out((a.shape[0], 8), nl.uint32)
+        k = nl.ndarray((a.shape[0], 8), dtype=nl.uint32, buffer=nl.sbuf)
+        nisa.nc_match_replace8(data=nl.load(a), vals=nl.load(v), imm=0.0, dst_idx=k)
+        nl.store(idx, k)
+        return idx
+
+    np.testing.assert_array_equal(kernel(_DUP_DATA[:1], _DUP_VALS[:1]), [[2, 10, 9, 8, 7, 6, 5, 4]])
+
+
 def test_max8_needs_eight_elements() -> None:
     @nki.jit
     def kernel(a):

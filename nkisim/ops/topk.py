@@ -118,12 +118,13 @@ def top8(x: np.ndarray) -> np.ndarray:
     return -np.sort(-picked, axis=1)[:, :8]
 
 
-def first_matches(x: np.ndarray, vals: np.ndarray, keep: np.ndarray | None, consume: bool) -> np.ndarray:
+def first_matches(x: np.ndarray, vals: np.ndarray, keep: np.ndarray | None, consume: bool,
+                  missing: int = 0) -> np.ndarray:
     """Index of the first (unmasked) occurrence of each of the 8 values in every row.
 
-    With ``consume`` a matched element is used up, so equal values find successive occurrences (the
-    match-and-replace semantics); otherwise each value finds the first occurrence.  A value that is
-    not present gives index 0 (the ISA leaves that case undefined).
+    With ``consume`` a matched element is used up, so equal values find successive occurrences, in the order of
+    ``vals``' columns; otherwise each value finds the first occurrence.  A value that is not present gives index
+    ``missing``.
 
     Only the elements at least as large as a row's smallest (non-NaN) value can match; when those are few (a top-k
     round: about 8 per row), the search runs over them alone, in row-major order as the whole rows' search would."""
@@ -138,14 +139,15 @@ def first_matches(x: np.ndarray, vals: np.ndarray, keep: np.ndarray | None, cons
     crowd = counts > max(_CROWD_MIN, n // 8)  # rows of many candidates (one repeated value)
     if crowd.any():
         if crowd.all():
-            return first_matches_rows(x, vals, keep, consume)
+            return first_matches_rows(x, vals, keep, consume, missing)
         idx = np.empty(vals.shape, dtype=np.int64)
-        idx[crowd] = first_matches_rows(x[crowd], vals[crowd], None if keep is None else keep[crowd], consume)
+        idx[crowd] = first_matches_rows(x[crowd], vals[crowd], None if keep is None else keep[crowd], consume,
+                                        missing)
         few = ~crowd
-        idx[few] = first_matches(x[few], vals[few], None if keep is None else keep[few], consume)
+        idx[few] = first_matches(x[few], vals[few], None if keep is None else keep[few], consume, missing)
         return idx
     seen = x[rows, cols]
-    idx = np.zeros(vals.shape, dtype=np.int64)
+    idx = np.full(vals.shape, missing, dtype=np.int64)
     live = np.ones(rows.size, dtype=bool)
     for j in range(vals.shape[1]):
         hit = seen == vals[rows, j]
@@ -160,7 +162,8 @@ def first_matches(x: np.ndarray, vals: np.ndarray, keep: np.ndarray | None, cons
     return idx
 
 
-def first_matches_rows(x: np.ndarray, vals: np.ndarray, keep: np.ndarray | None, consume: bool) -> np.ndarray:
+def first_matches_rows(x: np.ndarray, vals: np.ndarray, keep: np.ndarray | None, consume: bool,
+                       missing: int = 0) -> np.ndarray:
     """``first_matches`` over whole rows, value by value."""
     avail = np.ones(x.shape, dtype=bool) if keep is None else keep.copy()
     idx = np.zeros(vals.shape, dtype=np.int64)
@@ -169,7 +172,7 @@ def first_matches_rows(x: np.ndarray, vals: np.ndarray, keep: np.ndarray | None,
         hit = (x == vals[:, j:j + 1]) & avail
         found = hit.any(axis=1)
         first = np.argmax(hit, axis=1)
-        idx[:, j] = np.where(found, first, 0)
+        idx[:, j] = np.where(found, first, missing)
         if consume:
             avail[rows[found], first[found]] = False
     return idx
@@ -179,18 +182,22 @@ def first_matches_rows(x: np.ndarray, vals: np.ndarray, keep: np.ndarray | None,
 def nc_find_index8(data: Any = None, vals: Any = None, *, mask: Any = None, dtype: Any = dt.uint32, dst: Any = None,
                    name: str = "") -> Tensor | None:
     """``nisa.nc_find_index8``: per partition, the index (in the flattened free elements) of the first
-    occurrence of each of 8 values, as uint32 (or uint16)."""
+    occurrence of each of 8 values, as uint32 (or uint16).  As the hardware does (NKI 0.6.0 release notes, Neuron
+    2.32: "Duplicate search values now advance through successive occurrences"; "unmatched slots now return
+    all-ones"): equal values take successive occurrences in column order (isa ``nc_match_replace8``: "the opposite
+    of nc_find_index8, which pairs duplicate vals with their matching positions in ascending order"), and a value
+    not found gives 0xFFFFFFFF (0xFFFF for uint16)."""
     ctx = current()
     a, x, keep = _data("nc_find_index8", "data", data, mask, ctx)
     v = _eight("nc_find_index8", "vals", vals, a.shape[0])
-    out = None
-    if x is not None:
-        out = first_matches(x, flat(v, ctx), keep, consume=False)
     out_dt = dt.uint32 if dtype is None else dtype
     if dt.normalize(out_dt) not in (dt.uint32, dt.uint16):
         raise nki_error("err_supported_operand_dtype",
                         f"'dst' of 'nc_find_index8' has dtype {dt.name(dt.normalize(out_dt))}, expected one of the "
                         f"following dtypes: uint16, uint32")
+    out = None
+    if x is not None:
+        out = first_matches(x, flat(v, ctx), keep, consume=True, missing=int(np.iinfo(dt.normalize(out_dt)).max))
     return deliver(ctx, NC_FIND_INDEX8, (a.shape[0], 8), out_dt, out, dst, reads=[a, v])
 
 
@@ -198,13 +205,15 @@ def nc_find_index8(data: Any = None, vals: Any = None, *, mask: Any = None, dtyp
 def nc_match_replace8(data: Any = None, vals: Any = None, imm: Any = 0.0, dst_idx: Any = None, *, mask: Any = None,
                       dtype: Any = None, dst: Any = None, name: str = "") -> Tensor | None:
     """``nisa.nc_match_replace8``: ``data`` with the first occurrence of each of 8 values replaced by
-    ``imm``; the flattened indices of the matches go to ``dst_idx`` when given."""
+    ``imm``; the flattened indices of the matches go to ``dst_idx`` when given.  The values are matched in reverse
+    column order (isa: "processes ``vals`` in reverse order (``i = 7, 6, ..., 0``)"), so among equal values the
+    last column takes the first occurrence."""
     ctx = current()
     a, x, keep = _data("nc_match_replace8", "data", data, mask, ctx, min_elems=1)
     v = _eight("nc_match_replace8", "vals", vals, a.shape[0])
     out = idx = None
     if x is not None:
-        idx = first_matches(x, flat(v, ctx), keep, consume=True)
+        idx = first_matches(x, flat(v, ctx)[:, ::-1], keep, consume=True)[:, ::-1]
         out = x.copy()
         found = np.take_along_axis(x, idx, axis=1) == flat(v, ctx)
         rows = np.broadcast_to(np.arange(x.shape[0])[:, None], idx.shape)
