@@ -510,3 +510,28 @@ def test_a_view_past_the_storage_is_an_error_only_where_an_instruction_uses_it()
     np.testing.assert_array_equal(kernel(False)(x), x)
     with pytest.raises(IndexError, match="addresses elements"):
         kernel(True)(x)
+
+
+@nki.jit
+def _expert_weights(w, expert):
+    """bwmm_shard_on_block's weight load (2.29_release): one expert's rows through ``.ap(scalar_offset=tile)``,
+    skipped (``oob_mode.skip``) for a block whose expert index is past the experts (a padding block)."""
+    e, h, g, i = w.shape
+    idx = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=expert)
+    t = nl.ndarray((h, g, i), dtype=w.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=t, value=7.0)
+    nisa.dma_copy(dst=t, src=w.ap(pattern=[[g * i, h], [i, g], [1, i]], offset=0, scalar_offset=idx),
+                  oob_mode=nisa.oob_mode.skip)
+    out = nl.ndarray((h, g, i), dtype=w.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def test_a_scalar_offset_past_the_tensor_skips_the_transfer_under_oob_mode_skip():
+    """isa dma_copy ``oob_mode``: "``oob_mode.skip``: Silently skips any operations involving out-of-bounds
+    indices".  The single index of a scalar-offset view was not clamped with the masked-off elements, so NumPy's
+    IndexError stopped the kernel (nki-library 2.29_release, test_moe_cte SHARD_ON_BLOCK)."""
+    w = RNG.standard_normal((4, 8, 2, 6)).astype(np.float32)
+    np.testing.assert_array_equal(_expert_weights(w, np.array([[2]], np.int32)), w[2])
+    np.testing.assert_array_equal(_expert_weights(w, np.array([[4]], np.int32)), np.full((8, 2, 6), 7.0, np.float32))

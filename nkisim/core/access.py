@@ -528,7 +528,9 @@ class Access(TileSyntax):
             full = tuple(arrays)
             sl = arange_slices(full, data.shape)
             return data[sl].copy() if sl is not None else data[full]
-        idx = tuple(np.where(vm, a, 0) if np.ndim(a) else a for a in arrays)
+        # a single position (an ``.ap(scalar_offset=tile)`` index, one for the whole access) is clamped too when
+        # every element is masked off: ``oob_mode=skip`` with an index past the tensor skips the whole transfer
+        idx = tuple(np.where(vm, a, 0) if np.ndim(a) else a if vm.any() else 0 for a in arrays)
         return data[idx]
 
     def _write(self, values: np.ndarray | None, valid: np.ndarray | None = None) -> None:
