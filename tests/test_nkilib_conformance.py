@@ -135,6 +135,23 @@ def test_a_patch_of_several_lines_applies_only_where_they_follow_one_another(tmp
     assert (release_like / rel).read_text() == block.format("    Platforms,\n") + "X = Platforms\n"
 
 
+def test_a_patch_that_needs_a_text_applies_only_to_the_file_holding_it(tmp_path: Path) -> None:
+    """main at d2ad3a5's test_gen_mask_tkg.py names its input 'mask_out_hbm.must_alias_input' but reads
+    kernel_input["mask_out_hbm"] (KeyError in every case): the harness reads the name the file gives, and leaves
+    2.29_release's file, which names the input 'mask_out_hbm' and reads it so, alone."""
+    rel = "test/integration/nkilib/core/attention/test_gen_mask_tkg.py"
+    body = '    result = {{\n        "{}": mask_out_data,\n    }}\n\n            return {{"golden_mask": kernel_input["mask_out_hbm"]}}\n'
+    main_like, release_like = tmp_path / "main", tmp_path / "release"
+    for root, name in ((main_like, "mask_out_hbm.must_alias_input"), (release_like, "mask_out_hbm")):
+        (root / rel).parent.mkdir(parents=True)
+        (root / rel).write_text(body.format(name))
+    notes = nkilib_suite.patch_lines(str(main_like))
+    assert [n for n in notes if "test_gen_mask_tkg.py line 5:" in n]
+    assert 'kernel_input["mask_out_hbm.must_alias_input"]' in (main_like / rel).read_text()
+    assert not [n for n in nkilib_suite.patch_lines(str(release_like)) if "test_gen_mask_tkg" in n]
+    assert (release_like / rel).read_text() == body.format("mask_out_hbm")
+
+
 def test_a_trace_only_case_needing_the_unpublished_compiler_is_a_skip_with_its_reason() -> None:
     """main's core/utils/test_tensor_view.py cases are trace-only: its harness imports the Neuron compiler's tracer
     (nki.compiler.frontend), which AWS does not publish; any other failure stays a failure."""
