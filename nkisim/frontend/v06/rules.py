@@ -142,9 +142,6 @@ RULES: tuple[Rule, ...] = (
          "cannot be mixed in the same matmul"),
     _doc("activation.bias_shape", "ValueError", "an activation bias whose free size is not 1", NOTES, 629,
          "Fixed bias shape checking in :doc:`nki.isa.activation"),
-    _doc("kernel.sub_kernel", "RuntimeError", "an @nki.jit kernel (not mode='trace': see kernel.trace_sub_kernel) "
-         "called from inside another kernel", MIGRATION, 1160,
-         "an error about classes needing to inherit from ``nl.NKIObject``"),
     _doc("kernel.no_arguments", "ValueError", "a kernel launched with no arguments", NOTES, 661,
          "calling an ``nki.jit`` kernel with no"),
     _doc("kernel.dtype_argument", "TypeError", "a dtype kernel argument with no NKI equivalent", NOTES, 246,
@@ -227,7 +224,14 @@ RULES: tuple[Rule, ...] = (
          Source(MIGRATION, 1159, "This decorator needs to be removed for the new NKI Compiler"),
          "nki-library 2.29_release (validated on NKI 0.3.0) decorates its blockwise-matmul sub-kernels "
          "@nki.jit(mode=\"trace\") and calls them from moe_cte (core/moe/moe_cte/bwmm_shard_on_I.py:86, "
-         "moe_cte.py:380); a sub-kernel decorated plainly stays refused (kernel.sub_kernel)"),
+         "moe_cte.py:380); a sub-kernel decorated plainly: kernel.sub_kernel"),
+    Rule("kernel.sub_kernel", "warning", "DocumentedRuleWarning", "an @nki.jit kernel called from inside another "
+         "kernel (runs inline; warned once per sub-kernel)",
+         Source(MIGRATION, 1156, "the ``nki.jit`` decorator will need to be removed from sub-kernels"),
+         "nki-library 2.29_release (validated on NKI 0.3.0) calls its @nki.jit attention_block_tkg "
+         "(experimental/transformer/attention_block_tkg.py:82) from inside kernels: transformer_tkg "
+         "(experimental/transformer/transformer_tkg.py:231, jit'd at its call site) and its test's "
+         "nki.jit(attention_block_tkg_kernel_test_wrapper) (test_attention_block_tkg.py:840, 1155)"),
     Rule("core_barrier.one_core", "warning", "DocumentedRuleWarning", "core_barrier(cores=0 / (0,) / [0]): a "
          "barrier of core 0 alone (runs as the core's own semaphore write and wait; warned once per line)",
          Source(ISA, 2620, "Currently only ``cores=(0, 1)`` is supported"),

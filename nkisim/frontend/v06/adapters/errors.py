@@ -25,7 +25,6 @@ CATALOGUE: dict[str, type[NKIError]] = {
     "err_reduce_axis": NKIValueError,  # E8: reduce axes not the trailing dims of the actual rank
     "err_invalid_view": NKIValueError,  # a view method's precondition (partition dim, contiguity, ...)
     "err_view_out_of_bounds": NKIIndexError,  # an index, slice or pattern outside the tensor
-    "err_jit_sub_kernel": NKIRuntimeError,  # E24: a @nki.jit kernel called from inside a kernel
     "err_kernel_argument": NKITypeError,  # E10: list kernel arguments, keyword-only parameters
     "err_unsupported_syntax": NKISyntaxError,  # E10: ``is`` / ``is not`` in a kernel
     "err_no_arguments": NKIValueError,  # E26: a kernel called with no arguments
