@@ -4,11 +4,15 @@ A kernel whose Python loops unroll (as students' kernels do) makes one NKI call 
 views again and again, so tracing takes shortcuts for the common case: an NKI 0.6 view indexed with integers and
 unit-step slices skips the general checks (``layout.plain_index``); a view lowered to an access of constant
 bounds is normalised once per key and made again from its parts (``Access.again``); a PSUM region every element of
-which has started accumulating is not tested again (``Tensor.matmul_accumulated``).  Each is checked against the
-long way: the same views and errors, the same accesses, the same accumulation as NumPy's.
+which has started accumulating is not tested again (``Tensor.matmul_accumulated``); and a process that only traces
+never imports the cost model.  Each is checked against the long way: the same views and errors, the same accesses,
+the same accumulation as NumPy's, no module of the cost model's scheduling loaded.
 """
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 import nki
 import nki.isa as nisa
@@ -150,3 +154,16 @@ def test_a_region_whose_accumulation_started_adds_and_the_rest_starts() -> None:
     got = api.launch(ragged_accumulation, [s, m]).outputs
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
+
+def test_tracing_a_kernel_does_not_import_the_cost_model() -> None:
+    code = ("import sys, numpy as np; from nkisim import api; import nki, nki.language as nl\n"
+            "@nki.jit\n"
+            "def k(a):\n"
+            "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
+            "    nl.store(out, value=nl.load(a))\n"
+            "    return out\n"
+            "api.trace(k, [np.zeros((128, 4), np.float32)]).to_json()\n"
+            "print(sorted(m for m in sys.modules if m.startswith('nkisim.cost.')))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = eval(done.stdout.strip().splitlines()[-1])
+    assert loaded and "nkisim.cost.model" not in loaded and "nkisim.cost.scheduler" not in loaded
