@@ -535,3 +535,32 @@ def test_a_scalar_offset_past_the_tensor_skips_the_transfer_under_oob_mode_skip(
     w = RNG.standard_normal((4, 8, 2, 6)).astype(np.float32)
     np.testing.assert_array_equal(_expert_weights(w, np.array([[2]], np.int32)), w[2])
     np.testing.assert_array_equal(_expert_weights(w, np.array([[4]], np.int32)), np.full((8, 2, 6), 7.0, np.float32))
+
+
+@nki.jit
+def _cache_update(cache, update_idx, v):
+    """attention_block_tkg's flat KV-cache update (2.29_release): the (B, S, D) cache reshaped to (B * S, D) and
+    written at row ``update_idx[b] + b * S`` of partition b through ``.ap(vector_offset=rows)``."""
+    b, s, d = cache.shape
+    rows = nl.ndarray((b, 1), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.dma_copy(rows, update_idx)
+    batch = nl.ndarray((b, 1), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.iota(batch, [[0, 1]], offset=0, channel_multiplier=s)
+    nisa.tensor_tensor(rows, rows, batch, nl.add)
+    t = nl.ndarray((b, d), dtype=v.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(t, v)
+    nisa.dma_copy(dst=cache.reshape((b * s, d)).ap(pattern=[[1, b], [d, 1], [1, d]], offset=0, vector_offset=rows,
+                                                   indirect_dim=0),
+                  src=t.ap(pattern=[[d, b], [d, 1], [1, d]]))
+    return cache
+
+
+def test_a_vector_offset_selects_among_the_rows_of_the_reshaped_views_dimension():
+    """The index of ``.ap(vector_offset=)`` on a reshape is bounded by the reshape's rows (B * S), not by the
+    storage's first dimension (B): every index past B was refused as out of bounds."""
+    cache = np.zeros((4, 64, 8), np.float32)
+    update = np.array([[5], [60], [0], [33]], np.uint32)
+    v = RNG.standard_normal((4, 8)).astype(np.float32)
+    ref = cache.copy()
+    ref[np.arange(4), update[:, 0]] = v
+    np.testing.assert_array_equal(_cache_update(cache.copy(), update, v), ref)

@@ -459,8 +459,11 @@ class NkiTensor:
             # the row stride of this view's dimension 0 ("dimension in self.shape whose stride scales the indirect
             # scalar/vector offset", language ap): the pattern's leading stride is ignored
             row = self._dim_stride(0, base)
+            # the index selects among the rows of that dimension: a reshape's own (attention_block_tkg's
+            # V_cache.reshape((B * S_max_ctx, d_head)) of a (B, S_max_ctx, d_head) cache), not its storage's first
+            rows = self._pattern[0][1] if self._pattern and base is self._base else base.shape[0]
             return NkiTensor.over(base, start, ((row, pairs[0][1]),) + pairs[1:], (),
-                                  indirect.Indirect(vector_offset, row, base.shape[0]))
+                                  indirect.Indirect(vector_offset, row, rows))
         dyn: tuple = ()
         if scalar_offset is not None:
             d = _as_int(indirect_dim, "indirect_dim")
