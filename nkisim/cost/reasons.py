@@ -38,6 +38,11 @@ MECHANISMS: dict[str, str] = {
         "a tile written here that no instruction reads held no SBUF beyond its write (the compiler allocates SBUF "
         "to live data: \"When the cumulative size of live data defined by the NKI kernel overflows the capacity\", "
         "NKI docs, programming model), so it took no room from the other tiles' buffers"),
+    "inserted_transpose": (
+        "nl.matmul(x, y) without transpose_x=True: the compiler inserted {count:,} transposes of x on the Tensor "
+        "Engine, {us:.1f} us of its time in all (\"matmul(x, y) lowers to nc_matmul(transpose(x), y). To avoid this "
+        "extra transpose instruction being inserted, use x.T and transpose_x=True\", nki.language.matmul's "
+        "docstring); keep x with its contraction dimension on the partitions and pass transpose_x=True"),
     "copy_engine": (
         "{count:,} copies left to the compiler ran on ScalarE rather than VectorE (\"compiler selects best engine "
         "based on engine workload\", nki.isa.tensor_copy's engine parameter)"),
@@ -47,7 +52,8 @@ MECHANISMS: dict[str, str] = {
 @dataclass(frozen=True)
 class Reason:
     """One mechanism at one source line: how many instructions (or whole writes) it concerned and the time it
-    held them (µs; 0 when it holds nothing back)."""
+    held them (µs; 0 when it holds nothing back), or for work the compiler inserted (``inserted_transpose``) that
+    work's engine time."""
 
     mechanism: str
     file: str

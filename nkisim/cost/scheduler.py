@@ -325,6 +325,8 @@ def schedule(trace: list[Instruction], prm: Params) -> Schedule:
                     out.engine[i] = e
             else:
                 dur = costs.compute_ns(ins, spaces, prm, e)
+                if ins.kind is isa.NC_TRANSPOSE and ins.extra.get("implicit"):  # nl.matmul's inserted transpose of x
+                    out.notes.add("inserted_transpose", ins.loc, dur)
             on_port = shared_port and e in ("dve", "pool")
             # NC-v2: VectorE and ScalarE cannot access PSUM at the same time (spec §4.3)
             on_psum = psum_port and e in ("dve", "act") and "psum" in spaces
