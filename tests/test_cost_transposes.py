@@ -152,3 +152,21 @@ def test_nl_matmuls_inserted_transposes_are_named_in_the_profile():
     prof2 = api.profile_kernel(k2, *args2)
     assert "inserted_transpose" not in {r.mechanism for r in prof2.estimate.reasons}
     assert "transpose_x" not in prof2.summary_text()
+
+
+def test_dma_transposes_are_named_with_the_queue_time_they_add():
+    """The profile's "Why:" line for trn2's DMA transposes (the rates test above): how many, and the DMA queue time
+    they took beyond plain copies of the same bytes, summed over their queues -- from HBM into whole [128, 16] blocks
+    at AWS's "up to 90%", so 1/0.9 - 1 of a copy's data time; the loop's plain stores are not counted."""
+    from nkisim.cost.model import estimate
+
+    prm = get_target("trn2").params
+    trace = _dma_transposes((128, 128), nl.float32, _hbm_load_transpose)
+    [why] = [r for r in estimate(trace, "trn2").reasons if r.mechanism == "dma_transpose"]
+    assert why.count == 4
+    assert why.us == pytest.approx(4 * 128 * 128 * 4 / prm.dma.bytes_per_ns * (1 / 0.9 - 1) / 1000)
+    assert why.text().startswith(f"line {why.line}: 4 DMAs transposed as they moved, slower than plain copies of the "
+                                 f"same bytes: {why.us:.1f} us more DMA queue time in all")
+    assert "up to 90% DMA throughput utilization" in why.text()
+    copies = _dma_transposes((128, 128), nl.float32, lambda a: a)  # the same loop without the transpose
+    assert "dma_transpose" not in {r.mechanism for r in estimate(copies, "trn2").reasons}

@@ -211,3 +211,23 @@ def test_inserted_transposes_are_named_only_when_they_cost_something():
     assert "Why: Your nl.matmul calls without transpose_x=True (line 9) each get a transpose of x inserted on the " \
            "Tensor Engine: 64 transposes, 6.0 us of its time." in text, text
     assert "transpose_x" not in why([["inserted_transpose", 9, 4, 0.4]])
+
+
+def test_the_executor_hands_over_the_mechanisms_feedback_explains_first():
+    """The executor sends at most five of the estimate's reasons (nkilab.isolate._execute.timing_facts); reasons no
+    feedback reads (a DMA transpose's added queue time: large, summed over 16 queues) must not crowd out those it
+    does (nkilab.isolate.facts.HELD)."""
+    from nkilab.isolate._execute import timing_facts
+    from nkisim.cost.model import Estimate
+    from nkisim.cost.reasons import Reason
+
+    reasons = tuple(Reason("dma_transpose", "k.py", n, 4, 100.0 + n) for n in range(6)) + \
+        (Reason("sequential_order", "k.py", 30, 7, 2.5),)
+
+    class Launch:
+        target = "trn2"
+
+        def estimate(self):
+            return Estimate("trn2", "x", 50.0, {"dma": 40.0}, reasons=reasons)
+
+    assert timing_facts(Launch())["facts"]["held"] == [["sequential_order", 30, 7, 2.5]]

@@ -43,6 +43,14 @@ MECHANISMS: dict[str, str] = {
         "Engine, {us:.1f} us of its time in all (\"matmul(x, y) lowers to nc_matmul(transpose(x), y). To avoid this "
         "extra transpose instruction being inserted, use x.T and transpose_x=True\", nki.language.matmul's "
         "docstring); keep x with its contraction dimension on the partitions and pass transpose_x=True"),
+    "dma_transpose": (
+        "{count:,} DMAs transposed as they moved, slower than plain copies of the same bytes: {us:.1f} us more DMA "
+        "queue time in all, summed over the queues (NeuronCore-v3: \"DMA transpose on Trainium2 can achieve up to 90% "
+        "DMA throughput utilization given hardware-friendly tensor access patterns, compared to up to 100% throughput "
+        "utilization for a DMA copy\", output in whole [128, 16] blocks; \"SBUF2SBUF transpose can achieve up to 50% "
+        "of DMA throughput\"; other shapes \"at the cost of DMA performance\", trainium2_arch.rst; NeuronCore-v2: a "
+        "quarter of the rate, no AWS figure); the alternative is a Tensor Engine transpose (nisa.nc_transpose), "
+        "\"more performant but requires ScalarE/VectorE to evict the transposed output from PSUM back to SBUF\""),
     "copy_engine": (
         "{count:,} copies left to the compiler ran on ScalarE rather than VectorE (\"compiler selects best engine "
         "based on engine workload\", nki.isa.tensor_copy's engine parameter)"),
@@ -53,7 +61,7 @@ MECHANISMS: dict[str, str] = {
 class Reason:
     """One mechanism at one source line: how many instructions (or whole writes) it concerned and the time it
     held them (µs; 0 when it holds nothing back), or for work the compiler inserted (``inserted_transpose``) that
-    work's engine time."""
+    work's engine time, or for a slower form of a transfer (``dma_transpose``) the DMA queue time it added."""
 
     mechanism: str
     file: str

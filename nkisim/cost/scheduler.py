@@ -291,6 +291,8 @@ def schedule(trace: list[Instruction], prm: Params) -> Schedule:
             dur = costs.dma_queue_ns(ins, nq, prm)
             if costs.trivial_pieces(ins, prm):
                 out.notes.add("trivial_dim", ins.loc)
+            if costs.is_transpose(ins):  # its queue time beyond a plain copy's, summed over its queues
+                out.notes.add("dma_transpose", ins.loc, (dur - costs.dma_queue_ns(ins, nq, prm, as_copy=True)) * nq)
             dge_start = None
             sw = costs.swdge_ns(ins, prm)
             if sw:  # GpSimd makes an indirect DMA's descriptors once its index is there (costs.swdge_ns)
