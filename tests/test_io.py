@@ -41,6 +41,34 @@ def test_every_allowed_dtype_round_trips_bit_for_bit(dtype):
     assert back.tobytes() == a.tobytes()  # NaN payloads and bfloat16 bits included
 
 
+@pytest.mark.parametrize("make", [lambda: np.full((1, 1), 2.5, np.float32),  # one element
+                                  lambda: np.zeros((0, 5), ml_dtypes.bfloat16),  # no elements
+                                  lambda: np.arange(24, dtype=np.int16).reshape(4, 6)[:, ::2],  # not contiguous
+                                  lambda: np.arange(12, dtype=np.float64).reshape(3, 4).T])  # Fortran order
+def test_any_shape_and_layout_round_trips(make):
+    a = make()
+    _, [back] = read(framed({}, [a]))
+    assert back.dtype == a.dtype and back.shape == a.shape and np.array_equal(back, a)
+
+
+class _Trickle(io.BytesIO):
+    """A pipe that hands over at most 7 bytes per read, as a pipe may."""
+
+    def read(self, n: int = -1) -> bytes:
+        return super().read(7 if n is None or n < 0 else min(n, 7))
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        return super().readinto(memoryview(b)[:7])
+
+
+def test_arrays_arrive_whole_from_short_reads():
+    a = np.arange(100, dtype=np.float32).reshape(10, 10)
+    _, arrays = read_message(_Trickle(framed({}, [a, a[:3]])), [1 << 20])
+    assert np.array_equal(arrays[0], a) and np.array_equal(arrays[1], a[:3])
+    with pytest.raises(ProtocolError, match="cut short"):
+        read_message(_Trickle(framed({}, [a])[:-5]), [1 << 20])
+
+
 def test_several_messages_and_a_clean_end():
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     b = np.ones((4,), dtype=ml_dtypes.bfloat16)

@@ -36,8 +36,14 @@ def write_message(fh: IO[bytes], header: dict, arrays: Sequence[np.ndarray] = ()
     fh.write(MAGIC + struct.pack("<Q", len(blob)) + blob)
     for a in arrays:
         fh.write(struct.pack("<Q", a.nbytes))
-        fh.write(a.tobytes())
+        fh.write(_bytes_of(a))  # the array's own memory: no copy of it (``tobytes`` made one per array)
     fh.flush()
+
+
+def _bytes_of(a: np.ndarray) -> memoryview:
+    """A C-contiguous array's memory as bytes, without copying (any dtype, bfloat16's included; writable if the
+    array is)."""
+    return memoryview(a.reshape(-1).view(np.uint8))
 
 
 def _read_exact(fh: BinaryIO, n: int) -> bytes:
@@ -93,5 +99,18 @@ def read_message(fh: BinaryIO, budget: list[int]) -> tuple[dict, list[np.ndarray
         if nbytes > budget[0]:
             raise ProtocolError("more array data than allowed")
         budget[0] -= nbytes
-        arrays.append(np.frombuffer(_read_exact(fh, nbytes), dtype=dtype).reshape(shape).copy())
+        arrays.append(_read_array(fh, dtype, shape, nbytes))
     return header, arrays
+
+
+def _read_array(fh: BinaryIO, dtype: np.dtype, shape: tuple[int, ...], nbytes: int) -> np.ndarray:
+    """``nbytes`` from ``fh`` straight into a new array of ``dtype`` and ``shape`` (allowed by the caller's budget):
+    one copy out of the pipe, where reading a bytes object and copying it into an array made two."""
+    out = np.empty(shape, dtype=dtype)
+    view, got = _bytes_of(out), 0
+    while got < nbytes:
+        n = fh.readinto(view[got:])  # type: ignore[attr-defined]
+        if not n:
+            raise ProtocolError(f"message cut short ({got} of {nbytes} bytes)")
+        got += n
+    return out
