@@ -113,6 +113,15 @@ def run_cases(job: dict, texts: list[np.ndarray], cases: list[list[np.ndarray]],
     refused: dict[int, dict] = {}
     #: the case whose program is fingerprinted for similarity (``nkilab.kernels.similarity``): the timed one, else the first
     shown = job.get("timed") if job.get("timed") is not None else 0
+    early: list[int] | None = None  # a phased job's fingerprints (``nkilab.isolate.runner._phase``), sent with its first case
+    if "fingerprint" in job:  # a job of some cases only: the program named is fingerprinted whether or not it runs here
+        shown, slot = -1, job["fingerprint"]
+        if type(slot) is int and 0 <= slot < len(texts):
+            try:
+                programs[slot] = _program(texts[slot], job["requests"][slot])
+                early = _features(programs[slot])
+            except Exception as err:
+                refused[slot] = error_facts(err)
     for i, args in enumerate(cases):
         k = job["case_program"][i]
         if k is None:
@@ -130,6 +139,8 @@ def run_cases(job: dict, texts: list[np.ndarray], cases: list[list[np.ndarray]],
                     raise
             if i == shown:
                 features = _features(programs[k])
+            elif early is not None:
+                features, early = early, None
             launch = api.execute(programs[k], args, target=programs[k].target)
             facts, out = _output(launch.outputs)
             if i == job.get("timed") and facts["status"] == "ok":

@@ -43,7 +43,7 @@ def write_message(fh: IO[bytes], header: dict, arrays: Sequence[np.ndarray] = ()
 def _bytes_of(a: np.ndarray) -> memoryview:
     """A C-contiguous array's memory as bytes, without copying (any dtype, bfloat16's included; writable if the
     array is)."""
-    return memoryview(a.reshape(-1).view(np.uint8))
+    return a.reshape(-1).view(np.uint8).data
 
 
 def _read_exact(fh: BinaryIO, n: int) -> bytes:

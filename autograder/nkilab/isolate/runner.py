@@ -56,7 +56,8 @@ def run_module(module_path: str | os.PathLike, function: str, cases: list[list[n
                timed: int | None = None, bench: tuple[list[tuple[int, ...]], list[str]] | None = None,
                target: str | None = None, timeout: float = 60.0, python: str | None = None,
                grid: tuple | None = None, sandboxed: bool = False,
-               limits: sandbox.Limits | None = None, hidden: frozenset[int] = frozenset()) -> RunResult:
+               limits: sandbox.Limits | None = None, hidden: frozenset[int] = frozenset(),
+               gate: Gate | None = None) -> RunResult:
     """Run ``function`` from the file ``module_path`` on each input list; case ``timed`` also reports its
     latency.  ``sandboxed`` runs the student's code in ``nkilab.isolate.sandbox`` (required for grading); the hard
     resource limits apply either way.  ``timeout`` is the whole run's budget (tracing, executing and costing).
@@ -67,7 +68,10 @@ def run_module(module_path: str | os.PathLike, function: str, cases: list[list[n
     and an executor (``nkilab.isolate._execute``, in a sandbox of its own holding only the simulator) checks them
     against this request and executes them on these inputs.  The inputs never reach the student's process, and
     the outputs and latencies are what the programs compute.  On a Neuron device the child runs the kernel
-    itself."""
+    itself.
+
+    With a ``gate``, the simulator runs case ``timed`` only once every other case has run and ``gate`` says yes
+    to their results (see ``Gate``); otherwise that case is ``NOT_RUN``."""
     deadline = time.monotonic() + timeout
     module_path = Path(module_path).resolve()
     limits = limits or sandbox.Limits(cpu_s=int(timeout) + 30)
@@ -87,7 +91,7 @@ def run_module(module_path: str | os.PathLike, function: str, cases: list[list[n
 
     try:
         done = _run(result, cmd, cwd, None if sandboxed else env, job, cases, timed, bench, python, source, deadline,
-                    limits, hidden, sandboxed, timing)
+                    limits, hidden, sandboxed, timing, gate)
     finally:
         cmd.close()
     if not result.timed_out and (not done or result.returncode not in (0, None)) and result.import_error is None:
@@ -98,7 +102,7 @@ def run_module(module_path: str | os.PathLike, function: str, cases: list[list[n
 def _run(result: RunResult, cmd: sandbox.Command, cwd: str | None, env: dict[str, str] | None, job: dict,
          cases: list[list[np.ndarray]], timed: int | None, bench: tuple[list[tuple[int, ...]], list[str]] | None,
          python: str | None, source: list[str] | None, deadline: float, limits: sandbox.Limits,
-         hidden: frozenset[int], sandboxed: bool, timing: Callable[[], Latency]) -> bool:
+         hidden: frozenset[int], sandboxed: bool, timing: Callable[[], Latency], gate: Gate | None) -> bool:
     """The child's run (and on the simulator, the executor's); True when the processes finished their work.  On a
     device, ``timing`` measures a 0.6 kernel's latency from its NEFF (``device_bench``) once its cases ran."""
     if not _simulated():
@@ -115,7 +119,7 @@ def _run(result: RunResult, cmd: sandbox.Command, cwd: str | None, env: dict[str
             result.bench = timing()
         return done
     return _traced_then_executed(result, cmd, cwd, env, job, cases, timed, python, source, deadline, limits, hidden,
-                                 sandboxed)
+                                 sandboxed, gate)
 
 
 def _source_lines(path: Path) -> list[str] | None:
@@ -192,7 +196,7 @@ def measured(m: device.Measurement) -> Latency:
 def _traced_then_executed(result: RunResult, cmd: sandbox.Command, cwd: str | None, env: dict[str, str] | None,
                           job: dict, cases: list[list[np.ndarray]], timed: int | None, python: str | None,
                           source: list[str] | None, deadline: float, limits: sandbox.Limits,
-                          hidden: frozenset[int], sandboxed: bool) -> bool:
+                          hidden: frozenset[int], sandboxed: bool, gate: Gate | None = None) -> bool:
     """The simulator's grading run (see ``run_module``); True when both processes finished their work."""
     signatures, index, public = _signatures(cases, hidden)
     wire = [[[list(s), d] for s, d in sig] for sig in signatures]
@@ -219,13 +223,55 @@ def _traced_then_executed(result: RunResult, cmd: sandbox.Command, cwd: str | No
                                  server_limits)
     else:
         server = executor_server(key, lambda: sandbox.plain(argv), tempfile.gettempdir(), exec_env, server_limits)
-    out_bytes = sum(_output_allowance(args) for args in cases)
-    run = server.run(dict(exec_job, cpu_s=limits.cpu_s), texts + [a for args in cases for a in args], deadline,
-                     Budget(out_bytes + SPARE_BYTES, len(cases) + SPARE_MESSAGES))
-    _merge(result, run)
-    done = read_cases(run.messages, len(cases), result, source)
+    messages: list[tuple[dict, list[np.ndarray]]] = []
+    done = True
+    for keep in _phases(len(cases), timed, gate):
+        if keep is None:  # the gate, on every case but the timed one
+            read_cases(messages, len(cases), result, source)
+            _trace_failures(result, cases, index, failed)
+            if result.garbled or not gate(result.cases):  # type: ignore[misc]
+                break
+            continue
+        phase_job, phase_cases = _phase(exec_job, cases, keep)
+        out_bytes = sum(_output_allowance(cases[i]) for i in keep)
+        run = server.run(dict(phase_job, cpu_s=limits.cpu_s), texts + [a for args in phase_cases for a in args], deadline,
+                         Budget(out_bytes + SPARE_BYTES, len(keep) + SPARE_MESSAGES))
+        _merge(result, run)
+        messages += run.messages
+        said_done = any(head.get("kind") == "done" for head, _ in run.messages)
+        if not said_done or run.timed_out or run.garbled or run.returncode not in (0, None):
+            done = done and said_done
+            break
+    done = read_cases(messages, len(cases), result, source) and done
     _trace_failures(result, cases, index, failed)
     return done
+
+
+#: asked once every case but the timed one has run, with their runs (the timed case's ``NOT_RUN``): whether the
+#: timed run is wanted. The grader says no for a kernel with a failing case, which earns no speed points, so a wrong
+#: kernel does not pay for its largest run (``nkilab.judge.evaluate``).
+Gate = Callable[[list[CaseRun]], bool]
+
+
+def _phases(n: int, timed: int | None, gate: Gate | None) -> list[list[int] | None]:
+    """The executor's jobs, as the cases each runs, with ``None`` where the gate is asked: one job for every case,
+    or with a gate and a timed case, every other case, the gate, then the timed case alone."""
+    if gate is None or timed is None or not 0 <= timed < n:
+        return [list(range(n))]
+    return [[i for i in range(n) if i != timed], None, [timed]]
+
+
+def _phase(exec_job: dict, cases: list[list[np.ndarray]], keep: list[int]) -> tuple[dict, list[list[np.ndarray]]]:
+    """``exec_job`` for the cases in ``keep`` only (the others' programs None, their inputs not sent) and its
+    cases' inputs.  A job without the timed case still fingerprints the timed case's program for similarity, and
+    the job of the timed case alone does not again."""
+    timed = exec_job.get("timed")
+    wanted = set(keep)
+    job = dict(exec_job, cases=[len(a) if i in wanted else 0 for i, a in enumerate(cases)],
+               case_program=[k if i in wanted else None for i, k in enumerate(exec_job["case_program"])])
+    if timed is not None and len(wanted) < len(cases):
+        job["fingerprint"] = exec_job["case_program"][timed] if timed not in wanted else None
+    return job, [args if i in wanted else [] for i, args in enumerate(cases)]
 
 
 def _signatures(cases: list[list[np.ndarray]], hidden: frozenset[int] = frozenset()) \
@@ -290,8 +336,9 @@ def _trace_failures(result: RunResult, cases: list[list[np.ndarray]], index: dic
 
 def run_inprocess(fn: Any, function: str, cases: list[list[np.ndarray]], *, timed: int | None = None,
                   bench: tuple[list[tuple[int, ...]], list[str]] | None = None,
-                  target: str | None = None, grid: tuple | None = None) -> RunResult:
-    """For ``check(qid, kernel_object)`` in a student's own notebook: no isolation, no timeout."""
+                  target: str | None = None, grid: tuple | None = None, gate: Gate | None = None) -> RunResult:
+    """For ``check(qid, kernel_object)`` in a student's own notebook: no isolation, no timeout (``gate`` as for
+    ``run_module``)."""
     from nkilab.isolate import _child
 
     result = RunResult()
@@ -312,7 +359,15 @@ def run_inprocess(fn: Any, function: str, cases: list[list[np.ndarray]], *, time
         source = _own_source(fn)
         programs, failed, _ = _collect_programs(traced, len(signatures), len(signatures), result, source)
         exec_job, texts = _execution(cases, index, signatures, programs, timed, job)
-        _execute.run_cases(exec_job, texts, cases, lambda head, arrays: messages.append((head, arrays)))
+        for keep in _phases(len(cases), timed, gate):
+            if keep is None:  # the gate, on every case but the timed one
+                read_cases(messages, len(cases), result, source)
+                _trace_failures(result, cases, index, failed)
+                if not gate(result.cases):  # type: ignore[misc]
+                    break
+                continue
+            phase_job, phase_cases = _phase(exec_job, cases, keep)
+            _execute.run_cases(phase_job, texts, phase_cases, lambda head, arrays: messages.append((head, arrays)))
         read_cases(messages, len(cases), result, source)
         _trace_failures(result, cases, index, failed)
         result.seconds = time.monotonic() - start

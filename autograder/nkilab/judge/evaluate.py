@@ -325,13 +325,35 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
     if speed:  # the run whose latency counts, on inputs of this seed, its output checked like any case
         runs.append(case_data(q, q.speed_case, seed, TIMED_INDEX))
     bench = _bench_spec(q) if speed else None  # a device's nki.benchmark; the simulator times the run itself
+
+    def judge(case: Case, d: CaseData, crun: Any) -> Verdict:
+        return diagnose(crun, lambda: d.expected, list(d.args), *q.tolerance(case.dtype), path.name)
+
+    def judged(cruns: list[Any]) -> list[CaseResult]:
+        """Every case's verdict (a case passes only if its mirror, every input negated, passes too)."""
+        out = [CaseResult(case, is_hidden, judge(case, d, crun)) for (case, is_hidden), d, crun in zip(cases, data, cruns)]
+        for i, d, crun in zip(mirrored, runs[len(data):], cruns[len(data):]):
+            if i < len(out) and out[i].verdict.ok:
+                verdict = judge(out[i].case, d, crun)
+                if not verdict.ok:
+                    out[i].verdict = Verdict(False, f"with every input negated: {verdict.message}", verdict.outcome,
+                                             verdict.error, verdict.wrong_map)
+        return out
+
+    seen: list[list[CaseResult]] = []
+
+    def all_pass(cruns: list[Any]) -> bool:
+        """The timed run only for a kernel whose every case passes: a failing one earns no speed points."""
+        seen.append(judged(cruns))
+        return all(c.verdict.ok for c in seen[-1])
+
     if inproc:
         with contextlib.redirect_stdout(io.StringIO()):  # nki.benchmark's own print line
             run = run_inprocess(module, q.function, [list(d.args) for d in runs], timed=timed, bench=bench, target=target,
-                                grid=q.grid)
+                                grid=q.grid, gate=all_pass)
     else:
         run = run_module(path, q.function, [list(d.args) for d in runs], timed=timed, bench=bench, target=target,
-                         timeout=timeout, grid=q.grid, sandboxed=sandboxed, hidden=hidden_runs)
+                         timeout=timeout, grid=q.grid, sandboxed=sandboxed, hidden=hidden_runs, gate=all_pass)
     ev.run = run
     ev.program = run.program
     if run.import_error is not None:
@@ -348,17 +370,8 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
     elif run.crashed:
         ev.problem = "the kernel process died before finishing"
         ev.problem_kind = ProblemKind.CRASHED
-    def judge(case: Case, d: CaseData, crun: Any) -> Verdict:
-        return diagnose(crun, lambda: d.expected, list(d.args), *q.tolerance(case.dtype), path.name)
-
-    for (case, is_hidden), d, crun in zip(cases, data, run.cases):
-        ev.cases.append(CaseResult(case, is_hidden, judge(case, d, crun)))
-    for i, d, crun in zip(mirrored, runs[len(data):], run.cases[len(data):]):
-        if i < len(ev.cases) and ev.cases[i].verdict.ok:  # a case passes only if its mirror passes too
-            verdict = judge(ev.cases[i].case, d, crun)
-            if not verdict.ok:
-                ev.cases[i].verdict = Verdict(False, f"with every input negated: {verdict.message}", verdict.outcome,
-                                              verdict.error, verdict.wrong_map)
+    # the gate's verdicts when it was asked (the same runs: the timed one is not among them), else judged now
+    ev.cases = seen[0] if seen else judged(run.cases)
     if timed is not None and ev.correct:
         verdict = judge(q.speed_case, runs[timed], run.cases[timed])
         if not verdict.ok:
