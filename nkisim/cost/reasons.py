@@ -51,6 +51,13 @@ MECHANISMS: dict[str, str] = {
         "of DMA throughput\"; other shapes \"at the cost of DMA performance\", trainium2_arch.rst; NeuronCore-v2: a "
         "quarter of the rate, no AWS figure); the alternative is a Tensor Engine transpose (nisa.nc_transpose), "
         "\"more performant but requires ScalarE/VectorE to evict the transposed output from PSUM back to SBUF\""),
+    "swdge": (
+        "{count:,} gathers or scatters through an index tile had GpSimd make their DMA descriptors at run time, "
+        "{us:.1f} us of its time in all (\"The GpSimd Engine generates DMA descriptors during NEFF execution. This is "
+        "the only mode that supports indirect (gather/scatter) operations\"; it \"Consumes GpSimd Engine cycles for "
+        "descriptor generation\", and the hardware DGE \"Does not support indirect (gather/scatter) operations\", NKI "
+        "docs, DGE deep dive; the time per DMA is the compiler's PerfSim figure, not AWS's); a DMA with static "
+        "addresses needs none"),
     "copy_engine": (
         "{count:,} copies left to the compiler ran on ScalarE rather than VectorE (\"compiler selects best engine "
         "based on engine workload\", nki.isa.tensor_copy's engine parameter)"),
@@ -60,8 +67,9 @@ MECHANISMS: dict[str, str] = {
 @dataclass(frozen=True)
 class Reason:
     """One mechanism at one source line: how many instructions (or whole writes) it concerned and the time it
-    held them (µs; 0 when it holds nothing back), or for work the compiler inserted (``inserted_transpose``) that
-    work's engine time, or for a slower form of a transfer (``dma_transpose``) the DMA queue time it added."""
+    held them (µs; 0 when it holds nothing back), or for work the compiler inserted that work's engine time
+    (``inserted_transpose``, ``swdge``), or for a slower form of a transfer (``dma_transpose``) the DMA queue time it
+    added."""
 
     mechanism: str
     file: str

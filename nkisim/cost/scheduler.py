@@ -298,6 +298,7 @@ def schedule(trace: list[Instruction], prm: Params) -> Schedule:
             if sw:  # GpSimd makes an indirect DMA's descriptors once its index is there (costs.swdge_ns)
                 sw_start, _ = lanes.place(core, "pool", ready, sw, shared_port, False, False)
                 out.busy["pool"] += sw
+                out.notes.add("swdge", ins.loc, sw)
                 dge_start, ready = sw_start, sw_start + sw
             if dge_ns and costs.runtime_dge(ins):
                 # a DMA in a rolled NKI loop has loop-dependent addresses, so its descriptors are made at
