@@ -152,6 +152,7 @@ def test_a_trace_only_case_needing_the_unpublished_compiler_is_a_skip_with_its_r
     assert other is not None and other.outcome == "failed" and "scipy" in other.message
 
 
+@pytest.mark.processes
 def test_two_runs_started_together_install_the_harness_packages_once(tmp_path: Path) -> None:
     """Two conformance runs (one per branch) started together: the second waits for the first's install instead of
     removing its half-made directory.  pip is stood in for by a script that takes a second and counts its runs."""

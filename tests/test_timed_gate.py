@@ -1,6 +1,8 @@
 """The timed run (a question's speed case, usually its largest) runs only once every other case has passed: a
 kernel with a failing case earns no speed points (``nkilab.judge.evaluate``), so grading does not pay for its
 largest run.  Its program is fingerprinted for similarity all the same, as the timed case's program always was.
+And no case's inputs are drawn before a run reads them: a kernel that does not trace (a stub) draws none, a wrong
+one not the timed run's.
 
 In process (``run_inprocess``, how ``check`` runs a kernel object and the suite grades mutants) for both a right and
 a wrong kernel, and once through the sandbox (``run_module``: the executor's jobs are split around the gate)."""
@@ -78,3 +80,35 @@ def test_through_the_sandbox_the_timed_job_waits_for_the_gate(tmp_path: Path) ->
         assert (run.cases[timed].status is RunStatus.OK) is answer
         assert run.program is not None
     assert results[False].program == results[True].program
+
+
+STUB = """
+@nki.jit
+def vector_add_stream(a, b):
+    raise NotImplementedError("not written yet")
+"""
+
+
+def _drawn(seed: int) -> list[bool]:
+    """Which of the question's runs (public, hidden, mirrors, timed: as evaluate builds them) drew their inputs."""
+    from nkilab.course.questions import hidden_cases
+    from nkilab.judge.evaluate import MIRROR_MAX_ELEMENTS
+
+    cases = list(Q.public) + list(hidden_cases(Q))
+    data = [case_data(Q, c, seed, i) for i, c in enumerate(cases)]
+    mirrors = [case_data(Q, cases[i], seed, i, negated=True) for i, d in enumerate(data)
+               if d.largest <= MIRROR_MAX_ELEMENTS]
+    return [d.drawn for d in data + mirrors + [case_data(Q, Q.speed_case, seed, TIMED_INDEX)]]
+
+
+@pytest.mark.parametrize(("body", "seed"), [(STUB, 424201), (WRONG, 424202), (RIGHT, 424203)])
+def test_inputs_are_drawn_only_for_the_runs_that_read_them(tmp_path: Path, body: str, seed: int) -> None:
+    fn = load_kernel(write(tmp_path, f"k{seed}.py", body), Q.function)
+    ev = evaluate(Q, fn, hidden=True, seed=seed)
+    drawn = _drawn(seed)
+    if body is STUB:  # its trace raised: nothing ran, nothing drawn
+        assert not ev.correct and not any(drawn)
+    elif body is WRONG:  # every case but the timed one
+        assert not ev.correct and all(drawn[:-1]) and not drawn[-1]
+    else:
+        assert ev.correct and all(drawn)

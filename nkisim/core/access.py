@@ -9,6 +9,7 @@ affine_range output-dependency rule, so every API gets them the same way.  It ne
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -243,6 +244,28 @@ class Access(TileSyntax):
                                         for c in comps])
         return acc
 
+    def constant_parts(self) -> tuple | None:
+        """What ``again`` needs to make this access anew on another tensor of the same shape and partition axis, when
+        that depends on the key alone: a basic access of constant bounds (no loop index) on a tensor without a
+        direct allocation (whose NumPy index and trace box ``__init__`` computed); None otherwise."""
+        if self.advanced or self.loops or self._np is None or self.is_whole or self.__class__ is not Access:
+            return None
+        return (self.comps, self.loops, self.shape, self.par_axis, self._np, self.box)
+
+    @staticmethod
+    def again(tensor: Any, parts: tuple) -> Access:
+        """``Access(tensor, key)`` from the ``constant_parts()`` of an access made of the same key on a tensor of the
+        same shape and partition axis, without a direct allocation: the same access without normalising the key
+        again (a kernel whose Python loops unroll lowers the same views once per instruction).  The parts are
+        shared, as ``whole``'s are: they are only ever read."""
+        acc: Access = Access.__new__(Access)
+        acc.tensor = tensor
+        acc.done = False
+        acc.is_whole = False
+        acc.advanced = False
+        acc.comps, acc.loops, acc.shape, acc.par_axis, acc._np, acc.box = parts
+        return acc
+
     @staticmethod
     def whole(tensor: Any) -> Access:
         """``Access(tensor, ())`` without re-normalising: every op result is accessed whole, so the
@@ -334,16 +357,24 @@ class Access(TileSyntax):
         if self.is_whole:
             return item
         shape = t.shape
-        strides = [1] * len(shape)  # element strides of the tensor's C-ordered storage
-        for d in range(len(shape) - 2, -1, -1):
-            strides[d] = strides[d + 1] * shape[d + 1]
         idx = self.np_index()
         if not self.advanced:
+            hit = _FREE_STRIDES.get(id(idx))
+            if hit is not None and hit[0] is idx and hit[1] == shape and hit[2] == t.par_axis:
+                return hit[3] * item
+            elements = 1
             for d in range(len(idx) - 1, t.par_axis, -1):  # free dimensions, innermost first
                 c = idx[d]
                 if c.__class__ is slice and len(range(c.start, c.stop, c.step or 1)) > 1:
-                    return (c.step or 1) * strides[d] * item
-            return item
+                    elements = (c.step or 1) * math.prod(shape[d + 1:])  # (dimension d's element stride)
+                    break
+            if len(_FREE_STRIDES) > 4096:
+                _FREE_STRIDES.clear()
+            _FREE_STRIDES[id(idx)] = (idx, shape, t.par_axis, elements)
+            return elements * item
+        strides = [1] * len(shape)  # element strides of the tensor's C-ordered storage
+        for d in range(len(shape) - 2, -1, -1):
+            strides[d] = strides[d + 1] * shape[d + 1]
         # the offsets of the access's first two elements along its innermost dimension, read from the index arrays
         # where they broadcast (building every offset cost a pass over the whole access, per instruction)
         arrays = [np.asarray(a) for a in idx]
@@ -625,6 +656,11 @@ def _leading(axis: int, tensor: Any, comps: list[tuple]) -> bool:
 
 
 _NO_LOOPS: frozenset = frozenset()
+
+#: id of a basic access's NumPy index -> (that index, the tensor's shape and partition axis, the element stride
+#: ``free_stride_bytes`` found): the accesses made of one key share their index (``again``, ``whole``), and every
+#: instruction asks for its operands' (the index is held, so its id is unique)
+_FREE_STRIDES: dict[int, tuple[tuple, tuple, int, int]] = {}
 
 
 def whole_parts(tensor: Any) -> tuple:

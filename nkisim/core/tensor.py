@@ -147,10 +147,15 @@ class Tensor(TileSyntax):
             flags = self.__dict__["_matmul_flags"] = np.zeros(self.shape, dtype=bool)
         elif flags is _EVERY_STARTED:  # the K steps after the first: no per-element flags to copy and test
             return flags
+        elif idx is self.__dict__.get("_matmul_started"):  # the same region again (a ragged tile's K steps)
+            return _EVERY_STARTED
         seen = flags[idx].copy()
         flags[idx] = True
         if seen.all() and flags.all():  # every element has started: it stays so for the tensor's life
             self.__dict__["_matmul_flags"] = _EVERY_STARTED
+        else:  # every element of this region has now (the index object is shared by the accesses made of one
+            # key, ``Access.again``): the next matmul into the same region tests nothing
+            self.__dict__["_matmul_started"] = idx
         return seen
 
     # --- properties of the NKI tensor API -----------------------------------------------------

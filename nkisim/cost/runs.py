@@ -248,9 +248,56 @@ def descriptors(sides: list[Side], transposing: bool = False) -> int:
     return int(np.count_nonzero(marks)) + 1
 
 
+def basic_key(acc: Any) -> tuple | None:
+    """What ``side`` of an unmasked operand depends on when it is a basic access (``side``'s second branch): its
+    tensor's shape, partition axis (-1 in HBM), the (count, step) of each dimension, its space and element size;
+    None for any other operand."""
+    if getattr(acc, "tensor", None) is None:  # a whole tensor
+        acc = acc.full()
+    t = acc.tensor
+    if acc.advanced or getattr(t.buffer, "alloc", None) is not None:
+        return None
+    hbm = t.buffer.family == "hbm"
+    dims = []
+    shape = acc.shape
+    k = 0
+    for c in acc.comps:
+        if c[0] == "int":
+            dims.append((0, 1))
+        else:
+            dims.append((shape[k], c[3]))
+            k += 1
+    return t.shape, -1 if hbm else t.par_axis, tuple(dims), hbm, t.itemsize
+
+
+#: ``dma_runs`` of unmasked DMAs whose operands are all basic accesses, by their ``basic_key``s: a loop's loads and
+#: stores move tiles of the same layout every iteration, only their offsets change, and the runs do not depend on those
+BASIC_DMA: dict[tuple, tuple[int, int]] = {}
+
+
 def dma_runs(reads: Any, writes: Any, mask: np.ndarray | None, transposing: bool = False) -> tuple[int, int]:
     """(the descriptors of a DMA with these operands; the mean bytes of a run of its HBM side with the shortest
     runs, 0 when no side is in HBM)."""
+    if mask is None:
+        keys: list[Any] = [transposing]
+        for a in (*reads, *writes):
+            k = basic_key(a)
+            if k is None:
+                break
+            keys.append(k)
+        else:
+            key = tuple(keys)
+            hit = BASIC_DMA.get(key)
+            if hit is None:
+                if len(BASIC_DMA) > 4096:  # bound the memo for programs with unusually many layouts
+                    BASIC_DMA.clear()
+                hit = BASIC_DMA[key] = computed_runs(reads, writes, mask, transposing)
+            return hit
+    return computed_runs(reads, writes, mask, transposing)
+
+
+def computed_runs(reads: Any, writes: Any, mask: np.ndarray | None, transposing: bool) -> tuple[int, int]:
+    """``dma_runs`` computed from the operands, never remembered."""
     sides = [side(a, mask) for a in (*reads, *writes)]
     shortest = 0
     for s in sides:

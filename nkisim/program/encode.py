@@ -37,6 +37,10 @@ class Encoder:
         self.loop_ids: dict[int, int] = {}  # Loop.uid -> program id
         self.arrays: list[Array] = []
         self._array_ids: dict[tuple[Any, ...], int] = {}
+        #: id of a read-only array that owns its data -> (that array, its number): the index grids the front ends
+        #: share between the accesses they make of one view (``frontend.v06.adapters.layout``), numbered without
+        #: reading their bytes again for every instruction (the array is held, so its id is unique)
+        self._frozen_ids: dict[int, tuple[np.ndarray, int]] = {}
         #: loops whose variables an encoded operand holds only as a value frozen at the current iteration
         #: (``i % 2``, a predicate computed by Python): a body that encodes one cannot be traced once
         self.frozen: set[Any] = set()
@@ -72,6 +76,10 @@ class Encoder:
         return lid
 
     def array(self, a: np.ndarray) -> int:
+        hit = self._frozen_ids.get(id(a))
+        if hit is not None and hit[0] is a:
+            return hit[1]
+        frozen = a if a.__class__ is np.ndarray and a.base is None and not a.flags.writeable else None
         a = np.ascontiguousarray(a)
         name = dt.name(dt.normalize(a.dtype)) if a.dtype != np.float64 else "float64"
         if name not in ARRAY_DTYPES:
@@ -82,6 +90,8 @@ class Encoder:
         if k is None:
             k = self._array_ids[key] = len(self.arrays)
             self.arrays.append(Array(name, tuple(int(s) for s in a.shape), data))
+        if frozen is not None:
+            self._frozen_ids[id(frozen)] = (frozen, k)
         return k
 
     # --- values --------------------------------------------------------------------------------

@@ -134,9 +134,10 @@ class ProgramRecorder:
     def call(self, name: str, fn: Callable, args: tuple, kwargs: dict) -> Any:
         loc = user_location(3)
         enc = self.enc
-        try:
-            eargs = tuple(enc.value(a) for a in args)
-            ekw = tuple((k, enc.value(v)) for k, v in kwargs.items())
+        value = enc.value
+        try:  # (lists, not generators: a generator costs more than the few operands a call has)
+            eargs = tuple([value(a) for a in args])
+            ekw = tuple([(k, value(v)) for k, v in kwargs.items()])
         except RecordError:
             if any(getattr(type(v), "__nki_view__", False) for v in (*args, *kwargs.values())):
                 raise legacy_call_in_06_kernel(f"an argument of '{name}'") from None  # a legacy call in a 0.6 kernel

@@ -10,11 +10,12 @@ its whole sandbox (every process in it); a crash (``os._exit``, segfault) is jus
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,11 +49,16 @@ def _merge(result: RunResult, run: ChildRun) -> None:
     result.seconds += run.seconds
 
 
-def _signature(args: list[np.ndarray]) -> tuple:
+def _signature(args: Sequence[np.ndarray]) -> tuple:
+    """A case's shapes and dtypes: the ones it declares, when it has not drawn its inputs yet
+    (``nkilab.judge.evaluate.CaseData``), else its arrays'."""
+    declared = getattr(args, "signature", None)
+    if declared is not None:
+        return tuple(declared)
     return tuple((tuple(int(s) for s in a.shape), str(a.dtype)) for a in args)
 
 
-def run_module(module_path: str | os.PathLike, function: str, cases: list[list[np.ndarray]], *,
+def run_module(module_path: str | os.PathLike, function: str, cases: Sequence[Sequence[np.ndarray]], *,
                timed: int | None = None, bench: tuple[list[tuple[int, ...]], list[str]] | None = None,
                target: str | None = None, timeout: float = 60.0, python: str | None = None,
                grid: tuple | None = None, sandboxed: bool = False,
@@ -100,7 +106,7 @@ def run_module(module_path: str | os.PathLike, function: str, cases: list[list[n
 
 
 def _run(result: RunResult, cmd: sandbox.Command, cwd: str | None, env: dict[str, str] | None, job: dict,
-         cases: list[list[np.ndarray]], timed: int | None, bench: tuple[list[tuple[int, ...]], list[str]] | None,
+         cases: Sequence[Sequence[np.ndarray]], timed: int | None, bench: tuple[list[tuple[int, ...]], list[str]] | None,
          python: str | None, source: list[str] | None, deadline: float, limits: sandbox.Limits,
          hidden: frozenset[int], sandboxed: bool, timing: Callable[[], Latency], gate: Gate | None) -> bool:
     """The child's run (and on the simulator, the executor's); True when the processes finished their work.  On a
@@ -138,10 +144,10 @@ SERVER_CPU_S = 3600
 MAX_SOURCE_BYTES = 1 << 20
 
 
-def _output_allowance(args: list[np.ndarray]) -> int:
+def _output_allowance(args: Sequence[np.ndarray]) -> int:
     """Bytes a case's output may take: eight bytes per element of its largest argument, four times over (a
     wrong but honest output shape still arrives to be reported as wrong), at least 1 MiB."""
-    largest = max((a.size for a in args), default=0)
+    largest = max((math.prod(shape) for shape, _ in _signature(args)), default=0)
     return max(32 * largest, 1 << 20)
 
 
@@ -194,7 +200,7 @@ def measured(m: device.Measurement) -> Latency:
 
 
 def _traced_then_executed(result: RunResult, cmd: sandbox.Command, cwd: str | None, env: dict[str, str] | None,
-                          job: dict, cases: list[list[np.ndarray]], timed: int | None, python: str | None,
+                          job: dict, cases: Sequence[Sequence[np.ndarray]], timed: int | None, python: str | None,
                           source: list[str] | None, deadline: float, limits: sandbox.Limits,
                           hidden: frozenset[int], sandboxed: bool, gate: Gate | None = None) -> bool:
     """The simulator's grading run (see ``run_module``); True when both processes finished their work."""
@@ -224,7 +230,7 @@ def _traced_then_executed(result: RunResult, cmd: sandbox.Command, cwd: str | No
     else:
         server = executor_server(key, lambda: sandbox.plain(argv), tempfile.gettempdir(), exec_env, server_limits)
     messages: list[tuple[dict, list[np.ndarray]]] = []
-    done = True
+    done, ran = True, False
     for keep in _phases(len(cases), timed, gate):
         if keep is None:  # the gate, on every case but the timed one
             read_cases(messages, len(cases), result, source)
@@ -233,18 +239,21 @@ def _traced_then_executed(result: RunResult, cmd: sandbox.Command, cwd: str | No
                 break
             continue
         phase_job, phase_cases = _phase(exec_job, cases, keep)
+        if not any(phase_cases) and "fingerprint" not in phase_job:  # nothing traced to run: no executor job
+            continue
         out_bytes = sum(_output_allowance(cases[i]) for i in keep)
         run = server.run(dict(phase_job, cpu_s=limits.cpu_s), texts + [a for args in phase_cases for a in args], deadline,
                          Budget(out_bytes + SPARE_BYTES, len(keep) + SPARE_MESSAGES))
         _merge(result, run)
         messages += run.messages
+        ran = True
         said_done = any(head.get("kind") == "done" for head, _ in run.messages)
         if not said_done or run.timed_out or run.garbled or run.returncode not in (0, None):
             done = done and said_done
             break
-    done = read_cases(messages, len(cases), result, source) and done
+    said = read_cases(messages, len(cases), result, source)
     _trace_failures(result, cases, index, failed)
-    return done
+    return done and (said or not ran)  # (no job at all when no case's signature traced)
 
 
 #: asked once every case but the timed one has run, with their runs (the timed case's ``NOT_RUN``): whether the
@@ -261,20 +270,22 @@ def _phases(n: int, timed: int | None, gate: Gate | None) -> list[list[int] | No
     return [[i for i in range(n) if i != timed], None, [timed]]
 
 
-def _phase(exec_job: dict, cases: list[list[np.ndarray]], keep: list[int]) -> tuple[dict, list[list[np.ndarray]]]:
+def _phase(exec_job: dict, cases: Sequence[Sequence[np.ndarray]],
+           keep: list[int]) -> tuple[dict, list[list[np.ndarray]]]:
     """``exec_job`` for the cases in ``keep`` only (the others' programs None, their inputs not sent) and its
     cases' inputs.  A job without the timed case still fingerprints the timed case's program for similarity, and
     the job of the timed case alone does not again."""
     timed = exec_job.get("timed")
-    wanted = set(keep)
+    program = exec_job["case_program"]
+    wanted = {i for i in keep if program[i] is not None}  # a case whose signature did not trace is the parent's
     job = dict(exec_job, cases=[len(a) if i in wanted else 0 for i, a in enumerate(cases)],
-               case_program=[k if i in wanted else None for i, k in enumerate(exec_job["case_program"])])
-    if timed is not None and len(wanted) < len(cases):
-        job["fingerprint"] = exec_job["case_program"][timed] if timed not in wanted else None
-    return job, [args if i in wanted else [] for i, args in enumerate(cases)]
+               case_program=[k if i in wanted else None for i, k in enumerate(program)])
+    if timed is not None and len(keep) < len(cases):
+        job["fingerprint"] = program[timed] if timed not in keep else None
+    return job, [list(args) if i in wanted else [] for i, args in enumerate(cases)]
 
 
-def _signatures(cases: list[list[np.ndarray]], hidden: frozenset[int] = frozenset()) \
+def _signatures(cases: Sequence[Sequence[np.ndarray]], hidden: frozenset[int] = frozenset()) \
         -> tuple[list[tuple], dict[tuple, int], int]:
     """The distinct signatures of the cases (each is traced once), each one's position, and how many come
     first because a case not in ``hidden`` has them (the rest belong to hidden cases only)."""
@@ -312,7 +323,7 @@ def _collect_programs(run: ChildRun, n: int, public: int, result: RunResult,
     return programs, failed, done
 
 
-def _execution(cases: list[list[np.ndarray]], index: dict[tuple, int], signatures: list[tuple],
+def _execution(cases: Sequence[Sequence[np.ndarray]], index: dict[tuple, int], signatures: list[tuple],
                programs: dict[int, np.ndarray], timed: int | None, job: dict) -> tuple[dict, list[np.ndarray]]:
     """The executor's job (which program each case runs, and what each program was asked to be) and the program
     texts, in the job's order."""
@@ -325,7 +336,7 @@ def _execution(cases: list[list[np.ndarray]], index: dict[tuple, int], signature
     return exec_job, [programs[k] for k in order]
 
 
-def _trace_failures(result: RunResult, cases: list[list[np.ndarray]], index: dict[tuple, int],
+def _trace_failures(result: RunResult, cases: Sequence[Sequence[np.ndarray]], index: dict[tuple, int],
                     failed: dict[int, ErrorFacts]) -> None:
     """A case whose signature did not trace fails with the trace's error (the student's, at their line)."""
     for i, args in enumerate(cases):
@@ -334,7 +345,7 @@ def _trace_failures(result: RunResult, cases: list[list[np.ndarray]], index: dic
             result.cases[i] = CaseRun(RunStatus.ERROR, error=failed[k])
 
 
-def run_inprocess(fn: Any, function: str, cases: list[list[np.ndarray]], *, timed: int | None = None,
+def run_inprocess(fn: Any, function: str, cases: Sequence[Sequence[np.ndarray]], *, timed: int | None = None,
                   bench: tuple[list[tuple[int, ...]], list[str]] | None = None,
                   target: str | None = None, grid: tuple | None = None, gate: Gate | None = None) -> RunResult:
     """For ``check(qid, kernel_object)`` in a student's own notebook: no isolation, no timeout (``gate`` as for
@@ -374,7 +385,7 @@ def run_inprocess(fn: Any, function: str, cases: list[list[np.ndarray]], *, time
         return result
     if bench is not None:
         job["bench"] = {"shapes": [list(s) for s in bench[0]], "dtypes": list(bench[1])}
-    _child.execute(fn, job, cases, None, lambda head, arrays: messages.append((head, arrays)))
+    _child.execute(fn, job, [list(args) for args in cases], None, lambda head, arrays: messages.append((head, arrays)))
     read_cases(messages, len(cases), result, _own_source(fn))
     if bench is not None and not _child.simulated(fn) and modules.kernel_dialect(fn) is Dialect.NKI:  # AWS's NKI 0.6
         rng = np.random.default_rng(0)

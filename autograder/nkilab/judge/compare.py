@@ -7,7 +7,7 @@ course target's partitions, ``questions.row_tile()``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,7 +84,7 @@ def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
 
-def diagnose(run: CaseRun, answer: Callable[[], np.ndarray], inputs: list[np.ndarray], rtol: float, atol: float,
+def diagnose(run: CaseRun, answer: Callable[[], np.ndarray], inputs: Sequence[np.ndarray], rtol: float, atol: float,
              module_name: str | None = None) -> Verdict:
     """The verdict on one case's run. ``answer`` gives the reference's output, asked for only when the run returned
     an array to compare with it (a run that did not run, raised or returned no array is judged without it)."""

@@ -6,9 +6,10 @@ import contextlib
 import dataclasses
 import io
 import json
+import math
 import os
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,34 +102,72 @@ class Evaluation:
         return f"measured on {self.target or 'this device'} ({self.how or 'nki.benchmark p99'})"
 
 
-class CaseData:
-    """One run's inputs and the NumPy reference's answer for them (read-only: shared between evaluations).
+class CaseData(Sequence[np.ndarray]):
+    """One run's inputs and the NumPy reference's answer for them (read-only: shared between evaluations), as the
+    sequence of its inputs.
 
-    The answer is computed the first time it is asked for: a run that raised, timed out or returned no array is
-    judged without it (``compare.diagnose`` decides those before it reads the answer), so a stub's check or a
-    crashed hand-in does not pay the float64 reference on every case (3 s of the 9 s a stage-9 stub's
-    ``check`` took)."""
+    Neither is made before it is needed.  The inputs are drawn the first time they are read: a kernel is traced from
+    its cases' signatures (shapes and dtypes, ``signature``: the question's declared ones) and executed only if that
+    worked, so a stub, or a kernel whose trace raised, costs no draw (a stage-9 student notebook's stubs spent a sixth
+    of its kernel's time drawing inputs nothing read); nor does the timed run of a kernel that failed a case
+    (``nkilab.isolate.runner.Gate``).  The answer is computed the first time it is asked for: a run that raised,
+    timed out or returned no array is judged without it (``compare.diagnose`` decides those before it reads the
+    answer)."""
 
-    __slots__ = ("_answer", "_expected", "args")
+    __slots__ = ("_answer", "_args", "_draw", "_expected", "signature")
 
-    def __init__(self, args: tuple[np.ndarray, ...], answer: Callable[[], np.ndarray]) -> None:
-        self.args = args
-        self._answer: Callable[[], np.ndarray] | None = answer
+    def __init__(self, draw: Callable[[], list[np.ndarray]], answer: Callable[[list[np.ndarray]], np.ndarray],
+                 signature: tuple[tuple[tuple[int, ...], str], ...]) -> None:
+        self._draw: Callable[[], list[np.ndarray]] | None = draw
+        self._args: tuple[np.ndarray, ...] | None = None
+        self._answer = answer
         self._expected: np.ndarray | None = None
+        self.signature = signature
+
+    @property
+    def args(self) -> tuple[np.ndarray, ...]:
+        if self._args is None:
+            assert self._draw is not None
+            args = self._draw()
+            for a in args:
+                a.setflags(write=False)
+            drawn = tuple((tuple(int(d) for d in a.shape), str(a.dtype)) for a in args)
+            if drawn != self.signature:  # a stage's prepare() that changed what its cases declare: the course's bug
+                raise RuntimeError(f"inputs drawn as {drawn}, where the question declares {self.signature}")
+            self._args, self._draw = tuple(args), None
+        return self._args
+
+    def __len__(self) -> int:
+        return len(self.signature)
+
+    def __getitem__(self, i: Any) -> Any:
+        return self.args[i]
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        return iter(self.args)
+
+    @property
+    def drawn(self) -> bool:
+        """Whether its inputs have been drawn yet."""
+        return self._args is not None
+
+    @property
+    def largest(self) -> int:
+        """Elements of its largest input, from its signature (nothing drawn)."""
+        return max((math.prod(shape) for shape, _ in self.signature), default=0)
 
     @property
     def expected(self) -> np.ndarray:
         if self._expected is None:
-            assert self._answer is not None
-            found = self._answer()
+            found = self._answer(list(self.args))
             found.setflags(write=False)
-            self._expected, self._answer = found, None
+            self._expected = found
         return self._expected
 
     @property
     def nbytes(self) -> int:
-        """Bytes held: the inputs, and the answer once computed."""
-        return sum(a.nbytes for a in self.args) + (self._expected.nbytes if self._expected is not None else 0)
+        """Bytes held: the inputs once drawn, and the answer once computed."""
+        return sum(a.nbytes for a in self._args or ()) + (self._expected.nbytes if self._expected is not None else 0)
 
 
 #: drawn inputs and reference answers, kept for the next evaluation of the same question, seed and case: a
@@ -138,18 +177,22 @@ CASE_MEMO_BYTES = 512 * 2**20
 
 
 def case_data(q: Question, case: Case, seed: int, index: int, negated: bool = False) -> CaseData:
-    """The inputs of ``case`` (draw ``index`` of ``seed``; every value negated if asked) and their answer."""
+    """The inputs of ``case`` (draw ``index`` of ``seed``; every value negated if asked) and their answer, each made
+    when first read."""
     key = (id(q), q.qid, case, seed, index, negated)
     found = _CASE_MEMO.get(key)
     if found is not None:
         _CASE_MEMO.move_to_end(key)
         return found
-    args = q.inputs(case, seed, index)
-    if negated:
-        args = [-a for a in args]
-    for a in args:
-        a.setflags(write=False)
-    found = CaseData(tuple(args), lambda: q.expected(list(args), case))
+
+    def draw() -> list[np.ndarray]:
+        args = q.inputs(case, seed, index)
+        return [-a for a in args] if negated else args
+
+    n = len(q.arg_names)
+    signature = tuple((tuple(int(d) for d in shape), str(np.dtype(dtype)))
+                      for shape, dtype in zip(case.shapes(n), case.dtypes(n)))
+    found = CaseData(draw, lambda args: q.expected(args, case), signature)
     _CASE_MEMO[key] = found
     while len(_CASE_MEMO) > 1 and sum(d.nbytes for d in _CASE_MEMO.values()) > CASE_MEMO_BYTES:
         _CASE_MEMO.popitem(last=False)
@@ -315,7 +358,7 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
         return ev
     cases = [(c, False) for c in q.public] + ([(c, True) for c in hidden_cases(q)] if hidden else [])
     data = [case_data(q, c, seed, i) for i, (c, _) in enumerate(cases)]
-    mirrored = [i for i, d in enumerate(data) if max(a.size for a in d.args) <= MIRROR_MAX_ELEMENTS]
+    mirrored = [i for i, d in enumerate(data) if d.largest <= MIRROR_MAX_ELEMENTS]
     runs = data + [case_data(q, cases[i][0], seed, i, negated=True) for i in mirrored]
     # a hidden case's runs (and their mirrors) are traced only after the public ones, and said nothing of
     hidden_runs = frozenset(i for i, (_, h) in enumerate(cases) if h) | \
@@ -327,7 +370,7 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
     bench = _bench_spec(q) if speed else None  # a device's nki.benchmark; the simulator times the run itself
 
     def judge(case: Case, d: CaseData, crun: Any) -> Verdict:
-        return diagnose(crun, lambda: d.expected, list(d.args), *q.tolerance(case.dtype), path.name)
+        return diagnose(crun, lambda: d.expected, d, *q.tolerance(case.dtype), path.name)
 
     def judged(cruns: list[Any]) -> list[CaseResult]:
         """Every case's verdict (a case passes only if its mirror, every input negated, passes too)."""
@@ -349,10 +392,10 @@ def evaluate(q: Question, module: str | os.PathLike, *, hidden: bool, seed: int,
 
     if inproc:
         with contextlib.redirect_stdout(io.StringIO()):  # nki.benchmark's own print line
-            run = run_inprocess(module, q.function, [list(d.args) for d in runs], timed=timed, bench=bench, target=target,
+            run = run_inprocess(module, q.function, list(runs), timed=timed, bench=bench, target=target,
                                 grid=q.grid, gate=all_pass)
     else:
-        run = run_module(path, q.function, [list(d.args) for d in runs], timed=timed, bench=bench, target=target,
+        run = run_module(path, q.function, list(runs), timed=timed, bench=bench, target=target,
                          timeout=timeout, grid=q.grid, sandboxed=sandboxed, hidden=hidden_runs, gate=all_pass)
     ev.run = run
     ev.program = run.program

@@ -142,6 +142,12 @@ class Index(Kind):
 #: Index.parse's memo of constant index expressions (records are immutable)
 _CONSTANTS: dict[int, Index] = {}
 
+#: id of an access's components -> (those components, their keys, the last record made of them), for an access of
+#: constant bounds (no loop index, no index array): the components ``core.access`` shares between the accesses it
+#: makes of one key (``Access.again``, ``Access.sliced``, ``whole``) are encoded once (the components are held: the
+#: id is unique)
+_CONSTANT_KEYS: dict[int, tuple[Any, tuple[Key, ...], AccessOf | None]] = {}
+
 
 def index(raw: Any, depth: int, what: str) -> Index:
     if raw.__class__ is not dict or next(iter(raw), None) != "X":
@@ -389,6 +395,16 @@ class AccessOf(Kind):
     def encode(cls, x: Any, enc: Encoding) -> Operand:
         if x.is_whole:
             return Whole(enc.tensor(x.tensor))
+        constant = not x.loops and not x.advanced  # keys of constants only: a function of the components alone
+        if constant:
+            hit = _CONSTANT_KEYS.get(id(x.comps))
+            if hit is not None and hit[0] is x.comps:
+                pid = enc.tensor(x.tensor)
+                if hit[2] is not None and hit[2].tensor == pid:  # (records are immutable: shared)
+                    return hit[2]
+                made = cls(pid, hit[1])
+                _CONSTANT_KEYS[id(x.comps)] = (x.comps, hit[1], made)
+                return made
         keys: list[Key] = []
         for c in x.comps:
             word = c[0]
@@ -405,6 +421,10 @@ class AccessOf(Kind):
                 keys.append(IndKey(by, shift, c[3], c[4]))  # type: ignore[arg-type]
             else:
                 keys.append(DynKey(Dynamic.encode(c[1], enc)))
+        if constant:
+            if len(_CONSTANT_KEYS) > 4096:
+                _CONSTANT_KEYS.clear()
+            _CONSTANT_KEYS[id(x.comps)] = (x.comps, tuple(keys), None)
         return cls(enc.tensor(x.tensor), tuple(keys))
 
     def check(self, scope: Scope, depth: int) -> None:

@@ -122,22 +122,16 @@ def lower(base: Tensor, offset: int, pattern: tuple[tuple[int, int], ...], ind: 
         # rule: limit.indirect_pattern
         raise NotImplementedError(f"an indirect view of '{base.root.label()}' whose row stride is {row} (an index "
                                   f"that does not move the view) is not supported by the simulator")
-    scale = 1
-    if size % row:  # storage rows of a divisor of the stride, each index stepping several of them
-        unit = math.gcd(row, size)
-        scale, row = row // unit, unit
-    first, offset = divmod(offset, row)
-    counts = tuple(c for _, c in free)
-    # the partition's place (a vector offset's index tile has one), or a unit one before a single free dimension of
-    # a scalar offset's view: the core indexes with grids of two dimensions at least
-    lead = () if ind.scalar and len(free) > 1 else (1,)
-    pos = np.full(lead + counts, offset, dtype=np.int64)
-    for k, (s, c) in enumerate(free):
-        pos += (np.arange(c, dtype=np.int64) * s).reshape(lead + tuple(c if j == k else 1 for j in range(len(counts))))
-    shift, col = np.divmod(pos, row)
+    memo = _POSITIONS.get((size, row, ind.scalar, offset, free))
+    if memo is None:
+        memo = _positions(size, row, ind.scalar, offset, free)
+        if len(_POSITIONS) > 1024:
+            _POSITIONS.clear()
+        _POSITIONS[size, row, ind.scalar, offset, free] = memo
+    scale, row, first, shift, col, moves = memo
     index = _index_access(ind.index, len(free), ind.scalar)
     n, total = ind.rows, size // row
-    if scale == 1 and not shift.any() and not (first % n or total % n):
+    if scale == 1 and not moves and not (first % n or total % n):
         # the free positions stay inside the row: the legacy gather data[b, idx[i_p, 0], i_f] of a
         # (batches, n, row) storage, an index bounded by n (the same program as the legacy spelling)
         if n == total:
@@ -146,13 +140,38 @@ def lower(base: Tensor, offset: int, pattern: tuple[tuple[int, int], ...], ind: 
         shape = (total // n, n, row)
         storage = base if base.shape == shape else base.reshape(shape)
         return Access(storage, (first // n, index, Affine(0, None, col)))
-    shift += first
+    shift = shift + first
     if int(shift.min()) == int(shift.max()):  # one shift for every element: a constant
         moved = Affine(int(shift.reshape(-1)[0])) if int(shift.reshape(-1)[0]) else None
     else:
         moved = Affine(0, None, np.ascontiguousarray(shift))
     storage = base if base.ndim == 2 and base.shape[1] == row else base.reshape((total, row))
     return Access(storage, (IndirectRows(index, moved, n, scale), Affine(0, None, col)))
+
+
+#: (storage size, row stride, scalar offset?, offset, free pattern) -> ``_positions``: an unrolled loop's gathers
+#: lower the same indirect views again and again (the index tile's values are read when the access runs)
+_POSITIONS: dict[tuple, tuple[int, int, int, np.ndarray, np.ndarray, bool]] = {}
+
+
+def _positions(size: int, row: int, scalar: bool, offset: int, free: tuple[tuple[int, int], ...]) -> tuple:
+    """(scale, storage row, first row, row shift and column of each free position, whether any shift is not 0) of an
+    indirect view whose index steps ``row`` elements (``lower``); the arrays are shared, so never written."""
+    scale = 1
+    if size % row:  # storage rows of a divisor of the stride, each index stepping several of them
+        unit = math.gcd(row, size)
+        scale, row = row // unit, unit
+    first, offset = divmod(offset, row)
+    counts = tuple(c for _, c in free)
+    # the partition's place (a vector offset's index tile has one), or a unit one before a single free dimension of
+    # a scalar offset's view: the core indexes with grids of two dimensions at least
+    lead = () if scalar and len(free) > 1 else (1,)
+    pos = np.full(lead + counts, offset, dtype=np.int64)
+    for k, (s, c) in enumerate(free):
+        pos += (np.arange(c, dtype=np.int64) * s).reshape(lead + tuple(c if j == k else 1 for j in range(len(counts))))
+    shift, col = np.divmod(pos, row)
+    shift.flags.writeable = col.flags.writeable = False
+    return scale, row, first, shift, col, bool(shift.any())
 
 
 def _lower_on_chip(base: Tensor, offset: int, pattern: tuple[tuple[int, int], ...], ind: Indirect) -> Access:

@@ -3,8 +3,6 @@ the target queries (``get_nc_version``) with the generation check some instructi
 
 from __future__ import annotations
 
-from typing import Any
-
 from nkisim.core.context import active as _active
 from nkisim.core.location import user_location
 from nkisim.frontend.v06.adapters import binding as _b
@@ -102,12 +100,10 @@ def done(name: str | None) -> NkiInstruction:
     return NkiInstruction(name, scope, issued)
 
 
-def tensor(x: Any, api: str, pname: str) -> Any:
-    return _b.tensor(x, api, pname)
-
-
-def tensor_or_scalar(x: Any, api: str, pname: str) -> Any:
-    return _b.tensor_or_scalar(x, api, pname)
+#: an ``nisa`` adapter's tensor operands: the binding's own functions, without a call in between (every operand of
+#: every instruction passes here)
+tensor = _b.tensor
+tensor_or_scalar = _b.tensor_or_scalar
 
 
 def _nc_version_number() -> int:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from nkisim.core.access import Access
+from nkisim.core.grids import DynSlice
 from nkisim.core.indexing import Affine
 from nkisim.core.tensor import Tensor
 from nkisim.frontend.v06.adapters.errors import error
@@ -69,6 +70,68 @@ def restride(pattern: Pattern, shape: tuple[int, ...]) -> Pattern | None:
     if oi != len(old) or any(new_shape[k] != 1 for k in range(ni, len(new_shape))):
         return None
     return tuple((out[k] if new_shape[k] != 1 else (out[k] or 1), new_shape[k]) for k in range(len(new_shape)))
+
+
+def plain_index(pattern: Pattern, offset: int, on_chip: bool, key: tuple) -> tuple[int, Pattern] | None:
+    """(offset, pattern) of the view ``key`` selects of a view of ``pattern`` at ``offset``, for the common key:
+    integers, and slices or ``nl.ds`` of integers without a step, each in bounds (an integer drops its dimension,
+    but on chip the partition dimension, and at least one dimension, two on chip, stays with size 1).  What
+    ``NkiTensor.__getitem__`` computes for such a key, without its checks and normalisation (a kernel whose Python
+    loops unroll indexes once per instruction); None for any other key, which it takes the long way (and refuses
+    with its errors)."""
+    if len(key) > len(pattern):
+        return None
+    kept: list[tuple[int, int] | None] = []
+    dropped: list[tuple[int, int]] = []
+    for axis, k in enumerate(key):
+        s, c = pattern[axis]
+        kc = k.__class__
+        if kc is slice:
+            if k.step is not None:
+                return None
+            start, stop = k.start, k.stop
+            if start is None:
+                start = 0
+            elif start.__class__ is not int:
+                return None
+            elif start < 0:
+                start += c
+            if stop is None:
+                stop = c
+            elif stop.__class__ is not int:
+                return None
+            elif stop < 0:
+                stop += c
+        elif kc is int:
+            i = k + c if k < 0 else k
+            if not 0 <= i < c:
+                return None
+            offset += i * s
+            if on_chip and axis == 0:
+                kept.append((s, 1))
+            else:
+                kept.append(None)
+                dropped.append((axis, s))
+            continue
+        elif kc is DynSlice:
+            start = k.start
+            if start.__class__ is not int:
+                return None
+            stop = start + k.size
+            start = start + c if start < 0 else start
+            stop = stop + c if stop < 0 else stop
+        else:
+            return None
+        if not 0 <= start <= stop <= c:
+            return None
+        offset += start * s
+        kept.append((s, stop - start))
+    kept.extend(pattern[len(key):])
+    floor = 2 if on_chip else 1
+    while sum(1 for d in kept if d is not None) < floor and dropped:
+        axis, s = dropped.pop()
+        kept[axis] = (s, 1)
+    return offset, (tuple(d for d in kept if d is not None) if dropped else tuple(kept))  # type: ignore[arg-type]
 
 
 def strides(shape: tuple[int, ...]) -> list[int]:
@@ -154,6 +217,8 @@ def lower(base: Tensor, offset: int, pattern: Pattern, dyn: tuple = ()) -> Tenso
         if alt is not None:
             return Access(base.reshape(storage), alt)
     if key is not None:
+        if not dyn and base.buffer.alloc is None:
+            return _constant_access(base, key)
         key = list(key)
         for value, stride in dyn:
             d, mult = dyn_dim(shape, stride)
@@ -162,21 +227,57 @@ def lower(base: Tensor, offset: int, pattern: Pattern, dyn: tuple = ()) -> Tenso
         return Access(base, tuple(key))
     if dyn:
         return _dynamic_grid(base, offset, pattern, dyn)
-    counts = tuple(c for _, c in pattern)
-    flat = np.full(counts, offset, dtype=np.int64)
-    for k, (s, c) in enumerate(pattern):
-        flat += (np.arange(c, dtype=np.int64) * s).reshape([c if j == k else 1 for j in range(len(counts))])
-    if flat.size and (flat.min() < 0 or flat.max() >= math.prod(shape)):
-        # rule: view.bounds
-        raise error("err_view_out_of_bounds",
-                        f"access pattern {[list(p) for p in pattern]} at offset {offset} leaves the storage of "
-                        f"'{base.root.name}'")
-    if len(counts) < 2:  # a 1-D view across the storage's rows: a gather of the flattened storage
-        size = math.prod(shape)  # (one row, the elements): the core indexes with grids of two dimensions at least
-        return Access(base.reshape((1, size)), (Affine(0, grid=np.zeros((1, 1), dtype=np.int64)),
-                                                Affine(0, grid=np.ascontiguousarray(flat[None, :], dtype=np.int64))))
-    coords = open_grids(np.unravel_index(flat, shape))
-    return Access(base, tuple(Affine(0, grid=np.ascontiguousarray(c, dtype=np.int64)) for c in coords))
+    grids = _GRIDS.get((shape, offset, pattern))
+    if grids is None:
+        counts = tuple(c for _, c in pattern)
+        flat = np.full(counts, offset, dtype=np.int64)
+        for k, (s, c) in enumerate(pattern):
+            flat += (np.arange(c, dtype=np.int64) * s).reshape([c if j == k else 1 for j in range(len(counts))])
+        if flat.size and (flat.min() < 0 or flat.max() >= math.prod(shape)):
+            # rule: view.bounds
+            raise error("err_view_out_of_bounds",
+                            f"access pattern {[list(p) for p in pattern]} at offset {offset} leaves the storage of "
+                            f"'{base.root.name}'")
+        if len(counts) < 2:  # a 1-D view across the storage's rows: a gather of the flattened storage (one row,
+            # the elements): the core indexes with grids of two dimensions at least
+            arrays = [np.zeros((1, 1), dtype=np.int64), np.ascontiguousarray(flat[None, :], dtype=np.int64)]
+        else:
+            arrays = [np.ascontiguousarray(c, dtype=np.int64) for c in open_grids(np.unravel_index(flat, shape))]
+        for a in arrays:  # (shared by every access made of the view: never written)
+            a.flags.writeable = False
+        grids = (len(counts) < 2, tuple(Affine(0, grid=a) for a in arrays))
+        if len(_GRIDS) > 1024:
+            _GRIDS.clear()
+        _GRIDS[shape, offset, pattern] = grids
+    if grids[0]:
+        return Access(base.reshape((1, math.prod(shape))), grids[1])
+    return Access(base, grids[1])
+
+
+#: (storage shape, offset, pattern) -> (whether the storage is seen as one row, the coordinate grids of the view's
+#: elements as index expressions): a view no basic index expresses (a transposed or broadcast view, a pooling
+#: window), whose grids an unrolled loop would otherwise build again with NumPy for every instruction
+_GRIDS: dict[tuple, tuple[bool, tuple[Affine, ...]]] = {}
+
+
+#: id of a ``basic_key`` result -> (that key, the partition axis, ``Access.constant_parts`` of an access made of it):
+#: the normalised access of each view an unrolled loop lowers again and again (the key is held, so its id is unique)
+_CONSTANT: dict[int, tuple[tuple, int, tuple]] = {}
+
+
+def _constant_access(base: Tensor, key: tuple) -> Access:
+    """``Access(base, key)`` for a key of integers and slices (``basic_key``'s) on a tensor without a direct
+    allocation, normalised once per (key, partition axis) and made again from its parts (``Access.again``)."""
+    hit = _CONSTANT.get(id(key))
+    if hit is not None and hit[0] is key and hit[1] == base.par_axis:
+        return Access.again(base, hit[2])
+    acc = Access(base, key)
+    parts = acc.constant_parts()
+    if parts is not None:
+        if len(_CONSTANT) > 8192:
+            _CONSTANT.clear()
+        _CONSTANT[id(key)] = (key, base.par_axis, parts)
+    return acc
 
 
 def _dynamic_grid(base: Tensor, offset: int, pattern: Pattern, dyn: tuple) -> Access:

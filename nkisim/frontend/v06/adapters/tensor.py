@@ -25,7 +25,7 @@ from nkisim.core.tensor import Tensor
 from nkisim.frontend.v06.adapters import indirect
 from nkisim.frontend.v06.adapters.calls import call, reinterpret
 from nkisim.frontend.v06.adapters.errors import error
-from nkisim.frontend.v06.adapters.layout import Pattern, contiguous, lower, restride
+from nkisim.frontend.v06.adapters.layout import Pattern, contiguous, lower, plain_index, restride
 from nkisim.frontend.v06.adapters.registers import register_value
 
 
@@ -160,6 +160,12 @@ class NkiTensor:
     def __getitem__(self, key: Any) -> NkiTensor:
         if not isinstance(key, tuple):
             key = (key,)
+        if self._ind is None:
+            plain = plain_index(self._pattern, self._offset, self._base.buffer.family != "hbm", key)
+            if plain is not None:  # (the common key: integers and slices in bounds, a pattern of ints already)
+                t = object.__new__(NkiTensor)
+                t._base, t._offset, t._pattern, t._dyn, t._ind, t._lowered = self._base, *plain, self._dyn, None, None
+                return t
         if any(k is Ellipsis for k in key):
             i = next(j for j, k in enumerate(key) if k is Ellipsis)
             key = key[:i] + (slice(None),) * (self.ndim - len(key) + 1) + key[i + 1:]
