@@ -61,3 +61,16 @@ def test_an_indirect_dma_has_gpsimd_make_its_descriptors():
         queued = sched.dma_queues[gather][0][0][0]  # when its data starts to move
         assert queued >= sched.end[last] + ns
         assert not costs.runtime_dge(trace[gather]) and costs.swdge_ns(trace[gather], prm) == ns
+
+
+def test_the_gpsimd_descriptor_time_is_named_in_the_why_lines():
+    """The software DGE's GpSimd time (the test above) gets its "Why:" line: the gather and the scatter, 2 x
+    ``swdge_ns`` of GpSimd time, quoting AWS's DGE deep dive and saying the per-DMA figure is not AWS's."""
+    from nkisim.cost.model import estimate
+
+    trace = _trace(_gather_scatter, nt.tensor[[512, 64], nl.float32], nt.tensor[[128, 1], nl.int32])
+    whys = [r for r in estimate(trace, "trn2").reasons if r.mechanism == "swdge"]
+    assert sorted((r.count, r.us) for r in whys) == [(1, 0.7), (1, 0.7)]  # one line each: the load, the store
+    text = whys[0].text()
+    assert "gathers or scatters through an index tile had GpSimd make their DMA descriptors at run time, 0.7 us" in text
+    assert "the only mode that supports indirect (gather/scatter) operations" in text and "not AWS's" in text

@@ -113,3 +113,60 @@ def test_a_transpose_the_hardware_dge_cannot_make_takes_no_dge_time():
     slow = prm.replace("dma", "dge_ns", 100_000.0).replace("dma", "dge_descriptor_ns", 0.0)
     end = max(schedule(fp32, slow).core_end.values())
     assert 4 * 100_000 < end < 5 * 100_000
+
+
+def _matmuls(transpose_x: bool):
+    """4 matmuls of a [128, 128] bf16 ``x`` by a [128, 512] tile each, x passed as written (``nl.matmul(x, y)``) or
+    already transposed (``transpose_x=True``): the same TensorE work but for the transposes the compiler inserts (x
+    is loaded in the loop: a transpose of one x made before it would be loop-invariant, hoisted and charged once)."""
+    @nki.jit(platform_target="trn2")
+    def k(a, b):
+        out = nl.ndarray((4, 128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        for i in nl.affine_range(4):
+            acc = nl.matmul(nl.load(a[i]), nl.load(b[i]), transpose_x=transpose_x)  # MATMUL LINE
+            nl.store(out[i], value=nl.copy(acc))
+        return out
+
+    return k, (nt.tensor[[4, 128, 128], nl.bfloat16], nt.tensor[[4, 128, 512], nl.bfloat16])
+
+
+def test_nl_matmuls_inserted_transposes_are_named_in_the_profile():
+    """``nl.matmul(x, y)`` "lowers to nc_matmul(transpose(x), y). To avoid this extra transpose instruction being
+    inserted, use x.T and transpose_x=True" (aws-neuron-sdk v2.26.0 general/nki/api/nki/language/__init__.py:1044-1050;
+    NKI 0.6: "If False, an additional transpose will be inserted", nki/api/nki/language/__init__.py:2220-2221).  The
+    model has always charged that transpose (TensorE time); the profile's "Why:" line now says so at the matmul's line,
+    with how many and their TensorE time, and says nothing of it when x comes transposed."""
+    from nkisim import api
+
+    k, args = _matmuls(False)
+    prof = api.profile_kernel(k, *args)
+    [why] = [r for r in prof.estimate.reasons if r.mechanism == "inserted_transpose"]
+    line = next(n for n, text in enumerate(open(__file__).read().splitlines(), 1) if text.endswith("# MATMUL LINE"))
+    prm = get_target("trn2").params
+    assert (why.line, why.count) == (line, 4)
+    assert why.us == pytest.approx(4 * (128 + prm.pe.matmul_overhead_cycles) / prm.clock_ghz.pe / 1000)
+    text = prof.summary_text()
+    assert f"Why: line {line}: nl.matmul(x, y) without transpose_x=True: the compiler inserted 4 transposes of x on " \
+           "the Tensor Engine" in text, text
+    k2, args2 = _matmuls(True)
+    prof2 = api.profile_kernel(k2, *args2)
+    assert "inserted_transpose" not in {r.mechanism for r in prof2.estimate.reasons}
+    assert "transpose_x" not in prof2.summary_text()
+
+
+def test_dma_transposes_are_named_with_the_queue_time_they_add():
+    """The profile's "Why:" line for trn2's DMA transposes (the rates test above): how many, and the DMA queue time
+    they took beyond plain copies of the same bytes, summed over their queues -- from HBM into whole [128, 16] blocks
+    at AWS's "up to 90%", so 1/0.9 - 1 of a copy's data time; the loop's plain stores are not counted."""
+    from nkisim.cost.model import estimate
+
+    prm = get_target("trn2").params
+    trace = _dma_transposes((128, 128), nl.float32, _hbm_load_transpose)
+    [why] = [r for r in estimate(trace, "trn2").reasons if r.mechanism == "dma_transpose"]
+    assert why.count == 4
+    assert why.us == pytest.approx(4 * 128 * 128 * 4 / prm.dma.bytes_per_ns * (1 / 0.9 - 1) / 1000)
+    assert why.text().startswith(f"line {why.line}: 4 DMAs transposed as they moved, slower than plain copies of the "
+                                 f"same bytes: {why.us:.1f} us more DMA queue time in all")
+    assert "up to 90% DMA throughput utilization" in why.text()
+    copies = _dma_transposes((128, 128), nl.float32, lambda a: a)  # the same loop without the transpose
+    assert "dma_transpose" not in {r.mechanism for r in estimate(copies, "trn2").reasons}

@@ -280,10 +280,15 @@ def _same_launch(new, old) -> None:
     assert _gather_calls(new.program) == _gather_calls(old.program)
     assert all('"ind"' in json.dumps(call) for call in _gather_calls(new.program))
     assert json.loads(new.program.to_json())["arrays"] == json.loads(old.program.to_json())["arrays"]
-    # the same instructions, and the same estimate (the legacy indirect DMA's cost)
+    # the same instructions, and the same estimate (the legacy indirect DMA's cost), but for the lines the two
+    # spellings are written on (per-line times; the Why: lines' line numbers)
     assert ([(i.engine, i.p, i.n, i.nbytes) for i in new.record.ctx.trace]
             == [(i.engine, i.p, i.n, i.nbytes) for i in old.record.ctx.trace])
-    assert dataclasses.replace(new.estimate(), line_us={}) == dataclasses.replace(old.estimate(), line_us={})
+
+    def unlined(est):
+        return dataclasses.replace(est, line_us={}, reasons=tuple(dataclasses.replace(r, line=0) for r in est.reasons))
+
+    assert unlined(new.estimate()) == unlined(old.estimate())
 
 
 def test_a_gather_from_each_batch_is_the_legacy_batched_gather():

@@ -154,3 +154,80 @@ def test_check_names_an_engine_order_kept_by_sequential_range():
            "behind earlier work while their engine had idle time they could have used." in text, text
     assert "use nl.affine_range where iterations do not depend on each other" in text, text
     assert "sequential_range" not in why([]), why([])
+
+
+#: a correct stage-6 matmul_fast whose x blocks are loaded already transposed ([M, K]) and passed to nl.matmul as
+#: written, so the compiler inserts a transpose of each back to K on the partitions
+TRANSPOSED_X_MATMUL = """\
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def matmul_fast(lhsT, rhs):
+    K, M = lhsT.shape
+    N = rhs.shape[1]
+    result = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    for m in nl.affine_range(M // 128):
+        for n in nl.affine_range(N // 512):
+            acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+            for k in nl.affine_range(K // 128):
+                x = nl.load_transpose2d(lhsT[k * 128:(k + 1) * 128, m * 128:(m + 1) * 128])
+                y = nl.load(rhs[k * 128:(k + 1) * 128, n * 512:(n + 1) * 512])
+                acc += nl.matmul(x, y)
+            nl.store(result[m * 128:(m + 1) * 128, n * 512:(n + 1) * 512], value=nl.copy(acc, dtype=result.dtype))
+    return result
+"""
+
+
+def test_check_names_the_transposes_nl_matmul_inserts(tmp_path):
+    """``nl.matmul(x, y)`` without ``transpose_x=True`` "lowers to nc_matmul(transpose(x), y)" (nl.matmul's docstring,
+    nkisim/cost/reasons.py): the cost model charges the inserted transposes' TensorE time, and check() now says so at
+    the student's matmul line, with the count and the fix, through the executor's facts like the sequential_range
+    lines (nkilab.isolate.facts.HELD)."""
+    path = tmp_path / "transposed_x.py"
+    path.write_text(TRANSPOSED_X_MATMUL)
+    text, result = _checked("matmul_fast", load_kernel(path, "matmul_fast"))
+    assert result.passed, text
+    assert "Why: Your nl.matmul calls without transpose_x=True (line 16) each get a transpose of x inserted on the " \
+           "Tensor Engine: 1,024 transposes, " in text, text
+    assert "pass transpose_x=True." in text, text
+
+
+def test_inserted_transposes_are_named_only_when_they_cost_something():
+    """The inserted-transpose line, from the record's facts: said when the transposes take 5% of the kernel's time or
+    more (the threshold of the sequential_range lines), not for a few."""
+    from nkilab.isolate.replies import speed_facts
+    from nkilab.judge.results import GradeRecord, SpeedRecord
+
+    def why(held: list) -> str:
+        facts = speed_facts({"busy_us": {"pe": 80.0, "dma": 60.0}, "dma_queues": 16, "dma_count": 10,
+                             "dma_bytes": 4096, "instructions": 400, "cores": 1, "held": held})
+        timing = SpeedRecord("x: bfloat16 [512, 512]", "estimate (nkisim cost model, trn2)", 100.0, 50.0, "none",
+                             kernel=facts)
+        return "\n".join(GradeRecord("q", "t", 1.0, 2.0, 1.0, 1.0, 0.0, 1.0, timing=timing).why_lines())
+
+    text = why([["inserted_transpose", 9, 64, 6.0]])
+    assert "Why: Your nl.matmul calls without transpose_x=True (line 9) each get a transpose of x inserted on the " \
+           "Tensor Engine: 64 transposes, 6.0 us of its time." in text, text
+    assert "transpose_x" not in why([["inserted_transpose", 9, 4, 0.4]])
+
+
+def test_the_executor_hands_over_the_mechanisms_feedback_explains_first():
+    """The executor sends at most five of the estimate's reasons (nkilab.isolate._execute.timing_facts); reasons no
+    feedback reads (a DMA transpose's added queue time: large, summed over 16 queues) must not crowd out those it
+    does (nkilab.isolate.facts.HELD)."""
+    from nkilab.isolate._execute import timing_facts
+    from nkisim.cost.model import Estimate
+    from nkisim.cost.reasons import Reason
+
+    reasons = tuple(Reason("dma_transpose", "k.py", n, 4, 100.0 + n) for n in range(6)) + \
+        (Reason("sequential_order", "k.py", 30, 7, 2.5),)
+
+    class Launch:
+        target = "trn2"
+
+        def estimate(self):
+            return Estimate("trn2", "x", 50.0, {"dma": 40.0}, reasons=reasons)
+
+    assert timing_facts(Launch())["facts"]["held"] == [["sequential_order", 30, 7, 2.5]]

@@ -81,7 +81,7 @@ def dma_queues(ins: Instruction, prm: Params) -> int:
     return max(1, min(d.queues, math.ceil(max(ins.p, 1) / d.partitions_per_queue)))
 
 
-def dma_queue_ns(ins: Instruction, nq: int, prm: Params) -> float:
+def dma_queue_ns(ins: Instruction, nq: int, prm: Params, as_copy: bool = False) -> float:
     """Time one of the ``nq`` DMA queues is busy with its share of the transfer.
 
     Its share of the transfer's descriptors (one per piece contiguous in its source and destination,
@@ -90,13 +90,15 @@ def dma_queue_ns(ins: Instruction, nq: int, prm: Params) -> float:
     (``dma_copy(dst_rmw_op=...)``) streams at the target's ``rmw_throughput`` of the DMA rate (it reads the
     destination too); a transfer that reads and writes HBM (HBM to HBM, or a read-modify-write of an HBM
     destination) takes at least its HBM bytes (``hbm_bytes``: reads plus writes) at the core's HBM bandwidth,
-    whichever is longer (issue 19: no instruction is cheaper than its work)."""
+    whichever is longer (issue 19: no instruction is cheaper than its work).  ``as_copy``: a transposing DMA's time
+    as a plain copy of the same bytes (``transpose_efficiency`` left out; what the "dma_transpose" Why: line
+    compares with)."""
     d = prm.dma
     eff = 1.0
     if ins.run:
         eff = min(1.0, max(d.strided_efficiency, ins.run / d.full_rate_run_bytes))
     extra = ins.extra
-    if ins.kind is isa.LOAD_TRANSPOSE2D or ins.kind is isa.DMA_TRANSPOSE:
+    if not as_copy and is_transpose(ins):
         eff *= transpose_efficiency(ins, prm)  # both are the DMA engine transposing as it copies
     if extra and extra.get("rmw"):
         eff *= d.rmw_sbuf_throughput if extra.get("rmw_sbuf") else d.rmw_throughput
@@ -105,6 +107,11 @@ def dma_queue_ns(ins: Instruction, nq: int, prm: Params) -> float:
     if hbm:
         t = max(t, hbm / d.hbm_gbps)  # GB/s = B/ns
     return t
+
+
+def is_transpose(ins: Instruction) -> bool:
+    """A DMA that transposes as it copies (``nl.load_transpose2d``, ``nisa.dma_transpose``)."""
+    return ins.kind is isa.LOAD_TRANSPOSE2D or ins.kind is isa.DMA_TRANSPOSE
 
 
 def transpose_efficiency(ins: Instruction, prm: Params) -> float:

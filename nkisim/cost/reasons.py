@@ -38,6 +38,26 @@ MECHANISMS: dict[str, str] = {
         "a tile written here that no instruction reads held no SBUF beyond its write (the compiler allocates SBUF "
         "to live data: \"When the cumulative size of live data defined by the NKI kernel overflows the capacity\", "
         "NKI docs, programming model), so it took no room from the other tiles' buffers"),
+    "inserted_transpose": (
+        "nl.matmul(x, y) without transpose_x=True: the compiler inserted {count:,} transposes of x on the Tensor "
+        "Engine, {us:.1f} us of its time in all (\"matmul(x, y) lowers to nc_matmul(transpose(x), y). To avoid this "
+        "extra transpose instruction being inserted, use x.T and transpose_x=True\", nki.language.matmul's "
+        "docstring); keep x with its contraction dimension on the partitions and pass transpose_x=True"),
+    "dma_transpose": (
+        "{count:,} DMAs transposed as they moved, slower than plain copies of the same bytes: {us:.1f} us more DMA "
+        "queue time in all, summed over the queues (NeuronCore-v3: \"DMA transpose on Trainium2 can achieve up to 90% "
+        "DMA throughput utilization given hardware-friendly tensor access patterns, compared to up to 100% throughput "
+        "utilization for a DMA copy\", output in whole [128, 16] blocks; \"SBUF2SBUF transpose can achieve up to 50% "
+        "of DMA throughput\"; other shapes \"at the cost of DMA performance\", trainium2_arch.rst; NeuronCore-v2: a "
+        "quarter of the rate, no AWS figure); the alternative is a Tensor Engine transpose (nisa.nc_transpose), "
+        "\"more performant but requires ScalarE/VectorE to evict the transposed output from PSUM back to SBUF\""),
+    "swdge": (
+        "{count:,} gathers or scatters through an index tile had GpSimd make their DMA descriptors at run time, "
+        "{us:.1f} us of its time in all (\"The GpSimd Engine generates DMA descriptors during NEFF execution. This is "
+        "the only mode that supports indirect (gather/scatter) operations\"; it \"Consumes GpSimd Engine cycles for "
+        "descriptor generation\", and the hardware DGE \"Does not support indirect (gather/scatter) operations\", NKI "
+        "docs, DGE deep dive; the time per DMA is the compiler's PerfSim figure, not AWS's); a DMA with static "
+        "addresses needs none"),
     "copy_engine": (
         "{count:,} copies left to the compiler ran on ScalarE rather than VectorE (\"compiler selects best engine "
         "based on engine workload\", nki.isa.tensor_copy's engine parameter)"),
@@ -47,7 +67,9 @@ MECHANISMS: dict[str, str] = {
 @dataclass(frozen=True)
 class Reason:
     """One mechanism at one source line: how many instructions (or whole writes) it concerned and the time it
-    held them (µs; 0 when it holds nothing back)."""
+    held them (µs; 0 when it holds nothing back), or for work the compiler inserted that work's engine time
+    (``inserted_transpose``, ``swdge``), or for a slower form of a transfer (``dma_transpose``) the DMA queue time it
+    added."""
 
     mechanism: str
     file: str

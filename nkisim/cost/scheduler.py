@@ -291,11 +291,14 @@ def schedule(trace: list[Instruction], prm: Params) -> Schedule:
             dur = costs.dma_queue_ns(ins, nq, prm)
             if costs.trivial_pieces(ins, prm):
                 out.notes.add("trivial_dim", ins.loc)
+            if costs.is_transpose(ins):  # its queue time beyond a plain copy's, summed over its queues
+                out.notes.add("dma_transpose", ins.loc, (dur - costs.dma_queue_ns(ins, nq, prm, as_copy=True)) * nq)
             dge_start = None
             sw = costs.swdge_ns(ins, prm)
             if sw:  # GpSimd makes an indirect DMA's descriptors once its index is there (costs.swdge_ns)
                 sw_start, _ = lanes.place(core, "pool", ready, sw, shared_port, False, False)
                 out.busy["pool"] += sw
+                out.notes.add("swdge", ins.loc, sw)
                 dge_start, ready = sw_start, sw_start + sw
             if dge_ns and costs.runtime_dge(ins):
                 # a DMA in a rolled NKI loop has loop-dependent addresses, so its descriptors are made at
@@ -325,6 +328,8 @@ def schedule(trace: list[Instruction], prm: Params) -> Schedule:
                     out.engine[i] = e
             else:
                 dur = costs.compute_ns(ins, spaces, prm, e)
+                if ins.kind is isa.NC_TRANSPOSE and ins.extra.get("implicit"):  # nl.matmul's inserted transpose of x
+                    out.notes.add("inserted_transpose", ins.loc, dur)
             on_port = shared_port and e in ("dve", "pool")
             # NC-v2: VectorE and ScalarE cannot access PSUM at the same time (spec §4.3)
             on_psum = psum_port and e in ("dve", "act") and "psum" in spaces

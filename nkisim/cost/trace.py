@@ -99,8 +99,8 @@ class Extra(TypedDict, total=False):
     #: names the function in the trace a reader inspects)
     func: str
     #: an instruction the compiler inserts (a PSUM operand copied to SBUF, nl.matmul's transpose of x).  Written by
-    #: ops.matmul;
-    #: not read by the cost model (it tells a reader of the trace the student did not write it)
+    #: ops.matmul; read by cost.scheduler (nl.matmul's inserted transposes: the ``inserted_transpose`` Why: line) and
+    #: by a reader of the trace (the student did not write it)
     implicit: bool
     #: a DMA transpose the hardware DGE cannot make (not 16 rows of a 2-byte dtype with rows a multiple of 128 long, AWS's
     #: constraints): its descriptors are made as before NeuronCore-v3, not by the DGE at run time.  Written by

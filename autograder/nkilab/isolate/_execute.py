@@ -24,6 +24,7 @@ import numpy as np
 
 from nkilab.isolate._child import make_grid, memory_cap_mb
 from nkilab.isolate._io import read_message, write_message
+from nkilab.isolate.facts import HELD
 from nkisim.api import MAX_PROGRAM_BYTES  # the format's cap on program text; the grader reads no more than this
 
 __all__ = ["MAX_PROGRAM_BYTES", "MESSAGE_CHARS", "error_facts", "run_cases", "timing_facts"]
@@ -79,7 +80,8 @@ def timing_facts(launch: Any) -> dict:
                       "cores": max(len(est.core_us), 1),
                       "dma_count": int(est.dma_count), "dma_bytes": int(est.dma_bytes),
                       "instructions": int(est.instructions), "lines": lines,
-                      "held": [[r.mechanism, r.line, r.count, r.us] for r in est.reasons if r.us > 0][:5]}}
+                      "held": [[r.mechanism, r.line, r.count, r.us] for r in est.reasons
+                               if r.us > 0 and r.mechanism in HELD][:5]}}
 
 
 def _features(program: Any) -> list[int] | None:

@@ -14,8 +14,9 @@ from typing import Any
 
 #: the engines a timed run's facts name (the cost model's own keys), in the order feedback lists them
 ENGINES = ("pe", "act", "dve", "pool", "dma")
-#: the cost model's mechanisms that hold instructions back and that feedback explains (nkisim/cost/reasons.py)
-HELD = ("sequential_range", "sequential_order")
+#: the cost model's mechanisms that hold instructions back, or add work the student did not write, and that feedback
+#: explains (nkisim/cost/reasons.py)
+HELD = ("sequential_range", "sequential_order", "inserted_transpose")
 
 
 @dataclass(frozen=True)

@@ -311,6 +311,14 @@ class GradeRecord:
             advice.append(f"Your sequential_range loops {'; and they '.join(said)}. The compiler \"does not try to "
                           "re-order or parallelize the executions of loops\" declared sequential; use nl.affine_range "
                           "where iterations do not depend on each other, so one iteration's work overlaps the next's.")
+        inserted = [h for h in k.held if h.mechanism == "inserted_transpose"]
+        if inserted and sum(h.us for h in inserted) >= 0.05 * t.latency_us:  # TensorE time the compiler added
+            advice.append(f"Your nl.matmul calls without transpose_x=True "
+                          f"({', '.join(f'line {n}' for n in sorted({h.line for h in inserted})[:3])}) each get a "
+                          f"transpose of x inserted on the Tensor Engine: {sum(h.count for h in inserted):,} "
+                          f"transposes, {sum(h.us for h in inserted):.1f} us of its time. nl.matmul(x, y) \"lowers to "
+                          "nc_matmul(transpose(x), y)\"; keep x with its contraction dimension on the partitions "
+                          "(transpose it once, where it is made) and pass transpose_x=True.")
         if busy < 0.6 and (t.ratio or 0) > t.full_tier and not sequential:
             same = r is not None and not advice
             shared = ", ".join(f"line {n}" for n in k.shared[:3])
