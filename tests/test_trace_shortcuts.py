@@ -155,6 +155,7 @@ def test_a_region_whose_accumulation_started_adds_and_the_rest_starts() -> None:
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.processes
 def test_tracing_a_kernel_does_not_import_the_cost_model() -> None:
     code = ("import sys, numpy as np; from nkisim import api; import nki, nki.language as nl\n"
             "@nki.jit\n"
