@@ -239,7 +239,7 @@ def _traced_then_executed(result: RunResult, cmd: sandbox.Command, cwd: str | No
                 break
             continue
         phase_job, phase_cases = _phase(exec_job, cases, keep)
-        if not any(phase_cases) and "fingerprint" not in phase_job:  # nothing traced to run: no executor job
+        if not any(phase_cases) and phase_job.get("fingerprint") is None:  # nothing traced to run or fingerprint
             continue
         out_bytes = sum(_output_allowance(cases[i]) for i in keep)
         run = server.run(dict(phase_job, cpu_s=limits.cpu_s), texts + [a for args in phase_cases for a in args], deadline,
