@@ -24,7 +24,6 @@ from nkisim.cost.instructions import (
     BROADCAST_TO,
     COPY,
     LOAD,
-    LOAD_TRANSPOSE2D,
     MEMSET,
     STORE,
     TENSOR_COPY,
@@ -167,30 +166,6 @@ def load(src: Any, *, mask: Any = None, dtype: Any = None, name: str = "") -> Te
     else:
         tile = new_tile(ctx, shape, out_dt, values, valid, fresh=acc.advanced)
     tile.producer = read_indices(emit(ctx, LOAD, reads=(acc,), writes=(tile,), nbytes=_nbytes(acc, valid)), (acc,))
-    return tile
-
-
-def load_transpose2d(src: Any, *, mask: Any = None, dtype: Any = None) -> Tensor:
-    """``nl.load_transpose2d``: HBM [F, P] -> SBUF [P, F] through the DMA engines."""
-    ctx = current()
-    acc = operands("load_transpose2d", src=src)["src"]
-    if acc.advanced and any(c[0] == "ind" for c in acc.comps):
-        raise nki_error("err_indirect_indices_are_not_supported_with_nki_api",
-                        f"cannot use indirect indexing access with the current NKI API for src {acc.shape}")
-    if len(acc.shape) != 2:
-        raise nki_error("err_exceed_max_supported_dimension",
-                        f"parameter '{shape_str('src', acc.shape)}' of 'load_transpose2d' exceed max supported "
-                        f"number of dimensions of 2.")
-    shape = (acc.shape[1], acc.shape[0])
-    check_partitions("load_transpose2d", {"src": shape}, {"src": shape})
-    valid = mask_array(mask, acc.shape, "load_transpose2d")
-    acc.check_bounds(valid)
-    values = None
-    if ctx.numerics:
-        values = (read(acc) if valid is None else read_masked(acc, valid)).T
-    tile = new_tile(ctx, shape, out_dtype(dtype, acc.dtype), values, None if valid is None or valid.ndim == 0
-                    else valid.T, fresh=False)
-    tile.producer = emit(ctx, LOAD_TRANSPOSE2D, reads=[acc], writes=[tile.full()], nbytes=_nbytes(acc, valid))
     return tile
 
 
