@@ -211,8 +211,13 @@ def side(acc: Any, valid: np.ndarray | None = None) -> Side:
             n = int(np.count_nonzero(valid))
         breaks = _address_breaks(acc, valid) if n else np.zeros(0, dtype=bool)
         return Side(n, 1, breaks, hbm, n * t.itemsize)
-    # (count, step) per dimension: a basic access keeps one dimension per slice, in order, of the slice's count
-    # (core.access), so its shape holds the counts and no bound is evaluated again
+    par = -1 if hbm else t.par_axis
+    return Side(n, _run_length(t.shape, par, _basic_dims(acc)), None, hbm, n * t.itemsize)
+
+
+def _basic_dims(acc: Any) -> tuple[tuple[int, int], ...]:
+    """(count, step) per dimension of a basic access: it keeps one dimension per slice, in order, of the slice's
+    count (core.access), so its shape holds the counts and no bound is evaluated again; an integer index is (0, 1)."""
     dims = []
     shape = acc.shape
     k = 0
@@ -222,8 +227,7 @@ def side(acc: Any, valid: np.ndarray | None = None) -> Side:
         else:
             dims.append((shape[k], c[3]))
             k += 1
-    par = -1 if hbm else t.par_axis
-    return Side(n, _run_length(t.shape, par, tuple(dims)), None, hbm, n * t.itemsize)
+    return tuple(dims)
 
 
 def descriptors(sides: list[Side], transposing: bool = False) -> int:
@@ -258,16 +262,7 @@ def basic_key(acc: Any) -> tuple | None:
     if acc.advanced or getattr(t.buffer, "alloc", None) is not None:
         return None
     hbm = t.buffer.family == "hbm"
-    dims = []
-    shape = acc.shape
-    k = 0
-    for c in acc.comps:
-        if c[0] == "int":
-            dims.append((0, 1))
-        else:
-            dims.append((shape[k], c[3]))
-            k += 1
-    return t.shape, -1 if hbm else t.par_axis, tuple(dims), hbm, t.itemsize
+    return t.shape, -1 if hbm else t.par_axis, _basic_dims(acc), hbm, t.itemsize
 
 
 #: ``dma_runs`` of unmasked DMAs whose operands are all basic accesses, by their ``basic_key``s: a loop's loads and
