@@ -11,6 +11,7 @@ import io
 from pathlib import Path
 
 import pytest
+from course_testing import HEADER, solution_variant
 
 from nkilab import check, load_kernel
 from nkilab.course.questions import QUESTIONS
@@ -44,6 +45,19 @@ SLOW = [  # (question, kernel file, function, a sentence the feedback must hold)
      "VectorE is the bottleneck: give VectorE fewer, larger instructions (bigger tiles), or move elementwise work "
      "to ScalarE's activation"),
 ]
+
+
+def _why_lines(held: list, busy_us: dict[str, float], case: str, target: str, latency_us: float,
+               reference_us: float, tier: str) -> str:
+    """The Why: lines a grade record renders from executor facts holding ``held`` (its [mechanism, line, count, us]
+    rows, read at the pipe as the grader reads them) for a timed run of ``case``."""
+    from nkilab.isolate.replies import speed_facts
+    from nkilab.judge.results import GradeRecord, SpeedRecord
+
+    facts = speed_facts({"busy_us": busy_us, "dma_queues": 16, "dma_count": 10, "dma_bytes": 4096,
+                         "instructions": 400, "cores": 1, "held": held})
+    timing = SpeedRecord(case, f"estimate (nkisim cost model, {target})", latency_us, reference_us, tier, kernel=facts)
+    return "\n".join(GradeRecord("q", "t", 1.0, 2.0, 1.0, 1.0, 0.0, 1.0, timing=timing).why_lines())
 
 
 def _checked(question: str, kernel) -> tuple[str, object]:
@@ -139,15 +153,9 @@ def test_check_names_an_engine_order_kept_by_sequential_range():
     may run ahead in their engine's idle time, a sequential_range loop's wait their turn) reaches check()'s "Why:"
     line as the model reported it: the executor's held facts keep it (nkilab.isolate.replies.HELD), and the advice
     names the lines and the fix; an estimate it did not hold back says nothing of it."""
-    from nkilab.isolate.replies import speed_facts
-    from nkilab.judge.results import GradeRecord, SpeedRecord
-
     def why(held: list) -> str:
-        facts = speed_facts({"busy_us": {"pe": 80.0, "act": 60.0}, "dma_queues": 16, "dma_count": 10,
-                             "dma_bytes": 4096, "instructions": 400, "cores": 1, "held": held})
-        timing = SpeedRecord("x: bfloat16 [8, 128, 520]", "estimate (nkisim cost model, trn1)", 130.0, 100.0, "partial",
-                             kernel=facts)
-        return "\n".join(GradeRecord("q", "t", 1.0, 2.0, 1.0, 1.0, 0.0, 1.0, timing=timing).why_lines())
+        return _why_lines(held, {"pe": 80.0, "act": 60.0}, "x: bfloat16 [8, 128, 520]", "trn1", 130.0, 100.0,
+                          "partial")
 
     text = why([["sequential_order", 17, 42, 17.2]])
     assert "Why: Your sequential_range loops keep their instructions in order on each engine: 42 (line 17) waited " \
@@ -156,28 +164,12 @@ def test_check_names_an_engine_order_kept_by_sequential_range():
     assert "sequential_range" not in why([]), why([])
 
 
-#: a correct stage-6 matmul_fast whose x blocks are loaded already transposed ([M, K]) and passed to nl.matmul as
-#: written, so the compiler inserts a transpose of each back to K on the partitions
-TRANSPOSED_X_MATMUL = """\
-import neuronxcc.nki as nki
-import neuronxcc.nki.language as nl
-
-
-@nki.jit
-def matmul_fast(lhsT, rhs):
-    K, M = lhsT.shape
-    N = rhs.shape[1]
-    result = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
-    for m in nl.affine_range(M // 128):
-        for n in nl.affine_range(N // 512):
-            acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
-            for k in nl.affine_range(K // 128):
-                x = nl.load_transpose2d(lhsT[k * 128:(k + 1) * 128, m * 128:(m + 1) * 128])
-                y = nl.load(rhs[k * 128:(k + 1) * 128, n * 512:(n + 1) * 512])
-                acc += nl.matmul(x, y)
-            nl.store(result[m * 128:(m + 1) * 128, n * 512:(n + 1) * 512], value=nl.copy(acc, dtype=result.dtype))
-    return result
-"""
+#: a correct stage-6 matmul_fast: the reference matmul_tiled with its x blocks loaded already transposed ([M, K]) and
+#: passed to nl.matmul as written, so the compiler inserts a transpose of each back to K on the partitions
+TRANSPOSED_X_MATMUL = HEADER + solution_variant(
+    "06_tensor_engine_matmul", "matmul_tiled",
+    ("lhsT_tile = nl.load(lhsT[", "lhsT_tile = nl.load_transpose2d(lhsT["),
+    ("nl.matmul(lhsT_tile, rhs_tile, transpose_x=True)", "nl.matmul(lhsT_tile, rhs_tile)"), name="matmul_fast")
 
 
 def test_check_names_the_transposes_nl_matmul_inserts(tmp_path):
@@ -189,23 +181,17 @@ def test_check_names_the_transposes_nl_matmul_inserts(tmp_path):
     path.write_text(TRANSPOSED_X_MATMUL)
     text, result = _checked("matmul_fast", load_kernel(path, "matmul_fast"))
     assert result.passed, text
-    assert "Why: Your nl.matmul calls without transpose_x=True (line 16) each get a transpose of x inserted on the " \
-           "Tensor Engine: 1,024 transposes, " in text, text
+    line = next(n for n, ln in enumerate(TRANSPOSED_X_MATMUL.splitlines(), 1) if "nl.matmul(" in ln)
+    assert f"Why: Your nl.matmul calls without transpose_x=True (line {line}) each get a transpose of x inserted on " \
+           "the Tensor Engine: 1,024 transposes, " in text, text
     assert "pass transpose_x=True." in text, text
 
 
 def test_inserted_transposes_are_named_only_when_they_cost_something():
     """The inserted-transpose line, from the record's facts: said when the transposes take 5% of the kernel's time or
     more (the threshold of the sequential_range lines), not for a few."""
-    from nkilab.isolate.replies import speed_facts
-    from nkilab.judge.results import GradeRecord, SpeedRecord
-
     def why(held: list) -> str:
-        facts = speed_facts({"busy_us": {"pe": 80.0, "dma": 60.0}, "dma_queues": 16, "dma_count": 10,
-                             "dma_bytes": 4096, "instructions": 400, "cores": 1, "held": held})
-        timing = SpeedRecord("x: bfloat16 [512, 512]", "estimate (nkisim cost model, trn2)", 100.0, 50.0, "none",
-                             kernel=facts)
-        return "\n".join(GradeRecord("q", "t", 1.0, 2.0, 1.0, 1.0, 0.0, 1.0, timing=timing).why_lines())
+        return _why_lines(held, {"pe": 80.0, "dma": 60.0}, "x: bfloat16 [512, 512]", "trn2", 100.0, 50.0, "none")
 
     text = why([["inserted_transpose", 9, 64, 6.0]])
     assert "Why: Your nl.matmul calls without transpose_x=True (line 9) each get a transpose of x inserted on the " \
